@@ -1,0 +1,40 @@
+# wormhole: every target runs from the repository root and uses .venv (created by `make install`).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help install demo test test-unit test-integration lint bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install wormhole with its test and dev extras
+
+demo: $(STAMP)  ## run a real fan-out task on the embedded defaults and show its result
+	$(BIN)/python scripts/demo.py
+
+test: $(STAMP)  ## run every test (MariaDB tests skip unless WORMHOLE_REQUIRE_MYSQL=1 makes them required)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-unit: $(STAMP)  ## fast tests only
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+
+test-integration: $(STAMP)  ## tests against the local MariaDB
+	$(BIN)/python -m pytest -m mysql $(PYTEST_ARGS)
+
+lint: $(STAMP)  ## ruff
+	$(BIN)/ruff check wormhole tests benchmarks scripts
+
+bench: $(STAMP)  ## throughput scenarios: rows/s and peak RSS
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+clean:  ## remove .venv and local state
+	rm -rf $(VENV) var build *.egg-info .pytest_cache .ruff_cache

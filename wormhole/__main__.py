@@ -1,0 +1,3 @@
+from wormhole.cli import main
+
+main()

@@ -1,0 +1,314 @@
+"""The ``wormhole`` command: run one task by id, and manage the task database and task files.
+
+Exit codes (DESIGN §11, the original Wormhole's job statuses): 0 success, 201 success with
+rejected rows within the limits, 202 partial, 203 failed, 204 bad task or no such task,
+205 task claimed by another process; 2 is click's bad usage. This module is the one place where
+errors are caught and logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from wormhole import __version__, log
+from wormhole.config import EngineConf, TaskSpec
+from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
+from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
+from wormhole.plugins import registry
+from wormhole.taskdb import TaskStore, open_store
+
+
+@dataclass(frozen=True, slots=True)
+class CliState:
+    task_db: str | None
+    conf_dir: str | None
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--task-id", type=int, help="Run this task from the task database, then exit with its status.")
+@click.option("--task-db", envvar="WORMHOLE_TASK_DB", metavar="URL",
+              help="sqlite:///path or mysql://user:pass@host:port/db (default sqlite:///var/wormhole.db; "
+                   "env WORMHOLE_TASK_DB).")
+@click.option("--conf", "conf_dir", envvar="WORMHOLE_CONF", metavar="DIR",
+              help="Directory holding engine.toml (default ./conf if present, else built-in defaults).")
+@click.option("--log-format", type=click.Choice(["auto", "json", "console"]), default="auto",
+              envvar="WORMHOLE_LOG_FORMAT", show_default=True, help="auto: console on a TTY, JSON lines otherwise.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+              envvar="WORMHOLE_LOG_LEVEL", show_default=True)
+@click.version_option(__version__, prog_name="wormhole")
+@click.pass_context
+def cli(ctx: click.Context, task_id: int | None, task_db: str | None, conf_dir: str | None, log_format: str,
+        log_level: str) -> None:
+    """wormhole: read a source once and write it to many destinations, each committed or rolled back on its own.
+
+    Run a task: wormhole --task-id N
+    """
+    log.configure(log_format, log_level)
+    ctx.obj = CliState(task_db=task_db, conf_dir=conf_dir)
+    if ctx.invoked_subcommand is not None:
+        if task_id is not None:
+            raise click.UsageError("--task-id runs a task; it does not go with a subcommand")
+        return
+    if task_id is None:
+        click.echo(ctx.get_help())
+        ctx.exit(2)
+    ctx.exit(run_task(task_id, task_db, conf_dir))
+
+
+def run_task(task_id: int, task_db: str | None, conf_dir: str | None) -> int:
+    """Claim and run one task; return the exit code. Every outcome is written to the task row."""
+    logger = log.get_logger(task_id=task_id)
+    try:
+        conf = EngineConf.load(conf_dir)
+        store = open_store(task_db)
+    except ConfigError as exc:
+        logger.error("task.not_run", error=str(exc), error_code=exc.code)
+        return exc.exit_code
+    except WormholeError as exc:
+        logger.error("task.not_run", error=str(exc), error_code=exc.code)
+        return exc.exit_code
+    try:
+        return _claim_and_run(store, conf, task_id, logger)
+    except WormholeError as exc:
+        logger.error("task.not_run", error=str(exc), error_code=exc.code)
+        return exc.exit_code
+    finally:
+        store.close()
+
+
+def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any) -> int:
+    record = store.get(task_id)
+    if record is None:
+        logger.error("task.not_found", error=f"no task with id {task_id} in {store.url}", error_code="TASK_NOT_FOUND")
+        return EXIT_BAD_TASK
+    claimed_by = f"{socket.gethostname()}:{os.getpid()}"
+    if not store.claim(task_id, claimed_by):
+        current = store.get(task_id)
+        status = current.status if current else "gone"
+        owner = current.claimed_by if current else None
+        logger.error("task.claim_refused", status=status, claimed_by=owner, error_code="TASK_CLAIMED",
+                     error=f"task {task_id} is {status} (claimed by {owner}); only a pending task can be run. "
+                           f"`wormhole task retry {task_id}` makes a failed or partial task pending again")
+        return EXIT_CLAIMED
+    run_id = store.start_run(task_id, claimed_by)
+    logger = logger.bind(run_id=run_id)
+    logger.info("task.claimed", claimed_by=claimed_by, name=record.name)
+    try:
+        spec = TaskSpec.from_json(record.spec)
+    except InvalidTaskConfig as exc:
+        logger.error("task.invalid", problems=exc.problems, error_code=exc.code)
+        result = {"task_id": task_id, "run_id": run_id, "status": "failed", "exit_code": EXIT_BAD_TASK,
+                  "error": str(exc), "problems": exc.problems}
+        store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_BAD_TASK,
+                     result=json.dumps(result), error=str(exc))
+        return EXIT_BAD_TASK
+    engine = Engine(conf, spec, task_id=task_id, run_id=run_id, log=logger)
+    previous = _install_signal_handlers(engine, logger)
+    try:
+        outcome = engine.run()
+    except Exception as exc:  # a bug of ours: still record it, never leave the task 'running'
+        logger.exception("task.crashed", error=str(exc))
+        store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_FAILED,
+                     result=None, error=f"internal error: {type(exc).__name__}: {exc}")
+        return EXIT_FAILED
+    finally:
+        _restore_signal_handlers(previous)
+    store.finish(task_id, run_id, status=outcome.status, run_status=outcome.run_status,
+                 exit_code=outcome.exit_code, result=json.dumps(outcome.result, default=str), error=outcome.error)
+    logger.info("task.finished", status=outcome.status, exit_code=outcome.exit_code,
+                duration_s=outcome.result["duration_s"], rows_read=outcome.result["source"]["rows_read"],
+                destinations={k: {"status": v["status"], "written": v["rows_written"], "rejected": v["rows_rejected"],
+                                  "error": v["error"]}
+                              for k, v in outcome.result["destinations"].items()},
+                dirty_file=outcome.result["dirty_file"], error=outcome.error)
+    return outcome.exit_code
+
+
+def _install_signal_handlers(engine: Engine, logger: Any) -> dict[int, Any]:
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, _frame: Any) -> None:
+        name = signal.Signals(signum).name
+        logger.warning("task.signal_received", signal=name)
+        engine.stop(f"interrupted by {name}")
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
+def _restore_signal_handlers(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def _store(ctx: click.Context) -> TaskStore:
+    try:
+        return open_store(ctx.obj.task_db)
+    except WormholeError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _fail(exc: WormholeError) -> None:
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(exc.exit_code)
+
+
+@cli.group()
+def db() -> None:
+    """Manage the task database."""
+
+
+@db.command("init")
+@click.pass_context
+def db_init(ctx: click.Context) -> None:
+    """Create the task tables if they do not exist (idempotent)."""
+    store = _store(ctx)
+    try:
+        store.init_schema()
+    except WormholeError as exc:
+        _fail(exc)
+    finally:
+        store.close()
+    click.echo(f"task database ready: {store.url}")
+
+
+@cli.group()
+def task() -> None:
+    """Submit, inspect and retry tasks."""
+
+
+def _read_spec(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {path}: {exc.strerror}") from exc
+
+
+@task.command("submit")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--name", help="Task name (default: the spec's name, else the file name).")
+@click.pass_context
+def task_submit(ctx: click.Context, file: str, name: str | None) -> None:
+    """Validate a task JSON file and insert it as a pending task; prints the new task id."""
+    text = _read_spec(file)
+    try:
+        spec = TaskSpec.from_json(text)
+    except InvalidTaskConfig as exc:
+        _fail(exc)
+    store = _store(ctx)
+    try:
+        task_id = store.submit(name or spec.name or Path(file).stem, text)
+    except WormholeError as exc:
+        _fail(exc)
+    finally:
+        store.close()
+    click.echo(task_id)
+
+
+def _loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+@task.command("show")
+@click.argument("task_id", type=int)
+@click.pass_context
+def task_show(ctx: click.Context, task_id: int) -> None:
+    """Print a task, its result and its runs as JSON."""
+    store = _store(ctx)
+    try:
+        record = store.get(task_id)
+        if record is None:
+            click.echo(f"error: no task with id {task_id} in {store.url}", err=True)
+            sys.exit(EXIT_BAD_TASK)
+        runs = store.runs(task_id)
+    except WormholeError as exc:
+        _fail(exc)
+    finally:
+        store.close()
+    doc = {
+        "id": record.id, "name": record.name, "status": record.status, "attempts": record.attempts,
+        "created_at": record.created_at, "started_at": record.started_at, "finished_at": record.finished_at,
+        "claimed_by": record.claimed_by, "error": record.error, "spec": _loads(record.spec),
+        "result": _loads(record.result),
+        "runs": [{"id": r.id, "status": r.status, "exit_code": r.exit_code, "claimed_by": r.claimed_by,
+                  "started_at": r.started_at, "finished_at": r.finished_at, "error": r.error} for r in runs],
+    }
+    click.echo(json.dumps(doc, indent=2, default=str, ensure_ascii=False))
+
+
+@task.command("list")
+@click.option("--status", type=click.Choice(["pending", "running", "success", "partial", "failed"]))
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.pass_context
+def task_list(ctx: click.Context, status: str | None, limit: int) -> None:
+    """List tasks, newest first."""
+    store = _store(ctx)
+    try:
+        records = store.list(status=status, limit=limit)
+    except WormholeError as exc:
+        _fail(exc)
+    finally:
+        store.close()
+    click.echo(f"{'ID':>6}  {'STATUS':<8}  {'ATTEMPTS':>8}  {'FINISHED':<19}  NAME")
+    for r in records:
+        finished = r.finished_at.strftime("%Y-%m-%d %H:%M:%S") if r.finished_at else "-"
+        click.echo(f"{r.id:>6}  {r.status:<8}  {r.attempts:>8}  {finished:<19}  {r.name}")
+
+
+@task.command("retry")
+@click.argument("task_id", type=int)
+@click.option("--force", is_flag=True, help="Also reset a running or successful task (it will be read again).")
+@click.pass_context
+def task_retry(ctx: click.Context, task_id: int, force: bool) -> None:
+    """Make a failed or partial task pending again, so `wormhole --task-id N` can run it."""
+    store = _store(ctx)
+    try:
+        ok = store.retry(task_id, force=force)
+    except WormholeError as exc:
+        _fail(exc)
+    finally:
+        store.close()
+    if not ok:
+        click.echo(f"error: task {task_id} does not exist or is not failed/partial (use --force)", err=True)
+        sys.exit(EXIT_BAD_TASK)
+    click.echo(f"task {task_id} is pending")
+
+
+@cli.command("validate")
+@click.argument("file", type=click.Path(dir_okay=False))
+def validate(file: str) -> None:
+    """Validate a task JSON file without running it; exit 204 listing every problem."""
+    try:
+        spec = TaskSpec.from_json(_read_spec(file))
+    except InvalidTaskConfig as exc:
+        _fail(exc)
+    dests = ", ".join(f"{d.id} ({d.plugin})" for d in spec.destinations)
+    click.echo(f"valid: {spec.source.plugin} -> {dests}")
+
+
+@cli.command("plugins")
+def plugins() -> None:
+    """List the available stores and their roles."""
+    for name in registry.names():
+        plugin = registry.get(name)
+        roles = "/".join(r for r, v in (("source", plugin.source), ("destination", plugin.sink)) if v)
+        click.echo(f"{name:<10} {roles:<20} {plugin.description}")
+
+
+def main() -> None:
+    cli(prog_name="wormhole")

@@ -1,0 +1,435 @@
+"""Engine configuration and the task model: frozen dataclasses, validated once, every problem at once.
+
+``parse_options`` turns a JSON-like mapping into a frozen dataclass by reading the dataclass's own
+field types, so the options of the engine, the task and every plugin follow one rule: unknown keys
+are rejected, types are checked (an ``int`` is never a ``bool``), and each problem carries its key
+path (``destinations[1].params.table``). Problems are collected, never raised one by one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from wormhole.errors import ConfigError, InvalidTaskConfig, PluginError
+from wormhole.plugins import registry
+
+# ---------------------------------------------------------------------------------------------
+# Generic parsing of dataclasses from mappings
+
+
+class Problems:
+    """Collects validation problems, each prefixed with its key path."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(f"{path or '<root>'}: {message}")
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def join_path(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+_MISSING = object()
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _convert(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    """Check ``value`` against ``hint``; return the converted value or ``_MISSING`` on a problem."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return _convert(value, rest[0], path, problems, meta)
+        return value
+    if origin is Literal:
+        if value not in args:
+            problems.add(path, f"expected one of {', '.join(repr(a) for a in args)}, got {value!r}")
+            return _MISSING
+        return value
+    if origin is tuple:
+        if not isinstance(value, list):
+            problems.add(path, f"expected an array, got {_type_name(value)}")
+            return _MISSING
+        item_hint = args[0] if args else Any
+        out = [_convert(v, item_hint, join_path(path, i), problems, {}) for i, v in enumerate(value)]
+        if any(v is _MISSING for v in out):
+            return _MISSING
+        if "min_items" in meta and len(out) < meta["min_items"]:
+            problems.add(path, f"needs at least {meta['min_items']} item(s)")
+            return _MISSING
+        return tuple(out)
+    if origin in (dict, Mapping) or hint in (dict, Mapping):
+        if not isinstance(value, dict):
+            problems.add(path, f"expected an object, got {_type_name(value)}")
+            return _MISSING
+        return value
+    if dataclasses.is_dataclass(hint):
+        result = parse_options(hint, value, path, problems)
+        return _MISSING if result is None else result
+    if hint is bool:
+        if not isinstance(value, bool):
+            problems.add(path, f"expected a boolean, got {_type_name(value)} {value!r}")
+            return _MISSING
+        return value
+    if hint is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            problems.add(path, f"expected an integer, got {_type_name(value)} {value!r}")
+            return _MISSING
+    elif hint is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            problems.add(path, f"expected a number, got {_type_name(value)} {value!r}")
+            return _MISSING
+        value = float(value)
+    elif hint is str:
+        if not isinstance(value, str):
+            problems.add(path, f"expected a string, got {_type_name(value)} {value!r}")
+            return _MISSING
+        if meta.get("nonempty") and not value:
+            problems.add(path, "must not be empty")
+            return _MISSING
+        pattern = meta.get("pattern")
+        if pattern and not re.fullmatch(pattern, value):
+            problems.add(path, f"{value!r} does not match {pattern}")
+            return _MISSING
+        return value
+    else:
+        raise TypeError(f"unsupported option type {hint!r} at {path}")
+    if "min" in meta and value < meta["min"]:
+        problems.add(path, f"must be >= {meta['min']}, got {value!r}")
+        return _MISSING
+    if "max" in meta and value > meta["max"]:
+        problems.add(path, f"must be <= {meta['max']}, got {value!r}")
+        return _MISSING
+    return value
+
+
+def parse_options(cls: type, raw: Any, path: str, problems: Problems) -> Any:
+    """Build dataclass ``cls`` from ``raw``; record problems and return None when it cannot.
+
+    A dataclass may define ``check(self, path, problems)`` for rules across fields.
+    """
+    if not isinstance(raw, dict):
+        problems.add(path, f"expected an object, got {_type_name(raw)}")
+        return None
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    ok = True
+    for key in raw:
+        if key not in fields:
+            problems.add(join_path(path, key), f"unknown key (expected one of: {', '.join(fields)})")
+            ok = False
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        key_path = join_path(path, name)
+        if name in raw:
+            converted = _convert(raw[name], hints[name], key_path, problems, f.metadata)
+            if converted is _MISSING:
+                ok = False
+            else:
+                values[name] = converted
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            problems.add(key_path, "required key is missing")
+            ok = False
+    if not ok:
+        return None
+    instance = cls(**values)
+    check = getattr(instance, "check", None)
+    if check is not None:
+        check(path, problems)
+    return instance
+
+
+def opt(default: Any = dataclasses.MISSING, **meta: Any) -> Any:
+    """A dataclass field with validation metadata (``min``, ``max``, ``pattern``, ``nonempty``)."""
+    if default is dataclasses.MISSING:
+        return field(metadata=meta)
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("use tuples or None for option defaults")
+    return field(default=default, metadata=meta)
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine configuration (conf/engine.toml)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MonitorConf:
+    interval_s: float = opt(0.2, min=0.01)
+    """How often the monitor polls the reader and writer pools."""
+    report_every: int = opt(25, min=1)
+    """Log a progress line every N checks (every 5 s with the defaults)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExchangeConf:
+    batch_rows: int = opt(4096, min=1)
+    """Rows per batch crossing from reader threads to writer threads."""
+    queue_rows: int = opt(65536, min=1)
+    """Capacity of the write side of each destination's DoubleQueue, in rows."""
+    queue_bytes: int = opt(64 * 1024 * 1024, min=1)
+    """Capacity of the write side of each destination's DoubleQueue, in (estimated) bytes."""
+    spill_rows: int = opt(4096, min=1)
+    """A consumer swaps the queue's arrays once the write side holds this many rows."""
+    push_timeout_s: float = opt(600.0, min=0.01)
+    """A destination that accepts no batch for this long is failed (its writers are stalled)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorLimit:
+    record: int | None = opt(None, min=0)
+    """Most rejected rows a destination may have; checked while the task runs."""
+    percentage: float | None = opt(None, min=0.0, max=1.0)
+    """Most rejected rows as a fraction (0..1) of the rows delivered; checked at the end."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeoutsConf:
+    reader_prepare_s: float = opt(30.0, min=0.0)
+    """The reader periphery (reachability, row estimate) is skipped after this long."""
+    split_s: float = opt(300.0, min=0.01)
+    """Splitting must finish within this long, or the task fails."""
+    writer_prepare_s: float = opt(300.0, min=0.01)
+    """A destination whose preparation takes longer fails."""
+    shutdown_s: float = opt(5.0, min=0.0)
+    """After a stop or failure, how long threads get to notice before the engine moves on."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReaderConf:
+    channels: int = opt(4, min=1)
+    """Reader threads when the task sets no speed.channel (DataX fails here; a default is kinder)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathsConf:
+    dirty_dir: str = "var/dirty"
+    """Each run writes its rejected rows to ``<dirty_dir>/task-<id>/run-<id>.jsonl``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConf:
+    monitor: MonitorConf = field(default_factory=MonitorConf)
+    exchange: ExchangeConf = field(default_factory=ExchangeConf)
+    error_limit: ErrorLimit = field(default_factory=lambda: ErrorLimit(record=0))
+    timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
+    reader: ReaderConf = field(default_factory=ReaderConf)
+    paths: PathsConf = field(default_factory=PathsConf)
+
+    @classmethod
+    def load(cls, conf_dir: str | Path | None) -> EngineConf:
+        """Read ``<conf_dir>/engine.toml``; built-in defaults when no directory is given."""
+        if conf_dir is None:
+            default = Path("conf/engine.toml")
+            if not default.is_file():
+                return cls()
+            path = default
+        else:
+            path = Path(conf_dir) / "engine.toml"
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"engine configuration {path} does not exist") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"engine configuration {path} is not valid TOML: {exc}") from exc
+        problems = Problems()
+        conf = parse_options(cls, raw, "", problems)
+        if problems:
+            raise InvalidTaskConfig(problems.items, where=f"engine configuration {path}")
+        return conf
+
+
+# ---------------------------------------------------------------------------------------------
+# Task specification
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedSpec:
+    channel: int | None = opt(None, min=1)
+    """Reader threads; the engine default applies when unset."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SettingsSpec:
+    engine: Literal["local"] = "local"
+    consistency: Literal["isolated", "all_or_nothing"] = "isolated"
+    """``isolated``: a failed destination rolls back alone; ``all_or_nothing``: any failure rolls
+    back every destination (the original Wormhole's writer consistency)."""
+    speed: SpeedSpec = field(default_factory=SpeedSpec)
+    error_limit: ErrorLimit | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _PluginRef:
+    plugin: str = opt(nonempty=True)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _DestinationRef:
+    id: str = opt(pattern=r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+    plugin: str = opt(nonempty=True)
+    params: dict[str, Any] = field(default_factory=dict)
+    concurrency: int = opt(1, min=1, max=64)
+    error_limit: ErrorLimit | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _TaskRef:
+    name: str = ""
+    source: _PluginRef
+    destinations: tuple[_DestinationRef, ...] = opt(min_items=1)
+    settings: SettingsSpec = field(default_factory=SettingsSpec)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSpec:
+    plugin: str
+    options: Any
+    """The plugin's own frozen options dataclass, parsed from ``source.params``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DestinationSpec:
+    id: str
+    plugin: str
+    options: Any
+    concurrency: int
+    error_limit: ErrorLimit | None
+    """Overrides the task's limit as a whole (DataX's rule): unset keys mean no limit."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSpec:
+    name: str
+    source: SourceSpec
+    destinations: tuple[DestinationSpec, ...]
+    settings: SettingsSpec
+
+    def error_limit_for(self, dest: DestinationSpec, engine: EngineConf) -> ErrorLimit:
+        return dest.error_limit or self.settings.error_limit or engine.error_limit
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> TaskSpec:
+        try:
+            raw = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidTaskConfig([f"<root>: malformed JSON: {exc}"]) from exc
+        return cls.from_mapping(raw)
+
+    @classmethod
+    def from_mapping(cls, raw: Any) -> TaskSpec:
+        """Validate the whole task, plugins' params included; raise one error listing every problem."""
+        problems = Problems()
+        ref = parse_options(_TaskRef, raw, "", problems)
+        if ref is None:
+            # The shape is wrong; still check what can be checked so the user sees everything.
+            _check_partial(raw, problems)
+            raise InvalidTaskConfig(problems.items)
+        source = _parse_source(ref.source, problems)
+        destinations = tuple(_parse_destination(d, i, problems) for i, d in enumerate(ref.destinations))
+        _check_destination_ids(ref.destinations, problems)
+        _check_single_writers(destinations, problems)
+        if problems or source is None or any(d is None for d in destinations):
+            raise InvalidTaskConfig(problems.items)
+        return cls(name=ref.name, source=source, destinations=destinations, settings=ref.settings)
+
+
+def _parse_source(ref: _PluginRef, problems: Problems) -> SourceSpec | None:
+    plugin = _plugin(ref.plugin, "source.plugin", problems)
+    if plugin is None:
+        return None
+    if plugin.source is None:
+        problems.add("source.plugin", f"plugin {ref.plugin!r} cannot be a source")
+        return None
+    options = parse_options(plugin.source.options, ref.params, "source.params", problems)
+    return None if options is None else SourceSpec(plugin=ref.plugin, options=options)
+
+
+def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> DestinationSpec | None:
+    path = join_path("destinations", index)
+    plugin = _plugin(ref.plugin, f"{path}.plugin", problems)
+    if plugin is None:
+        return None
+    if plugin.sink is None:
+        problems.add(f"{path}.plugin", f"plugin {ref.plugin!r} cannot be a destination")
+        return None
+    options = parse_options(plugin.sink.options, ref.params, f"{path}.params", problems)
+    if options is None:
+        return None
+    return DestinationSpec(id=ref.id, plugin=ref.plugin, options=options, concurrency=ref.concurrency,
+                           error_limit=ref.error_limit)
+
+
+def _plugin(name: str, path: str, problems: Problems) -> Any:
+    try:
+        return registry.get(name)
+    except PluginError as exc:
+        problems.add(path, str(exc))
+        return None
+
+
+def _check_destination_ids(refs: tuple[_DestinationRef, ...], problems: Problems) -> None:
+    seen: dict[str, int] = {}
+    for i, ref in enumerate(refs):
+        if ref.id in seen:
+            problems.add(f"destinations[{i}].id", f"duplicate id {ref.id!r} (also destinations[{seen[ref.id]}])")
+        else:
+            seen[ref.id] = i
+
+
+def _check_single_writers(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
+    taken: dict[str, int] = {}
+    for i, dest in enumerate(destinations):
+        if dest is None:
+            continue
+        sink = registry.get(dest.plugin).sink
+        key = sink.single_writer_key(dest.options) if sink and sink.single_writer_key else None
+        if key is None:
+            continue
+        if key in taken:
+            problems.add(f"destinations[{i}].params",
+                         f"writes {key} like destinations[{taken[key]}]; it admits one writing destination per task")
+        else:
+            taken[key] = i
+
+
+def _check_partial(raw: Any, problems: Problems) -> None:
+    """Validate plugin params even when the task's outer shape is wrong."""
+    if not isinstance(raw, dict):
+        return
+    src = raw.get("source")
+    if isinstance(src, dict) and isinstance(src.get("plugin"), str) and isinstance(src.get("params", {}), dict):
+        _parse_source(_PluginRef(plugin=src["plugin"], params=src.get("params", {})), problems)
+    dests = raw.get("destinations")
+    if isinstance(dests, list):
+        for i, d in enumerate(dests):
+            if isinstance(d, dict) and isinstance(d.get("plugin"), str) and isinstance(d.get("params", {}), dict):
+                ref = _DestinationRef(id=str(d.get("id", "")), plugin=d["plugin"], params=d.get("params", {}))
+                _parse_destination(ref, i, problems)

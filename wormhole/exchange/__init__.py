@@ -1,0 +1,7 @@
+"""The local data plane: DoubleQueue, RAMStorage, StorageManager, BufferedLineExchanger."""
+
+from wormhole.exchange.double_queue import Batch, DoubleQueue, QueueClosed
+from wormhole.exchange.exchanger import BufferedLineExchanger
+from wormhole.exchange.storage import RAMStorage, StorageManager
+
+__all__ = ["Batch", "BufferedLineExchanger", "DoubleQueue", "QueueClosed", "RAMStorage", "StorageManager"]

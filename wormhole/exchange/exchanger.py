@@ -1,0 +1,85 @@
+"""BufferedLineExchanger: batching between plugins and the storages, on both sides of the exchange.
+
+On the reader side it buffers the rows a Reader yields into batches of ``batch_rows`` and pushes
+each full batch, as one immutable object, to every destination's storage. On the writer side it
+pulls batches from one storage until end of stream. Plugins never see queues.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+from wormhole.errors import TaskAborted
+from wormhole.exchange.double_queue import Batch, QueueClosed
+from wormhole.exchange.storage import RAMStorage
+from wormhole.plugins.base import Row
+
+
+def estimate_row_bytes(row: Row) -> int:
+    """Rough in-memory size of a row: enough to bound queues by bytes without per-row work."""
+    size = 16
+    for value in row:
+        if isinstance(value, (str, bytes, bytearray)):
+            size += len(value) + 8
+        else:
+            size += 8
+    return size
+
+
+class BufferedLineExchanger:
+    def __init__(self, storages: Sequence[RAMStorage], batch_rows: int, stop: threading.Event) -> None:
+        self._storages = list(storages)
+        self._batch_rows = batch_rows
+        self._stop = stop
+        self._buffer: list[Row] = []
+        self.rows_sent = 0
+
+    # -- reader side ---------------------------------------------------------------------------
+
+    def send(self, rows: Sequence[Row]) -> None:
+        if not rows:
+            return
+        if not self._buffer and len(rows) >= self._batch_rows // 2:
+            # Already batch-sized: hand it on without copying it through the buffer.
+            self._push(tuple(rows))
+            return
+        self._buffer.extend(rows)
+        while len(self._buffer) >= self._batch_rows:
+            chunk = tuple(self._buffer[: self._batch_rows])
+            del self._buffer[: self._batch_rows]
+            self._push(chunk)
+
+    def flush(self) -> None:
+        if self._buffer:
+            chunk = tuple(self._buffer)
+            self._buffer.clear()
+            self._push(chunk)
+
+    def _push(self, rows: tuple[Row, ...]) -> None:
+        if self._stop.is_set():
+            raise TaskAborted("reading stopped", reason="stopped")
+        batch = Batch(rows, estimate_row_bytes(rows[0]) * len(rows))
+        accepted = False
+        for storage in self._storages:
+            accepted = storage.push(batch) or accepted
+        self.rows_sent += len(rows)
+        if not accepted:
+            raise TaskAborted("every destination has failed; reading stopped", reason="no_destination")
+
+    # -- writer side ---------------------------------------------------------------------------
+
+    @staticmethod
+    def receive(storage: RAMStorage, poll_s: float = 0.2) -> Iterator[Batch]:
+        """Batches of one storage until end of stream; raises TaskAborted if the storage is aborted."""
+        queue = storage.queue
+        while True:
+            try:
+                batch = queue.pull(poll_s)
+            except QueueClosed:
+                if queue.closed:
+                    raise TaskAborted(f"destination {storage.destination} stopped: {storage.failure}",
+                                      reason="destination_stopped") from None
+                return
+            if batch is not None:
+                yield batch

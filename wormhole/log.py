@@ -1,0 +1,58 @@
+"""structlog set-up: JSON lines by default, a console renderer on a TTY, and secret redaction.
+
+``configure()`` is called by the CLI (and tests), never at import. Every key that looks like a
+secret is replaced by ``***`` wherever it appears in an event, nested mappings included.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import MutableMapping
+from typing import Any, TextIO
+
+import structlog
+
+SECRET_KEY = re.compile(r"pass(word|wd)?($|_)|secret|token|credential|api_?key", re.IGNORECASE)
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: "***" if isinstance(k, str) and SECRET_KEY.search(k) else _redact_value(v)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redact_value(v) for v in value]
+    return value
+
+
+def redact_secrets(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    for key in list(event):
+        if SECRET_KEY.search(key):
+            event[key] = "***"
+        else:
+            event[key] = _redact_value(event[key])
+    return event
+
+
+def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = None) -> None:
+    """Log to ``stream`` (stderr): ``json``, ``console``, or ``auto`` (console on a TTY)."""
+    stream = stream or sys.stderr
+    console = fmt == "console" or (fmt == "auto" and stream.isatty())
+    renderer: Any = structlog.dev.ConsoleRenderer(colors=False) if console else structlog.processors.JSONRenderer()
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            redact_secrets,
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(stream),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(**bound: Any) -> Any:
+    return structlog.get_logger("wormhole").bind(**bound)

@@ -1,0 +1,1 @@
+"""Stores (plugins): contracts in ``base``, lookup in ``registry``, one package per store."""

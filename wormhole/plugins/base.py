@@ -1,0 +1,190 @@
+"""The plugin contracts: rows and schemas, splits, and the Protocols every store implements.
+
+A store is a :class:`Plugin` bundle with an optional source role (Splitter, Reader, ReaderPeriphery)
+and an optional sink role (WriterPeriphery, Writer). Plugins inherit nothing: they satisfy these
+Protocols structurally. Options are frozen dataclasses parsed from the task's ``params`` by
+:func:`wormhole.config.parse_options`, so unknown keys and wrong types are rejected with key paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Row = tuple[Any, ...]
+"""A row is an immutable tuple of Python values, positionally matching the source schema."""
+
+LogicalType = Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"]
+LOGICAL_TYPES: tuple[str, ...] = ("int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: LogicalType
+    nullable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    columns: tuple[Column, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """One unit of reading: small, picklable, with a stable id.
+
+    ``resource_mark`` names the database or host it loads, so planning can spread concurrent
+    readers over different resources (DataX's loadBalanceResourceMark).
+    """
+
+    id: str
+    resource_mark: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """What the reader periphery learned before reading: reachability and size estimates."""
+
+    estimated_rows: int | None = None
+    estimated_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A row a store refused, with the store's reason (its error text)."""
+
+    row: Row
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """Outcome of one ``Writer.write``: every row of the batch is either written or rejected."""
+
+    written: int
+    rejected: tuple[Rejected, ...] = ()
+
+
+class DirtySink(Protocol):
+    """Where rejected rows go, with their reason (the run's dirty-record file)."""
+
+    def reject(self, origin: str, rows: Sequence[Rejected], split_id: str | None = None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadContext:
+    task_id: int
+    run_id: int
+    batch_rows: int
+    dirty: DirtySink
+    """Readers report rows they cannot convert here (origin ``source``) and skip them."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteContext:
+    task_id: int
+    run_id: int
+    destination: str
+    schema: Schema
+    batch_rows: int
+    concurrency: int
+
+
+class Splitter(Protocol):
+    """Cuts the source into splits; ``advice`` is the planned reader concurrency (a hint)."""
+
+    def split(self, advice: int) -> list[Split]: ...
+
+
+class Reader(Protocol):
+    """Reads splits. One instance per reader thread; ``read`` opens and closes its own resources.
+
+    Lifecycle:
+    1. ``schema()`` on the engine's thread, before any writer is prepared;
+    2. ``read(split)`` per split, yielding batches (lists of rows, about ``batch_rows`` each).
+    """
+
+    def schema(self) -> Schema: ...
+
+    def read(self, split: Split) -> Iterator[Sequence[Row]]: ...
+
+
+class ReaderPeriphery(Protocol):
+    """Pre-processing of the source: reachability and size; bounded by a timeout and skippable."""
+
+    def prepare(self) -> SourceInfo: ...
+
+
+class WriterPeriphery(Protocol):
+    """Pre- and post-processing of one destination. Every method is idempotent.
+
+    Lifecycle:
+    1. ``prepare()`` before any row is written (create a temporary directory, open a transaction,
+       create or clear the target); the writers of the destination receive this object;
+    2. exactly one of ``commit()`` (make the write visible, atomically where the store can) or
+       ``rollback()`` (leave the target as it was before ``prepare``). ``rollback`` may follow a
+       partial ``prepare`` or a failed ``commit``.
+    """
+
+    def prepare(self) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+
+class Writer(Protocol):
+    """Writes batches for one destination; one instance per writer thread.
+
+    Lifecycle: ``open()``, ``write(rows)`` per batch, ``flush()`` at end of stream, ``close()``
+    always (also after a failure). ``write`` returns which rows it wrote and which it rejected;
+    it raises only when the destination itself is broken (then the destination fails).
+    """
+
+    def open(self) -> None: ...
+
+    def write(self, rows: Sequence[Row]) -> WriteResult: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceRole:
+    options: type
+    """Frozen dataclass the ``source.params`` are parsed into."""
+    splitter: Callable[[Any, ReadContext], Splitter]
+    reader: Callable[[Any, ReadContext], Reader]
+    periphery: Callable[[Any, ReadContext], ReaderPeriphery]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SinkRole:
+    options: type
+    """Frozen dataclass the ``destinations[i].params`` are parsed into."""
+    periphery: Callable[[Any, WriteContext], WriterPeriphery]
+    writer: Callable[[Any, WriteContext, Any, int], Writer]
+    """``writer(options, context, prepared_periphery, worker_index)``: writers share the
+    periphery's state (temporary directory, open transaction)."""
+    single_writer_key: Callable[[Any], str | None] | None = None
+    """Optional: a key naming a resource that admits one writing destination per run (a SQLite
+    file); two destinations with the same key are a configuration error."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plugin:
+    name: str
+    description: str
+    source: SourceRole | None = None
+    sink: SinkRole | None = None

@@ -1,0 +1,130 @@
+"""ReaderManager: the read side: reader periphery, splitter, and the reader pool that fans batches out.
+
+1. ``prepare()``: the reader periphery (reachability, size estimate) under a timeout; skipped,
+   not fatal, when it takes too long (a failure to reach the source is fatal);
+2. ``split(advice)``: the schema and the splits; must succeed within its timeout;
+3. ``start(storages, channels)``: reader threads take splits from a shared queue and push every
+   batch, once, to every destination's storage.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from typing import Any, Literal
+
+from wormhole.config import EngineConf, SourceSpec
+from wormhole.errors import ReadError, SplitError, TaskAborted, WormholeError
+from wormhole.exchange import BufferedLineExchanger, RAMStorage
+from wormhole.monitor import MonitorManager, ReaderCounters
+from wormhole.plugins import registry
+from wormhole.plugins.base import ReadContext, Schema, SourceInfo, Split
+from wormhole.pool import run_with_timeout, spawn
+
+
+class ReaderManager:
+    def __init__(self, spec: SourceSpec, ctx: ReadContext, conf: EngineConf, monitor: MonitorManager,
+                 log: Any) -> None:
+        role = registry.get(spec.plugin).source
+        assert role is not None  # validated with the task
+        self._role = role
+        self._plugin = spec.plugin
+        self._options = spec.options
+        self._ctx = ctx
+        self._conf = conf
+        self._monitor = monitor
+        self._log = log.bind(plugin=spec.plugin)
+        self.schema: Schema | None = None
+        self.splits: list[Split] = []
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self._pending: deque[Split] = deque()
+        self._futures: list[Future[None]] = []
+        self._senders: list[BufferedLineExchanger] = []
+
+    def prepare(self) -> SourceInfo | None:
+        periphery = self._role.periphery(self._options, self._ctx)
+        timeout = self._conf.timeouts.reader_prepare_s
+        try:
+            info = run_with_timeout(periphery.prepare, timeout, "reader-prepare")
+        except TimeoutError:
+            self._log.warning("reader.prepare_skipped", timeout_s=timeout)
+            return None
+        self._monitor.estimated_rows = info.estimated_rows
+        self._log.info("reader.prepared", estimated_rows=info.estimated_rows, estimated_bytes=info.estimated_bytes)
+        return info
+
+    def split(self, advice: int) -> list[Split]:
+        def plan() -> tuple[Schema, list[Split]]:
+            schema = self._role.reader(self._options, self._ctx).schema()
+            return schema, self._role.splitter(self._options, self._ctx).split(advice)
+
+        timeout = self._conf.timeouts.split_s
+        try:
+            self.schema, self.splits = run_with_timeout(plan, timeout, "reader-split")
+        except TimeoutError:
+            raise SplitError(f"splitting the source did not finish within {timeout:g} s") from None
+        self._log.info("reader.split_planned", splits=len(self.splits), advice=advice,
+                       columns=list(self.schema.names))
+        return self.splits
+
+    def start(self, storages: list[RAMStorage], channels: int) -> None:
+        self._pending.extend(self.splits)
+        for worker in range(max(1, min(channels, len(self.splits)))):
+            sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop)
+            self._senders.append(sender)
+            counters = self._monitor.new_reader_monitor()
+            self._futures.append(spawn(self._run, worker, counters, sender, name=f"reader-{worker}"))
+        self._log.info("reader.started", threads=len(self._futures))
+
+    def _run(self, worker: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:
+        reader = self._role.reader(self._options, self._ctx)
+        log = self._log.bind(worker=worker)
+        while not self.stop.is_set():
+            try:
+                split = self._pending.popleft()
+            except IndexError:
+                break
+            rows_before = counters.rows
+            try:
+                for rows in reader.read(split):
+                    sender.send(rows)
+                    counters.rows += len(rows)
+                    if self.stop.is_set():
+                        raise TaskAborted("reading stopped", reason="stopped")
+            except WormholeError:
+                raise
+            except Exception as exc:
+                raise ReadError(f"reading split {split.id} failed: {exc}", plugin=self._plugin,
+                                split_id=split.id) from exc
+            counters.splits += 1
+            log.debug("reader.split_done", split_id=split.id, rows=counters.rows - rows_before)
+        sender.flush()
+
+    @property
+    def rows_sent(self) -> int:
+        return sum(s.rows_sent for s in self._senders)
+
+    def poll(self) -> Literal["running", "done", "failed"]:
+        done = 0
+        for future in self._futures:
+            if not future.done():
+                continue
+            done += 1
+            exc = future.exception()
+            if exc is not None:
+                if self.error is None:
+                    self.error = exc
+                return "failed"
+        return "done" if done == len(self._futures) else "running"
+
+    def join(self, deadline: float) -> bool:
+        """Wait for the reader threads until ``deadline`` (monotonic); False if some still run."""
+        for future in self._futures:
+            try:
+                future.exception(timeout=max(deadline - time.monotonic(), 0))
+            except TimeoutError:
+                return False
+        return True

@@ -1,0 +1,238 @@
+"""WriterManager: per destination, its periphery, its own writer pool, and its commit or rollback.
+
+For each destination, in turn:
+1. ``prepare()``: the writer periphery (temporary directory, transaction, target checks) under a
+   timeout; a destination that cannot prepare fails alone and its queue is closed;
+2. ``start()``: ``concurrency`` writer threads pull batches from the destination's storage;
+3. ``poll()`` (from the monitor loop): a failed thread fails its destination and closes its queue,
+   so readers never block on it;
+4. ``finalize()``: judge every destination, then commit the succeeded ones and roll back the
+   others (all of them under ``all_or_nothing``, or when the read side failed).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from wormhole.config import EngineConf, ErrorLimit, TaskSpec
+from wormhole.dirty import DirtyFile
+from wormhole.errors import DirtyLimitExceeded, TaskAborted, WormholeError, WriteError
+from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
+from wormhole.monitor import MonitorManager, WriterCounters, judge
+from wormhole.plugins import registry
+from wormhole.plugins.base import Schema, SinkRole, WriteContext
+from wormhole.pool import run_with_timeout, spawn
+
+Outcome = Literal["success", "failed", "rolled_back"]
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, WormholeError) else f"{type(exc).__name__}: {text}"
+
+
+@dataclass(eq=False)
+class DestinationRun:
+    id: str
+    plugin: str
+    options: Any
+    concurrency: int
+    sink: SinkRole
+    storage: RAMStorage
+    limit: ErrorLimit
+    log: Any
+    ctx: WriteContext | None = None
+    periphery: Any = None
+    futures: list[Future[None]] = field(default_factory=list)
+    state: Literal["pending", "running", "done", "failed"] = "pending"
+    outcome: Outcome | None = None
+    error: str | None = None
+    error_code: str | None = None
+    rollback_error: str | None = None
+    started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+
+    def fail(self, reason: str, code: str = "WRITE_ERROR") -> None:
+        """First failure wins; the queue is aborted so the readers never wait on this destination."""
+        if self.state != "failed":
+            self.state = "failed"
+            self.error = reason
+            self.error_code = code
+            self.finished = time.monotonic()
+            self.log.error("destination.failed", error=reason, error_code=code)
+        self.storage.fail(reason)
+
+
+class WriterManager:
+    def __init__(self, spec: TaskSpec, conf: EngineConf, storage: StorageManager, monitor: MonitorManager,
+                 dirty: DirtyFile, task_id: int, run_id: int, log: Any) -> None:
+        self._spec = spec
+        self._conf = conf
+        self._monitor = monitor
+        self._dirty = dirty
+        self._task_id = task_id
+        self._run_id = run_id
+        self.destinations: dict[str, DestinationRun] = {}
+        for dest in spec.destinations:
+            sink = registry.get(dest.plugin).sink
+            assert sink is not None  # validated with the task
+            self.destinations[dest.id] = DestinationRun(
+                id=dest.id, plugin=dest.plugin, options=dest.options, concurrency=dest.concurrency, sink=sink,
+                storage=storage.for_writer(dest.id), limit=spec.error_limit_for(dest, conf),
+                log=log.bind(destination=dest.id, plugin=dest.plugin))
+
+    # -- start-up ------------------------------------------------------------------------------
+
+    def prepare(self, schema: Schema) -> None:
+        timeout = self._conf.timeouts.writer_prepare_s
+        for dest in self.destinations.values():
+            ctx = WriteContext(task_id=self._task_id, run_id=self._run_id, destination=dest.id, schema=schema,
+                               batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency)
+            dest.ctx = ctx
+            try:
+                dest.periphery = dest.sink.periphery(dest.options, ctx)
+                run_with_timeout(dest.periphery.prepare, timeout, f"prepare-{dest.id}")
+            except TimeoutError:
+                dest.fail(f"preparing the destination did not finish within {timeout:g} s", "PREPARE_TIMEOUT")
+            except Exception as exc:
+                dest.fail(f"prepare failed: {describe(exc)}", getattr(exc, "code", "PREPARE_ERROR"))
+            else:
+                dest.log.info("destination.prepared")
+
+    def start(self) -> None:
+        for dest in self.destinations.values():
+            if dest.state == "failed":
+                continue
+            dest.state = "running"
+            for worker in range(dest.concurrency):
+                counters = self._monitor.new_writer_monitor(dest.id)
+                dest.futures.append(spawn(self._write, dest, worker, counters, name=f"writer-{dest.id}-{worker}"))
+            dest.log.info("destination.started", threads=dest.concurrency)
+
+    def _write(self, dest: DestinationRun, worker: int, counters: WriterCounters) -> None:
+        writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, worker)
+        writer.open()
+        try:
+            for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s):
+                result = writer.write(batch.rows)
+                rejected = len(result.rejected)
+                if result.written + rejected != len(batch):
+                    raise WriteError(f"writer accounted for {result.written + rejected} of {len(batch)} rows",
+                                     destination=dest.id, plugin=dest.plugin)
+                counters.delivered += len(batch)
+                counters.written += result.written
+                counters.bytes += batch.nbytes
+                if rejected:
+                    counters.rejected += rejected
+                    self._dirty.reject(dest.id, result.rejected)
+                    self._check_record_limit(dest)
+            writer.flush()
+        finally:
+            writer.close()
+
+    def _check_record_limit(self, dest: DestinationRun) -> None:
+        # Checked while running, so a hopeless destination stops early (DataX's rule).
+        limit = dest.limit.record
+        if limit is None:
+            return
+        rejected = self._monitor.writer_totals(dest.id).rejected
+        if rejected > limit:
+            raise DirtyLimitExceeded(f"{rejected} rejected rows exceed the record limit of {limit}",
+                                     limit=limit, observed=rejected, destination=dest.id)
+
+    # -- monitoring ----------------------------------------------------------------------------
+
+    def poll(self) -> None:
+        for dest in self.destinations.values():
+            if dest.state != "running":
+                continue
+            if dest.storage.failure is not None:
+                dest.fail(dest.storage.failure, "WRITER_STALLED")
+                continue
+            finished = 0
+            for future in dest.futures:
+                if not future.done():
+                    continue
+                finished += 1
+                exc = future.exception()
+                if exc is not None and not isinstance(exc, TaskAborted):
+                    dest.fail(describe(exc), getattr(exc, "code", "WRITE_ERROR"))
+                    break
+            else:
+                if finished == len(dest.futures):
+                    dest.state = "done"
+                    dest.finished = time.monotonic()
+                    dest.log.info("destination.written", **_totals(self._monitor, dest.id))
+
+    def all_finished(self) -> bool:
+        return all(d.state in ("done", "failed") for d in self.destinations.values())
+
+    def all_failed(self) -> bool:
+        return all(d.state == "failed" for d in self.destinations.values())
+
+    def join(self, deadline: float) -> bool:
+        """Wait for writer threads until ``deadline`` (monotonic); False if some still run."""
+        for dest in self.destinations.values():
+            for future in dest.futures:
+                try:
+                    future.exception(timeout=max(deadline - time.monotonic(), 0))
+                except TimeoutError:
+                    return False
+        return True
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def finalize(self, rows_sent: int, abort_reason: str | None) -> None:
+        """Judge, then commit or roll back every destination; sets each ``outcome``."""
+        for dest in self.destinations.values():
+            if dest.state == "done":
+                reason = judge(rows_sent=rows_sent, rows_queued=dest.storage.queue.rows_in,
+                               totals=self._monitor.writer_totals(dest.id), limit=dest.limit)
+                if reason:
+                    dest.fail(reason, "DIRTY_LIMIT_EXCEEDED" if "limit" in reason else "ROWS_UNACCOUNTED")
+            elif dest.state in ("pending", "running"):
+                dest.fail(abort_reason or "stopped before finishing", "ABORTED")
+        failed = [d.id for d in self.destinations.values() if d.state == "failed"]
+        if abort_reason is None and failed and self._spec.settings.consistency == "all_or_nothing":
+            abort_reason = f"destination(s) {', '.join(failed)} failed and consistency is all_or_nothing"
+        for dest in self.destinations.values():
+            if dest.state == "done" and abort_reason is None:
+                self._commit(dest)
+            else:
+                self._rollback(dest, healthy_reason=abort_reason if dest.state == "done" else None)
+
+    def _commit(self, dest: DestinationRun) -> None:
+        try:
+            dest.periphery.commit()
+        except Exception as exc:
+            dest.fail(f"commit failed: {describe(exc)}", getattr(exc, "code", "COMMIT_ERROR"))
+            self._rollback(dest, healthy_reason=None)
+            return
+        dest.outcome = "success"
+        dest.log.info("destination.committed")
+
+    def _rollback(self, dest: DestinationRun, healthy_reason: str | None) -> None:
+        if healthy_reason is not None:
+            # The destination itself was fine; something else decided it must not keep its rows.
+            dest.error = f"rolled back: {healthy_reason}"
+            dest.error_code = "ROLLED_BACK"
+        dest.outcome = "rolled_back" if healthy_reason is not None else "failed"
+        if dest.periphery is None:
+            return
+        try:
+            dest.periphery.rollback()
+        except Exception as exc:
+            dest.rollback_error = describe(exc)
+            dest.log.error("destination.rollback_failed", error=dest.rollback_error)
+        else:
+            dest.log.info("destination.rolled_back", reason=dest.error)
+
+
+def _totals(monitor: MonitorManager, destination: str) -> dict[str, int]:
+    t = monitor.writer_totals(destination)
+    return {"delivered": t.delivered, "written": t.written, "rejected": t.rejected}
