@@ -1,0 +1,135 @@
+"""The task database: open a store from a URL (SQLite file by default, or MySQL/MariaDB).
+
+URLs::
+
+    sqlite:///var/wormhole.db          relative to the current working directory (the default)
+    sqlite:////srv/wormhole/tasks.db   absolute (four slashes)
+    mysql://user:pass@host:3306/db?connect_timeout=10
+
+Special characters in a MySQL user or password must be percent-encoded. Without a password in the
+URL, ``WORMHOLE_TASK_DB_PASSWORD`` is used when set. Passwords never appear in messages: every
+message names the URL through :func:`redact_url`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import NoReturn
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from wormhole.errors import TaskDbError
+from wormhole.taskdb.base import TASK_STATUSES, RunRecord, SqlTaskStore, TaskRecord, TaskStore
+
+DEFAULT_TASK_DB_URL = "sqlite:///var/wormhole.db"
+TASK_DB_ENV = "WORMHOLE_TASK_DB"
+PASSWORD_ENV = "WORMHOLE_TASK_DB_PASSWORD"
+
+__all__ = [
+    "DEFAULT_TASK_DB_URL",
+    "PASSWORD_ENV",
+    "TASK_DB_ENV",
+    "TASK_STATUSES",
+    "RunRecord",
+    "SqlTaskStore",
+    "TaskRecord",
+    "TaskStore",
+    "open_store",
+    "redact_url",
+]
+
+_SECRET_QUERY = re.compile(r"(?i)([?&](?:password|passwd|pwd)=)[^&#]*")
+_MYSQL_QUERY_KEYS = frozenset({"connect_timeout"})
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced by ``***`` (``mysql://root:***@host:3306/db``)."""
+    url = _SECRET_QUERY.sub(r"\1***", url)
+    scheme, sep, rest = url.partition("://")
+    if not sep:  # no scheme (a typo): still treat user:password@ as credentials
+        scheme, rest = "", url
+    # The last '@' ends the credentials: an unencoded '@' inside a password must not leak its tail.
+    at = rest.rfind("@")
+    if at < 0:
+        return url
+    user, colon, _password = rest[:at].partition(":")
+    if not colon:
+        return url
+    return f"{scheme}{sep}{user}:***@{rest[at + 1:]}"
+
+
+def open_store(url: str | None = None) -> SqlTaskStore:
+    """Open (connect to) the task store at ``url``, else ``$WORMHOLE_TASK_DB``, else the SQLite default.
+
+    Does not create the schema (that is ``init_schema``, i.e. ``wormhole db init``).
+    Raises TaskDbError for a bad URL or an unreachable database.
+    """
+    if url is None:
+        url = os.environ.get(TASK_DB_ENV) or DEFAULT_TASK_DB_URL
+    url = url.strip()
+    scheme = url.partition(":")[0].lower() if ":" in url else ""
+    if scheme == "sqlite":
+        return _open_sqlite(url)
+    if scheme == "mysql":
+        return _open_mysql(url)
+    _bad(url, "expected sqlite:///path/to/file.db or mysql://user:password@host:port/database"
+              + (f", not the scheme {scheme!r}" if scheme else ""))
+
+
+def _bad(url: str, what: str) -> NoReturn:
+    raise TaskDbError(f"invalid task database URL {redact_url(url)!r}: {what}", url=redact_url(url))
+
+
+def _open_sqlite(url: str) -> SqlTaskStore:
+    from wormhole.taskdb.sqlite import MEMORY, SqliteTaskStore
+
+    prefix = "sqlite:///"
+    if url[: len(prefix)].lower() != prefix:
+        _bad(url, "expected sqlite:///relative/path.db or sqlite:////absolute/path.db (no host)")
+    raw, _, query = url[len(prefix):].partition("?")
+    if query:
+        _bad(url, "a sqlite URL takes no query parameters")
+    path = unquote(raw)
+    if not path or path.endswith("/"):
+        _bad(url, "no database file name")
+    if path == MEMORY:
+        return SqliteTaskStore(url, MEMORY)
+    # Resolved now, so the store keeps using the same file if the process changes directory later.
+    return SqliteTaskStore(url, Path(path).absolute())
+
+
+def _open_mysql(url: str) -> SqlTaskStore:
+    from wormhole.taskdb.mysql import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_PORT, MysqlTaskStore
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or DEFAULT_PORT
+    except ValueError as exc:
+        _bad(url, f"{exc} (percent-encode special characters in the user and password)")
+    if parts.fragment:
+        _bad(url, "unexpected '#' (percent-encode special characters in the user and password)")
+    if not parts.hostname:
+        _bad(url, "no host")
+    database = unquote(parts.path[1:]) if parts.path.startswith("/") else ""
+    if not database:
+        _bad(url, "no database name (mysql://user:password@host:port/database)")
+    if "/" in database:
+        _bad(url, f"database name {database!r} contains '/'")
+    user = unquote(parts.username or "") or "root"
+    password = unquote(parts.password) if parts.password else os.environ.get(PASSWORD_ENV, "")
+    query = parse_qs(parts.query, keep_blank_values=True)
+    unknown = sorted(set(query) - _MYSQL_QUERY_KEYS)
+    if unknown:
+        _bad(url, f"unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(_MYSQL_QUERY_KEYS))}")
+    connect_timeout = DEFAULT_CONNECT_TIMEOUT_S
+    if "connect_timeout" in query:
+        text = query["connect_timeout"][-1]
+        try:
+            connect_timeout = float(text)
+        except ValueError:
+            connect_timeout = -1.0
+        if not connect_timeout > 0 or connect_timeout == float("inf"):
+            _bad(url, f"connect_timeout must be a positive number of seconds, not {text!r}")
+    return MysqlTaskStore(redact_url(url), host=parts.hostname, port=port, user=user, password=password,
+                          database=database, connect_timeout=connect_timeout)

@@ -1,0 +1,127 @@
+"""MySQL/MariaDB task store (pymysql): UTC sessions, autocommit, bounded retry of transient connects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from typing import Any, ClassVar, TypeVar
+
+import pymysql
+import structlog
+from pymysql.constants import CLIENT
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from wormhole.errors import TaskDbError
+from wormhole.taskdb.base import Result, SqlTaskStore
+from wormhole.taskdb.schema import MYSQL_DDL
+
+DEFAULT_PORT = 3306
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+CONNECT_ATTEMPTS = 3
+
+# Can't connect (2003), server has gone away (2006), lost connection (2013): worth another try.
+TRANSIENT_ERRNOS = frozenset({2003, 2006, 2013})
+_ER_ACCESS_DENIED = 1045
+_ER_BAD_DB = 1049
+_ER_NO_SUCH_TABLE = 1146
+
+_T = TypeVar("_T")
+_log = structlog.get_logger(__name__)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, pymysql.err.OperationalError) and _errno(exc) in TRANSIENT_ERRNOS
+
+
+def _errno(exc: BaseException) -> int | None:
+    code = exc.args[0] if exc.args else None
+    return code if isinstance(code, int) else None
+
+
+class MysqlTaskStore(SqlTaskStore):
+    """Task store on a MySQL or MariaDB database; ``url`` is already redacted."""
+
+    driver_errors: ClassVar[tuple[type[BaseException], ...]] = (pymysql.err.Error,)
+    ddl: ClassVar[tuple[str, ...]] = MYSQL_DDL
+
+    def __init__(self, url: str, *, host: str, database: str, user: str = "root", password: str = "",
+                 port: int = DEFAULT_PORT, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
+        super().__init__(url)
+        self.host = host
+        self.port = port
+        self.database = database
+        self._params: dict[str, Any] = {
+            "host": host, "port": port, "user": user, "password": password, "database": database,
+            "charset": "utf8mb4", "autocommit": True, "connect_timeout": connect_timeout,
+            # Re-run on every reconnect too: all timestamps the store reads and writes are UTC.
+            "init_command": "SET time_zone = '+00:00'",
+            # rowcount = rows matched, as in SQLite, not rows whose values happened to change.
+            "client_flag": CLIENT.FOUND_ROWS,
+        }
+        try:
+            self._conn: pymysql.connections.Connection = self._retrying(
+                lambda: pymysql.connect(**self._params))
+        except pymysql.err.Error as exc:
+            raise self._connect_error(exc) from exc
+
+    def _retrying(self, fn: Callable[[], _T]) -> _T:
+        retryer = Retrying(
+            retry=retry_if_exception(_is_transient),
+            stop=stop_after_attempt(CONNECT_ATTEMPTS),
+            wait=wait_exponential(multiplier=0.2, max=2.0),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        return retryer(fn)
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        _log.warning("task_db_connect_retry", url=self.url, attempt=state.attempt_number, error=str(exc))
+
+    def _connect_error(self, exc: BaseException) -> TaskDbError:
+        code = _errno(exc)
+        if code == _ER_BAD_DB:
+            what = f"database {self.database!r} does not exist: create it, then run `wormhole db init`"
+        elif code == _ER_ACCESS_DENIED:
+            what = f"access denied: {exc.args[1] if len(exc.args) > 1 else exc}"
+        else:
+            what = f"cannot connect to {self.host}:{self.port}: {exc}"
+        return TaskDbError(f"task database {self.url}: {what}", url=self.url)
+
+    def _ensure_connected(self) -> None:
+        # A long engine run outlives wait_timeout; reconnect lazily instead of failing the final update.
+        # (pymysql deprecates ping(reconnect=True), so the reconnect is a fresh connection.)
+        try:
+            self._conn.ping(reconnect=False)
+            return
+        except pymysql.err.Error:
+            with suppress(pymysql.err.Error):
+                self._conn.close()
+        try:
+            self._conn = self._retrying(lambda: pymysql.connect(**self._params))
+        except pymysql.err.Error as exc:
+            raise self._connect_error(exc) from exc
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Result:
+        # pymysql formats with %s; a literal % must be doubled. Values are still bound, never spliced.
+        query = sql.replace("%", "%%").replace("?", "%s")
+        with self._conn.cursor() as cur:
+            count = cur.execute(query, tuple(params))
+            rows = list(cur.fetchall())
+            return Result(rows=rows, rowcount=count, lastrowid=cur.lastrowid)
+
+    def _begin(self) -> None:
+        self._conn.begin()
+
+    def _commit(self) -> None:
+        self._conn.commit()
+
+    def _rollback(self) -> None:
+        self._conn.rollback()
+
+    def _is_missing_table(self, exc: BaseException) -> bool:
+        return isinstance(exc, pymysql.err.Error) and _errno(exc) == _ER_NO_SUCH_TABLE
+
+    def _close_connection(self) -> None:
+        with suppress(pymysql.err.Error):
+            self._conn.close()

@@ -1,0 +1,91 @@
+"""DDL of the task database: one logical schema, spelled once for SQLite and once for MySQL/MariaDB.
+
+Both spellings accept the upstream contract: a plain
+``INSERT INTO wormhole_task (name, spec) VALUES ('orders', '{...json...}')`` creates a pending task,
+the column defaults fill in everything else. All timestamps are UTC.
+"""
+
+from __future__ import annotations
+
+TASK_TABLE = "wormhole_task"
+RUN_TABLE = "wormhole_task_run"
+
+# Lengths enforced by the VARCHAR/TEXT columns on MySQL; the store clips values to them so that
+# SQLite (which does not enforce lengths) keeps exactly the same data.
+NAME_MAX = 255
+CLAIMED_BY_MAX = 255
+STATUS_MAX = 16
+# MySQL TEXT holds 65,535 bytes; 16,000 characters of utf8mb4 always fit.
+ERROR_MAX = 16_000
+
+UPSTREAM_INSERT_EXAMPLE = (
+    "INSERT INTO wormhole_task (name, spec) VALUES ('orders', '{\"source\": {...}, \"destinations\": [...]}')"
+)
+
+# SQLite keeps timestamps as 'YYYY-MM-DD HH:MM:SS.fff' UTC text: strftime('now') is UTC, and the text
+# sorts chronologically.
+_SQLITE_NOW = "(strftime('%Y-%m-%d %H:%M:%f', 'now'))"
+
+SQLITE_DDL: tuple[str, ...] = (
+    f"""CREATE TABLE IF NOT EXISTS {TASK_TABLE} (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    name        VARCHAR(255) NOT NULL DEFAULT '',
+    spec        TEXT NOT NULL,
+    status      VARCHAR(16) NOT NULL DEFAULT 'pending',
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    created_at  TEXT DEFAULT {_SQLITE_NOW},
+    started_at  TEXT,
+    finished_at TEXT,
+    claimed_by  VARCHAR(255),
+    result      TEXT,
+    error       TEXT
+)""",
+    f"CREATE INDEX IF NOT EXISTS ix_{TASK_TABLE}_status ON {TASK_TABLE} (status)",
+    f"""CREATE TABLE IF NOT EXISTS {RUN_TABLE} (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id     INTEGER NOT NULL,
+    status      VARCHAR(16) NOT NULL DEFAULT 'running',
+    claimed_by  VARCHAR(255),
+    started_at  TEXT,
+    finished_at TEXT,
+    exit_code   INTEGER,
+    result      TEXT,
+    error       TEXT
+)""",
+    f"CREATE INDEX IF NOT EXISTS ix_{RUN_TABLE}_task_id ON {RUN_TABLE} (task_id)",
+)
+
+# Indexes are declared inline: MySQL (unlike MariaDB) has no CREATE INDEX IF NOT EXISTS.
+# created_at is TIMESTAMP(3), not DATETIME(3): TIMESTAMP stores UTC and converts from the *inserting*
+# session's time zone, so an upstream INSERT from a session that is not on UTC still records UTC.
+# The other timestamps are always written by the store (its sessions run on '+00:00').
+MYSQL_DDL: tuple[str, ...] = (
+    f"""CREATE TABLE IF NOT EXISTS {TASK_TABLE} (
+    id          BIGINT NOT NULL AUTO_INCREMENT,
+    name        VARCHAR(255) NOT NULL DEFAULT '',
+    spec        LONGTEXT NOT NULL,
+    status      VARCHAR(16) NOT NULL DEFAULT 'pending',
+    attempts    INT NOT NULL DEFAULT 0,
+    created_at  TIMESTAMP(3) NULL DEFAULT CURRENT_TIMESTAMP(3),
+    started_at  DATETIME(3) NULL,
+    finished_at DATETIME(3) NULL,
+    claimed_by  VARCHAR(255) NULL,
+    result      LONGTEXT NULL,
+    error       TEXT NULL,
+    PRIMARY KEY (id),
+    KEY ix_{TASK_TABLE}_status (status)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
+    f"""CREATE TABLE IF NOT EXISTS {RUN_TABLE} (
+    id          BIGINT NOT NULL AUTO_INCREMENT,
+    task_id     BIGINT NOT NULL,
+    status      VARCHAR(16) NOT NULL DEFAULT 'running',
+    claimed_by  VARCHAR(255) NULL,
+    started_at  DATETIME(3) NULL,
+    finished_at DATETIME(3) NULL,
+    exit_code   INT NULL,
+    result      LONGTEXT NULL,
+    error       TEXT NULL,
+    PRIMARY KEY (id),
+    KEY ix_{RUN_TABLE}_task_id (task_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
+)

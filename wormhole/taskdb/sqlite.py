@@ -1,0 +1,76 @@
+"""SQLite task store: the embedded default, one file in WAL mode, autocommit, 30 s busy timeout."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, ClassVar
+
+from wormhole.errors import TaskDbError
+from wormhole.taskdb.base import Result, SqlTaskStore
+from wormhole.taskdb.schema import SQLITE_DDL
+
+BUSY_TIMEOUT_S = 30.0
+MEMORY = ":memory:"
+
+
+class SqliteTaskStore(SqlTaskStore):
+    """Task store on a SQLite file; ``path`` is absolute (or ``:memory:``, handy in tests)."""
+
+    driver_errors: ClassVar[tuple[type[BaseException], ...]] = (sqlite3.Error,)
+    ddl: ClassVar[tuple[str, ...]] = SQLITE_DDL
+
+    def __init__(self, url: str, path: str | Path) -> None:
+        super().__init__(url)
+        self.path = str(path)
+        if self.path != MEMORY:
+            try:
+                # So var/ appears on first use of the default URL.
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise TaskDbError(f"task database {url}: cannot create the directory of {self.path}: {exc}",
+                                  url=url) from exc
+        conn: sqlite3.Connection | None = None
+        try:
+            # isolation_level=None: autocommit, transactions only where the store asks (BEGIN IMMEDIATE).
+            # check_same_thread=False: the engine's main thread may hand the store to another thread.
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            # WAL: readers (wormhole task list) never block the running engine, nor it them.
+            conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise TaskDbError(f"task database {url}: cannot open {self.path}: {exc}", url=url) from exc
+        self._conn = conn
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Result:
+        cur = self._conn.execute(sql, tuple(params))
+        try:
+            rows = cur.fetchall()
+            return Result(rows=rows, rowcount=cur.rowcount, lastrowid=cur.lastrowid)
+        finally:
+            cur.close()
+
+    def _ensure_connected(self) -> None:
+        pass  # a local file: nothing to reconnect
+
+    def _begin(self) -> None:
+        # IMMEDIATE takes the write lock up front, so the transaction never fails half-way on a lock upgrade.
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def _commit(self) -> None:
+        self._conn.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        self._conn.execute("ROLLBACK")
+
+    def _is_missing_table(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)
+
+    def _close_connection(self) -> None:
+        with suppress(sqlite3.Error):
+            self._conn.close()
