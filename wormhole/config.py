@@ -354,7 +354,7 @@ class TaskSpec:
             raise InvalidTaskConfig(problems.items)
         source = _parse_source(ref.source, problems)
         destinations = tuple(_parse_destination(d, i, problems) for i, d in enumerate(ref.destinations))
-        _check_destination_ids(ref.destinations, problems)
+        _check_destination_ids([d.id for d in ref.destinations], problems)
         _check_single_writers(destinations, problems)
         if problems or source is None or any(d is None for d in destinations):
             raise InvalidTaskConfig(problems.items)
@@ -395,13 +395,15 @@ def _plugin(name: str, path: str, problems: Problems) -> Any:
         return None
 
 
-def _check_destination_ids(refs: tuple[_DestinationRef, ...], problems: Problems) -> None:
+def _check_destination_ids(ids: list[Any], problems: Problems) -> None:
     seen: dict[str, int] = {}
-    for i, ref in enumerate(refs):
-        if ref.id in seen:
-            problems.add(f"destinations[{i}].id", f"duplicate id {ref.id!r} (also destinations[{seen[ref.id]}])")
+    for i, dest_id in enumerate(ids):
+        if not isinstance(dest_id, str):
+            continue
+        if dest_id in seen:
+            problems.add(f"destinations[{i}].id", f"duplicate id {dest_id!r} (also destinations[{seen[dest_id]}])")
         else:
-            seen[ref.id] = i
+            seen[dest_id] = i
 
 
 def _check_single_writers(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
@@ -429,6 +431,7 @@ def _check_partial(raw: Any, problems: Problems) -> None:
         _parse_source(_PluginRef(plugin=src["plugin"], params=src.get("params", {})), problems)
     dests = raw.get("destinations")
     if isinstance(dests, list):
+        _check_destination_ids([d.get("id") if isinstance(d, dict) else None for d in dests], problems)
         for i, d in enumerate(dests):
             if isinstance(d, dict) and isinstance(d.get("plugin"), str) and isinstance(d.get("params", {}), dict):
                 ref = _DestinationRef(id=str(d.get("id", "")), plugin=d["plugin"], params=d.get("params", {}))

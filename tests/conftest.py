@@ -1,0 +1,141 @@
+"""Shared fixtures: the MariaDB server (required in CI), the CLI as a subprocess, log capture."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+REPO = Path(__file__).resolve().parent.parent
+MYSQL_URL = os.environ.get("WORMHOLE_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306")
+
+
+@pytest.fixture(autouse=True)
+def _reset_structlog() -> Iterator[None]:
+    yield
+    structlog.reset_defaults()
+
+
+def mysql_or_skip() -> Any:
+    """A pymysql connection to the test server; skip when absent unless WORMHOLE_REQUIRE_MYSQL=1."""
+    import pymysql
+    from urllib.parse import urlparse
+
+    u = urlparse(MYSQL_URL)
+    try:
+        return pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
+                               password=u.password or "", connect_timeout=5, autocommit=True)
+    except pymysql.err.OperationalError as exc:
+        if os.environ.get("WORMHOLE_REQUIRE_MYSQL") == "1":
+            pytest.fail(f"MariaDB at {MYSQL_URL} is required (WORMHOLE_REQUIRE_MYSQL=1) but unreachable: {exc}")
+        pytest.skip(f"MariaDB at {MYSQL_URL} unreachable: {exc}")
+
+
+@pytest.fixture(name="mysql_db")
+def fixture_mysql_db() -> Iterator[str]:
+    """A fresh database on the test server; yields its mysql:// URL and drops it afterwards."""
+    conn = mysql_or_skip()
+    name = f"wh_test_{uuid.uuid4().hex[:8]}"
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    try:
+        yield f"{MYSQL_URL.rstrip('/')}/{name}"
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()
+
+
+def wormhole_command() -> list[str]:
+    """The installed console script next to the interpreter running the tests (.venv/bin/wormhole)."""
+    script = Path(sys.executable).parent / "wormhole"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "wormhole"]
+
+
+@dataclass
+class Workspace:
+    """A working directory with its own task DB (var/wormhole.db) where the CLI runs as a subprocess."""
+
+    root: Path
+    task_db: str
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WORMHOLE_")}
+        env["WORMHOLE_TASK_DB"] = self.task_db
+        env["WORMHOLE_CONF"] = str(self.root / "conf")
+        env["WORMHOLE_LOG_FORMAT"] = "json"
+        return env
+
+    def run(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([*wormhole_command(), *args], cwd=self.root, env=self.env(), capture_output=True,
+                              text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"wormhole {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+        return proc
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([*wormhole_command(), *args], cwd=self.root, env=self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def write_conf(self, **sections: dict[str, Any]) -> None:
+        lines = []
+        for section, values in sections.items():
+            lines.append(f"[{section}]")
+            lines.extend(f"{k} = {json.dumps(v)}" for k, v in values.items())
+        (self.root / "conf").mkdir(exist_ok=True)
+        (self.root / "conf" / "engine.toml").write_text("\n".join(lines) + "\n")
+
+    def submit(self, spec: dict[str, Any] | str, name: str = "test") -> int:
+        """Insert a task the way an upstream system does: a plain INSERT, not our own code."""
+        text = spec if isinstance(spec, str) else json.dumps(spec)
+        if self.task_db.startswith("sqlite"):
+            conn = sqlite3.connect(self.root / "var" / "wormhole.db")
+            with conn:
+                cur = conn.execute("INSERT INTO wormhole_task (name, spec) VALUES (?, ?)", (name, text))
+            conn.close()
+            return int(cur.lastrowid)
+        import pymysql
+        from urllib.parse import urlparse
+
+        u = urlparse(self.task_db)
+        conn = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",
+                               password=u.password or "", database=u.path.lstrip("/"), autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO wormhole_task (name, spec) VALUES (%s, %s)", (name, text))
+            task_id = cur.lastrowid
+        conn.close()
+        return int(task_id)
+
+    def show(self, task_id: int) -> dict[str, Any]:
+        return json.loads(self.run("task", "show", str(task_id), check=True).stdout)
+
+
+def log_events(stderr: str) -> list[dict[str, Any]]:
+    """The JSON log lines of a CLI run."""
+    events = []
+    for line in stderr.splitlines():
+        if line.startswith("{"):
+            events.append(json.loads(line))
+    return events
+
+
+def make_workspace(root: Path, task_db: str | None = None) -> Workspace:
+    ws = Workspace(root=root, task_db=task_db or "sqlite:///var/wormhole.db")
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, timeouts={"shutdown_s": 5.0})
+    ws.run("db", "init", check=True)
+    return ws
+
+
+@pytest.fixture(name="ws")
+def fixture_ws(tmp_path: Path) -> Workspace:
+    return make_workspace(tmp_path)
