@@ -28,8 +28,9 @@ def _reset_structlog() -> Iterator[None]:
 
 def mysql_or_skip() -> Any:
     """A pymysql connection to the test server; skip when absent unless WORMHOLE_REQUIRE_MYSQL=1."""
-    import pymysql
     from urllib.parse import urlparse
+
+    import pymysql
 
     u = urlparse(MYSQL_URL)
     try:
@@ -104,8 +105,9 @@ class Workspace:
                 cur = conn.execute("INSERT INTO wormhole_task (name, spec) VALUES (?, ?)", (name, text))
             conn.close()
             return int(cur.lastrowid)
-        import pymysql
         from urllib.parse import urlparse
+
+        import pymysql
 
         u = urlparse(self.task_db)
         conn = pymysql.connect(host=u.hostname, port=u.port or 3306, user=u.username or "root",

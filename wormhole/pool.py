@@ -23,7 +23,7 @@ def spawn(fn: Callable[..., T], *args: Any, name: str) -> Future[T]:
     def target() -> None:
         try:
             result = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the Future, inspected by the monitor
+        except BaseException as exc:
             future.set_exception(exc)
         else:
             future.set_result(result)

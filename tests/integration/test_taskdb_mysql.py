@@ -251,7 +251,7 @@ def test_concurrent_claim_has_exactly_one_winner(store: TaskStore, mysql_url: st
             with open_store(mysql_url) as own:  # each claimer has its own connection, like separate processes
                 barrier.wait(timeout=30)
                 results[name] = own.claim(task_id, name)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+        except BaseException as exc:
             results[name] = exc
 
     threads = [threading.Thread(target=contender, args=(f"worker-{n}",)) for n in range(8)]
