@@ -53,19 +53,22 @@ class Engine:
         self._log = log
         self._stop = threading.Event()
         self._stop_reason: str | None = None
+        self._monitor: MonitorManager | None = None
 
     def stop(self, reason: str) -> None:
         """Ask a running task to stop: reading ends, writers are released, everything rolls back."""
         if self._stop_reason is None:
             self._stop_reason = reason
         self._stop.set()
+        if self._monitor is not None:
+            self._monitor.notify()
 
     def run(self) -> RunResult:
         conf, spec = self._conf, self._spec
         started_at, t0 = _now(), time.monotonic()
         dirty = DirtyFile(Path(conf.paths.dirty_dir) / f"task-{self._task_id}" / f"run-{self._run_id}.jsonl")
         storage = StorageManager([d.id for d in spec.destinations], conf.exchange)
-        monitor = MonitorManager(conf.monitor, self._log)
+        monitor = self._monitor = MonitorManager(conf.monitor, self._log)
         ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=conf.exchange.batch_rows,
                           dirty=dirty)
         readers = ReaderManager(spec.source, ctx, conf, monitor, self._log)

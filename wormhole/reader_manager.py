@@ -76,7 +76,9 @@ class ReaderManager:
             sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop)
             self._senders.append(sender)
             counters = self._monitor.new_reader_monitor()
-            self._futures.append(spawn(self._run, worker, counters, sender, name=f"reader-{worker}"))
+            future = spawn(self._run, worker, counters, sender, name=f"reader-{worker}")
+            future.add_done_callback(self._monitor.notify)
+            self._futures.append(future)
         self._log.info("reader.started", threads=len(self._futures))
 
     def _run(self, worker: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:

@@ -111,7 +111,9 @@ class WriterManager:
             dest.state = "running"
             for worker in range(dest.concurrency):
                 counters = self._monitor.new_writer_monitor(dest.id)
-                dest.futures.append(spawn(self._write, dest, worker, counters, name=f"writer-{dest.id}-{worker}"))
+                future = spawn(self._write, dest, worker, counters, name=f"writer-{dest.id}-{worker}")
+                future.add_done_callback(self._monitor.notify)
+                dest.futures.append(future)
             dest.log.info("destination.started", threads=dest.concurrency)
 
     def _write(self, dest: DestinationRun, worker: int, counters: WriterCounters) -> None:

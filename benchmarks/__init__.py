@@ -1,0 +1,1 @@
+"""Reproducible throughput scenarios (`make bench`)."""
