@@ -1,0 +1,432 @@
+"""Tests of the sqlite store: options, the transactional writer (modes, dirty rows, disk full), the reader."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import sqlite3
+import subprocess
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wormhole.config import Problems, parse_options
+from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
+from wormhole.plugins import registry
+from wormhole.plugins.base import Column, ReadContext, Rejected, Row, Schema, WriteContext, WriteResult
+from wormhole.plugins.sqlite import (
+    PLUGIN,
+    SqliteReader,
+    SqliteReaderOptions,
+    SqliteReaderPeriphery,
+    SqliteSplitter,
+    SqliteWriter,
+    SqliteWriterOptions,
+    SqliteWriterPeriphery,
+)
+
+DIRTY = "\udcff"  # a lone surrogate: not encodable as UTF-8, the test generator's dirty value
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+class ListDirtySink:
+    """A DirtySink that keeps every rejected row in memory."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[Rejected], str | None]] = []
+
+    def reject(self, origin: str, rows: Sequence[Rejected], split_id: str | None = None) -> None:
+        self.calls.append((origin, list(rows), split_id))
+
+    @property
+    def rows(self) -> list[Rejected]:
+        return [r for _, rows, _ in self.calls for r in rows]
+
+
+def read_ctx(sink: ListDirtySink | None = None, batch_rows: int = 1000) -> ReadContext:
+    return ReadContext(task_id=7, run_id=1, batch_rows=batch_rows, dirty=sink or ListDirtySink())
+
+
+def write_ctx(schema: Schema, *, concurrency: int = 2) -> WriteContext:
+    return WriteContext(task_id=7, run_id=1, destination="db", schema=schema, batch_rows=1000,
+                        concurrency=concurrency)
+
+
+def parse(cls: type, raw: dict[str, Any]) -> tuple[Any, Problems]:
+    problems = Problems()
+    return parse_options(cls, raw, "destinations[0].params", problems), problems
+
+
+SCHEMA = Schema(tuple(Column(name, t) for name, t in [
+    ("id", "int"), ("f", "float"), ("dec", "decimal"), ("s", "string"), ("raw", "bytes"),
+    ("flag", "bool"), ("day", "date"), ("ts", "datetime"), ("doc", "json"),
+]))
+
+ROWS: list[Row] = [
+    (1, 0.1, Decimal("1.10"), "héllo 😀 wörld", bytes(range(256)), True, dt.date(2024, 2, 29),
+     dt.datetime(2024, 2, 29, 23, 59, 58, 123456), {"k": ["😀", 1, 2.5, None, True]}),
+    (2, None, None, None, None, None, None, None, None),
+    (3, -1e300, Decimal("-12345678901234567890.000000001"), 'a,b;"c"\nnext line', b"", False,
+     dt.date(1, 1, 1), dt.datetime(2020, 1, 1, 12, 0, tzinfo=dt.timezone(dt.timedelta(hours=2))), [1, "x"]),
+    (4, 5e-324, Decimal("0"), "", b"\x00bytes", True, dt.date(9999, 12, 31), dt.datetime(1970, 1, 1), "1"),
+    (2**62, 3.0, Decimal("-0.5"), "𝄞 ∑ 🧪", b"\xff\xfe", False, dt.date(2000, 1, 1),
+     dt.datetime(2000, 1, 1, 0, 0, 0, 1), 12.5),
+]
+
+
+def run_destination(options: SqliteWriterOptions, parts: Sequence[Sequence[Row]], *, schema: Schema = SCHEMA,
+                    commit: bool = True) -> list[WriteResult]:
+    """prepare -> one writer per part -> flush/close -> commit (or rollback)."""
+    ctx = write_ctx(schema, concurrency=len(parts))
+    periphery = SqliteWriterPeriphery(options, ctx)
+    periphery.prepare()
+    results = []
+    for worker, rows in enumerate(parts):
+        writer = SqliteWriter(options, ctx, periphery, worker)
+        writer.open()
+        try:
+            results.append(writer.write(rows))
+            writer.flush()
+        finally:
+            writer.close()
+    if commit:
+        periphery.commit()
+    else:
+        periphery.rollback()
+    return results
+
+
+def read_all(options: SqliteReaderOptions, sink: ListDirtySink | None = None,
+             batch_rows: int = 1000) -> list[Row]:
+    ctx = read_ctx(sink, batch_rows)
+    reader = SqliteReader(options, ctx)
+    reader.schema()
+    splits = SqliteSplitter(options, ctx).split(4)
+    return [row for split in splits for batch in reader.read(split) for row in batch]
+
+
+def query(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def make_db(path: Path, *statements: str) -> Path:
+    conn = sqlite3.connect(path)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+        conn.commit()
+    finally:
+        conn.close()
+    return path
+
+
+@contextmanager
+def tiny_tmpfs(path: Path) -> Iterator[Path]:
+    path.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(path)],
+                              capture_output=True, text=True, check=False)
+    except OSError as exc:
+        pytest.skip(f"cannot mount a tmpfs: {exc}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=False)
+
+
+KV = Schema((Column("id", "int"), Column("name", "string")))
+
+# ---------------------------------------------------------------------------------------------
+# Plugin and options
+
+
+def test_plugin_is_registered_with_a_single_writer_key(tmp_path: Path) -> None:
+    assert registry.get("sqlite") is PLUGIN
+    assert PLUGIN.sink is not None and PLUGIN.sink.single_writer_key is not None
+    options = SqliteWriterOptions(path="rel/x.db", table="t")
+    assert PLUGIN.sink.single_writer_key(options) == "sqlite file " + os.path.abspath("rel/x.db")
+
+
+def test_writer_options_parse() -> None:
+    opts, problems = parse(SqliteWriterOptions, {"path": "x.db", "table": "t", "columns": ["a", "b"],
+                                                 "write_mode": "upsert", "key": ["a"], "create": False})
+    assert not problems.items
+    assert (opts.columns, opts.write_mode, opts.key, opts.create) == (("a", "b"), "upsert", ("a",), False)
+
+
+@pytest.mark.parametrize(("cls", "raw", "expected"), [
+    (SqliteWriterOptions, {"path": "x.db", "table": "t", "mode": "insert"}, "mode: unknown key"),
+    (SqliteWriterOptions, {"path": "x.db", "table": "t", "create": "yes"}, "create: expected a boolean"),
+    (SqliteWriterOptions, {"path": "x.db"}, "table: required key is missing"),
+    (SqliteWriterOptions, {"path": "x.db", "table": "t", "write_mode": "merge"}, "write_mode: expected"),
+    (SqliteWriterOptions, {"path": "x.db", "table": "t", "write_mode": "upsert"}, "key: is required"),
+    (SqliteWriterOptions, {"path": "x.db", "table": "t", "columns": ["a"], "key": ["b"]}, "key: names"),
+    (SqliteWriterOptions, {"path": "x.db", "table": "t", "columns": []}, "columns: needs at least 1"),
+    (SqliteWriterOptions, {"path": "x.db", "table": "t", "columns": ["a", "A"]}, "columns: names must be"),
+    (SqliteReaderOptions, {"path": "x.db", "table": "t", "columns": "a"}, "columns: expected an array"),
+    (SqliteReaderOptions, {"path": "x.db", "table": ""}, "table: must not be empty"),
+])
+def test_option_problems_name_the_key(cls: type, raw: dict[str, Any], expected: str) -> None:
+    _, problems = parse(cls, raw)
+    assert any(p.startswith("destinations[0].params." + expected) for p in problems.items), problems.items
+
+
+# ---------------------------------------------------------------------------------------------
+# Writer
+
+
+def test_round_trip_every_logical_type(tmp_path: Path) -> None:
+    db = tmp_path / "out.db"
+    results = run_destination(SqliteWriterOptions(path=str(db), table="all types", key=("id",)),
+                              [ROWS[:3], ROWS[3:]])
+    assert [(r.written, r.rejected) for r in results] == [(3, ()), (2, ())]
+    (ddl,) = query(db, "SELECT sql FROM sqlite_master WHERE name = 'all types'")[0]
+    assert '"dec" DECIMAL TEXT' in ddl and 'PRIMARY KEY ("id")' in ddl
+    back = read_all(SqliteReaderOptions(path=str(db), table="all types"))
+    assert sorted(back, key=lambda r: r[0]) == ROWS
+    assert SqliteReader(SqliteReaderOptions(path=str(db), table="all types"), read_ctx()).schema() == SCHEMA
+
+
+def test_writers_share_the_connection_from_threads(tmp_path: Path) -> None:
+    db = tmp_path / "out.db"
+    options = SqliteWriterOptions(path=str(db), table="t")
+    ctx = write_ctx(KV, concurrency=4)
+    periphery = SqliteWriterPeriphery(options, ctx)
+    periphery.prepare()
+
+    def work(worker: int) -> int:
+        writer = SqliteWriter(options, ctx, periphery, worker)
+        writer.open()
+        try:
+            return sum(writer.write([((worker * 20 + b) * 100 + i, f"w{worker}") for i in range(100)]).written
+                       for b in range(20))
+        finally:
+            writer.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        written = list(pool.map(work, range(4)))  # re-raises a writer's error here
+    periphery.commit()
+    assert written == [2000] * 4
+    assert query(db, "SELECT COUNT(*), COUNT(DISTINCT id) FROM t") == [(8000, 8000)]
+
+
+def test_only_the_unencodable_row_is_rejected(tmp_path: Path) -> None:
+    db = tmp_path / "out.db"
+    rows = [(i, f"name {i}") for i in range(5)]
+    rows[2] = (2, "bad " + DIRTY)
+    (result,) = run_destination(SqliteWriterOptions(path=str(db), table="t"), [rows], schema=KV)
+    assert result.written == 4
+    assert [r.row for r in result.rejected] == [rows[2]]
+    assert "surrogates not allowed" in result.rejected[0].reason
+    assert query(db, "SELECT id, name FROM t ORDER BY id") == rows[:2] + rows[3:]
+
+
+def test_insert_rejects_a_duplicate_key_as_a_dirty_row(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "out.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)",
+                 "INSERT INTO t VALUES (1, 'old')")
+    (result,) = run_destination(SqliteWriterOptions(path=str(db), table="t"),
+                                [[(0, "a"), (1, "dup"), (2, "b"), (2, "dup again")]], schema=KV)
+    assert result.written == 2
+    assert [r.row for r in result.rejected] == [(1, "dup"), (2, "dup again")]
+    assert all("UNIQUE constraint failed: t.id" in r.reason for r in result.rejected)
+    assert query(db, "SELECT id, name FROM t ORDER BY id") == [(0, "a"), (1, "old"), (2, "b")]
+
+
+def test_replace_and_upsert_semantics(tmp_path: Path) -> None:
+    create = "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, extra TEXT DEFAULT 'd')"
+    seed = "INSERT INTO t VALUES (1, 'old', 'keep')"
+    replaced = make_db(tmp_path / "replace.db", create, seed)
+    run_destination(SqliteWriterOptions(path=str(replaced), table="t", write_mode="replace"),
+                    [[(1, "new"), (2, "two")]], schema=KV)
+    # REPLACE deletes the old row: the column it does not write falls back to its default.
+    assert query(replaced, "SELECT * FROM t ORDER BY id") == [(1, "new", "d"), (2, "two", "d")]
+
+    upserted = make_db(tmp_path / "upsert.db", create, seed)
+    upsert = SqliteWriterOptions(path=str(upserted), table="t", write_mode="upsert", key=("id",))
+    (result,) = run_destination(upsert,
+                                [[(1, "new"), (2, "two"), (2, "two again")]], schema=KV)
+    assert (result.written, result.rejected) == (3, ())
+    # UPSERT updates the written columns in place: ``extra`` keeps its value.
+    assert query(upserted, "SELECT * FROM t ORDER BY id") == [(1, "new", "keep"), (2, "two again", "d")]
+
+
+def test_target_column_names_map_positionally(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "out.db",
+                 'CREATE TABLE "odd ""name""" ("Key" INTEGER, "Val ue" TEXT, other TEXT)')
+    options = SqliteWriterOptions(path=str(db), table='odd "name"', columns=("key", "Val ue"))
+    run_destination(options, [[(1, "a'); DROP TABLE x; --")]], schema=KV)
+    assert query(db, 'SELECT * FROM "odd ""name"""') == [(1, "a'); DROP TABLE x; --", None)]
+
+
+def test_missing_table_without_create_is_a_prepare_error(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "out.db", "CREATE TABLE other (x INTEGER)")
+    options = SqliteWriterOptions(path=str(db), table="t", create=False)
+    periphery = SqliteWriterPeriphery(options, write_ctx(KV))
+    with pytest.raises(PrepareError, match=f"table t does not exist in {re.escape(str(db))}"):
+        periphery.prepare()
+    periphery.rollback()
+    assert query(db, "SELECT name FROM sqlite_master") == [("other",)]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (SqliteWriterOptions(path="", table="t", columns=("id", "nope")), "has no column nope"),
+    (SqliteWriterOptions(path="", table="t", columns=("id",)), "the source has 2"),
+    (SqliteWriterOptions(path="", table="t", write_mode="upsert", key=("name",)), "ON CONFLICT clause"),
+])
+def test_prepare_checks_the_target(tmp_path: Path, options: SqliteWriterOptions, message: str) -> None:
+    db = make_db(tmp_path / "out.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
+    options = SqliteWriterOptions(path=str(db), table=options.table, columns=options.columns,
+                                  write_mode=options.write_mode, key=options.key)
+    periphery = SqliteWriterPeriphery(options, write_ctx(KV))
+    with pytest.raises(PrepareError, match=message):
+        periphery.prepare()
+    assert periphery.conn is None  # a failed prepare released the write lock
+    make_db(db, "INSERT INTO t VALUES (1, 'lock is free')")
+
+
+def test_rollback_drops_the_created_table_and_keeps_other_data(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "out.db", "CREATE TABLE kept (id INTEGER)", "INSERT INTO kept VALUES (42)")
+    run_destination(SqliteWriterOptions(path=str(db), table="t"), [ROWS], commit=False)
+    assert query(db, "SELECT name FROM sqlite_master") == [("kept",)]
+    assert query(db, "SELECT * FROM kept") == [(42,)]
+
+
+def test_rollback_leaves_existing_rows_untouched(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "out.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)",
+                 "INSERT INTO t VALUES (1, 'old')")
+    run_destination(SqliteWriterOptions(path=str(db), table="t", write_mode="replace"),
+                    [[(1, "new"), (2, "two")]], schema=KV, commit=False)
+    assert query(db, "SELECT * FROM t") == [(1, "old")]
+
+
+def test_rollback_removes_a_database_file_the_run_created(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    run_destination(SqliteWriterOptions(path=str(db), table="t"), [ROWS], commit=False)
+    assert os.listdir(tmp_path) == []
+
+
+def test_rollback_is_idempotent_and_safe_without_prepare(tmp_path: Path) -> None:
+    options = SqliteWriterOptions(path=str(tmp_path / "x.db"), table="t")
+    periphery = SqliteWriterPeriphery(options, write_ctx(KV))
+    periphery.rollback()
+    periphery.prepare()
+    periphery.rollback()
+    periphery.rollback()
+    periphery.commit()  # nothing open: a no-op, never an autocommitted write
+    assert os.listdir(tmp_path) == []
+
+
+def test_writing_after_commit_is_a_write_error(tmp_path: Path) -> None:
+    options = SqliteWriterOptions(path=str(tmp_path / "x.db"), table="t")
+    ctx = write_ctx(KV)
+    periphery = SqliteWriterPeriphery(options, ctx)
+    periphery.prepare()
+    writer = SqliteWriter(options, ctx, periphery, 0)
+    periphery.commit()
+    with pytest.raises(WriteError, match="not prepared"):
+        writer.write([(1, "late")])
+
+
+def test_a_full_disk_raises_write_error_and_rollback_keeps_the_old_state(tmp_path: Path) -> None:
+    with tiny_tmpfs(tmp_path / "mnt") as mnt:
+        db = make_db(mnt / "full.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)",
+                     *(f"INSERT INTO t VALUES ({i}, 'before')" for i in range(10)))
+        options = SqliteWriterOptions(path=str(db), table="t")
+        ctx = write_ctx(KV, concurrency=1)
+        periphery = SqliteWriterPeriphery(options, ctx)
+        periphery.prepare()
+        writer = SqliteWriter(options, ctx, periphery, 0)
+        writer.open()
+        with pytest.raises(WriteError, match="full"):
+            for b in range(1, 200):
+                result = writer.write([(b * 1000 + i, "x" * 300) for i in range(1000)])
+                assert result.rejected == ()  # a full disk is never a dirty row
+        with pytest.raises(WriteError):
+            writer.write([(1, "after the failure")])
+        writer.close()
+        periphery.rollback()
+        assert query(db, "SELECT id, name FROM t ORDER BY id") == [(i, "before") for i in range(10)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reader
+
+
+def test_reader_maps_declared_types(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "in.db",
+                 "CREATE TABLE t (a BIGINT, b VARCHAR(10), c BLOB, d DOUBLE PRECISION, e DECIMAL(10,2), "
+                 "f BOOLEAN, g TIMESTAMP, h DATE, i JSON, j, k GEOMETRY, l DATETIME)",
+                 "INSERT INTO t VALUES (1, 'x', x'00', 1.5, 2.25, 1, '2024-01-01 10:00:00', '2024-01-02', "
+                 "'{\"a\": 1}', 'free', 'POINT', '2024-01-03T04:05:06')")
+    options = SqliteReaderOptions(path=str(db), table="t")
+    schema = SqliteReader(options, read_ctx()).schema()
+    assert [c.type for c in schema.columns] == ["int", "string", "bytes", "float", "decimal", "bool",
+                                                "datetime", "date", "json", "string", "string", "datetime"]
+    assert read_all(options) == [(1, "x", b"\x00", 1.5, Decimal("2.25"), True, dt.datetime(2024, 1, 1, 10),
+                                  dt.date(2024, 1, 2), {"a": 1}, "free", "POINT",
+                                  dt.datetime(2024, 1, 3, 4, 5, 6))]
+
+
+def test_reader_columns_where_and_batches(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "in.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, junk BLOB)",
+                 "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500) "
+                 "INSERT INTO t SELECT i, 'n' || i, NULL FROM n")
+    options = SqliteReaderOptions(path=str(db), table="t", columns=("NAME", "id"), where="id % 2 = 0")
+    ctx = read_ctx(batch_rows=500)
+    (split,) = SqliteSplitter(options, ctx).split(4)
+    assert (split.id, split.resource_mark) == ("sqlite:t", f"sqlite:{db}")
+    batches = list(SqliteReader(options, ctx).read(split))
+    assert [len(b) for b in batches] == [500, 500, 250]
+    assert batches[0][0] == ("n2", 2)
+    assert SqliteReaderPeriphery(options, ctx).prepare().estimated_rows == 1250
+    everything = SqliteReaderOptions(path=str(db), table="t")
+    assert SqliteReaderPeriphery(everything, ctx).prepare().estimated_rows == 2500
+
+
+def test_reader_estimate_falls_back_to_count_without_rowid(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "in.db", "CREATE TABLE t (k TEXT PRIMARY KEY) WITHOUT ROWID",
+                 "INSERT INTO t VALUES ('a'), ('b'), ('c')")
+    periphery = SqliteReaderPeriphery(SqliteReaderOptions(path=str(db), table="t"), read_ctx())
+    assert periphery.prepare().estimated_rows == 3
+
+
+def test_reader_sends_unconvertible_rows_to_the_dirty_sink(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "in.db", "CREATE TABLE t (id INTEGER, day DATE, doc JSON)",
+                 "INSERT INTO t VALUES (1, '2024-01-01', '[1]'), (2, 'someday', '[2]'), (3, NULL, '{bad'), "
+                 "(4, '2024-01-04', NULL)")
+    sink = ListDirtySink()
+    rows = read_all(SqliteReaderOptions(path=str(db), table="t"), sink)
+    assert rows == [(1, dt.date(2024, 1, 1), [1]), (4, dt.date(2024, 1, 4), None)]
+    assert [(origin, split_id) for origin, _, split_id in sink.calls] == [("source", "sqlite:t")]
+    assert [r.row for r in sink.rows] == [(2, "someday", "[2]"), (3, None, "{bad")]
+    assert "column day" in sink.rows[0].reason and "column doc" in sink.rows[1].reason
+
+
+def test_reader_missing_file_table_or_column(tmp_path: Path) -> None:
+    missing = SqliteReaderOptions(path=str(tmp_path / "nope.db"), table="t")
+    with pytest.raises(SplitError, match=r"nope\.db"):
+        SqliteSplitter(missing, read_ctx()).split(1)
+    assert not (tmp_path / "nope.db").exists()  # read-only: never creates the file
+    db = make_db(tmp_path / "in.db", "CREATE TABLE t (id INTEGER)")
+    no_table = SqliteReaderOptions(path=str(db), table="ghost")
+    with pytest.raises(SplitError, match="table ghost does not exist"):
+        SqliteSplitter(no_table, read_ctx()).split(1)
+    with pytest.raises(ReadError, match="table ghost does not exist"):
+        SqliteReader(no_table, read_ctx()).schema()
+    with pytest.raises(ReadError, match="has no column nope"):
+        SqliteReader(SqliteReaderOptions(path=str(db), table="t", columns=("id", "nope")),
+                     read_ctx()).schema()

@@ -1,0 +1,44 @@
+"""The file store: csv and jsonl files as a source (file, directory or glob) and as a destination directory.
+
+Reading: one split per file; rows that do not convert to the column types go to the dirty sink
+with ``<file>:<line>``. Writing: one part file per writer thread in a temporary directory beside the
+target, moved into place on commit (``overwrite`` swaps the directory, ``append`` adds parts), with
+a ``_SUCCESS`` marker; rollback removes the temporary directory, so the target is never half-written.
+"""
+
+from __future__ import annotations
+
+from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.file.options import ColumnOption, FileReaderOptions, FileWriterOptions
+from wormhole.plugins.file.reader import FileReader, FileReaderPeriphery, FileSplitter, resolve_files
+from wormhole.plugins.file.writer import SUCCESS_MARKER, FileWriter, FileWriterPeriphery
+
+__all__ = [
+    "PLUGIN",
+    "SUCCESS_MARKER",
+    "ColumnOption",
+    "FileReader",
+    "FileReaderOptions",
+    "FileReaderPeriphery",
+    "FileSplitter",
+    "FileWriter",
+    "FileWriterOptions",
+    "FileWriterPeriphery",
+    "resolve_files",
+]
+
+PLUGIN = Plugin(
+    name="file",
+    description="csv and jsonl files: read a file, directory or glob; write part files into a directory",
+    source=SourceRole(
+        options=FileReaderOptions,
+        splitter=FileSplitter,
+        reader=FileReader,
+        periphery=FileReaderPeriphery,
+    ),
+    sink=SinkRole(
+        options=FileWriterOptions,
+        periphery=FileWriterPeriphery,
+        writer=FileWriter,
+    ),
+)

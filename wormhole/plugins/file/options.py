@@ -1,0 +1,65 @@
+"""The file store's options: what users write under ``source.params`` / ``destinations[i].params``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from wormhole.config import Problems, join_path, opt
+
+FileFormat = Literal["csv", "jsonl"]
+
+EXTENSIONS: dict[str, str] = {"csv": "csv", "jsonl": "jsonl"}
+"""File extension per format: directory sources pick these files, writers name their parts so."""
+
+
+def _check_csv_text(opts: FileReaderOptions | FileWriterOptions, path: str, problems: Problems) -> None:
+    # The csv module needs a single-character delimiter; quotes and line ends would make the
+    # output unreadable, so they are refused up front rather than producing broken files.
+    if len(opts.delimiter) != 1:
+        problems.add(join_path(path, "delimiter"), f"must be exactly one character, got {opts.delimiter!r}")
+    elif opts.delimiter in ('"', "\r", "\n"):
+        problems.add(join_path(path, "delimiter"), f"{opts.delimiter!r} cannot be a delimiter")
+    if opts.delimiter and opts.delimiter in opts.null:
+        problems.add(join_path(path, "null"), "must not contain the delimiter")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColumnOption:
+    name: str = opt(nonempty=True)
+    type: Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"] = "string"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileReaderOptions:
+    path: str = opt(nonempty=True)
+    """A file, a directory (every ``*.<format>`` file in it, not ``_``/``.`` names) or a glob."""
+    format: FileFormat
+    header: bool = True
+    """csv: the first line of every file is a header (it names the columns unless ``columns`` does)."""
+    delimiter: str = ","
+    null: str = ""
+    """csv: the field text that means NULL (an empty field by default)."""
+    columns: tuple[ColumnOption, ...] | None = opt(None, min_items=1)
+    """Names and types of the columns; default: the csv header (all strings) or the first JSON object."""
+
+    def check(self, path: str, problems: Problems) -> None:
+        _check_csv_text(self, path, problems)
+        if self.columns is not None:
+            names = [c.name for c in self.columns]
+            if len(set(names)) != len(names):
+                problems.add(join_path(path, "columns"), "column names must be unique")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileWriterOptions:
+    path: str = opt(nonempty=True)
+    """The target directory; part files are written beside it and renamed into place on commit."""
+    format: FileFormat
+    mode: Literal["overwrite", "append"] = "overwrite"
+    header: bool = True
+    delimiter: str = ","
+    null: str = ""
+
+    def check(self, path: str, problems: Problems) -> None:
+        _check_csv_text(self, path, problems)
