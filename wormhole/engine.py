@@ -107,7 +107,7 @@ class Engine:
         finally:
             readers.stop.set()
             if abort_reason is not None:
-                storage.close_all(abort_reason)
+                writers.abort(abort_reason)
             deadline = time.monotonic() + conf.timeouts.shutdown_s
             if not (readers.join(deadline) and writers.join(deadline)):
                 self._log.warning("engine.threads_still_running", waited_s=conf.timeouts.shutdown_s)

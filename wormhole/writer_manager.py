@@ -78,6 +78,7 @@ class WriterManager:
         self._task_id = task_id
         self._run_id = run_id
         self.destinations: dict[str, DestinationRun] = {}
+        self._aborting: str | None = None
         for dest in spec.destinations:
             sink = registry.get(dest.plugin).sink
             assert sink is not None  # validated with the task
@@ -153,7 +154,7 @@ class WriterManager:
         for dest in self.destinations.values():
             if dest.state != "running":
                 continue
-            if dest.storage.failure is not None:
+            if dest.storage.failure is not None and self._aborting is None:
                 dest.fail(dest.storage.failure, "WRITER_STALLED")
                 continue
             finished = 0
@@ -189,24 +190,32 @@ class WriterManager:
 
     # -- the end -------------------------------------------------------------------------------
 
+    def abort(self, reason: str) -> None:
+        """Stop every destination's writers (task-level abort); healthy ones will be rolled back."""
+        self._aborting = reason
+        for dest in self.destinations.values():
+            dest.storage.fail(reason)
+
     def finalize(self, rows_sent: int, abort_reason: str | None) -> None:
         """Judge, then commit or roll back every destination; sets each ``outcome``."""
         for dest in self.destinations.values():
-            if dest.state == "done":
+            if dest.state == "done" and abort_reason is None:
                 reason = judge(rows_sent=rows_sent, rows_queued=dest.storage.queue.rows_in,
                                totals=self._monitor.writer_totals(dest.id), limit=dest.limit)
                 if reason:
                     dest.fail(reason, "DIRTY_LIMIT_EXCEEDED" if "limit" in reason else "ROWS_UNACCOUNTED")
-            elif dest.state in ("pending", "running"):
-                dest.fail(abort_reason or "stopped before finishing", "ABORTED")
+            elif dest.state in ("pending", "running") and abort_reason is None:
+                dest.fail("writers did not finish", "UNFINISHED")
         failed = [d.id for d in self.destinations.values() if d.state == "failed"]
         if abort_reason is None and failed and self._spec.settings.consistency == "all_or_nothing":
             abort_reason = f"destination(s) {', '.join(failed)} failed and consistency is all_or_nothing"
         for dest in self.destinations.values():
-            if dest.state == "done" and abort_reason is None:
-                self._commit(dest)
+            if dest.state == "failed":
+                self._rollback(dest, healthy_reason=None)
+            elif abort_reason is not None:
+                self._rollback(dest, healthy_reason=abort_reason)
             else:
-                self._rollback(dest, healthy_reason=abort_reason if dest.state == "done" else None)
+                self._commit(dest)
 
     def _commit(self, dest: DestinationRun) -> None:
         try:

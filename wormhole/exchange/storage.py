@@ -62,7 +62,3 @@ class StorageManager:
     def close_input(self) -> None:
         for storage in self._storages.values():
             storage.close_input()
-
-    def close_all(self, reason: str) -> None:
-        for storage in self._storages.values():
-            storage.fail(reason)

@@ -1,0 +1,136 @@
+"""The Engine in-process: stalled destinations, timeouts that fire, the read side failing, logs and redaction."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pytest
+import structlog
+from structlog.testing import capture_logs
+
+from wormhole import log
+from wormhole.config import EngineConf, ExchangeConf, MonitorConf, TaskSpec, TimeoutsConf, opt
+from wormhole.engine import Engine, RunResult
+from wormhole.errors import ReadError
+from wormhole.plugins import registry
+from wormhole.plugins.base import Column, Plugin, ReadContext, Row, Schema, SourceInfo, SourceRole, Split
+from wormhole.pool import run_with_timeout
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlowOptions:
+    rows: int = opt(1000, min=0)
+    prepare_s: float = 0.0
+    fail_at: int | None = None
+
+
+class SlowSource:
+    """A source whose preparation can hang and whose read can break: the faults the engine must survive."""
+
+    def __init__(self, options: SlowOptions, ctx: ReadContext) -> None:
+        self.o = options
+
+    def prepare(self) -> SourceInfo:
+        time.sleep(self.o.prepare_s)
+        return SourceInfo(estimated_rows=self.o.rows)
+
+    def schema(self) -> Schema:
+        return Schema((Column("id", "int"),))
+
+    def split(self, advice: int) -> list[Split]:
+        return [Split(id="only", resource_mark="test")]
+
+    def read(self, split: Split) -> Iterator[Sequence[Row]]:
+        for start in range(0, self.o.rows, 100):
+            if self.o.fail_at is not None and start >= self.o.fail_at:
+                raise ReadError("source connection lost")
+            yield [(i,) for i in range(start, min(start + 100, self.o.rows))]
+
+
+@pytest.fixture(autouse=True)
+def _slow_plugin() -> Iterator[None]:
+    registry._loaded["slow"] = Plugin(name="slow", description="test source",
+                                      source=SourceRole(options=SlowOptions, splitter=SlowSource, reader=SlowSource,
+                                                        periphery=SlowSource))
+    registry.BUILTIN["slow"] = "tests.unit.test_engine:unused"
+    yield
+    registry._loaded.pop("slow", None)
+    registry.BUILTIN.pop("slow", None)
+
+
+def run(raw: dict, conf: EngineConf | None = None) -> tuple[RunResult, list[dict]]:
+    spec = TaskSpec.from_mapping(raw)
+    with capture_logs() as events:
+        result = Engine(conf or EngineConf(), spec, task_id=1, run_id=1, log=structlog.get_logger()).run()
+    return result, events
+
+
+class TestEngine:
+    def test_stalled_destination_fails_alone(self) -> None:
+        """A destination that takes no batch within push_timeout_s fails; the other one commits."""
+        conf = EngineConf(exchange=ExchangeConf(batch_rows=100, queue_rows=200, spill_rows=100, push_timeout_s=0.3))
+        result, _ = run({"source": {"plugin": "stream", "params": {"rows": 20_000}},
+                         "destinations": [{"id": "stuck", "plugin": "stream", "params": {"delay_ms": 2000}},
+                                          {"id": "fine", "plugin": "stream"}]}, conf)
+        assert result.exit_code == 202
+        assert result.result["destinations"]["fine"]["rows_written"] == 20_000
+        stuck = result.result["destinations"]["stuck"]
+        assert stuck["status"] == "failed" and "no batch for 0.3 s" in stuck["error"]
+
+    def test_reader_prepare_timeout_fires_and_is_skipped(self) -> None:
+        """A hanging source pre-check is abandoned after its timeout and the task still runs."""
+        conf = EngineConf(timeouts=TimeoutsConf(reader_prepare_s=0.2))
+        start = time.monotonic()
+        result, events = run({"source": {"plugin": "slow", "params": {"prepare_s": 30}},
+                              "destinations": [{"id": "n", "plugin": "stream"}]}, conf)
+        assert time.monotonic() - start < 10
+        assert result.exit_code == 0
+        assert any(e["event"] == "reader.prepare_skipped" for e in events)
+
+    def test_read_side_failure_rolls_back_every_destination(self) -> None:
+        """A reader that breaks mid-split fails the task (203) and no destination commits."""
+        result, _ = run({"source": {"plugin": "slow", "params": {"rows": 10_000, "fail_at": 5000}},
+                         "destinations": [{"id": "a", "plugin": "stream"}, {"id": "b", "plugin": "stream"}]})
+        assert result.exit_code == 203 and result.status == "failed"
+        assert "source connection lost" in result.error
+        assert {d["status"] for d in result.result["destinations"].values()} == {"rolled_back"}
+
+    def test_progress_is_reported_every_n_checks(self) -> None:
+        """The monitor logs monitor.progress with rows/s while a task runs."""
+        conf = EngineConf(monitor=MonitorConf(interval_s=0.02, report_every=2))
+        _, events = run({"source": {"plugin": "stream", "params": {"rows": 200_000}},
+                         "destinations": [{"id": "n", "plugin": "stream", "params": {"delay_ms": 5}}]}, conf)
+        progress = [e for e in events if e["event"] == "monitor.progress"]
+        assert progress and "rows_per_s" in progress[0] and "n" in progress[0]["destinations"]
+
+    def test_stop_ends_a_run_quickly(self) -> None:
+        """Engine.stop() (what SIGTERM calls) ends a long run and rolls everything back."""
+        spec = TaskSpec.from_mapping({"source": {"plugin": "stream", "params": {"rows": 10**9}},
+                                      "destinations": [{"id": "n", "plugin": "stream"}]})
+        engine = Engine(EngineConf(), spec, task_id=1, run_id=1, log=structlog.get_logger())
+        threading.Timer(0.5, engine.stop, args=("interrupted by test",)).start()
+        start = time.monotonic()
+        result = engine.run()
+        assert time.monotonic() - start < 5
+        assert result.run_status == "interrupted" and result.exit_code == 203
+        assert result.result["destinations"]["n"]["status"] == "rolled_back"
+
+
+def test_run_with_timeout_really_fires() -> None:
+    """The original Wormhole ran the callable before waiting, so its timeouts never fired; ours do."""
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        run_with_timeout(lambda: time.sleep(30), 0.2, "test")
+    assert time.monotonic() - start < 2
+
+
+def test_secrets_are_redacted_in_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    """Keys that look like secrets never reach the log output, nested ones included."""
+    log.configure("json", "info")
+    log.get_logger().info("x.happened", password="hunter2", params={"host": "h", "password_env": "PW", "token": "t"})
+    out = capsys.readouterr().err
+    assert "hunter2" not in out and '"t"' not in out and "PW" not in out
+    assert '"host": "h"' in out
