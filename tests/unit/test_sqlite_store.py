@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from wormhole.config import Problems, parse_options
+from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, write_ctx
 from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
-from wormhole.plugins.base import Column, ReadContext, Rejected, Row, Schema, WriteContext, WriteResult
+from wormhole.plugins.base import Column, Row, Schema, WriteResult
 from wormhole.plugins.sqlite import (
     PLUGIN,
     SqliteReader,
@@ -30,45 +30,6 @@ from wormhole.plugins.sqlite import (
     SqliteWriterOptions,
     SqliteWriterPeriphery,
 )
-
-DIRTY = "\udcff"  # a lone surrogate: not encodable as UTF-8, the test generator's dirty value
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-
-
-class ListDirtySink:
-    """A DirtySink that keeps every rejected row in memory."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, list[Rejected], str | None]] = []
-
-    def reject(self, origin: str, rows: Sequence[Rejected], split_id: str | None = None) -> None:
-        self.calls.append((origin, list(rows), split_id))
-
-    @property
-    def rows(self) -> list[Rejected]:
-        return [r for _, rows, _ in self.calls for r in rows]
-
-
-def read_ctx(sink: ListDirtySink | None = None, batch_rows: int = 1000) -> ReadContext:
-    return ReadContext(task_id=7, run_id=1, batch_rows=batch_rows, dirty=sink or ListDirtySink())
-
-
-def write_ctx(schema: Schema, *, concurrency: int = 2) -> WriteContext:
-    return WriteContext(task_id=7, run_id=1, destination="db", schema=schema, batch_rows=1000,
-                        concurrency=concurrency)
-
-
-def parse(cls: type, raw: dict[str, Any]) -> tuple[Any, Problems]:
-    problems = Problems()
-    return parse_options(cls, raw, "destinations[0].params", problems), problems
-
-
-SCHEMA = Schema(tuple(Column(name, t) for name, t in [
-    ("id", "int"), ("f", "float"), ("dec", "decimal"), ("s", "string"), ("raw", "bytes"),
-    ("flag", "bool"), ("day", "date"), ("ts", "datetime"), ("doc", "json"),
-]))
 
 ROWS: list[Row] = [
     (1, 0.1, Decimal("1.10"), "héllo 😀 wörld", bytes(range(256)), True, dt.date(2024, 2, 29),

@@ -1,0 +1,45 @@
+"""Helpers for testing stores directly through their contracts: a list dirty sink, contexts, a typed schema."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from wormhole.config import Problems, parse_options
+from wormhole.plugins.base import Column, ReadContext, Rejected, Schema, WriteContext
+
+DIRTY = "\udcff"  # a lone surrogate: not encodable as UTF-8, the test generator's dirty value
+
+SCHEMA = Schema(tuple(Column(name, t) for name, t in [
+    ("id", "int"), ("f", "float"), ("dec", "decimal"), ("s", "string"), ("raw", "bytes"),
+    ("flag", "bool"), ("day", "date"), ("ts", "datetime"), ("doc", "json"),
+]))
+"""One column of every logical type."""
+
+
+class ListDirtySink:
+    """A DirtySink that keeps every rejected row in memory."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[Rejected], str | None]] = []
+
+    def reject(self, origin: str, rows: Sequence[Rejected], split_id: str | None = None) -> None:
+        self.calls.append((origin, list(rows), split_id))
+
+    @property
+    def rows(self) -> list[Rejected]:
+        return [r for _, rows, _ in self.calls for r in rows]
+
+
+def read_ctx(sink: ListDirtySink | None = None, batch_rows: int = 1000) -> ReadContext:
+    return ReadContext(task_id=7, run_id=1, batch_rows=batch_rows, dirty=sink or ListDirtySink())
+
+
+def write_ctx(schema: Schema, *, run_id: int = 1, concurrency: int = 2, destination: str = "out") -> WriteContext:
+    return WriteContext(task_id=7, run_id=run_id, destination=destination, schema=schema, batch_rows=1000,
+                        concurrency=concurrency)
+
+
+def parse(cls: type, raw: dict[str, Any]) -> tuple[Any, Problems]:
+    problems = Problems()
+    return parse_options(cls, raw, "destinations[0].params", problems), problems
