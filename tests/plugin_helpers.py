@@ -6,7 +6,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from wormhole.config import Problems, parse_options
-from wormhole.plugins.base import Column, ReadContext, Rejected, Schema, WriteContext
+from wormhole.plugins.base import (
+    Column,
+    ReadContext,
+    Rejected,
+    Row,
+    Schema,
+    SinkRole,
+    SourceRole,
+    WriteContext,
+    WriteResult,
+)
 
 DIRTY = "\udcff"  # a lone surrogate: not encodable as UTF-8, the test generator's dirty value
 
@@ -43,3 +53,35 @@ def write_ctx(schema: Schema, *, run_id: int = 1, concurrency: int = 2, destinat
 def parse(cls: type, raw: dict[str, Any]) -> tuple[Any, Problems]:
     problems = Problems()
     return parse_options(cls, raw, "destinations[0].params", problems), problems
+
+
+def run_destination(sink: SinkRole, options: Any, parts: Sequence[Sequence[Row]], *, run_id: int = 1,
+                    commit: bool = True, schema: Schema = SCHEMA) -> list[WriteResult]:
+    """A destination's whole lifecycle: prepare -> one writer per part -> flush/close -> commit (or rollback)."""
+    ctx = write_ctx(schema, run_id=run_id, concurrency=len(parts))
+    periphery = sink.periphery(options, ctx)
+    periphery.prepare()
+    results = []
+    for worker, rows in enumerate(parts):
+        writer = sink.writer(options, ctx, periphery, worker)
+        writer.open()
+        try:
+            results.append(writer.write(rows))
+            writer.flush()
+        finally:
+            writer.close()
+    if commit:
+        periphery.commit()
+    else:
+        periphery.rollback()
+    return results
+
+
+def read_all(source: SourceRole, options: Any, sink: ListDirtySink | None = None,
+             batch_rows: int = 1000) -> list[Row]:
+    """Every row of a source: schema, split, then each split read in turn."""
+    ctx = read_ctx(sink, batch_rows)
+    reader = source.reader(options, ctx)
+    reader.schema()
+    splits = source.splitter(options, ctx).split(4)
+    return [row for split in splits for batch in reader.read(split) for row in batch]

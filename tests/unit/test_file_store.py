@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, write_ctx
+import tests.plugin_helpers as helpers
+from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, run_destination, write_ctx
 from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Row, Schema
@@ -47,35 +48,12 @@ ROWS: list[Row] = [
 ]
 
 
-def write_rows(options: FileWriterOptions, parts: Sequence[Sequence[Row]], *, run_id: int = 1,
-               commit: bool = True, schema: Schema = SCHEMA) -> list[Any]:
-    """Run the destination's lifecycle with one writer per part; return each write's result."""
-    ctx = write_ctx(schema, run_id=run_id, concurrency=len(parts))
-    periphery = FileWriterPeriphery(options, ctx)
-    periphery.prepare()
-    results = []
-    for worker, rows in enumerate(parts):
-        writer = FileWriter(options, ctx, periphery, worker)
-        writer.open()
-        try:
-            results.append(writer.write(rows))
-            writer.flush()
-        finally:
-            writer.close()
-    if commit:
-        periphery.commit()
-    else:
-        periphery.rollback()
-    return results
+def write_rows(options: Any, parts: Sequence[Sequence[Row]], **kwargs: Any) -> list[Any]:
+    return run_destination(PLUGIN.sink, options, parts, **kwargs)
 
 
-def read_all(options: FileReaderOptions, sink: ListDirtySink | None = None,
-             batch_rows: int = 1000) -> list[Row]:
-    ctx = read_ctx(sink, batch_rows)
-    reader = FileReader(options, ctx)
-    reader.schema()
-    splits = FileSplitter(options, ctx).split(4)
-    return [row for split in splits for batch in reader.read(split) for row in batch]
+def read_all(options: Any, sink: ListDirtySink | None = None, batch_rows: int = 1000) -> list[Row]:
+    return helpers.read_all(PLUGIN.source, options, sink, batch_rows)
 
 
 @contextmanager

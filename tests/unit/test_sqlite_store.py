@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+import tests.plugin_helpers as helpers
 from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, write_ctx
 from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
-from wormhole.plugins.base import Column, Row, Schema, WriteResult
+from wormhole.plugins.base import Column, Row, Schema
 from wormhole.plugins.sqlite import (
     PLUGIN,
     SqliteReader,
@@ -43,35 +44,12 @@ ROWS: list[Row] = [
 ]
 
 
-def run_destination(options: SqliteWriterOptions, parts: Sequence[Sequence[Row]], *, schema: Schema = SCHEMA,
-                    commit: bool = True) -> list[WriteResult]:
-    """prepare -> one writer per part -> flush/close -> commit (or rollback)."""
-    ctx = write_ctx(schema, concurrency=len(parts))
-    periphery = SqliteWriterPeriphery(options, ctx)
-    periphery.prepare()
-    results = []
-    for worker, rows in enumerate(parts):
-        writer = SqliteWriter(options, ctx, periphery, worker)
-        writer.open()
-        try:
-            results.append(writer.write(rows))
-            writer.flush()
-        finally:
-            writer.close()
-    if commit:
-        periphery.commit()
-    else:
-        periphery.rollback()
-    return results
+def run_destination(options: Any, parts: Sequence[Sequence[Row]], **kwargs: Any) -> list[Any]:
+    return helpers.run_destination(PLUGIN.sink, options, parts, **kwargs)
 
 
-def read_all(options: SqliteReaderOptions, sink: ListDirtySink | None = None,
-             batch_rows: int = 1000) -> list[Row]:
-    ctx = read_ctx(sink, batch_rows)
-    reader = SqliteReader(options, ctx)
-    reader.schema()
-    splits = SqliteSplitter(options, ctx).split(4)
-    return [row for split in splits for batch in reader.read(split) for row in batch]
+def read_all(options: Any, sink: ListDirtySink | None = None, batch_rows: int = 1000) -> list[Row]:
+    return helpers.read_all(PLUGIN.source, options, sink, batch_rows)
 
 
 def query(path: Path, sql: str) -> list[tuple[Any, ...]]:
