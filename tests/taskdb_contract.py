@@ -1,0 +1,301 @@
+"""The behaviours every task store backend shares, written once and run per backend.
+
+A backend's test module subclasses :class:`TaskStoreContract` (as ``Test<Backend>Store``) and provides
+two fixtures:
+
+``store_url``
+    the URL of a fresh, *uninitialised* task database of that backend;
+``raw_insert``
+    a callable that runs one ``INSERT`` on its own plain connection (not the code under test, the way
+    an upstream system writes tasks) and returns the new row id.
+
+The contract's ``store`` fixture opens ``store_url`` and runs ``init_schema`` on it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from wormhole.errors import TaskDbError
+from wormhole.taskdb import TASK_STATUSES, RunRecord, TaskRecord, TaskStore, open_store
+
+SPEC = '{"name": "orders", "source": {"plugin": "sqlite", "params": {}}, "destinations": []}'
+UPSTREAM_INSERT = (
+    "INSERT INTO wormhole_task (name, spec) VALUES "
+    "('orders', '{\"source\": {\"plugin\": \"mysql\"}, \"destinations\": []}')"
+)
+
+RawInsert = Callable[[str], int]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def near_now(value: datetime | None, slack: float = 60.0) -> bool:
+    return value is not None and abs((value - utcnow()).total_seconds()) < slack
+
+
+def task_in(store: TaskStore, status: str) -> int:
+    """A task driven through the public API into ``status``."""
+    task_id = store.submit("t", SPEC)
+    if status == "pending":
+        return task_id
+    assert store.claim(task_id, "setup")
+    if status == "running":
+        return task_id
+    run_id = store.start_run(task_id, "setup")
+    store.finish(task_id, run_id, status=status, run_status=status, exit_code=0, result=None, error=None)
+    return task_id
+
+
+class TaskStoreContract:
+    """Shared tests of :func:`open_store` / :class:`TaskStore`; subclasses provide the fixtures above."""
+
+    #: How far from now an upstream row's ``created_at`` may be (a backend whose raw session is
+    #: deliberately not on UTC may need more room for clock skew).
+    upstream_created_at_slack: float = 60.0
+
+    @pytest.fixture
+    def store(self, store_url: str) -> Iterator[TaskStore]:
+        s = open_store(store_url)
+        s.init_schema()
+        yield s
+        s.close()
+
+    # -- schema, lifecycle of the store -------------------------------------------------------------
+
+    def test_init_schema_is_idempotent(self, store_url: str) -> None:
+        with open_store(store_url) as s:
+            s.init_schema()
+            task_id = s.submit("kept", SPEC)
+            s.init_schema()
+            assert s.get(task_id) is not None
+
+    def test_store_satisfies_the_protocol(self, store: TaskStore) -> None:
+        assert isinstance(store, TaskStore)
+        assert TASK_STATUSES == ("pending", "running", "success", "partial", "failed")
+
+    def test_uninitialised_database_says_run_db_init(self, store_url: str) -> None:
+        with open_store(store_url) as s:
+            for op in (lambda: s.get(1), lambda: s.list(), lambda: s.submit("x", SPEC),
+                       lambda: s.claim(1, "me"), lambda: s.runs(1), lambda: s.start_run(1, "me")):
+                with pytest.raises(TaskDbError, match=r"is not initialised: run `wormhole db init`") as info:
+                    op()
+                assert store_url in str(info.value)
+
+    def test_closed_store_refuses_work(self, store_url: str) -> None:
+        s = open_store(store_url)
+        s.init_schema()
+        s.close()
+        s.close()  # idempotent
+        with pytest.raises(TaskDbError, match="closed"):
+            s.list()
+
+    # -- submit, get, list --------------------------------------------------------------------------
+
+    def test_submit_get_and_list(self, store: TaskStore) -> None:
+        ids = [store.submit(f"task-{n}", SPEC) for n in range(3)]
+        assert ids == sorted(ids) and len(set(ids)) == 3
+        rec = store.get(ids[0])
+        assert isinstance(rec, TaskRecord)
+        assert (rec.id, rec.name, rec.spec, rec.status, rec.attempts) == (ids[0], "task-0", SPEC, "pending", 0)
+        assert near_now(rec.created_at)
+        assert (rec.started_at, rec.finished_at, rec.claimed_by, rec.result, rec.error) == (None,) * 5
+        assert [t.id for t in store.list()] == ids[::-1]  # newest first
+        assert [t.id for t in store.list(limit=2)] == ids[:0:-1]
+        assert store.get(ids[-1] + 100) is None
+
+    def test_list_filters_by_status(self, store: TaskStore) -> None:
+        pending = task_in(store, "pending")
+        running = task_in(store, "running")
+        failed = task_in(store, "failed")
+        assert [t.id for t in store.list(status="pending")] == [pending]
+        assert [t.id for t in store.list(status="running")] == [running]
+        assert [t.id for t in store.list(status="failed")] == [failed]
+        assert store.list(status="success") == []
+        with pytest.raises(ValueError, match="unknown task status"):
+            store.list(status="bogus")
+
+    def test_unicode_round_trips(self, store: TaskStore) -> None:
+        spec = '{"name": "Bestellungen \u00fc \u4e2d\u6587 \U0001f680"}'
+        task_id = store.submit("\U0001f680 orders", spec)
+        rec = store.get(task_id)
+        assert rec is not None and (rec.name, rec.spec) == ("\U0001f680 orders", spec)
+
+    def test_upstream_raw_insert_is_a_pending_task(self, store: TaskStore, raw_insert: RawInsert) -> None:
+        task_id = raw_insert(UPSTREAM_INSERT)  # not our code: what an upstream system would do
+        assert task_id is not None
+        rec = store.get(task_id)
+        assert rec is not None
+        assert (rec.name, rec.status, rec.attempts) == ("orders", "pending", 0)
+        assert rec.spec == '{"source": {"plugin": "mysql"}, "destinations": []}'
+        assert near_now(rec.created_at, slack=self.upstream_created_at_slack)  # the column default is UTC
+        assert store.claim(task_id, "engine")
+
+    # -- claim --------------------------------------------------------------------------------------
+
+    def test_claim_succeeds_once(self, store: TaskStore) -> None:
+        task_id = store.submit("t", SPEC)
+        assert store.claim(task_id, "host-a:1") is True
+        assert store.claim(task_id, "host-b:2") is False
+        rec = store.get(task_id)
+        assert rec is not None
+        assert (rec.status, rec.attempts, rec.claimed_by) == ("running", 1, "host-a:1")
+        assert near_now(rec.started_at)
+
+    @pytest.mark.parametrize("status", ["running", "success", "partial", "failed"])
+    def test_claim_refuses_a_task_that_is_not_pending(self, store: TaskStore, status: str) -> None:
+        task_id = task_in(store, status)
+        before = store.get(task_id)
+        assert store.claim(task_id, "intruder") is False
+        assert store.get(task_id) == before
+        assert store.claim(task_id + 1000, "intruder") is False
+
+    def test_claim_of_unknown_task_is_false(self, store: TaskStore) -> None:
+        assert store.claim(12345, "me") is False
+
+    def test_concurrent_claim_has_exactly_one_winner(self, store: TaskStore, store_url: str) -> None:
+        task_id = store.submit("contended", SPEC)
+        barrier = threading.Barrier(8)
+        results: dict[str, bool | BaseException] = {}
+
+        def contender(name: str) -> None:
+            try:
+                with open_store(store_url) as own:  # each claimer has its own connection, like processes
+                    barrier.wait(timeout=30)
+                    results[name] = own.claim(task_id, name)
+            except BaseException as exc:
+                results[name] = exc
+
+        threads = [threading.Thread(target=contender, args=(f"worker-{n}",)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert len(results) == 8 and all(isinstance(r, bool) for r in results.values()), results
+        winners = [name for name, won in results.items() if won is True]
+        assert len(winners) == 1
+        rec = store.get(task_id)
+        assert rec is not None
+        assert (rec.status, rec.attempts, rec.claimed_by) == ("running", 1, winners[0])
+
+    def test_store_can_be_handed_to_another_thread(self, store: TaskStore) -> None:
+        task_id = store.submit("t", SPEC)
+        outcome: list[bool] = []
+        t = threading.Thread(target=lambda: outcome.append(store.claim(task_id, "other-thread")))
+        t.start()
+        t.join(timeout=30)
+        assert outcome == [True]
+
+    # -- runs, finish, fail -------------------------------------------------------------------------
+
+    def test_start_run_finish_and_runs_round_trip(self, store: TaskStore) -> None:
+        task_id = store.submit("t", SPEC)
+        assert store.claim(task_id, "host:1")
+        run1 = store.start_run(task_id, "host:1")
+        store.finish(task_id, run1, status="partial", run_status="partial", exit_code=2,
+                     result='{"dw": "success", "report": "failed"}', error="report: duplicate key")
+        rec = store.get(task_id)
+        assert rec is not None
+        assert (rec.status, rec.result, rec.error) == ("partial", '{"dw": "success", "report": "failed"}',
+                                                       "report: duplicate key")
+        assert rec.started_at is not None and rec.finished_at is not None
+        assert rec.finished_at >= rec.started_at
+
+        assert store.retry(task_id)
+        assert store.claim(task_id, "host:2")
+        rec = store.get(task_id)
+        assert rec is not None
+        assert (rec.attempts, rec.claimed_by, rec.result, rec.error, rec.finished_at) == (
+            2, "host:2", None, None, None)
+        run2 = store.start_run(task_id, "host:2")
+        store.finish(task_id, run2, status="success", run_status="success", exit_code=0,
+                     result='{"dw": "success"}', error=None)
+
+        runs = store.runs(task_id)
+        assert [r.id for r in runs] == [run1, run2]  # oldest first
+        assert all(isinstance(r, RunRecord) for r in runs)
+        first, second = runs
+        assert (first.task_id, first.status, first.claimed_by, first.exit_code, first.error) == (
+            task_id, "partial", "host:1", 2, "report: duplicate key")
+        assert (second.status, second.claimed_by, second.exit_code, second.result, second.error) == (
+            "success", "host:2", 0, '{"dw": "success"}', None)
+        assert all(near_now(r.started_at) and near_now(r.finished_at) for r in runs)
+        assert store.runs(task_id + 1) == []
+        final = store.get(task_id)
+        assert final is not None and final.status == "success"
+
+    def test_a_started_run_is_running(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        run_id = store.start_run(task_id, "me")
+        (run,) = store.runs(task_id)
+        assert (run.id, run.status, run.finished_at, run.exit_code) == (run_id, "running", None, None)
+
+    def test_finish_is_atomic_and_checks_its_rows(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        run_id = store.start_run(task_id, "me")
+        with pytest.raises(TaskDbError, match="not found"):
+            store.finish(task_id, run_id + 1, status="success", run_status="success", exit_code=0,
+                         result=None, error=None)
+        rec = store.get(task_id)
+        assert rec is not None and rec.status == "running"  # the task update was rolled back
+        with pytest.raises(ValueError, match="unknown task status"):
+            store.finish(task_id, run_id, status="interrupted", run_status="interrupted", exit_code=1,
+                         result=None, error=None)
+        store.finish(task_id, run_id, status="failed", run_status="interrupted", exit_code=143, result=None,
+                     error="SIGTERM")
+        (run,) = store.runs(task_id)
+        assert (run.status, run.exit_code, run.error) == ("interrupted", 143, "SIGTERM")
+
+    # "\u00e9": 100 kB of utf8mb4 would overflow a MySQL TEXT column.
+    @pytest.mark.parametrize("char", ["e", "\u00e9"], ids=["ascii", "multibyte"])
+    def test_long_values_are_clipped_not_rejected(self, store: TaskStore, char: str) -> None:
+        task_id = store.submit("x" * 300, SPEC)
+        store.fail_task(task_id, char * 50_000)
+        rec = store.get(task_id)
+        assert rec is not None and rec.error is not None
+        assert len(rec.name) == 255
+        assert len(rec.error) <= 16_000 and rec.error.endswith("[truncated]")
+
+    def test_fail_task_without_a_run(self, store: TaskStore) -> None:
+        task_id = store.submit("broken", "{not json")
+        store.fail_task(task_id, "invalid task: spec is not JSON")
+        rec = store.get(task_id)
+        assert rec is not None
+        assert (rec.status, rec.error, rec.attempts) == ("failed", "invalid task: spec is not JSON", 0)
+        assert near_now(rec.finished_at)
+        assert store.runs(task_id) == []
+        with pytest.raises(TaskDbError, match="not found"):
+            store.fail_task(task_id + 1, "nope")
+
+    # -- retry --------------------------------------------------------------------------------------
+
+    @pytest.mark.parametrize(("status", "force", "allowed"), [
+        ("failed", False, True), ("partial", False, True),
+        ("running", False, False), ("success", False, False), ("pending", False, False),
+        ("failed", True, True), ("partial", True, True),
+        ("running", True, True), ("success", True, True), ("pending", True, False),
+    ])
+    def test_retry_rules(self, store: TaskStore, status: str, force: bool, allowed: bool) -> None:
+        task_id = task_in(store, status)
+        before = store.get(task_id)
+        assert store.retry(task_id, force=force) is allowed
+        rec = store.get(task_id)
+        assert rec is not None and before is not None
+        if allowed:
+            assert (rec.status, rec.finished_at, rec.result, rec.error, rec.claimed_by) == (
+                "pending", None, None, None, None)
+            assert rec.attempts == before.attempts
+            assert store.claim(task_id, "again")
+        else:
+            assert rec == before
+        assert store.retry(task_id + 1000, force=True) is False
+
+    def test_retry_unknown_task_is_false(self, store: TaskStore) -> None:
+        assert store.retry(999) is False
+        assert store.retry(999, force=True) is False
