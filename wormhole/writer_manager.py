@@ -119,8 +119,8 @@ class WriterManager:
 
     def _write(self, dest: DestinationRun, worker: int, counters: WriterCounters) -> None:
         writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, worker)
-        writer.open()
         try:
+            writer.open()  # inside the try: the contract says close() always runs, also after a failed open
             for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s):
                 result = writer.write(batch.rows)
                 rejected = len(result.rejected)
