@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from wormhole.config import Problems, parse_options
 from wormhole.plugins.base import (
@@ -85,3 +91,27 @@ def read_all(source: SourceRole, options: Any, sink: ListDirtySink | None = None
     reader.schema()
     splits = source.splitter(options, ctx).split(4)
     return [row for split in splits for batch in reader.read(split) for row in batch]
+
+
+@contextmanager
+def tiny_tmpfs(path: Path, size: str = "512k") -> Iterator[Path]:
+    """A small real filesystem at ``path`` that fills up: a store's disk-full failure, for real.
+
+    Mounting needs root. Without it the test skips, except in CI (``CI=true``), where a skipped
+    failure test would hide a regression, so it fails instead.
+    """
+    path.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                              capture_output=True, text=True, check=False)
+        problem = done.stderr.strip() if done.returncode != 0 else None
+    except OSError as exc:
+        problem = str(exc)
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"cannot mount a tmpfs for the disk-full test: {problem}")
+        pytest.skip(f"cannot mount a tmpfs: {problem}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)

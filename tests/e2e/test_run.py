@@ -6,7 +6,6 @@ import csv
 import json
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Workspace, log_events, make_workspace
+from tests.plugin_helpers import tiny_tmpfs
 
 pytestmark = pytest.mark.e2e
 
@@ -126,13 +126,17 @@ class TestFanOut:
         assert finished[0]["task_id"] and finished[0]["run_id"]
 
 
+def failing_fanout(**settings: Any) -> dict[str, Any]:
+    """200,000 rows to jsonl, sqlite and a sink that breaks after 50,000 rows."""
+    return {"source": stream(200_000), "settings": settings,
+            "destinations": [jsonl("j"), {"id": "bad", "plugin": "stream", "params": {"fail_after": 50_000}},
+                             sqlite_dest("s")]}
+
+
 class TestFailureIsolation:
     def test_failing_destination_is_rolled_back_alone(self, ws: Workspace) -> None:
         """A sink failing mid-run: exit 202, partial, it alone fails; the others are complete."""
-        spec = {"source": stream(200_000),
-                "destinations": [jsonl("j"), {"id": "bad", "plugin": "stream", "params": {"fail_after": 50_000}},
-                                 sqlite_dest("s")]}
-        code, task, stderr = run_task(ws, spec, timeout=120)
+        code, task, stderr = run_task(ws, failing_fanout(), timeout=120)
         assert code == 202, stderr[-3000:]
         assert task["status"] == "partial"
         dests = task["result"]["destinations"]
@@ -144,12 +148,7 @@ class TestFailureIsolation:
 
     def test_sqlite_destination_on_a_full_disk(self, ws: Workspace, tmp_path: Path) -> None:
         """A SQLite target whose disk fills up mid-run fails alone and leaves no table behind."""
-        full = tmp_path / "tiny"
-        full.mkdir()
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(full)], capture_output=True)
-        if mounted.returncode != 0:
-            pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
-        try:
+        with tiny_tmpfs(tmp_path / "tiny", size="2m") as full:
             spec = {"source": stream(300_000),
                     "destinations": [jsonl("j"), sqlite_dest("full", path=str(full / "db.sqlite")), csv_dest("c")]}
             code, task, stderr = run_task(ws, spec, timeout=120)
@@ -161,15 +160,10 @@ class TestFailureIsolation:
             assert "t" not in sqlite_tables(full / "db.sqlite")
             assert len(read_jsonl(ws.root / "out/jsonl")) == 300_000
             assert len(read_csv(ws.root / "out/csv")) == 300_000
-        finally:
-            subprocess.run(["umount", "-l", str(full)], check=False)
 
     def test_all_or_nothing_rolls_back_everything(self, ws: Workspace) -> None:
         """With consistency all_or_nothing the same failure rolls back every destination: exit 203."""
-        spec = {"source": stream(200_000), "settings": {"consistency": "all_or_nothing"},
-                "destinations": [jsonl("j"), {"id": "bad", "plugin": "stream", "params": {"fail_after": 50_000}},
-                                 sqlite_dest("s")]}
-        code, task, stderr = run_task(ws, spec, timeout=120)
+        code, task, stderr = run_task(ws, failing_fanout(consistency="all_or_nothing"), timeout=120)
         assert code == 203, stderr[-3000:]
         assert task["status"] == "failed"
         dests = task["result"]["destinations"]

@@ -6,13 +6,14 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import structlog
 from structlog.testing import capture_logs
 
 from wormhole import log
-from wormhole.config import EngineConf, ExchangeConf, MonitorConf, TaskSpec, TimeoutsConf, opt
+from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf, TaskSpec, TimeoutsConf, opt
 from wormhole.engine import Engine, RunResult
 from wormhole.errors import ReadError
 from wormhole.plugins import registry
@@ -97,6 +98,19 @@ class TestEngine:
         assert result.exit_code == 203 and result.status == "failed"
         assert "source connection lost" in result.error
         assert {d["status"] for d in result.result["destinations"].values()} == {"rolled_back"}
+
+    def test_record_limit_stops_a_hopeless_destination_early(self, tmp_path: Path) -> None:
+        """Over its record limit a destination fails while the task runs, not after taking every row."""
+        conf = EngineConf(paths=PathsConf(dirty_dir=str(tmp_path / "dirty")))
+        result, _ = run({"source": {"plugin": "stream", "params": {"rows": 1_000_000, "dirty_every": 1000}},
+                         "destinations": [{"id": "strict", "plugin": "file", "error_limit": {"record": 0},
+                                           "params": {"path": str(tmp_path / "out"), "format": "csv"}},
+                                          {"id": "null", "plugin": "stream"}]}, conf)
+        strict = result.result["destinations"]["strict"]
+        assert strict["status"] == "failed" and "record limit of 0" in strict["error"]
+        assert strict["rows_delivered"] < 100_000
+        assert result.result["destinations"]["null"]["rows_written"] == 1_000_000
+        assert not (tmp_path / "out").exists()
 
     def test_progress_is_reported_every_n_checks(self) -> None:
         """The monitor logs monitor.progress with rows/s while a task runs."""

@@ -7,9 +7,7 @@ import datetime as dt
 import json
 import os
 import re
-import subprocess
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 import pytest
 
 import tests.plugin_helpers as helpers
-from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, run_destination, write_ctx
+from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, run_destination, tiny_tmpfs, write_ctx
 from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Row, Schema
@@ -54,22 +52,6 @@ def write_rows(options: Any, parts: Sequence[Sequence[Row]], **kwargs: Any) -> l
 
 def read_all(options: Any, sink: ListDirtySink | None = None, batch_rows: int = 1000) -> list[Row]:
     return helpers.read_all(PLUGIN.source, options, sink, batch_rows)
-
-
-@contextmanager
-def tiny_tmpfs(path: Path) -> Iterator[Path]:
-    path.mkdir()
-    try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(path)],
-                              capture_output=True, text=True, check=False)
-    except OSError as exc:
-        pytest.skip(f"cannot mount a tmpfs: {exc}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=False)
 
 
 # ---------------------------------------------------------------------------------------------

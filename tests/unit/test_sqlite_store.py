@@ -6,10 +6,8 @@ import datetime as dt
 import os
 import re
 import sqlite3
-import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 import pytest
 
 import tests.plugin_helpers as helpers
-from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, write_ctx
+from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, tiny_tmpfs, write_ctx
 from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Row, Schema
@@ -69,22 +67,6 @@ def make_db(path: Path, *statements: str) -> Path:
     finally:
         conn.close()
     return path
-
-
-@contextmanager
-def tiny_tmpfs(path: Path) -> Iterator[Path]:
-    path.mkdir()
-    try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(path)],
-                              capture_output=True, text=True, check=False)
-    except OSError as exc:
-        pytest.skip(f"cannot mount a tmpfs: {exc}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=False)
 
 
 KV = Schema((Column("id", "int"), Column("name", "string")))
