@@ -14,14 +14,14 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from wormhole.plugins.base import Row
+from wormhole.plugins.base import Rows
 
 
 @dataclass(frozen=True, slots=True)
 class Batch:
     """An immutable batch: the same object is queued for every destination (no per-destination copy)."""
 
-    rows: tuple[Row, ...]
+    rows: Rows
     nbytes: int
 
     def __len__(self) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from wormhole.errors import TaskAborted
 from wormhole.exchange.double_queue import Batch, QueueClosed
 from wormhole.exchange.storage import RAMStorage
-from wormhole.plugins.base import Row
+from wormhole.plugins.base import Row, Rows
 
 
 def estimate_row_bytes(row: Row) -> int:
@@ -42,21 +42,21 @@ class BufferedLineExchanger:
             return
         if not self._buffer and len(rows) >= self._batch_rows // 2:
             # Already batch-sized: hand it on without copying it through the buffer.
-            self._push(tuple(rows))
+            self._push(Rows(rows))
             return
         self._buffer.extend(rows)
         while len(self._buffer) >= self._batch_rows:
-            chunk = tuple(self._buffer[: self._batch_rows])
+            chunk = Rows(self._buffer[: self._batch_rows])
             del self._buffer[: self._batch_rows]
             self._push(chunk)
 
     def flush(self) -> None:
         if self._buffer:
-            chunk = tuple(self._buffer)
+            chunk = Rows(self._buffer)
             self._buffer.clear()
             self._push(chunk)
 
-    def _push(self, rows: tuple[Row, ...]) -> None:
+    def _push(self, rows: Rows) -> None:
         if self._stop.is_set():
             raise TaskAborted("reading stopped", reason="stopped")
         batch = Batch(rows, estimate_row_bytes(rows[0]) * len(rows))

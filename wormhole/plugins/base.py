@@ -15,6 +15,20 @@ from typing import Any, Literal, Protocol
 Row = tuple[Any, ...]
 """A row is an immutable tuple of Python values, positionally matching the source schema."""
 
+
+class Rows(tuple[Row, ...]):
+    """An immutable batch of rows as the exchange hands it to every destination (the same object).
+
+    Its instance dict (:func:`batch_memo`) lets writers that derive the same thing from a batch,
+    such as two MySQL destinations encoding it for LOAD DATA, do that work once per batch instead
+    of once per destination. Keys must name everything the derived value depends on.
+    """
+
+
+def batch_memo(rows: Sequence[Row]) -> dict[Any, Any] | None:
+    """The shared per-batch memo of ``rows``, or None when the rows are not an exchange batch."""
+    return rows.__dict__ if isinstance(rows, Rows) else None
+
 LogicalType = Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"]
 LOGICAL_TYPES: tuple[str, ...] = ("int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json")
 

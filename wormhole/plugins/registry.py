@@ -17,6 +17,7 @@ BUILTIN: dict[str, str] = {
     "stream": "wormhole.plugins.stream:PLUGIN",
     "file": "wormhole.plugins.file:PLUGIN",
     "sqlite": "wormhole.plugins.sqlite:PLUGIN",
+    "mysql": "wormhole.plugins.mysql:PLUGIN",
 }
 
 _loaded: dict[str, Plugin] = {}

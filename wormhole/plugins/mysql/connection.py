@@ -1,0 +1,179 @@
+"""Connections to MySQL/MariaDB: endpoints, bounded connect retry, session settings, error classes.
+
+Every connection runs its session in UTC (``time_zone = '+00:00'``) so TIMESTAMP values cross
+from one server to another unchanged, and without ``NO_BACKSLASH_ESCAPES`` so the driver's
+escaping means what it says. Writers also add ``STRICT_ALL_TABLES`` unless told otherwise: a value a
+column cannot hold is then an error (a rejected row), never a silent truncation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+import pymysql.converters
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from wormhole.errors import StorageError
+from wormhole.plugins.mysql.options import resolve_password
+
+PLUGIN_NAME = "mysql"
+
+TRANSIENT_CODES = frozenset({
+    1205,  # lock wait timeout
+    1213,  # deadlock: InnoDB rolled the transaction back
+    1927,  # MariaDB: connection was killed
+    2006,  # server has gone away
+    2013,  # lost connection during query
+    2055,  # lost connection (system error)
+})
+"""Errors after which the same batch, retried on a fresh transaction, can succeed."""
+
+CONNECT_TRANSIENT_CODES = frozenset({1040, 1129, 2002, 2003, 2006, 2013})
+"""Connection failures worth another attempt (refused, too many connections, dropped); bad
+credentials (1045) or an unknown database (1049) are not."""
+
+ROW_ERROR_CODES = frozenset({
+    1048,  # column cannot be null
+    1062,  # duplicate entry
+    1264,  # out of range
+    1265,  # data truncated
+    1292,  # incorrect date/time value
+    1364,  # field has no default
+    1366,  # incorrect value for the column's character set or type
+    1367,  # illegal value
+    1406,  # data too long
+    1411,  # incorrect value for function
+    1416,  # cannot get geometry object
+    1451, 1452,  # foreign key
+    1690,  # value out of range
+    3140,  # MySQL: invalid JSON
+    3819,  # MySQL: check constraint violated
+    4025,  # MariaDB: check constraint violated (JSON_VALID of a JSON column among them)
+})
+"""Errors that belong to one row's values: the row is rejected, the destination goes on."""
+
+ENCODERS: dict[Any, Any] = {k: v for k, v in pymysql.converters.conversions.items() if not isinstance(k, int)}
+"""pymysql's Python->SQL encoders without its SQL->Python decoders: readers convert values
+themselves, column by column, from the raw bytes."""
+
+
+def error_code(exc: BaseException) -> int | None:
+    if isinstance(exc, pymysql.err.MySQLError) and exc.args and isinstance(exc.args[0], int):
+        return exc.args[0]
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    return error_code(exc) in TRANSIENT_CODES or isinstance(exc, (ConnectionError, pymysql.err.InterfaceError))
+
+
+def is_row_error(exc: BaseException) -> bool:
+    return error_code(exc) in ROW_ERROR_CODES
+
+
+def describe(exc: BaseException) -> str:
+    """``(1406) Data too long for column 'name' at row 1``: MySQL's own code and text."""
+    code = error_code(exc)
+    if code is not None and len(exc.args) > 1:
+        return f"({code}) {exc.args[1]}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where to connect: one server and database, with its credentials (never logged)."""
+
+    host: str
+    port: int
+    user: str
+    password: str | None
+    password_env: str | None
+    database: str
+
+    @property
+    def mark(self) -> str:
+        """The resource mark of splits read from here: ``host:port/database``."""
+        return f"{self.host}:{self.port}/{self.database}"
+
+    def __repr__(self) -> str:  # keep the password out of any log line or traceback
+        return f"Endpoint({self.user}@{self.mark})"
+
+
+def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3, timeout: float = 10.0,
+            raw: bool = False, local_infile: bool = False, strict: bool = False, autocommit: bool = True,
+            destination: str | None = None) -> pymysql.Connection:
+    """A configured connection, retried with backoff on transient failures; ``error`` otherwise.
+
+    ``raw``: values come back as bytes (readers decode them column by column, much faster).
+    """
+    try:
+        password = resolve_password(endpoint.password, endpoint.password_env)
+    except KeyError as exc:
+        raise error(f"environment variable {exc.args[0]} (password_env) is not set",
+                    plugin=PLUGIN_NAME, destination=destination) from None
+
+    def attempt() -> pymysql.Connection:
+        return pymysql.connect(host=endpoint.host, port=endpoint.port, user=endpoint.user, password=password,
+                               database=endpoint.database, charset="utf8mb4", connect_timeout=timeout,
+                               autocommit=autocommit, local_infile=local_infile,
+                               conv=ENCODERS if raw else None, use_unicode=not raw)
+
+    try:
+        for retry in Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.5, max=5),
+                              retry=retry_if_exception(lambda e: error_code(e) in CONNECT_TRANSIENT_CODES),
+                              reraise=True):
+            with retry:
+                conn = attempt()
+    except pymysql.err.MySQLError as exc:
+        raise error(f"cannot connect to mysql {endpoint.user}@{endpoint.mark}: {describe(exc)}",
+                    plugin=PLUGIN_NAME, destination=destination) from exc
+    try:
+        _configure(conn, strict)
+    except pymysql.err.MySQLError as exc:
+        conn.close()
+        raise error(f"cannot configure the session on {endpoint.mark}: {describe(exc)}",
+                    plugin=PLUGIN_NAME, destination=destination) from exc
+    return conn
+
+
+def _configure(conn: pymysql.Connection, strict: bool) -> None:
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@SESSION.sql_mode")
+        (mode,) = cur.fetchone()
+        if isinstance(mode, bytes):
+            mode = mode.decode()
+        modes = [m for m in str(mode).split(",") if m and m != "NO_BACKSLASH_ESCAPES"]
+        if strict and "STRICT_ALL_TABLES" not in modes:
+            modes.append("STRICT_ALL_TABLES")
+        # A slow consumer (back-pressure from a slow destination) must not make the server drop a
+        # streaming read after its default 60 s net_write_timeout.
+        cur.execute("SET SESSION time_zone = '+00:00', SESSION sql_mode = %s, SESSION net_write_timeout = 3600, "
+                    "SESSION net_read_timeout = 3600", (",".join(modes),))
+
+
+def fetch_one(conn: pymysql.Connection, sql: str, args: Any = None) -> Any:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchone()
+
+
+def fetch_all(conn: pymysql.Connection, sql: str, args: Any = None) -> list[Any]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def text(value: Any) -> Any:
+    """A metadata value as str (raw connections return bytes)."""
+    return value.decode() if isinstance(value, (bytes, bytearray)) else value
+
+
+def close_quietly(conn: pymysql.Connection | None) -> None:
+    if conn is None:
+        return
+    try:
+        conn.close()
+    except Exception:
+        pass

@@ -1,0 +1,208 @@
+"""The mysql store's options: what users write under ``source.params`` / ``destinations[i].params``.
+
+Identifiers (databases, tables, columns) are checked here against what MySQL can name and are
+always quoted with backticks in SQL; values are always bound by the driver. ``where``, ``query``,
+``pre_sql``, ``post_sql`` and ``rollback_sql`` are SQL text from the task author and run as given.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+from wormhole.config import Problems, join_path, opt
+
+MAX_IDENTIFIER = 64
+"""MySQL's limit on database, table and column names."""
+
+
+def quote(identifier: str) -> str:
+    """A MySQL identifier in backticks (inner backticks doubled), safe in any SQL text."""
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def check_identifier(name: str, path: str, problems: Problems) -> None:
+    if not name:
+        problems.add(path, "must not be empty")
+    elif len(name) > MAX_IDENTIFIER:
+        problems.add(path, f"is {len(name)} characters long; MySQL names have at most {MAX_IDENTIFIER}")
+    elif name != name.rstrip(" ") or "\x00" in name:
+        problems.add(path, f"{name!r} is not a valid MySQL name (trailing space or NUL)")
+
+
+def _check_names(names: tuple[str, ...] | None, path: str, problems: Problems) -> None:
+    if names is None:
+        return
+    for i, name in enumerate(names):
+        check_identifier(name, join_path(path, i), problems)
+    lowered = [n.lower() for n in names]  # MySQL column names are case-insensitive
+    if len(set(lowered)) != len(lowered):
+        problems.add(path, "names must be unique")
+
+
+def _check_credentials(password: str | None, password_env: str | None, path: str, problems: Problems) -> None:
+    if password is not None and password_env is not None:
+        problems.add(join_path(path, "password_env"), "give either password or password_env, not both")
+
+
+def resolve_password(password: str | None, password_env: str | None) -> str:
+    """The password to connect with; ``password_env`` names an environment variable holding it."""
+    if password_env is not None:
+        value = os.environ.get(password_env)
+        if value is None:
+            # Resolved when connecting, so the error names the variable instead of failing auth.
+            raise KeyError(password_env)
+        return value
+    return password or ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShardConnection:
+    """One entry of a sharded source's ``connections``."""
+
+    host: str = opt(nonempty=True)
+    port: int = opt(3306, min=1, max=65535)
+    database: str = opt(nonempty=True)
+    tables: tuple[str, ...] | None = opt(None, min_items=1)
+    """Tables of this database to read (every one must have the source's columns); not with ``query``."""
+    user: str | None = opt(None, nonempty=True)
+    """Credentials of this connection; default the source's ``user`` / ``password`` / ``password_env``."""
+    password: str | None = None
+    password_env: str | None = opt(None, nonempty=True)
+
+    def check(self, path: str, problems: Problems) -> None:
+        check_identifier(self.database, join_path(path, "database"), problems)
+        _check_names(self.tables, join_path(path, "tables"), problems)
+        _check_credentials(self.password, self.password_env, path, problems)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MysqlReaderOptions:
+    host: str = opt("127.0.0.1", nonempty=True)
+    port: int = opt(3306, min=1, max=65535)
+    user: str = opt(nonempty=True)
+    password: str | None = None
+    password_env: str | None = opt(None, nonempty=True)
+    """Name of an environment variable holding the password (keeps secrets out of the task row)."""
+    database: str | None = opt(None, nonempty=True)
+    """The database of ``table`` or ``query``; not with ``connections``."""
+    table: str | None = opt(None, nonempty=True)
+    columns: tuple[str, ...] | None = opt(None, min_items=1)
+    """Columns to read, in this order; default every column of the (first) table."""
+    where: str | None = opt(None, nonempty=True)
+    """An SQL condition on every table read (trusted text from the task author)."""
+    split_pk: str | None = opt(None, nonempty=True)
+    """An integer or string column to cut each table into key ranges (DataX's splitPk)."""
+    split_factor: int = opt(5, min=1, max=100)
+    """A single table with ``split_pk`` is cut into channels x split_factor ranges (DataX: 5)."""
+    query: str | None = opt(None, nonempty=True)
+    """A SELECT read as it is, without splitting (one split per connection); excludes table/columns/where/split_pk."""
+    connections: tuple[ShardConnection, ...] | None = opt(None, min_items=1)
+    """A sharded source: several hosts/databases, each with its tables; excludes host/port/database/table."""
+    estimate: Literal["stats", "count", "none"] = "stats"
+    """How the reader periphery estimates the rows: information_schema statistics (cheap, approximate),
+    an exact ``COUNT(*)`` under ``count_timeout_s``, or not at all."""
+    count_timeout_s: float = opt(10.0, min=0.1)
+    zero_dates: Literal["keep", "null", "reject"] = "keep"
+    """A zero or partial date (``0000-00-00``) has no Python value: keep its text (a MySQL destination
+    stores it again as it was), read it as NULL, or reject the row to the dirty-record file."""
+    connect_timeout_s: float = opt(10.0, min=0.1)
+    connect_retries: int = opt(3, min=1, max=20)
+    """Attempts to connect (a refused or dropped connection is retried with backoff; bad credentials are not)."""
+
+    def check(self, path: str, problems: Problems) -> None:
+        _check_credentials(self.password, self.password_env, path, problems)
+        _check_names(self.columns, join_path(path, "columns"), problems)
+        for key in ("table", "split_pk", "database"):
+            value = getattr(self, key)
+            if value is not None:
+                check_identifier(value, join_path(path, key), problems)
+        if self.connections is not None:
+            for key in ("database", "table"):
+                if getattr(self, key) is not None:
+                    problems.add(join_path(path, key), "not with connections (each connection names its "
+                                                       "database and tables)")
+            for i, conn in enumerate(self.connections):
+                if self.query is None and conn.tables is None:
+                    problems.add(join_path(join_path(join_path(path, "connections"), i), "tables"),
+                                 "is required (or give a query)")
+                if self.query is not None and conn.tables is not None:
+                    problems.add(join_path(join_path(join_path(path, "connections"), i), "tables"),
+                                 "not with query")
+        else:
+            if self.database is None:
+                problems.add(join_path(path, "database"), "is required (or give connections)")
+            if self.query is None and self.table is None:
+                problems.add(join_path(path, "table"), "is required (or give a query)")
+        if self.query is not None:
+            for key in ("table", "columns", "where", "split_pk"):
+                if getattr(self, key) is not None:
+                    problems.add(join_path(path, key), "not with query (the query says what to read)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MysqlWriterOptions:
+    host: str = opt("127.0.0.1", nonempty=True)
+    port: int = opt(3306, min=1, max=65535)
+    user: str = opt(nonempty=True)
+    password: str | None = None
+    password_env: str | None = opt(None, nonempty=True)
+    database: str = opt(nonempty=True)
+    table: str = opt(nonempty=True)
+    """The target table; it must exist (with ``staging``, its structure is copied)."""
+    columns: tuple[str, ...] | None = opt(None, min_items=1)
+    """Target column names, positionally matching the source schema; default the source's names."""
+    write_mode: Literal["insert", "replace", "upsert"] = "insert"
+    """``insert`` (a duplicate key rejects the row), ``replace`` (REPLACE INTO), ``upsert``
+    (INSERT ... ON DUPLICATE KEY UPDATE of every written column)."""
+    load: Literal["append", "truncate", "staging"] = "append"
+    """``append``: rows are added to the target, committed batch by batch; a rollback runs
+    ``rollback_sql`` or, without it, leaves the rows and says so. ``truncate``: the target is emptied
+    first (TRUNCATE TABLE), then as ``append``. ``staging``: rows go to a staging table created like
+    the target; commit swaps it in with one atomic RENAME TABLE, rollback drops it."""
+    method: Literal["auto", "load_data", "insert"] = "auto"
+    """``load_data``: LOAD DATA LOCAL INFILE from an in-memory buffer (fastest); ``insert``: multi-row
+    INSERT statements; ``auto``: load_data when the server allows local_infile and write_mode is not
+    upsert, else insert."""
+    batch_size: int = opt(4096, min=1, max=1_000_000)
+    """Most rows per statement and per transaction."""
+    pre_sql: tuple[str, ...] = ()
+    """Statements run before any row is written (on the target database, in order)."""
+    post_sql: tuple[str, ...] = ()
+    """Statements run at commit, after the rows are in place (with staging: after the swap)."""
+    rollback_sql: tuple[str, ...] = ()
+    """Statements that undo an ``append`` or ``truncate`` load when the destination rolls back."""
+    verify: Literal["count"] | None = None
+    """``count``: at commit, the table written must hold exactly the rows written (plus, for append,
+    the rows it held before); a difference fails the destination. Needs write_mode insert."""
+    staging_table: str | None = opt(None, nonempty=True)
+    """Name of the staging table; default ``<table>__wh<task id>_<run id>`` (cut to 64 characters)."""
+    strict: bool = True
+    """Run the session in strict SQL mode, so a value the column cannot hold is an error (a rejected
+    row), never silently truncated."""
+    retries: int = opt(3, min=0, max=20)
+    """Retries of a batch after a transient error (lock wait timeout, deadlock, lost connection)."""
+    retry_wait_s: float = opt(0.5, min=0.0)
+    """First wait before a retry; it doubles each time (at most 30 s)."""
+    connect_timeout_s: float = opt(10.0, min=0.1)
+
+    def check(self, path: str, problems: Problems) -> None:
+        _check_credentials(self.password, self.password_env, path, problems)
+        _check_names(self.columns, join_path(path, "columns"), problems)
+        check_identifier(self.database, join_path(path, "database"), problems)
+        check_identifier(self.table, join_path(path, "table"), problems)
+        if self.staging_table is not None:
+            check_identifier(self.staging_table, join_path(path, "staging_table"), problems)
+            if self.load != "staging":
+                problems.add(join_path(path, "staging_table"), "only with load 'staging'")
+            elif self.staging_table.lower() == self.table.lower():
+                problems.add(join_path(path, "staging_table"), "must differ from table")
+        if self.verify == "count" and self.write_mode != "insert":
+            problems.add(join_path(path, "verify"), "count needs write_mode 'insert' (replace and upsert may "
+                                                    "rightly change fewer rows than they write)")
+        if self.method == "load_data" and self.write_mode == "upsert":
+            problems.add(join_path(path, "method"), "load_data cannot upsert; use method 'insert' or 'auto'")
+        if self.rollback_sql and self.load == "staging":
+            problems.add(join_path(path, "rollback_sql"), "not with load 'staging' (rollback drops the staging "
+                                                          "table)")

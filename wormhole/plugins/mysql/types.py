@@ -1,0 +1,274 @@
+"""MySQL column types <-> wormhole's logical types, and the column-wise value conversions both ways.
+
+A column has a *kind* (how its values travel) derived from its MySQL type: ``int`` (every integer
+width, signed or unsigned, and YEAR), ``bit`` (BIT(n) as an unsigned int), ``decimal`` (full
+precision), ``float``, ``string`` (CHAR/VARCHAR/TEXT, ENUM, SET, TIME as MySQL's own text), ``bytes``
+(BINARY/VARBINARY/BLOB, spatial types), ``date``, ``datetime`` (DATETIME/TIMESTAMP with fractions)
+and ``json``. Readers get raw bytes from the wire and convert a whole column at a time with C-level
+functions; writers turn each column into text (LOAD DATA) or SQL literals the same way, and the
+encoded batch is shared by every MySQL destination that encodes it alike.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from itertools import repeat
+from typing import Any
+
+from pymysql.constants import FIELD_TYPE
+
+from wormhole.plugins.base import LogicalType
+
+KIND_TYPES: dict[str, LogicalType] = {
+    "int": "int", "bit": "int", "decimal": "decimal", "float": "float", "string": "string", "bytes": "bytes",
+    "date": "date", "datetime": "datetime", "json": "json",
+}
+
+_DATA_TYPE_KINDS: dict[str, str] = {
+    **dict.fromkeys(("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"), "int"),
+    "bit": "bit",
+    **dict.fromkeys(("decimal", "numeric", "dec", "fixed"), "decimal"),
+    **dict.fromkeys(("float", "double", "real", "double precision"), "float"),
+    "date": "date",
+    **dict.fromkeys(("datetime", "timestamp"), "datetime"),
+    **dict.fromkeys(("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point",
+                     "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
+                     "geometrycollection"), "bytes"),
+    "json": "json",
+}
+"""information_schema DATA_TYPE -> kind; anything else (char, text, enum, set, time, uuid, inet6) is a string."""
+
+
+def kind_of_data_type(data_type: str, is_json: bool = False) -> str:
+    if is_json:
+        return "json"
+    return _DATA_TYPE_KINDS.get(data_type.lower(), "string")
+
+
+_FIELD_KINDS: dict[int, str] = {
+    **dict.fromkeys((FIELD_TYPE.TINY, FIELD_TYPE.SHORT, FIELD_TYPE.LONG, FIELD_TYPE.LONGLONG, FIELD_TYPE.INT24,
+                     FIELD_TYPE.YEAR), "int"),
+    FIELD_TYPE.BIT: "bit",
+    FIELD_TYPE.DECIMAL: "decimal", FIELD_TYPE.NEWDECIMAL: "decimal",
+    FIELD_TYPE.FLOAT: "float", FIELD_TYPE.DOUBLE: "float",
+    FIELD_TYPE.DATE: "date", FIELD_TYPE.NEWDATE: "date",
+    FIELD_TYPE.DATETIME: "datetime", FIELD_TYPE.TIMESTAMP: "datetime",
+    FIELD_TYPE.JSON: "json",
+    FIELD_TYPE.GEOMETRY: "bytes",
+}
+_BINARY_CHARSET = 63
+
+
+def kind_of_field(type_code: int, charsetnr: int) -> str:
+    """The kind of a result-set column (for ``query`` sources, where no table describes it)."""
+    kind = _FIELD_KINDS.get(type_code)
+    if kind is not None:
+        return kind
+    return "bytes" if charsetnr == _BINARY_CHARSET else "string"
+
+
+JSON_CHECK = re.compile(r"json_valid\(`((?:[^`]|``)+)`\)", re.IGNORECASE)
+"""MariaDB's JSON is LONGTEXT with a ``json_valid(`col`)`` CHECK: that is how a JSON column is known."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading: raw bytes from the wire -> Python values
+
+
+class ZeroDate(ValueError):
+    """A date MySQL allows and Python cannot hold (``0000-00-00``, ``2020-00-10``)."""
+
+
+def _decimal(v: bytes) -> Decimal:
+    return Decimal(v.decode("ascii"))
+
+
+def _date(v: bytes) -> date:
+    try:
+        return date.fromisoformat(v.decode("ascii"))
+    except ValueError:
+        raise ZeroDate(v.decode("ascii")) from None
+
+
+def _datetime(v: bytes) -> datetime:
+    try:
+        return datetime.fromisoformat(v.decode("ascii"))
+    except ValueError:
+        raise ZeroDate(v.decode("ascii")) from None
+
+
+def _bit(v: bytes) -> int:
+    return int.from_bytes(v, "big")
+
+
+def _utf8(v: bytes) -> str:
+    return v.decode("utf-8")
+
+
+READ_CONVERTERS: dict[str, Callable[[bytes], Any] | None] = {
+    "int": int, "bit": _bit, "decimal": _decimal, "float": float, "string": _utf8, "bytes": None,
+    "date": _date, "datetime": _datetime, "json": json.loads,
+}
+"""kind -> converter of one raw value (None: keep the bytes)."""
+
+
+def convert_column(kind: str, values: list[Any]) -> list[Any]:
+    """Convert one column of raw values at C speed; raises on the first bad value (the caller
+    then converts value by value to find the bad rows)."""
+    fn = READ_CONVERTERS[kind]
+    if fn is None:
+        return values
+    if None in values:
+        return [None if v is None else fn(v) for v in values]
+    return list(map(fn, values))
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: Python values -> LOAD DATA text fields or SQL literals
+
+LOAD_SPECIAL = re.compile(r"[\\\t\n\r\x00]")
+_LOAD_NULL = "\\N"
+
+
+def load_escape(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r") \
+        .replace("\x00", "\\0")
+
+
+def _utc_naive(v: datetime) -> datetime:
+    # Sessions run in UTC, so an aware value is stored as the same instant.
+    return v if v.tzinfo is None else v.astimezone(UTC).replace(tzinfo=None)
+
+
+def _date_text(v: Any) -> str:
+    return v if type(v) is str else v.isoformat()  # a zero date kept as text goes back as it came
+
+
+def _datetime_text(v: Any) -> str:
+    if type(v) is str:
+        return v
+    if type(v) is date:
+        return v.isoformat()
+    return _utc_naive(v).isoformat(" ")
+
+
+_OFFSET = re.compile(r"[+-]\d\d:\d\d(?:\t|$)")
+
+
+def _datetime_texts(values: Sequence[Any]) -> list[str]:
+    # MySQL reads the ISO 'T' separator, so the C method serves the common case (naive datetimes);
+    # aware values, dates and zero dates kept as text take the careful path.
+    try:
+        texts = list(map(datetime.isoformat, values))
+    except TypeError:
+        return list(map(_datetime_text, values))
+    if _OFFSET.search("\t".join(texts)):
+        return list(map(_datetime_text, values))
+    return texts
+
+
+def _json_text(v: Any) -> str:
+    return json.dumps(v, ensure_ascii=False, allow_nan=False)
+
+
+def _bool_text(v: Any) -> str:
+    return "1" if v else "0"
+
+
+def _decimal_text(values: Sequence[Any]) -> list[str]:
+    # 'f' never writes an exponent (Decimal('1E+2') -> '100'), which every MySQL version parses.
+    texts = list(map(format, values, repeat("f")))
+    if "N" in "".join(texts):  # NaN / Infinity: MySQL has no such DECIMAL
+        raise ValueError(f"MySQL DECIMAL cannot hold {next(t for t in texts if 'N' in t)}")
+    return texts
+
+
+def _float_text(values: Sequence[Any]) -> list[str]:
+    texts = list(map(repr, values))  # the shortest text that reads back as the same double
+    if "n" in "".join(texts):  # inf / nan (no finite repr contains an 'n')
+        raise ValueError(f"MySQL cannot store the float {next(t for t in texts if 'n' in t)}")
+    return texts
+
+
+_TEXT: dict[str, Callable[[Any], str]] = {
+    "int": int.__repr__,  # int.__repr__ writes a bool as 1/0, str() would write True
+    "bool": _bool_text,
+    "date": _date_text,
+    "datetime": _datetime_text,
+    "json": _json_text,
+}
+
+
+def _load_column(logical: str, values: Sequence[Any]) -> list[str]:
+    """One column as LOAD DATA fields (tab-separated, backslash-escaped, ``\\N`` for NULL)."""
+    has_null = None in values
+    present = [v for v in values if v is not None] if has_null else values
+    if logical == "string":
+        texts = list(present)
+        if LOAD_SPECIAL.search("".join(texts)):
+            texts = list(map(load_escape, texts))
+    elif logical == "bytes":
+        texts = list(map(bytes.hex, present))  # loaded through UNHEX(@var)
+    elif logical == "decimal":
+        texts = _decimal_text(present)
+    elif logical == "float":
+        texts = _float_text(present)
+    elif logical == "datetime":
+        texts = _datetime_texts(present)
+    elif logical == "json":
+        texts = list(map(_json_text, present))
+        if LOAD_SPECIAL.search("".join(texts)):
+            texts = list(map(load_escape, texts))
+    else:
+        texts = list(map(_TEXT[logical], present))
+    if not has_null:
+        return texts
+    it = iter(texts)
+    return [_LOAD_NULL if v is None else next(it) for v in values]
+
+
+def load_payload(logical_types: Sequence[str], rows: Sequence[Sequence[Any]]) -> bytes:
+    """A batch as one LOAD DATA LOCAL INFILE buffer (utf-8); raises if any value cannot be encoded."""
+    columns = [_load_column(t, col) for t, col in zip(logical_types, zip(*rows, strict=True), strict=True)]
+    return ("\n".join(map("\t".join, zip(*columns))) + "\n").encode("utf-8")
+
+
+_SQL_ESCAPES = {0: "\\0", 10: "\\n", 13: "\\r", 26: "\\Z", 34: '\\"', 39: "\\'", 92: "\\\\"}
+
+
+def _sql_string(v: str) -> str:
+    return "'" + v.translate(_SQL_ESCAPES) + "'"
+
+
+def _sql_column(logical: str, values: Sequence[Any]) -> list[str]:
+    """One column as SQL literals (the session never has NO_BACKSLASH_ESCAPES)."""
+    has_null = None in values
+    present = [v for v in values if v is not None] if has_null else values
+    if logical == "string":
+        texts = list(map(_sql_string, present))
+    elif logical == "bytes":
+        texts = ["X'" + v.hex() + "'" for v in present]
+    elif logical == "decimal":
+        texts = _decimal_text(present)
+    elif logical in ("int", "bool"):
+        texts = list(map(_TEXT[logical], present))
+    elif logical == "float":
+        texts = _float_text(present)
+    elif logical == "datetime":
+        texts = [_sql_string(t) for t in _datetime_texts(present)]
+    else:  # date, json: quoted text
+        texts = [_sql_string(t) for t in map(_TEXT[logical], present)]
+    if not has_null:
+        return texts
+    it = iter(texts)
+    return ["NULL" if v is None else next(it) for v in values]
+
+
+def sql_values(logical_types: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Each row as ``(lit, lit, ...)``; raises if any value cannot be written as a literal."""
+    columns = [_sql_column(t, col) for t, col in zip(logical_types, zip(*rows, strict=True), strict=True)]
+    return ["(" + ",".join(r) + ")" for r in zip(*columns)]
