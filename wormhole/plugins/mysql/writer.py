@@ -180,15 +180,15 @@ class MysqlWriterPeriphery:
             updates = ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in self.columns)
             self.insert_suffix = f" ON DUPLICATE KEY UPDATE {updates}"
         # LOAD DATA takes bytes as hex through a variable (a raw byte could end a field or line),
-        # and BIT columns through CAST: a loaded field is text, which BIT would take byte by byte.
+        # and BIT and YEAR columns through a CAST to a number: a loaded field is text, which BIT
+        # would take byte by byte and YEAR would read '0' as 2000 where the number 0 is 0000.
         targets, sets = [], []
         for i, (name, column) in enumerate(zip(self.columns, self.ctx.schema.columns, strict=True)):
-            if column.type == "bytes" or target_types[i] == "bit":
+            numeric = target_types[i] in ("bit", "year") and column.type != "bytes"
+            if column.type == "bytes" or numeric:
                 var = f"@wh{i}"
                 targets.append(var)
-                expr = f"UNHEX({var})" if column.type == "bytes" else var
-                if target_types[i] == "bit":
-                    expr = f"CAST({expr} AS UNSIGNED)" if column.type != "bytes" else expr
+                expr = f"UNHEX({var})" if column.type == "bytes" else f"CAST({var} AS UNSIGNED)"
                 sets.append(f"{quote(name)} = {expr}")
             else:
                 targets.append(quote(name))
@@ -442,6 +442,7 @@ class MysqlWriter:
             for row in piece:
                 try:
                     (values,) = sql_values(self.types, (row,))
+                    values.encode("utf-8")  # a lone surrogate fails here, as the row's fault
                 except _ENCODE_ERRORS as exc:
                     rejected.append(Rejected(row, f"{type(exc).__name__}: {exc}"))
                     continue
