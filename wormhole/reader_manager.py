@@ -63,9 +63,10 @@ class ReaderManager:
 
         timeout = self._conf.timeouts.split_s
         try:
-            self.schema, self.splits = run_with_timeout(plan, timeout, "reader-split")
+            self.schema, splits = run_with_timeout(plan, timeout, "reader-split")
         except TimeoutError:
             raise SplitError(f"splitting the source did not finish within {timeout:g} s") from None
+        self.splits = fair_order(splits)
         self._log.info("reader.split_planned", splits=len(self.splits), advice=advice,
                        columns=list(self.schema.names))
         return self.splits
@@ -130,3 +131,18 @@ class ReaderManager:
             except TimeoutError:
                 return False
         return True
+
+
+def fair_order(splits: list[Split]) -> list[Split]:
+    """Splits dealt round-robin over their resource marks (DataX's assignFairly), so the reader
+    threads, taking splits in order, load different databases at the same time."""
+    buckets: dict[str, deque[Split]] = {}
+    for split in splits:
+        buckets.setdefault(split.resource_mark, deque()).append(split)
+    ordered: list[Split] = []
+    while buckets:
+        for mark in list(buckets):
+            ordered.append(buckets[mark].popleft())
+            if not buckets[mark]:
+                del buckets[mark]
+    return ordered
