@@ -4,6 +4,10 @@ Each figure is the best of ``--repeat`` runs (least disturbed by the machine). T
 stream generator without the engine, runs in the same process tree, so the ratio
 ``engine / generator`` says what the exchange costs on this machine, whatever its speed.
 Results also go to benchmarks/results/latest.json.
+
+After the stream scenarios come the MySQL ones (benchmarks/mysql_scenario.py): wormhole against
+``mysqldump | mysql`` and a naive pymysql copy on the local MariaDB. ``--only stream|mysql`` runs one
+part; its entries in latest.json replace that part's previous ones and the other part's are kept.
 """
 
 from __future__ import annotations
@@ -13,6 +17,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from benchmarks import mysql_scenario
+
+RESULTS = Path("benchmarks/results/latest.json")
 
 SCENARIOS = [
     ("generator baseline", ["--kind", "generator"], 1),
@@ -33,24 +42,61 @@ def measure(args: list[str], rows: int, repeat: int) -> dict:
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+def run_stream(rows_list: list[int], repeat: int) -> list[dict]:
     results = []
-    print(f"{'scenario':<22} {'rows':>10} {'rows/s':>12} {'x generator':>12} {'peak RSS MiB':>13}")
-    for rows in args.rows:
+    print(f"{'scenario':<22} {'rows':>10} {'rows/s':>12} {'x generator':>12} {'peak RSS MiB':>13}", flush=True)
+    for rows in rows_list:
         baseline = None
         for name, scenario, _dests in SCENARIOS:
-            figure = measure(scenario, rows, args.repeat)
+            figure = measure(scenario, rows, repeat)
             baseline = baseline or figure["rows_per_s"]
             ratio = figure["rows_per_s"] / baseline
-            results.append({"scenario": name, **figure, "ratio_to_generator": round(ratio, 3)})
-            print(f"{name:<22} {rows:>10,} {figure['rows_per_s']:>12,} {ratio:>12.2f} {figure['peak_rss_mib']:>13}")
-    out = Path("benchmarks/results")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "latest.json").write_text(json.dumps(results, indent=2))
+            results.append({"part": "stream", "scenario": name, **figure, "ratio_to_generator": round(ratio, 3)})
+            print(f"{name:<22} {rows:>10,} {figure['rows_per_s']:>12,} {ratio:>12.2f} {figure['peak_rss_mib']:>13}",
+                  flush=True)
+    return results
+
+
+def save(results: list[dict], parts: set[str]) -> None:
+    """Write latest.json: this run's entries, plus the previous entries of the parts not run this time."""
+    kept: list[Any] = []
+    if RESULTS.exists():
+        try:
+            previous = json.loads(RESULTS.read_text())
+        except json.JSONDecodeError:
+            previous = []
+        if isinstance(previous, list):
+            # Entries written before parts existed are the stream scenarios.
+            kept = [e for e in previous if isinstance(e, dict) and e.get("part", "stream") not in parts]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(kept + results, indent=2))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=["stream", "mysql"], help="run one part (default: stream, then mysql)")
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000], help="stream rows")
+    parser.add_argument("--repeat", type=int,
+                        help="runs per scenario, the best counts (default: 3 for stream, 1 for mysql)")
+    mysql_scenario.add_arguments(parser, prefix="mysql-")
+    args = parser.parse_args()
+    parts = {args.only} if args.only else {"stream", "mysql"}
+    results: list[dict] = []
+    if "stream" in parts:
+        results += run_stream(args.rows, args.repeat or 3)
+        save(results, {"stream"})
+    if "mysql" in parts:
+        if "stream" in parts:
+            print(flush=True)
+        opts = mysql_scenario.Options(
+            rows=args.mysql_rows, repeat=args.repeat or 1, channels=tuple(args.channels), writers=args.writers,
+            server=mysql_scenario.Server(host=args.host, port=args.port, user=args.user),
+            wormhole=not args.no_wormhole, keep=args.keep)
+        try:
+            results += mysql_scenario.run_all(opts)
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"MySQL BENCHMARK FAILED: {exc}") from None
+        save(results, parts)
 
 
 if __name__ == "__main__":

@@ -465,7 +465,9 @@ class MysqlWriter:
         try:
             conn.commit()
         except pymysql.err.MySQLError as exc:
-            if is_transient(exc) and error_code(exc) not in (1205, 1213):
+            # Lost while waiting for COMMIT's answer: the server may or may not have committed. A
+            # failure to send it (2006), or an error answer, means it did not: that piece is retried.
+            if error_code(exc) in (2013, 2055):
                 raise _CommitUnknown(describe(exc)) from exc
             raise
 
