@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pymysql
+import structlog
 
 from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult, batch_memo
@@ -50,6 +51,7 @@ from wormhole.plugins.mysql.options import MAX_IDENTIFIER, MysqlWriterOptions, q
 from wormhole.plugins.mysql.types import load_payload, sql_values
 
 T = TypeVar("T")
+log = structlog.get_logger("wormhole.mysql")
 
 _LOAD_INFO = re.compile(r"Records:\s*(\d+)\s+Deleted:\s*(\d+)\s+Skipped:\s*(\d+)\s+Warnings:\s*(\d+)")
 _BINARY_TYPES = ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")
@@ -499,6 +501,9 @@ class MysqlWriter:
                 if tries > self.options.retries:
                     self._fail(f"writing {self.periphery.target} failed after {tries} attempt(s): {describe(exc)}")
                 # The piece's transaction is gone (rolled back or with the connection): redo it whole.
+                log.warning("writer.retry", destination=self.ctx.destination, task_id=self.ctx.task_id,
+                            run_id=self.ctx.run_id, worker=self.worker, attempt=tries, wait_s=round(wait, 3),
+                            error=describe(exc))
                 self._rollback_quietly()
                 if error_code(exc) not in (1205, 1213):
                     self._drop_connection()

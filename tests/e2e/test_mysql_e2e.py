@@ -1,0 +1,497 @@
+"""The mysql store end to end: ``wormhole --task-id N`` as a subprocess against the real MariaDB server.
+
+A sharded source, fan-out to several MySQL destinations, a destination whose connection is KILLed
+or whose privilege is revoked mid-run, a staging load watched by a concurrent reader, rejected rows
+and bad parameters. Every test makes its own uuid-named databases (and users) and drops them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pymysql
+import pytest
+
+from tests.conftest import MYSQL_URL, Workspace, log_events, mysql_or_skip
+from tests.mysql_helpers import (
+    NO_SUCH_TABLE,
+    Connection,
+    Databases,
+    Server,
+    connection_ids,
+    count,
+    create_table,
+    execute,
+    fill_from_sequence,
+    fingerprint,
+    insert_rows,
+    kill,
+    polling,
+    q,
+    staged_rows,
+    table_rows,
+    tables,
+)
+
+pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
+
+SERVER = Server.from_url(MYSQL_URL)
+
+ROWS = 200_000
+"""Rows of the fan-out source: with BATCH rows per transaction, hundreds of commits to act between."""
+BATCH = 500
+
+FANOUT_DDL = ("id INT NOT NULL PRIMARY KEY, name VARCHAR(40) NULL, amount DECIMAL(12,2) NULL, "
+              "tag VARCHAR(8) NOT NULL")
+FANOUT_COLUMNS = ("id", "name", "amount", "tag")
+FANOUT_FILL = {"id": "seq", "name": "IF(seq % 97 = 0, NULL, CONCAT('row-', seq))",
+               "amount": "IF(seq % 89 = 0, NULL, seq / 100)", "tag": "'new'"}
+
+LOST_CONNECTION = re.compile(r"lost connection|gone away|connection was killed|\b(2013|2006|1927)\b", re.I)
+"""How a client hears of a KILLed session (MariaDB may answer 1927 instead of dropping the socket)."""
+
+
+@pytest.fixture(name="dbs")
+def fixture_dbs() -> Iterator[Databases]:
+    dbs = Databases(SERVER, mysql_or_skip())
+    try:
+        yield dbs
+    finally:
+        dbs.drop_all()
+
+
+def mysql_source(db: str, table: str = "src", **params: Any) -> dict[str, Any]:
+    return {"plugin": "mysql", "params": SERVER.params(db, table=table, split_pk="id") | params}
+
+
+def mysql_dest(dest_id: str, db: str, *, table: str = "t", error_limit: dict[str, Any] | None = None,
+               **params: Any) -> dict[str, Any]:
+    dest: dict[str, Any] = {"id": dest_id, "plugin": "mysql", "params": SERVER.params(db, table=table) | params}
+    if error_limit is not None:
+        dest["error_limit"] = error_limit
+    return dest
+
+
+def file_dest(dest_id: str, path: str) -> dict[str, Any]:
+    return {"id": dest_id, "plugin": "file", "params": {"path": path, "format": "jsonl"}}
+
+
+def run_task(ws: Workspace, spec: dict[str, Any], timeout: float = 120) -> tuple[int, dict[str, Any], str]:
+    task_id = ws.submit(spec)
+    proc = ws.run("--task-id", str(task_id), timeout=timeout)
+    return proc.returncode, ws.show(task_id), proc.stderr
+
+
+def fanout_source(dbs: Databases, rows: int = ROWS) -> str:
+    db = dbs.create("src")
+    create_table(dbs.admin, db, "src", FANOUT_DDL)
+    fill_from_sequence(dbs.admin, db, "src", rows, FANOUT_FILL)
+    return db
+
+
+def target(dbs: Databases, label: str, ddl: str = FANOUT_DDL, old_rows: int = 0) -> str:
+    """A database holding table ``t`` (optionally with ``old_rows`` rows tagged 'old')."""
+    db = dbs.create(label)
+    create_table(dbs.admin, db, "t", ddl)
+    if old_rows:
+        fill_from_sequence(dbs.admin, db, "t", old_rows, FANOUT_FILL | {"tag": "'old'"})
+    return db
+
+
+def staging_leftovers(conn: Connection, db: str) -> list[str]:
+    """Staging tables (``t__wh<task>_<run>``) still present in ``db``."""
+    return [name for name in tables(conn, db) if name.startswith("t__wh")]
+
+
+def file_leftovers(root: Path) -> list[str]:
+    return [str(p) for p in root.rglob("*.wormhole-*")]
+
+
+# --- 1. sharded source ---------------------------------------------------------------------------
+
+SHARD_DDL = ("id BIGINT NOT NULL PRIMARY KEY, name VARCHAR(64) NULL, amount DECIMAL(12,2) NULL, day DATE NULL, "
+             "ts DATETIME NULL")
+SHARD_COLUMNS = ("id", "name", "amount", "day", "ts")
+SHARD_TABLES = ("orders_a", "orders_b", "orders_c")
+SHARD_ROWS = ((500, 1200, 3000), (2500, 800, 1500), (900, 3000, 600))
+"""Rows per (database, table): uneven on purpose, so a split that loses or repeats a range shows."""
+CENT = Decimal("0.01")
+
+
+def shard_rows(first_id: int, n: int) -> list[tuple[Any, ...]]:
+    """Deterministic rows with a few NULLs in every nullable column and non-ASCII text."""
+    return [(rid,
+             None if rid % 97 == 0 else f"näme-{rid}-名",
+             None if rid % 89 == 0 else Decimal(rid % 100_000) / 100,
+             None if rid % 101 == 0 else date(2020, 1, 1) + timedelta(days=rid % 1500),
+             None if rid % 103 == 0 else datetime(2021, 1, 1) + timedelta(seconds=rid * 37))
+            for rid in range(first_id, first_id + n)]
+
+
+def _iso(value: Any) -> str:
+    return value if isinstance(value, str) else value.isoformat()
+
+
+def canon(row: Sequence[Any]) -> tuple[Any, ...]:
+    """One comparable form for a row from MySQL (Decimal, date) or from JSON (text, maybe a float)."""
+    rid, name, amount, day, ts = row
+    return (int(rid), name,
+            None if amount is None else Decimal(str(amount)).quantize(CENT),
+            None if day is None else _iso(day),
+            None if ts is None else _iso(ts).replace(" ", "T"))
+
+
+def by_id(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    # Sorting on the id alone: whole-tuple sorting would compare None with values.
+    return sorted(rows, key=lambda r: r[0])
+
+
+def read_jsonl(directory: Path, columns: Sequence[str]) -> list[tuple[Any, ...]]:
+    rows = []
+    for part in sorted(directory.glob("*.jsonl")):
+        for line in part.read_text(encoding="utf-8").splitlines():
+            obj = json.loads(line)
+            rows.append(canon(tuple(obj[c] for c in columns)))
+    return rows
+
+
+def test_sharded_source_to_staging_truncate_and_jsonl(ws: Workspace, dbs: Databases) -> None:
+    """3 databases x 3 tables read with split_pk into staging, truncate and jsonl: each holds exactly the union."""
+    admin = dbs.admin
+    shards = [dbs.create(f"shard{i}") for i in range(3)]
+    expected: list[tuple[Any, ...]] = []
+    for s, db in enumerate(shards):
+        for t, (table, n) in enumerate(zip(SHARD_TABLES, SHARD_ROWS[s])):
+            create_table(admin, db, table, SHARD_DDL)
+            rows = shard_rows(1 + (3 * s + t) * 10_000, n)  # ids unique across every shard
+            insert_rows(admin, db, table, SHARD_COLUMNS, rows)
+            expected.extend(canon(r) for r in rows)
+    staged_db, truncated_db = dbs.create("stg"), dbs.create("trunc")
+    for db in (staged_db, truncated_db):
+        create_table(admin, db, "t", SHARD_DDL)
+        # Rows that must not survive: staging swaps in a fresh table, truncate empties the target first.
+        insert_rows(admin, db, "t", SHARD_COLUMNS, shard_rows(900_000, 50))
+    source = {"plugin": "mysql", "params": SERVER.params(split_pk="id", connections=[
+        {"host": SERVER.host, "port": SERVER.port, "database": db, "tables": list(SHARD_TABLES)} for db in shards])}
+    spec = {"name": "sharded", "source": source, "settings": {"speed": {"channel": 3}},
+            "destinations": [mysql_dest("stg", staged_db, load="staging", batch_size=1000),
+                             mysql_dest("trunc", truncated_db, load="truncate", batch_size=1000),
+                             file_dest("files", "out/sharded")]}
+
+    code, task, stderr = run_task(ws, spec)
+
+    assert code == 0, stderr[-3000:]
+    total = sum(map(sum, SHARD_ROWS))
+    assert task["status"] == "success"
+    assert task["result"]["source"]["rows_read"] == total
+    for dest_id in ("stg", "trunc", "files"):
+        dest = task["result"]["destinations"][dest_id]
+        assert (dest["status"], dest["rows_written"], dest["rows_rejected"]) == ("success", total, 0), dest
+    want = by_id(expected)
+    assert by_id(canon(r) for r in table_rows(admin, staged_db, "t", SHARD_COLUMNS)) == want
+    assert by_id(canon(r) for r in table_rows(admin, truncated_db, "t", SHARD_COLUMNS)) == want
+    assert by_id(read_jsonl(ws.root / "out/sharded", SHARD_COLUMNS)) == want
+    assert staging_leftovers(admin, staged_db) == []
+    assert file_leftovers(ws.root) == []
+
+
+# --- 2-4. a destination that breaks mid-run --------------------------------------------------------
+
+class TestMidRunFailures:
+    def test_killed_connection_without_retries_fails_only_that_destination(self, ws: Workspace,
+                                                                           dbs: Databases) -> None:
+        """KILL the victim's connection once rows are staged (retries 0): exit 202, it alone is rolled back."""
+        admin = dbs.admin
+        src = fanout_source(dbs)
+        good_staged, good_truncated = target(dbs, "a"), target(dbs, "b")
+        victim = target(dbs, "victim", old_rows=10)
+        before = fingerprint(admin, victim, "t", FANOUT_COLUMNS)
+        watcher = SERVER.connect()
+        killed: list[int] = []
+        staged_at_kill: list[int] = []
+
+        def kill_once_rows_are_staged() -> bool:
+            staged = staged_rows(watcher, victim, "t")
+            if staged == 0:
+                return False
+            killed.extend(kill(watcher, connection_ids(watcher, victim)))
+            if killed:
+                staged_at_kill.append(staged)
+            return bool(killed)
+
+        spec = {"source": mysql_source(src),
+                "destinations": [mysql_dest("a", good_staged, load="staging", batch_size=BATCH),
+                                 mysql_dest("b", good_truncated, load="truncate", batch_size=BATCH),
+                                 mysql_dest("victim", victim, load="staging", batch_size=BATCH, retries=0)]}
+        try:
+            with polling(kill_once_rows_are_staged):
+                code, task, stderr = run_task(ws, spec)
+        finally:
+            watcher.close()
+
+        assert killed, f"no rows were ever staged for the victim while it ran: nothing was killed\n{stderr[-3000:]}"
+        assert staged_at_kill[-1] < ROWS  # mid-run, not once everything was staged
+        assert code == 202, stderr[-3000:]
+        assert task["status"] == "partial"
+        dests = task["result"]["destinations"]
+        assert dests["a"]["status"] == dests["b"]["status"] == "success"
+        hit = dests["victim"]
+        assert hit["status"] == "failed" and hit["rolled_back"] is True and hit["rollback_error"] is None, hit
+        assert LOST_CONNECTION.search(hit["error"] or ""), hit["error"]
+        assert "victim" in task["error"] and LOST_CONNECTION.search(task["result"]["error"]), task["error"]
+        want = fingerprint(admin, src, "src", FANOUT_COLUMNS)
+        assert fingerprint(admin, good_staged, "t", FANOUT_COLUMNS) == want
+        assert fingerprint(admin, good_truncated, "t", FANOUT_COLUMNS) == want
+        assert tables(admin, victim) == ["t"]  # the staging table is dropped
+        assert fingerprint(admin, victim, "t", FANOUT_COLUMNS) == before
+        victim_events = {e["event"] for e in log_events(stderr) if e.get("destination") == "victim"}
+        assert {"destination.failed", "destination.rolled_back"} <= victim_events
+
+    def test_revoked_privilege_fails_only_that_destination(self, ws: Workspace, dbs: Databases) -> None:
+        """REVOKE INSERT from the victim's user mid-run: it fails with the denial, rollback_sql empties it."""
+        admin = dbs.admin
+        src = fanout_source(dbs)
+        good_staged, good_appended, victim = target(dbs, "a"), target(dbs, "b"), target(dbs, "victim")
+        password = uuid.uuid4().hex
+        user = dbs.create_user(password)
+        # Table-level grants: a change to them reaches open sessions at their next statement.
+        execute(admin, f"GRANT SELECT, INSERT, DELETE ON {q(victim)}.`t` TO %s@'%%'", (user,))
+        watcher = SERVER.connect()
+        revoked: list[int] = []
+
+        def revoke_once_rows_arrive() -> bool:
+            rows = count(watcher, victim, "t")
+            if rows == 0:
+                return False
+            execute(watcher, f"REVOKE INSERT ON {q(victim)}.`t` FROM %s@'%%'", (user,))
+            revoked.append(rows)
+            return True
+
+        spec = {"source": mysql_source(src),
+                "destinations": [
+                    mysql_dest("a", good_staged, load="staging", batch_size=BATCH),
+                    mysql_dest("b", good_appended, load="append", batch_size=BATCH),
+                    mysql_dest("victim", victim, user=user, password=password, load="append", batch_size=BATCH,
+                               rollback_sql=["DELETE FROM t"])]}
+        try:
+            with polling(revoke_once_rows_arrive):
+                code, task, stderr = run_task(ws, spec)
+        finally:
+            watcher.close()
+
+        assert revoked, f"the victim never committed a batch while it ran: nothing was revoked\n{stderr[-3000:]}"
+        assert revoked[0] < ROWS  # mid-run
+        assert code == 202, stderr[-3000:]
+        dests = task["result"]["destinations"]
+        assert dests["a"]["status"] == dests["b"]["status"] == "success"
+        hit = dests["victim"]
+        assert hit["status"] == "failed" and hit["rolled_back"] is True and hit["rollback_error"] is None, hit
+        assert "INSERT command denied" in (hit["error"] or ""), hit["error"]
+        assert user in hit["error"]
+        assert count(admin, victim, "t") == 0  # rollback_sql ran
+        want = fingerprint(admin, src, "src", FANOUT_COLUMNS)
+        assert fingerprint(admin, good_staged, "t", FANOUT_COLUMNS) == want
+        assert fingerprint(admin, good_appended, "t", FANOUT_COLUMNS) == want
+
+    def test_one_killed_connection_is_survived_with_default_retries(self, ws: Workspace, dbs: Databases) -> None:
+        """One KILL with retries 3: every row exactly once, or (KILL during COMMIT) failed, rolled back, said so."""
+        admin = dbs.admin
+        src = fanout_source(dbs)
+        # No key on the target: a batch sent twice would show up as extra rows instead of being refused.
+        victim = target(dbs, "victim", ddl=FANOUT_DDL.replace(" PRIMARY KEY", ""))
+        watcher = SERVER.connect()
+        killed: list[int] = []
+        rows_at_kill: list[int] = []
+
+        def kill_once_rows_arrive() -> bool:
+            rows = count(watcher, victim, "t")
+            if rows == 0:
+                return False
+            # Only a session busy loading a piece: a KILL landing on its COMMIT is the rare other
+            # outcome, and picking the moment keeps it rare (the first visible rows mean a COMMIT just ran).
+            killed.extend(kill(watcher, connection_ids(watcher, victim, running=r"^\s*(LOAD DATA|INSERT)")))
+            if killed:
+                rows_at_kill.append(rows)
+            return bool(killed)
+
+        spec = {"source": mysql_source(src),
+                "destinations": [mysql_dest("victim", victim, load="append", batch_size=BATCH,
+                                            rollback_sql=["DELETE FROM t"])]}
+        try:
+            with polling(kill_once_rows_arrive):
+                code, task, stderr = run_task(ws, spec)
+        finally:
+            watcher.close()
+
+        assert len(killed) == 1, f"expected one writer connection killed mid-run, got {killed}\n{stderr[-3000:]}"
+        # The writer's connection died mid-statement with rows still to come: whatever was written
+        # after that went through a new connection, so the success branch below is a real retry.
+        assert rows_at_kill[-1] < ROWS
+        hit = task["result"]["destinations"]["victim"]
+        if hit["status"] == "success":
+            assert code == 0, stderr[-3000:]
+            assert (hit["rows_written"], hit["rows_rejected"]) == (ROWS, 0)
+            assert fingerprint(admin, victim, "t", FANOUT_COLUMNS) == fingerprint(admin, src, "src", FANOUT_COLUMNS)
+            retries = [e for e in log_events(stderr) if e.get("event") == "writer.retry"]
+            assert len(retries) == 1 and retries[0]["destination"] == "victim", retries  # ops see the retry
+        else:
+            # The KILL hit a COMMIT in flight: whether that batch is in is unknown, so it must not be retried.
+            assert code == 203, stderr[-3000:]
+            assert hit["status"] == "failed" and hit["rolled_back"] is True, hit
+            assert re.search(r"commit", hit["error"], re.I) and re.search(r"unknown", hit["error"], re.I), hit
+            assert count(admin, victim, "t") == 0
+
+
+# --- 5. staging seen by a concurrent reader ---------------------------------------------------------
+
+def test_staging_load_is_all_or_nothing_for_a_concurrent_reader(ws: Workspace, dbs: Databases) -> None:
+    """A reader polling the target sees the complete old table until the swap, then the complete new one."""
+    admin = dbs.admin
+    src = fanout_source(dbs)
+    db = target(dbs, "stg", old_rows=1000)
+    old, new = (1000, "old", "old"), (ROWS, "new", "new")
+    reader = SERVER.connect()
+    # (rows staged just before, what the target showed); the staged count is read first, so a pair
+    # (> 0, old) proves the reader saw the old table while the new rows were already loaded.
+    observations: list[tuple[int, tuple[Any, ...]]] = []
+
+    def observe() -> bool:
+        staged = staged_rows(reader, db, "t")
+        try:
+            seen = execute(reader, f"SELECT COUNT(*), MIN(tag), MAX(tag) FROM {q(db)}.`t`")[0]
+        except pymysql.err.ProgrammingError as exc:
+            if exc.args[0] != NO_SUCH_TABLE:
+                raise
+            seen = ("no table", None, None)  # a non-atomic swap: recorded so the assertion shows it
+        observations.append((staged, tuple(seen)))
+        return False
+
+    spec = {"source": mysql_source(src),
+            "destinations": [mysql_dest("stg", db, load="staging", batch_size=BATCH)]}
+    try:
+        with polling(observe, interval=0.002):
+            code, task, stderr = run_task(ws, spec)
+    finally:
+        reader.close()
+
+    assert code == 0, stderr[-3000:]
+    assert task["result"]["destinations"]["stg"]["rows_written"] == ROWS
+    odd = [o for o in observations if o[1] not in (old, new)]
+    assert odd == [], f"{len(odd)} of {len(observations)} reads saw neither the old nor the new table: {odd[:5]}"
+    assert any(staged > 0 and seen == old for staged, seen in observations), \
+        f"no read saw the old table while rows were staged ({len(observations)} reads)"
+    assert tuple(execute(admin, f"SELECT COUNT(*), MIN(tag), MAX(tag) FROM {q(db)}.`t`")[0]) == new
+    assert fingerprint(admin, db, "t", FANOUT_COLUMNS) == fingerprint(admin, src, "src", FANOUT_COLUMNS)
+    assert staging_leftovers(admin, db) == []
+
+
+# --- 6. rejected rows --------------------------------------------------------------------------------
+
+TOO_LONG = {7, 123, 256, 640, 999}
+"""Source ids whose code does not fit the destination's VARCHAR(5)."""
+TAKEN = {10, 300, 301, 777}
+"""Source ids the destination already holds (insert mode: a duplicate key)."""
+
+
+@pytest.mark.parametrize("method", ["insert", "load_data"])
+def test_rejected_rows_go_to_the_dirty_file(ws: Workspace, dbs: Databases, method: str) -> None:
+    """Too-long values and duplicate keys are rejected with MySQL's text; the rest of each batch is written."""
+    admin = dbs.admin
+    src = dbs.create("src")
+    create_table(admin, src, "src", "id INT NOT NULL PRIMARY KEY, code VARCHAR(20) NOT NULL")
+    source_rows = [(i, f"too-long-{i}" if i in TOO_LONG else f"c{i}") for i in range(1, 1001)]
+    insert_rows(admin, src, "src", ("id", "code"), source_rows)
+    db = dbs.create("dst")
+    create_table(admin, db, "t", "id INT NOT NULL PRIMARY KEY, code VARCHAR(5) NOT NULL")
+    insert_rows(admin, db, "t", ("id", "code"), [(i, "pre") for i in sorted(TAKEN)])
+    bad = len(TOO_LONG) + len(TAKEN)
+    spec = {"source": mysql_source(src),
+            "destinations": [mysql_dest("d", db, load="append", write_mode="insert", method=method, batch_size=100,
+                                        strict=True, error_limit={"record": bad})]}
+
+    code, task, stderr = run_task(ws, spec)
+
+    assert code == 201, stderr[-3000:]
+    assert task["status"] == "success"
+    dest = task["result"]["destinations"]["d"]
+    assert (dest["status"], dest["rows_written"], dest["rows_rejected"]) == ("success", 1000 - bad, bad), dest
+    expected = {i: "pre" for i in TAKEN} | {i: c for i, c in source_rows if i not in TOO_LONG | TAKEN}
+    assert dict(table_rows(admin, db, "t", ("id", "code"))) == expected
+    lines = [json.loads(line) for line in (ws.root / task["result"]["dirty_file"]).read_text().splitlines()]
+    reasons = {line["row"][0]: line["reason"] for line in lines}
+    assert len(lines) == bad and set(reasons) == TOO_LONG | TAKEN, lines
+    assert {line["origin"] for line in lines} == {"d"}
+    for line in lines:
+        assert line["row"] == [line["row"][0], dict(source_rows)[line["row"][0]]]
+    for i in TOO_LONG:
+        assert "Data too long" in reasons[i], reasons[i]
+    for i in TAKEN:
+        assert "Duplicate entry" in reasons[i], reasons[i]
+
+
+# --- 7. bad parameters --------------------------------------------------------------------------------
+
+class TestBadParameters:
+    @pytest.mark.parametrize(("params", "name"), [
+        # 127.0.0.2 is loopback too (refused at once on port 1) but, unlike the real server's
+        # 127.0.0.1, can only be in the error because the error names the bad host.
+        ({"host": "127.0.0.2", "port": 1, "connect_retries": 1}, "127.0.0.2"),
+        ({"table": "no_such_table"}, "no_such_table"),
+        ({"columns": ["id", "no_such_column"]}, "no_such_column"),
+        ({"split_pk": "no_such_key"}, "no_such_key"),
+    ], ids=["unreachable-host", "missing-table", "unknown-column", "split-pk-not-in-table"])
+    def test_bad_source_fails_the_task_and_writes_nothing(self, ws: Workspace, dbs: Databases,
+                                                          params: dict[str, Any], name: str) -> None:
+        """A bad source parameter fails the task naming it; no destination keeps anything."""
+        admin = dbs.admin
+        src = fanout_source(dbs, rows=2000)
+        staged, appended = target(dbs, "stg"), target(dbs, "app")
+        spec = {"source": mysql_source(src, **params),
+                "destinations": [mysql_dest("stg", staged, load="staging"),
+                                 mysql_dest("app", appended, load="append"), file_dest("files", "out/files")]}
+
+        started = time.monotonic()
+        code, task, stderr = run_task(ws, spec, timeout=60)
+        elapsed = time.monotonic() - started
+
+        assert code == 203, stderr[-3000:]  # the read side fails: the task is valid, the source is not
+        assert task["status"] == "failed"
+        assert name in (task["error"] or ""), task["error"]
+        assert elapsed < 30, f"took {elapsed:.1f} s to give up"  # connect_retries 1 must fail fast
+        for db in (staged, appended):
+            assert tables(admin, db) == ["t"] and count(admin, db, "t") == 0
+        assert not (ws.root / "out/files").exists()
+        assert file_leftovers(ws.root) == []
+
+    @pytest.mark.parametrize("with_good", [True, False], ids=["beside-a-good-one", "alone"])
+    def test_missing_destination_table_fails_that_destination(self, ws: Workspace, dbs: Databases,
+                                                              with_good: bool) -> None:
+        """A destination table that does not exist fails in prepare, naming it: 202 beside a good one, else 203."""
+        admin = dbs.admin
+        src = fanout_source(dbs, rows=2000)
+        missing = dbs.create("missing")
+        good = target(dbs, "good")
+        dests = [mysql_dest("bad", missing, table="no_such_target", load="staging")]
+        if with_good:
+            dests.append(mysql_dest("good", good, load="staging"))
+
+        code, task, stderr = run_task(ws, {"source": mysql_source(src), "destinations": dests})
+
+        assert code == (202 if with_good else 203), stderr[-3000:]
+        bad = task["result"]["destinations"]["bad"]
+        assert bad["status"] == "failed" and "no_such_target" in (bad["error"] or ""), bad
+        assert "no_such_target" in task["error"]
+        assert tables(admin, missing) == []  # neither the table nor a staging copy was created
+        if with_good:
+            assert task["result"]["destinations"]["good"]["status"] == "success"
+            assert fingerprint(admin, good, "t", FANOUT_COLUMNS) == fingerprint(admin, src, "src", FANOUT_COLUMNS)
+        else:
+            assert count(admin, good, "t") == 0
