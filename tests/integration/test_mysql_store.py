@@ -459,3 +459,16 @@ def test_options_reject_contradictions() -> None:
                                              "connections": [{"host": "h", "database": "x"}]})
     text = "\n".join(problems.items)
     assert "database: not with connections" in text and "table: not with query" in text
+
+
+def test_rollback_sql_does_not_run_when_prepare_failed(target: str) -> None:
+    from wormhole.errors import PrepareError
+
+    assert PLUGIN.sink is not None
+    run_sql(target, "INSERT INTO t VALUES (1, 'keep', NULL)")
+    options = writer_options(target, table="t", columns=["id", "name", "ghost"], rollback_sql=["DELETE FROM t"])
+    periphery = PLUGIN.sink.periphery(options, write_ctx(WSCHEMA))
+    with pytest.raises(PrepareError):
+        periphery.prepare()
+    periphery.rollback()  # the engine rolls back every failed destination: nothing was loaded, nothing undone
+    assert rows_of(target, "t") == [(1, "keep", None)]

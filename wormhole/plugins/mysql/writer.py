@@ -267,6 +267,9 @@ class MysqlWriterPeriphery:
                 close_quietly(conn)
             self.finished = True
             return
+        if not self.prepared and not self.truncated:
+            self.finished = True
+            return  # prepare failed before any row could be written: nothing to undo
         if opts.rollback_sql:
             conn = self.connect(RollbackError)
             try:
