@@ -12,6 +12,7 @@ encoded batch is shared by every MySQL destination that encodes it alike.
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
@@ -116,15 +117,29 @@ READ_CONVERTERS: dict[str, Callable[[bytes], Any] | None] = {
 """kind -> converter of one raw value (None: keep the bytes)."""
 
 
+_FAST: dict[str, Callable[[Any], Any]] = {
+    # Chains of C functions over a whole column: no Python frame per value.
+    "decimal": lambda vs: map(Decimal, map(bytes.decode, vs)),
+    "date": lambda vs: map(date.fromisoformat, map(bytes.decode, vs)),
+    "datetime": lambda vs: map(datetime.fromisoformat, map(bytes.decode, vs)),
+    "string": lambda vs: map(bytes.decode, vs),
+    "int": lambda vs: map(int, vs),
+    "float": lambda vs: map(float, vs),
+}
+
+
 def convert_column(kind: str, values: list[Any]) -> list[Any]:
     """Convert one column of raw values at C speed; raises on the first bad value (the caller
-    then converts value by value to find the bad rows)."""
+    then converts value by value to find the bad rows and apply the zero-date policy)."""
     fn = READ_CONVERTERS[kind]
     if fn is None:
         return values
+    fast = _FAST.get(kind)
     if None in values:
-        return [None if v is None else fn(v) for v in values]
-    return list(map(fn, values))
+        present = [v for v in values if v is not None]
+        it = iter(fast(present) if fast is not None else map(fn, present))
+        return [None if v is None else next(it) for v in values]
+    return list(fast(values) if fast is not None else map(fn, values))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,19 +171,18 @@ def _datetime_text(v: Any) -> str:
     return _utc_naive(v).isoformat(" ")
 
 
-_OFFSET = re.compile(r"[+-]\d\d:\d\d(?:\t|$)")
+_TZINFO = operator.attrgetter("tzinfo")
 
 
 def _datetime_texts(values: Sequence[Any]) -> list[str]:
     # MySQL reads the ISO 'T' separator, so the C method serves the common case (naive datetimes);
     # aware values, dates and zero dates kept as text take the careful path.
     try:
-        texts = list(map(datetime.isoformat, values))
-    except TypeError:
+        if any(map(_TZINFO, values)):
+            return list(map(_datetime_text, values))
+        return list(map(datetime.isoformat, values))
+    except (TypeError, AttributeError):
         return list(map(_datetime_text, values))
-    if _OFFSET.search("\t".join(texts)):
-        return list(map(_datetime_text, values))
-    return texts
 
 
 def _json_text(v: Any) -> str:
@@ -180,10 +194,13 @@ def _bool_text(v: Any) -> str:
 
 
 def _decimal_text(values: Sequence[Any]) -> list[str]:
-    # 'f' never writes an exponent (Decimal('1E+2') -> '100'), which every MySQL version parses.
-    texts = list(map(format, values, repeat("f")))
-    if "N" in "".join(texts):  # NaN / Infinity: MySQL has no such DECIMAL
-        raise ValueError(f"MySQL DECIMAL cannot hold {next(t for t in texts if 'N' in t)}")
+    texts = list(map(str, values))
+    joined = "".join(texts)
+    if "E" in joined:  # str() chose an exponent (1E-30); 'f' never does, and is slower: only then
+        texts = list(map(format, values, repeat("f")))
+        joined = "".join(texts)
+    if "N" in joined or "I" in joined:  # NaN / Infinity: MySQL has no such DECIMAL
+        raise ValueError(f"MySQL DECIMAL cannot hold {next(t for t in texts if 'N' in t or 'I' in t)}")
     return texts
 
 

@@ -1,0 +1,52 @@
+"""The mysql store's column encoders and decoders (pure functions: no server needed)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, timezone
+from decimal import Decimal
+
+import pytest
+
+from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate, convert_column, load_payload, sql_values
+
+
+def test_load_payload_escapes_and_marks_nulls() -> None:
+    rows = [(1, "tab\there\nline\\back\x00\r", b"\x00\t\n", None, Decimal("1E-30"), 0.1, True),
+            (2, None, None, datetime(2024, 1, 2, 3, 4, 5, 6), Decimal("100"), -1e300, False)]
+    payload = load_payload(["int", "string", "bytes", "datetime", "decimal", "float", "bool"], rows).decode()
+    assert payload == ("1\ttab\\there\\nline\\\\back\\0\\r\t00090a\t\\N\t0.000000000000000000000000000001\t0.1\t1\n"
+                       "2\t\\N\t\\N\t2024-01-02T03:04:05.000006\t100\t-1e+300\t0\n")
+
+
+def test_aware_datetimes_are_written_as_utc() -> None:
+    east = timezone(timedelta(hours=2))
+    rows = [(datetime(2024, 1, 1, 5, tzinfo=east),), (datetime(2024, 1, 1, tzinfo=UTC),), (None,)]
+    assert load_payload(["datetime"], rows) == b"2024-01-01 03:00:00\n2024-01-01 00:00:00\n\\N\n"
+    assert sql_values(["datetime", "date"], [("0000-00-00 00:00:00", "0000-00-00")]) == \
+        ["('0000-00-00 00:00:00','0000-00-00')"]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), Decimal("NaN"), Decimal("-Infinity")])
+def test_values_mysql_cannot_hold_raise(value: object) -> None:
+    kind = "float" if isinstance(value, float) else "decimal"
+    with pytest.raises(ValueError, match="MySQL"):
+        load_payload([kind], [(value,)])
+    with pytest.raises(ValueError, match="MySQL"):
+        sql_values([kind], [(value,)])
+
+
+def test_sql_literals_escape_quotes_and_bytes() -> None:
+    assert sql_values(["string", "bytes", "json", "int"], [("it's \\ \"x\"\x1a", b"\xff'", {"k": "v'"}, True)]) == \
+        ["('it\\'s \\\\ \\\"x\\\"\\Z',X'ff27','{\\\"k\\\": \\\"v\\'\\\"}',1)"]
+
+
+def test_raw_columns_convert_at_once_and_zero_dates_raise() -> None:
+    assert convert_column("decimal", [b"1.50", None]) == [Decimal("1.50"), None]
+    assert convert_column("datetime", [b"2024-01-02 03:04:05.123"]) == [datetime(2024, 1, 2, 3, 4, 5, 123000)]
+    assert convert_column("bit", [b"\x03\xff"]) == [1023]
+    assert convert_column("string", [b"\xf0\x9f\x98\x80"]) == ["😀"]
+    with pytest.raises(ValueError):
+        convert_column("date", [b"2024-01-01", b"0000-00-00"])
+    with pytest.raises(ZeroDate, match="0000-00-00"):  # what the reader's value-by-value pass sees
+        READ_CONVERTERS["date"](b"0000-00-00")  # type: ignore[misc]
+    assert convert_column("date", [date(2024, 1, 1).isoformat().encode()]) == [date(2024, 1, 1)]
