@@ -6,7 +6,7 @@ count and checksum). Wall time and peak RSS come from ``os.wait4`` on the child.
 destination is compared with the source by ``COUNT(*)`` and ``CHECKSUM TABLE``: a mismatch stops the
 benchmark, since a fast wrong copy is not a result.
 
-Run alone: ``.venv/bin/python -m benchmarks.mysql_scenario [--rows N] [--channels 1 2] [--writers 1]``
+Run alone: ``.venv/bin/python -m benchmarks.mysql_scenario [--rows N] [--channels 1 2] [--writers 3]``
 (from the repository root); ``make bench`` runs it after the stream scenarios through benchmarks.run.
 The password, if the server needs one, is read from ``MYSQL_PWD`` like the mysql client tools do.
 """
@@ -353,7 +353,7 @@ class Options:
     rows: int = 1_000_000
     repeat: int = 1
     channels: tuple[int, ...] = (1, 2)
-    writers: int = 1
+    writers: int = 3
     server: Server = field(default_factory=Server)
     wormhole: bool = True
     keep: bool = False
@@ -502,7 +502,8 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
     group.add_argument(f"--{prefix}rows", type=int, default=1_000_000, help="rows of whb_src.t (default 1M)")
     group.add_argument("--channels", type=int, nargs="+", default=[1, 2],
                         help="source settings.speed.channel values to try; the fastest is reported (default 1 2)")
-    group.add_argument("--writers", type=int, default=1, help="concurrency of each mysql destination (default 1)")
+    group.add_argument("--writers", type=int, default=3,
+                       help="concurrency of each mysql destination (default 3, the store's own default)")
     group.add_argument("--host", default="127.0.0.1")
     group.add_argument("--port", type=int, default=3306)
     group.add_argument("--user", default="root")

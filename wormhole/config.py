@@ -296,7 +296,8 @@ class _DestinationRef:
     id: str = opt(pattern=r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
     plugin: str = opt(nonempty=True)
     params: dict[str, Any] = field(default_factory=dict)
-    concurrency: int = opt(1, min=1, max=64)
+    concurrency: int | None = opt(None, min=1, max=64)
+    """Writer threads; default the plugin's own (1 for most stores)."""
     error_limit: ErrorLimit | None = None
 
 
@@ -383,7 +384,8 @@ def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> 
     options = parse_options(plugin.sink.options, ref.params, f"{path}.params", problems)
     if options is None:
         return None
-    return DestinationSpec(id=ref.id, plugin=ref.plugin, options=options, concurrency=ref.concurrency,
+    concurrency = ref.concurrency if ref.concurrency is not None else plugin.sink.default_concurrency
+    return DestinationSpec(id=ref.id, plugin=ref.plugin, options=options, concurrency=concurrency,
                            error_limit=ref.error_limit)
 
 

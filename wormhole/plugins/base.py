@@ -191,6 +191,8 @@ class SinkRole:
     writer: Callable[[Any, WriteContext, Any, int], Writer]
     """``writer(options, context, prepared_periphery, worker_index)``: writers share the
     periphery's state (temporary directory, open transaction)."""
+    default_concurrency: int = 1
+    """Writer threads of a destination that does not set ``concurrency``."""
     single_writer_key: Callable[[Any], str | None] | None = None
     """Optional: a key naming a resource that admits one writing destination per run (a SQLite
     file); two destinations with the same key are a configuration error."""
