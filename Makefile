@@ -33,7 +33,7 @@ test-integration: $(STAMP)  ## tests against the local MariaDB
 lint: $(STAMP)  ## ruff
 	$(BIN)/ruff check wormhole tests benchmarks scripts
 
-bench: $(STAMP)  ## throughput scenarios: rows/s and peak RSS
+bench: $(STAMP)  ## throughput: stream scenarios, then MySQL vs mysqldump and pymysql (BENCH_ARGS="--only mysql")
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:  ## remove .venv and local state
