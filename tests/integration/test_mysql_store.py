@@ -472,3 +472,25 @@ def test_rollback_sql_does_not_run_when_prepare_failed(target: str) -> None:
         periphery.prepare()
     periphery.rollback()  # the engine rolls back every failed destination: nothing was loaded, nothing undone
     assert rows_of(target, "t") == [(1, "keep", None)]
+
+
+@pytest.mark.parametrize("method", ["load_data", "insert"])
+def test_odd_identifiers_are_quoted_everywhere(mysql_db: str, method: str) -> None:
+    # A name with a backtick, a % (the driver's format character) and a space reads and writes as any other.
+    run_sql(mysql_db, "CREATE TABLE `src%s ``x` (`k%d` INT PRIMARY KEY, `v``1` VARCHAR(10))",
+            "CREATE TABLE `dst%s ``y` (`k%d` INT PRIMARY KEY, `v``1` VARCHAR(10))",
+            "INSERT INTO `src%s ``x` SELECT seq, CONCAT('v', seq) FROM seq_1_to_50")
+    _, rows = read_splits(reader_options(mysql_db, table="src%s `x", split_pk="k%d", where="`v``1` LIKE 'v%'"))
+    assert sorted(rows) == [(i, f"v{i}") for i in range(1, 51)]
+    assert PLUGIN.sink is not None
+    schema = Schema((Column("k%d", "int"), Column("v`1", "string")))
+    options = writer_options(mysql_db, table="dst%s `y", method=method, load="staging", verify="count")
+    ctx = write_ctx(schema, concurrency=1)
+    periphery = PLUGIN.sink.periphery(options, ctx)
+    periphery.prepare()
+    writer = PLUGIN.sink.writer(options, ctx, periphery, 0)
+    writer.open()
+    assert writer.write(rows).written == 50
+    writer.close()
+    periphery.commit()
+    assert sorted(rows_of(mysql_db, "dst%s ``y", order="`k%d`")) == sorted(rows)

@@ -195,9 +195,12 @@ class MysqlWriterPeriphery:
             else:
                 targets.append(quote(name))
         replace = " REPLACE" if opts.write_mode == "replace" else ""
-        self.load_sql = (f"LOAD DATA LOCAL INFILE %s{replace} INTO TABLE {table} CHARACTER SET utf8mb4 "
-                         f"FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' "
-                         f"({', '.join(targets)})" + (f" SET {', '.join(sets)}" if sets else ""))
+        marker = "\x00wh-file\x00"
+        sql = (f"LOAD DATA LOCAL INFILE {marker}{replace} INTO TABLE {table} CHARACTER SET utf8mb4 "
+               f"FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' "
+               f"({', '.join(targets)})" + (f" SET {', '.join(sets)}" if sets else ""))
+        # The file name is bound by the driver, which formats with %: a % in a name must stay literal.
+        self.load_sql = sql.replace("%", "%%").replace(marker, "%s")
 
     def _run(self, conn: pymysql.Connection, statement: str, what: str, error: type[Exception]) -> None:
         try:
