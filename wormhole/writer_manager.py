@@ -122,7 +122,13 @@ class WriterManager:
         try:
             writer.open()  # inside the try: the contract says close() always runs, also after a failed open
             for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s):
-                result = writer.write(batch.rows)
+                try:
+                    result = writer.write(batch.rows)
+                except WormholeError as exc:
+                    # A writer that commits in pieces may have written part of the batch before it
+                    # failed; count it, so the result shows what a rollback had to undo.
+                    counters.written += int(exc.details.get("written_before_failure", 0))
+                    raise
                 rejected = len(result.rejected)
                 if result.written + rejected != len(batch):
                     raise WriteError(f"writer accounted for {result.written + rejected} of {len(batch)} rows",

@@ -245,6 +245,7 @@ class TestMidRunFailures:
         assert dests["a"]["status"] == dests["b"]["status"] == "success"
         hit = dests["victim"]
         assert hit["status"] == "failed" and hit["rolled_back"] is True and hit["rollback_error"] is None, hit
+        assert hit["rows_written"] >= staged_at_kill[-1], hit  # what was committed before the kill, then undone
         assert LOST_CONNECTION.search(hit["error"] or ""), hit["error"]
         assert "victim" in task["error"] and LOST_CONNECTION.search(task["result"]["error"]), task["error"]
         want = fingerprint(admin, src, "src", FANOUT_COLUMNS)

@@ -354,7 +354,11 @@ class MysqlWriter:
         rejected: list[Rejected] = []
         for start in range(0, len(rows), size):
             piece = rows[start:start + size]
-            n, bad = self._write_piece(rows, start, piece)
+            try:
+                n, bad = self._write_piece(rows, start, piece)
+            except WriteError as exc:
+                exc.details["written_before_failure"] = written  # pieces of this batch already committed
+                raise
             written += n
             rejected.extend(bad)
         return WriteResult(written=written, rejected=tuple(rejected))
