@@ -29,6 +29,7 @@ def batch_memo(rows: Sequence[Row]) -> dict[Any, Any] | None:
     """The shared per-batch memo of ``rows``, or None when the rows are not an exchange batch."""
     return rows.__dict__ if isinstance(rows, Rows) else None
 
+
 LogicalType = Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"]
 LOGICAL_TYPES: tuple[str, ...] = ("int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json")
 
