@@ -64,10 +64,12 @@ def endpoints(options: MysqlReaderOptions) -> list[tuple[Endpoint, tuple[str, ..
         return [(ep, () if options.table is None else (options.table,))]
     out = []
     for c in options.connections:
-        own = c.user is not None or c.password is not None or c.password_env is not None
+        # The user and the secret default separately; a connection's password or password_env
+        # replaces the source's pair as a whole.
+        own_secret = c.password is not None or c.password_env is not None
         ep = Endpoint(c.host, c.port, c.user or options.user,
-                      c.password if own else options.password, c.password_env if own else options.password_env,
-                      c.database)
+                      c.password if own_secret else options.password,
+                      c.password_env if own_secret else options.password_env, c.database)
         out.append((ep, c.tables or ()))
     return out
 
