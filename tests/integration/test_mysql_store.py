@@ -312,6 +312,17 @@ def lifecycle(options: MysqlWriterOptions, parts: list[list[tuple[Any, ...]]], c
     return results
 
 
+def open_writer(options: MysqlWriterOptions, schema: Schema = WSCHEMA) -> tuple[Any, Any]:
+    """A prepared destination and one open writer on it (the test then writes, closes, commits)."""
+    assert PLUGIN.sink is not None
+    ctx = write_ctx(schema, concurrency=1)
+    periphery = PLUGIN.sink.periphery(options, ctx)
+    periphery.prepare()
+    writer = PLUGIN.sink.writer(options, ctx, periphery, 0)
+    writer.open()
+    return periphery, writer
+
+
 @pytest.mark.parametrize("method", ["load_data", "insert"])
 def test_bad_rows_are_rejected_with_the_mysql_error_and_the_rest_written(target: str, method: str) -> None:
     run_sql(target, "INSERT INTO t VALUES (3, 'old', 1)")
@@ -359,10 +370,7 @@ def test_staging_post_sql_failure_swaps_back(target: str) -> None:
     assert PLUGIN.sink is not None
     run_sql(target, "INSERT INTO t VALUES (100, 'old', 1)")
     options = writer_options(target, table="t", load="staging", post_sql=["INSERT INTO nowhere VALUES (1)"])
-    periphery = PLUGIN.sink.periphery(options, write_ctx(WSCHEMA, concurrency=1))
-    periphery.prepare()
-    writer = PLUGIN.sink.writer(options, write_ctx(WSCHEMA, concurrency=1), periphery, 0)
-    writer.open()
+    periphery, writer = open_writer(options)
     writer.write([(1, "a", None)])
     writer.close()
     with pytest.raises(CommitError, match="post_sql failed"):
@@ -373,13 +381,8 @@ def test_staging_post_sql_failure_swaps_back(target: str) -> None:
 
 
 def test_verify_count_catches_a_difference(target: str) -> None:
-    assert PLUGIN.sink is not None
     options = writer_options(target, table="t", verify="count")
-    ctx = write_ctx(WSCHEMA, concurrency=1)
-    periphery = PLUGIN.sink.periphery(options, ctx)
-    periphery.prepare()
-    writer = PLUGIN.sink.writer(options, ctx, periphery, 0)
-    writer.open()
+    periphery, writer = open_writer(options)
     writer.write([(1, "a", None), (2, "b", None)])
     writer.close()
     run_sql(target, "INSERT INTO t VALUES (77, 'other', NULL)")  # someone else wrote meanwhile
@@ -402,13 +405,8 @@ def _kill(url: str, thread_id: int) -> None:
 
 
 def test_a_killed_connection_is_retried_and_loses_nothing(target: str) -> None:
-    assert PLUGIN.sink is not None
     options = writer_options(target, table="t", retry_wait_s=0.05)
-    ctx = write_ctx(WSCHEMA, concurrency=1)
-    periphery = PLUGIN.sink.periphery(options, ctx)
-    periphery.prepare()
-    writer = PLUGIN.sink.writer(options, ctx, periphery, 0)
-    writer.open()
+    periphery, writer = open_writer(options)
     writer.write([(1, "a", None)])
     _kill(target, writer.conn.thread_id())
     assert writer.write([(2, "b", None), (3, "c", None)]).written == 2
@@ -418,13 +416,8 @@ def test_a_killed_connection_is_retried_and_loses_nothing(target: str) -> None:
 
 
 def test_without_retries_a_killed_connection_fails_the_destination(target: str) -> None:
-    assert PLUGIN.sink is not None
     options = writer_options(target, table="t", load="staging", retries=0)
-    ctx = write_ctx(WSCHEMA, concurrency=1)
-    periphery = PLUGIN.sink.periphery(options, ctx)
-    periphery.prepare()
-    writer = PLUGIN.sink.writer(options, ctx, periphery, 0)
-    writer.open()
+    periphery, writer = open_writer(options)
     writer.write([(1, "a", None)])
     _kill(target, writer.conn.thread_id())
     with pytest.raises(WriteError, match=r"failed after 1 attempt\(s\): \((2013|2006|1927)\)"):
@@ -482,14 +475,9 @@ def test_odd_identifiers_are_quoted_everywhere(mysql_db: str, method: str) -> No
             "INSERT INTO `src%s ``x` SELECT seq, CONCAT('v', seq) FROM seq_1_to_50")
     _, rows = read_splits(reader_options(mysql_db, table="src%s `x", split_pk="k%d", where="`v``1` LIKE 'v%'"))
     assert sorted(rows) == [(i, f"v{i}") for i in range(1, 51)]
-    assert PLUGIN.sink is not None
     schema = Schema((Column("k%d", "int"), Column("v`1", "string")))
     options = writer_options(mysql_db, table="dst%s `y", method=method, load="staging", verify="count")
-    ctx = write_ctx(schema, concurrency=1)
-    periphery = PLUGIN.sink.periphery(options, ctx)
-    periphery.prepare()
-    writer = PLUGIN.sink.writer(options, ctx, periphery, 0)
-    writer.open()
+    periphery, writer = open_writer(options, schema)
     assert writer.write(rows).written == 50
     writer.close()
     periphery.commit()

@@ -12,6 +12,8 @@ from pymysql.constants import CLIENT
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from wormhole.errors import TaskDbError
+from wormhole.plugins.mysql.connection import CONNECT_TRANSIENT_CODES
+from wormhole.plugins.mysql.connection import error_code as _errno
 from wormhole.taskdb.base import Result, SqlTaskStore
 from wormhole.taskdb.schema import MYSQL_DDL
 
@@ -19,8 +21,6 @@ DEFAULT_PORT = 3306
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 CONNECT_ATTEMPTS = 3
 
-# Can't connect (2003), server has gone away (2006), lost connection (2013): worth another try.
-TRANSIENT_ERRNOS = frozenset({2003, 2006, 2013})
 _ER_ACCESS_DENIED = 1045
 _ER_BAD_DB = 1049
 _ER_NO_SUCH_TABLE = 1146
@@ -30,12 +30,8 @@ _log = structlog.get_logger(__name__)
 
 
 def _is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, pymysql.err.OperationalError) and _errno(exc) in TRANSIENT_ERRNOS
-
-
-def _errno(exc: BaseException) -> int | None:
-    code = exc.args[0] if exc.args else None
-    return code if isinstance(code, int) else None
+    # The same judgement as the mysql store's connections: refused, too many, or dropped.
+    return _errno(exc) in CONNECT_TRANSIENT_CODES
 
 
 class MysqlTaskStore(SqlTaskStore):

@@ -78,13 +78,20 @@ class ShardConnection:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MysqlReaderOptions:
+class ServerOptions:
+    """The connection keys a mysql source and a mysql destination share."""
+
     host: str = opt("127.0.0.1", nonempty=True)
     port: int = opt(3306, min=1, max=65535)
     user: str = opt(nonempty=True)
     password: str | None = None
     password_env: str | None = opt(None, nonempty=True)
     """Name of an environment variable holding the password (keeps secrets out of the task row)."""
+    connect_timeout_s: float = opt(10.0, min=0.1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MysqlReaderOptions(ServerOptions):
     database: str | None = opt(None, nonempty=True)
     """The database of ``table`` or ``query``; not with ``connections``."""
     table: str | None = opt(None, nonempty=True)
@@ -107,7 +114,6 @@ class MysqlReaderOptions:
     zero_dates: Literal["keep", "null", "reject"] = "keep"
     """A zero or partial date (``0000-00-00``) has no Python value: keep its text (a MySQL destination
     stores it again as it was), read it as NULL, or reject the row to the dirty-record file."""
-    connect_timeout_s: float = opt(10.0, min=0.1)
     connect_retries: int = opt(3, min=1, max=20)
     """Attempts to connect (a refused or dropped connection is retried with backoff; bad credentials are not)."""
 
@@ -142,12 +148,7 @@ class MysqlReaderOptions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MysqlWriterOptions:
-    host: str = opt("127.0.0.1", nonempty=True)
-    port: int = opt(3306, min=1, max=65535)
-    user: str = opt(nonempty=True)
-    password: str | None = None
-    password_env: str | None = opt(None, nonempty=True)
+class MysqlWriterOptions(ServerOptions):
     database: str = opt(nonempty=True)
     table: str = opt(nonempty=True)
     """The target table; it must exist (with ``staging``, its structure is copied)."""
@@ -185,7 +186,6 @@ class MysqlWriterOptions:
     """Retries of a batch after a transient error (lock wait timeout, deadlock, lost connection)."""
     retry_wait_s: float = opt(0.5, min=0.0)
     """First wait before a retry; it doubles each time (at most 30 s)."""
-    connect_timeout_s: float = opt(10.0, min=0.1)
 
     def check(self, path: str, problems: Problems) -> None:
         _check_credentials(self.password, self.password_env, path, problems)
