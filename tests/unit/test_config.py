@@ -110,3 +110,14 @@ class TestEngineConf:
         """An explicit --conf directory without engine.toml is an error, not silently the defaults."""
         with pytest.raises(ConfigError, match="does not exist"):
             EngineConf.load(tmp_path / "nowhere")
+
+
+def test_destination_concurrency_defaults_to_the_store_s_own() -> None:
+    from wormhole.config import TaskSpec
+
+    mysql = {"plugin": "mysql", "params": {"user": "u", "database": "d", "table": "t"}}
+    spec = TaskSpec.from_mapping({
+        "source": {"plugin": "stream", "params": {"rows": 1}},
+        "destinations": [{"id": "a", **mysql}, {"id": "b", **mysql, "concurrency": 1},
+                         {"id": "c", "plugin": "file", "params": {"path": "out", "format": "csv"}}]})
+    assert [d.concurrency for d in spec.destinations] == [3, 1, 1]
