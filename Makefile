@@ -13,10 +13,11 @@ help:  ## list the targets
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dev]'
+	$(BIN)/pip install --quiet -e '.[test,dev,spark]'
+	scripts/install-connector-j.sh
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install wormhole with its test and dev extras
+install: $(STAMP)  ## create .venv with wormhole, its test/dev/spark extras, and MariaDB Connector/J for Spark
 
 demo: $(STAMP)  ## run a real fan-out task on the embedded defaults and show its result
 	$(BIN)/python scripts/demo.py
