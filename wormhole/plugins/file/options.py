@@ -1,16 +1,36 @@
-"""The file store's options: what users write under ``source.params`` / ``destinations[i].params``."""
+"""The file store's options: what users write under ``source.params`` / ``destinations[i].params``.
+
+Formats are csv, jsonl and parquet; parquet needs pyarrow (the ``parquet`` extra), imported only
+when a task uses that format.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Literal
 
 from wormhole.config import Problems, join_path, opt
 
-FileFormat = Literal["csv", "jsonl"]
+FileFormat = Literal["csv", "jsonl", "parquet"]
 
-EXTENSIONS: dict[str, str] = {"csv": "csv", "jsonl": "jsonl"}
+EXTENSIONS: dict[str, str] = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
 """File extension per format: directory sources pick these files, writers name their parts so."""
+
+PYARROW_MISSING = "format parquet needs pyarrow, which is not installed: pip install 'wormhole[parquet]'"
+
+
+def import_pyarrow() -> tuple[ModuleType, ModuleType]:
+    """``pyarrow`` and ``pyarrow.parquet``; ImportError with :data:`PYARROW_MISSING` when absent.
+
+    Imported on first use, so csv and jsonl work (and start fast) without pyarrow installed.
+    """
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as exc:
+        raise ImportError(PYARROW_MISSING) from exc
+    return pyarrow, pyarrow.parquet
 
 
 def _check_csv_text(opts: FileReaderOptions | FileWriterOptions, path: str, problems: Problems) -> None:
@@ -35,13 +55,15 @@ class FileReaderOptions:
     path: str = opt(nonempty=True)
     """A file, a directory (every ``*.<format>`` file in it, not ``_``/``.`` names) or a glob."""
     format: FileFormat
+    """csv, jsonl or parquet; header, delimiter and null only matter for csv."""
     header: bool = True
     """csv: the first line of every file is a header (it names the columns unless ``columns`` does)."""
     delimiter: str = ","
     null: str = ""
     """csv: the field text that means NULL (an empty field by default)."""
     columns: tuple[ColumnOption, ...] | None = opt(None, min_items=1)
-    """Names and types of the columns; default: the csv header (all strings) or the first JSON object."""
+    """Names and types of the columns; default: the csv header (all strings) or the first JSON object.
+    parquet: the columns to read, in this order; their types come from the file, not from here."""
 
     def check(self, path: str, problems: Problems) -> None:
         _check_csv_text(self, path, problems)
@@ -56,6 +78,7 @@ class FileWriterOptions:
     path: str = opt(nonempty=True)
     """The target directory; part files are written beside it and renamed into place on commit."""
     format: FileFormat
+    """csv, jsonl or parquet (snappy); header, delimiter and null only matter for csv."""
     mode: Literal["overwrite", "append"] = "overwrite"
     header: bool = True
     delimiter: str = ","

@@ -8,11 +8,17 @@ Layout, for a target ``<parent>/<name>`` written by task T, run R::
 Overwrite swaps whole directories by rename; append moves each part into the target under a name
 unique to the run (``part-T-R-00000.csv``). Rollback only ever removes the temporary directory, so
 the target is never half-written.
+
+Formats: csv and jsonl are serialised per batch and appended to the part; parquet (through pyarrow,
+imported only for that format) converts each batch column-wise to Arrow arrays, buffers them and
+writes them as snappy-compressed row groups of about :data:`ROW_GROUP_ROWS` rows. A part file is always
+created afresh, so a worker index that is run again (after a failure) leaves its rows once.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import io
 import json
@@ -21,17 +27,27 @@ import shutil
 from collections.abc import Callable, Sequence
 from datetime import date
 from decimal import Decimal
+from types import ModuleType
 from typing import Any, BinaryIO
 
 from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
-from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
-from wormhole.plugins.file.options import EXTENSIONS, FileWriterOptions
+from wormhole.plugins.base import Rejected, Row, Schema, WriteContext, WriteResult
+from wormhole.plugins.file.options import EXTENSIONS, PYARROW_MISSING, FileWriterOptions, import_pyarrow
 
 PLUGIN_NAME = "file"
 SUCCESS_MARKER = "_SUCCESS"
 
 SERIALISE_ERRORS = (ValueError, TypeError, AttributeError, OverflowError, RecursionError, csv.Error)
 """What a row the format cannot hold raises (UnicodeEncodeError is a ValueError)."""
+
+ARROW_ERRORS = (ValueError, TypeError, ArithmeticError, RecursionError, NotImplementedError)
+"""What converting a value pyarrow's type cannot hold raises: ArrowInvalid is a ValueError,
+ArrowTypeError a TypeError, ArrowNotImplementedError a NotImplementedError; OverflowError (an int
+beyond int64), UnicodeEncodeError (a lone surrogate)."""
+
+ROW_GROUP_ROWS = 128 * 1024
+"""parquet: buffered batches are written as one row group once they hold this many rows. Readers
+(Spark included) prefer a few large row groups to one per batch; the bound keeps a writer's memory small."""
 
 
 def _fsync_dir(path: str) -> None:
@@ -54,6 +70,17 @@ def _remove(path: str) -> None:
         shutil.rmtree(path)
     elif os.path.lexists(path):
         os.unlink(path)
+
+
+def _create_part(path: str) -> BinaryIO:
+    # A new file, never an old one truncated: when a worker index runs again after a failure, a
+    # writer of the failed attempt that is still closing writes into the unlinked old file, never
+    # into this one, so the rerun's part holds its rows exactly once.
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return open(path, "wb")
 
 
 def _write_marker(directory: str) -> None:
@@ -80,6 +107,11 @@ class FileWriterPeriphery:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     def prepare(self) -> None:
+        if self.options.format == "parquet":
+            try:
+                import_pyarrow()  # fail before any row moves, not in every writer
+            except ImportError as exc:
+                raise self._error(PrepareError, PYARROW_MISSING) from exc
         if os.path.lexists(self.target) and not os.path.isdir(self.target):
             raise self._error(PrepareError, f"target {self.target} exists and is not a directory")
         try:
@@ -197,7 +229,10 @@ def _json_default(v: Any) -> Any:
 
 
 class FileWriter:
-    """Writes one part file; serialises each batch in memory, then writes it in one call."""
+    """Writes one part file; serialises each batch in memory, then writes it in one call.
+
+    parquet parts are handled by a :class:`ParquetPart`, which this writer hands every call to.
+    """
 
     def __init__(self, options: FileWriterOptions, ctx: WriteContext, periphery: FileWriterPeriphery,
                  worker: int) -> None:
@@ -206,6 +241,7 @@ class FileWriter:
         self.path = os.path.join(periphery.tmp_dir, f"part-{worker:05d}.{EXTENSIONS[options.format]}")
         self._file: BinaryIO | None = None
         self._names = ctx.schema.names
+        self._parquet = ParquetPart(self.path, ctx.schema, self._error) if options.format == "parquet" else None
         # Fast path: with the default null text and no bool/bytes/json column, batches go to the
         # csv module untouched (it writes None as an empty field).
         fns = [(i, _csv_column_fn(c.type, options.null)) for i, c in enumerate(ctx.schema.columns)]
@@ -218,8 +254,10 @@ class FileWriter:
         return WriteError(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     def open(self) -> None:
+        if self._parquet is not None:
+            return self._parquet.open()
         try:
-            self._file = open(self.path, "wb")
+            self._file = _create_part(self.path)
             if self.options.format == "csv" and self.options.header:
                 self._file.write(self._csv_text([self._names]).encode("utf-8"))
         except OSError as exc:
@@ -252,6 +290,8 @@ class FileWriter:
         return "\n".join(lines).encode("utf-8")
 
     def write(self, rows: Sequence[Row]) -> WriteResult:
+        if self._parquet is not None:
+            return self._parquet.write(rows)
         if self._file is None:
             raise self._error(f"{self.path} is not open")
         if not rows:
@@ -275,6 +315,8 @@ class FileWriter:
         return WriteResult(written=len(rows) - len(rejected), rejected=tuple(rejected))
 
     def flush(self) -> None:
+        if self._parquet is not None:
+            return self._parquet.flush()
         if self._file is None:
             return
         try:
@@ -284,6 +326,8 @@ class FileWriter:
             raise self._error(f"cannot flush {self.path}: {exc}") from exc
 
     def close(self) -> None:
+        if self._parquet is not None:
+            return self._parquet.close()
         f, self._file = self._file, None
         if f is None:
             return
@@ -291,6 +335,199 @@ class FileWriter:
             f.close()
         except OSError as exc:
             raise self._error(f"cannot close {self.path}: {exc}") from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# parquet
+
+
+def arrow_types(pa: ModuleType) -> dict[str, Any]:
+    """Logical type -> Arrow type of a parquet column: the contract Spark-written parquet shares."""
+    return {
+        "int": pa.int64(),
+        "float": pa.float64(),
+        "decimal": pa.decimal128(38, 18),
+        "string": pa.string(),
+        "bytes": pa.binary(),
+        "bool": pa.bool_(),
+        "date": pa.date32(),
+        "datetime": pa.timestamp("us"),  # naive; pyarrow converts an aware value to UTC first
+        "json": pa.string(),
+    }
+
+
+def _int_value(v: Any) -> Any:
+    # pyarrow truncates a float or Decimal to int64 without a word (1.5 -> 1): only whole numbers pass.
+    if v is None or type(v) is int or isinstance(v, bool):
+        return v  # pyarrow itself refuses a bool
+    n = int(v)
+    if n != v:
+        raise ValueError(f"{v!r} is not an integer")
+    return n
+
+
+def _int_column(col: Sequence[Any]) -> Sequence[Any]:
+    if set(map(type, col)) <= {int, type(None)}:
+        return col
+    return [_int_value(v) for v in col]
+
+
+def _json_text(v: Any) -> Any:
+    return v if v is None or isinstance(v, str) else json.dumps(v, ensure_ascii=False, allow_nan=False)
+
+
+def _json_column(col: Sequence[Any]) -> Sequence[Any]:
+    return [_json_text(v) for v in col]
+
+
+_ARROW_PREPARE: dict[str, Callable[[Sequence[Any]], Sequence[Any]]] = {"int": _int_column, "json": _json_column}
+"""Columns that need Python work before ``pa.array``; pyarrow takes the others' values as they are."""
+
+
+class ParquetPart:
+    """One parquet part file: batches become Arrow tables, buffered into row groups of ROW_GROUP_ROWS.
+
+    ``open`` creates the file afresh; ``flush`` writes the buffered rows as a row group and syncs;
+    ``close`` writes what is left and the footer (nothing more after a failed write).
+    """
+
+    def __init__(self, path: str, schema: Schema, error: Callable[[str], WriteError]) -> None:
+        self.path = path
+        self._columns = schema.columns
+        self._error = error
+        self._pa: Any = None
+        self._arrow_schema: Any = None
+        self._file: BinaryIO | None = None
+        self._writer: Any = None
+        self._pending: list[Any] = []
+        self._pending_rows = 0
+        self._failed = False
+
+    def open(self) -> None:
+        try:
+            pa, pq = import_pyarrow()
+        except ImportError as exc:
+            raise self._error(PYARROW_MISSING) from exc
+        self._pa = pa
+        types = arrow_types(pa)
+        self._arrow_schema = pa.schema([pa.field(c.name, types[c.type], nullable=c.nullable)
+                                        for c in self._columns])
+        try:
+            self._file = _create_part(self.path)
+            self._writer = pq.ParquetWriter(self._file, self._arrow_schema, compression="snappy")
+        except (OSError, pa.ArrowException) as exc:
+            raise self._error(f"cannot open {self.path}: {exc}") from exc
+
+    # -- converting -----------------------------------------------------------------------------
+
+    def _array(self, i: int, col: Sequence[Any]) -> Any:
+        column = self._columns[i]
+        prepare = _ARROW_PREPARE.get(column.type)
+        arr = self._pa.array(prepare(col) if prepare else col, type=self._arrow_schema.field(i).type)
+        if arr.null_count and not column.nullable:
+            raise ValueError("NULL in a column that is not nullable")
+        return arr
+
+    def _table(self, rows: Sequence[Row]) -> Any:
+        cols = list(zip(*rows, strict=True))
+        return self._pa.Table.from_arrays([self._array(i, col) for i, col in enumerate(cols)],
+                                          schema=self._arrow_schema)
+
+    def _convert(self, rows: Sequence[Row]) -> tuple[Any, list[Rejected]]:
+        try:
+            return self._table(rows), []
+        except ARROW_ERRORS:
+            pass  # some value does not fit its Arrow type: find the rows row by row
+        good: list[Row] = []
+        rejected: list[Rejected] = []
+        width = len(self._columns)
+        for row in rows:
+            if len(row) != width:
+                rejected.append(Rejected(tuple(row), f"expected {width} values, got {len(row)}"))
+                continue
+            for i, value in enumerate(row):
+                try:
+                    self._array(i, (value,))
+                except ARROW_ERRORS as exc:
+                    reason = f"column {self._columns[i].name}: {type(exc).__name__}: {exc}"
+                    rejected.append(Rejected(tuple(row), reason))
+                    break
+            else:
+                good.append(row)
+        if not good:
+            return None, rejected
+        try:
+            return self._table(good), rejected
+        except ARROW_ERRORS as exc:  # every value converted alone; together they must too
+            raise self._error(f"cannot convert a batch for {self.path}: {exc}") from exc
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def _write_pending(self) -> None:
+        if not self._pending:
+            return
+        pa = self._pa
+        # Taken out first: after a failure the same rows are not tried again by close().
+        tables, self._pending, self._pending_rows = self._pending, [], 0
+        table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        try:
+            self._writer.write_table(table, row_group_size=table.num_rows)
+        except (OSError, pa.ArrowException) as exc:
+            self._failed = True
+            raise self._error(f"cannot write {self.path}: {exc}") from exc
+
+    def write(self, rows: Sequence[Row]) -> WriteResult:
+        if self._writer is None:
+            raise self._error(f"{self.path} is not open")
+        if not rows:
+            return WriteResult(written=0)
+        table, rejected = self._convert(rows)
+        if table is not None:
+            self._pending.append(table)
+            self._pending_rows += table.num_rows
+            if self._pending_rows >= ROW_GROUP_ROWS:
+                self._write_pending()
+        return WriteResult(written=len(rows) - len(rejected), rejected=tuple(rejected))
+
+    def flush(self) -> None:
+        if self._writer is None or self._file is None:
+            return
+        self._write_pending()
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            self._failed = True
+            raise self._error(f"cannot flush {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        writer, f = self._writer, self._file
+        if f is None:
+            return
+        pa = self._pa
+        try:
+            if writer is not None and not self._failed:
+                try:
+                    self._write_pending()
+                    writer.close()  # the footer: without it the file is no parquet file
+                    writer = None
+                    f.flush()
+                    os.fsync(f.fileno())
+                    f.close()
+                except (OSError, pa.ArrowException) as exc:
+                    self._failed = True
+                    raise self._error(f"cannot close {self.path}: {exc}") from exc
+        finally:
+            self._writer = self._file = None
+            self._pending, self._pending_rows = [], 0
+            # After a failure the part is garbage (rollback removes it): close quietly, so the first
+            # error stands. pyarrow's writer must be closed too, or its finaliser writes into the file.
+            if writer is not None:
+                with contextlib.suppress(OSError, ValueError, pa.ArrowException):
+                    writer.close()
+            if not f.closed:
+                with contextlib.suppress(OSError):
+                    f.close()
 
 
 def _csv_column_fn(ltype: str, null: str) -> Callable[[Sequence[Any]], Sequence[Any]] | None:
