@@ -234,6 +234,30 @@ class PathsConf:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SparkConf:
+    master: str = opt("local[*]", nonempty=True)
+    """Any Spark master URL: ``local[N]``, ``spark://host:7077``, ``yarn``, ``k8s://...``."""
+    app_name: str = opt("wormhole", nonempty=True)
+    auto_rows: int = opt(20_000_000, min=0)
+    """``settings.engine = auto`` runs a task on Spark when the source's estimate exceeds this."""
+    warehouse_dir: str = "var/spark/warehouse"
+    """Hive tables' data (``spark.sql.warehouse.dir``) when no external metastore is configured."""
+    metastore_dir: str = "var/spark/metastore"
+    """The embedded (Derby) Hive metastore; one process at a time can open it."""
+    hive: bool = True
+    """Build the session with Hive support (the ``hive`` store needs it)."""
+    jars: tuple[str, ...] | None = None
+    """Extra jars; by default Debian's MariaDB Connector/J when it is installed."""
+    conf: dict[str, Any] = field(default_factory=dict)
+    """Any ``spark.*`` setting, passed to the session builder as is (``[spark.conf]`` in TOML)."""
+
+    def check(self, path: str, problems: Problems) -> None:
+        for key in self.conf:
+            if not (key.startswith("spark.") or key.startswith("javax.jdo.")):
+                problems.add(join_path(join_path(path, "conf"), key), "Spark settings start with 'spark.'")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineConf:
     monitor: MonitorConf = field(default_factory=MonitorConf)
     exchange: ExchangeConf = field(default_factory=ExchangeConf)
@@ -241,6 +265,7 @@ class EngineConf:
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
     reader: ReaderConf = field(default_factory=ReaderConf)
     paths: PathsConf = field(default_factory=PathsConf)
+    spark: SparkConf = field(default_factory=SparkConf)
 
     @classmethod
     def load(cls, conf_dir: str | Path | None) -> EngineConf:
@@ -277,7 +302,9 @@ class SpeedSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SettingsSpec:
-    engine: Literal["local"] = "local"
+    engine: Literal["local", "spark", "auto"] = "local"
+    """Where the read and write partitions run: threads in this process, Spark, or chosen from the
+    source's estimate (``spark.auto_rows``) and the stores (a Spark-only store needs Spark)."""
     consistency: Literal["isolated", "all_or_nothing"] = "isolated"
     """``isolated``: a failed destination rolls back alone; ``all_or_nothing``: any failure rolls
     back every destination (the original Wormhole's writer consistency)."""
@@ -357,6 +384,11 @@ class TaskSpec:
         destinations = tuple(_parse_destination(d, i, problems) for i, d in enumerate(ref.destinations))
         _check_destination_ids([d.id for d in ref.destinations], problems)
         _check_single_writers(destinations, problems)
+        if source is not None and ref.settings.engine == "local":
+            role = registry.get(source.plugin).source
+            if role is not None and role.spark_only:
+                problems.add("settings.engine", f"source plugin {source.plugin!r} is read by Spark only: "
+                                                f"use engine 'spark' or 'auto'")
         if problems or source is None or any(d is None for d in destinations):
             raise InvalidTaskConfig(problems.items)
         return cls(name=ref.name, source=source, destinations=destinations, settings=ref.settings)

@@ -141,6 +141,33 @@ class MonitorManager:
             self.wake.wait(self._conf.interval_s)
             self.wake.clear()
 
+    def watch_writers(self, writers: WriterManager, stop: threading.Event, stop_reason: Callable[[], str | None],
+                      progress: Callable[[str], dict[str, Any]]) -> str | None:
+        """Spark mode: the source is already read; poll the destinations' jobs until all are done.
+
+        ``progress(destination)`` adds what the Spark status tracker knows to the progress line.
+        """
+        checks = 0
+        while True:
+            if stop.is_set():
+                return stop_reason() or "stopped"
+            writers.poll()
+            if writers.all_finished():
+                return None
+            checks += 1
+            if checks % self._conf.report_every == 0:
+                elapsed = max(time.monotonic() - self._started, 1e-9)
+                destinations = {}
+                for dest_id, run in writers.destinations.items():
+                    totals = self.writer_totals(dest_id)
+                    destinations[dest_id] = {"state": run.state, "written": totals.written,
+                                             "rejected": totals.rejected,
+                                             **(progress(dest_id) if run.state == "running" else {})}
+                self._log.info("monitor.progress", rows_read=self.rows_read, elapsed_s=round(elapsed, 1),
+                               destinations=destinations)
+            self.wake.wait(self._conf.interval_s)
+            self.wake.clear()
+
     @property
     def elapsed_s(self) -> float:
         return round(time.monotonic() - self._started, 3)

@@ -13,6 +13,7 @@ For each destination, in turn:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -56,6 +57,8 @@ class DestinationRun:
     rollback_error: str | None = None
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
+    queued: int | None = None
+    """Rows handed to the destination when no queue carries them (Spark mode: the source's count)."""
 
     def fail(self, reason: str, code: str = "WRITE_ERROR") -> None:
         """First failure wins; the queue is aborted so the readers never wait on this destination."""
@@ -116,6 +119,19 @@ class WriterManager:
                 future.add_done_callback(self._monitor.notify)
                 dest.futures.append(future)
             dest.log.info("destination.started", threads=dest.concurrency)
+
+    def start_jobs(self, job: Callable[[DestinationRun, WriterCounters], None], rows: int) -> None:
+        """Spark mode: one driver thread per destination runs ``job`` (its Spark job) over ``rows`` rows."""
+        for dest in self.destinations.values():
+            if dest.state == "failed":
+                continue
+            dest.state = "running"
+            dest.queued = rows
+            counters = self._monitor.new_writer_monitor(dest.id)
+            future = spawn(job, dest, counters, name=f"writer-{dest.id}")
+            future.add_done_callback(self._monitor.notify)
+            dest.futures.append(future)
+            dest.log.info("destination.started", threads=1)
 
     def _write(self, dest: DestinationRun, worker: int, counters: WriterCounters) -> None:
         writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, worker)
@@ -206,7 +222,8 @@ class WriterManager:
         """Judge, then commit or roll back every destination; sets each ``outcome``."""
         for dest in self.destinations.values():
             if dest.state == "done" and abort_reason is None:
-                reason = judge(rows_sent=rows_sent, rows_queued=dest.storage.queue.rows_in,
+                queued = dest.queued if dest.queued is not None else dest.storage.queue.rows_in
+                reason = judge(rows_sent=rows_sent, rows_queued=queued,
                                totals=self._monitor.writer_totals(dest.id), limit=dest.limit)
                 if reason:
                     dest.fail(reason, "DIRTY_LIMIT_EXCEEDED" if "limit" in reason else "ROWS_UNACCOUNTED")

@@ -182,6 +182,12 @@ class SourceRole:
     splitter: Callable[[Any, ReadContext], Splitter]
     reader: Callable[[Any, ReadContext], Reader]
     periphery: Callable[[Any, ReadContext], ReaderPeriphery]
+    spark_read: str | None = None
+    """Optional ``module:function`` of a native Spark read, loaded only in Spark mode:
+    ``read(spark, options, splits, schema) -> DataFrame`` (one partition per split where it can).
+    Without it, Spark runs ``reader.read(split)`` per split inside the executors."""
+    spark_only: bool = False
+    """The store can only be read through Spark (its reader's ``read`` is never called)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,6 +203,17 @@ class SinkRole:
     single_writer_key: Callable[[Any], str | None] | None = None
     """Optional: a key naming a resource that admits one writing destination per run (a SQLite
     file); two destinations with the same key are a configuration error."""
+    spark_write: str | None = None
+    """Optional ``module:function`` of a native Spark write, loaded only in Spark mode:
+    ``write(df, options, context, prepared_periphery) -> bool``; False when these options need the
+    row writer instead. A failed write must leave nothing the periphery's rollback cannot undo."""
+    spark_partitions: bool = False
+    """In Spark mode the row writer may run inside the executors, one writer per partition with
+    ``worker_index`` = partition id: a partition written twice (a task retry) leaves its rows once.
+    Otherwise the destination's rows are written from the driver (``toLocalIterator``)."""
+    needs_spark: bool = False
+    """The store needs a SparkSession even when the rows move in local mode (a Hive catalog), so
+    ``settings.engine = auto`` chooses Spark."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

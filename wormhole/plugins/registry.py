@@ -18,6 +18,7 @@ BUILTIN: dict[str, str] = {
     "file": "wormhole.plugins.file:PLUGIN",
     "sqlite": "wormhole.plugins.sqlite:PLUGIN",
     "mysql": "wormhole.plugins.mysql:PLUGIN",
+    "hive": "wormhole.plugins.hive:PLUGIN",
 }
 
 _loaded: dict[str, Plugin] = {}

@@ -1,9 +1,11 @@
-"""The file store: csv and jsonl files as a source (file, directory or glob) and as a destination directory.
+"""The file store: csv, jsonl and parquet files as a source (file, directory or glob) and as a destination directory.
 
 Reading: one split per file; rows that do not convert to the column types go to the dirty sink
-with ``<file>:<line>``. Writing: one part file per writer thread in a temporary directory beside the
-target, moved into place on commit (``overwrite`` swaps the directory, ``append`` adds parts), with
-a ``_SUCCESS`` marker; rollback removes the temporary directory, so the target is never half-written.
+with ``<file>:<line>`` (parquet: ``<file>: row <n>``). Writing: one part file per writer thread in a
+temporary directory beside the target, moved into place on commit (``overwrite`` swaps the directory,
+``append`` adds parts), with a ``_SUCCESS`` marker; rollback removes the temporary directory, so the
+target is never half-written. parquet goes through pyarrow (the ``parquet`` extra), imported only
+when a task uses that format.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ __all__ = [
 
 PLUGIN = Plugin(
     name="file",
-    description="csv and jsonl files: read a file, directory or glob; write part files into a directory",
+    description="csv, jsonl and parquet files: read a file, directory or glob; write part files into a directory",
     source=SourceRole(
         options=FileReaderOptions,
         splitter=FileSplitter,
@@ -40,5 +42,7 @@ PLUGIN = Plugin(
         options=FileWriterOptions,
         periphery=FileWriterPeriphery,
         writer=FileWriter,
+        spark_write="wormhole.spark.stores:file_write",  # parquet; csv and jsonl keep the row writer's text
+        spark_partitions=True,  # a part per partition, created afresh: a retried partition replaces it
     ),
 )

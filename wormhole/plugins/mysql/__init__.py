@@ -39,6 +39,7 @@ PLUGIN = Plugin(
         splitter=MysqlSplitter,
         reader=MysqlReader,
         periphery=MysqlReaderPeriphery,
+        spark_read="wormhole.spark.stores:mysql_read",
     ),
     sink=SinkRole(
         options=MysqlWriterOptions,
@@ -48,5 +49,7 @@ PLUGIN = Plugin(
         # leaves the server idle half the time (make bench).
         default_concurrency=3,
         single_writer_key=_single_writer_key,
+        spark_write="wormhole.spark.stores:mysql_write",
+        spark_partitions=True,  # only replace/upsert use the row writer on Spark, and they replay cleanly
     ),
 )

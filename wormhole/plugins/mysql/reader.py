@@ -195,7 +195,8 @@ class MysqlSplitter:
                 finally:
                     close_quietly(conn)
                 splits.append(Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
-                                    params={"shard": index, "sql": opts.query, "args": (), "kinds": tuple(kinds)}))
+                                    params={"shard": index, "sql": opts.query, "args": (), "kinds": tuple(kinds),
+                                            "relation": f"({opts.query}) wormhole_query", "predicate": None}))
             return splits
         table_count = sum(len(tables) for _, tables in shards)
         per_table = math.ceil(advice / table_count)
@@ -235,13 +236,21 @@ class MysqlSplitter:
 
         def make(suffix: str, condition: str | None, args: tuple[Any, ...], order: str | None) -> Split:
             conditions = [c for c in (where, condition) if c]
+            # Spark's JDBC read takes one literal predicate per partition; the values are escaped
+            # by this connection, so they follow its character set.
+            predicate = " AND ".join(conditions) or None
+            for arg in args:
+                assert predicate is not None
+                predicate = predicate.replace(_ARG, conn.escape(arg), 1)
             sql = select + (f" WHERE {' AND '.join(conditions)}" if conditions else "")
             if order:
                 sql += f" ORDER BY {order}"
             if args:  # the driver formats with %: a % in the task's where or a name must stay literal
                 sql = sql.replace("%", "%%").replace(_ARG, "%s")
             return Split(id=base_id + suffix, resource_mark=ep.mark,
-                         params={"shard": index, "sql": sql, "args": args, "kinds": kinds})
+                         params={"shard": index, "sql": sql, "args": args, "kinds": kinds,
+                                 "relation": f"{quote(ep.database)}.{quote(table)}", "predicate": predicate,
+                                 "columns": tuple(c.name for c in chosen)})
 
         if opts.split_pk is None:
             return [make("", None, (), None)]

@@ -108,6 +108,16 @@ class MysqlWriterPeriphery:
         return connect(self.endpoint, error, timeout=self.options.connect_timeout_s,  # type: ignore[arg-type]
                        strict=self.options.strict, destination=self.ctx.destination)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Shipped to Spark executors (replace/upsert rows are written there): the lock stays home.
+        state = self.__dict__.copy()
+        del state["lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.Lock()
+
     def add_written(self, rows: int) -> None:
         with self.lock:
             self.rows_written += rows

@@ -167,6 +167,16 @@ class NullPeriphery:
         self.rolled_back = False
         self.lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Shipped to Spark executors, where each partition's writer counts on its own copy.
+        state = self.__dict__.copy()
+        del state["lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.Lock()
+
     def prepare(self) -> None:
         pass
 
@@ -209,5 +219,5 @@ PLUGIN = Plugin(
     description="deterministic row generator (reader) and null sink (writer), for tests and benchmarks",
     source=SourceRole(options=StreamReaderOptions, splitter=StreamSource, reader=StreamSource,
                       periphery=StreamSource),
-    sink=SinkRole(options=NullWriterOptions, periphery=NullPeriphery, writer=NullWriter),
+    sink=SinkRole(options=NullWriterOptions, periphery=NullPeriphery, writer=NullWriter, spark_partitions=True),
 )

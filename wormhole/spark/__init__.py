@@ -1,0 +1,34 @@
+"""Spark execution mode: the only package that imports pyspark (its modules import it; this one does not).
+
+``configure`` records the ``[spark]`` configuration of the running engine, so stores that need the
+session outside the data plane (the Hive catalog at prepare and commit) build the same one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from wormhole.config import SparkConf
+
+_conf: SparkConf | None = None
+
+
+def configure(conf: SparkConf) -> None:
+    global _conf
+    _conf = conf
+
+
+def current_conf() -> SparkConf:
+    return _conf if _conf is not None else SparkConf()
+
+
+def available() -> bool:
+    """Whether pyspark can be imported here (the ``spark`` extra is installed)."""
+    return importlib.util.find_spec("pyspark") is not None
+
+
+def spark_session():  # type: ignore[no-untyped-def]
+    """The process's SparkSession under the configured ``[spark]`` settings (built on first use)."""
+    from wormhole.spark.session import get_session
+
+    return get_session(current_conf())

@@ -1,0 +1,302 @@
+"""Spark execution of a task: the source as one persisted DataFrame, each destination one Spark job.
+
+The engine keeps its roles: the ReaderManager prepares and splits on the driver, the WriterManager
+prepares, polls, commits and rolls back each destination, and the MonitorManager watches; only the
+data plane moves to Spark (DESIGN §6):
+
+- the source becomes a DataFrame: the store's native Spark read (``SourceRole.spark_read``), else
+  its row reader run per split inside the executors; it is persisted and counted before any write,
+  so it is read once;
+- each destination is one Spark job, submitted from its own driver thread in its own FAIR pool and
+  job group: the store's native write (``SinkRole.spark_write``), else its row writer in
+  ``foreachPartition`` (stores whose partitions can be replayed), else its row writer on the driver
+  over ``toLocalIterator``. A failed job fails that destination only;
+- counts and rejected rows come back through accumulators, which Spark applies once per successful
+  task, so a retried partition is never counted twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark import AccumulatorParam, StorageLevel, TaskContext
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from wormhole.config import EngineConf, SourceSpec
+from wormhole.dirty import DirtyFile
+from wormhole.errors import DirtyLimitExceeded, ReadError, WriteError
+from wormhole.monitor import WriterCounters
+from wormhole.plugins import registry
+from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
+from wormhole.spark.session import describe_spark_error, get_session, startup_s
+from wormhole.spark.types import (
+    TO_SPARK,
+    from_spark_rows,
+    logical_schema,
+    rows_from_arrow,
+    spark_schema,
+    to_arrow_batches,
+)
+
+DirtyEntry = tuple[str, str | None, str, Row]
+"""(origin, split id, reason, row): a rejected row on its way from an executor to the dirty file."""
+
+
+class _ListParam(AccumulatorParam):  # type: ignore[type-arg]
+    def zero(self, value: list[Any]) -> list[Any]:
+        return []
+
+    def addInPlace(self, a: list[Any], b: list[Any]) -> list[Any]:
+        a.extend(b)
+        return a
+
+
+class _Totals(AccumulatorParam):  # type: ignore[type-arg]
+    """(delivered, written, rejected) summed over successful tasks."""
+
+    def zero(self, value: tuple[int, int, int]) -> tuple[int, int, int]:
+        return (0, 0, 0)
+
+    def addInPlace(self, a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int, int]:
+        return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+def load(target: str) -> Callable[..., Any]:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+class _AccumulatedDirty:
+    """The DirtySink of readers running inside executors: rejected rows travel in an accumulator."""
+
+    def __init__(self, acc: Any) -> None:
+        self._acc = acc
+
+    def reject(self, origin: str, rows: Any, split_id: str | None = None) -> None:
+        self._acc.add([(origin, split_id, r.reason, r.row) for r in rows])
+
+
+class SparkExecution:
+    def __init__(self, conf: EngineConf, ctx: ReadContext, dirty: DirtyFile, log: Any) -> None:
+        self._conf = conf
+        self._ctx = ctx
+        self._dirty = dirty
+        self._log = log
+        self.spark: SparkSession = get_session(conf.spark)
+        self.startup_s = startup_s()
+        self.sc = self.spark.sparkContext
+        self.group = f"wormhole-{ctx.task_id}-{ctx.run_id}"
+        self.frame: DataFrame | None = None
+        self.partitions = 0
+        self._source_dirty = self.sc.accumulator([], _ListParam())
+        self._totals: dict[str, Any] = {}
+        self._native: dict[str, bool] = {}
+
+    def describe(self) -> dict[str, Any]:
+        return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
+                "partitions": self.partitions}
+
+    # -- read side -----------------------------------------------------------------------------
+
+    def source_frame(self, source: SourceSpec, splits: list[Split], schema: Schema) -> tuple[DataFrame, Schema]:
+        """The source as a DataFrame (not yet read) and the schema the writers get."""
+        role = registry.get(source.plugin).source
+        assert role is not None
+        if role.spark_read is not None:
+            frame = load(role.spark_read)(self.spark, source.options, splits, schema)
+            how = "native"
+        else:
+            frame = self._row_reader_frame(source, splits, schema)
+            how = "row_reader"
+        self.frame = frame
+        self.partitions = frame.rdd.getNumPartitions() if how == "native" else len(splits)
+        self._log.info("spark.source_planned", read=how, partitions=self.partitions)
+        return frame, logical_schema(frame.schema)
+
+    def _row_reader_frame(self, source: SourceSpec, splits: list[Split], schema: Schema) -> DataFrame:
+        plugin, options, acc = source.plugin, source.options, self._source_dirty
+        task_id, run_id, batch_rows = self._ctx.task_id, self._ctx.run_id, self._ctx.batch_rows  # not the dirty file
+        count = max(len(splits), 1)
+
+        def read_partition(seeds: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            # One seed row per partition: the index of the split this partition reads.
+            sink = _AccumulatedDirty(acc)
+            reader_ctx = ReadContext(task_id=task_id, run_id=run_id, batch_rows=batch_rows, dirty=sink)
+            role = registry.get(plugin).source
+            assert role is not None
+            reader = role.reader(options, reader_ctx)
+            for seed in seeds:
+                for index in seed.column(0).to_pylist():
+                    split = splits[index]
+
+                    def reject(bad: list[Rejected], split_id: str = split.id) -> None:
+                        sink.reject("source", bad, split_id)
+                    try:
+                        yield from to_arrow_batches(schema, reader.read(split), reject)
+                    except ReadError:
+                        raise
+                    except Exception as exc:
+                        raise ReadError(f"reading split {split.id} failed: {exc}", plugin=plugin,
+                                        split_id=split.id) from exc
+
+        seeds = self.spark.range(0, len(splits), 1, numPartitions=count)
+        return seeds.mapInArrow(read_partition, spark_schema(schema))
+
+    def read(self) -> int:
+        """Read the source once: persist and count. Source rejects go to the dirty file."""
+        assert self.frame is not None
+        self.sc.setJobGroup(f"{self.group}:read", "wormhole: read the source", interruptOnCancel=True)
+        self.frame = self.frame.persist(StorageLevel.MEMORY_AND_DISK)
+        t0 = time.monotonic()
+        rows = self.frame.count()
+        entries: list[DirtyEntry] = self._source_dirty.value
+        self._flush_dirty(entries)
+        self._log.info("spark.source_read", rows=rows, elapsed_s=round(time.monotonic() - t0, 3),
+                       rejected=len(entries))
+        return rows
+
+    def _flush_dirty(self, entries: list[DirtyEntry]) -> None:
+        by_key: dict[tuple[str, str | None], list[Rejected]] = {}
+        for origin, split_id, reason, row in entries:
+            by_key.setdefault((origin, split_id), []).append(Rejected(tuple(row), reason))
+        for (origin, split_id), rows in by_key.items():
+            self._dirty.reject(origin, rows, split_id)
+
+    # -- write side ----------------------------------------------------------------------------
+
+    def write(self, dest: Any, counters: WriterCounters, rows: int) -> None:
+        """One destination's Spark job, run from its own driver thread (the WriterManager's pool)."""
+        assert self.frame is not None and dest.ctx is not None
+        self.sc.setLocalProperty("spark.scheduler.pool", dest.id)
+        self.sc.setJobGroup(f"{self.group}:{dest.id}", f"wormhole: write {dest.id}", interruptOnCancel=True)
+        frame = self.frame
+        t0 = time.monotonic()
+        try:
+            if dest.sink.spark_write is not None and load(dest.sink.spark_write)(frame, dest.options, dest.ctx,
+                                                                                  dest.periphery):
+                how = "native"
+                counters.delivered = counters.written = rows
+            elif dest.sink.spark_partitions:
+                how = "partitions"
+                self._write_partitions(dest, counters)
+            else:
+                how = "driver"
+                self._write_on_driver(dest, counters)
+        except (WriteError, DirtyLimitExceeded):
+            raise
+        except Exception as exc:
+            raise WriteError(describe_spark_error(exc), destination=dest.id, plugin=dest.plugin) from exc
+        finally:
+            self.sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
+        if hasattr(dest.periphery, "add_written") and how != "driver":
+            dest.periphery.add_written(counters.written)  # the periphery's own count (verify, messages)
+        self._native[dest.id] = how == "native"
+        dest.log.info("spark.destination_written", write=how, rows=counters.written,
+                      rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
+
+    def _write_partitions(self, dest: Any, counters: WriterCounters) -> None:
+        assert self.frame is not None
+        plugin, options, ctx, periphery = dest.plugin, dest.options, dest.ctx, dest.periphery
+        schema, batch_rows, limit = ctx.schema, ctx.batch_rows, dest.limit.record
+        totals = self._totals[dest.id] = self.sc.accumulator((0, 0, 0), _Totals())
+        dirty = self.sc.accumulator([], _ListParam())
+
+        def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            task = TaskContext.get()
+            worker = task.partitionId() if task is not None else 0
+            sink = registry.get(plugin).sink
+            assert sink is not None
+            writer = sink.writer(options, ctx, periphery, worker)
+            delivered = written = 0
+            bad: list[DirtyEntry] = []
+            try:
+                writer.open()
+                for record_batch in batches:
+                    rows = rows_from_arrow(schema, record_batch)
+                    for start in range(0, len(rows), batch_rows):
+                        batch = rows[start:start + batch_rows]
+                        result = writer.write(batch)
+                        if result.written + len(result.rejected) != len(batch):
+                            raise WriteError(f"writer accounted for {result.written + len(result.rejected)} of "
+                                             f"{len(batch)} rows", destination=ctx.destination, plugin=plugin)
+                        delivered += len(batch)
+                        written += result.written
+                        bad.extend((ctx.destination, None, r.reason, r.row) for r in result.rejected)
+                        # This partition's own rejects exceed the limit, so the total does too.
+                        if limit is not None and len(bad) > limit:
+                            raise DirtyLimitExceeded(f"{len(bad)} rejected rows exceed the record limit of "
+                                                     f"{limit}", limit=limit, observed=len(bad),
+                                                     destination=ctx.destination)
+                writer.flush()
+            finally:
+                writer.close()
+            totals.add((delivered, written, len(bad)))
+            dirty.add(bad)
+            yield from ()
+
+        canonical(self.frame, schema).mapInArrow(write_partition, "n long").collect()
+        counters.delivered, counters.written, counters.rejected = totals.value
+        self._flush_dirty(dirty.value)
+
+    def _write_on_driver(self, dest: Any, counters: WriterCounters) -> None:
+        # Stores whose writes cannot be replayed per partition (a SQLite file): the rows come to the
+        # driver partition by partition, in order, and one writer writes them there.
+        assert self.frame is not None
+        writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, 0)
+        try:
+            writer.open()
+            rows = self.frame.toLocalIterator(prefetchPartitions=True)
+            for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows):
+                result = writer.write(batch)
+                counters.delivered += len(batch)
+                counters.written += result.written
+                if result.rejected:
+                    counters.rejected += len(result.rejected)
+                    self._dirty.reject(dest.id, result.rejected)
+                    if dest.limit.record is not None and counters.rejected > dest.limit.record:
+                        raise DirtyLimitExceeded(f"{counters.rejected} rejected rows exceed the record limit of "
+                                                 f"{dest.limit.record}", limit=dest.limit.record,
+                                                 observed=counters.rejected, destination=dest.id)
+            writer.flush()
+        finally:
+            writer.close()
+
+    # -- monitoring and the end ----------------------------------------------------------------
+
+    def progress(self, dest_id: str) -> dict[str, Any]:
+        """Tasks done of the destination's job so far (accumulators count only finished tasks)."""
+        tracker = self.sc.statusTracker()
+        done = total = 0
+        for job_id in tracker.getJobIdsForGroup(f"{self.group}:{dest_id}"):
+            job = tracker.getJobInfo(job_id)
+            if job is None:
+                continue
+            for stage_id in job.stageIds:
+                stage = tracker.getStageInfo(stage_id)
+                if stage is not None:
+                    done += stage.numCompletedTasks
+                    total += stage.numTasks
+        info: dict[str, Any] = {"tasks_done": done, "tasks": total}
+        acc = self._totals.get(dest_id)
+        if acc is not None:
+            info["written"] = acc.value[1]
+        return info
+
+    def cancel(self, dest_ids: list[str]) -> None:
+        for name in ["read", *dest_ids]:
+            self.sc.cancelJobGroup(f"{self.group}:{name}")
+
+    def release(self) -> None:
+        if self.frame is not None:
+            self.frame.unpersist()
+            self.frame = None
+
+
+def canonical(frame: DataFrame, schema: Schema) -> DataFrame:
+    """The frame with each column cast to its logical type's Spark type (what local mode writes)."""
+    return frame.select([F.col(f"`{c.name}`").cast(TO_SPARK[c.type]).alias(c.name) for c in schema.columns])

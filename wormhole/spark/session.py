@@ -1,0 +1,166 @@
+"""The process's one SparkSession, built from ``[spark]`` in conf/engine.toml.
+
+Defaults make a task's data round-trip unchanged and its logs readable: UTC everywhere (JVM,
+session, so DATETIME values never shift), naive timestamps (``TimestampNTZ``), Spark's console
+progress bar and UI off, Spark's own log4j output at ERROR (our JSON log lines stay readable),
+the executors' Python the same interpreter as the driver's, MariaDB Connector/J on the classpath,
+and Hive support over an embedded Derby metastore under ``var/``. The wormhole package is zipped
+and shipped with ``addPyFile`` so executors on a cluster import the same code as the driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pyspark.sql import SparkSession
+
+import wormhole
+from wormhole.config import SparkConf
+
+log = structlog.get_logger("wormhole.spark")
+
+CONNECTOR_J = "/usr/share/java/mariadb-java-client.jar"
+"""Debian's libmariadb-java, which ``make install`` installs."""
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark %d{HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+_startup_s: float = 0.0
+
+
+def default_jars() -> tuple[str, ...]:
+    return (CONNECTOR_J,) if os.path.isfile(CONNECTOR_J) else ()
+
+
+def builder_settings(conf: SparkConf) -> dict[str, str]:
+    """Every setting the session is built with: our defaults, then the user's ``[spark.conf]``."""
+    metastore = Path(conf.metastore_dir).resolve()
+    warehouse = Path(conf.warehouse_dir).resolve()
+    log4j = _log4j_file(metastore.parent)
+    java_opts = f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{log4j} -Dderby.system.home={metastore}"
+    jars = conf.jars if conf.jars is not None else default_jars()
+    settings: dict[str, str] = {
+        "spark.master": conf.master,
+        "spark.app.name": conf.app_name,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+        "spark.executorEnv.TZ": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.scheduler.mode": "FAIR",  # one pool per destination: their jobs share the executors
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.sql.warehouse.dir": str(warehouse),
+        "spark.hadoop.javax.jdo.option.ConnectionURL":
+            f"jdbc:derby:;databaseName={metastore / 'metastore_db'};create=true",
+    }
+    if jars:
+        settings["spark.jars"] = ",".join(jars)
+    settings.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in conf.conf.items()})
+    return settings
+
+
+def get_session(conf: SparkConf) -> SparkSession:
+    """The process's SparkSession, built on first use (later calls return the same one)."""
+    global _session, _startup_s
+    with _lock:
+        if _session is not None:
+            return _session
+        t0 = time.monotonic()
+        Path(conf.metastore_dir).mkdir(parents=True, exist_ok=True)
+        Path(conf.warehouse_dir).mkdir(parents=True, exist_ok=True)
+        settings = builder_settings(conf)
+        # PySpark takes the executors' interpreter from the environment, not from the conf.
+        os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])
+        builder = SparkSession.builder
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        if conf.hive:
+            builder = builder.enableHiveSupport()
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel("ERROR")
+        session.sparkContext.addPyFile(str(package_zip(Path(conf.metastore_dir).resolve().parent)))
+        _startup_s = round(time.monotonic() - t0, 3)
+        log.info("spark.session_started", master=session.sparkContext.master, startup_s=_startup_s,
+                 version=session.version, hive=conf.hive)
+        _session = session
+        return session
+
+
+def startup_s() -> float:
+    """How long building the session took (0 until it is built)."""
+    return _startup_s
+
+
+def stop_session() -> None:
+    global _session
+    with _lock:
+        if _session is not None:
+            _session.stop()
+            _session = None
+
+
+def package_zip(directory: Path) -> Path:
+    """A zip of the wormhole package (named by a hash of its sources, so it is built once per version)."""
+    root = Path(wormhole.__file__).resolve().parent
+    files = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    target = directory / f"wormhole-{wormhole.__version__}-{digest.hexdigest()[:12]}.zip"
+    if not target.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in files:
+                zf.write(path, Path("wormhole") / path.relative_to(root))
+        os.replace(tmp, target)
+    return target
+
+
+def _log4j_file(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J:
+        path.write_text(_LOG4J)
+    return path
+
+
+def describe_spark_error(exc: BaseException) -> str:
+    """The useful line of a failed Spark job: the executor's Python exception when there is one."""
+    text = str(exc)
+    python_error = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        head, sep, message = stripped.partition(": ")
+        if sep and (head.endswith("Error") or head.endswith("Exception") or head.endswith("Exceeded")) \
+                and " " not in head and not head.startswith(("org.apache.spark", "py4j", "java.lang.reflect")):
+            python_error = f"{head.rsplit('.', 1)[-1]}: {message}" if head.startswith("wormhole.") is False \
+                else message
+    if python_error is None:
+        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+        python_error = first
+    return python_error[:2000]
+
+
+def error_details(exc: BaseException) -> dict[str, Any]:
+    return {"error": describe_spark_error(exc), "type": type(exc).__name__}
