@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import threading
 import time
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import structlog
 from pyspark.sql import SparkSession
@@ -145,22 +145,26 @@ def _log4j_file(directory: Path) -> Path:
     return path
 
 
+_EXCEPTION_LINE = re.compile(r"^(?:Caused by: )?([A-Za-z_][\w$.]*(?:Error|Exception|Exceeded)): (.+)$")
+
+
 def describe_spark_error(exc: BaseException) -> str:
-    """The useful line of a failed Spark job: the executor's Python exception when there is one."""
+    """The useful line of a failed Spark job: the executor's Python exception when there is one,
+    else the deepest Java cause (a JDBC error, say), else the first line."""
     text = str(exc)
-    python_error = None
+    python_error = java_error = None
     for line in text.splitlines():
-        stripped = line.strip()
-        head, sep, message = stripped.partition(": ")
-        if sep and (head.endswith("Error") or head.endswith("Exception") or head.endswith("Exceeded")) \
-                and " " not in head and not head.startswith(("org.apache.spark", "py4j", "java.lang.reflect")):
-            python_error = f"{head.rsplit('.', 1)[-1]}: {message}" if head.startswith("wormhole.") is False \
-                else message
-    if python_error is None:
-        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
-        python_error = first
-    return python_error[:2000]
-
-
-def error_details(exc: BaseException) -> dict[str, Any]:
-    return {"error": describe_spark_error(exc), "type": type(exc).__name__}
+        match = _EXCEPTION_LINE.match(line.strip())
+        if match is None:
+            continue
+        name, message = match.groups()
+        if name.startswith(("org.apache.spark.", "py4j.", "java.lang.reflect.")) or name.endswith("PythonException"):
+            continue
+        if name.startswith("wormhole."):
+            python_error = message  # our own errors already say what failed and where
+        elif "." not in name:
+            python_error = f"{name}: {message}"
+        else:
+            java_error = f"{name.rsplit('.', 1)[-1]}: {message}"
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+    return (python_error or java_error or first)[:2000]

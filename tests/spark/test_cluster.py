@@ -1,0 +1,76 @@
+"""A task on a real standalone cluster (scripts/spark-cluster.sh: one master, one worker on 127.0.0.1),
+run through the CLI, gives the same contents as the same task on the test run's local[2] session."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import REPO, log_events, make_workspace
+from tests.spark_helpers import run_task
+from wormhole.config import EngineConf
+
+pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.slow]
+
+MASTER = "spark://127.0.0.1:7077"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    script = REPO / "scripts" / "spark-cluster.sh"
+    env = {"WORMHOLE_CLUSTER_DIR": str(tmp_path_factory.mktemp("cluster")), "PATH": "/usr/bin:/bin"}
+    started = subprocess.run([str(script), "start"], env=env, capture_output=True, text=True, timeout=180)
+    assert started.returncode == 0, started.stderr + started.stdout
+    try:
+        yield MASTER
+    finally:
+        subprocess.run([str(script), "stop"], env=env, capture_output=True, text=True, timeout=60)
+
+
+def task(out: Path) -> dict[str, Any]:
+    return {
+        "source": {"plugin": "stream", "params": {"rows": 120_000, "splits": 3, "columns": [
+            {"name": "id", "type": "int"}, {"name": "name", "type": "string"}, {"name": "price", "type": "decimal"},
+            {"name": "ts", "type": "datetime"}, {"name": "doc", "type": "json"}]}},
+        "destinations": [
+            {"id": "parquet", "plugin": "file", "params": {"path": str(out / "parquet"), "format": "parquet"}},
+            {"id": "jsonl", "plugin": "file", "params": {"path": str(out / "jsonl"), "format": "jsonl"}},
+        ],
+        "settings": {"engine": "spark"},
+    }
+
+
+def jsonl_lines(path: Path) -> list[str]:
+    return sorted(line for part in path.glob("part-*.jsonl") for line in part.read_text().splitlines())
+
+
+def test_a_task_on_the_standalone_cluster_equals_local(cluster: str, spark_conf: EngineConf, tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    ws = make_workspace(tmp_path / "ws")
+    ws.write_conf(monitor={"interval_s": 0.05}, spark={
+        "master": cluster, "warehouse_dir": str(tmp_path / "ws" / "var" / "warehouse"),
+        "metastore_dir": str(tmp_path / "ws" / "var" / "metastore"), "hive": False})
+    task_id = ws.submit(task(tmp_path / "cluster"))
+    proc = ws.run("--task-id", str(task_id), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = ws.show(task_id)["result"]
+    if isinstance(result, str):
+        result = json.loads(result)
+    assert result["engine"] == "spark" and result["spark"]["master"] == cluster
+    events = log_events(proc.stderr)
+    written = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
+    assert written == {"parquet": "native", "jsonl": "partitions"}  # the row writer ran on the worker
+
+    local, _ = run_task(spark_conf, task(tmp_path / "local"))
+    assert local.exit_code == 0 and local.result["spark"]["master"] == "local[2,3]"
+    a = pq.read_table(str(tmp_path / "cluster" / "parquet")).sort_by("id")
+    b = pq.read_table(str(tmp_path / "local" / "parquet")).sort_by("id")
+    assert a.num_rows == b.num_rows == 120_000
+    assert a.equals(b)
+    assert jsonl_lines(tmp_path / "cluster" / "jsonl") == jsonl_lines(tmp_path / "local" / "jsonl")

@@ -1,0 +1,28 @@
+"""Running tasks in this process against the test run's one SparkSession (see tests/spark/conftest.py)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import structlog
+from structlog.testing import capture_logs
+
+from wormhole.config import EngineConf, TaskSpec
+from wormhole.engine import Engine, RunResult
+
+_run_ids = itertools.count(1)
+
+
+def run_task(conf: EngineConf, raw: dict[str, Any]) -> tuple[RunResult, list[dict[str, Any]]]:
+    """Run a task in this process (the shared session) and capture its log events."""
+    spec = TaskSpec.from_mapping(raw)
+    with capture_logs() as events:
+        result = Engine(conf, spec, task_id=7, run_id=next(_run_ids), log=structlog.get_logger()).run()
+    return result, events
+
+
+def dirty_lines(conf: EngineConf, result: RunResult) -> list[str]:
+    path = result.result["dirty_file"]
+    return Path(path).read_text().splitlines() if path else []
