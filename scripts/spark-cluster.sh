@@ -53,7 +53,7 @@ start() {
     if ! running worker; then
         nohup "$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.worker.Worker \
             --host 127.0.0.1 --cores "${SPARK_WORKER_CORES:-2}" --memory "${SPARK_WORKER_MEMORY:-2g}" \
-            --work-dir "$(pwd)/$DIR/work" --webui-port "${SPARK_WORKER_WEBUI_PORT:-8081}" "$MASTER_URL" \
+            --work-dir "$(cd "$DIR/work" && pwd)" --webui-port "${SPARK_WORKER_WEBUI_PORT:-8081}" "$MASTER_URL" \
             >"$DIR/worker.log" 2>&1 &
         echo $! >"$DIR/worker.pid"
     fi
