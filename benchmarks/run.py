@@ -6,8 +6,12 @@ stream generator without the engine, runs in the same process tree, so the ratio
 Results also go to benchmarks/results/latest.json.
 
 After the stream scenarios come the MySQL ones (benchmarks/mysql_scenario.py): wormhole against
-``mysqldump | mysql`` and a naive pymysql copy on the local MariaDB. ``--only stream|mysql`` runs one
-part; its entries in latest.json replace that part's previous ones and the other part's are kept.
+``mysqldump | mysql`` and a naive pymysql copy on the local MariaDB. ``--only stream|mysql|spark`` runs one
+part; its entries in latest.json replace that part's previous ones and the other parts' are kept.
+
+The Spark scenario (benchmarks/spark_scenario.py: wormhole's Spark, local and auto engines against a plain
+PySpark script, 1M and 5M rows) takes long, so it runs only with ``--only spark`` or ``--with-spark``
+(``make bench BENCH_ARGS="--only spark"``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import mysql_scenario
+from benchmarks import mysql_scenario, spark_scenario
 
 RESULTS = Path("benchmarks/results/latest.json")
 
@@ -74,13 +78,16 @@ def save(results: list[dict], parts: set[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["stream", "mysql"], help="run one part (default: stream, then mysql)")
+    parser.add_argument("--only", choices=["stream", "mysql", "spark"],
+                        help="run one part (default: stream, then mysql; spark only with --with-spark)")
+    parser.add_argument("--with-spark", action="store_true", help="run the (long) Spark scenario after the others")
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000], help="stream rows")
     parser.add_argument("--repeat", type=int,
                         help="runs per scenario, the best counts (default: 3 for stream, 1 for mysql)")
     mysql_scenario.add_arguments(parser, prefix="mysql-")
+    spark_scenario.add_arguments(parser, prefix="spark-")
     args = parser.parse_args()
-    parts = {args.only} if args.only else {"stream", "mysql"}
+    parts = {args.only} if args.only else {"stream", "mysql"} | ({"spark"} if args.with_spark else set())
     results: list[dict] = []
     if "stream" in parts:
         results += run_stream(args.rows, args.repeat or 3)
@@ -96,7 +103,18 @@ def main() -> None:
             results += mysql_scenario.run_all(opts)
         except mysql_scenario.BenchmarkFailure as exc:
             raise SystemExit(f"MySQL BENCHMARK FAILED: {exc}") from None
+        save(results, parts - {"spark"})
+    if "spark" in parts:
+        if parts != {"spark"}:
+            print(flush=True)
+        server = mysql_scenario.Server(host=args.host, port=args.port, user=args.user)
+        try:
+            results += spark_scenario.run_all(spark_scenario.options_from(args, args.spark_rows, server, args.keep))
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"SPARK BENCHMARK FAILED: {exc}") from None
         save(results, parts)
+        if failed := spark_scenario.failed_contenders(results):
+            raise SystemExit(f"SPARK BENCHMARK: failed contenders: {'; '.join(failed)}")
 
 
 if __name__ == "__main__":

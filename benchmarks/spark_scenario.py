@@ -1,0 +1,585 @@
+"""Spark scenario: wormhole's Spark, local and auto engines against a plain PySpark script, on the local MariaDB.
+
+For each size in ``--rows`` (default 1M and 5M) the source ``whb_src.t_<size>`` is built with the MySQL
+scenario's recipe (benchmarks/mysql_scenario.py; reused while its count and checksum hold), and four
+contenders copy it to the same 3 destinations (``whb_d1..3``), one after another, each as a child process:
+
+* ``plain pyspark``: benchmarks/spark_plain.py, the script a user would write (partitioned JDBC read,
+  ``persist``, three batched JDBC writes);
+* ``wormhole local``, ``wormhole spark``, ``wormhole auto``: the wormhole CLI in a scratch workspace,
+  the MySQL scenario's task (``split_pk: id``, 3 mysql destinations) with ``settings.engine`` set.
+
+The Spark and auto runs read a ``conf/engine.toml`` written into the workspace: the repository's, plus a
+``[spark]`` section (``master`` = ``--spark-master``, warehouse and metastore inside the workspace, the
+Spark UI off as in the plain script, ``auto_rows`` only when ``--auto-rows`` is given, so by default the
+shipped threshold is what ``auto`` is measured with). The local run uses the repository's conf as is.
+
+Destinations are emptied before every run and compared with the source afterwards by ``COUNT(*)`` and
+``CHECKSUM TABLE``. A contender that exits non-zero or leaves a wrong copy is reported as FAILED with its
+exit code and last error line, and the others still run. Wall time is the child's, from ``os.wait4``;
+Spark start-up is reported separately: the plain script's own ``startup_s`` and, for wormhole, the
+``spark.startup_s`` of the run's result (its task row). Peak RSS is the largest sum of the RSS of the
+child's whole process tree (the Spark JVM included), sampled every 0.2 s.
+
+Targets: Spark mode at least as fast as the plain script at 5M rows (checked at the largest size run);
+``auto`` within 20 % of the faster of local and Spark at every size (its wall time at most 1.2x).
+
+Run: ``make bench BENCH_ARGS="--only spark"`` (or ``--with-spark`` to add it to the full run), or alone:
+``.venv/bin/python -m benchmarks.spark_scenario [--rows 200000] [--contenders plain local]``
+from the repository root. Figures go to benchmarks/results/latest.json (through benchmarks.run) or to
+``--json`` (default benchmarks/results/spark.json) when run alone. It takes long: 5M rows on 2 cores
+is several minutes per contender.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.mysql_scenario import (
+    DEST_DBS,
+    REPO,
+    SRC_DB,
+    BenchmarkFailure,
+    Server,
+    Snapshot,
+    Timed,
+    Workspace,
+    create_destinations,
+    drop_destinations,
+    empty_destinations,
+    ensure_source,
+    say,
+    table_mib,
+    timed,
+    verify,
+    wormhole_command,
+    wormhole_spec,
+)
+
+CONTENDERS = ("plain", "local", "spark", "auto")
+LABELS = {"plain": "plain pyspark", "local": "wormhole local", "spark": "wormhole spark", "auto": "wormhole auto"}
+DEFAULT_JSON = Path("benchmarks/results/spark.json")
+SPARK_TARGET_ROWS = 5_000_000
+AUTO_SLACK = 1.20
+"""``auto`` may take at most this times the faster engine's wall time."""
+
+
+def size_label(rows: int) -> str:
+    for unit, suffix in ((1_000_000, "m"), (1_000, "k")):
+        if rows % unit == 0:
+            return f"{rows // unit}{suffix}"
+    return str(rows)
+
+
+def source_table(rows: int) -> str:
+    return f"t_{size_label(rows)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Process tree RSS
+
+
+def _children_and_rss() -> tuple[dict[int, list[int]], dict[int, int]]:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()  # fields[0] is field 3 (state) of proc(5)
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        rss[pid] = int(fields[21])
+    return children, rss
+
+
+def descendants(root: int) -> tuple[set[int], int]:
+    """The pids below ``root`` and the sum of their RSS in bytes."""
+    children, rss = _children_and_rss()
+    found: set[int] = set()
+    todo = list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, ()))
+    page = os.sysconf("SC_PAGE_SIZE")
+    return found, sum(rss.get(pid, 0) for pid in found) * page
+
+
+class TreeSampler:
+    """Samples this process's descendants while a child runs: the peak of their summed RSS, and their pids.
+
+    ``os.wait4`` only counts the children that were waited for, and PySpark never waits for its JVM,
+    so the JVM's memory would be missing from ``ru_maxrss``.
+    """
+
+    def __init__(self, interval_s: float = 0.2) -> None:
+        self.interval_s = interval_s
+        self.peak_bytes = 0
+        self.pids: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def _run(self) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            pids, total = descendants(me)
+            self.pids |= pids
+            self.peak_bytes = max(self.peak_bytes, total)
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def peak_mib(self) -> float:
+        return round(self.peak_bytes / 2**20, 1)
+
+
+def wait_gone(pids: set[int], timeout_s: float = 60.0) -> float:
+    """Wait until the processes seen during a run have exited (an orphaned Spark JVM shuts down after
+    its Python driver): the next contender starts on a quiet machine. Returns the seconds waited."""
+    start = time.perf_counter()
+    alive = set(pids)
+    while alive and time.perf_counter() - start < timeout_s:
+        alive = {pid for pid in alive if os.path.exists(f"/proc/{pid}")}
+        if alive:
+            time.sleep(0.1)
+    if alive:
+        say(f"  warning: processes {sorted(alive)} still running {timeout_s:.0f} s after the contender exited")
+    return round(time.perf_counter() - start, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# One contender's run
+
+
+@dataclass
+class Outcome:
+    """One contender at one size. ``error`` set means it failed and has no figure."""
+
+    contender: str
+    rows: int
+    seconds: float | None = None
+    peak_rss_mib: float | None = None
+    maxrss_mib: float | None = None
+    startup_s: float | None = None
+    engine: str | None = None
+    engine_reason: str | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    lingered_s: float | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.seconds is not None
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.contender]
+
+    @property
+    def rows_per_s(self) -> int | None:
+        return round(self.rows / self.seconds) if self.ok and self.seconds else None
+
+    @property
+    def seconds_excl_startup(self) -> float | None:
+        if not self.ok or self.seconds is None or self.startup_s is None:
+            return None
+        return self.seconds - self.startup_s
+
+    @property
+    def rows_per_s_excl_startup(self) -> int | None:
+        rest = self.seconds_excl_startup
+        return round(self.rows / rest) if rest and rest > 0 else None
+
+    def as_json(self) -> dict[str, Any]:
+        rest = self.seconds_excl_startup
+        return {"part": "spark", "scenario": self.label, "rows": self.rows, "destinations": len(DEST_DBS),
+                "status": "ok" if self.ok else "failed",
+                "seconds": None if self.seconds is None else round(self.seconds, 3),
+                "rows_per_s": self.rows_per_s,
+                "spark_startup_s": self.startup_s,
+                "seconds_excl_startup": None if rest is None else round(rest, 3),
+                "rows_per_s_excl_startup": self.rows_per_s_excl_startup,
+                "peak_rss_mib": self.peak_rss_mib, "maxrss_mib": self.maxrss_mib,
+                "engine": self.engine, "engine_reason": self.engine_reason,
+                "exit_code": self.exit_code, "error": self.error, "lingered_s": self.lingered_s, **self.detail}
+
+
+def last_error_line(stderr: str) -> str:
+    """The most telling line of a failed child's stderr: the last error record of a JSON log, else the
+    last line that is not Spark's progress bar."""
+    fallback = ""
+    for line in reversed(stderr.splitlines()):
+        line = line.strip()
+        if not line or line.startswith("[Stage"):
+            continue
+        if line.startswith("{"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                record = None
+            if isinstance(record, dict):
+                if record.get("level") in ("error", "critical", "exception"):
+                    detail = record.get("error") or record.get("problems") or ""
+                    return f"{record.get('event', 'error')}: {detail}"
+                continue
+        fallback = fallback or line
+    return fallback[-500:] or "(no stderr)"
+
+
+def result_from_log(stderr: str) -> dict[str, Any] | None:
+    """The last JSON log record that carries the engine's choice, when the task row has no result."""
+    for line in reversed(stderr.splitlines()):
+        if line.startswith("{") and '"engine"' in line:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and "engine" in record:
+                return record
+    return None
+
+
+def measure(cmd: list[str], *, cwd: Path, env: dict[str, str] | None) -> tuple[Timed, float, set[int]]:
+    with TreeSampler() as sampler:
+        run = timed(cmd, cwd=cwd, env=env)
+    return run, sampler.peak_mib, sampler.pids
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    rows: tuple[int, ...] = (1_000_000, 5_000_000)
+    contenders: tuple[str, ...] = CONTENDERS
+    master: str = "local[2]"
+    auto_rows: int | None = None
+    plain_partitions: int = 4
+    channel: int = 2
+    writers: int = 3
+    spark_conf: tuple[tuple[str, str], ...] = ()
+    server: Server = field(default_factory=Server)
+    keep: bool = False
+
+
+class SparkBench:
+    def __init__(self, opts: Options, cur: Any) -> None:
+        self.opts = opts
+        self.cur = cur
+        self.ws = Workspace(Path(tempfile.mkdtemp(prefix="whb-spark-")))
+        self.spark_conf_dir = self.ws.root / "conf-spark"
+        self.write_spark_conf()
+        self.keep_workspace = opts.keep
+
+    def write_spark_conf(self) -> None:
+        """The repository's engine.toml plus a [spark] section, for the spark and auto runs."""
+        o = self.opts
+        lines = ["", "[spark]", f"master = {json.dumps(o.master)}", 'app_name = "wormhole-bench"',
+                 f"warehouse_dir = {json.dumps(str(self.ws.root / 'spark' / 'warehouse'))}",
+                 f"metastore_dir = {json.dumps(str(self.ws.root / 'spark' / 'metastore'))}"]
+        if o.auto_rows is not None:
+            lines.append(f"auto_rows = {o.auto_rows}")
+        lines += ["", "[spark.conf]", '"spark.ui.enabled" = "false"  # as in the plain script']
+        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in o.spark_conf]
+        text = (REPO / "conf" / "engine.toml").read_text(encoding="utf-8").rstrip("\n") + "\n" + "\n".join(lines)
+        tomllib.loads(text)  # it must parse before any engine sees it
+        self.spark_conf_dir.mkdir()
+        (self.spark_conf_dir / "engine.toml").write_text(text + "\n", encoding="utf-8")
+
+    # -- contenders
+
+    def run_plain(self, table: str, rows: int) -> Outcome:
+        s = self.opts.server
+        cmd = [sys.executable, "-m", "benchmarks.spark_plain", "--rows", str(rows), "--src-db", SRC_DB,
+               "--table", table, "--dest-dbs", *DEST_DBS, "--master", self.opts.master,
+               "--num-partitions", str(self.opts.plain_partitions),
+               "--host", s.host, "--port", str(s.port), "--user", s.user]
+        # In the workspace, so anything Spark leaves in its working directory stays out of the repository.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        run, peak, pids = measure(cmd, cwd=self.ws.root, env=env)
+        out = Outcome("plain", rows, peak_rss_mib=peak, maxrss_mib=run.peak_rss_mib, exit_code=run.returncode,
+                      lingered_s=wait_gone(pids))
+        if run.returncode != 0:
+            out.error = last_error_line(run.stderr)
+            return out
+        out.seconds = run.seconds
+        try:
+            figures = json.loads(run.stdout.strip().splitlines()[-1])
+        except (IndexError, json.JSONDecodeError):
+            out.error = f"no JSON line on stdout: {run.stdout.strip()[-300:]!r}"
+            return out
+        out.startup_s = figures.get("startup_s")
+        out.engine = "spark"
+        out.detail = {"read_s": figures.get("read_s"), "write_s": figures.get("write_s")}
+        return out
+
+    def run_wormhole(self, engine: str, table: str, rows: int) -> Outcome:
+        o = self.opts
+        spec = wormhole_spec(o.server, table, len(DEST_DBS), o.channel, o.writers)
+        spec["name"] += f" engine={engine}"
+        spec["settings"]["engine"] = engine
+        task_id = self.ws.submit(spec)
+        env = dict(self.ws.env)
+        if engine != "local":
+            env["WORMHOLE_CONF"] = str(self.spark_conf_dir)
+        cmd = [*wormhole_command(), "--task-id", str(task_id)]
+        run, peak, pids = measure(cmd, cwd=self.ws.root, env=env)
+        out = Outcome(engine, rows, peak_rss_mib=peak, maxrss_mib=run.peak_rss_mib, exit_code=run.returncode,
+                      lingered_s=wait_gone(pids))
+        result, task_error = self.task_result(task_id)
+        result = result or result_from_log(run.stderr)
+        if result:
+            out.engine = result.get("engine")
+            out.engine_reason = result.get("engine_reason")
+            spark = result.get("spark") or {}
+            if isinstance(spark, dict) and spark.get("startup_s") is not None:
+                out.startup_s = float(spark["startup_s"])
+            out.detail = {"task_id": task_id, "duration_s": result.get("duration_s"),
+                          "spark_master": spark.get("master") if isinstance(spark, dict) else None}
+        if run.returncode != 0:
+            out.error = last_error_line(run.stderr)
+            if task_error and out.error.split(": ", 1)[-1] not in task_error and task_error not in out.error:
+                out.error += f" [task error: {task_error[:300]}]"
+            self.keep_workspace = True  # its task DB has the failed run
+            return out
+        out.seconds = run.seconds
+        return out
+
+    def task_result(self, task_id: int) -> tuple[dict[str, Any] | None, str | None]:
+        conn = sqlite3.connect(self.ws.db_path)
+        try:
+            row = conn.execute("SELECT result, error FROM wormhole_task WHERE id = ?", (task_id,)).fetchone()
+        finally:
+            conn.close()
+        if row is None:
+            return None, None
+        try:
+            result = json.loads(row[0]) if row[0] else None
+        except json.JSONDecodeError:
+            result = None
+        return (result if isinstance(result, dict) else None), row[1]
+
+    def attempt(self, contender: str, table: str, source: Snapshot) -> Outcome:
+        # wormhole loads with `truncate`: a stale row it must remove proves it did; the plain script appends.
+        empty_destinations(self.cur, table, DEST_DBS, stale_row=contender != "plain")
+        if contender == "plain":
+            out = self.run_plain(table, source.rows)
+        else:
+            out = self.run_wormhole(contender, table, source.rows)
+        if out.ok:
+            try:
+                verify(self.cur, out.label, table, DEST_DBS, source)
+            except BenchmarkFailure as exc:
+                out.error = str(exc)
+        if out.ok:
+            excl = out.seconds_excl_startup
+            extra = f", {excl:.2f} s without Spark start-up" if excl is not None else ""
+            engine = f", engine {out.engine}" if contender == "auto" else ""
+            say(f"  {out.label:<16} {out.seconds:8.2f} s{extra}, peak RSS {out.peak_rss_mib} MiB{engine}, "
+                "copy verified")
+        else:
+            say(f"  {out.label:<16} FAILED (exit {out.exit_code}): {out.error}")
+        return out
+
+    def run(self) -> list[Outcome]:
+        o = self.opts
+        say(f"preparing {SRC_DB} on {o.server.host}:{o.server.port}")
+        sources = {rows: ensure_source(self.cur, source_table(rows), rows) for rows in o.rows}
+        create_destinations(self.cur, tuple(source_table(rows) for rows in o.rows))
+        say(f"workspace {self.ws.root}; spark conf {self.spark_conf_dir / 'engine.toml'}")
+        outcomes: list[Outcome] = []
+        for rows in o.rows:
+            table = source_table(rows)
+            say(f"{SRC_DB}.{table}: {rows:,} rows ({table_mib(self.cur, SRC_DB, table)} MiB) -> {', '.join(DEST_DBS)}")
+            for contender in o.contenders:
+                outcomes.append(self.attempt(contender, table, sources[rows]))
+            empty_destinations(self.cur, table, DEST_DBS)  # frees the space before the next size
+        if self.keep_workspace:
+            say(f"workspace kept: {self.ws.root}")
+        else:
+            shutil.rmtree(self.ws.root, ignore_errors=True)
+        return outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def _fmt(value: float | int | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _target(name: str, rows: int, value: float | None, shown: str, goal: str, passed: bool | None,
+            note: str = "") -> dict[str, Any]:
+    """Print one target line; its latest.json entry."""
+    status = "n/a" if passed is None else ("PASS" if passed else "MISS")
+    say(f"  {name:<44} {shown:>7} {goal:>9}  {status}{'  (' + note + ')' if note else ''}")
+    return {"part": "spark", "scenario": "target", "target": name, "rows": rows, "value": value, "goal": goal,
+            "status": status, "note": note}
+
+
+def report(outcomes: list[Outcome], opts: Options) -> list[dict[str, Any]]:
+    """Print a table per size, the ratios and the targets; return the target entries for the JSON."""
+    targets: list[dict[str, Any]] = []
+    sizes = list(dict.fromkeys(o.rows for o in outcomes))
+    for rows in sizes:
+        at = {o.contender: o for o in outcomes if o.rows == rows}
+        say("")
+        say(f"Spark scenario, {rows:,} rows -> {len(DEST_DBS)} MariaDB destinations, master {opts.master}; "
+            "rows/s = source rows / wall time; peak RSS = process tree")
+        say(f"{'scenario':<16} {'wall s':>8} {'rows/s':>9} {'start-up s':>10} {'excl. s':>8} {'rows/s excl.':>12} "
+            f"{'peak RSS MiB':>12}  {'engine':<7} note")
+        for o in at.values():
+            if o.ok:
+                note = o.engine_reason or ""
+                if "read_s" in o.detail:
+                    note = f"read {o.detail['read_s']} s, write {o.detail['write_s']} s"
+                say(f"{o.label:<16} {o.seconds:>8.2f} {_fmt(o.rows_per_s, ','):>9} {_fmt(o.startup_s, '.2f'):>10} "
+                    f"{_fmt(o.seconds_excl_startup, '.2f'):>8} {_fmt(o.rows_per_s_excl_startup, ','):>12} "
+                    f"{_fmt(o.peak_rss_mib, ''):>12}  {o.engine or '-':<7} {note}")
+            else:
+                error = o.error or ""
+                error = error if len(error) <= 200 else error[:200] + "..."
+                say(f"{o.label:<16} {'FAILED':>8}  exit {o.exit_code}: {error}")
+        say("")
+        say(f"  {'ratio / target':<44} {'value':>7} {'goal':>9}")
+        plain, spark, local, auto = (at.get(c) for c in ("plain", "spark", "local", "auto"))
+        # Spark mode vs the plain script: same rows, so the ratio of rows/s is the inverse ratio of times.
+        name = "spark / plain rows/s (total wall time)"
+        failed = [c.label for c in (spark, plain) if c is not None and not c.ok]
+        if spark is None or plain is None or failed:
+            why = " and ".join(failed) + " failed" if failed else "spark and plain not both run"
+            targets.append(_target(name, rows, None, "-", ">= 1.0", None, why))
+        else:
+            assert spark.seconds is not None and plain.seconds is not None
+            ratio = plain.seconds / spark.seconds
+            if rows == max(sizes):
+                note = "indicative: the target is set at 5M rows" if rows < SPARK_TARGET_ROWS else ""
+                targets.append(_target(name, rows, round(ratio, 3), f"{ratio:.3f}", ">= 1.0", ratio >= 1.0, note))
+            else:
+                say(f"  {name:<44} {ratio:>7.3f}")
+            p, s = plain.seconds_excl_startup, spark.seconds_excl_startup
+            if p and s:
+                say(f"  {'spark / plain rows/s (excluding start-up)':<44} {p / s:>7.3f}")
+        # auto vs the faster engine, by wall time.
+        engines = [c for c in (local, spark) if c is not None and c.ok]
+        name = "auto wall time vs faster of local/spark"
+        if auto is None:
+            continue
+        if not auto.ok or len(engines) < 2:
+            failed = [c.label for c in (auto, local, spark) if c is not None and not c.ok]
+            why = (" and ".join(failed) + " failed") if failed else "local and spark not both run"
+            targets.append(_target(name, rows, None, "-", "<= +20%", None, why))
+            continue
+        best = min(engines, key=lambda c: c.seconds or 0.0)
+        assert auto.seconds is not None and best.seconds is not None
+        slower = auto.seconds / best.seconds
+        say(f"  {'auto rows/s as % of ' + best.label:<44} {100 / slower:>6.1f}%")
+        extra = round((slower - 1) * 100, 1)
+        chose = f"auto chose {auto.engine}" + (f": {auto.engine_reason}" if auto.engine_reason else "")
+        entry = _target(name, rows, extra, f"{extra:+.1f}%", "<= +20%", slower <= AUTO_SLACK,
+                        chose if auto.engine else "")
+        entry["auto_engine"] = auto.engine
+        targets.append(entry)
+    return targets
+
+
+def run_all(opts: Options) -> list[dict[str, Any]]:
+    """Run the Spark comparison; return latest.json entries. Raises BenchmarkFailure when it cannot run
+    at all (no server, no source); a failing contender is an entry with status "failed"."""
+    admin = opts.server.connect(autocommit=True)
+    try:
+        with admin.cursor() as cur:
+            cur.execute("SELECT VERSION()")
+            say(f"MariaDB {cur.fetchone()[0]}")
+            try:
+                outcomes = SparkBench(opts, cur).run()
+            finally:
+                if not opts.keep:
+                    drop_destinations(cur)
+    finally:
+        admin.close()
+    targets = report(outcomes, opts)
+    return [o.as_json() for o in outcomes] + targets
+
+
+def failed_contenders(entries: list[dict[str, Any]]) -> list[str]:
+    return [f"{e['scenario']} at {e['rows']:,} rows" for e in entries
+            if e.get("scenario") != "target" and e.get("status") == "failed"]
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.startswith("spark."):
+        raise argparse.ArgumentTypeError(f"expected spark.KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """The Spark part's options; benchmarks.run adds them with a ``spark-`` prefix where names clash."""
+    group = parser.add_argument_group("Spark scenario")
+    group.add_argument(f"--{prefix}rows", type=int, nargs="+", default=[1_000_000, 5_000_000],
+                       help="source sizes (default 1000000 5000000)")
+    group.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS),
+                       help="which to run (default all: plain local spark auto)")
+    group.add_argument("--spark-master", default="local[2]", help="master of the plain script and [spark] (local[2])")
+    group.add_argument("--auto-rows", type=int,
+                       help="[spark] auto_rows for the spark/auto runs (default: unset, the shipped default)")
+    group.add_argument("--spark-conf", type=_key_value, action="append", default=[], metavar="spark.KEY=VALUE",
+                       help="extra [spark.conf] setting of the spark/auto runs (repeatable)")
+    group.add_argument("--plain-partitions", type=int, default=4, help="read partitions of the plain script (4)")
+    group.add_argument("--wormhole-channel", type=int, default=2, help="settings.speed.channel of the task (2)")
+    group.add_argument("--wormhole-writers", type=int, default=3, help="concurrency of each destination (3)")
+
+
+def options_from(args: argparse.Namespace, rows: list[int], server: Server, keep: bool) -> Options:
+    return Options(rows=tuple(rows), contenders=tuple(dict.fromkeys(args.contenders)), master=args.spark_master,
+                   auto_rows=args.auto_rows, plain_partitions=args.plain_partitions, channel=args.wormhole_channel,
+                   writers=args.wormhole_writers, spark_conf=tuple(args.spark_conf), server=server, keep=keep)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=3306)
+    parser.add_argument("--user", default="root")
+    parser.add_argument("--keep", action="store_true", help="keep the whb_d* databases and the workspace")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"write the figures here ({DEFAULT_JSON})")
+    args = parser.parse_args()
+    opts = options_from(args, args.rows, Server(host=args.host, port=args.port, user=args.user), args.keep)
+    try:
+        results = run_all(opts)
+    except BenchmarkFailure as exc:
+        raise SystemExit(f"SPARK BENCHMARK FAILED: {exc}") from None
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=2))
+    if failed := failed_contenders(results):
+        raise SystemExit(f"SPARK BENCHMARK: failed contenders: {'; '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()
