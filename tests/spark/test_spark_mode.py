@@ -65,6 +65,7 @@ def assert_same_parquet(a: Path, b: Path, rows: int) -> None:
         assert ca.equals(cb), name
 
 
+@pytest.mark.timeout(900)
 def test_fanout_gives_the_same_contents_in_local_and_spark_mode(spark_conf: EngineConf, spark_session: Any,
                                                                  dbs: Databases, server: Server,
                                                                  tmp_path: Path) -> None:
@@ -91,6 +92,8 @@ def test_fanout_gives_the_same_contents_in_local_and_spark_mode(spark_conf: Engi
         for dest in result.result["destinations"].values():
             assert (dest["status"], dest["rows_written"], dest["rows_rejected"]) == ("success", rows, 0)
         assert any(e["event"] == "engine.chosen" and e["engine"] == engine for e in events)
+    progress = [e for e in events if e["event"] == "monitor.progress"]
+    assert any("tasks" in d for e in progress for d in e["destinations"].values()), progress
     spark_info = result.result["spark"]
     assert spark_info["master"] == "local[2,3]" and spark_info["partitions"] == 4
     assert_same_parquet(outputs["local"][0], outputs["spark"][0], rows)
@@ -215,6 +218,32 @@ def test_a_partition_killed_once_is_retried_without_duplicates(spark_conf: Engin
     assert result.result["destinations"]["victim"]["rows_written"] == rows
     assert count(admin, db, "victim") == rows
     assert fingerprint(admin, db, "victim", NAMES) == fingerprint(admin, db, "control", NAMES)
+    admin.close()
+
+
+def test_rows_a_partition_writer_rejects_reach_the_dirty_file_as_in_local_mode(spark_conf: EngineConf,
+                                                                              dbs: Databases, server: Server) -> None:
+    """mysql upsert runs its row writer inside the executors: the rows MySQL refuses are rejected one by
+    one, counted through accumulators and written to the run's dirty file, exactly as in local mode."""
+    admin = server.connect()
+    db = dbs.create("rej")
+    outcomes = {}
+    for engine in ("local", "spark"):
+        create_table(admin, db, engine, MYSQL_DDL.replace("id BIGINT NOT NULL", "id BIGINT PRIMARY KEY")
+                     .replace("name VARCHAR(64)", "name VARCHAR(13)"))
+        result, _ = run_task(spark_conf, {
+            "source": stream(20_000),
+            "destinations": [{"id": "db", "plugin": "mysql",
+                              "params": server.params(db, table=engine, write_mode="upsert")}],
+            "settings": {"engine": engine, "error_limit": {"percentage": 1.0}}})
+        assert result.exit_code == 201, result.result
+        lines = dirty_lines(spark_conf, result)
+        outcomes[engine] = (result.result["destinations"]["db"]["rows_written"],
+                            result.result["destinations"]["db"]["rows_rejected"], len(lines))
+        assert all("Data too long for column 'name'" in line for line in lines)
+    written, rejected, lines = outcomes["spark"]
+    assert outcomes["local"] == outcomes["spark"] and rejected == lines > 1000 and written + rejected == 20_000
+    assert fingerprint(admin, db, "local", NAMES) == fingerprint(admin, db, "spark", NAMES)
     admin.close()
 
 

@@ -95,7 +95,6 @@ class SparkExecution:
         self.partitions = 0
         self._source_dirty = self.sc.accumulator([], _ListParam())
         self._totals: dict[str, Any] = {}
-        self._native: dict[str, bool] = {}
 
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
@@ -195,7 +194,6 @@ class SparkExecution:
             self.sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
         if hasattr(dest.periphery, "add_written") and how != "driver":
             dest.periphery.add_written(counters.written)  # the periphery's own count (verify, messages)
-        self._native[dest.id] = how == "native"
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
 

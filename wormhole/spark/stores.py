@@ -24,7 +24,8 @@ _URL_OPTIONS = (
     "permitMysqlScheme",
     "tinyInt1isBit=false",  # TINYINT(1) is an integer, as in local mode
     "yearIsDateType=false",
-    "useBulkStmts=true",
+    # Connector/J 2.7: multi-row INSERTs are ~2.5x faster than its bulk protocol here (make bench).
+    "useBulkStmts=false",
     "rewriteBatchedStatements=true",
     "sessionVariables=time_zone='+00:00'",  # TIMESTAMP values copy unchanged, as in local mode
 )
