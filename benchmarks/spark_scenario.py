@@ -295,7 +295,7 @@ class SparkBench:
         self.keep_workspace = opts.keep
 
     def write_spark_conf(self) -> None:
-        """The repository's engine.toml plus a [spark] section, for the spark and auto runs."""
+        """The repository's engine.toml with its [spark] sections replaced, for the spark and auto runs."""
         o = self.opts
         lines = ["", "[spark]", f"master = {json.dumps(o.master)}", 'app_name = "wormhole-bench"',
                  f"warehouse_dir = {json.dumps(str(self.ws.root / 'spark' / 'warehouse'))}",
@@ -304,7 +304,9 @@ class SparkBench:
             lines.append(f"auto_rows = {o.auto_rows}")
         lines += ["", "[spark.conf]", '"spark.ui.enabled" = "false"  # as in the plain script']
         lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in o.spark_conf]
-        text = (REPO / "conf" / "engine.toml").read_text(encoding="utf-8").rstrip("\n") + "\n" + "\n".join(lines)
+        base = (REPO / "conf" / "engine.toml").read_text(encoding="utf-8")
+        base = base.split("\n[spark]", 1)[0]  # [spark] and [spark.conf] close the file
+        text = base.rstrip("\n") + "\n" + "\n".join(lines)
         tomllib.loads(text)  # it must parse before any engine sees it
         self.spark_conf_dir.mkdir()
         (self.spark_conf_dir / "engine.toml").write_text(text + "\n", encoding="utf-8")

@@ -177,7 +177,11 @@ class Engine:
         from wormhole.spark.runner import SparkExecution
 
         execution = SparkExecution(self._conf, ctx, dirty, self._log)
-        self._on_stop = lambda: execution.cancel(list(d.id for d in self._spec.destinations))
+        ids = [d.id for d in self._spec.destinations]
+        # stop() may run in a signal handler on the thread that is waiting in a Py4J call: cancel
+        # from another thread, never re-entering that call's connection.
+        self._on_stop = lambda: threading.Thread(target=execution.cancel, args=(ids,), daemon=True,
+                                                 name="spark-cancel").start()
         return execution
 
     def _run_spark(self, execution: Any, readers: ReaderManager, writers: WriterManager, monitor: MonitorManager,

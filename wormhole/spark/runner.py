@@ -33,7 +33,7 @@ from wormhole.errors import DirtyLimitExceeded, ReadError, WriteError
 from wormhole.monitor import WriterCounters
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
-from wormhole.spark.session import describe_spark_error, get_session, startup_s
+from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.types import (
     TO_SPARK,
     from_spark_rows,
@@ -87,8 +87,10 @@ class SparkExecution:
         self._ctx = ctx
         self._dirty = dirty
         self._log = log
+        fresh = not is_running()
         self.spark: SparkSession = get_session(conf.spark)
-        self.startup_s = startup_s()
+        self.startup_s = startup_s() if fresh else 0.0
+        """What building the session cost this run (0 when an earlier task of the process built it)."""
         self.sc = self.spark.sparkContext
         self.group = f"wormhole-{ctx.task_id}-{ctx.run_id}"
         self.frame: DataFrame | None = None

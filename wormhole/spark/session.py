@@ -105,6 +105,10 @@ def get_session(conf: SparkConf) -> SparkSession:
         return session
 
 
+def is_running() -> bool:
+    return _session is not None
+
+
 def startup_s() -> float:
     """How long building the session took (0 until it is built)."""
     return _startup_s
