@@ -34,7 +34,7 @@ test-integration: $(STAMP)  ## tests against the local MariaDB
 lint: $(STAMP)  ## ruff
 	$(BIN)/ruff check wormhole tests benchmarks scripts
 
-bench: $(STAMP)  ## throughput: stream scenarios, then MySQL vs mysqldump and pymysql (BENCH_ARGS="--only mysql")
+bench: $(STAMP)  ## throughput: stream, MySQL (BENCH_ARGS="--only mysql"); Spark vs plain PySpark: --only spark
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:  ## remove .venv and local state

@@ -337,6 +337,38 @@ def test_rows_spark_cannot_carry_are_rejected_at_the_source(spark_conf: EngineCo
     assert len(lines) == 10 and all('"origin": "source"' in ln and "column name" in ln for ln in lines)
 
 
+def test_a_stop_cancels_the_spark_jobs_and_rolls_every_destination_back(spark_conf: EngineConf,
+                                                                       tmp_path: Path) -> None:
+    """What SIGTERM does (the CLI's handler calls Engine.stop): jobs cancelled, nothing committed."""
+    import structlog
+
+    from wormhole.engine import Engine
+
+    spec = TaskSpec.from_mapping({
+        "source": stream(400_000),
+        "destinations": [
+            {"id": "files", "plugin": "file", "params": {"path": str(tmp_path / "out"), "format": "jsonl"}},
+            {"id": "slow", "plugin": "stream", "params": {"delay_ms": 200}}],
+        "settings": {"engine": "spark"}})
+    engine = Engine(spark_conf, spec, task_id=8, run_id=1, log=structlog.get_logger())
+    outcome: list[Any] = []
+    thread = threading.Thread(target=lambda: outcome.append(engine.run()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not (engine._monitor and engine._monitor.writer_monitors) and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the destinations' Spark jobs are running
+    time.sleep(1.0)
+    stopped = time.monotonic()
+    engine.stop("interrupted by SIGTERM")
+    thread.join(60)
+    assert outcome and time.monotonic() - stopped < 30
+    result = outcome[0]
+    assert (result.exit_code, result.run_status) == (203, "interrupted")
+    for dest in result.result["destinations"].values():
+        assert dest["status"] == "rolled_back" and dest["error"] == "rolled back: interrupted by SIGTERM"
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_hive_source_needs_spark() -> None:
     with pytest.raises(InvalidTaskConfig) as info:
         TaskSpec.from_mapping({"source": {"plugin": "hive", "params": {"table": "a.b"}},

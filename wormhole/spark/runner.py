@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 
 from wormhole.config import EngineConf, SourceSpec
 from wormhole.dirty import DirtyFile
-from wormhole.errors import DirtyLimitExceeded, ReadError, WriteError
+from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
 from wormhole.monitor import WriterCounters
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
@@ -97,6 +97,7 @@ class SparkExecution:
         self.partitions = 0
         self._source_dirty = self.sc.accumulator([], _ListParam())
         self._totals: dict[str, Any] = {}
+        self._cancelled = False
 
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
@@ -191,6 +192,8 @@ class SparkExecution:
         except (WriteError, DirtyLimitExceeded):
             raise
         except Exception as exc:
+            if self._cancelled:  # the task is stopping: not this destination's failure
+                raise TaskAborted(f"write of {dest.id} cancelled", reason="stopped") from exc
             raise WriteError(describe_spark_error(exc), destination=dest.id, plugin=dest.plugin) from exc
         finally:
             self.sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
@@ -288,6 +291,7 @@ class SparkExecution:
         return info
 
     def cancel(self, dest_ids: list[str]) -> None:
+        self._cancelled = True
         for name in ["read", *dest_ids]:
             self.sc.cancelJobGroup(f"{self.group}:{name}")
 
