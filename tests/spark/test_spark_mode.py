@@ -109,6 +109,47 @@ def test_fanout_gives_the_same_contents_in_local_and_spark_mode(spark_conf: Engi
     admin.close()
 
 
+def test_row_writers_give_the_same_files_and_tables_in_both_modes(spark_conf: EngineConf, tmp_path: Path) -> None:
+    """csv and jsonl (row writers in the executors) and sqlite (written from the driver) hold the same
+    text and rows whichever engine ran: JSON stays a value, bytes stay bytes, decimals keep their scale."""
+    import sqlite3
+
+    columns = [*COLUMNS, {"name": "blob", "type": "bytes"}]
+    for engine in ("local", "spark"):
+        out = tmp_path / engine
+        result, events = run_task(spark_conf, {
+            "source": {"plugin": "stream", "params": {"rows": 20_000, "splits": 3, "columns": columns}},
+            "destinations": [
+                {"id": "csv", "plugin": "file", "params": {"path": str(out / "csv"), "format": "csv"}},
+                {"id": "jsonl", "plugin": "file", "params": {"path": str(out / "jsonl"), "format": "jsonl"}},
+                {"id": "db", "plugin": "sqlite", "params": {"path": str(out / "t.db"), "table": "t"}}],
+            "settings": {"engine": engine}})
+        assert result.exit_code == 0, result.result
+    ways = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
+    assert ways == {"csv": "partitions", "jsonl": "partitions", "db": "driver"}
+
+    def lines(path: Path, header: bool) -> list[str]:
+        out = []
+        for part in sorted(path.glob("part-*")):
+            text = part.read_text().splitlines()
+            out += text[1:] if header else text
+        return sorted(out)
+
+    for fmt, header in (("csv", True), ("jsonl", False)):
+        a, b = lines(tmp_path / "local" / fmt, header), lines(tmp_path / "spark" / fmt, header)
+        assert len(a) == 20_000 and a == b, fmt
+    assert '"doc":{"k":' in lines(tmp_path / "spark" / "jsonl", False)[1]
+
+    def table(engine: str) -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(tmp_path / engine / "t.db")
+        try:
+            return conn.execute("SELECT * FROM t ORDER BY id").fetchall()
+        finally:
+            conn.close()
+
+    assert table("local") == table("spark") and len(table("spark")) == 20_000
+
+
 def test_sharded_mysql_source_to_hive_and_mysql(spark_conf: EngineConf, spark_session: Any, dbs: Databases,
                                                 server: Server) -> None:
     admin = server.connect()

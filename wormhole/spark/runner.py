@@ -26,6 +26,7 @@ import pyarrow as pa
 from pyspark import AccumulatorParam, StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from wormhole.config import EngineConf, SourceSpec
 from wormhole.dirty import DirtyFile
@@ -111,14 +112,18 @@ class SparkExecution:
         assert role is not None
         if role.spark_read is not None:
             frame = load(role.spark_read)(self.spark, source.options, splits, schema)
+            self.partitions = frame.rdd.getNumPartitions()
+            schema = logical_schema(frame.schema)  # what Spark's read produced
             how = "native"
         else:
+            # The reader's own schema stays: a json column is JSON text in Spark and values again
+            # for the row writers, as in local mode.
             frame = self._row_reader_frame(source, splits, schema)
+            self.partitions = len(splits)
             how = "row_reader"
         self.frame = frame
-        self.partitions = frame.rdd.getNumPartitions() if how == "native" else len(splits)
         self._log.info("spark.source_planned", read=how, partitions=self.partitions)
-        return frame, logical_schema(frame.schema)
+        return frame, schema
 
     def _row_reader_frame(self, source: SourceSpec, splits: list[Split], schema: Schema) -> DataFrame:
         plugin, options, acc = source.plugin, source.options, self._source_dirty
@@ -147,7 +152,7 @@ class SparkExecution:
                                         split_id=split.id) from exc
 
         seeds = self.spark.range(0, len(splits), 1, numPartitions=count)
-        return seeds.mapInArrow(read_partition, spark_schema(schema))
+        return seeds.mapInArrow(read_partition, spark_schema(schema, transport=True))
 
     def read(self) -> int:
         """Read the source once: persist and count. Source rejects go to the dirty file."""
@@ -242,7 +247,7 @@ class SparkExecution:
             dirty.add(bad)
             yield from ()
 
-        canonical(self.frame, schema).mapInArrow(write_partition, "n long").collect()
+        naive_timestamps(self.frame).mapInArrow(write_partition, "n long").collect()
         counters.delivered, counters.written, counters.rejected = totals.value
         self._flush_dirty(dirty.value)
 
@@ -253,7 +258,7 @@ class SparkExecution:
         writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, 0)
         try:
             writer.open()
-            rows = self.frame.toLocalIterator(prefetchPartitions=True)
+            rows = naive_timestamps(self.frame).toLocalIterator(prefetchPartitions=True)
             for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows):
                 result = writer.write(batch)
                 counters.delivered += len(batch)
@@ -299,6 +304,15 @@ class SparkExecution:
         if self.frame is not None:
             self.frame.unpersist()
             self.frame = None
+
+
+def naive_timestamps(frame: DataFrame) -> DataFrame:
+    """Zoned timestamps (a Hive TIMESTAMP) as naive UTC ones, so row writers get what local mode gives."""
+    if not any(isinstance(f.dataType, T.TimestampType) for f in frame.schema.fields):
+        return frame
+    return frame.select([F.col(f"`{f.name}`").cast(T.TimestampNTZType()).alias(f.name)
+                         if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
+                         for f in frame.schema.fields])
 
 
 def canonical(frame: DataFrame, schema: Schema) -> DataFrame:

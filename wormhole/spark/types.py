@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from decimal import Context, Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -35,8 +36,16 @@ ARROW: dict[str, pa.DataType] = {
 """The Arrow types of the logical types: the same as the file store's parquet writer's."""
 
 
-def spark_schema(schema: Schema) -> T.StructType:
-    return T.StructType([T.StructField(c.name, TO_SPARK[c.type], c.nullable) for c in schema.columns])
+TRANSPORT_SPARK: dict[str, T.DataType] = {**TO_SPARK, "decimal": T.StringType()}
+TRANSPORT_ARROW: dict[str, pa.DataType] = {**ARROW, "decimal": pa.string()}
+"""How rows read by a store's row reader travel in Spark: decimals as their exact text, so a row
+writer gets back the value with its own scale (1.50 stays 1.50, not 1.500000000000000000); native
+writes cast them to decimal(38,18) like every other writer of Parquet."""
+
+
+def spark_schema(schema: Schema, transport: bool = False) -> T.StructType:
+    types = TRANSPORT_SPARK if transport else TO_SPARK
+    return T.StructType([T.StructField(c.name, types[c.type], c.nullable) for c in schema.columns])
 
 
 def logical_type(dtype: T.DataType) -> str:
@@ -73,7 +82,20 @@ def _naive_utc(v: Any) -> Any:
     return v
 
 
-_PREPARE: dict[str, Callable[[Any], Any]] = {"datetime": _naive_utc, "json": json_text}
+_SCALE = Decimal(1).scaleb(-18)
+
+
+def _decimal_text(v: Any) -> str:
+    # Checked here because Parquet, Hive and local mode's writers hold decimal(38,18): a value that
+    # does not fit is the row's fault, never silently rounded later.
+    d = v if isinstance(v, Decimal) else Decimal(v)
+    if not d.is_finite() or d.adjusted() >= 20 or d != d.quantize(_SCALE, context=_CONTEXT):
+        raise ValueError(f"decimal {v} does not fit decimal(38,18)")
+    return str(d)
+
+
+_CONTEXT = Context(prec=60)
+_PREPARE: dict[str, Callable[[Any], Any]] = {"datetime": _naive_utc, "json": json_text, "decimal": _decimal_text}
 _ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError, ArithmeticError)
 
 
@@ -81,7 +103,7 @@ def to_arrow_batches(schema: Schema, batches: Iterable[Sequence[Row]],
                      reject: Callable[[list[Rejected]], None]) -> Iterator[pa.RecordBatch]:
     """Record batches of the rows, column-wise; a row Arrow cannot hold exactly (an integer beyond
     64 bits, a decimal beyond 38 digits or 18 decimals, a lone surrogate) goes to ``reject``."""
-    types = [ARROW[c.type] for c in schema.columns]
+    types = [TRANSPORT_ARROW[c.type] for c in schema.columns]
     arrow_schema = pa.schema([pa.field(c.name, t, c.nullable) for c, t in zip(schema.columns, types)])
     prepare = [(i, _PREPARE[c.type]) for i, c in enumerate(schema.columns) if c.type in _PREPARE]
     for batch in batches:
@@ -124,11 +146,12 @@ def _find_bad(values: list[Any], dtype: pa.DataType, lo: int, hi: int, failed: d
 
 
 def rows_from_arrow(schema: Schema, batch: pa.RecordBatch) -> list[Row]:
-    """Wormhole rows from a record batch of the canonical types (JSON text back to values)."""
+    """Wormhole rows from a record batch (JSON and decimal text back to values)."""
     columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
     for i, c in enumerate(schema.columns):
-        if c.type == "json":
-            columns[i] = [json.loads(v) if isinstance(v, str) else v for v in columns[i]]
+        if c.type in _FROM_TEXT:
+            fn = _FROM_TEXT[c.type]
+            columns[i] = [fn(v) if isinstance(v, str) else v for v in columns[i]]
     return list(zip(*columns)) if columns else [() for _ in range(batch.num_rows)]
 
 
@@ -136,10 +159,17 @@ def _from_json(v: Any) -> Any:
     return json.loads(v) if isinstance(v, str) else v
 
 
+def _from_decimal_text(v: Any) -> Any:
+    return Decimal(v) if isinstance(v, str) else v
+
+
+_FROM_TEXT: dict[str, Callable[[str], Any]] = {"json": json.loads, "decimal": Decimal}
+
+
 def from_spark_rows(schema: Schema, rows: Iterator[Any], batch_rows: int) -> Iterator[list[Row]]:
     """Batches of wormhole rows from Spark Rows: JSON text back to values, bytearray to bytes."""
-    fixes = [(i, _from_json if c.type == "json" else bytes) for i, c in enumerate(schema.columns)
-             if c.type in ("json", "bytes")]
+    by_type: dict[str, Callable[[Any], Any]] = {"json": _from_json, "bytes": bytes, "decimal": _from_decimal_text}
+    fixes = [(i, by_type[c.type]) for i, c in enumerate(schema.columns) if c.type in by_type]
     batch: list[Row] = []
     for r in rows:
         if fixes:
