@@ -8,6 +8,7 @@ Protocols structurally. Options are frozen dataclasses parsed from the task's ``
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -173,6 +174,22 @@ class Writer(Protocol):
     def flush(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+class ShippedWithoutLock:
+    """For a writer periphery that Spark ships to its executors (``SinkRole.spark_partitions``): its
+    ``lock`` attribute stays behind and each copy makes its own (a lock cannot be pickled)."""
+
+    lock: threading.Lock
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

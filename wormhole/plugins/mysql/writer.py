@@ -34,7 +34,7 @@ import pymysql
 import structlog
 
 from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
-from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult, batch_memo
+from wormhole.plugins.base import Rejected, Row, ShippedWithoutLock, WriteContext, WriteResult, batch_memo
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
     Endpoint,
@@ -67,7 +67,7 @@ def _derived_name(table: str, suffix: str) -> str:
     return table[: MAX_IDENTIFIER - len(suffix)] + suffix
 
 
-class MysqlWriterPeriphery:
+class MysqlWriterPeriphery(ShippedWithoutLock):
     """Prepares the target (pre_sql, truncate or staging table), and commits or rolls back the load."""
 
     def __init__(self, options: MysqlWriterOptions, ctx: WriteContext) -> None:
@@ -107,16 +107,6 @@ class MysqlWriterPeriphery:
     def connect(self, error: type[Exception]) -> pymysql.Connection:
         return connect(self.endpoint, error, timeout=self.options.connect_timeout_s,  # type: ignore[arg-type]
                        strict=self.options.strict, destination=self.ctx.destination)
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Shipped to Spark executors (replace/upsert rows are written there): the lock stays home.
-        state = self.__dict__.copy()
-        del state["lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.lock = threading.Lock()
 
     def add_written(self, rows: int) -> None:
         with self.lock:

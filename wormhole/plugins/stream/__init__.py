@@ -25,6 +25,7 @@ from wormhole.plugins.base import (
     ReadContext,
     Row,
     Schema,
+    ShippedWithoutLock,
     SinkRole,
     SourceInfo,
     SourceRole,
@@ -158,23 +159,13 @@ class NullWriterOptions:
     """Sleep this long per batch (a slow destination, for tests of back-pressure)."""
 
 
-class NullPeriphery:
+class NullPeriphery(ShippedWithoutLock):
     def __init__(self, options: NullWriterOptions, ctx: WriteContext) -> None:
         self.options = options
         self.ctx = ctx
         self.rows = 0
         self.committed = False
         self.rolled_back = False
-        self.lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Shipped to Spark executors, where each partition's writer counts on its own copy.
-        state = self.__dict__.copy()
-        del state["lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
         self.lock = threading.Lock()
 
     def prepare(self) -> None:
