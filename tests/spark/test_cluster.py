@@ -33,7 +33,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         subprocess.run([str(script), "stop"], env=env, capture_output=True, text=True, timeout=60)
 
 
-def task(out: Path) -> dict[str, Any]:
+def task(out: Path, hive_table: str | None = None) -> dict[str, Any]:
     return {
         "source": {"plugin": "stream", "params": {"rows": 120_000, "splits": 3, "columns": [
             {"name": "id", "type": "int"}, {"name": "name", "type": "string"}, {"name": "price", "type": "decimal"},
@@ -41,7 +41,8 @@ def task(out: Path) -> dict[str, Any]:
         "destinations": [
             {"id": "parquet", "plugin": "file", "params": {"path": str(out / "parquet"), "format": "parquet"}},
             {"id": "jsonl", "plugin": "file", "params": {"path": str(out / "jsonl"), "format": "jsonl"}},
-        ],
+        ] + ([{"id": "warehouse", "plugin": "hive", "params": {"table": hive_table, "create": True}}]
+             if hive_table else []),
         "settings": {"engine": "spark"},
     }
 
@@ -55,8 +56,8 @@ def test_a_task_on_the_standalone_cluster_equals_local(cluster: str, spark_conf:
     ws = make_workspace(tmp_path / "ws")
     ws.write_conf(monitor={"interval_s": 0.05}, spark={
         "master": cluster, "warehouse_dir": str(tmp_path / "ws" / "var" / "warehouse"),
-        "metastore_dir": str(tmp_path / "ws" / "var" / "metastore"), "hive": False})
-    task_id = ws.submit(task(tmp_path / "cluster"))
+        "metastore_dir": str(tmp_path / "ws" / "var" / "metastore")})
+    task_id = ws.submit(task(tmp_path / "cluster", hive_table="wh_cluster.t"))
     proc = ws.run("--task-id", str(task_id), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = ws.show(task_id)["result"]
@@ -65,7 +66,9 @@ def test_a_task_on_the_standalone_cluster_equals_local(cluster: str, spark_conf:
     assert result["engine"] == "spark" and result["spark"]["master"] == cluster
     events = log_events(proc.stderr)
     written = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
-    assert written == {"parquet": "native", "jsonl": "partitions"}  # the row writer ran on the worker
+    # The row writer ran in the worker's executors; Spark wrote the Hive staging Parquet there too.
+    assert written == {"parquet": "native", "jsonl": "partitions", "warehouse": "native"}
+    assert result["destinations"]["warehouse"]["rows_written"] == 120_000
 
     local, _ = run_task(spark_conf, task(tmp_path / "local"))
     assert local.exit_code == 0 and local.result["spark"]["master"] == "local[2,3]"
@@ -74,3 +77,7 @@ def test_a_task_on_the_standalone_cluster_equals_local(cluster: str, spark_conf:
     assert a.num_rows == b.num_rows == 120_000
     assert a.equals(b)
     assert jsonl_lines(tmp_path / "cluster" / "jsonl") == jsonl_lines(tmp_path / "local" / "jsonl")
+    # The cluster run's Hive table (its own embedded metastore) holds the same rows as its parquet.
+    warehouse = tmp_path / "ws" / "var" / "warehouse" / "wh_cluster.db" / "t"
+    c = pq.read_table(str(warehouse)).sort_by("id")
+    assert c.num_rows == 120_000 and c.column("name").equals(a.column("name"))
