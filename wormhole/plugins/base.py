@@ -1,9 +1,10 @@
 """The plugin contracts: rows and schemas, splits, and the Protocols every store implements.
 
 A store is a :class:`Plugin` bundle with an optional source role (Splitter, Reader, ReaderPeriphery)
-and an optional sink role (WriterPeriphery, Writer). Plugins inherit nothing: they satisfy these
-Protocols structurally. Options are frozen dataclasses parsed from the task's ``params`` by
-:func:`wormhole.config.parse_options`, so unknown keys and wrong types are rejected with key paths.
+and an optional sink role (WriterPeriphery, Writer). Plugins inherit nothing (bar the optional
+ShippedWithoutLock helper): they satisfy these Protocols structurally. Options are frozen dataclasses
+parsed from the task's ``params`` by :func:`wormhole.config.parse_options`, so unknown keys and wrong
+types are rejected with key paths.
 """
 
 from __future__ import annotations
