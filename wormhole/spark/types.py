@@ -18,6 +18,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 
 from wormhole.plugins.base import Column, Rejected, Row, Schema
+from wormhole.plugins.file.writer import arrow_types, json_text
 
 DECIMAL = T.DecimalType(38, 18)
 
@@ -28,16 +29,8 @@ TO_SPARK: dict[str, T.DataType] = {
 }
 
 
-ARROW: dict[str, pa.DataType] = {
-    "int": pa.int64(), "float": pa.float64(), "decimal": pa.decimal128(38, 18), "string": pa.string(),
-    "bytes": pa.binary(), "bool": pa.bool_(), "date": pa.date32(), "datetime": pa.timestamp("us"),
-    "json": pa.string(),
-}
-"""The Arrow types of the logical types: the same as the file store's parquet writer's."""
-
-
 TRANSPORT_SPARK: dict[str, T.DataType] = {**TO_SPARK, "decimal": T.StringType()}
-TRANSPORT_ARROW: dict[str, pa.DataType] = {**ARROW, "decimal": pa.string()}
+TRANSPORT_ARROW: dict[str, pa.DataType] = {**arrow_types(pa), "decimal": pa.string()}
 """How rows read by a store's row reader travel in Spark: decimals as their exact text, so a row
 writer gets back the value with its own scale (1.50 stays 1.50, not 1.500000000000000000); native
 writes cast them to decimal(38,18) like every other writer of Parquet."""
@@ -70,10 +63,6 @@ def logical_type(dtype: T.DataType) -> str:
 
 def logical_schema(struct: T.StructType) -> Schema:
     return Schema(tuple(Column(f.name, logical_type(f.dataType), f.nullable) for f in struct.fields))  # type: ignore[arg-type]
-
-
-def json_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
 def _naive_utc(v: Any) -> Any:
@@ -150,8 +139,7 @@ def rows_from_arrow(schema: Schema, batch: pa.RecordBatch) -> list[Row]:
     columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
     for i, c in enumerate(schema.columns):
         if c.type in _FROM_TEXT:
-            fn = _FROM_TEXT[c.type]
-            columns[i] = [fn(v) if isinstance(v, str) else v for v in columns[i]]
+            columns[i] = list(map(_FROM_TEXT[c.type], columns[i]))
     return list(zip(*columns)) if columns else [() for _ in range(batch.num_rows)]
 
 
@@ -163,12 +151,13 @@ def _from_decimal_text(v: Any) -> Any:
     return Decimal(v) if isinstance(v, str) else v
 
 
-_FROM_TEXT: dict[str, Callable[[str], Any]] = {"json": json.loads, "decimal": Decimal}
+_FROM_TEXT: dict[str, Callable[[Any], Any]] = {"json": _from_json, "decimal": _from_decimal_text}
+"""What travels in Spark as text, back to the value (JSON values, exact decimals)."""
 
 
 def from_spark_rows(schema: Schema, rows: Iterator[Any], batch_rows: int) -> Iterator[list[Row]]:
     """Batches of wormhole rows from Spark Rows: JSON text back to values, bytearray to bytes."""
-    by_type: dict[str, Callable[[Any], Any]] = {"json": _from_json, "bytes": bytes, "decimal": _from_decimal_text}
+    by_type: dict[str, Callable[[Any], Any]] = {**_FROM_TEXT, "bytes": bytes}
     fixes = [(i, by_type[c.type]) for i, c in enumerate(schema.columns) if c.type in by_type]
     batch: list[Row] = []
     for r in rows:

@@ -372,12 +372,13 @@ def _int_column(col: Sequence[Any]) -> Sequence[Any]:
     return [_int_value(v) for v in col]
 
 
-def _json_text(v: Any) -> Any:
+def json_text(v: Any) -> Any:
+    """A json value as parquet (and Spark) hold it: its JSON text; a str is taken as text already."""
     return v if v is None or isinstance(v, str) else json.dumps(v, ensure_ascii=False, allow_nan=False)
 
 
 def _json_column(col: Sequence[Any]) -> Sequence[Any]:
-    return [_json_text(v) for v in col]
+    return [json_text(v) for v in col]
 
 
 _ARROW_PREPARE: dict[str, Callable[[Sequence[Any]], Sequence[Any]]] = {"int": _int_column, "json": _json_column}
