@@ -151,6 +151,10 @@ class WriterPeriphery(Protocol):
     2. exactly one of ``commit()`` (make the write visible, atomically where the store can) or
        ``rollback()`` (leave the target as it was before ``prepare``). ``rollback`` may follow a
        partial ``prepare`` or a failed ``commit``.
+
+    A periphery that keeps its own count of rows written (for ``verify`` or rollback messages) may
+    define ``add_written(rows)``: in Spark mode the rows are written by executors, on copies of the
+    periphery, so the engine reports the destination's total to it once its job has succeeded.
     """
 
     def prepare(self) -> None: ...

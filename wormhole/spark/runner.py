@@ -202,8 +202,9 @@ class SparkExecution:
             raise WriteError(describe_spark_error(exc), destination=dest.id, plugin=dest.plugin) from exc
         finally:
             self.sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
-        if hasattr(dest.periphery, "add_written") and how != "driver":
-            dest.periphery.add_written(counters.written)  # the periphery's own count (verify, messages)
+        add_written = getattr(dest.periphery, "add_written", None)  # optional (WriterPeriphery)
+        if add_written is not None and how != "driver":  # on the driver the writers told it already
+            add_written(counters.written)
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
 
