@@ -245,11 +245,11 @@ class TestMidRunFailures:
         assert dests["a"]["status"] == dests["b"]["status"] == "success"
         hit = dests["victim"]
         assert hit["status"] == "failed" and hit["rolled_back"] is True and hit["rollback_error"] is None, hit
-        if "is unknown" not in (hit["error"] or ""):
-            # What was committed before the kill, then undone (the whole result in the message if not).
-            assert hit["rows_written"] >= staged_at_kill[-1], json.dumps(hit)
-        # else the KILL landed between the server's COMMIT and its answer: the piece the watcher saw staged
-        # was never confirmed to the writer, so it is (rightly) not counted as written.
+        # What was committed before the kill, then undone (the whole result in the message if not). When
+        # the KILL lands between a COMMIT and its answer, that piece is unconfirmed and rightly not counted:
+        # at most one piece per writer thread (3) can be missing then.
+        unconfirmed = 3 * BATCH if "is unknown" in (hit["error"] or "") else 0
+        assert hit["rows_written"] >= staged_at_kill[-1] - unconfirmed, json.dumps(hit)
         assert LOST_CONNECTION.search(hit["error"] or ""), hit["error"]
         assert "victim" in task["error"] and LOST_CONNECTION.search(task["result"]["error"]), task["error"]
         want = fingerprint(admin, src, "src", FANOUT_COLUMNS)
