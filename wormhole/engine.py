@@ -88,9 +88,12 @@ class Engine:
         self._log.info("task.started", source=spec.source.plugin, destinations=[d.id for d in spec.destinations],
                        channels=channels, consistency=spec.settings.consistency)
 
+        source_verdict: list[str] = []  # non-empty once the source went over its record limit
+
         def source_over_limit() -> str | None:
             rejected = dirty.count("source")
             if source_limit.record is not None and rejected > source_limit.record:
+                source_verdict.append("record")
                 return f"the source rejected {rejected} rows, over the record limit of {source_limit.record}"
             return None
 
@@ -137,6 +140,11 @@ class Engine:
             writers.poll()
             if execution is not None:
                 execution.release()
+        if source_verdict:
+            # The verdict ended the run (the monitor returns on it at once). Readers still running
+            # then may have rejected more rows before they stopped: name the final count, the one
+            # in the result and in the dirty file.
+            abort_reason = source_over_limit() or abort_reason
         if abort_reason is None:
             abort_reason = self._source_percentage(dirty.count("source"), monitor.rows_read, source_limit)
         if readers.error is not None and read_error is None and not writers.all_failed():

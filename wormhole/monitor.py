@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wormhole.config import ErrorLimit, MonitorConf
+from wormhole.errors import TaskAborted
 
 if TYPE_CHECKING:
     from wormhole.exchange.storage import StorageManager
@@ -65,6 +66,12 @@ def judge(*, rows_sent: int, rows_queued: int, totals: DestinationTotals, limit:
             return (f"{totals.rejected} rejected rows are {share:.4%} of {totals.delivered}, over the "
                     f"percentage limit of {limit.percentage:.4%}")
     return None
+
+
+def _refused_by_every_queue(exc: BaseException | None) -> bool:
+    """A reader stopped because every destination's queue was stopped: not a read failure. Each
+    of those destinations is failing (a stopped queue always leads there), so keep polling."""
+    return isinstance(exc, TaskAborted) and exc.reason == "no_destination"
 
 
 class MonitorManager:
@@ -120,7 +127,7 @@ class MonitorManager:
             if stop.is_set():
                 return stop_reason() or "stopped"
             state = readers.poll()
-            if state == "failed" and not writers.all_failed():
+            if state == "failed" and not writers.all_failed() and not _refused_by_every_queue(readers.error):
                 return f"read side failed: {readers.error}"
             over = source_over_limit()
             if over:

@@ -8,6 +8,12 @@ For each destination, in turn:
    so readers never block on it;
 4. ``finalize()``: judge every destination, then commit the succeeded ones and roll back the
    others (all of them under ``all_or_nothing``, or when the read side failed).
+
+Rejected rows and the record limit: the limit is judged on the destination's total. The writer
+thread whose rejections take the total over it stops the destination's queue at once, so no
+writer takes another batch; a batch another thread already holds is finished and accounted for
+(those rows did reach the store). The failure is declared once every writer thread has stopped,
+with the final total, so the message, ``rows_rejected`` and the dirty-file lines agree.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ class DestinationRun:
     finished: float | None = None
     queued: int | None = None
     """Rows handed to the destination when no queue carries them (Spark mode: the source's count)."""
+    over_limit_at: float | None = None
+    """When a writer's rejections took the total over the record limit (monotonic), else None."""
 
     def fail(self, reason: str, code: str = "WRITE_ERROR") -> None:
         """First failure wins; the queue is aborted so the readers never wait on this destination."""
@@ -153,8 +161,9 @@ class WriterManager:
                 counters.written += result.written
                 counters.bytes += batch.nbytes
                 if rejected:
-                    counters.rejected += rejected
+                    # Recorded before the counter moves, so the count never runs ahead of the file.
                     self._dirty.reject(dest.id, result.rejected)
+                    counters.rejected += rejected
                     self._check_record_limit(dest)
             writer.flush()
         finally:
@@ -167,14 +176,36 @@ class WriterManager:
             return
         rejected = self._monitor.writer_totals(dest.id).rejected
         if rejected > limit:
+            if dest.over_limit_at is None:
+                dest.over_limit_at = time.monotonic()
+            # Stop the queue now: the other writer threads take no further batch (poll() may be a
+            # monitor interval away). The message with the final total is built in poll().
+            dest.storage.fail(f"over the record limit of {limit}")
             raise DirtyLimitExceeded(f"{rejected} rejected rows exceed the record limit of {limit}",
                                      limit=limit, observed=rejected, destination=dest.id)
+
+    def _fail_over_limit(self, dest: DestinationRun) -> None:
+        """Fail ``dest`` for its record limit, naming its total now that its writers have stopped."""
+        rejected = self._monitor.writer_totals(dest.id).rejected
+        dest.fail(f"{rejected} rejected rows exceed the record limit of {dest.limit.record}",
+                  "DIRTY_LIMIT_EXCEEDED")
 
     # -- monitoring ----------------------------------------------------------------------------
 
     def poll(self) -> None:
         for dest in self.destinations.values():
             if dest.state != "running":
+                continue
+            if dest.over_limit_at is None and any(f.done() and isinstance(f.exception(), DirtyLimitExceeded)
+                                                  for f in dest.futures):
+                dest.over_limit_at = time.monotonic()  # Spark mode: the job itself raised
+            if dest.over_limit_at is not None:
+                # Wait for every writer thread (each finishes at most the batch it holds), so the
+                # message names the final total; the queue is already stopped, so the readers do
+                # not wait on this destination. A hung writer is waited for shutdown_s at most.
+                waited = time.monotonic() - dest.over_limit_at
+                if all(f.done() for f in dest.futures) or waited > self._conf.timeouts.shutdown_s:
+                    self._fail_over_limit(dest)
                 continue
             if dest.storage.failure is not None and self._aborting is None:
                 dest.fail(dest.storage.failure, "WRITER_STALLED")
@@ -227,6 +258,8 @@ class WriterManager:
                                totals=self._monitor.writer_totals(dest.id), limit=dest.limit)
                 if reason:
                     dest.fail(reason, "DIRTY_LIMIT_EXCEEDED" if "limit" in reason else "ROWS_UNACCOUNTED")
+            elif dest.state == "running" and dest.over_limit_at is not None:
+                self._fail_over_limit(dest)  # a writer thread outlived the shutdown wait
             elif dest.state in ("pending", "running") and abort_reason is None:
                 dest.fail("writers did not finish", "UNFINISHED")
         failed = [d.id for d in self.destinations.values() if d.state == "failed"]
