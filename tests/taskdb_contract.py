@@ -62,7 +62,7 @@ class TaskStoreContract:
 
     @pytest.fixture
     def store(self, store_url: str) -> Iterator[TaskStore]:
-        s = open_store(store_url)
+        s = open_store(store_url, create=True)
         s.init_schema()
         yield s
         s.close()
@@ -70,7 +70,7 @@ class TaskStoreContract:
     # -- schema, lifecycle of the store -------------------------------------------------------------
 
     def test_init_schema_is_idempotent(self, store_url: str) -> None:
-        with open_store(store_url) as s:
+        with open_store(store_url, create=True) as s:
             s.init_schema()
             task_id = s.submit("kept", SPEC)
             s.init_schema()
@@ -81,7 +81,7 @@ class TaskStoreContract:
         assert TASK_STATUSES == ("pending", "running", "success", "partial", "failed")
 
     def test_uninitialised_database_says_run_db_init(self, store_url: str) -> None:
-        with open_store(store_url) as s:
+        with open_store(store_url, create=True) as s:
             for op in (lambda: s.get(1), lambda: s.list(), lambda: s.submit("x", SPEC),
                        lambda: s.claim(1, "me"), lambda: s.runs(1), lambda: s.start_run(1, "me")):
                 with pytest.raises(TaskDbError, match=r"is not initialised: run `wormhole db init`") as info:
@@ -89,7 +89,7 @@ class TaskStoreContract:
                 assert store_url in str(info.value)
 
     def test_closed_store_refuses_work(self, store_url: str) -> None:
-        s = open_store(store_url)
+        s = open_store(store_url, create=True)
         s.init_schema()
         s.close()
         s.close()  # idempotent
@@ -166,7 +166,7 @@ class TaskStoreContract:
 
         def contender(name: str) -> None:
             try:
-                with open_store(store_url) as own:  # each claimer has its own connection, like processes
+                with open_store(store_url, create=True) as own:  # each claimer has its own connection, like processes
                     barrier.wait(timeout=30)
                     results[name] = own.claim(task_id, name)
             except BaseException as exc:

@@ -2,35 +2,74 @@
 
 Exit codes (DESIGN §11, the original Wormhole's job statuses): 0 success, 201 success with
 rejected rows within the limits, 202 partial, 203 failed, 204 bad task or no such task,
-205 task claimed by another process; 2 is click's bad usage. This module is the one place where
-errors are caught and logged.
+205 task claimed by another process; 2 is click's bad usage. Every subcommand maps its errors to
+this table too: an unreadable or invalid spec file exits 204, an unreachable or missing task
+database 203. This module is the one place where errors are caught and logged.
+
+The global options (``--task-db``, ``--conf``, ``--log-format``, ``--log-level``) are accepted both
+before and after the subcommand (``wormhole db init --task-db URL``), as users coming from other
+tools type them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from wormhole import __version__, log
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf, TaskSpec, load_spec_json
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
-from wormhole.plugins import registry
-from wormhole.taskdb import TaskStore, open_store
+from wormhole.plugins import describe, registry
+from wormhole.taskdb import SqlTaskStore, TaskStore, open_store
 
 
 @dataclass(frozen=True, slots=True)
 class CliState:
     task_db: str | None
     conf_dir: str | None
+    log_format: str = "auto"
+    log_level: str = "info"
+
+
+def _set_global(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    """Callback of a global option given after the subcommand: it overrides the one given before."""
+
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        if value is None:
+            return
+        ctx.obj = replace(ctx.obj, **{field: value})
+        if field in ("log_format", "log_level"):
+            log.configure(ctx.obj.log_format, ctx.obj.log_level)
+
+    return callback
+
+
+def global_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Accept the group's options after a subcommand too; no env vars here (the group reads them)."""
+    options = (
+        click.option("--task-db", metavar="URL", expose_value=False, callback=_set_global("task_db"),
+                     help="Task database URL (as before the subcommand)."),
+        click.option("--conf", metavar="DIR", expose_value=False, callback=_set_global("conf_dir"),
+                     help="Directory holding engine.toml (as before the subcommand)."),
+        click.option("--log-format", type=click.Choice(["auto", "json", "console"]), expose_value=False,
+                     callback=_set_global("log_format"), help="As before the subcommand."),
+        click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), expose_value=False,
+                     callback=_set_global("log_level"), help="As before the subcommand."),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,7 +92,7 @@ def cli(ctx: click.Context, task_id: int | None, task_db: str | None, conf_dir: 
     Run a task: wormhole --task-id N
     """
     log.configure(log_format, log_level)
-    ctx.obj = CliState(task_db=task_db, conf_dir=conf_dir)
+    ctx.obj = CliState(task_db=task_db, conf_dir=conf_dir, log_format=log_format, log_level=log_level)
     if ctx.invoked_subcommand is not None:
         if task_id is not None:
             raise click.UsageError("--task-id runs a task; it does not go with a subcommand")
@@ -105,6 +144,7 @@ def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any
     try:
         spec = TaskSpec.from_json(record.spec)
     except InvalidTaskConfig as exc:
+        # Whatever the row holds, the task ends 'failed' with the reason: never left 'running'.
         logger.error("task.invalid", problems=exc.problems, error_code=exc.code)
         result = {"task_id": task_id, "run_id": run_id, "status": "failed", "exit_code": EXIT_BAD_TASK,
                   "error": str(exc), "problems": exc.problems}
@@ -151,14 +191,15 @@ def _restore_signal_handlers(previous: dict[int, Any]) -> None:
         signal.signal(sig, handler)
 
 
-def _store(ctx: click.Context) -> TaskStore:
+def _store(ctx: click.Context, *, create: bool = False) -> SqlTaskStore:
+    """The task store; an unreachable (or missing) one exits 203 with the reason."""
     try:
-        return open_store(ctx.obj.task_db)
+        return open_store(ctx.obj.task_db, create=create)
     except WormholeError as exc:
-        raise click.ClickException(str(exc)) from exc
+        _fail(exc)
 
 
-def _fail(exc: WormholeError) -> None:
+def _fail(exc: WormholeError) -> NoReturn:
     click.echo(f"error: {exc}", err=True)
     sys.exit(exc.exit_code)
 
@@ -169,10 +210,11 @@ def db() -> None:
 
 
 @db.command("init")
+@global_options
 @click.pass_context
 def db_init(ctx: click.Context) -> None:
     """Create the task tables if they do not exist (idempotent)."""
-    store = _store(ctx)
+    store = _store(ctx, create=True)
     try:
         store.init_schema()
     except WormholeError as exc:
@@ -187,45 +229,63 @@ def task() -> None:
     """Submit, inspect and retry tasks."""
 
 
-def _read_spec(path: str) -> str:
+def _read_spec(path: str) -> tuple[str, TaskSpec]:
+    """The text of a spec file and the validated spec; exits 204 when it cannot be read or is invalid."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as exc:
-        raise click.ClickException(f"cannot read {path}: {exc.strerror}") from exc
+        _fail(ConfigError(f"cannot read the task file {path}: {exc.strerror}", path=path))
+    try:
+        spec = TaskSpec.from_json(data)
+    except InvalidTaskConfig as exc:
+        _fail(exc)
+    # Valid JSON is valid UTF-8 here (from_json refused anything else), so the text round-trips.
+    return data.decode("utf-8").removeprefix("\ufeff"), spec
+
+
+def _submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskSpec) -> int:
+    try:
+        return store.submit(name or spec.name or Path(file).stem, text)
+    except WormholeError as exc:
+        _fail(exc)
 
 
 @task.command("submit")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--name", help="Task name (default: the spec's name, else the file name).")
+@global_options
 @click.pass_context
 def task_submit(ctx: click.Context, file: str, name: str | None) -> None:
     """Validate a task JSON file and insert it as a pending task; prints the new task id."""
-    text = _read_spec(file)
-    try:
-        spec = TaskSpec.from_json(text)
-    except InvalidTaskConfig as exc:
-        _fail(exc)
+    text, spec = _read_spec(file)
     store = _store(ctx)
     try:
-        task_id = store.submit(name or spec.name or Path(file).stem, text)
-    except WormholeError as exc:
-        _fail(exc)
+        task_id = _submit(store, file, name, text, spec)
     finally:
         store.close()
     click.echo(task_id)
 
 
-def _loads(text: str | None) -> Any:
+# A secret inside a stored spec that is not valid JSON (so cannot be redacted key by key).
+_SECRET_IN_TEXT = re.compile(r'("[^"\\]*(?:pass(?:word|wd)?|secret|token|credential|api_?key|private_?key)'
+                             r'[^"\\]*"\s*:\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE)
+
+
+def _loads_redacted(text: str | bytes | None) -> Any:
+    """A stored JSON document for display, every secret-looking key's value replaced by ``***``."""
     if text is None:
         return None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+        return log.redact(load_spec_json(text))
+    except InvalidTaskConfig:
+        if isinstance(text, bytes):  # an upstream system stored bytes that are not UTF-8: show them escaped
+            text = text.decode("utf-8", "backslashreplace")
+        return _SECRET_IN_TEXT.sub(r'\1"***"', text)
 
 
 @task.command("show")
 @click.argument("task_id", type=int)
+@global_options
 @click.pass_context
 def task_show(ctx: click.Context, task_id: int) -> None:
     """Print a task, its result and its runs as JSON."""
@@ -243,17 +303,23 @@ def task_show(ctx: click.Context, task_id: int) -> None:
     doc = {
         "id": record.id, "name": record.name, "status": record.status, "attempts": record.attempts,
         "created_at": record.created_at, "started_at": record.started_at, "finished_at": record.finished_at,
-        "claimed_by": record.claimed_by, "error": record.error, "spec": _loads(record.spec),
-        "result": _loads(record.result),
+        "claimed_by": record.claimed_by, "error": record.error, "spec": _loads_redacted(record.spec),
+        "result": _loads_redacted(record.result),
         "runs": [{"id": r.id, "status": r.status, "exit_code": r.exit_code, "claimed_by": r.claimed_by,
                   "started_at": r.started_at, "finished_at": r.finished_at, "error": r.error} for r in runs],
     }
-    click.echo(json.dumps(doc, indent=2, default=str, ensure_ascii=False))
+    text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a stored value no terminal can print as is: escape it instead
+        text = json.dumps(doc, indent=2, default=str)
+    click.echo(text)
 
 
 @task.command("list")
 @click.option("--status", type=click.Choice(["pending", "running", "success", "partial", "failed"]))
-@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
+@global_options
 @click.pass_context
 def task_list(ctx: click.Context, status: str | None, limit: int) -> None:
     """List tasks, newest first."""
@@ -273,6 +339,7 @@ def task_list(ctx: click.Context, status: str | None, limit: int) -> None:
 @task.command("retry")
 @click.argument("task_id", type=int)
 @click.option("--force", is_flag=True, help="Also reset a running or successful task (it will be read again).")
+@global_options
 @click.pass_context
 def task_retry(ctx: click.Context, task_id: int, force: bool) -> None:
     """Make a failed or partial task pending again, so `wormhole --task-id N` can run it."""
@@ -291,23 +358,63 @@ def task_retry(ctx: click.Context, task_id: int, force: bool) -> None:
 
 @cli.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
+@global_options
 def validate(file: str) -> None:
     """Validate a task JSON file without running it; exit 204 listing every problem."""
-    try:
-        spec = TaskSpec.from_json(_read_spec(file))
-    except InvalidTaskConfig as exc:
-        _fail(exc)
+    _text, spec = _read_spec(file)
     dests = ", ".join(f"{d.id} ({d.plugin})" for d in spec.destinations)
     click.echo(f"valid: {spec.source.plugin} -> {dests}")
 
 
+@cli.command("run")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--name", help="Task name (default: the spec's name, else the file name).")
+@global_options
+@click.pass_context
+def run_file(ctx: click.Context, file: str, name: str | None) -> None:
+    """Validate FILE, record it as a task, run it now and exit with its code (like `datax.py job.json`).
+
+    An embedded SQLite task database is created and initialised when missing; a MySQL one must
+    exist (`wormhole db init`). An invalid file exits 204 and records nothing.
+    """
+    text, spec = _read_spec(file)
+    try:
+        EngineConf.load(ctx.obj.conf_dir)  # a broken engine.toml must not leave a recorded task behind
+    except ConfigError as exc:
+        _fail(exc)
+    store = _store(ctx, create=True)
+    try:
+        if store.url.lower().startswith("sqlite:"):
+            store.init_schema()  # idempotent: the one-step run needs no `db init` on the embedded store
+        task_id = _submit(store, file, name, text, spec)
+    except WormholeError as exc:
+        _fail(exc)
+    finally:
+        store.close()
+    log.get_logger(task_id=task_id).info("task.submitted", file=file, task_db=store.url)
+    ctx.exit(run_task(task_id, ctx.obj.task_db, ctx.obj.conf_dir))
+
+
 @cli.command("plugins")
-def plugins() -> None:
-    """List the available stores and their roles."""
-    for name in registry.names():
-        plugin = registry.get(name)
-        roles = "/".join(r for r, v in (("source", plugin.source), ("destination", plugin.sink)) if v)
-        click.echo(f"{name:<10} {roles:<20} {plugin.description}")
+@click.argument("name", required=False)
+@click.option("--markdown", is_flag=True, help="Print the parameter tables as markdown (the README's reference).")
+@global_options
+def plugins(name: str | None, markdown: bool) -> None:
+    """List the available stores; with NAME, that store's parameters (name, type, default, description)."""
+    if name is None and not markdown:
+        for plugin_name in registry.names():
+            plugin = registry.get(plugin_name)
+            roles = "/".join(r for r, v in (("source", plugin.source), ("destination", plugin.sink)) if v)
+            click.echo(f"{plugin_name:<10} {roles:<20} {plugin.description}")
+        return
+    try:
+        chosen = [registry.get(name)] if name is not None else [registry.get(n) for n in registry.names()]
+    except WormholeError as exc:
+        _fail(exc)
+    if markdown:
+        click.echo("\n\n".join(describe.render_markdown(p) for p in chosen))
+    else:
+        click.echo("\n\n".join(describe.render_text(p) for p in chosen))
 
 
 def main() -> None:

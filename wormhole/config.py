@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import tomllib
 import types
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wormhole.errors import ConfigError, InvalidTaskConfig, PluginError
+from wormhole.log import is_secret_key
 from wormhole.plugins import registry
 
 # ---------------------------------------------------------------------------------------------
@@ -47,6 +49,31 @@ def join_path(path: str, key: str | int) -> str:
 
 _MISSING = object()
 
+SHOWN_CHARS = 60
+"""Longest value text a message echoes; longer values are cut, so a pasted blob never floods a log."""
+
+MAX_NUMBER = 31_536_000.0
+"""Largest float option unless the option sets its own ``max``: a year in seconds, which every
+timeout the drivers take (pymysql's included) and every sleep accepts."""
+
+INT64 = (-(2**63), 2**63 - 1)
+"""Integer options fit a signed 64-bit integer unless they set their own bounds (SQL and Spark do)."""
+
+MAX_DEPTH = 64
+"""Deepest nesting a task spec may have; deeper documents are refused before anything walks them."""
+
+
+def show_value(value: Any, path: str = "") -> str:
+    """``value`` for a message: never the value of a secret-looking key, long values cut."""
+    names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path)
+    last = names[-1] if names else ""
+    if last and is_secret_key(last):
+        return "***"
+    text = repr(value)
+    if len(text) > SHOWN_CHARS:
+        text = f"{text[:SHOWN_CHARS]}... ({len(text)} characters)"
+    return text
+
 
 def _type_name(value: Any) -> str:
     if value is None:
@@ -70,7 +97,7 @@ def _convert(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping
         return value
     if origin is Literal:
         if value not in args:
-            problems.add(path, f"expected one of {', '.join(repr(a) for a in args)}, got {value!r}")
+            problems.add(path, f"expected one of {', '.join(repr(a) for a in args)}, got {show_value(value, path)}")
             return _MISSING
         return value
     if origin is tuple:
@@ -95,37 +122,48 @@ def _convert(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping
         return _MISSING if result is None else result
     if hint is bool:
         if not isinstance(value, bool):
-            problems.add(path, f"expected a boolean, got {_type_name(value)} {value!r}")
+            problems.add(path, f"expected a boolean, got {_type_name(value)} {show_value(value, path)}")
             return _MISSING
         return value
     if hint is int:
         if not isinstance(value, int) or isinstance(value, bool):
-            problems.add(path, f"expected an integer, got {_type_name(value)} {value!r}")
+            problems.add(path, f"expected an integer, got {_type_name(value)} {show_value(value, path)}")
+            return _MISSING
+        low, high = INT64
+        if not ("min" in meta or low <= value) or not ("max" in meta or value <= high):
+            problems.add(path, f"{show_value(value, path)} is out of range (a 64-bit integer)")
             return _MISSING
     elif hint is float:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            problems.add(path, f"expected a number, got {_type_name(value)} {value!r}")
+            problems.add(path, f"expected a number, got {_type_name(value)} {show_value(value, path)}")
             return _MISSING
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an integer too large for a float
+            value = math.inf
+        if not math.isfinite(value) or ("max" not in meta and value > MAX_NUMBER):
+            problems.add(path, f"{show_value(value, path)} is too large (at most {MAX_NUMBER:,.0f})")
+            return _MISSING
     elif hint is str:
         if not isinstance(value, str):
-            problems.add(path, f"expected a string, got {_type_name(value)} {value!r}")
+            problems.add(path, f"expected a string, got {_type_name(value)} {show_value(value, path)}")
             return _MISSING
-        if meta.get("nonempty") and not value:
-            problems.add(path, "must not be empty")
+        if meta.get("nonempty") and not value.strip():
+            # " " as a host or a path only fails later, deep in a driver: refuse it here.
+            problems.add(path, "must not be empty or blank")
             return _MISSING
         pattern = meta.get("pattern")
         if pattern and not re.fullmatch(pattern, value):
-            problems.add(path, f"{value!r} does not match {pattern}")
+            problems.add(path, f"{show_value(value, path)} does not match {pattern}")
             return _MISSING
         return value
     else:
         raise TypeError(f"unsupported option type {hint!r} at {path}")
     if "min" in meta and value < meta["min"]:
-        problems.add(path, f"must be >= {meta['min']}, got {value!r}")
+        problems.add(path, f"must be >= {meta['min']}, got {show_value(value, path)}")
         return _MISSING
     if "max" in meta and value > meta["max"]:
-        problems.add(path, f"must be <= {meta['max']}, got {value!r}")
+        problems.add(path, f"must be <= {meta['max']}, got {show_value(value, path)}")
         return _MISSING
     return value
 
@@ -364,16 +402,28 @@ class TaskSpec:
         return dest.error_limit or self.settings.error_limit or engine.error_limit
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> TaskSpec:
-        try:
-            raw = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InvalidTaskConfig([f"<root>: malformed JSON: {exc}"]) from exc
-        return cls.from_mapping(raw)
+    def from_json(cls, text: str | bytes | None) -> TaskSpec:
+        """Parse and validate a spec from JSON text (UTF-8 when bytes); every failure is InvalidTaskConfig."""
+        return cls.from_mapping(load_spec_json(text))
 
     @classmethod
     def from_mapping(cls, raw: Any) -> TaskSpec:
         """Validate the whole task, plugins' params included; raise one error listing every problem."""
+        try:
+            return cls._from_mapping(raw)
+        except InvalidTaskConfig:
+            raise
+        except (RecursionError, MemoryError) as exc:
+            raise InvalidTaskConfig([f"<root>: too large or too deeply nested to validate ({type(exc).__name__})"]) \
+                from None
+        except Exception as exc:
+            # A validator that trips over an input it did not foresee is our bug, but for the user it
+            # is still a spec that cannot be run: say so as a problem (exit 204), never a traceback.
+            raise InvalidTaskConfig([f"<root>: cannot be validated ({type(exc).__name__}: {exc}); "
+                                     f"please report this as a wormhole bug"]) from exc
+
+    @classmethod
+    def _from_mapping(cls, raw: Any) -> TaskSpec:
         problems = Problems()
         ref = parse_options(_TaskRef, raw, "", problems)
         if ref is None:
@@ -384,6 +434,7 @@ class TaskSpec:
         destinations = tuple(_parse_destination(d, i, problems) for i, d in enumerate(ref.destinations))
         _check_destination_ids([d.id for d in ref.destinations], problems)
         _check_single_writers(destinations, problems)
+        _check_owned_paths(destinations, problems)
         if source is not None and ref.settings.engine == "local":
             role = registry.get(source.plugin).source
             if role is not None and role.spark_only:
@@ -392,6 +443,71 @@ class TaskSpec:
         if problems or source is None or any(d is None for d in destinations):
             raise InvalidTaskConfig(problems.items)
         return cls(name=ref.name, source=source, destinations=destinations, settings=ref.settings)
+
+
+def load_spec_json(text: str | bytes | None) -> Any:
+    """The JSON document of a spec, or InvalidTaskConfig saying why it is not one.
+
+    A spec comes from a file or a task row written by another system, so anything can be there:
+    bytes that are not UTF-8, NaN, numbers too large for a float, nesting deep enough to exhaust the
+    interpreter's stack. Each is refused with a message, never a traceback.
+    """
+    if text is None:
+        raise InvalidTaskConfig(["<root>: the spec is empty (NULL)"])
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidTaskConfig([f"<root>: not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset "
+                                     f"{exc.start} cannot be decoded"]) from None
+    if not isinstance(text, str):
+        raise InvalidTaskConfig([f"<root>: expected JSON text, got {type(text).__name__}"])
+    text = text.removeprefix("\ufeff")  # a BOM written by some editors is not an error
+    if not text.strip():
+        raise InvalidTaskConfig(["<root>: the spec is empty"])
+    depth = _nesting_depth(text)
+    if depth > MAX_DEPTH:
+        raise InvalidTaskConfig([f"<root>: nested {depth} levels deep; a task spec nests at most {MAX_DEPTH}"])
+    try:
+        raw = json.loads(text, parse_constant=_reject_constant)
+        # "\ud800" escapes decode to lone surrogates: not text any store, file or terminal can take.
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+        return raw
+    except UnicodeEncodeError as exc:
+        raise InvalidTaskConfig([f"<root>: a string holds a lone UTF-16 surrogate "
+                                 f"({exc.object[exc.start:exc.end]!a}), which is not text"]) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidTaskConfig([f"<root>: malformed JSON: {exc}"]) from None
+    except ValueError as exc:  # NaN/Infinity, or an integer with too many digits
+        raise InvalidTaskConfig([f"<root>: malformed JSON: {exc}"]) from None
+    except RecursionError:  # unreachable after the depth check; kept so no input ever gives a traceback
+        raise InvalidTaskConfig(["<root>: nested too deeply"]) from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest bracket nesting outside strings, without recursion (the parser would recurse)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def _parse_source(ref: _PluginRef, problems: Problems) -> SourceSpec | None:
@@ -430,14 +546,19 @@ def _plugin(name: str, path: str, problems: Problems) -> Any:
 
 
 def _check_destination_ids(ids: list[Any], problems: Problems) -> None:
+    # Ids name files (dirty records, staging) and metrics, some on case-insensitive systems:
+    # "Lake" and "lake" are the same destination there, so they are one id here too.
     seen: dict[str, int] = {}
     for i, dest_id in enumerate(ids):
         if not isinstance(dest_id, str):
             continue
-        if dest_id in seen:
-            problems.add(f"destinations[{i}].id", f"duplicate id {dest_id!r} (also destinations[{seen[dest_id]}])")
+        key = dest_id.casefold()
+        if key in seen:
+            problems.add(f"destinations[{i}].id",
+                         f"duplicate id {show_value(dest_id)} (also destinations[{seen[key]}]; "
+                         f"ids differing only in case are the same id)")
         else:
-            seen[dest_id] = i
+            seen[key] = i
 
 
 def _check_single_writers(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
@@ -454,6 +575,42 @@ def _check_single_writers(destinations: tuple[DestinationSpec | None, ...], prob
                          f"writes {key} like destinations[{taken[key]}]; it admits one writing destination per task")
         else:
             taken[key] = i
+
+
+def _check_owned_paths(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
+    """Two destinations writing the same path, or one inside the other's directory, write over each
+    other: refused, naming both. Paths are compared resolved (relative to the working directory,
+    ``..``, trailing slashes and symbolic links resolved); pairs ``_check_single_writers`` already
+    reports are left to it."""
+    owned: list[tuple[int, Path, str | None]] = []
+    for i, dest in enumerate(destinations):
+        if dest is None:
+            continue
+        sink = registry.get(dest.plugin).sink
+        raw = sink.owned_path(dest.options) if sink and sink.owned_path else None
+        if raw is None:
+            continue
+        try:
+            path = Path(raw).resolve()
+        except (OSError, RuntimeError):  # a symbolic link loop: compare it as written
+            path = Path(raw).absolute()
+        key = sink.single_writer_key(dest.options) if sink and sink.single_writer_key else None
+        for j, other, other_key in owned:
+            if key is not None and key == other_key:
+                continue
+            if path == other:
+                relation = "the same path as"
+            elif path.is_relative_to(other):
+                relation = f"inside {other}, the path of"
+            elif other.is_relative_to(path):
+                relation = f"a directory holding {other}, the path of"
+            else:
+                continue
+            problems.add(f"destinations[{i}].params.path",
+                         f"{path} is {relation} destinations[{j}].params.path; two destinations may not write "
+                         f"the same path or one inside the other")
+            break
+        owned.append((i, path, key))
 
 
 def _check_partial(raw: Any, problems: Problems) -> None:

@@ -14,7 +14,17 @@ from typing import Any, TextIO
 
 import structlog
 
-SECRET_KEY = re.compile(r"pass(word|wd)?($|_)|secret|token|credential|api_?key", re.IGNORECASE)
+SECRET_KEY = re.compile(r"pass(word|wd)?($|_)|secret|token|credential|api_?key|private_?key", re.IGNORECASE)
+"""Keys whose values are never logged, printed (``task show``) nor echoed in validation messages."""
+
+
+def is_secret_key(key: str) -> bool:
+    return bool(SECRET_KEY.search(key))
+
+
+def redact(value: Any) -> Any:
+    """``value`` (a JSON-like document) with the value of every secret-looking key replaced by ``***``."""
+    return _redact_value(value)
 
 
 def _redact_value(value: Any) -> Any:

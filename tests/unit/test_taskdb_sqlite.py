@@ -85,7 +85,7 @@ def test_not_a_database_is_a_task_db_error(db_path: Path) -> None:
 
 
 def test_task_db_error_is_a_wormhole_error(db_url: str) -> None:
-    with pytest.raises(TaskDbError) as info, open_store(db_url) as s:
+    with pytest.raises(TaskDbError) as info, open_store(db_url, create=True) as s:
         s.get(1)
     assert info.value.code == "TASK_DB_ERROR"
     assert info.value.details["url"] == db_url
@@ -97,7 +97,7 @@ def test_task_db_error_is_a_wormhole_error(db_url: str) -> None:
 
 def test_relative_url_is_relative_to_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with open_store("sqlite:///var/nested/tasks.db") as s:
+    with open_store("sqlite:///var/nested/tasks.db", create=True) as s:
         s.init_schema()
         assert s.url == "sqlite:///var/nested/tasks.db"
     assert (tmp_path / "var" / "nested" / "tasks.db").is_file()
@@ -108,7 +108,7 @@ def test_absolute_url_has_four_slashes(tmp_path: Path, monkeypatch: pytest.Monke
     target = tmp_path / "elsewhere" / "abs.db"
     url = f"sqlite:///{target}"
     assert url.startswith("sqlite:////")
-    with open_store(url) as s:
+    with open_store(url, create=True) as s:
         s.init_schema()
     assert target.is_file()
     assert not (tmp_path / "var").exists()
@@ -118,18 +118,27 @@ def test_default_url_creates_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert DEFAULT_TASK_DB_URL == "sqlite:///var/wormhole.db"
     monkeypatch.delenv("WORMHOLE_TASK_DB", raising=False)
     monkeypatch.chdir(tmp_path)
-    with open_store() as s:
+    with open_store(create=True) as s:
         assert s.url == DEFAULT_TASK_DB_URL
     assert (tmp_path / "var" / "wormhole.db").is_file()
+
+
+def test_opening_without_create_never_creates_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read-only use (task list/show) of a missing database is an error naming it; no var/ appears."""
+    monkeypatch.delenv("WORMHOLE_TASK_DB", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TaskDbError, match=r"var/wormhole\.db does not exist; `wormhole db init` creates it"):
+        open_store()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_env_url_is_used_when_no_url_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "from-env.db"
     monkeypatch.setenv("WORMHOLE_TASK_DB", f"sqlite:///{target}")
-    with open_store() as s:
+    with open_store(create=True) as s:
         s.init_schema()
     assert target.is_file()
-    with open_store(f"sqlite:///{tmp_path}/explicit.db"):  # an explicit URL wins over the environment
+    with open_store(f"sqlite:///{tmp_path}/explicit.db", create=True):  # an explicit URL wins over the environment
         pass
     assert (tmp_path / "explicit.db").is_file()
 
@@ -162,7 +171,8 @@ def test_bad_urls_are_task_db_errors(url: str) -> None:
     ("mysql://root:s3cret@db1:3306/wh", "mysql://root:***@db1:3306/wh"),
     ("mysql://root:p@ss:w@rd@db1/wh", "mysql://root:***@db1/wh"),
     ("mysql://root@db1:3306/wh", "mysql://root@db1:3306/wh"),
-    ("mysql://db1/wh?password=s3cret&connect_timeout=3", "mysql://db1/wh?password=***&connect_timeout=3"),
+    ("mysql://db1/wh?password=s3cret&connect_timeout=3", "mysql://db1/wh?password=***&connect_timeout=***"),
+    ("mysql://u:p@db1/wh?ssl_key=/k&token=abc#x", "mysql://u:***@db1/wh?ssl_key=***&token=***#x"),
     ("sqlite:///var/wormhole.db", "sqlite:///var/wormhole.db"),
     ("root:s3cret@db1:3306/wh", "root:***@db1:3306/wh"),
 ])

@@ -39,13 +39,15 @@ __all__ = [
     "redact_url",
 ]
 
-_SECRET_QUERY = re.compile(r"(?i)([?&](?:password|passwd|pwd)=)[^&#]*")
+# Every query value is redacted, not only password=: drivers take tokens and keys under many names.
+_QUERY_VALUE = re.compile(r"([?&][^=&#]*=)[^&#]*")
 _MYSQL_QUERY_KEYS = frozenset({"connect_timeout"})
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***`` (``mysql://root:***@host:3306/db``)."""
-    url = _SECRET_QUERY.sub(r"\1***", url)
+    """The URL with any password and every query value replaced by ``***``
+    (``mysql://root:***@host:3306/db?connect_timeout=***``)."""
+    url = _QUERY_VALUE.sub(r"\1***", url)
     scheme, sep, rest = url.partition("://")
     if not sep:  # no scheme (a typo): still treat user:password@ as credentials
         scheme, rest = "", url
@@ -59,18 +61,20 @@ def redact_url(url: str) -> str:
     return f"{scheme}{sep}{user}:***@{rest[at + 1:]}"
 
 
-def open_store(url: str | None = None) -> SqlTaskStore:
+def open_store(url: str | None = None, *, create: bool = False) -> SqlTaskStore:
     """Open (connect to) the task store at ``url``, else ``$WORMHOLE_TASK_DB``, else the SQLite default.
 
-    Does not create the schema (that is ``init_schema``, i.e. ``wormhole db init``).
-    Raises TaskDbError for a bad URL or an unreachable database.
+    Does not create the schema (that is ``init_schema``, i.e. ``wormhole db init``). A SQLite file
+    (and its directory) is created only with ``create``: commands that only read or update tasks
+    must not leave an empty ``var/wormhole.db`` behind in whatever directory they ran.
+    Raises TaskDbError for a bad URL or an unreachable (or, without ``create``, missing) database.
     """
     if url is None:
         url = os.environ.get(TASK_DB_ENV) or DEFAULT_TASK_DB_URL
     url = url.strip()
     scheme = url.partition(":")[0].lower() if ":" in url else ""
     if scheme == "sqlite":
-        return _open_sqlite(url)
+        return _open_sqlite(url, create)
     if scheme == "mysql":
         return _open_mysql(url)
     _bad(url, "expected sqlite:///path/to/file.db or mysql://user:password@host:port/database"
@@ -81,7 +85,7 @@ def _bad(url: str, what: str) -> NoReturn:
     raise TaskDbError(f"invalid task database URL {redact_url(url)!r}: {what}", url=redact_url(url))
 
 
-def _open_sqlite(url: str) -> SqlTaskStore:
+def _open_sqlite(url: str, create: bool) -> SqlTaskStore:
     from wormhole.taskdb.sqlite import MEMORY, SqliteTaskStore
 
     prefix = "sqlite:///"
@@ -96,7 +100,7 @@ def _open_sqlite(url: str) -> SqlTaskStore:
     if path == MEMORY:
         return SqliteTaskStore(url, MEMORY)
     # Resolved now, so the store keeps using the same file if the process changes directory later.
-    return SqliteTaskStore(url, Path(path).absolute())
+    return SqliteTaskStore(url, Path(path).absolute(), create=create)
 
 
 def _open_mysql(url: str) -> SqlTaskStore:

@@ -22,9 +22,12 @@ class SqliteTaskStore(SqlTaskStore):
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = (sqlite3.Error,)
     ddl: ClassVar[tuple[str, ...]] = SQLITE_DDL
 
-    def __init__(self, url: str, path: str | Path) -> None:
+    def __init__(self, url: str, path: str | Path, *, create: bool = False) -> None:
         super().__init__(url)
         self.path = str(path)
+        if self.path != MEMORY and not create and not Path(self.path).is_file():
+            raise TaskDbError(f"task database {url}: {self.path} does not exist; `wormhole db init` creates it",
+                              url=url)
         if self.path != MEMORY:
             try:
                 # So var/ appears on first use of the default URL.

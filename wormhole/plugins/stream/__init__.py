@@ -155,7 +155,7 @@ class StreamSource:
 class NullWriterOptions:
     fail_after: int | None = opt(None, min=0)
     """Raise once the destination has taken this many rows (a broken destination, for tests)."""
-    delay_ms: float = opt(0.0, min=0.0)
+    delay_ms: float = opt(0.0, min=0.0, max=3_600_000.0)
     """Sleep this long per batch (a slow destination, for tests of back-pressure)."""
 
 

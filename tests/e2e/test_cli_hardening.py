@@ -1,0 +1,230 @@
+"""The CLI under bad input and a newcomer's habits: every outcome is a documented exit code and a
+message, never a traceback; read-only commands create nothing; secrets are never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Workspace, log_events, make_workspace
+
+pytestmark = pytest.mark.e2e
+
+
+def _spec(**dest_params: Any) -> dict[str, Any]:
+    return {"name": "small", "source": {"plugin": "stream", "params": {"rows": 50}},
+            "destinations": [{"id": "n", "plugin": "stream", "params": dest_params}]}
+
+
+def _no_traceback(proc: Any) -> None:
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, proc.stderr
+
+
+# -- item 4: a spec that is not JSON text --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"[" * 100_000 + b"]" * 100_000, "nested 100000 levels deep; a task spec nests at most 64"),
+    (b'{"name": "caf\xe9"}', "not UTF-8 text: byte 0xe9 at offset 13"),
+    (b'{"source": {"plugin": "stream", "params": {"rows": NaN}}}', "NaN is not a JSON number"),
+    (b"", "the spec is empty"),
+    (b"1" * 5000, "malformed JSON"),
+])
+def test_a_spec_file_that_is_not_json_exits_204_with_a_message(ws: Workspace, tmp_path: Path, content: bytes,
+                                                               message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    for args in (("validate", str(path)), ("task", "submit", str(path)), ("run", str(path))):
+        proc = ws.run(*args)
+        assert proc.returncode == 204, (args, proc.stderr)
+        assert message in proc.stderr
+        _no_traceback(proc)
+    assert ws.run("task", "list", check=True).stdout.strip().count("\n") == 0  # nothing was recorded
+
+
+@pytest.mark.parametrize("spec", [
+    "[" * 5000 + "]" * 5000,
+    '{"name": "\\ud800 lone surrogate", "source": 1}',
+    "null",
+    '{"source": {"plugin": "stream", "params": {"rows": 1e400}}}',
+])
+def test_a_task_row_with_a_broken_spec_ends_failed_not_running(ws: Workspace, spec: str) -> None:
+    """An upstream INSERT of any text: the run exits 204 and the row is failed with the reason."""
+    task_id = ws.submit(spec)
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode == 204, proc.stderr
+    _no_traceback(proc)
+    task = ws.show(task_id)
+    assert task["status"] == "failed"
+    assert task["error"].startswith("invalid task")
+    assert [e["event"] for e in log_events(proc.stderr)][-1] == "task.invalid"
+
+
+def test_a_task_row_with_invalid_utf8_bytes_ends_failed(ws: Workspace) -> None:
+    conn = sqlite3.connect(ws.root / "var" / "wormhole.db")
+    with conn:
+        task_id = conn.execute("INSERT INTO wormhole_task (name, spec) VALUES (?, ?)",
+                               ("bytes", b'{"name": "\xff\xfe"}')).lastrowid
+    conn.close()
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode == 204, proc.stderr
+    _no_traceback(proc)
+    assert ws.show(int(task_id))["status"] == "failed"
+
+
+# -- item 5: values that used to validate and then fail at run time -------------------------------------
+
+
+def test_values_that_would_fail_at_run_time_are_validation_errors(ws: Workspace, tmp_path: Path) -> None:
+    spec = _spec(delay_ms=1e300)
+    spec["destinations"] += [
+        {"id": "Lake", "plugin": "stream"},
+        {"id": "lake", "plugin": "stream"},
+        {"id": "db", "plugin": "mysql", "params": {"host": " ", "user": "u", "database": "d", "table": "t"}},
+    ]
+    spec["settings"] = {"speed": {"channel": 2**70}}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(spec))
+    proc = ws.run("validate", str(path))
+    assert proc.returncode == 204
+    assert "destinations[0].params.delay_ms: must be <= 3600000.0" in proc.stderr
+    assert "destinations[2].id: duplicate id 'lake' (also destinations[1]; ids differing only in case" in proc.stderr
+    assert "destinations[3].params.host: must not be empty or blank" in proc.stderr
+    assert "settings.speed.channel: 1180591620717411303424 is out of range (a 64-bit integer)" in proc.stderr
+
+
+# -- item 6: exit codes follow the table ----------------------------------------------------------------
+
+
+def test_a_missing_spec_file_exits_204(ws: Workspace) -> None:
+    for args in (("validate", "missing.json"), ("task", "submit", "missing.json"), ("run", "missing.json")):
+        proc = ws.run(*args)
+        assert proc.returncode == 204, args
+        assert "cannot read the task file missing.json: No such file or directory" in proc.stderr
+
+
+def test_task_subcommands_with_an_unreachable_task_db_exit_203(ws: Workspace, tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_spec()))
+    ws.task_db = "mysql://root:s3cret@127.0.0.1:1/nope?connect_timeout=1"
+    for args in (("task", "list"), ("task", "show", "1"), ("task", "retry", "1"), ("db", "init"),
+                 ("task", "submit", str(good))):
+        proc = ws.run(*args, timeout=60)
+        assert proc.returncode == 203, (args, proc.stderr)
+        assert "cannot connect to 127.0.0.1:1" in proc.stderr and "s3cret" not in proc.stderr
+        _no_traceback(proc)
+
+
+# -- item 7: read-only commands create nothing -----------------------------------------------------------
+
+
+def test_read_only_commands_in_an_empty_directory_create_no_files(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    ws = Workspace(root=empty, task_db="sqlite:///var/wormhole.db")
+    ws.write_conf(monitor={"interval_s": 0.05})
+    for args in (("task", "list"), ("task", "show", "1"), ("task", "retry", "1"), ("--task-id", "1")):
+        proc = ws.run(*args)
+        assert proc.returncode == 203, (args, proc.stderr)
+        assert "var/wormhole.db does not exist; `wormhole db init` creates it" in proc.stderr
+    assert [p.name for p in empty.iterdir()] == ["conf"]
+
+
+# -- items 8 and 9: secrets ------------------------------------------------------------------------------
+
+
+def test_task_show_redacts_every_secret_in_the_spec(ws: Workspace) -> None:
+    spec = {"source": {"plugin": "mysql", "params": {
+        "user": "etl", "password": "hunter2-src", "database": "d", "table": "t",
+        "connections": [{"host": "h", "database": "d", "password": "hunter2-shard"}]}},
+        "destinations": [{"id": "n", "plugin": "stream", "params": {"api_key": "hunter2-key"}}],
+        "settings": {"token": "hunter2-token"}}
+    task_id = ws.submit(json.dumps(spec))
+    proc = ws.run("task", "show", str(task_id), check=True)
+    assert "hunter2" not in proc.stdout
+    shown = json.loads(proc.stdout)["spec"]
+    assert shown["source"]["params"]["password"] == "***"
+    assert shown["source"]["params"]["connections"][0]["password"] == "***"
+    assert shown["source"]["params"]["user"] == "etl"  # only secrets are hidden
+    broken = ws.submit('{"source": {"password": "hunter2-broken", "x": ')  # not JSON: redacted as text
+    out = ws.run("task", "show", str(broken), check=True).stdout
+    assert "hunter2" not in out and '\\"password\\": \\"***\\"' in out
+
+
+def test_validation_never_echoes_a_secret_and_cuts_long_values(ws: Workspace, tmp_path: Path) -> None:
+    spec = {"source": {"plugin": "mysql", "params": {"user": "etl", "password": ["hunter2-in-a-list"],
+                                                     "database": "d", "table": "t", "estimate": "x" * 5000}},
+            "destinations": [{"id": "n", "plugin": "stream"}]}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(spec))
+    proc = ws.run("validate", str(path))
+    assert proc.returncode == 204
+    assert "source.params.password: expected a string, got array ***" in proc.stderr
+    assert "hunter2" not in proc.stderr
+    assert "(5002 characters)" in proc.stderr and len(proc.stderr) < 1000
+
+
+# -- item 14: global options after the subcommand ---------------------------------------------------------
+
+
+def test_global_options_are_accepted_after_the_subcommand(tmp_path: Path) -> None:
+    ws = Workspace(root=tmp_path, task_db="sqlite:///var/unused.db")
+    ws.write_conf(monitor={"interval_s": 0.05})
+    url = f"sqlite:///{tmp_path}/elsewhere/tasks.db"
+    assert ws.run("db", "init", "--task-db", url, check=True).stdout.strip() == f"task database ready: {url}"
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps(_spec()))
+    task_id = ws.run("task", "submit", str(spec), "--task-db", url, check=True).stdout.strip()
+    shown = json.loads(ws.run("task", "show", task_id, "--task-db", url, check=True).stdout)
+    assert shown["status"] == "pending"
+    assert not (tmp_path / "var").exists()  # the environment's URL was overridden, never opened
+    proc = ws.run("run", str(spec), "--task-db", url, "--log-format", "json", "--log-level", "warning")
+    assert proc.returncode == 0, proc.stderr
+    assert log_events(proc.stderr) == []  # warning level: the info events are filtered
+
+
+# -- item 15: one-step run ---------------------------------------------------------------------------------
+
+
+def test_run_file_records_runs_and_exits_with_the_task_code(tmp_path: Path) -> None:
+    """`wormhole run FILE` in a fresh directory: embedded task DB created, task recorded and run."""
+    ws = Workspace(root=tmp_path, task_db="sqlite:///var/wormhole.db")
+    ws.write_conf(monitor={"interval_s": 0.05})
+    spec = {"name": "one step", "source": {"plugin": "stream", "params": {"rows": 1000}},
+            "destinations": [{"id": "out", "plugin": "sqlite", "params": {"path": "out/t.db", "table": "t"}},
+                             {"id": "bad", "plugin": "stream", "params": {"fail_after": 10}}]}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(spec))
+    proc = ws.run("run", str(path))
+    assert proc.returncode == 202, proc.stderr
+    events = log_events(proc.stderr)
+    submitted = next(e for e in events if e["event"] == "task.submitted")
+    task = ws.show(submitted["task_id"])
+    assert task["name"] == "one step" and task["status"] == "partial"
+    assert task["result"]["destinations"]["out"]["rows_written"] == 1000
+    conn = sqlite3.connect(tmp_path / "out" / "t.db")
+    assert conn.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 1000
+    conn.close()
+
+
+# -- item 16: a store's parameters from its options dataclasses -------------------------------------------
+
+
+def test_plugins_name_prints_parameters_from_the_options(ws: Workspace) -> None:
+    out = ws.run("plugins", "mysql", check=True).stdout
+    assert "source parameters (source.params):" in out and "destination parameters" in out
+    assert 'load               "append" | "truncate" | "staging"  default "append"' in out
+    assert "connections[].host" in out
+    proc = ws.run("plugins", "nosuch")
+    assert proc.returncode == 204 and "unknown plugin 'nosuch'" in proc.stderr
+
+
+def test_workspace_helper_still_initialises(tmp_path: Path) -> None:
+    # make_workspace runs `db init`, which must go on creating the embedded file.
+    ws = make_workspace(tmp_path)
+    assert (ws.root / "var" / "wormhole.db").is_file()
