@@ -223,6 +223,7 @@ class SparkExecution:
             writer = sink.writer(options, ctx, periphery, worker)
             delivered = written = 0
             bad: list[DirtyEntry] = []
+            over = False
             try:
                 writer.open()
                 for record_batch in batches:
@@ -236,12 +237,17 @@ class SparkExecution:
                         delivered += len(batch)
                         written += result.written
                         bad.extend((ctx.destination, None, r.reason, r.row) for r in result.rejected)
-                        # This partition's own rejects exceed the limit, so the total does too.
+                        # This partition's own rejects exceed the limit, so the total does too: stop
+                        # writing, but end the task normally, so its counts and rejected rows reach the
+                        # driver (a failed task's accumulators are dropped) and the driver fails the
+                        # destination naming the total.
                         if limit is not None and len(bad) > limit:
-                            raise DirtyLimitExceeded(f"{len(bad)} rejected rows exceed the record limit of "
-                                                     f"{limit}", limit=limit, observed=len(bad),
-                                                     destination=ctx.destination)
-                writer.flush()
+                            over = True
+                            break
+                    if over:
+                        break
+                if not over:
+                    writer.flush()
             finally:
                 writer.close()
             totals.add((delivered, written, len(bad)))
@@ -251,6 +257,9 @@ class SparkExecution:
         naive_timestamps(self.frame).mapInArrow(write_partition, "n long").collect()
         counters.delivered, counters.written, counters.rejected = totals.value
         self._flush_dirty(dirty.value)
+        if limit is not None and counters.rejected > limit:
+            raise DirtyLimitExceeded(f"{counters.rejected} rejected rows exceed the record limit of {limit}",
+                                     limit=limit, observed=counters.rejected, destination=dest.id)
 
     def _write_on_driver(self, dest: Any, counters: WriterCounters) -> None:
         # Stores whose writes cannot be replayed per partition (a SQLite file): the rows come to the
