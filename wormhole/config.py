@@ -261,7 +261,7 @@ class TimeoutsConf:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReaderConf:
-    channels: int = opt(4, min=1)
+    channels: int = opt(4, min=1, max=1024)
     """Reader threads when the task sets no speed.channel (DataX fails here; a default is kinder)."""
 
 
@@ -334,8 +334,9 @@ class EngineConf:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpeedSpec:
-    channel: int | None = opt(None, min=1)
-    """Reader threads; the engine default applies when unset."""
+    channel: int | None = opt(None, min=1, max=1024)
+    """Reader threads; the engine default applies when unset. Bounded because SQL splitters cut
+    ``channel x split_factor`` ranges: a typo of 10**9 must be an error, not a hung planner."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

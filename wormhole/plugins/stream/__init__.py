@@ -57,8 +57,11 @@ DEFAULT_COLUMNS = (
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamReaderOptions:
     rows: int = opt(min=0)
-    splits: int = opt(1, min=1)
+    """How many rows to generate."""
+    splits: int = opt(1, min=1, max=100_000)
+    """Ranges of ``id`` the rows are cut into (each a split readers take in turn)."""
     seed: int = 0
+    """Seed of the generated values: the same seed gives the same rows."""
     columns: tuple[ColumnOption, ...] = DEFAULT_COLUMNS
     """``id`` (type int) is the row number; every other column cycles through generated values."""
     dirty_every: int | None = opt(None, min=1)
