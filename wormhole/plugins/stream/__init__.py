@@ -43,7 +43,9 @@ _POOL_SIZES = (1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049, 1051, 1061)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ColumnOption:
     name: str = opt(nonempty=True)
+    """Column name."""
     type: Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"] = "string"
+    """Logical type of the generated values."""
 
 
 DEFAULT_COLUMNS = (
