@@ -28,6 +28,10 @@ from wormhole.plugins import registry
 # Generic parsing of dataclasses from mappings
 
 
+MAX_MESSAGE = 400
+"""Longest problem text kept (values inside it are already cut by :func:`show_value`)."""
+
+
 class Problems:
     """Collects validation problems, each prefixed with its key path."""
 
@@ -35,6 +39,8 @@ class Problems:
         self.items: list[str] = []
 
     def add(self, path: str, message: str) -> None:
+        if len(message) > MAX_MESSAGE:  # a check that echoed a pasted blob must not flood the log
+            message = f"{message[:MAX_MESSAGE]}... (cut)"
         self.items.append(f"{path or '<root>'}: {message}")
 
     def __bool__(self) -> bool:
