@@ -95,34 +95,7 @@ def read_splits(options: MysqlReaderOptions, advice: int = 4,
 # ---------------------------------------------------------------------------------------------
 # every type, edge values included, through the real CLI (load_data and insert side by side)
 
-TYPES_DDL = """CREATE TABLE `{name}` (
-  id INT PRIMARY KEY,
-  ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, su SMALLINT UNSIGNED, mi MEDIUMINT, mu MEDIUMINT UNSIGNED,
-  i INT, iu INT UNSIGNED, bi BIGINT, bu BIGINT UNSIGNED,
-  dec65 DECIMAL(65,30), d2 DECIMAL(10,2), fl FLOAT, db DOUBLE,
-  c CHAR(10), vc VARCHAR(300), tx TEXT, mt MEDIUMTEXT,
-  bn BINARY(4), vb VARBINARY(300), bl BLOB,
-  dt DATE, dtm DATETIME(6), dt0 DATETIME, ts TIMESTAMP(3) NULL, tm TIME(6), yr YEAR,
-  js JSON, en ENUM('a','b','c'), st SET('x','y','z'), bt BIT(10), b1 BIT(1)
-) CHARACTER SET utf8mb4"""
-
-TYPE_ROWS: list[tuple[Any, ...]] = [
-    (1, 127, 255, 32767, 65535, 8388607, 16777215, 2147483647, 4294967295, 9223372036854775807,
-     18446744073709551615, "99999999999999999999999999999999999.999999999999999999999999999999", "12345678.90",
-     1.5, 1.7976931348623157e308, "abc", "😀🎉 ünïcödé 𝄞", "tab\there\nnew\\back \x00nul 'q' \"dq\" \\N",
-     "x" * 70000, b"\x00\x01\xff\x00", bytes(range(256))[:300], b"\t\n\\N\x00", "2024-02-29",
-     "2024-01-02 03:04:05.123456", "9999-12-31 23:59:59", "2038-01-19 03:14:07.999", "838:59:59.000000", 2155,
-     '{"a": [1, 2.5, "x😀", 12345678901234567890], "b": null, "c": {"d": true}}', "c", "x,z", 1023, 1),
-    (2, -128, 0, -32768, 0, -8388608, 0, -2147483648, 0, -9223372036854775808, 0,
-     "-99999999999999999999999999999999999.999999999999999999999999999999", "-0.01",
-     -1.5, -2.2250738585072014e-308, "", "", "", "", b"\x00\x00\x00\x00", b"", b"", "1000-01-01",
-     "1000-01-01 00:00:00.000000", "1000-01-01 00:00:00", "1970-01-01 00:00:01.000", "-838:59:59.000000", 1901,
-     "[]", "a", "", 0, 0),
-    (3, *([None] * 32)),
-    (4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "0.000000000000000000000000000001", "0.00", 0.0, 0.1, " pad", "a\rb", "\\",
-     "", b"ab\x00\x00", b"\xf0\x9f\x98", b"\xff" * 1000, "0000-00-00", "0000-00-00 00:00:00.000000",
-     "2024-00-10 00:00:00", None, "00:00:00.000001", 0, '"just a string"', "b", "x,y,z", 512, 1),
-]
+from tests.mysql_types_table import TYPE_ROWS, TYPES_DDL  # noqa: E402  (shared with tests/spark)
 
 
 def test_every_type_round_trips_value_by_value(ws: Workspace, mysql_db: str) -> None:
@@ -378,6 +351,75 @@ def test_staging_post_sql_failure_swaps_back(target: str) -> None:
     periphery.rollback()  # what the engine does after a failed commit: the old table is back, nothing left
     assert rows_of(target, "t") == [(100, "old", Decimal("1.00"))]
     assert [r[0] for r in run_sql(target, "SHOW TABLES")] == ["t"]
+
+
+def _comments(url: str) -> dict[str, str]:
+    return {name: comment for name, comment in run_sql(
+        url, "SELECT TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")}
+
+
+def test_staging_never_drops_a_table_wormhole_did_not_create(target: str) -> None:
+    """A table by the staging name (or the swap's old-table name) that is not this task and destination's
+    leftover fails prepare, naming it; it keeps its rows, and the rollback that follows leaves it too."""
+    from wormhole.errors import PrepareError
+
+    assert PLUGIN.sink is not None
+    like = "(id INT PRIMARY KEY, name VARCHAR(5), amount DECIMAL(8,2))"
+    run_sql(target, "INSERT INTO t VALUES (100, 'old', 1)",
+            f"CREATE TABLE mine {like} COMMENT 'user notes'", "INSERT INTO mine VALUES (1, 'keep', 1)",
+            # write_ctx is task 7, run 1, destination 'out': the default staging and old-table names
+            f"CREATE TABLE t__wh7_1 {like}", "INSERT INTO t__wh7_1 VALUES (2, 'keep', 2)",
+            f"CREATE TABLE other_task {like} COMMENT 'wormhole:task=8,run=3,dest=out'",
+            "INSERT INTO other_task VALUES (3, 'keep', 3)",
+            f"CREATE TABLE other_dest {like} COMMENT 'wormhole:task=7,run=3,dest=elsewhere'",
+            "INSERT INTO other_dest VALUES (4, 'keep', 4)")
+    cases = [({"staging_table": "mine"}, r"`mine` \(params.staging_table of destination 'out'\) already exists "
+                                         r".* carries no wormhole staging marker; it is left untouched"),
+             ({}, r"`t__wh7_1` \(the default staging name of destination 'out'.*\) already exists"),
+             ({"staging_table": "other_task"}, r"`other_task` .* is the staging table of task 8, destination 'out'"),
+             ({"staging_table": "other_dest"}, r"`other_dest` .* is the staging table of task 7, destination "
+                                               r"'elsewhere'")]
+    for params, message in cases:
+        periphery = PLUGIN.sink.periphery(writer_options(target, table="t", load="staging", **params),
+                                          write_ctx(WSCHEMA))
+        with pytest.raises(PrepareError, match=message):
+            periphery.prepare()
+        periphery.rollback()  # what the engine does next: it must not drop what it did not create
+    assert [r[0] for r in rows_of(target, "t__wh7_1")] == [2]
+    run_sql(target, "DROP TABLE t__wh7_1", f"CREATE TABLE t__whold7_1 {like}",
+            "INSERT INTO t__whold7_1 VALUES (5, 'keep', 5)")
+    periphery = PLUGIN.sink.periphery(writer_options(target, table="t", load="staging"), write_ctx(WSCHEMA))
+    with pytest.raises(PrepareError, match=r"`t__whold7_1` already exists .* left untouched"):
+        periphery.prepare()
+    periphery.rollback()
+    for table, key in [("mine", 1), ("other_task", 3), ("other_dest", 4), ("t__whold7_1", 5), ("t", 100)]:
+        assert [r[0] for r in rows_of(target, table)] == [key], table
+    assert sorted(_comments(target)) == ["mine", "other_dest", "other_task", "t", "t__whold7_1"]
+
+
+def test_staging_table_is_marked_a_leftover_reclaimed_and_the_target_keeps_its_comment(target: str) -> None:
+    assert PLUGIN.sink is not None
+    run_sql(target, "ALTER TABLE t COMMENT = 'user notes'", "INSERT INTO t VALUES (100, 'old', 1)")
+    options = writer_options(target, table="t", load="staging", staging_table="stage")
+    crashed = PLUGIN.sink.periphery(options, write_ctx(WSCHEMA, run_id=1))
+    crashed.prepare()
+    writer = PLUGIN.sink.writer(options, write_ctx(WSCHEMA, run_id=1), crashed, 0)
+    writer.open()
+    writer.write([(1, "a", None)])
+    writer.close()  # ...and the process dies: neither commit nor rollback
+    assert _comments(target)["stage"] == "wormhole:task=7,run=1,dest=out"
+    lifecycle_ctx = write_ctx(WSCHEMA, run_id=2)
+    periphery = PLUGIN.sink.periphery(options, lifecycle_ctx)
+    periphery.prepare()  # the leftover carries this task and destination's marker: reclaimed
+    assert _comments(target)["stage"] == "wormhole:task=7,run=2,dest=out"
+    assert rows_of(target, "stage") == []
+    writer = PLUGIN.sink.writer(options, lifecycle_ctx, periphery, 0)
+    writer.open()
+    writer.write([(2, "b", None)])
+    writer.close()
+    periphery.commit()
+    assert [r[0] for r in rows_of(target, "t")] == [2]
+    assert _comments(target) == {"t": "user notes"}  # the marker does not stick to the user's table
 
 
 def test_verify_count_catches_a_difference(target: str) -> None:

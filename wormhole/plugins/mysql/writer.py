@@ -8,6 +8,11 @@ Loads (``load``):
   ``RENAME TABLE target TO old, staging TO target`` (atomic: a reader sees the old table or the
   new one, never a half-loaded one), then runs ``post_sql`` and drops the old table; if post_sql
   fails the swap is undone. Rollback drops the staging table and leaves the target untouched.
+  wormhole never drops a table it did not create: the staging table it creates carries the comment
+  ``wormhole:task=<id>,run=<id>,dest=<id>``; at prepare, an existing table by the staging name is
+  dropped only when it carries that marker for the same task and destination (the leftover of a
+  crashed run), and any other existing table fails the destination and stays as it is. Commit and
+  rollback drop only the staging table this run created and the old table this run renamed.
 
 Writers (one connection each) cut a batch into pieces of ``batch_size`` rows, each in its own
 transaction, sent as one ``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT.
@@ -67,6 +72,20 @@ def _derived_name(table: str, suffix: str) -> str:
     return table[: MAX_IDENTIFIER - len(suffix)] + suffix
 
 
+_MARKER = re.compile(r"wormhole:task=(\d+),run=(\d+),dest=(\S+)")
+
+
+def staging_marker(task_id: int, run_id: int, destination: str) -> str:
+    """The table comment of a staging table wormhole created (destination ids hold no comma or space)."""
+    return f"wormhole:task={task_id},run={run_id},dest={destination}"
+
+
+def parse_marker(comment: str) -> tuple[int, int, str] | None:
+    """``(task, run, destination)`` of a staging marker, or None when the comment is not one."""
+    found = _MARKER.fullmatch(comment.strip())
+    return None if found is None else (int(found[1]), int(found[2]), found[3])
+
+
 class MysqlWriterPeriphery(ShippedWithoutLock):
     """Prepares the target (pre_sql, truncate or staging table), and commits or rolls back the load."""
 
@@ -80,6 +99,10 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         """Where writers put rows: the target, or the staging table."""
         self.staging: str | None = None
         self.old_table: str | None = None
+        self.staging_created = False
+        """This run created the staging table: only then may commit or rollback drop it."""
+        self.target_comment = ""
+        """The target's own table comment, given back to the staging table before the swap."""
         self.swapped = False
         self.method = "insert"
         self.load_sql = ""
@@ -150,15 +173,50 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self._run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
             self.truncated = True
         elif opts.load == "staging":
-            suffix = f"__wh{self.ctx.task_id}_{self.ctx.run_id}"
-            self.staging = opts.staging_table or _derived_name(opts.table, suffix)
-            self.old_table = _derived_name(opts.table, f"__whold{self.ctx.task_id}_{self.ctx.run_id}")
-            self._run(conn, f"DROP TABLE IF EXISTS {self.table_ref(self.staging)}", "staging", PrepareError)
-            self._run(conn, f"CREATE TABLE {self.table_ref(self.staging)} LIKE {self.target}", "staging", PrepareError)
-            self.write_table = self.staging
+            self._prepare_staging(conn)
         if opts.verify == "count" and opts.load == "append":
             self.rows_before = int(fetch_one(conn, f"SELECT COUNT(*) FROM {self.target}")[0])
         self._build_sql([types[c.lower()] for c in columns])
+
+    def _table_comment(self, conn: pymysql.Connection, name: str) -> str | None:
+        """The comment of table ``name`` (a view's is 'VIEW'), or None when there is no such table."""
+        found = fetch_one(conn, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                                "AND TABLE_NAME = %s", (self.endpoint.database, name))
+        return None if found is None else str(found[0] or "")
+
+    def _prepare_staging(self, conn: pymysql.Connection) -> None:
+        opts, ctx = self.options, self.ctx
+        self.staging = opts.staging_table or _derived_name(opts.table, f"__wh{ctx.task_id}_{ctx.run_id}")
+        self.old_table = _derived_name(opts.table, f"__whold{ctx.task_id}_{ctx.run_id}")
+        self.target_comment = self._table_comment(conn, opts.table) or ""
+        where = (f"params.staging_table of destination {ctx.destination!r}" if opts.staging_table else
+                 f"the default staging name of destination {ctx.destination!r}, derived from params.table; "
+                 f"params.staging_table can name another")
+        comment = self._table_comment(conn, self.staging)
+        if comment is not None:
+            marker = parse_marker(comment)
+            if marker is None or marker[0] != ctx.task_id or marker[2] != ctx.destination:
+                # A user's table (or another task's or destination's staging table): never ours to drop.
+                whose = ("it carries no wormhole staging marker" if marker is None else
+                         f"it is the staging table of task {marker[0]}, destination {marker[2]!r}")
+                raise self._error(PrepareError, f"staging table {self.table_ref(self.staging)} ({where}) already "
+                                                f"exists on {self.endpoint.mark} and {whose}; it is left untouched: "
+                                                f"drop or rename it, or choose another staging_table")
+            # Ours, left by a run of this task and destination that never finished: reclaim it.
+            self._run(conn, f"DROP TABLE {self.table_ref(self.staging)}", "dropping a leftover staging table",
+                      PrepareError)
+            log.info("writer.staging_reclaimed", destination=ctx.destination, task_id=ctx.task_id, run_id=ctx.run_id,
+                     table=self.staging, left_by_run=marker[1])
+        if self._table_comment(conn, self.old_table) is not None:
+            raise self._error(PrepareError, f"table {self.table_ref(self.old_table)} already exists on "
+                                            f"{self.endpoint.mark}; the staging swap renames the target to that "
+                                            f"name, so it is left untouched and nothing is loaded: drop or rename it")
+        self._run(conn, f"CREATE TABLE {self.table_ref(self.staging)} LIKE {self.target}", "staging", PrepareError)
+        self.staging_created = True
+        self._run(conn, f"ALTER TABLE {self.table_ref(self.staging)} COMMENT = "
+                        f"{conn.escape(staging_marker(ctx.task_id, ctx.run_id, ctx.destination))}",
+                  "marking the staging table", PrepareError)
+        self.write_table = self.staging
 
     def _choose_method(self, conn: pymysql.Connection) -> str:
         opts = self.options
@@ -243,6 +301,9 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
 
     def _swap(self, conn: pymysql.Connection) -> None:
         assert self.staging is not None and self.old_table is not None
+        # The marker is for wormhole's own bookkeeping: the table swapped in keeps the target's comment.
+        self._run(conn, f"ALTER TABLE {self.table_ref(self.staging)} COMMENT = {conn.escape(self.target_comment)}",
+                  "restoring the table comment", CommitError)
         self._run(conn, f"RENAME TABLE {self.target} TO {self.table_ref(self.old_table)}, "
                         f"{self.table_ref(self.staging)} TO {self.target}", "swapping in the staging table",
                   CommitError)
@@ -253,9 +314,9 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             return
         opts = self.options
         if opts.load == "staging":
-            if self.staging is None:
+            if not self.staging_created:
                 self.finished = True
-                return  # prepare never got as far as creating it
+                return  # this run never created it: a table by that name is not ours to drop
             conn = self.connect(RollbackError)
             try:
                 if self.swapped:  # post_sql failed after the swap: put the old table back first
@@ -264,6 +325,7 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
                                     f"{self.table_ref(self.old_table)} TO {self.target}", "swapping back",
                               RollbackError)
                     self.swapped = False
+                assert self.staging is not None
                 self._run(conn, f"DROP TABLE IF EXISTS {self.table_ref(self.staging)}", "dropping the staging table",
                           RollbackError)
             finally:
