@@ -6,6 +6,7 @@ what the tests see is what a user querying the database would see.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -229,3 +230,21 @@ def polling(step: Callable[[], bool], interval: float = 0.005) -> Iterator[Polle
         yield poller
     finally:
         poller.stop()
+
+
+def assert_json_lines(stderr: str) -> None:
+    """Every stderr line of a CLI run is one JSON log event: no traceback, no "Exception ignored" noise.
+
+    Python prints an exception raised in a ``__del__`` (pymysql's cursor and result clean-up on a
+    dead socket) straight to stderr, bypassing the logger: ops tooling reading JSON lines chokes on it.
+    """
+    bad = []
+    for line in stderr.splitlines():
+        if "Traceback" in line or "Exception ignored" in line:
+            bad.append(line)
+            continue
+        try:
+            json.loads(line)
+        except ValueError:
+            bad.append(line)
+    assert not bad, f"{len(bad)} stderr line(s) are not JSON log events:\n" + "\n".join(bad[:40])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -26,6 +27,7 @@ from tests.mysql_helpers import (
     Connection,
     Databases,
     Server,
+    assert_json_lines,
     connection_ids,
     count,
     create_table,
@@ -36,6 +38,7 @@ from tests.mysql_helpers import (
     kill,
     polling,
     q,
+    scalar,
     staged_rows,
     table_rows,
     tables,
@@ -240,6 +243,7 @@ class TestMidRunFailures:
         assert killed, f"no rows were ever staged for the victim while it ran: nothing was killed\n{stderr[-3000:]}"
         assert staged_at_kill[-1] < ROWS  # mid-run, not once everything was staged
         assert code == 202, stderr[-3000:]
+        assert_json_lines(stderr)
         assert task["status"] == "partial"
         dests = task["result"]["destinations"]
         assert dests["a"]["status"] == dests["b"]["status"] == "success"
@@ -340,6 +344,7 @@ class TestMidRunFailures:
         # The writer's connection died mid-statement with rows still to come: whatever was written
         # after that went through a new connection, so the success branch below is a real retry.
         assert rows_at_kill[-1] < ROWS
+        assert_json_lines(stderr)
         hit = task["result"]["destinations"]["victim"]
         if hit["status"] == "success":
             assert code == 0, stderr[-3000:]
@@ -396,6 +401,160 @@ def test_staging_load_is_all_or_nothing_for_a_concurrent_reader(ws: Workspace, d
     assert tuple(execute(admin, f"SELECT COUNT(*), MIN(tag), MAX(tag) FROM {q(db)}.`t`")[0]) == new
     assert fingerprint(admin, db, "t", FANOUT_COLUMNS) == fingerprint(admin, src, "src", FANOUT_COLUMNS)
     assert staging_leftovers(admin, db) == []
+
+
+# --- 5b. staging names wormhole does not own -----------------------------------------------------------
+
+def table_comment(conn: Connection, db: str, table: str) -> str | None:
+    return scalar(conn, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                        "AND TABLE_NAME = %s", (db, table))
+
+
+def test_staging_table_naming_a_user_table_fails_only_that_destination(ws: Workspace, dbs: Databases) -> None:
+    """A user table as staging_table, or by the default staging name: that destination fails at prepare
+    naming it, the table keeps every row, the other destination commits (202), stderr stays JSON lines."""
+    admin = dbs.admin
+    src = fanout_source(dbs, rows=5000)
+    named, defaulted, good = target(dbs, "named", old_rows=10), target(dbs, "dflt", old_rows=10), target(dbs, "ok")
+    for db in (named, defaulted):
+        create_table(admin, db, "mine", FANOUT_DDL)
+        fill_from_sequence(admin, db, "mine", 300, FANOUT_FILL | {"tag": "'mine'"})
+    spec = {"source": mysql_source(src),
+            "destinations": [mysql_dest("named", named, load="staging", staging_table="mine"),
+                             mysql_dest("defaulted", defaulted, load="staging"),
+                             mysql_dest("ok", good, load="staging")]}
+    task_id = ws.submit(spec)
+    # The default staging name is `t__wh<task>_<run>`: a fresh workspace's first run is run 1.
+    execute(admin, f"RENAME TABLE {q(defaulted)}.`mine` TO {q(defaulted)}.{q(f't__wh{task_id}_1')}")
+    kept = {(named, "mine"): fingerprint(admin, named, "mine", FANOUT_COLUMNS),
+            (defaulted, f"t__wh{task_id}_1"): fingerprint(admin, defaulted, f"t__wh{task_id}_1", FANOUT_COLUMNS),
+            (named, "t"): fingerprint(admin, named, "t", FANOUT_COLUMNS),
+            (defaulted, "t"): fingerprint(admin, defaulted, "t", FANOUT_COLUMNS)}
+
+    proc = ws.run("--task-id", str(task_id))
+    code, task, stderr = proc.returncode, ws.show(task_id), proc.stderr
+
+    assert code == 202, stderr[-3000:]
+    dests = task["result"]["destinations"]
+    assert dests["ok"]["status"] == "success"
+    assert fingerprint(admin, good, "t", FANOUT_COLUMNS) == fingerprint(admin, src, "src", FANOUT_COLUMNS)
+    for dest_id, table in (("named", "mine"), ("defaulted", f"t__wh{task_id}_1")):
+        hit = dests[dest_id]
+        assert hit["status"] == "failed" and hit["rows_written"] == 0, hit
+        assert f"`{table}`" in hit["error"] and "already exists" in hit["error"], hit["error"]
+        assert "left untouched" in hit["error"], hit["error"]
+    assert "params.staging_table of destination 'named'" in dests["named"]["error"]
+    for (db, table), want in kept.items():
+        assert fingerprint(admin, db, table, FANOUT_COLUMNS) == want, (db, table)
+    assert sorted(tables(admin, named)) == ["mine", "t"]
+    assert sorted(tables(admin, defaulted)) == ["t", f"t__wh{task_id}_1"]
+    assert_json_lines(stderr)
+
+
+def test_leftover_staging_table_of_a_killed_run_is_reclaimed(ws: Workspace, dbs: Databases) -> None:
+    """A run SIGKILLed mid-load leaves its marked staging table; the retried task reclaims it and succeeds."""
+    admin = dbs.admin
+    src = fanout_source(dbs)
+    db = target(dbs, "stg", old_rows=10)
+    execute(admin, f"ALTER TABLE {q(db)}.`t` COMMENT = 'owned by the shop team'")
+    spec = {"source": mysql_source(src, split_factor=1), "settings": {"speed": {"channel": 1}},
+            "destinations": [mysql_dest("stg", db, load="staging", staging_table="t_stage", batch_size=BATCH)]}
+    task_id = ws.submit(spec)
+    proc = ws.popen("--task-id", str(task_id))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if "t_stage" in tables(admin, db) and count(admin, db, "t_stage") > 0:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before anything was staged"
+        proc.kill()  # no rollback, no commit: the staging table stays behind
+    finally:
+        proc.communicate(timeout=30)
+    assert table_comment(admin, db, "t_stage") == f"wormhole:task={task_id},run=1,dest=stg"
+    assert 0 < count(admin, db, "t_stage") < ROWS
+
+    ws.run("task", "retry", "--force", str(task_id), check=True)
+    code, task, stderr = (p := ws.run("--task-id", str(task_id))).returncode, ws.show(task_id), p.stderr
+
+    assert code == 0, stderr[-3000:]
+    assert task["result"]["destinations"]["stg"]["rows_written"] == ROWS
+    assert fingerprint(admin, db, "t", FANOUT_COLUMNS) == fingerprint(admin, src, "src", FANOUT_COLUMNS)
+    assert tables(admin, db) == ["t"]
+    assert table_comment(admin, db, "t") == "owned by the shop team"
+    reclaimed = [e for e in log_events(stderr) if e.get("event") == "writer.staging_reclaimed"]
+    assert len(reclaimed) == 1 and reclaimed[0]["left_by_run"] == 1, reclaimed
+    assert_json_lines(stderr)
+
+
+# --- 5c. the read side killed or interrupted: stderr stays JSON lines --------------------------------
+
+def test_killed_reader_connection_fails_the_task_with_json_lines_only(ws: Workspace, dbs: Databases) -> None:
+    """KILL one reader's streaming connection mid-read: the task fails (203), every destination is rolled
+    back, and stderr holds JSON log events only (no pymysql clean-up tracebacks)."""
+    admin = dbs.admin
+    src, db = dbs.create("src"), dbs.create("wide")
+    for name in (src, db):
+        create_table(admin, name, "t", "id INT NOT NULL PRIMARY KEY, pad VARCHAR(1000) NOT NULL")
+    # ~40 MB in two splits: more than the socket buffers hold, so the server is still sending each
+    # split (its statement in the process list) while the readers wait on a slow destination.
+    fill_from_sequence(admin, src, "t", 40_000, {"id": "seq", "pad": "REPEAT(CHAR(65 + seq % 26), 1000)"})
+    watcher = SERVER.connect()
+    killed: list[int] = []
+
+    def kill_one_of_two_readers() -> bool:
+        reading = connection_ids(watcher, src, running=r"^SELECT `id`, `pad`")
+        if len(reading) < 2:
+            return False
+        killed.extend(kill(watcher, reading[:1]))  # the other reader is then abandoned mid-stream
+        return bool(killed)
+
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, timeouts={"shutdown_s": 5.0},
+                  exchange={"batch_rows": 1024, "spill_rows": 1024, "queue_rows": 4096})
+    spec = {"source": mysql_source(src, table="t", split_factor=1), "settings": {"speed": {"channel": 2}},
+            "destinations": [mysql_dest("stg", db, load="staging", batch_size=BATCH),
+                             {"id": "slow", "plugin": "stream", "params": {"delay_ms": 20}}]}
+    try:
+        with polling(kill_one_of_two_readers):
+            code, task, stderr = run_task(ws, spec)
+    finally:
+        watcher.close()
+
+    assert killed, f"two readers were never seen reading at once\n{stderr[-3000:]}"
+    assert code == 203, stderr[-3000:]
+    assert task["status"] == "failed" and LOST_CONNECTION.search(task["error"] or ""), task["error"]
+    assert all(d["rolled_back"] for d in task["result"]["destinations"].values()), task["result"]
+    assert tables(admin, db) == ["t"] and count(admin, db, "t") == 0
+    assert_json_lines(stderr)
+
+
+def test_sigterm_mid_read_rolls_back_with_json_lines_only(ws: Workspace, dbs: Databases) -> None:
+    """SIGTERM while the reader streams: exit 203, rolled back, stderr holds JSON log events only."""
+    admin = dbs.admin
+    src = fanout_source(dbs)
+    db = target(dbs, "stg", old_rows=10)
+    before = fingerprint(admin, db, "t", FANOUT_COLUMNS)
+    spec = {"source": mysql_source(src, split_factor=1), "settings": {"speed": {"channel": 1}},
+            "destinations": [mysql_dest("stg", db, load="staging", batch_size=BATCH)]}
+    task_id = ws.submit(spec)
+    proc = ws.popen("--task-id", str(task_id))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None and staged_rows(admin, db, "t") == 0:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before anything was staged"
+        proc.send_signal(signal.SIGTERM)
+    finally:
+        _, stderr = proc.communicate(timeout=30)
+
+    assert proc.returncode == 203, stderr[-3000:]
+    events = [e["event"] for e in log_events(stderr)]
+    assert "reader.finished" not in events, "the read had finished: SIGTERM did not land mid-read"
+    task = ws.show(task_id)
+    assert task["runs"][-1]["status"] == "interrupted"
+    assert task["result"]["destinations"]["stg"]["rolled_back"] is True
+    assert fingerprint(admin, db, "t", FANOUT_COLUMNS) == before and staging_leftovers(admin, db) == []
+    assert_json_lines(stderr)
 
 
 # --- 6. rejected rows --------------------------------------------------------------------------------

@@ -171,9 +171,37 @@ def text(value: Any) -> Any:
 
 
 def close_quietly(conn: pymysql.Connection | None) -> None:
+    """Close ``conn`` (QUIT, then the socket); a connection already closed or dead is just let go."""
     if conn is None:
         return
     try:
         conn.close()
-    except Exception:
+    except (pymysql.err.Error, OSError):
+        # "Already closed", or a socket that died under the QUIT: nothing is left to release.
+        abandon(conn)
+
+
+def abandon(conn: pymysql.Connection, cursor: Any = None) -> None:
+    """Close ``conn`` without another word to the server, even mid-result or on a dead socket.
+
+    pymysql drains a pending unbuffered result when its cursor or result is garbage-collected
+    (``SSCursor.__del__``, ``MySQLResult.__del__``): on a socket closed or killed that read fails and
+    Python prints "Exception ignored in ..." tracebacks on stderr, and on a live one it would read
+    the rest of the result. Marking the result finished first leaves them nothing to do.
+    """
+    results = [getattr(conn, "_result", None), getattr(cursor, "_result", None)]
+    for result in results:
+        if result is not None:
+            result.unbuffered_active = False
+            result.connection = None
+    if cursor is not None:
+        cursor._result = None
+        cursor.connection = None  # its close() then has nothing to finish
+    conn._result = None  # type: ignore[attr-defined]
+    conn._closed = True  # type: ignore[attr-defined]
+    try:
+        conn._force_close()  # closes the socket and its file without a QUIT
+    except OSError:
         pass
+    conn._sock = None  # type: ignore[attr-defined]
+    conn._rfile = None  # type: ignore[attr-defined]

@@ -44,7 +44,11 @@ class ColumnStream:
                 and hasattr(conn, "_rfile") and hasattr(conn, "_next_seq_id") and bool(result.fields))
 
     def _more(self) -> None:
-        chunk = self._rfile.read1(_CHUNK)
+        try:
+            chunk = self._rfile.read1(_CHUNK)
+        except (OSError, ValueError) as exc:  # reset by the server, or the file closed under us
+            self._finish()
+            raise mysql_err.OperationalError(2013, f"Lost connection to MySQL server during query ({exc})") from exc
         if not chunk:
             self._finish()
             raise mysql_err.OperationalError(2013, "Lost connection to MySQL server during query")

@@ -30,6 +30,7 @@ from wormhole.plugins.base import Column, ReadContext, Rejected, Row, Schema, So
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
     Endpoint,
+    abandon,
     close_quietly,
     connect,
     describe,
@@ -377,6 +378,7 @@ class MysqlReader:
         conn = connect(ep, ReadError, attempts=self.options.connect_retries, timeout=self.options.connect_timeout_s,
                        raw=True)
         finished = False
+        cur = None
         try:
             cur = conn.cursor(pymysql.cursors.SSCursor)
             try:
@@ -393,12 +395,12 @@ class MysqlReader:
                                 split_id=split.id) from exc
             finished = True
         finally:
-            # After an early stop the stream is mid-result: closing the connection is the only
-            # clean way out (draining it could take as long as the rest of the read).
+            # After an early stop (or a killed connection) the stream is mid-result: closing the
+            # connection is the only clean way out (draining it could take as long as the rest of the read).
             if finished:
                 close_quietly(conn)
             else:
-                _abandon(conn)
+                abandon(conn, cur)
 
     def _convert(self, split: Split, kinds: tuple[str, ...], count: int, columns: list[list[Any]]) -> list[Row]:
         bad: dict[int, str] = {}
@@ -438,13 +440,3 @@ class MysqlReader:
                 out.append(None)
         return out
 
-
-def _abandon(conn: pymysql.Connection) -> None:
-    sock = getattr(conn, "_sock", None)
-    try:
-        if sock is not None:
-            sock.close()
-    except OSError:
-        pass
-    conn._sock = None  # type: ignore[attr-defined]
-    conn._rfile = None  # type: ignore[attr-defined]
