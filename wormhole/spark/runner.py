@@ -17,6 +17,7 @@ data plane moves to Spark (DESIGN §6):
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +38,8 @@ from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.types import (
     TO_SPARK,
+    RowReaderPlan,
+    exact_columns,
     from_spark_rows,
     logical_schema,
     rows_from_arrow,
@@ -110,22 +113,36 @@ class SparkExecution:
         """The source as a DataFrame (not yet read) and the schema the writers get."""
         role = registry.get(source.plugin).source
         assert role is not None
-        if role.spark_read is not None:
-            frame = load(role.spark_read)(self.spark, source.options, splits, schema)
+        planned = load(role.spark_read)(self.spark, source.options, splits, schema) if role.spark_read else None
+        extra: dict[str, Any] = {}
+        if planned is not None and not isinstance(planned, RowReaderPlan):
+            frame = planned
             self.partitions = frame.rdd.getNumPartitions()
-            schema = logical_schema(frame.schema)  # what Spark's read produced
+            # What Spark's read produced, but a column carried as exact text keeps its reader's type,
+            # and every column the reader's nullability (JDBC calls a derived table's columns nullable).
+            reader_columns = {c.name: c for c in schema.columns}
+            exact = exact_columns(frame.schema)
+            schema = Schema(tuple(
+                c if c.name not in reader_columns
+                else reader_columns[c.name] if c.name in exact
+                else dataclasses.replace(c, nullable=reader_columns[c.name].nullable)
+                for c in logical_schema(frame.schema).columns))
             how = "native"
         else:
             # The reader's own schema stays: a json column is JSON text in Spark and values again
             # for the row writers, as in local mode.
-            frame = self._row_reader_frame(source, splits, schema)
+            exact = planned.exact if planned is not None else frozenset()
+            frame = self._row_reader_frame(source, splits, schema, exact)
             self.partitions = len(splits)
             how = "row_reader"
+            if planned is not None:
+                extra = {"reason": planned.reason, "exact": sorted(exact)}
         self.frame = frame
-        self._log.info("spark.source_planned", read=how, partitions=self.partitions)
+        self._log.info("spark.source_planned", read=how, partitions=self.partitions, **extra)
         return frame, schema
 
-    def _row_reader_frame(self, source: SourceSpec, splits: list[Split], schema: Schema) -> DataFrame:
+    def _row_reader_frame(self, source: SourceSpec, splits: list[Split], schema: Schema,
+                          exact: frozenset[str]) -> DataFrame:
         plugin, options, acc = source.plugin, source.options, self._source_dirty
         task_id, run_id, batch_rows = self._ctx.task_id, self._ctx.run_id, self._ctx.batch_rows  # not the dirty file
         count = max(len(splits), 1)
@@ -144,7 +161,7 @@ class SparkExecution:
                     def reject(bad: list[Rejected], split_id: str = split.id) -> None:
                         sink.reject("source", bad, split_id)
                     try:
-                        yield from to_arrow_batches(schema, reader.read(split), reject)
+                        yield from to_arrow_batches(schema, reader.read(split), reject, exact)
                     except ReadError:
                         raise
                     except Exception as exc:
@@ -152,7 +169,7 @@ class SparkExecution:
                                         split_id=split.id) from exc
 
         seeds = self.spark.range(0, len(splits), 1, numPartitions=count)
-        return seeds.mapInArrow(read_partition, spark_schema(schema, transport=True))
+        return seeds.mapInArrow(read_partition, spark_schema(schema, transport=True, exact=exact))
 
     def read(self) -> int:
         """Read the source once: persist and count. Source rejects go to the dirty file."""
@@ -269,7 +286,8 @@ class SparkExecution:
         try:
             writer.open()
             rows = naive_timestamps(self.frame).toLocalIterator(prefetchPartitions=True)
-            for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows):
+            exact = exact_columns(self.frame.schema)
+            for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
                 result = writer.write(batch)
                 counters.delivered += len(batch)
                 counters.written += result.written

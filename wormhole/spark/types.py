@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any
 
@@ -36,9 +37,35 @@ writer gets back the value with its own scale (1.50 stays 1.50, not 1.5000000000
 writes cast them to decimal(38,18) like every other writer of Parquet."""
 
 
-def spark_schema(schema: Schema, transport: bool = False) -> T.StructType:
+EXACT_TEXT_TYPES = frozenset({"int", "decimal", "date", "datetime", "json"})
+"""Logical types a column may travel in as its exact text (see :class:`RowReaderPlan`)."""
+EXACT = "wormhole.exact_text"
+"""Field metadata key of a column carried as exact text: native writes that would cast it (Parquet)
+hand the frame to the row writer instead, which converts the text back exactly as local mode does."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowReaderPlan:
+    """A store's native Spark read declining a source: read it with the row reader per split.
+
+    ``exact`` names the columns that travel as their exact text: an unsigned BIGINT beyond 64 bits,
+    a DECIMAL beyond decimal(38,18), a zero date kept as text (``0000-00-00``), a JSON value as its
+    JSON (a string value quoted), so nothing is lost or rejected on the way and each writer re-loads
+    what local mode's would."""
+
+    reason: str
+    exact: frozenset[str] = frozenset()
+
+
+def spark_schema(schema: Schema, transport: bool = False, exact: frozenset[str] = frozenset()) -> T.StructType:
     types = TRANSPORT_SPARK if transport else TO_SPARK
-    return T.StructType([T.StructField(c.name, types[c.type], c.nullable) for c in schema.columns])
+    return T.StructType([T.StructField(c.name, T.StringType(), c.nullable, {EXACT: True}) if c.name in exact
+                         else T.StructField(c.name, types[c.type], c.nullable) for c in schema.columns])
+
+
+def exact_columns(struct: T.StructType) -> frozenset[str]:
+    """The columns of a frame carried as exact text."""
+    return frozenset(f.name for f in struct.fields if f.metadata.get(EXACT))
 
 
 def logical_type(dtype: T.DataType) -> str:
@@ -85,16 +112,45 @@ def _decimal_text(v: Any) -> str:
 
 _CONTEXT = Context(prec=60)
 _PREPARE: dict[str, Callable[[Any], Any]] = {"datetime": _naive_utc, "json": json_text, "decimal": _decimal_text}
+
+
+def _exact_date_text(v: Any) -> str:
+    return v if type(v) is str else v.isoformat()  # a zero date kept as text travels as it came
+
+
+def _exact_datetime_text(v: Any) -> str:
+    if type(v) is str:
+        return v
+    if type(v) is dt.date:
+        return v.isoformat()
+    return _naive_utc(v).isoformat(" ")  # MySQL reads the text back; ' ' as it writes it itself
+
+
+def _exact_decimal_text(v: Any) -> str:
+    return format(v if isinstance(v, Decimal) else Decimal(v), "f")  # never an exponent, every digit
+
+
+def _exact_json_text(v: Any) -> str:
+    # Always the value's JSON, a str included ('"a"'): json_text would take a str as JSON text
+    # already, and a MySQL writer stores a JSON string value quoted.
+    return json.dumps(v, ensure_ascii=False, allow_nan=False)
+
+
+_TO_EXACT: dict[str, Callable[[Any], str]] = {"int": int.__repr__, "decimal": _exact_decimal_text,
+                                              "date": _exact_date_text, "datetime": _exact_datetime_text,
+                                              "json": _exact_json_text}
 _ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError, ArithmeticError)
 
 
-def to_arrow_batches(schema: Schema, batches: Iterable[Sequence[Row]],
-                     reject: Callable[[list[Rejected]], None]) -> Iterator[pa.RecordBatch]:
+def to_arrow_batches(schema: Schema, batches: Iterable[Sequence[Row]], reject: Callable[[list[Rejected]], None],
+                     exact: frozenset[str] = frozenset()) -> Iterator[pa.RecordBatch]:
     """Record batches of the rows, column-wise; a row Arrow cannot hold exactly (an integer beyond
-    64 bits, a decimal beyond 38 digits or 18 decimals, a lone surrogate) goes to ``reject``."""
-    types = [TRANSPORT_ARROW[c.type] for c in schema.columns]
+    64 bits, a decimal beyond 38 digits or 18 decimals, a lone surrogate) goes to ``reject``.
+    The ``exact`` columns travel as their exact text and are never rejected."""
+    types = [pa.string() if c.name in exact else TRANSPORT_ARROW[c.type] for c in schema.columns]
     arrow_schema = pa.schema([pa.field(c.name, t, c.nullable) for c, t in zip(schema.columns, types)])
-    prepare = [(i, _PREPARE[c.type]) for i, c in enumerate(schema.columns) if c.type in _PREPARE]
+    prepare = [(i, _TO_EXACT[c.type] if c.name in exact else _PREPARE[c.type]) for i, c in enumerate(schema.columns)
+               if c.name in exact or c.type in _PREPARE]
     for batch in batches:
         if not batch:
             continue
@@ -135,11 +191,13 @@ def _find_bad(values: list[Any], dtype: pa.DataType, lo: int, hi: int, failed: d
 
 
 def rows_from_arrow(schema: Schema, batch: pa.RecordBatch) -> list[Row]:
-    """Wormhole rows from a record batch (JSON and decimal text back to values)."""
+    """Wormhole rows from a record batch (JSON, decimal and exact text back to values)."""
     columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
     for i, c in enumerate(schema.columns):
         if c.type in _FROM_TEXT:
             columns[i] = list(map(_FROM_TEXT[c.type], columns[i]))
+        elif c.type in _FROM_EXACT and pa.types.is_string(batch.schema.field(i).type):
+            columns[i] = list(map(_FROM_EXACT[c.type], columns[i]))
     return list(zip(*columns)) if columns else [() for _ in range(batch.num_rows)]
 
 
@@ -155,10 +213,40 @@ _FROM_TEXT: dict[str, Callable[[Any], Any]] = {"json": _from_json, "decimal": _f
 """What travels in Spark as text, back to the value (JSON values, exact decimals)."""
 
 
-def from_spark_rows(schema: Schema, rows: Iterator[Any], batch_rows: int) -> Iterator[list[Row]]:
-    """Batches of wormhole rows from Spark Rows: JSON text back to values, bytearray to bytes."""
+def _from_int_text(v: Any) -> Any:
+    return int(v) if isinstance(v, str) else v
+
+
+def _from_date_text(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    try:
+        return dt.date.fromisoformat(v)
+    except ValueError:
+        return v  # a zero date: its text, as the reader kept it
+
+
+def _from_datetime_text(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    try:
+        return dt.datetime.fromisoformat(v)
+    except ValueError:
+        return v
+
+
+_FROM_EXACT: dict[str, Callable[[Any], Any]] = {"int": _from_int_text, "date": _from_date_text,
+                                                "datetime": _from_datetime_text}
+"""Columns carried as exact text (a string where the logical type is not), back to the value."""
+
+
+def from_spark_rows(schema: Schema, rows: Iterator[Any], batch_rows: int,
+                    exact: frozenset[str] = frozenset()) -> Iterator[list[Row]]:
+    """Batches of wormhole rows from Spark Rows: JSON and exact text back to values, bytearray to bytes."""
     by_type: dict[str, Callable[[Any], Any]] = {**_FROM_TEXT, "bytes": bytes}
-    fixes = [(i, by_type[c.type]) for i, c in enumerate(schema.columns) if c.type in by_type]
+    fixes = [(i, _FROM_EXACT[c.type] if c.name in exact and c.type in _FROM_EXACT else by_type[c.type])
+             for i, c in enumerate(schema.columns)
+             if c.type in by_type or (c.name in exact and c.type in _FROM_EXACT)]
     batch: list[Row] = []
     for r in rows:
         if fixes:

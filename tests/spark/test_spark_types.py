@@ -1,0 +1,165 @@
+"""Spark mode copies a MySQL table exactly as local mode does, whatever its column types.
+
+The awkward-types table of the mysql store's round-trip test (tests/mysql_types_table.py: unsigned
+BIGINT at its maximum, DECIMAL(65,30), TIME at +-838 h, YEAR, BIT(10), zero dates, JSON, every byte
+value...) goes through both engines into MySQL (the native JDBC insert and the row writer's upsert)
+and into Parquet; each destination must hold, value by value, what local mode's holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import MYSQL_URL, mysql_or_skip
+from tests.mysql_helpers import Databases, Server, execute, q
+from tests.mysql_types_table import TYPE_COLUMNS, TYPE_ROWS, TYPES_DDL
+from tests.spark_helpers import dirty_lines, run_task
+from wormhole.config import EngineConf
+
+pytestmark = [pytest.mark.spark, pytest.mark.mysql]
+
+BIT_COLUMNS = ("bt", "b1", "b5")
+"""CAST(bit AS CHAR) is the raw bytes; bit + 0 its number."""
+
+
+@pytest.fixture
+def server() -> Server:
+    mysql_or_skip().close()
+    return Server.from_url(MYSQL_URL)
+
+
+@pytest.fixture
+def dbs(server: Server) -> Iterator[Databases]:
+    databases = Databases(server, server.connect())
+    yield databases
+    databases.drop_all()
+
+
+def create_types_table(admin: Any, db: str, table: str) -> None:
+    # BIT(5) next to the shared table's BIT(10) and BIT(1): the width Spark's JDBC read once broke.
+    ddl = TYPES_DDL.format(name=table).replace("b1 BIT(1)", "b1 BIT(1), b5 BIT(5)")
+    execute(admin, f"USE {q(db)}")
+    execute(admin, ddl)
+
+
+def fill_types_table(admin: Any, db: str, table: str) -> None:
+    execute(admin, "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES'")
+    marks = ", ".join(["%s"] * (len(TYPE_COLUMNS) + 1))
+    fifth = {1: 31, 2: 0, 3: None, 4: 21}
+    rows = [(*row, fifth[row[0]]) for row in TYPE_ROWS]
+    # Rows 1 and 2 again with the few values Parquet's types cannot hold brought within them, so the
+    # Parquet copies hold TIME, YEAR, BIT, JSON, every byte, emoji... and not only the NULL row.
+    first, second = list(rows[0]), list(rows[1])
+    first[0], first[10], first[11] = 5, 9223372036854775807, "12345.678"
+    second[0], second[11] = 6, "-0.000000000000000001"
+    with admin.cursor() as cur:
+        cur.executemany(f"INSERT INTO {q(db)}.{q(table)} VALUES ({marks})", [*rows, tuple(first), tuple(second)])
+
+
+def row_checksums(admin: Any, db: str, table: str) -> dict[int, dict[str, str]]:
+    """Per row, per column: MD5 of the value's exact text (HEX of its bytes; a BIT's number), NULL apart."""
+    columns = [*TYPE_COLUMNS, "b5"]
+    exprs = [f"IFNULL(MD5({q(c)} + 0), 'NULL')" if c in BIT_COLUMNS
+             else f"IFNULL(MD5(HEX(CAST({q(c)} AS CHAR))), 'NULL')" for c in columns]
+    execute(admin, "SET time_zone = '+00:00'")
+    rows = execute(admin, f"SELECT id, {', '.join(exprs)} FROM {q(db)}.{q(table)} ORDER BY id")
+    return {int(r[0]): dict(zip(columns, r[1:], strict=True)) for r in rows}
+
+
+def differences(a: dict[int, dict[str, str]], b: dict[int, dict[str, str]]) -> list[tuple[int, str]]:
+    assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+    return [(i, c) for i in sorted(a) for c in a[i] if a[i][c] != b[i][c]]
+
+
+@pytest.mark.timeout(300)
+def test_awkward_mysql_types_copy_the_same_in_both_engines(spark_conf: EngineConf, dbs: Databases, server: Server,
+                                                           tmp_path: Path) -> None:
+    admin = server.connect()
+    db = dbs.create("types")
+    create_types_table(admin, db, "src")
+    fill_types_table(admin, db, "src")
+    results = {}
+    for engine in ("local", "spark"):
+        for table in (f"ins_{engine}", f"ups_{engine}"):
+            create_types_table(admin, db, table)
+        result, events = run_task(spark_conf, {
+            "source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
+            "destinations": [
+                # Spark: the native JDBC insert, and the row writer inside the executors.
+                {"id": "ins", "plugin": "mysql", "params": server.params(db, table=f"ins_{engine}", load="staging")},
+                {"id": "ups", "plugin": "mysql", "params": server.params(db, table=f"ups_{engine}",
+                                                                         write_mode="upsert")},
+                {"id": "files", "plugin": "file", "params": {"path": str(tmp_path / engine), "format": "parquet"}},
+            ],
+            "settings": {"engine": engine, "speed": {"channel": 2}, "error_limit": {"record": 10}},
+        })
+        results[engine] = result
+        assert result.result["engine"] == engine
+        # 201: success with rows rejected (Parquet's, below), the same in both engines.
+        assert result.exit_code == 201, result.result
+        if engine == "spark":
+            ways = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
+            assert ways == {"ins": "native", "ups": "partitions", "files": "partitions"}, ways
+            planned = next(e for e in events if e["event"] == "spark.source_planned")
+            assert planned["read"] == "row_reader" and {"bu", "dec65", "dt", "bt", "js"} <= set(planned["exact"])
+    source = row_checksums(admin, db, "src")
+    assert len(source) == len(TYPE_ROWS) + 2
+    for engine in ("local", "spark"):
+        for table in (f"ins_{engine}", f"ups_{engine}"):
+            assert differences(source, row_checksums(admin, db, table)) == [], table
+    # Parquet holds what its contract can (int64, decimal(38,18), dates): local mode rejects the rest at
+    # the destination, and Spark mode must reject the same rows there, not lose or alter them earlier.
+    local, spark = (pq.read_table(str(tmp_path / e)).sort_by("id") for e in ("local", "spark"))
+    assert spark.schema == local.schema
+    assert spark.equals(local), (local.to_pylist(), spark.to_pylist())
+    assert local.column("id").to_pylist() == [3, 5, 6]  # 1, 2, 4 hold values beyond Parquet's types
+    for name in ("ins", "ups", "files"):
+        a, b = (results[e].result["destinations"][name] for e in ("local", "spark"))
+        assert (a["rows_written"], a["rows_rejected"]) == (b["rows_written"], b["rows_rejected"]), name
+    assert len(dirty_lines(spark_conf, results["local"])) == len(dirty_lines(spark_conf, results["spark"]))
+    admin.close()
+
+
+DATED_COLUMNS = ["id", "bi", "d2", "db", "vc", "bl", "en", "yr", "dt", "dtm", "dt0", "ts"]
+
+
+@pytest.mark.timeout(300)
+def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
+        spark_conf: EngineConf, dbs: Databases, server: Server, tmp_path: Path) -> None:
+    """Dates (zero, partial-zero, year 1000, TIMESTAMP) keep the fast JDBC read: cast to text in its query."""
+    admin = server.connect()
+    db = dbs.create("dated")
+    create_types_table(admin, db, "full")
+    fill_types_table(admin, db, "full")
+    keep = ", ".join(map(q, DATED_COLUMNS))
+    execute(admin, f"USE {q(db)}")
+    execute(admin, "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES'")
+    execute(admin, f"CREATE TABLE src AS SELECT {keep} FROM full")
+    execute(admin, "ALTER TABLE src ADD PRIMARY KEY (id)")
+    for engine in ("local", "spark"):
+        execute(admin, f"CREATE TABLE ins_{engine} LIKE src")
+        result, events = run_task(spark_conf, {
+            "source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
+            "destinations": [
+                {"id": "ins", "plugin": "mysql", "params": server.params(db, table=f"ins_{engine}")},
+                {"id": "files", "plugin": "file", "params": {"path": str(tmp_path / engine), "format": "parquet"}},
+            ],
+            "settings": {"engine": engine, "speed": {"channel": 2}, "error_limit": {"record": 10}},
+        })
+        assert result.exit_code == 201, result.result  # row 4's zero dates: Parquet rejects it, as in local mode
+        assert result.result["destinations"]["files"]["rows_rejected"] == 1
+        if engine == "spark":
+            planned = next(e for e in events if e["event"] == "spark.source_planned")
+            assert planned["read"] == "native", planned
+    exprs = ", ".join(f"MD5(IFNULL(HEX(CAST({q(c)} AS CHAR)), 'NULL'))" for c in DATED_COLUMNS)
+    tables = {t: execute(admin, f"SELECT {exprs} FROM {q(t)} ORDER BY id") for t in ("src", "ins_local", "ins_spark")}
+    assert len(tables["src"]) == 6 and tables["ins_local"] == tables["src"] and tables["ins_spark"] == tables["src"]
+    local, spark = (pq.read_table(str(tmp_path / e)).sort_by("id") for e in ("local", "spark"))
+    assert spark.schema == local.schema and spark.equals(local)
+    assert local.num_rows == 5
+    admin.close()
