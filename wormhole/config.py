@@ -606,16 +606,17 @@ def _check_owned_paths(destinations: tuple[DestinationSpec | None, ...], problem
             if key is not None and key == other_key:
                 continue
             if path == other:
-                relation = "the same path as"
+                relation, detail = "the same path as", str(path)
             elif path.is_relative_to(other):
-                relation = f"inside {other}, the path of"
+                relation, detail = "inside the path of", f"{path} is in {other}"
             elif other.is_relative_to(path):
-                relation = f"a directory holding {other}, the path of"
+                relation, detail = "a directory holding the path of", f"{other} is in {path}"
             else:
                 continue
+            # Both key paths first: a long path at the end may be cut (MAX_MESSAGE).
             problems.add(f"destinations[{i}].params.path",
-                         f"{path} is {relation} destinations[{j}].params.path; two destinations may not write "
-                         f"the same path or one inside the other")
+                         f"is {relation} destinations[{j}].params.path; two destinations may not write the "
+                         f"same path or one inside the other ({detail})")
             break
         owned.append((i, path, key))
 

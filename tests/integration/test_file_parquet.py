@@ -21,7 +21,7 @@ import tests.plugin_helpers as helpers
 from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, read_ctx, run_destination, tiny_tmpfs, write_ctx
 from wormhole.config import EngineConf, PathsConf, TaskSpec
 from wormhole.engine import Engine
-from wormhole.errors import ReadError, WriteError
+from wormhole.errors import PrepareError, ReadError, WriteError
 from wormhole.plugins.base import Column, ReadContext, Row, Schema
 from wormhole.plugins.file import (
     PLUGIN,
@@ -249,6 +249,22 @@ def test_overwrite_replaces_the_target(tmp_path: Path) -> None:
     assert sorted(os.listdir(target)) == ["_SUCCESS", "part-00000.parquet"]
     assert os.listdir(tmp_path) == ["out"]
     assert read_all(reader_options(target)) == [expected(ROWS[0])]
+
+
+def test_overwrite_replaces_an_appended_output_but_not_a_foreign_parquet_file(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    write_rows(writer_options(target, mode="append"), [ROWS[:2]], run_id=1)
+    write_rows(writer_options(target, mode="append"), [ROWS[2:]], run_id=2)
+    write_rows(writer_options(target), [ROWS[:1]], run_id=3)  # overwrite: all of it was wormhole's
+    assert sorted(os.listdir(target)) == ["_SUCCESS", "part-00000.parquet"]
+    pq.write_table(pa.table({"x": [1]}), target / "curated.parquet")  # someone else's file
+    periphery = FileWriterPeriphery(writer_options(target), write_ctx(SCHEMA, run_id=4))
+    with pytest.raises(PrepareError, match=rf"{re.escape(str(target))} is not a previous wormhole output "
+                                           rf"\(it holds curated\.parquet\)"):
+        periphery.prepare()
+    periphery.rollback()
+    assert sorted(os.listdir(target)) == ["_SUCCESS", "curated.parquet", "part-00000.parquet"]
+    assert os.listdir(tmp_path) == ["out"]
 
 
 def test_append_adds_parts_from_each_run(tmp_path: Path) -> None:

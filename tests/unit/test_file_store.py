@@ -16,7 +16,7 @@ import pytest
 
 import tests.plugin_helpers as helpers
 from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, run_destination, tiny_tmpfs, write_ctx
-from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
+from wormhole.errors import CommitError, PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Row, Schema
 from wormhole.plugins.file import (
@@ -171,11 +171,12 @@ def test_rollback_leaves_no_target_and_no_temp(tmp_path: Path) -> None:
 def test_rollback_leaves_an_existing_target_untouched(tmp_path: Path) -> None:
     target = tmp_path / "out"
     target.mkdir()
-    (target / "part-old.csv").write_text("id\n1\n", encoding="utf-8")
+    (target / "part-00000.csv").write_text("id\n1\n", encoding="utf-8")
+    (target / "_SUCCESS").touch()
     write_rows(FileWriterOptions(path=str(target), format="csv"), [ROWS], commit=False)
     assert os.listdir(tmp_path) == ["out"]
-    assert os.listdir(target) == ["part-old.csv"]
-    assert (target / "part-old.csv").read_text(encoding="utf-8") == "id\n1\n"
+    assert sorted(os.listdir(target)) == ["_SUCCESS", "part-00000.csv"]
+    assert (target / "part-00000.csv").read_text(encoding="utf-8") == "id\n1\n"
 
 
 def test_rollback_is_idempotent_and_safe_without_prepare(tmp_path: Path) -> None:
@@ -214,12 +215,166 @@ def test_prepare_creates_the_parent(tmp_path: Path) -> None:
 
 def test_overwrite_replaces_the_target(tmp_path: Path) -> None:
     target = tmp_path / "out"
-    target.mkdir()
-    (target / "stale.csv").write_text("id\n99\n", encoding="utf-8")
+    write_rows(FileWriterOptions(path=str(target), format="csv"), [ROWS[:1], ROWS[1:2], ROWS[2:3]], run_id=4)
+    assert sorted(os.listdir(target)) == ["_SUCCESS", "part-00000.csv", "part-00001.csv", "part-00002.csv"]
     write_rows(FileWriterOptions(path=str(target), format="csv"), [ROWS[:2], ROWS[2:]], run_id=5)
     assert sorted(os.listdir(target)) == ["_SUCCESS", "part-00000.csv", "part-00001.csv"]
     assert os.listdir(tmp_path) == ["out"]
     assert read_all(FileReaderOptions(path=str(target), format="csv", columns=COLUMNS)) == ROWS
+
+
+# ---------------------------------------------------------------------------------------------
+# Writer: what overwrite may replace
+
+
+def fill(directory: Path, *names: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (directory / name).write_text(f"{name}\n", encoding="utf-8")
+    return directory
+
+
+SPARK_PARTS = ("_SUCCESS", "._SUCCESS.crc", "part-00000-4b1b5119-5691-4192-bcd9-af1b288aa466-c000.snappy.parquet",
+               ".part-00000-4b1b5119-5691-4192-bcd9-af1b288aa466-c000.snappy.parquet.crc")
+
+
+@pytest.mark.parametrize("names", [
+    (),
+    ("_SUCCESS",),
+    ("_SUCCESS", "part-00000.csv", "part-00001.jsonl", "part-00002.parquet"),
+    ("_SUCCESS", "part-7-1-00000.csv", "part-7-2-00000.csv", "part-9-12-00031.parquet"),
+    SPARK_PARTS,
+    ("_SUCCESS", "part-3-1-00000-4b1b5119-5691-4192-bcd9-af1b288aa466-c000.snappy.parquet"),
+], ids=["empty", "marker-only", "local-parts", "append-parts", "spark-parts", "spark-appended"])
+def test_overwrite_replaces_a_previous_wormhole_output(tmp_path: Path, names: tuple[str, ...]) -> None:
+    target = fill(tmp_path / "out", *names)
+    write_rows(FileWriterOptions(path=str(target), format="csv"), [ROWS[:2]])
+    assert sorted(os.listdir(target)) == ["_SUCCESS", "part-00000.csv"]
+    assert os.listdir(tmp_path) == ["out"]
+
+
+@pytest.mark.parametrize(("names", "named"), [
+    (("notes.txt",), "notes.txt"),
+    (("_SUCCESS", "part-00000.csv", "notes.txt"), "notes.txt"),
+    (("part-00000.csv", "part-00001.csv"), "part-00000.csv, part-00001.csv"),  # no _SUCCESS: not ours
+    (("_SUCCESS", "part-00000.csv.bak"), "part-00000.csv.bak"),
+    (("_SUCCESS", "part-00000.txt"), "part-00000.txt"),
+    (("_SUCCESS", ".git"), ".git"),
+    (("_SUCCESS", "a", "b", "c", "d", "e", "f", "g"), "a, b, c, d, e and 2 more"),
+], ids=["unrelated", "one-stray-file", "no-marker", "backup-name", "other-extension", "hidden", "many"])
+def test_overwrite_refuses_a_directory_wormhole_did_not_write(tmp_path: Path, names: tuple[str, ...],
+                                                              named: str) -> None:
+    target = fill(tmp_path / "out", *names)
+    periphery = FileWriterPeriphery(FileWriterOptions(path=str(target), format="csv"), write_ctx(SCHEMA))
+    with pytest.raises(PrepareError) as info:
+        periphery.prepare()
+    message = str(info.value)
+    assert str(target) in message and named in message and '"overwrite": "force"' in message
+    periphery.rollback()
+    assert sorted(os.listdir(target)) == sorted(names)
+    assert os.listdir(tmp_path) == ["out"]  # not even a temporary directory was made
+
+
+def test_overwrite_refuses_a_subdirectory_or_a_symlink_in_the_target(tmp_path: Path) -> None:
+    target = fill(tmp_path / "out", "_SUCCESS")
+    (target / "part-00000.csv").mkdir()  # a directory with a part file's name is no part file
+    (target / "part-00000.csv" / "keep").write_text("x", encoding="utf-8")
+    with pytest.raises(PrepareError, match=r"holds part-00000\.csv\)"):
+        FileWriterPeriphery(FileWriterOptions(path=str(target), format="csv"), write_ctx(SCHEMA)).prepare()
+    other = fill(tmp_path / "elsewhere", "precious.csv")
+    linked = fill(tmp_path / "linked", "_SUCCESS")
+    (linked / "part-00001.csv").symlink_to(other / "precious.csv")
+    with pytest.raises(PrepareError, match=r"holds part-00001\.csv"):
+        FileWriterPeriphery(FileWriterOptions(path=str(linked), format="csv"), write_ctx(SCHEMA)).prepare()
+
+
+def test_overwrite_refuses_a_symlinked_target_unless_forced(tmp_path: Path) -> None:
+    real = fill(tmp_path / "real", "_SUCCESS", "part-00000.csv")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    with pytest.raises(PrepareError, match=f"{re.escape(str(link))} is a symbolic link"):
+        FileWriterPeriphery(FileWriterOptions(path=str(link), format="csv"), write_ctx(SCHEMA)).prepare()
+    assert sorted(os.listdir(real)) == ["_SUCCESS", "part-00000.csv"]
+
+
+def test_overwrite_force_replaces_any_directory(tmp_path: Path) -> None:
+    target = fill(tmp_path / "out", "notes.txt", "part-00000.csv")
+    (target / "sub").mkdir()
+    write_rows(FileWriterOptions(path=str(target), format="csv", overwrite="force"), [ROWS[:2]])
+    assert sorted(os.listdir(target)) == ["_SUCCESS", "part-00000.csv"]
+    assert os.listdir(tmp_path) == ["out"]
+    assert read_all(FileReaderOptions(path=str(target), format="csv", columns=COLUMNS)) == ROWS[:2]
+
+
+def test_overwrite_force_still_refuses_a_regular_file(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    target.write_text("keep", encoding="utf-8")
+    periphery = FileWriterPeriphery(FileWriterOptions(path=str(target), format="csv", overwrite="force"),
+                                    write_ctx(SCHEMA))
+    with pytest.raises(PrepareError, match="is not a directory"):
+        periphery.prepare()
+    assert target.read_text(encoding="utf-8") == "keep"
+
+
+def test_commit_checks_the_target_again_and_keeps_a_file_added_during_the_run(tmp_path: Path) -> None:
+    target = fill(tmp_path / "out", "_SUCCESS", "part-00000.csv")
+    options = FileWriterOptions(path=str(target), format="csv")
+    ctx = write_ctx(SCHEMA, concurrency=1)
+    periphery = FileWriterPeriphery(options, ctx)
+    periphery.prepare()  # a previous output: fine
+    writer = FileWriter(options, ctx, periphery, 0)
+    writer.open()
+    writer.write(ROWS)
+    writer.flush()
+    writer.close()
+    (target / "report.xlsx").write_text("someone's work", encoding="utf-8")
+    with pytest.raises(CommitError, match=rf"{re.escape(str(target))} is not a previous wormhole output "
+                                          rf"\(it holds report\.xlsx\)"):
+        periphery.commit()
+    periphery.rollback()
+    assert sorted(os.listdir(target)) == ["_SUCCESS", "part-00000.csv", "report.xlsx"]
+    assert (target / "part-00000.csv").read_text(encoding="utf-8") == "part-00000.csv\n"
+    assert os.listdir(tmp_path) == ["out"]
+
+
+def test_append_adds_to_any_directory(tmp_path: Path) -> None:
+    target = fill(tmp_path / "out", "notes.txt")
+    write_rows(FileWriterOptions(path=str(target), format="csv", mode="append"), [ROWS[:2]])
+    assert sorted(os.listdir(target)) == ["_SUCCESS", "notes.txt", "part-7-1-00000.csv"]
+
+
+@pytest.mark.parametrize("path", [".", "./", "/", "..", "sub/..", os.getcwd(), os.path.expanduser("~")],
+                         ids=["dot", "dot-slash", "root", "parent", "sub-parent", "cwd", "home"])
+@pytest.mark.parametrize("overwrite", ["own", "force"])
+def test_overwrite_of_the_root_cwd_or_home_is_a_validation_error(path: str, overwrite: str) -> None:
+    _, problems = parse(FileWriterOptions, {"path": path, "format": "csv", "overwrite": overwrite})
+    (problem,) = problems.items
+    assert problem.startswith("destinations[0].params.path: ")
+    assert "mode overwrite would replace it" in problem
+    _, problems = parse(FileWriterOptions, {"path": path, "format": "csv", "mode": "append"})
+    assert problems.items == []  # appending adds files and deletes nothing
+
+
+def test_prepare_refuses_the_working_directory_even_when_validation_was_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = fill(tmp_path / "work")  # empty, so the contents check alone would let it go
+    monkeypatch.chdir(work)
+    periphery = FileWriterPeriphery(FileWriterOptions(path=".", format="csv", overwrite="force"), write_ctx(SCHEMA))
+    with pytest.raises(PrepareError, match="the working directory"):
+        periphery.prepare()
+    assert os.listdir(tmp_path) == ["work"]
+
+
+def test_overwrite_options_parse() -> None:
+    opts, problems = parse(FileWriterOptions, {"path": "out/x", "format": "csv"})
+    assert (problems.items, opts.mode, opts.overwrite) == ([], "overwrite", "own")
+    opts, problems = parse(FileWriterOptions, {"path": "out/x", "format": "csv", "overwrite": "force"})
+    assert (problems.items, opts.overwrite) == ([], "force")
+    _, problems = parse(FileWriterOptions, {"path": "out/x", "format": "csv", "overwrite": "yes"})
+    assert problems.items[0].startswith("destinations[0].params.overwrite: expected one of 'own', 'force'")
+    _, problems = parse(FileWriterOptions, {"path": "out/x", "format": "csv", "mode": "append",
+                                            "overwrite": "force"})
+    assert problems.items == ["destinations[0].params.overwrite: 'force' only applies to mode 'overwrite'"]
 
 
 def test_append_adds_parts_from_each_run(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import sqlite3
@@ -110,16 +111,61 @@ def test_option_problems_name_the_key(cls: type, raw: dict[str, Any], expected: 
 # Writer
 
 
+OLD_DDL = ('CREATE TABLE "all types" ("id" INTEGER, "f" REAL, "dec" DECIMAL TEXT, "s" TEXT, "raw" BLOB, '
+           '"flag" BOOLEAN, "day" DATE TEXT, "ts" DATETIME TEXT, "doc" JSON TEXT, PRIMARY KEY ("id"))')
+"""The declared types earlier versions of this store created."""
+
+AS_STORED = ("SELECT " + ", ".join(f'typeof("{c}"), quote("{c}")' for c in SCHEMA.names)
+             + ' FROM "all types" ORDER BY id')
+
+
 def test_round_trip_every_logical_type(tmp_path: Path) -> None:
     db = tmp_path / "out.db"
     results = run_destination(SqliteWriterOptions(path=str(db), table="all types", key=("id",)),
                               [ROWS[:3], ROWS[3:]])
     assert [(r.written, r.rejected) for r in results] == [(3, ()), (2, ())]
     (ddl,) = query(db, "SELECT sql FROM sqlite_master WHERE name = 'all types'")[0]
-    assert '"dec" DECIMAL TEXT' in ddl and 'PRIMARY KEY ("id")' in ddl
+    assert 'PRIMARY KEY ("id")' in ddl
     back = read_all(SqliteReaderOptions(path=str(db), table="all types"))
-    assert sorted(back, key=lambda r: r[0]) == ROWS
-    assert SqliteReader(SqliteReaderOptions(path=str(db), table="all types"), read_ctx()).schema() == SCHEMA
+    # Declared TEXT, decimal and json columns read back as the exact text that was written.
+    as_text = [(*r[:2], None if r[2] is None else str(r[2]), *r[3:8],
+                None if r[8] is None else json.dumps(r[8], ensure_ascii=False)) for r in ROWS]
+    assert sorted(back, key=lambda r: r[0]) == as_text
+    schema = SqliteReader(SqliteReaderOptions(path=str(db), table="all types"), read_ctx()).schema()
+    assert [c.type for c in schema.columns] == ["int", "float", "string", "string", "bytes", "bool", "date",
+                                                "datetime", "string"]
+
+
+def test_a_created_table_declares_plain_sqlite_types(tmp_path: Path) -> None:
+    db = tmp_path / "out.db"
+    schema = Schema((*SCHEMA.columns[:3], Column("s", "string", nullable=False), *SCHEMA.columns[4:]))
+    run_destination(SqliteWriterOptions(path=str(db), table="all types", key=("id",)), [ROWS], schema=schema)
+    info = query(db, "PRAGMA table_info('all types')")
+    assert [(name, declared, notnull, pk) for _, name, declared, notnull, _, pk in info] == [
+        ("id", "INTEGER", 0, 1), ("f", "REAL", 0, 0), ("dec", "TEXT", 0, 0), ("s", "TEXT", 1, 0),
+        ("raw", "BLOB", 0, 0), ("flag", "BOOLEAN", 0, 0), ("day", "DATE", 0, 0), ("ts", "DATETIME", 0, 0),
+        ("doc", "TEXT", 0, 0)]
+
+
+def test_stored_values_are_those_of_the_earlier_declared_types(tmp_path: Path) -> None:
+    """Only the declared type text changed: every value is stored with the same type and bytes as under
+    the ``DECIMAL TEXT``-style types (decimals stay exact text, JSON numbers stay JSON text)."""
+    new = tmp_path / "new.db"
+    run_destination(SqliteWriterOptions(path=str(new), table="all types", key=("id",)), [ROWS])
+    old = make_db(tmp_path / "old.db", OLD_DDL)
+    run_destination(SqliteWriterOptions(path=str(old), table="all types", create=False), [ROWS])
+    assert query(new, AS_STORED) == query(old, AS_STORED)
+    assert query(new, 'SELECT typeof("dec"), "dec", typeof("doc"), "doc" FROM "all types" WHERE id = 3') == [
+        ("text", "-12345678901234567890.000000001", "text", '[1, "x"]')]
+    # Tables created by earlier versions still read back with their logical types.
+    assert SqliteReader(SqliteReaderOptions(path=str(old), table="all types"), read_ctx()).schema() == SCHEMA
+    assert sorted(read_all(SqliteReaderOptions(path=str(old), table="all types")), key=lambda r: r[0]) == ROWS
+
+
+def test_missing_parent_directories_are_created(tmp_path: Path) -> None:
+    db = tmp_path / "a" / "b" / "c" / "out.db"
+    run_destination(SqliteWriterOptions(path=str(db), table="t"), [[(1, "x")]], schema=KV)
+    assert query(db, "SELECT * FROM t") == [(1, "x")]
 
 
 def test_writers_share_the_connection_from_threads(tmp_path: Path) -> None:
@@ -281,6 +327,33 @@ def test_a_full_disk_raises_write_error_and_rollback_keeps_the_old_state(tmp_pat
         writer.close()
         periphery.rollback()
         assert query(db, "SELECT id, name FROM t ORDER BY id") == [(i, "before") for i in range(10)]
+
+
+def test_a_full_disk_removes_the_database_file_the_run_created(tmp_path: Path) -> None:
+    """The file did not exist before prepare: after a disk-full failure and rollback neither it nor its
+    journal is left (SQLite's ROLLBACK alone leaves the pages written so far and a hot journal)."""
+    with tiny_tmpfs(tmp_path / "mnt") as mnt:
+        db = mnt / "sub" / "new.db"
+        options = SqliteWriterOptions(path=str(db), table="t")
+        ctx = write_ctx(KV, concurrency=1)
+        periphery = SqliteWriterPeriphery(options, ctx)
+        periphery.prepare()
+        writer = SqliteWriter(options, ctx, periphery, 0)
+        writer.open()
+        with pytest.raises(WriteError, match="full"):
+            for b in range(1, 200):
+                writer.write([(b * 1000 + i, "x" * 300) for i in range(1000)])
+        writer.close()
+        periphery.rollback()
+        assert os.listdir(mnt / "sub") == []
+
+
+def test_rollback_keeps_an_empty_file_that_existed(tmp_path: Path) -> None:
+    db = tmp_path / "empty.db"
+    db.touch()
+    run_destination(SqliteWriterOptions(path=str(db), table="t"), [[(1, "x")]], schema=KV, commit=False)
+    assert db.exists() and db.stat().st_size == 0
+    assert os.listdir(tmp_path) == ["empty.db"]
 
 
 # ---------------------------------------------------------------------------------------------

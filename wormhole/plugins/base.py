@@ -225,6 +225,10 @@ class SinkRole:
     single_writer_key: Callable[[Any], str | None] | None = None
     """Optional: a key naming a resource that admits one writing destination per run (a SQLite
     file); two destinations with the same key are a configuration error."""
+    owned_path: Callable[[Any], str | None] | None = None
+    """Optional: the filesystem path the destination's ``params.path`` names (a directory with all
+    it holds, or a file). Two destinations whose paths are the same or one inside the other are a
+    configuration error, whichever stores they belong to (paths are compared resolved)."""
     spark_write: str | None = None
     """Optional ``module:function`` of a native Spark write, loaded only in Spark mode:
     ``write(df, options, context, prepared_periphery) -> bool``; False when these options need the

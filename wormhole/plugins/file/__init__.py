@@ -4,8 +4,10 @@ Reading: one split per file; rows that do not convert to the column types go to 
 with ``<file>:<line>`` (parquet: ``<file>: row <n>``). Writing: one part file per writer thread in a
 temporary directory beside the target, moved into place on commit (``overwrite`` swaps the directory,
 ``append`` adds parts), with a ``_SUCCESS`` marker; rollback removes the temporary directory, so the
-target is never half-written. parquet goes through pyarrow (the ``parquet`` extra), imported only
-when a task uses that format.
+target is never half-written. Overwrite replaces only a previous wormhole output (or an empty or
+missing directory) unless ``overwrite: force``; two destinations may not write the same directory or
+one inside the other (``owned_path``). parquet goes through pyarrow (the ``parquet`` extra), imported
+only when a task uses that format.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ __all__ = [
     "resolve_files",
 ]
 
+
+def _owned_path(options: FileWriterOptions) -> str:
+    return options.path
+
+
 PLUGIN = Plugin(
     name="file",
     description="csv, jsonl and parquet files: read a file, directory or glob; write part files into a directory",
@@ -42,6 +49,7 @@ PLUGIN = Plugin(
         options=FileWriterOptions,
         periphery=FileWriterPeriphery,
         writer=FileWriter,
+        owned_path=_owned_path,  # the target directory: no other destination may write in or over it
         spark_write="wormhole.spark.stores:file_write",  # parquet; csv and jsonl keep the row writer's text
         spark_partitions=True,  # a part per partition, created afresh: a retried partition replaces it
     ),

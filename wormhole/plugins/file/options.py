@@ -6,6 +6,7 @@ when a task uses that format.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal
@@ -80,9 +81,46 @@ class FileWriterOptions:
     format: FileFormat
     """csv, jsonl or parquet (snappy); header, delimiter and null only matter for csv."""
     mode: Literal["overwrite", "append"] = "overwrite"
+    """``overwrite`` replaces the directory on commit; ``append`` adds this run's parts to it."""
+    overwrite: Literal["own", "force"] = "own"
+    """mode overwrite: ``own`` replaces only a directory that is missing, empty or holds a previous
+    wormhole output (``_SUCCESS`` and part files, nothing else); ``force`` replaces any directory."""
     header: bool = True
     delimiter: str = ","
     null: str = ""
 
     def check(self, path: str, problems: Problems) -> None:
         _check_csv_text(self, path, problems)
+        if self.mode == "append" and self.overwrite == "force":
+            problems.add(join_path(path, "overwrite"), "'force' only applies to mode 'overwrite'")
+        if self.mode == "overwrite":
+            reason = protected_directory(self.path)
+            if reason is not None:
+                problems.add(join_path(path, "path"),
+                             f"mode overwrite would replace it and everything in it, even with overwrite 'force': "
+                             f"name a directory of its own, e.g. 'out/data'; it is {reason}")
+
+
+def protected_directory(path: str) -> str | None:
+    """Why a file destination may never replace ``path`` (mode overwrite), or None.
+
+    Known without looking inside: the filesystem root, the working directory, the home directory and
+    any directory holding one of them. Relative paths resolve against the working directory.
+    """
+    try:
+        target = os.path.realpath(path)
+        places = [("the working directory", os.getcwd())]
+    except OSError:  # the working directory was deleted: prepare reports what it finds
+        return None
+    if os.path.dirname(target) == target:
+        return "the filesystem root"
+    home = os.path.expanduser("~")
+    if os.path.isabs(home):
+        places.append(("the home directory", home))
+    for what, place in places:
+        place = os.path.realpath(place)
+        if target == place:
+            return f"{what} ({place})"
+        if place.startswith(target.rstrip(os.sep) + os.sep):
+            return f"a directory holding {what} ({place})"
+    return None

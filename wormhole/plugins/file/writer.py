@@ -9,6 +9,11 @@ Overwrite swaps whole directories by rename; append moves each part into the tar
 unique to the run (``part-T-R-00000.csv``). Rollback only ever removes the temporary directory, so
 the target is never half-written.
 
+Overwrite only replaces what wormhole wrote: a missing or empty directory, or one holding nothing but
+``_SUCCESS`` and part files (see :func:`foreign_entries`; Spark's parts and ``.crc`` files count too).
+Anything else needs ``overwrite: force``. The target is checked in ``prepare`` (before any row moves)
+and again in ``commit`` right before the swap, so a file put there during the run is never deleted.
+
 Formats: csv and jsonl are serialised per batch and appended to the part; parquet (through pyarrow,
 imported only for that format) converts each batch column-wise to Arrow arrays, buffers them and
 writes them as snappy-compressed row groups of about :data:`ROW_GROUP_ROWS` rows. A part file is always
@@ -23,6 +28,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from datetime import date
@@ -32,7 +38,13 @@ from typing import Any, BinaryIO
 
 from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
 from wormhole.plugins.base import Rejected, Row, Schema, WriteContext, WriteResult
-from wormhole.plugins.file.options import EXTENSIONS, PYARROW_MISSING, FileWriterOptions, import_pyarrow
+from wormhole.plugins.file.options import (
+    EXTENSIONS,
+    PYARROW_MISSING,
+    FileWriterOptions,
+    import_pyarrow,
+    protected_directory,
+)
 
 PLUGIN_NAME = "file"
 SUCCESS_MARKER = "_SUCCESS"
@@ -83,6 +95,26 @@ def _create_part(path: str) -> BinaryIO:
     return open(path, "wb")
 
 
+_PART = r"part-[0-9]+(?:-[0-9A-Za-z]+)*(?:\.snappy)?\.(?:csv|jsonl|parquet)"
+OWN_NAME = re.compile(rf"_SUCCESS|\._SUCCESS\.crc|{_PART}|\.{_PART}\.crc")
+"""Names wormhole leaves in a target: the marker, the parts of local mode (``part-00000.csv``) and of
+append (``part-7-1-00000.csv``), Spark's parts (``part-00000-<uuid>-c000.snappy.parquet``) and the
+checksum files Spark's local filesystem writes beside them (``.part-...parquet.crc``, ``._SUCCESS.crc``)."""
+
+
+def foreign_entries(directory: str) -> list[str]:
+    """The entries of ``directory`` that are not a previous wormhole output, sorted; [] when it may
+    be replaced: it is empty, or it holds ``_SUCCESS`` and otherwise only regular files named as
+    wormhole names its parts (:data:`OWN_NAME`). Without ``_SUCCESS`` every entry is foreign."""
+    with os.scandir(directory) as it:
+        entries = list(it)
+    if not entries:
+        return []
+    marked = any(e.name == SUCCESS_MARKER and e.is_file(follow_symlinks=False) for e in entries)
+    return sorted(e.name for e in entries
+                  if not (marked and OWN_NAME.fullmatch(e.name) and e.is_file(follow_symlinks=False)))
+
+
 def _write_marker(directory: str) -> None:
     with open(os.path.join(directory, SUCCESS_MARKER), "wb") as f:
         f.flush()
@@ -114,6 +146,8 @@ class FileWriterPeriphery:
                 raise self._error(PrepareError, PYARROW_MISSING) from exc
         if os.path.lexists(self.target) and not os.path.isdir(self.target):
             raise self._error(PrepareError, f"target {self.target} exists and is not a directory")
+        if self.options.mode == "overwrite":
+            self._check_replaceable(PrepareError)  # before anything is created or removed
         try:
             os.makedirs(self.parent, exist_ok=True)
             _remove(self.tmp_dir)  # stale, from an earlier attempt of this very run
@@ -121,6 +155,32 @@ class FileWriterPeriphery:
         except OSError as exc:
             raise self._error(PrepareError, f"cannot create the temporary directory {self.tmp_dir}: "
                                             f"{exc}") from exc
+
+    def _check_replaceable(self, cls: type[Exception]) -> None:
+        """Raise ``cls`` unless overwrite may replace the target (see the module docstring)."""
+        protected = protected_directory(self.options.path)  # validation refuses these; never here either
+        if protected is not None:
+            raise self._error(cls, f"target {self.target} is {protected}: mode overwrite never replaces it")
+        if not os.path.lexists(self.target):
+            return
+        if not os.path.isdir(self.target):
+            raise self._error(cls, f"target {self.target} exists and is not a directory")
+        if self.options.overwrite == "force":
+            return
+        how = ('to replace it anyway, set "overwrite": "force" in this destination\'s params, '
+               'or name a directory of its own')
+        if os.path.islink(self.target):
+            raise self._error(cls, f"target {self.target} is a symbolic link; mode overwrite replaces only a "
+                                   f"directory wormhole wrote: {how}")
+        try:
+            foreign = foreign_entries(self.target)
+        except OSError as exc:
+            raise self._error(cls, f"cannot list the target {self.target}: {exc}") from exc
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise self._error(cls, f"target {self.target} is not a previous wormhole output (it holds {shown}); "
+                                   f"mode overwrite replaces only a missing or empty directory or one holding "
+                                   f"{SUCCESS_MARKER} and part files: {how}")
 
     def commit(self) -> None:
         if self._committed:
@@ -139,6 +199,8 @@ class FileWriterPeriphery:
         self._committed = True
 
     def _swap(self) -> None:
+        # Again, right before the swap: a file put into the target during the run is never deleted.
+        self._check_replaceable(CommitError)
         moved_aside = False
         try:
             if os.path.lexists(self.target):

@@ -66,8 +66,9 @@ def logical_type(declared: str) -> Literal["int", "float", "decimal", "string", 
                                            "datetime", "json"]:
     """The logical type of a declared column type.
 
-    The specific names come first, so the types this store creates (``DECIMAL TEXT``, ``DATE TEXT``,
-    ``DATETIME TEXT``, ``JSON TEXT``) read back as what was written, and ``DATETIME`` is not a ``DATE``.
+    The specific names come first, so ``DATETIME`` is not a ``DATE`` and the ``DECIMAL TEXT``-style
+    types earlier versions of this store created (``DATE TEXT``, ``JSON TEXT``, ...) still read back
+    as what was written.
     """
     t = declared.upper()
     if "BOOL" in t:
@@ -96,12 +97,14 @@ DECLARED_TYPES: dict[str, str] = {
     "float": "REAL",
     "string": "TEXT",
     "bytes": "BLOB",
-    "bool": "BOOLEAN",
-    # TEXT affinity (the type name contains TEXT) keeps "1.10" and JSON "1" as text, exactly as
-    # written; the leading word lets the reader recover the logical type.
-    "decimal": "DECIMAL TEXT",
-    "date": "DATE TEXT",
-    "datetime": "DATETIME TEXT",
-    "json": "JSON TEXT",
+    "bool": "BOOLEAN",  # bound as 0/1, stored as integers
+    # NUMERIC affinity leaves ISO dates and datetimes as text: "2024-02-29" is no number.
+    "date": "DATE",
+    "datetime": "DATETIME",
+    # TEXT affinity, so the stored text is exactly what was written: NUMERIC affinity would turn
+    # "1.10" into the REAL 1.1 (and lose digits beyond 15), and the JSON text "12.5" into a REAL.
+    "decimal": "TEXT",
+    "json": "TEXT",
 }
-"""Declared types of the columns of a table this store creates."""
+"""Declared types of the columns of a table this store creates: plain SQLite types, so any tool reads
+the table as it expects. Read back by this store, decimal and json columns are strings (TEXT)."""

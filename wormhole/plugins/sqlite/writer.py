@@ -78,7 +78,11 @@ class SqliteWriterPeriphery:
     def prepare(self) -> None:
         if self.conn is not None:
             return
-        existed = os.path.exists(self.path)
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)  # as a file destination does
+        except OSError as exc:
+            raise self._error(PrepareError, f"cannot create the directory of {self.path}: {exc}") from exc
+        existed = os.path.lexists(self.path)
         try:
             conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
         except sqlite3.Error as exc:
@@ -184,12 +188,16 @@ class SqliteWriterPeriphery:
                 conn.close()
                 self.conn = None
         if self._created_file:
-            # This run created the file: once rolled back it is empty, and removing it leaves no trace.
-            try:
-                if os.path.getsize(self.path) == 0:
-                    os.remove(self.path)
-            except OSError:
-                pass
+            # This run created the file, so all it holds is this run's: remove it with its journal, even
+            # when the ROLLBACK failed (a full disk leaves pages and a hot journal behind).
+            self._created_file = False
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                try:
+                    os.remove(self.path + suffix)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    error = error or sqlite3.OperationalError(f"cannot remove {self.path + suffix}: {exc}")
         if error is not None:
             raise self._error(RollbackError, f"cannot roll back {self.path}: {error}") from error
 
