@@ -48,7 +48,9 @@ def _check_csv_text(opts: FileReaderOptions | FileWriterOptions, path: str, prob
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ColumnOption:
     name: str = opt(nonempty=True)
+    """Column name (unique)."""
     type: Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"] = "string"
+    """Logical type the values are converted to (csv/jsonl); rows that do not convert are rejected."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +62,7 @@ class FileReaderOptions:
     header: bool = True
     """csv: the first line of every file is a header (it names the columns unless ``columns`` does)."""
     delimiter: str = ","
+    """csv: the field separator, one character."""
     null: str = ""
     """csv: the field text that means NULL (an empty field by default)."""
     columns: tuple[ColumnOption, ...] | None = opt(None, min_items=1)
@@ -86,8 +89,11 @@ class FileWriterOptions:
     """mode overwrite: ``own`` replaces only a directory that is missing, empty or holds a previous
     wormhole output (``_SUCCESS`` and part files, nothing else); ``force`` replaces any directory."""
     header: bool = True
+    """csv: write a header line with the column names first in every part."""
     delimiter: str = ","
+    """csv: the field separator, one character."""
     null: str = ""
+    """csv: the field text written for NULL (an empty field by default)."""
 
     def check(self, path: str, problems: Problems) -> None:
         _check_csv_text(self, path, problems)

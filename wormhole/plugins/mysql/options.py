@@ -62,14 +62,19 @@ class ShardConnection:
     """One entry of a sharded source's ``connections``."""
 
     host: str = opt(nonempty=True)
+    """This shard's host."""
     port: int = opt(3306, min=1, max=65535)
+    """This shard's port."""
     database: str = opt(nonempty=True)
+    """This shard's database."""
     tables: tuple[str, ...] | None = opt(None, min_items=1)
     """Tables of this database to read (every one must have the source's columns); not with ``query``."""
     user: str | None = opt(None, nonempty=True)
     """Credentials of this connection; default the source's ``user`` / ``password`` / ``password_env``."""
     password: str | None = None
+    """This shard's password, inline (never logged or printed)."""
     password_env: str | None = opt(None, nonempty=True)
+    """Name of an environment variable holding this shard's password."""
 
     def check(self, path: str, problems: Problems) -> None:
         check_identifier(self.database, join_path(path, "database"), problems)
@@ -82,12 +87,17 @@ class ServerOptions:
     """The connection keys a mysql source and a mysql destination share."""
 
     host: str = opt("127.0.0.1", nonempty=True)
+    """The server's host name or address."""
     port: int = opt(3306, min=1, max=65535)
+    """The server's TCP port."""
     user: str = opt(nonempty=True)
+    """The user to connect as."""
     password: str | None = None
+    """The password, inline (never logged or printed; prefer ``password_env``)."""
     password_env: str | None = opt(None, nonempty=True)
     """Name of an environment variable holding the password (keeps secrets out of the task row)."""
     connect_timeout_s: float = opt(10.0, min=0.1)
+    """Seconds to wait for a connection before the attempt fails."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,6 +105,7 @@ class MysqlReaderOptions(ServerOptions):
     database: str | None = opt(None, nonempty=True)
     """The database of ``table`` or ``query``; not with ``connections``."""
     table: str | None = opt(None, nonempty=True)
+    """The table to read; not with ``query`` or ``connections``."""
     columns: tuple[str, ...] | None = opt(None, min_items=1)
     """Columns to read, in this order; default every column of the (first) table."""
     where: str | None = opt(None, nonempty=True)
@@ -111,6 +122,7 @@ class MysqlReaderOptions(ServerOptions):
     """How the reader periphery estimates the rows: information_schema statistics (cheap, approximate),
     an exact ``COUNT(*)`` under ``count_timeout_s``, or not at all."""
     count_timeout_s: float = opt(10.0, min=0.1)
+    """``estimate: count``: a COUNT(*) slower than this is abandoned and the run goes on without an estimate."""
     zero_dates: Literal["keep", "null", "reject"] = "keep"
     """A zero or partial date (``0000-00-00``) has no Python value: keep its text (a MySQL destination
     stores it again as it was), read it as NULL, or reject the row to the dirty-record file."""
@@ -150,6 +162,7 @@ class MysqlReaderOptions(ServerOptions):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MysqlWriterOptions(ServerOptions):
     database: str = opt(nonempty=True)
+    """The database of the target table."""
     table: str = opt(nonempty=True)
     """The target table; it must exist (with ``staging``, its structure is copied)."""
     columns: tuple[str, ...] | None = opt(None, min_items=1)

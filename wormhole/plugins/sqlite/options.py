@@ -13,6 +13,7 @@ class SqliteReaderOptions:
     path: str = opt(nonempty=True)
     """The database file (opened read-only)."""
     table: str = opt(nonempty=True)
+    """The table to read."""
     columns: tuple[str, ...] | None = opt(None, min_items=1)
     """Columns to read, in this order; default every column of the table."""
     where: str | None = opt(None, nonempty=True)
@@ -25,10 +26,14 @@ class SqliteReaderOptions:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SqliteWriterOptions:
     path: str = opt(nonempty=True)
+    """The database file; it and its missing parent directories are created when needed."""
     table: str = opt(nonempty=True)
+    """The target table."""
     columns: tuple[str, ...] | None = opt(None, min_items=1)
     """Target column names, positionally matching the source schema; default the source's names."""
     write_mode: Literal["insert", "replace", "upsert"] = "insert"
+    """``insert`` (a duplicate key rejects the row), ``replace`` (INSERT OR REPLACE) or ``upsert``
+    (INSERT ... ON CONFLICT(key) DO UPDATE)."""
     key: tuple[str, ...] | None = opt(None, min_items=1)
     """The conflict key for ``upsert`` (a PRIMARY KEY or UNIQUE index); the primary key of a created table."""
     create: bool = True
