@@ -87,7 +87,8 @@ def test_values_that_would_fail_at_run_time_are_validation_errors(ws: Workspace,
         {"id": "lake", "plugin": "stream"},
         {"id": "db", "plugin": "mysql", "params": {"host": " ", "user": "u", "database": "d", "table": "t"}},
     ]
-    spec["settings"] = {"speed": {"channel": 2**70}}
+    spec["source"]["params"]["seed"] = 2**70
+    spec["settings"] = {"speed": {"channel": 5000}}
     path = tmp_path / "t.json"
     path.write_text(json.dumps(spec))
     proc = ws.run("validate", str(path))
@@ -95,7 +96,8 @@ def test_values_that_would_fail_at_run_time_are_validation_errors(ws: Workspace,
     assert "destinations[0].params.delay_ms: must be <= 3600000.0" in proc.stderr
     assert "destinations[2].id: duplicate id 'lake' (also destinations[1]; ids differing only in case" in proc.stderr
     assert "destinations[3].params.host: must not be empty or blank" in proc.stderr
-    assert "settings.speed.channel: 1180591620717411303424 is out of range (a 64-bit integer)" in proc.stderr
+    assert "source.params.seed: 1180591620717411303424 is out of range (a 64-bit integer)" in proc.stderr
+    assert "settings.speed.channel: must be <= 1024, got 5000" in proc.stderr
 
 
 # -- item 6: exit codes follow the table ----------------------------------------------------------------
