@@ -122,6 +122,13 @@ class Workspace:
         return json.loads(self.run("task", "show", str(task_id), check=True).stdout)
 
 
+def run_task(ws: Workspace, spec: dict[str, Any] | str, timeout: float = 240) -> tuple[int, dict[str, Any], str]:
+    """Insert ``spec`` as an upstream system would, run ``wormhole --task-id``: (exit code, task, stderr)."""
+    task_id = ws.submit(spec)
+    proc = ws.run("--task-id", str(task_id), timeout=timeout)
+    return proc.returncode, ws.show(task_id), proc.stderr
+
+
 def log_events(stderr: str) -> list[dict[str, Any]]:
     """The JSON log lines of a CLI run."""
     events = []

@@ -89,7 +89,7 @@ def cli(ctx: click.Context, task_id: int | None, task_db: str | None, conf_dir: 
         log_level: str) -> None:
     """wormhole: read a source once and write it to many destinations, each committed or rolled back on its own.
 
-    Run a task: wormhole --task-id N
+    Run a task from the task database: wormhole --task-id N; from a file in one step: wormhole run FILE
     """
     log.configure(log_format, log_level)
     ctx.obj = CliState(task_db=task_db, conf_dir=conf_dir, log_format=log_format, log_level=log_level)
@@ -250,9 +250,12 @@ def _submit(store: TaskStore, file: str, name: str | None, text: str, spec: Task
         _fail(exc)
 
 
+NAME_OPTION = click.option("--name", help="Task name (default: the spec's name, else the file name).")
+
+
 @task.command("submit")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--name", help="Task name (default: the spec's name, else the file name).")
+@NAME_OPTION
 @global_options
 @click.pass_context
 def task_submit(ctx: click.Context, file: str, name: str | None) -> None:
@@ -368,7 +371,7 @@ def validate(file: str) -> None:
 
 @cli.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--name", help="Task name (default: the spec's name, else the file name).")
+@NAME_OPTION
 @global_options
 @click.pass_context
 def run_file(ctx: click.Context, file: str, name: str | None) -> None:

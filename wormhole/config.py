@@ -568,13 +568,17 @@ def _check_destination_ids(ids: list[Any], problems: Problems) -> None:
             seen[key] = i
 
 
+def _sink_hook(dest: DestinationSpec, hook: str) -> str | None:
+    """What the optional SinkRole ``hook`` (``single_writer_key``, ``owned_path``) says of ``dest``."""
+    sink = registry.get(dest.plugin).sink
+    fn = getattr(sink, hook) if sink is not None else None
+    return fn(dest.options) if fn is not None else None
+
+
 def _check_single_writers(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
     taken: dict[str, int] = {}
     for i, dest in enumerate(destinations):
-        if dest is None:
-            continue
-        sink = registry.get(dest.plugin).sink
-        key = sink.single_writer_key(dest.options) if sink and sink.single_writer_key else None
+        key = _sink_hook(dest, "single_writer_key") if dest is not None else None
         if key is None:
             continue
         if key in taken:
@@ -591,17 +595,14 @@ def _check_owned_paths(destinations: tuple[DestinationSpec | None, ...], problem
     reports are left to it."""
     owned: list[tuple[int, Path, str | None]] = []
     for i, dest in enumerate(destinations):
-        if dest is None:
-            continue
-        sink = registry.get(dest.plugin).sink
-        raw = sink.owned_path(dest.options) if sink and sink.owned_path else None
-        if raw is None:
+        raw = _sink_hook(dest, "owned_path") if dest is not None else None
+        if dest is None or raw is None:
             continue
         try:
             path = Path(raw).resolve()
         except (OSError, RuntimeError):  # a symbolic link loop: compare it as written
             path = Path(raw).absolute()
-        key = sink.single_writer_key(dest.options) if sink and sink.single_writer_key else None
+        key = _sink_hook(dest, "single_writer_key")
         for j, other, other_key in owned:
             if key is not None and key == other_key:
                 continue

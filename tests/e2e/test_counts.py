@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Workspace, log_events
+from tests.conftest import Workspace, log_events, run_task
 
 pytestmark = pytest.mark.e2e
 
@@ -34,9 +34,8 @@ def number_in(error: str, pattern: str) -> int:
 
 
 def run(ws: Workspace, spec: dict[str, Any]) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
-    task_id = ws.submit(spec)
-    proc = ws.run("--task-id", str(task_id))
-    return proc.returncode, ws.show(task_id)["result"], log_events(proc.stderr)
+    code, task, stderr = run_task(ws, spec)
+    return code, task["result"], log_events(stderr)
 
 
 @pytest.mark.parametrize(("limit", "dirty_every"), [(0, 7), (25, 499)])

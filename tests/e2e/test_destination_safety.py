@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, run_task
 from tests.plugin_helpers import tiny_tmpfs
 
 pytestmark = pytest.mark.e2e
@@ -27,12 +27,6 @@ def files(dest_id: str, path: str, fmt: str = "jsonl", **params: Any) -> dict[st
 
 def sqlite_dest(dest_id: str, path: str) -> dict[str, Any]:
     return {"id": dest_id, "plugin": "sqlite", "params": {"path": path, "table": "t"}}
-
-
-def run_task(ws: Workspace, spec: dict[str, Any], timeout: float = 240) -> tuple[int, dict[str, Any], str]:
-    task_id = ws.submit(spec)
-    proc = ws.run("--task-id", str(task_id), timeout=timeout)
-    return proc.returncode, ws.show(task_id), proc.stderr
 
 
 def jsonl_ids(path: Path) -> list[int]:

@@ -21,6 +21,7 @@ from typing import Any
 import pymysql
 import pytest
 
+from tests import conftest
 from tests.conftest import MYSQL_URL, Workspace, log_events, mysql_or_skip
 from tests.mysql_helpers import (
     NO_SUCH_TABLE,
@@ -88,9 +89,7 @@ def file_dest(dest_id: str, path: str) -> dict[str, Any]:
 
 
 def run_task(ws: Workspace, spec: dict[str, Any], timeout: float = 120) -> tuple[int, dict[str, Any], str]:
-    task_id = ws.submit(spec)
-    proc = ws.run("--task-id", str(task_id), timeout=timeout)
-    return proc.returncode, ws.show(task_id), proc.stderr
+    return conftest.run_task(ws, spec, timeout)
 
 
 def fanout_source(dbs: Databases, rows: int = ROWS) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Workspace, log_events, make_workspace
+from tests.conftest import Workspace, log_events, make_workspace, run_task
 from tests.plugin_helpers import tiny_tmpfs
 
 pytestmark = pytest.mark.e2e
@@ -92,12 +92,6 @@ def sqlite_tables(path: Path) -> list[str]:
 def leftovers(root: Path) -> list[str]:
     """Temporary directories a file destination left behind (there must be none)."""
     return [str(p) for p in root.rglob("*.wormhole-*")]
-
-
-def run_task(ws: Workspace, spec: dict[str, Any] | str, timeout: float = 240) -> tuple[int, dict[str, Any], str]:
-    task_id = ws.submit(spec)
-    proc = ws.run("--task-id", str(task_id), timeout=timeout)
-    return proc.returncode, ws.show(task_id), proc.stderr
 
 
 class TestFanOut:

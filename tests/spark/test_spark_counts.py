@@ -4,29 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import MYSQL_URL, mysql_or_skip
 from tests.mysql_helpers import Databases, Server, create_table
 from tests.spark_helpers import dirty_lines, run_task
 from wormhole.config import EngineConf
 
 pytestmark = [pytest.mark.spark, pytest.mark.mysql]
-
-
-@pytest.fixture
-def server() -> Server:
-    mysql_or_skip().close()
-    return Server.from_url(MYSQL_URL)
-
-
-@pytest.fixture
-def dbs(server: Server) -> Iterator[Databases]:
-    databases = Databases(server, server.connect())
-    yield databases
-    databases.drop_all()
 
 
 @pytest.mark.parametrize("limit", [0, 50])

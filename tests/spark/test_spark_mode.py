@@ -6,7 +6,6 @@ import dataclasses
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,6 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import MYSQL_URL, mysql_or_skip
 from tests.mysql_helpers import Databases, Server, count, create_table, execute, fingerprint, insert_rows, table_rows
 from tests.spark_helpers import dirty_lines, run_task
 from wormhole.config import EngineConf, SparkConf, TaskSpec
@@ -28,19 +26,6 @@ COLUMNS = [{"name": "id", "type": "int"}, {"name": "name", "type": "string"}, {"
 NAMES = [c["name"] for c in COLUMNS]
 MYSQL_DDL = ("id BIGINT NOT NULL, name VARCHAR(64), price DECIMAL(38,18), ratio DOUBLE, day DATE, ts DATETIME(6), "
              "flag TINYINT(1), doc JSON")
-
-
-@pytest.fixture
-def server() -> Server:
-    mysql_or_skip().close()
-    return Server.from_url(MYSQL_URL)
-
-
-@pytest.fixture
-def dbs(server: Server) -> Iterator[Databases]:
-    databases = Databases(server, server.connect())
-    yield databases
-    databases.drop_all()
 
 
 def stream(rows: int, splits: int = 4, **extra: Any) -> dict[str, Any]:

@@ -8,14 +8,12 @@ and into Parquet; each destination must hold, value by value, what local mode's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import MYSQL_URL, mysql_or_skip
 from tests.mysql_helpers import Databases, Server, execute, q
 from tests.mysql_types_table import TYPE_COLUMNS, TYPE_ROWS, TYPES_DDL
 from tests.spark_helpers import dirty_lines, run_task
@@ -25,19 +23,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.mysql]
 
 BIT_COLUMNS = ("bt", "b1", "b5")
 """CAST(bit AS CHAR) is the raw bytes; bit + 0 its number."""
-
-
-@pytest.fixture
-def server() -> Server:
-    mysql_or_skip().close()
-    return Server.from_url(MYSQL_URL)
-
-
-@pytest.fixture
-def dbs(server: Server) -> Iterator[Databases]:
-    databases = Databases(server, server.connect())
-    yield databases
-    databases.drop_all()
 
 
 def create_types_table(admin: Any, db: str, table: str) -> None:

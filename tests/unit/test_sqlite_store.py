@@ -308,20 +308,26 @@ def test_writing_after_commit_is_a_write_error(tmp_path: Path) -> None:
         writer.write([(1, "late")])
 
 
+def _write_until_full(db: Path) -> tuple[SqliteWriterPeriphery, SqliteWriter]:
+    """Prepare a destination on ``db`` and write 300-byte rows until the disk is full (WriteError)."""
+    options = SqliteWriterOptions(path=str(db), table="t")
+    ctx = write_ctx(KV, concurrency=1)
+    periphery = SqliteWriterPeriphery(options, ctx)
+    periphery.prepare()
+    writer = SqliteWriter(options, ctx, periphery, 0)
+    writer.open()
+    with pytest.raises(WriteError, match="full"):
+        for b in range(1, 200):
+            result = writer.write([(b * 1000 + i, "x" * 300) for i in range(1000)])
+            assert result.rejected == ()  # a full disk is never a dirty row
+    return periphery, writer
+
+
 def test_a_full_disk_raises_write_error_and_rollback_keeps_the_old_state(tmp_path: Path) -> None:
     with tiny_tmpfs(tmp_path / "mnt") as mnt:
         db = make_db(mnt / "full.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)",
                      *(f"INSERT INTO t VALUES ({i}, 'before')" for i in range(10)))
-        options = SqliteWriterOptions(path=str(db), table="t")
-        ctx = write_ctx(KV, concurrency=1)
-        periphery = SqliteWriterPeriphery(options, ctx)
-        periphery.prepare()
-        writer = SqliteWriter(options, ctx, periphery, 0)
-        writer.open()
-        with pytest.raises(WriteError, match="full"):
-            for b in range(1, 200):
-                result = writer.write([(b * 1000 + i, "x" * 300) for i in range(1000)])
-                assert result.rejected == ()  # a full disk is never a dirty row
+        periphery, writer = _write_until_full(db)
         with pytest.raises(WriteError):
             writer.write([(1, "after the failure")])
         writer.close()
@@ -333,16 +339,7 @@ def test_a_full_disk_removes_the_database_file_the_run_created(tmp_path: Path) -
     """The file did not exist before prepare: after a disk-full failure and rollback neither it nor its
     journal is left (SQLite's ROLLBACK alone leaves the pages written so far and a hot journal)."""
     with tiny_tmpfs(tmp_path / "mnt") as mnt:
-        db = mnt / "sub" / "new.db"
-        options = SqliteWriterOptions(path=str(db), table="t")
-        ctx = write_ctx(KV, concurrency=1)
-        periphery = SqliteWriterPeriphery(options, ctx)
-        periphery.prepare()
-        writer = SqliteWriter(options, ctx, periphery, 0)
-        writer.open()
-        with pytest.raises(WriteError, match="full"):
-            for b in range(1, 200):
-                writer.write([(b * 1000 + i, "x" * 300) for i in range(1000)])
+        periphery, writer = _write_until_full(mnt / "sub" / "new.db")
         writer.close()
         periphery.rollback()
         assert os.listdir(mnt / "sub") == []

@@ -217,26 +217,20 @@ def _from_int_text(v: Any) -> Any:
     return int(v) if isinstance(v, str) else v
 
 
-def _from_date_text(v: Any) -> Any:
-    if not isinstance(v, str):
-        return v
-    try:
-        return dt.date.fromisoformat(v)
-    except ValueError:
-        return v  # a zero date: its text, as the reader kept it
+def _from_iso_text(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
+    def convert(v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        try:
+            return parse(v)
+        except ValueError:
+            return v  # a zero date: its text, as the reader kept it
+
+    return convert
 
 
-def _from_datetime_text(v: Any) -> Any:
-    if not isinstance(v, str):
-        return v
-    try:
-        return dt.datetime.fromisoformat(v)
-    except ValueError:
-        return v
-
-
-_FROM_EXACT: dict[str, Callable[[Any], Any]] = {"int": _from_int_text, "date": _from_date_text,
-                                                "datetime": _from_datetime_text}
+_FROM_EXACT: dict[str, Callable[[Any], Any]] = {"int": _from_int_text, "date": _from_iso_text(dt.date.fromisoformat),
+                                                "datetime": _from_iso_text(dt.datetime.fromisoformat)}
 """Columns carried as exact text (a string where the logical type is not), back to the value."""
 
 
