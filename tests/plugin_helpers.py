@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from wormhole.config import Problems, parse_options
+from wormhole.options import Problems, parse_options
 from wormhole.plugins.base import (
     Column,
     ReadContext,

@@ -403,7 +403,7 @@ def test_a_hive_source_needs_spark() -> None:
 
 
 def test_spark_settings_are_validated() -> None:
-    from wormhole.config import Problems, parse_options
+    from wormhole.options import Problems, parse_options
 
     problems = Problems()
     parse_options(SparkConf, {"conf": {"sql.shuffle": 1}}, "spark", problems)

@@ -13,9 +13,10 @@ import structlog
 from structlog.testing import capture_logs
 
 from wormhole import log
-from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf, TaskSpec, TimeoutsConf, opt
+from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf, TaskSpec, TimeoutsConf
 from wormhole.engine import Engine, RunResult
 from wormhole.errors import ReadError
+from wormhole.options import opt
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Plugin, ReadContext, Row, Schema, SourceInfo, SourceRole, Split
 from wormhole.pool import run_with_timeout

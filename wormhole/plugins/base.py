@@ -3,7 +3,7 @@
 A store is a :class:`Plugin` bundle with an optional source role (Splitter, Reader, ReaderPeriphery)
 and an optional sink role (WriterPeriphery, Writer). Plugins inherit nothing (bar the optional
 ShippedWithoutLock helper): they satisfy these Protocols structurally. Options are frozen dataclasses
-parsed from the task's ``params`` by :func:`wormhole.config.parse_options`, so unknown keys and wrong
+parsed from the task's ``params`` by :func:`wormhole.options.parse_options`, so unknown keys and wrong
 types are rejected with key paths.
 """
 
@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+import structlog
 
 Row = tuple[Any, ...]
 """A row is an immutable tuple of Python values, positionally matching the source schema."""
@@ -98,23 +100,78 @@ class DirtySink(Protocol):
     def reject(self, origin: str, rows: Sequence[Rejected], split_id: str | None = None) -> None: ...
 
 
+class StopSignal(Protocol):
+    """Set when the task is stopping (a ``threading.Event``): long waits end at once on it."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+def _context_state(ctx: Any) -> dict[str, Any]:
+    # Contexts travel to Spark executors: the logger and the stop signal stay behind (neither
+    # pickles) and are rebuilt there from the plain keys.
+    return {name: getattr(ctx, name) for name in ctx.__slots__ if name not in ("log", "stop")}
+
+
+def _restore_context(ctx: Any, state: dict[str, Any]) -> None:
+    for name, value in state.items():
+        object.__setattr__(ctx, name, value)
+    object.__setattr__(ctx, "stop", threading.Event())
+    ctx.__post_init__()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadContext:
+    """What a source's splitter, reader and periphery get from the engine."""
+
     task_id: int
     run_id: int
     batch_rows: int
     dirty: DirtySink
     """Readers report rows they cannot convert here (origin ``source``) and skip them."""
+    plugin: str = ""
+    stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
+    """Set when the task stops: retry waits (:mod:`wormhole.retry`) end at once."""
+    log: Any = field(init=False, compare=False, repr=False)
+    """A logger bound to task_id, run_id and plugin; bind ``split_id`` per split."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "log", structlog.get_logger("wormhole").bind(
+            task_id=self.task_id, run_id=self.run_id, plugin=self.plugin))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _context_state(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _restore_context(self, state)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WriteContext:
+    """What a destination's periphery and writers get from the engine."""
+
     task_id: int
     run_id: int
     destination: str
     schema: Schema
     batch_rows: int
     concurrency: int
+    plugin: str = ""
+    stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
+    """Set when the task stops or this destination fails: retry waits end at once."""
+    log: Any = field(init=False, compare=False, repr=False)
+    """A logger bound to task_id, run_id, plugin and destination."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "log", structlog.get_logger("wormhole").bind(
+            task_id=self.task_id, run_id=self.run_id, plugin=self.plugin, destination=self.destination))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _context_state(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _restore_context(self, state)
 
 
 class Splitter(Protocol):

@@ -16,9 +16,8 @@ from wormhole.plugins.file.options import FileWriterOptions
 from wormhole.plugins.file.writer import FileWriter
 from wormhole.plugins.hive.options import HiveReaderOptions, HiveWriterOptions
 from wormhole.spark import current_conf, spark_session
-from wormhole.spark.runner import canonical
 from wormhole.spark.session import describe_spark_error
-from wormhole.spark.types import logical_schema, spark_schema
+from wormhole.spark.types import canonical, logical_schema, spark_schema
 
 PLUGIN_NAME = "hive"
 

@@ -37,7 +37,6 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.types import (
-    TO_SPARK,
     RowReaderPlan,
     exact_columns,
     from_spark_rows,
@@ -342,7 +341,3 @@ def naive_timestamps(frame: DataFrame) -> DataFrame:
                          if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
                          for f in frame.schema.fields])
 
-
-def canonical(frame: DataFrame, schema: Schema) -> DataFrame:
-    """The frame with each column cast to its logical type's Spark type (what local mode writes)."""
-    return frame.select([F.col(f"`{c.name}`").cast(TO_SPARK[c.type]).alias(c.name) for c in schema.columns])

@@ -18,8 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.plugins.base import Schema, Split, WriteContext
-from wormhole.spark.runner import canonical
-from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan, exact_columns
+from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan, canonical, exact_columns
 
 MARIADB_DRIVER = "org.mariadb.jdbc.Driver"
 

@@ -16,6 +16,8 @@ from decimal import Context, Decimal
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.plugins.base import Column, Rejected, Row, Schema
@@ -256,3 +258,8 @@ def from_spark_rows(schema: Schema, rows: Iterator[Any], batch_rows: int,
             batch = []
     if batch:
         yield batch
+
+
+def canonical(frame: DataFrame, schema: Schema) -> DataFrame:
+    """The frame with each column cast to its logical type's Spark type (what local mode writes)."""
+    return frame.select([F.col(f"`{c.name}`").cast(TO_SPARK[c.type]).alias(c.name) for c in schema.columns])

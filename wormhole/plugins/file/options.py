@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal
 
-from wormhole.config import Problems, join_path, opt
+from wormhole.options import Problems, join_path, opt
 
 FileFormat = Literal["csv", "jsonl", "parquet"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from wormhole.config import Problems, join_path, opt, show_value
+from wormhole.options import Problems, join_path, opt, show_value
 
 TABLE_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*"
 

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-from wormhole.config import Problems, join_path, opt
+from wormhole.options import Problems, join_path, opt
 
 MAX_IDENTIFIER = 64
 """MySQL's limit on database, table and column names."""

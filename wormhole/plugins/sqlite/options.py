@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from wormhole.config import Problems, join_path, opt
+from wormhole.options import Problems, join_path, opt
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

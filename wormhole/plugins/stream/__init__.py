@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from wormhole.config import Problems, join_path, opt
 from wormhole.errors import WriteError
+from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.base import (
     Column,
     Plugin,

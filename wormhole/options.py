@@ -1,0 +1,206 @@
+"""Options parsing: JSON-like mappings into frozen dataclasses, every problem at once, with key paths.
+
+``parse_options`` reads the dataclass's own field types, so the options of the engine, the task and
+every plugin follow one rule: unknown keys are rejected, types are checked (an ``int`` is never a
+``bool``), and each problem carries its key path (``destinations[1].params.table``). Problems are
+collected, never raised one by one. Plugins import this module, never the task model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import field
+from typing import Any, Literal
+
+from wormhole.log import is_secret_key
+
+MAX_MESSAGE = 400
+"""Longest problem text kept (values inside it are already cut by :func:`show_value`)."""
+
+
+class Problems:
+    """Collects validation problems, each prefixed with its key path."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        if len(message) > MAX_MESSAGE:  # a check that echoed a pasted blob must not flood the log
+            message = f"{message[:MAX_MESSAGE]}... (cut)"
+        self.items.append(f"{path or '<root>'}: {message}")
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def join_path(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+_MISSING = object()
+
+SHOWN_CHARS = 60
+"""Longest value text a message echoes; longer values are cut, so a pasted blob never floods a log."""
+
+MAX_NUMBER = 31_536_000.0
+"""Largest float option unless the option sets its own ``max``: a year in seconds, which every
+timeout the drivers take (pymysql's included) and every sleep accepts."""
+
+INT64 = (-(2**63), 2**63 - 1)
+"""Integer options fit a signed 64-bit integer unless they set their own bounds (SQL and Spark do)."""
+
+def show_value(value: Any, path: str = "") -> str:
+    """``value`` for a message: never the value of a secret-looking key, long values cut."""
+    names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path)
+    last = names[-1] if names else ""
+    if last and is_secret_key(last):
+        return "***"
+    text = repr(value)
+    if len(text) > SHOWN_CHARS:
+        text = f"{text[:SHOWN_CHARS]}... ({len(text)} characters)"
+    return text
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _convert(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    """Check ``value`` against ``hint``; return the converted value or ``_MISSING`` on a problem."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return _convert(value, rest[0], path, problems, meta)
+        return value
+    if origin is Literal:
+        if value not in args:
+            problems.add(path, f"expected one of {', '.join(repr(a) for a in args)}, got {show_value(value, path)}")
+            return _MISSING
+        return value
+    if origin is tuple:
+        if not isinstance(value, list):
+            problems.add(path, f"expected an array, got {_type_name(value)}")
+            return _MISSING
+        item_hint = args[0] if args else Any
+        out = [_convert(v, item_hint, join_path(path, i), problems, {}) for i, v in enumerate(value)]
+        if any(v is _MISSING for v in out):
+            return _MISSING
+        if "min_items" in meta and len(out) < meta["min_items"]:
+            problems.add(path, f"needs at least {meta['min_items']} item(s)")
+            return _MISSING
+        return tuple(out)
+    if origin in (dict, Mapping) or hint in (dict, Mapping):
+        if not isinstance(value, dict):
+            problems.add(path, f"expected an object, got {_type_name(value)}")
+            return _MISSING
+        return value
+    if dataclasses.is_dataclass(hint):
+        result = parse_options(hint, value, path, problems)
+        return _MISSING if result is None else result
+    if hint is bool:
+        if not isinstance(value, bool):
+            problems.add(path, f"expected a boolean, got {_type_name(value)} {show_value(value, path)}")
+            return _MISSING
+        return value
+    if hint is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            problems.add(path, f"expected an integer, got {_type_name(value)} {show_value(value, path)}")
+            return _MISSING
+        low, high = INT64
+        if not ("min" in meta or low <= value) or not ("max" in meta or value <= high):
+            problems.add(path, f"{show_value(value, path)} is out of range (a 64-bit integer)")
+            return _MISSING
+    elif hint is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            problems.add(path, f"expected a number, got {_type_name(value)} {show_value(value, path)}")
+            return _MISSING
+        try:
+            value = float(value)
+        except OverflowError:  # an integer too large for a float
+            value = math.inf
+        if not math.isfinite(value) or ("max" not in meta and value > MAX_NUMBER):
+            problems.add(path, f"{show_value(value, path)} is too large (at most {MAX_NUMBER:,.0f})")
+            return _MISSING
+    elif hint is str:
+        if not isinstance(value, str):
+            problems.add(path, f"expected a string, got {_type_name(value)} {show_value(value, path)}")
+            return _MISSING
+        if meta.get("nonempty") and not value.strip():
+            # " " as a host or a path only fails later, deep in a driver: refuse it here.
+            problems.add(path, "must not be empty or blank")
+            return _MISSING
+        pattern = meta.get("pattern")
+        if pattern and not re.fullmatch(pattern, value):
+            problems.add(path, f"{show_value(value, path)} does not match {pattern}")
+            return _MISSING
+        return value
+    else:
+        raise TypeError(f"unsupported option type {hint!r} at {path}")
+    if "min" in meta and value < meta["min"]:
+        problems.add(path, f"must be >= {meta['min']}, got {show_value(value, path)}")
+        return _MISSING
+    if "max" in meta and value > meta["max"]:
+        problems.add(path, f"must be <= {meta['max']}, got {show_value(value, path)}")
+        return _MISSING
+    return value
+
+
+def parse_options(cls: type, raw: Any, path: str, problems: Problems) -> Any:
+    """Build dataclass ``cls`` from ``raw``; record problems and return None when it cannot.
+
+    A dataclass may define ``check(self, path, problems)`` for rules across fields.
+    """
+    if not isinstance(raw, dict):
+        problems.add(path, f"expected an object, got {_type_name(raw)}")
+        return None
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    ok = True
+    for key in raw:
+        if key not in fields:
+            problems.add(join_path(path, key), f"unknown key (expected one of: {', '.join(fields)})")
+            ok = False
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        key_path = join_path(path, name)
+        if name in raw:
+            converted = _convert(raw[name], hints[name], key_path, problems, f.metadata)
+            if converted is _MISSING:
+                ok = False
+            else:
+                values[name] = converted
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            problems.add(key_path, "required key is missing")
+            ok = False
+    if not ok:
+        return None
+    instance = cls(**values)
+    check = getattr(instance, "check", None)
+    if check is not None:
+        check(path, problems)
+    return instance
+
+
+def opt(default: Any = dataclasses.MISSING, **meta: Any) -> Any:
+    """A dataclass field with validation metadata (``min``, ``max``, ``pattern``, ``nonempty``)."""
+    if default is dataclasses.MISSING:
+        return field(metadata=meta)
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("use tuples or None for option defaults")
+    return field(default=default, metadata=meta)
