@@ -3,6 +3,7 @@
 The task is already validated (``TaskSpec``) when the Engine gets it. ``run()`` never raises for a
 store failure: every outcome becomes a :class:`RunResult` with per-destination statuses and the
 exit code of DESIGN §11. ``stop()`` (SIGTERM) makes a running ``run()`` roll back and return.
+The steps are the same for both engines; where the rows move is an :class:`Execution`.
 """
 
 from __future__ import annotations
@@ -10,40 +11,85 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf, ErrorLimit, TaskSpec
+from wormhole.counters import Counters, percentage_limit, record_limit
 from wormhole.dirty import DirtyFile
 from wormhole.errors import ConfigError
 from wormhole.exchange import StorageManager
-from wormhole.monitor import MonitorManager
+from wormhole.execution import Execution, LocalExecution
+from wormhole.monitor import MonitorManager, ReadSide, Watch
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, SinkRole, SourceInfo, SourceRole
 from wormhole.reader_manager import ReaderManager
-from wormhole.writer_manager import WriterManager, describe
+from wormhole.result import (
+    EXIT_BAD_TASK,
+    EXIT_CLAIMED,
+    EXIT_FAILED,
+    EXIT_PARTIAL,
+    EXIT_SUCCESS,
+    EXIT_SUCCESS_WITH_REJECTS,
+    DestinationResult,
+    RunReport,
+    RunResult,
+    SourceResult,
+    task_outcome,
+)
+from wormhole.writer_manager import DestinationRun, WriterManager, describe
 
-EXIT_SUCCESS = 0
-EXIT_SUCCESS_WITH_REJECTS = 201
-EXIT_PARTIAL = 202
-EXIT_FAILED = 203
-EXIT_BAD_TASK = 204
-EXIT_CLAIMED = 205
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    status: Literal["success", "partial", "failed"]
-    run_status: str
-    """The run row's status: the task status, or ``interrupted`` after a signal."""
-    exit_code: int
-    result: dict[str, Any]
-    error: str | None
+__all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
+           "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
 
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+class _ReadFailed(Exception):
+    """The read side could not be planned or read: the task aborts with ``abort``."""
+
+    def __init__(self, abort: str | None, error: str | None) -> None:
+        super().__init__(abort)
+        self.abort = abort
+        self.error = error
+
+
+@dataclass(eq=False)
+class _Run:
+    """The parts of one run, assembled before any store is touched."""
+
+    dirty: DirtyFile
+    storage: StorageManager
+    counters: Counters
+    monitor: MonitorManager
+    ctx: ReadContext
+    readers: ReaderManager
+    writers: WriterManager
+    channels: int
+    source_limit: ErrorLimit
+    execution: Execution | None = None
+    reads: ReadSide | None = None
+    source_verdict: bool = False
+    """The source went over its record limit during the run (the final count is named at the end)."""
+    started_at: str = field(default_factory=_now)
+    t0: float = field(default_factory=time.monotonic)
+
+    def source_over_limit(self) -> str | None:
+        verdict = record_limit(self.dirty.count("source"), self.source_limit.record, source=True)
+        if verdict is None:
+            return None
+        self.source_verdict = True
+        return verdict.message
+
+    @property
+    def rows_sent(self) -> int:
+        """Rows the read side sent to every destination (Spark: the rows it read)."""
+        return self.reads.rows_sent if self.reads is not None else 0
 
 
 class Engine:
@@ -55,105 +101,135 @@ class Engine:
         self._log = log
         self._stop = threading.Event()
         self._stop_reason: str | None = None
-        self._monitor: MonitorManager | None = None
+        self._run: _Run | None = None
         self._engine = spec.settings.engine if spec.settings.engine != "auto" else "local"
         self._engine_reason = "not chosen yet"
-        self._on_stop: Any = None
 
     def stop(self, reason: str) -> None:
         """Ask a running task to stop: reading ends, writers are released, everything rolls back."""
         if self._stop_reason is None:
             self._stop_reason = reason
         self._stop.set()
-        if self._monitor is not None:
-            self._monitor.notify()
-        if self._on_stop is not None:
-            self._on_stop()
+        run = self._run
+        if run is not None:
+            run.monitor.notify()
+            if run.execution is not None:
+                run.execution.cancel()
 
     def run(self) -> RunResult:
-        conf, spec = self._conf, self._spec
         from wormhole import spark
 
-        spark.configure(conf.spark)
-        started_at, t0 = _now(), time.monotonic()
+        spark.configure(self._conf.spark)
+        run = self._run = self._assemble()
+        self._log.info("task.started", source=self._spec.source.plugin,
+                       destinations=[d.id for d in self._spec.destinations], channels=run.channels,
+                       consistency=self._spec.settings.consistency)
+        abort, read_error = self._move_rows(run)
+        abort = self._source_verdict(run, abort)
+        if run.readers.error is not None and read_error is None and not run.writers.all_failed():
+            read_error = describe(run.readers.error)
+        run.writers.finalize(run.rows_sent, abort)
+        run.dirty.close()
+        return self._result(run, abort, read_error)
+
+    # -- the steps -----------------------------------------------------------------------------
+
+    def _assemble(self) -> _Run:
+        conf, spec = self._conf, self._spec
         dirty = DirtyFile(Path(conf.paths.dirty_dir) / f"task-{self._task_id}" / f"run-{self._run_id}.jsonl")
         storage = StorageManager([d.id for d in spec.destinations], conf.exchange)
-        monitor = self._monitor = MonitorManager(conf.monitor, self._log)
+        counters = Counters()
+        monitor = MonitorManager(conf.monitor, counters, self._log)
         ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=conf.exchange.batch_rows,
-                          dirty=dirty)
-        readers = ReaderManager(spec.source, ctx, conf, monitor, self._log)
-        writers = WriterManager(spec, conf, storage, monitor, dirty, self._task_id, self._run_id, self._log)
-        channels = spec.settings.speed.channel or conf.reader.channels
-        source_limit = spec.settings.error_limit or conf.error_limit
-        self._log.info("task.started", source=spec.source.plugin, destinations=[d.id for d in spec.destinations],
-                       channels=channels, consistency=spec.settings.consistency)
+                          dirty=dirty, plugin=spec.source.plugin, stop=threading.Event())
+        readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log)
+        writers = WriterManager(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id,
+                                self._log)
+        return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
+                    writers=writers, channels=spec.settings.speed.channel or conf.reader.channels,
+                    source_limit=spec.settings.error_limit or conf.error_limit)
 
-        source_verdict: list[str] = []  # non-empty once the source went over its record limit
-
-        def source_over_limit() -> str | None:
-            rejected = dirty.count("source")
-            if source_limit.record is not None and rejected > source_limit.record:
-                source_verdict.append("record")
-                return f"the source rejected {rejected} rows, over the record limit of {source_limit.record}"
-            return None
-
-        abort_reason: str | None = None
-        read_error: str | None = None
-        execution: Any = None
+    def _move_rows(self, run: _Run) -> tuple[str | None, str | None]:
+        """Every step that moves rows; (why the task aborts or None, the read side's error)."""
+        abort: str | None = None
         try:
-            info = readers.prepare()
-            self._engine, self._engine_reason = self._choose_engine(info)
-            self._log.info("engine.chosen", engine=self._engine, reason=self._engine_reason)
-            readers.split(channels)
-            schema = readers.schema
-            assert schema is not None
-            if self._engine == "spark":
-                execution = self._spark_execution(ctx, dirty)
-                _, schema = execution.source_frame(spec.source, readers.splits, schema)
-        except Exception as exc:
-            read_error = describe(exc)
-            abort_reason = f"read side failed: {read_error}"
-            self._log.error("reader.failed", error=read_error, error_code=getattr(exc, "code", None))
-        else:
-            if not self._stop.is_set():
-                writers.prepare(schema)
-            if self._stop.is_set():
-                abort_reason = self._stop_reason
-            elif writers.all_failed():
-                pass
-            elif execution is not None:
-                abort_reason, read_error = self._run_spark(execution, readers, writers, monitor, source_over_limit)
-            else:
-                writers.start()
-                readers.start(storage.for_reader(), channels)
-                abort_reason = monitor.watch(readers, writers, storage, self._stop, lambda: self._stop_reason,
-                                             source_over_limit)
+            with self._reading():
+                schema = self._plan(run)
+            abort = self._transfer(run, schema)
+        except _ReadFailed as failed:
+            abort = failed.abort
+            if failed.error is not None:
+                return abort, failed.error
         finally:
-            readers.stop.set()
-            if abort_reason is not None:
-                writers.abort(abort_reason)
-                if execution is not None:
-                    execution.cancel(list(writers.destinations))
-            deadline = time.monotonic() + conf.timeouts.shutdown_s
-            if not (readers.join(deadline) and writers.join(deadline)):
-                self._log.warning("engine.threads_still_running", waited_s=conf.timeouts.shutdown_s)
-            writers.poll()
-            if execution is not None:
-                execution.release()
-        if source_verdict:
+            self._shut_down(run, abort)
+        return abort, None
+
+    def _plan(self, run: _Run) -> Any:
+        """Reader periphery, engine choice, splits, and the execution's read plan; the writers' schema."""
+        info = run.readers.prepare()
+        self._engine, self._engine_reason = self._choose_engine(info)
+        self._log.info("engine.chosen", engine=self._engine, reason=self._engine_reason)
+        run.readers.split(run.channels)
+        run.execution = self._execution(run)
+        return run.execution.prepare_source(run.readers)
+
+    def _transfer(self, run: _Run, schema: Any) -> str | None:
+        """Prepare the destinations, start reading and writing, and watch; why the task aborts, or None."""
+        if not self._stop.is_set():
+            run.writers.prepare(schema)
+        if self._stop.is_set():
+            return self._stop_reason
+        if run.writers.all_failed():
+            return None
+        assert run.execution is not None
+        with self._reading():
+            run.reads = run.execution.start_reads(run.readers)
+        over = run.source_over_limit()  # Spark has read every row by now
+        if over:
+            return over
+        run.execution.start_writes(run.writers)
+        return run.monitor.watch(run.reads, run.writers, Watch(
+            stop=self._stop, stop_reason=lambda: self._stop_reason, source_over_limit=run.source_over_limit,
+            progress=run.execution.progress))
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A failure planning or reading the source aborts the task (a stop is not a failure)."""
+        try:
+            yield
+        except Exception as exc:
+            if self._stop.is_set():
+                raise _ReadFailed(self._stop_reason, None) from exc
+            error = describe(exc)
+            self._log.error("reader.failed", error=error, error_code=getattr(exc, "code", None))
+            raise _ReadFailed(f"read side failed: {error}", error) from exc
+
+    def _shut_down(self, run: _Run, abort: str | None) -> None:
+        run.readers.stop.set()
+        if abort is not None:
+            run.writers.abort(abort)
+            if run.execution is not None:
+                run.execution.cancel()
+        deadline = time.monotonic() + self._conf.timeouts.shutdown_s
+        if not (run.readers.join(deadline) and run.writers.join(deadline)):
+            self._log.warning("engine.threads_still_running", waited_s=self._conf.timeouts.shutdown_s)
+        run.writers.poll()
+        if run.execution is not None:
+            run.execution.release()
+
+    def _source_verdict(self, run: _Run, abort: str | None) -> str | None:
+        if run.source_verdict:
             # The verdict ended the run (the monitor returns on it at once). Readers still running
             # then may have rejected more rows before they stopped: name the final count, the one
             # in the result and in the dirty file.
-            abort_reason = source_over_limit() or abort_reason
-        if abort_reason is None:
-            abort_reason = self._source_percentage(dirty.count("source"), monitor.rows_read, source_limit)
-        if readers.error is not None and read_error is None and not writers.all_failed():
-            read_error = describe(readers.error)
-        rows_sent = monitor.rows_read if execution is not None else readers.rows_sent
-        writers.finalize(rows_sent, abort_reason)
-        dirty.close()
-        return self._result(started_at, t0, monitor, readers, writers, dirty, abort_reason, read_error, channels,
-                            execution.describe() if execution is not None else None)
+            return run.source_over_limit() or abort
+        if abort is None:
+            verdict = percentage_limit(run.dirty.count("source"), run.dirty.count("source") + run.counters.rows_read,
+                                       run.source_limit.percentage, source=True)
+            return verdict.message if verdict is not None else None
+        return abort
+
+    # -- engine choice -------------------------------------------------------------------------
 
     def _choose_engine(self, info: SourceInfo | None) -> tuple[str, str]:
         """Where the partitions run, and why (logged and stored in the result)."""
@@ -177,95 +253,47 @@ class Engine:
             return "local", f"estimated {estimate} rows > spark.auto_rows {threshold}, but pyspark is not installed"
         return "spark", f"estimated {estimate} rows > spark.auto_rows {threshold}"
 
-    def _spark_execution(self, ctx: ReadContext, dirty: DirtyFile) -> Any:
+    def _execution(self, run: _Run) -> Execution:
+        if self._engine != "spark":
+            return LocalExecution(run.storage, run.channels)
         from wormhole import spark
 
         if not spark.available():
             raise ConfigError("settings.engine 'spark' needs pyspark: pip install 'wormhole[spark]'")
         from wormhole.spark.runner import SparkExecution
 
-        execution = SparkExecution(self._conf, ctx, dirty, self._log)
-        ids = [d.id for d in self._spec.destinations]
-        # stop() may run in a signal handler on the thread that is waiting in a Py4J call: cancel
-        # from another thread, never re-entering that call's connection.
-        self._on_stop = lambda: threading.Thread(target=execution.cancel, args=(ids,), daemon=True,
-                                                 name="spark-cancel").start()
-        return execution
+        return SparkExecution(self._conf, run.ctx, run.dirty, run.counters, self._spec.source, self._log)
 
-    def _run_spark(self, execution: Any, readers: ReaderManager, writers: WriterManager, monitor: MonitorManager,
-                   source_over_limit: Any) -> tuple[str | None, str | None]:
-        """Read the source once on Spark, then one Spark job per destination; (abort reason, read error)."""
-        try:
-            rows = execution.read()
-        except Exception as exc:
-            from wormhole.spark.session import describe_spark_error
+    # -- the result ----------------------------------------------------------------------------
 
-            if self._stop.is_set():
-                return self._stop_reason, None
-            error = describe_spark_error(exc)
-            self._log.error("reader.failed", error=error, error_code=getattr(exc, "code", "READ_ERROR"))
-            return f"read side failed: {error}", error
-        counters = monitor.new_reader_monitor()
-        counters.rows, counters.splits = rows, len(readers.splits)
-        self._log.info("reader.finished", rows=rows, elapsed_s=monitor.elapsed_s)
-        over = source_over_limit()
-        if over:
-            return over, None
-        writers.start_jobs(lambda dest, c: execution.write(dest, c, rows), rows)
-        return monitor.watch_writers(writers, self._stop, lambda: self._stop_reason, execution.progress), None
+    def _result(self, run: _Run, abort: str | None, read_error: str | None) -> RunResult:
+        destinations = {d.id: self._destination_result(run, d) for d in run.writers.destinations.values()}
+        rejected = any(d.rows_rejected for d in destinations.values()) or run.dirty.count("source") > 0
+        status, exit_code = task_outcome([d.status for d in destinations.values()], rejected)
+        errors = [f"{k}: {d.error}" for k, d in destinations.items() if d.error and d.status == "failed"]
+        error = abort or ("; ".join(errors) if errors else None)
+        interrupted = self._stop_reason is not None
+        source = SourceResult(plugin=self._spec.source.plugin, rows_read=run.counters.rows_read,
+                              rows_rejected=run.dirty.count("source"), splits=len(run.readers.splits),
+                              channels=run.channels, estimated_rows=run.counters.estimated_rows, error=read_error)
+        report = RunReport(
+            task_id=self._task_id, run_id=self._run_id, status=status, exit_code=exit_code, engine=self._engine,
+            engine_reason=self._engine_reason, consistency=self._spec.settings.consistency,
+            started_at=run.started_at, finished_at=_now(), duration_s=round(time.monotonic() - run.t0, 3),
+            interrupted=interrupted, source=source, destinations=destinations,
+            dirty_file=str(run.dirty.path) if run.dirty.counts else None,
+            spark=run.execution.describe() if run.execution is not None else None, error=error)
+        return RunResult(report, run_status="interrupted" if interrupted else status)
 
     @staticmethod
-    def _source_percentage(rejected: int, rows_read: int, limit: Any) -> str | None:
-        total = rejected + rows_read
-        if limit.percentage is not None and total and rejected / total > limit.percentage:
-            return (f"the source rejected {rejected} of {total} rows ({rejected / total:.4%}), over the "
-                    f"percentage limit of {limit.percentage:.4%}")
-        return None
-
-    def _result(self, started_at: str, t0: float, monitor: MonitorManager, readers: ReaderManager,
-                writers: WriterManager, dirty: DirtyFile, abort_reason: str | None, read_error: str | None,
-                channels: int, spark: dict[str, Any] | None) -> RunResult:
-        destinations: dict[str, Any] = {}
-        for dest in writers.destinations.values():
-            totals = monitor.writer_totals(dest.id)
-            end = dest.finished or time.monotonic()
-            destinations[dest.id] = {
-                "plugin": dest.plugin, "status": dest.outcome, "rows_delivered": totals.delivered,
-                "rows_written": totals.written, "rows_rejected": totals.rejected, "bytes": totals.bytes,
-                "duration_s": round(end - dest.started, 3),
-                "rolled_back": dest.outcome != "success" and dest.periphery is not None
-                and dest.rollback_error is None,
-                "rollback_error": dest.rollback_error, "error": dest.error, "error_code": dest.error_code,
-            }
-        outcomes = [d["status"] for d in destinations.values()]
-        interrupted = self._stop_reason is not None
-        if outcomes and all(o == "success" for o in outcomes):
-            status: Literal["success", "partial", "failed"] = "success"
-            rejected = any(d["rows_rejected"] for d in destinations.values()) or dirty.count("source") > 0
-            exit_code = EXIT_SUCCESS_WITH_REJECTS if rejected else EXIT_SUCCESS
-        elif "success" in outcomes:
-            status, exit_code = "partial", EXIT_PARTIAL
-        else:
-            status, exit_code = "failed", EXIT_FAILED
-        errors = [f"{k}: {v['error']}" for k, v in destinations.items() if v["error"] and v["status"] == "failed"]
-        error = abort_reason or ("; ".join(errors) if errors else None)
-        duration = round(time.monotonic() - t0, 3)
-        result = {
-            "task_id": self._task_id, "run_id": self._run_id, "status": status, "exit_code": exit_code,
-            "engine": self._engine, "engine_reason": self._engine_reason,
-            "consistency": self._spec.settings.consistency,
-            "started_at": started_at, "finished_at": _now(), "duration_s": duration,
-            "interrupted": interrupted,
-            "source": {"plugin": self._spec.source.plugin, "rows_read": monitor.rows_read,
-                       "rows_rejected": dirty.count("source"), "splits": len(readers.splits),
-                       "channels": channels, "estimated_rows": monitor.estimated_rows, "error": read_error},
-            "destinations": destinations,
-            "dirty_file": str(dirty.path) if dirty.counts else None,
-            **({"spark": spark} if spark is not None else {}),
-            "error": error,
-        }
-        return RunResult(status=status, run_status="interrupted" if interrupted else status,
-                         exit_code=exit_code, result=result, error=error)
+    def _destination_result(run: _Run, dest: DestinationRun) -> DestinationResult:
+        totals = run.counters.totals(dest.id)
+        end = dest.finished or time.monotonic()
+        return DestinationResult(
+            plugin=dest.plugin, status=dest.outcome, rows_delivered=totals.delivered, rows_written=totals.written,
+            rows_rejected=totals.rejected, bytes=totals.bytes, duration_s=round(end - dest.started, 3),
+            rolled_back=dest.outcome != "success" and dest.periphery is not None and dest.rollback_error is None,
+            rollback_error=dest.rollback_error, error=dest.error, error_code=dest.error_code)
 
 
 def _source_role(spec: TaskSpec) -> SourceRole:

@@ -12,10 +12,14 @@
     ├── StorageError               .destination .plugin
     │   ├── ReadError              (TransientReadError: retryable)
     │   ├── WriteError             (TransientWriteError: retryable)
+    │   │   ├── WriterStalled      the destination took no batch for push_timeout_s
+    │   │   └── WritersUnfinished  its writers were still running when the task ended
     │   ├── SplitError
-    │   ├── PeripheryError         PrepareError, CommitError, RollbackError
+    │   ├── PeripheryError         PrepareError (PrepareTimeout), CommitError, RollbackError
+    │   ├── RowsUnaccounted        queued != delivered != written + rejected
     │   └── DirtyLimitExceeded     .limit .observed
     └── TaskAborted                .reason (SIGTERM, read side failed, ...)
+        └── RolledBack             a healthy destination undone because of the others or the task
 
 ``exit_code`` is what the CLI exits with when the error ends a run before any destination was
 decided; per-destination outcomes are decided by the engine, not by raising.
@@ -115,6 +119,14 @@ class TransientWriteError(WriteError):
     retryable = True
 
 
+class WriterStalled(WriteError):
+    code = "WRITER_STALLED"
+
+
+class WritersUnfinished(WriteError):
+    code = "UNFINISHED"
+
+
 class SplitError(StorageError):
     code = "SPLIT_ERROR"
 
@@ -127,12 +139,20 @@ class PrepareError(PeripheryError):
     code = "PREPARE_ERROR"
 
 
+class PrepareTimeout(PrepareError):
+    code = "PREPARE_TIMEOUT"
+
+
 class CommitError(PeripheryError):
     code = "COMMIT_ERROR"
 
 
 class RollbackError(PeripheryError):
     code = "ROLLBACK_ERROR"
+
+
+class RowsUnaccounted(StorageError):
+    code = "ROWS_UNACCOUNTED"
 
 
 class DirtyLimitExceeded(StorageError):
@@ -150,3 +170,7 @@ class TaskAborted(WormholeError):
     def __init__(self, message: str, *, reason: str = "aborted", **details: Any) -> None:
         super().__init__(message, reason=reason, **details)
         self.reason = reason
+
+
+class RolledBack(TaskAborted):
+    code = "ROLLED_BACK"

@@ -1,71 +1,62 @@
-"""MonitorManager: per-thread counters, the polling loop over the pools, and the pure per-destination judge.
+"""MonitorManager: the polling loop over the read and write sides, and the progress lines.
 
-Each reader and writer thread owns one counters object and is its only writer, so counting takes
-no lock; the monitor sums them (the original Wormhole's IPluginMonitor per thread). ``judge`` is a
-pure function so the threshold rules are tested without threads.
+The monitor knows the sides only through two small protocols (:class:`ReadSide`, :class:`WriteSide`),
+so it drives the ReaderManager and WriterManager in local mode and a finished Spark read with its
+destination jobs alike, without importing either. Counts come from :class:`wormhole.counters.Counters`.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
-from wormhole.config import ErrorLimit, MonitorConf
+from wormhole.config import MonitorConf
+from wormhole.counters import Counters
 from wormhole.errors import TaskAborted
 
-if TYPE_CHECKING:
-    from wormhole.exchange.storage import StorageManager
-    from wormhole.reader_manager import ReaderManager
-    from wormhole.writer_manager import WriterManager
+ReadState = Literal["running", "done", "failed"]
 
 
-@dataclass(slots=True)
-class ReaderCounters:
-    rows: int = 0
-    splits: int = 0
+class ReadSide(Protocol):
+    """What the monitor sees of the read side (the ReaderManager, or a Spark read already done)."""
+
+    stop: threading.Event
+    error: BaseException | None
+
+    @property
+    def rows_sent(self) -> int:
+        """Rows sent to every destination so far."""
+
+    def poll(self) -> ReadState: ...
+
+    def close_input(self) -> None:
+        """Every row is read: close the input of every destination's queue."""
 
 
-@dataclass(slots=True)
-class WriterCounters:
-    delivered: int = 0
-    written: int = 0
-    rejected: int = 0
-    bytes: int = 0
+class WriteSide(Protocol):
+    """What the monitor sees of the write side (the WriterManager)."""
+
+    def poll(self) -> None: ...
+
+    def all_failed(self) -> bool: ...
+
+    def all_finished(self) -> bool: ...
+
+    def states(self) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True, slots=True)
-class DestinationTotals:
-    delivered: int
-    written: int
-    rejected: int
-    bytes: int
+class Watch:
+    """What one watch needs besides the sides: the stop request and the checks made on every tick."""
 
-
-def judge(*, rows_sent: int, rows_queued: int, totals: DestinationTotals, limit: ErrorLimit) -> str | None:
-    """Why a destination whose writers all finished cleanly must still fail, or None if it succeeded.
-
-    ``rows_sent`` is what the readers sent to every destination, ``rows_queued`` what this
-    destination's storage accepted. Every row must be accounted for: queued = delivered =
-    written + rejected, and rejected within the record and percentage limits.
-    """
-    if rows_queued != rows_sent:
-        return f"{rows_sent - rows_queued} of {rows_sent} rows sent never reached the destination's queue"
-    if totals.delivered != rows_queued:
-        return f"{rows_queued - totals.delivered} of {rows_queued} queued rows were never delivered to a writer"
-    if totals.written + totals.rejected != totals.delivered:
-        return (f"row accounting mismatch: delivered {totals.delivered}, written {totals.written}, "
-                f"rejected {totals.rejected}")
-    if limit.record is not None and totals.rejected > limit.record:
-        return f"{totals.rejected} rejected rows exceed the record limit of {limit.record}"
-    if limit.percentage is not None and totals.delivered:
-        share = totals.rejected / totals.delivered
-        if share > limit.percentage:
-            return (f"{totals.rejected} rejected rows are {share:.4%} of {totals.delivered}, over the "
-                    f"percentage limit of {limit.percentage:.4%}")
-    return None
+    stop: threading.Event
+    stop_reason: Callable[[], str | None]
+    source_over_limit: Callable[[], str | None]
+    progress: Callable[[str], dict[str, Any]]
+    """Extra progress keys of a running destination (queued rows, Spark tasks done)."""
 
 
 def _refused_by_every_queue(exc: BaseException | None) -> bool:
@@ -75,12 +66,10 @@ def _refused_by_every_queue(exc: BaseException | None) -> bool:
 
 
 class MonitorManager:
-    def __init__(self, conf: MonitorConf, log: Any) -> None:
+    def __init__(self, conf: MonitorConf, counters: Counters, log: Any) -> None:
         self._conf = conf
+        self._counters = counters
         self._log = log
-        self.reader_monitors: list[ReaderCounters] = []
-        self.writer_monitors: dict[str, list[WriterCounters]] = {}
-        self.estimated_rows: int | None = None
         self._started = time.monotonic()
         # Set when a pool thread ends or a stop is requested, so the loop reacts at once instead of
         # finishing its sleep (that sleep was a fifth of a second on every short task).
@@ -89,33 +78,12 @@ class MonitorManager:
     def notify(self, *_: Any) -> None:
         self.wake.set()
 
-    def new_reader_monitor(self) -> ReaderCounters:
-        counters = ReaderCounters()
-        self.reader_monitors.append(counters)
-        return counters
-
-    def new_writer_monitor(self, destination: str) -> WriterCounters:
-        counters = WriterCounters()
-        self.writer_monitors.setdefault(destination, []).append(counters)
-        return counters
-
     @property
-    def rows_read(self) -> int:
-        return sum(c.rows for c in self.reader_monitors)
+    def elapsed_s(self) -> float:
+        return round(time.monotonic() - self._started, 3)
 
-    def writer_totals(self, destination: str) -> DestinationTotals:
-        monitors = self.writer_monitors.get(destination, [])
-        return DestinationTotals(
-            delivered=sum(c.delivered for c in monitors),
-            written=sum(c.written for c in monitors),
-            rejected=sum(c.rejected for c in monitors),
-            bytes=sum(c.bytes for c in monitors),
-        )
-
-    def watch(self, readers: ReaderManager, writers: WriterManager, storage: StorageManager,
-              stop: threading.Event, stop_reason: Callable[[], str | None],
-              source_over_limit: Callable[[], str | None]) -> str | None:
-        """Poll the pools until the task is done; return why it must abort, or None.
+    def watch(self, reads: ReadSide, writes: WriteSide, watch: Watch) -> str | None:
+        """Poll both sides until the task is done; return why it must abort, or None.
 
         A finished read side closes the input of every queue; a failed destination is closed by
         the WriterManager so it never blocks the readers; when every destination has failed,
@@ -124,72 +92,39 @@ class MonitorManager:
         checks = 0
         input_closed = False
         while True:
-            if stop.is_set():
-                return stop_reason() or "stopped"
-            state = readers.poll()
-            if state == "failed" and not writers.all_failed() and not _refused_by_every_queue(readers.error):
-                return f"read side failed: {readers.error}"
-            over = source_over_limit()
+            if watch.stop.is_set():
+                return watch.stop_reason() or "stopped"
+            state = reads.poll()
+            if state == "failed" and not writes.all_failed() and not _refused_by_every_queue(reads.error):
+                return f"read side failed: {reads.error}"
+            over = watch.source_over_limit()
             if over:
                 return over
-            writers.poll()
-            if writers.all_failed():
-                readers.stop.set()
+            writes.poll()
+            if writes.all_failed():
+                reads.stop.set()
                 return None
             if state == "done" and not input_closed:
-                storage.close_input()
+                reads.close_input()
                 input_closed = True
-                self._log.info("reader.finished", rows=self.rows_read, elapsed_s=self.elapsed_s)
-            if input_closed and writers.all_finished():
+                self._log.info("reader.finished", rows=self._counters.rows_read, elapsed_s=self.elapsed_s)
+            if input_closed and writes.all_finished():
                 return None
             checks += 1
             if checks % self._conf.report_every == 0:
-                self.report(writers, storage)
+                self.report(writes, watch.progress)
             self.wake.wait(self._conf.interval_s)
             self.wake.clear()
 
-    def watch_writers(self, writers: WriterManager, stop: threading.Event, stop_reason: Callable[[], str | None],
-                      progress: Callable[[str], dict[str, Any]]) -> str | None:
-        """Spark mode: the source is already read; poll the destinations' jobs until all are done.
-
-        ``progress(destination)`` adds what the Spark status tracker knows to the progress line.
-        """
-        checks = 0
-        while True:
-            if stop.is_set():
-                return stop_reason() or "stopped"
-            writers.poll()
-            if writers.all_finished():
-                return None
-            checks += 1
-            if checks % self._conf.report_every == 0:
-                elapsed = max(time.monotonic() - self._started, 1e-9)
-                destinations = {}
-                for dest_id, run in writers.destinations.items():
-                    totals = self.writer_totals(dest_id)
-                    destinations[dest_id] = {"state": run.state, "written": totals.written,
-                                             "rejected": totals.rejected,
-                                             **(progress(dest_id) if run.state == "running" else {})}
-                self._log.info("monitor.progress", rows_read=self.rows_read, elapsed_s=round(elapsed, 1),
-                               destinations=destinations)
-            self.wake.wait(self._conf.interval_s)
-            self.wake.clear()
-
-    @property
-    def elapsed_s(self) -> float:
-        return round(time.monotonic() - self._started, 3)
-
-    def report(self, writers: WriterManager, storage: StorageManager) -> None:
+    def report(self, writes: WriteSide, progress: Callable[[str], dict[str, Any]]) -> None:
         elapsed = max(time.monotonic() - self._started, 1e-9)
-        rows = self.rows_read
-        eta = None
-        if self.estimated_rows and rows:
-            eta = round(max(self.estimated_rows - rows, 0) / (rows / elapsed), 1)
+        rows, estimated = self._counters.rows_read, self._counters.estimated_rows
+        eta = round(max(estimated - rows, 0) / (rows / elapsed), 1) if estimated and rows else None
         destinations = {}
-        for dest_id, run in writers.destinations.items():
-            totals = self.writer_totals(dest_id)
-            destinations[dest_id] = {"state": run.state, "written": totals.written, "rejected": totals.rejected,
-                                     "queued_rows": len(storage.for_writer(dest_id).queue)}
+        for dest_id, state in writes.states().items():
+            totals = self._counters.totals(dest_id)
+            destinations[dest_id] = {"state": state, "written": totals.written, "rejected": totals.rejected,
+                                     **(progress(dest_id) if state == "running" else {})}
         self._log.info("monitor.progress", rows_read=rows, rows_per_s=round(rows / elapsed),
-                       estimated_rows=self.estimated_rows, eta_s=eta, elapsed_s=round(elapsed, 1),
+                       estimated_rows=estimated, eta_s=eta, elapsed_s=round(elapsed, 1),
                        destinations=destinations)

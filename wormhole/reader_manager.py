@@ -12,21 +12,22 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Literal
 
 from wormhole.config import EngineConf, SourceSpec
+from wormhole.counters import Counters, ReaderCounters
 from wormhole.errors import ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
-from wormhole.monitor import MonitorManager, ReaderCounters
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
 
 
 class ReaderManager:
-    def __init__(self, spec: SourceSpec, ctx: ReadContext, conf: EngineConf, monitor: MonitorManager,
-                 log: Any) -> None:
+    def __init__(self, spec: SourceSpec, ctx: ReadContext, conf: EngineConf, counters: Counters,
+                 notify: Callable[[Any], None], log: Any) -> None:
         role = registry.get(spec.plugin).source
         assert role is not None  # validated with the task
         self._role = role
@@ -34,15 +35,19 @@ class ReaderManager:
         self._options = spec.options
         self._ctx = ctx
         self._conf = conf
-        self._monitor = monitor
+        self._counters = counters
+        self._notify = notify
         self._log = log.bind(plugin=spec.plugin)
         self.schema: Schema | None = None
         self.splits: list[Split] = []
-        self.stop = threading.Event()
+        assert isinstance(ctx.stop, threading.Event)  # the engine's, so a stop ends readers' retry waits
+        self.stop = ctx.stop
+        """Set to end reading (the task stops, or every destination failed)."""
         self.error: BaseException | None = None
         self._pending: deque[Split] = deque()
         self._futures: list[Future[None]] = []
         self._senders: list[BufferedLineExchanger] = []
+        self._storages: list[RAMStorage] = []
 
     def prepare(self) -> SourceInfo | None:
         periphery = self._role.periphery(self._options, self._ctx)
@@ -52,7 +57,7 @@ class ReaderManager:
         except TimeoutError:
             self._log.warning("reader.prepare_skipped", timeout_s=timeout)
             return None
-        self._monitor.estimated_rows = info.estimated_rows
+        self._counters.estimated_rows = info.estimated_rows
         self._log.info("reader.prepared", estimated_rows=info.estimated_rows, estimated_bytes=info.estimated_bytes)
         return info
 
@@ -72,13 +77,14 @@ class ReaderManager:
         return self.splits
 
     def start(self, storages: list[RAMStorage], channels: int) -> None:
+        self._storages = storages
         self._pending.extend(self.splits)
         for worker in range(max(1, min(channels, len(self.splits)))):
             sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop)
             self._senders.append(sender)
-            counters = self._monitor.new_reader_monitor()
+            counters = self._counters.new_reader()
             future = spawn(self._run, worker, counters, sender, name=f"reader-{worker}")
-            future.add_done_callback(self._monitor.notify)
+            future.add_done_callback(self._notify)
             self._futures.append(future)
         self._log.info("reader.started", threads=len(self._futures))
 
@@ -110,6 +116,10 @@ class ReaderManager:
     def rows_sent(self) -> int:
         return sum(s.rows_sent for s in self._senders)
 
+    def close_input(self) -> None:
+        for storage in self._storages:
+            storage.close_input()
+
     def poll(self) -> Literal["running", "done", "failed"]:
         done = 0
         for future in self._futures:
@@ -120,6 +130,9 @@ class ReaderManager:
             if exc is not None:
                 if self.error is None:
                     self.error = exc
+                    if not isinstance(exc, TaskAborted):
+                        self._log.error("reader.failed", error=str(exc), error_code=getattr(exc, "code", None),
+                                        split_id=getattr(exc, "details", {}).get("split_id"))
                 return "failed"
         return "done" if done == len(self._futures) else "running"
 

@@ -18,17 +18,29 @@ with the final total, so the message, ``rows_rejected`` and the dirty-file lines
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
+from wormhole.counters import Counters, WriterCounters, judge, record_limit, write_counted
 from wormhole.dirty import DirtyFile
-from wormhole.errors import DirtyLimitExceeded, TaskAborted, WormholeError, WriteError
+from wormhole.errors import (
+    CommitError,
+    DirtyLimitExceeded,
+    PrepareError,
+    PrepareTimeout,
+    RolledBack,
+    TaskAborted,
+    WormholeError,
+    WriteError,
+    WriterStalled,
+    WritersUnfinished,
+)
 from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
-from wormhole.monitor import MonitorManager, WriterCounters, judge
 from wormhole.plugins import registry
 from wormhole.plugins.base import Schema, SinkRole, WriteContext
 from wormhole.pool import run_with_timeout, spawn
@@ -67,9 +79,12 @@ class DestinationRun:
     """Rows handed to the destination when no queue carries them (Spark mode: the source's count)."""
     over_limit_at: float | None = None
     """When a writer's rejections took the total over the record limit (monotonic), else None."""
+    stop: threading.Event = field(default_factory=threading.Event)
+    """The destination's stop signal (its WriteContext's): set when it fails or the task aborts."""
 
-    def fail(self, reason: str, code: str = "WRITE_ERROR") -> None:
+    def fail(self, reason: str, code: str = WriteError.code) -> None:
         """First failure wins; the queue is aborted so the readers never wait on this destination."""
+        self.stop.set()
         if self.state != "failed":
             self.state = "failed"
             self.error = reason
@@ -80,11 +95,12 @@ class DestinationRun:
 
 
 class WriterManager:
-    def __init__(self, spec: TaskSpec, conf: EngineConf, storage: StorageManager, monitor: MonitorManager,
-                 dirty: DirtyFile, task_id: int, run_id: int, log: Any) -> None:
+    def __init__(self, spec: TaskSpec, conf: EngineConf, storage: StorageManager, counters: Counters,
+                 notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Any) -> None:
         self._spec = spec
         self._conf = conf
-        self._monitor = monitor
+        self._counters = counters
+        self._notify = notify
         self._dirty = dirty
         self._task_id = task_id
         self._run_id = run_id
@@ -104,15 +120,16 @@ class WriterManager:
         timeout = self._conf.timeouts.writer_prepare_s
         for dest in self.destinations.values():
             ctx = WriteContext(task_id=self._task_id, run_id=self._run_id, destination=dest.id, schema=schema,
-                               batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency)
+                               batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
+                               plugin=dest.plugin, stop=dest.stop)
             dest.ctx = ctx
             try:
                 dest.periphery = dest.sink.periphery(dest.options, ctx)
                 run_with_timeout(dest.periphery.prepare, timeout, f"prepare-{dest.id}")
             except TimeoutError:
-                dest.fail(f"preparing the destination did not finish within {timeout:g} s", "PREPARE_TIMEOUT")
+                dest.fail(f"preparing the destination did not finish within {timeout:g} s", PrepareTimeout.code)
             except Exception as exc:
-                dest.fail(f"prepare failed: {describe(exc)}", getattr(exc, "code", "PREPARE_ERROR"))
+                dest.fail(f"prepare failed: {describe(exc)}", getattr(exc, "code", PrepareError.code))
             else:
                 dest.log.info("destination.prepared")
 
@@ -122,9 +139,9 @@ class WriterManager:
                 continue
             dest.state = "running"
             for worker in range(dest.concurrency):
-                counters = self._monitor.new_writer_monitor(dest.id)
+                counters = self._counters.new_writer(dest.id)
                 future = spawn(self._write, dest, worker, counters, name=f"writer-{dest.id}-{worker}")
-                future.add_done_callback(self._monitor.notify)
+                future.add_done_callback(self._notify)
                 dest.futures.append(future)
             dest.log.info("destination.started", threads=dest.concurrency)
 
@@ -135,9 +152,9 @@ class WriterManager:
                 continue
             dest.state = "running"
             dest.queued = rows
-            counters = self._monitor.new_writer_monitor(dest.id)
+            counters = self._counters.new_writer(dest.id)
             future = spawn(job, dest, counters, name=f"writer-{dest.id}")
-            future.add_done_callback(self._monitor.notify)
+            future.add_done_callback(self._notify)
             dest.futures.append(future)
             dest.log.info("destination.started", threads=1)
 
@@ -146,24 +163,8 @@ class WriterManager:
         try:
             writer.open()  # inside the try: the contract says close() always runs, also after a failed open
             for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s):
-                try:
-                    result = writer.write(batch.rows)
-                except WormholeError as exc:
-                    # A writer that commits in pieces may have written part of the batch before it
-                    # failed; count it, so the result shows what a rollback had to undo.
-                    counters.written += int(exc.details.get("written_before_failure", 0))
-                    raise
-                rejected = len(result.rejected)
-                if result.written + rejected != len(batch):
-                    raise WriteError(f"writer accounted for {result.written + rejected} of {len(batch)} rows",
-                                     destination=dest.id, plugin=dest.plugin)
-                counters.delivered += len(batch)
-                counters.written += result.written
-                counters.bytes += batch.nbytes
-                if rejected:
-                    # Recorded before the counter moves, so the count never runs ahead of the file.
-                    self._dirty.reject(dest.id, result.rejected)
-                    counters.rejected += rejected
+                if write_counted(writer, batch.rows, counters, lambda bad: self._dirty.reject(dest.id, bad),
+                                 destination=dest.id, plugin=dest.plugin, nbytes=batch.nbytes):
                     self._check_record_limit(dest)
             writer.flush()
         finally:
@@ -171,24 +172,23 @@ class WriterManager:
 
     def _check_record_limit(self, dest: DestinationRun) -> None:
         # Checked while running, so a hopeless destination stops early (DataX's rule).
-        limit = dest.limit.record
-        if limit is None:
-            return
-        rejected = self._monitor.writer_totals(dest.id).rejected
-        if rejected > limit:
+        rejected = self._counters.totals(dest.id).rejected
+        verdict = record_limit(rejected, dest.limit.record)
+        if verdict is not None:
             if dest.over_limit_at is None:
                 dest.over_limit_at = time.monotonic()
             # Stop the queue now: the other writer threads take no further batch (poll() may be a
             # monitor interval away). The message with the final total is built in poll().
-            dest.storage.fail(f"over the record limit of {limit}")
-            raise DirtyLimitExceeded(f"{rejected} rejected rows exceed the record limit of {limit}",
-                                     limit=limit, observed=rejected, destination=dest.id)
+            dest.storage.fail(f"over the record limit of {dest.limit.record}")
+            raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=rejected,
+                                     destination=dest.id)
 
     def _fail_over_limit(self, dest: DestinationRun) -> None:
         """Fail ``dest`` for its record limit, naming its total now that its writers have stopped."""
-        rejected = self._monitor.writer_totals(dest.id).rejected
-        dest.fail(f"{rejected} rejected rows exceed the record limit of {dest.limit.record}",
-                  "DIRTY_LIMIT_EXCEEDED")
+        rejected = self._counters.totals(dest.id).rejected
+        verdict = record_limit(rejected, dest.limit.record)
+        assert verdict is not None  # only called once the total went over the limit
+        dest.fail(verdict.message, verdict.code)
 
     # -- monitoring ----------------------------------------------------------------------------
 
@@ -208,7 +208,7 @@ class WriterManager:
                     self._fail_over_limit(dest)
                 continue
             if dest.storage.failure is not None and self._aborting is None:
-                dest.fail(dest.storage.failure, "WRITER_STALLED")
+                dest.fail(dest.storage.failure, WriterStalled.code)
                 continue
             finished = 0
             for future in dest.futures:
@@ -217,13 +217,16 @@ class WriterManager:
                 finished += 1
                 exc = future.exception()
                 if exc is not None and not isinstance(exc, TaskAborted):
-                    dest.fail(describe(exc), getattr(exc, "code", "WRITE_ERROR"))
+                    dest.fail(describe(exc), getattr(exc, "code", WriteError.code))
                     break
             else:
                 if finished == len(dest.futures):
                     dest.state = "done"
                     dest.finished = time.monotonic()
-                    dest.log.info("destination.written", **_totals(self._monitor, dest.id))
+                    dest.log.info("destination.written", **_totals(self._counters, dest.id))
+
+    def states(self) -> Mapping[str, str]:
+        return {dest_id: dest.state for dest_id, dest in self.destinations.items()}
 
     def all_finished(self) -> bool:
         return all(d.state in ("done", "failed") for d in self.destinations.values())
@@ -247,6 +250,7 @@ class WriterManager:
         """Stop every destination's writers (task-level abort); healthy ones will be rolled back."""
         self._aborting = reason
         for dest in self.destinations.values():
+            dest.stop.set()
             dest.storage.fail(reason)
 
     def finalize(self, rows_sent: int, abort_reason: str | None) -> None:
@@ -254,14 +258,14 @@ class WriterManager:
         for dest in self.destinations.values():
             if dest.state == "done" and abort_reason is None:
                 queued = dest.queued if dest.queued is not None else dest.storage.queue.rows_in
-                reason = judge(rows_sent=rows_sent, rows_queued=queued,
-                               totals=self._monitor.writer_totals(dest.id), limit=dest.limit)
-                if reason:
-                    dest.fail(reason, "DIRTY_LIMIT_EXCEEDED" if "limit" in reason else "ROWS_UNACCOUNTED")
+                verdict = judge(rows_sent=rows_sent, rows_queued=queued, totals=self._counters.totals(dest.id),
+                                limit=dest.limit)
+                if verdict is not None:
+                    dest.fail(verdict.message, verdict.code)
             elif dest.state == "running" and dest.over_limit_at is not None:
                 self._fail_over_limit(dest)  # a writer thread outlived the shutdown wait
             elif dest.state in ("pending", "running") and abort_reason is None:
-                dest.fail("writers did not finish", "UNFINISHED")
+                dest.fail("writers did not finish", WritersUnfinished.code)
         failed = [d.id for d in self.destinations.values() if d.state == "failed"]
         if abort_reason is None and failed and self._spec.settings.consistency == "all_or_nothing":
             abort_reason = f"destination(s) {', '.join(failed)} failed and consistency is all_or_nothing"
@@ -277,7 +281,7 @@ class WriterManager:
         try:
             dest.periphery.commit()
         except Exception as exc:
-            dest.fail(f"commit failed: {describe(exc)}", getattr(exc, "code", "COMMIT_ERROR"))
+            dest.fail(f"commit failed: {describe(exc)}", getattr(exc, "code", CommitError.code))
             self._rollback(dest, healthy_reason=None)
             return
         dest.outcome = "success"
@@ -287,7 +291,7 @@ class WriterManager:
         if healthy_reason is not None:
             # The destination itself was fine; something else decided it must not keep its rows.
             dest.error = f"rolled back: {healthy_reason}"
-            dest.error_code = "ROLLED_BACK"
+            dest.error_code = RolledBack.code
         dest.outcome = "rolled_back" if healthy_reason is not None else "failed"
         if dest.periphery is None:
             return
@@ -300,6 +304,6 @@ class WriterManager:
             dest.log.info("destination.rolled_back", reason=dest.error)
 
 
-def _totals(monitor: MonitorManager, destination: str) -> dict[str, int]:
-    t = monitor.writer_totals(destination)
+def _totals(counters: Counters, destination: str) -> dict[str, int]:
+    t = counters.totals(destination)
     return {"delivered": t.delivered, "written": t.written, "rejected": t.rejected}

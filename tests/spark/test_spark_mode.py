@@ -381,7 +381,7 @@ def test_a_stop_cancels_the_spark_jobs_and_rolls_every_destination_back(spark_co
     thread = threading.Thread(target=lambda: outcome.append(engine.run()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 120
-    while not (engine._monitor and engine._monitor.writer_monitors) and time.monotonic() < deadline:
+    while not (engine._run and engine._run.counters.writers) and time.monotonic() < deadline:
         time.sleep(0.05)  # until the destinations' Spark jobs are running
     time.sleep(1.0)
     stopped = time.monotonic()

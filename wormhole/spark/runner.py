@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,9 +31,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.config import EngineConf, SourceSpec
+from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
-from wormhole.monitor import WriterCounters
+from wormhole.monitor import ReadState
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
@@ -84,12 +86,37 @@ class _AccumulatedDirty:
         self._acc.add([(origin, split_id, r.reason, r.row) for r in rows])
 
 
+class _FinishedRead:
+    """The read side once Spark has read and counted the source: nothing left to poll."""
+
+    error: BaseException | None = None
+
+    def __init__(self, rows: int, stop: threading.Event) -> None:
+        self.rows_sent = rows
+        self.stop = stop
+
+    def poll(self) -> ReadState:
+        return "done"
+
+    def close_input(self) -> None:
+        pass  # no queues: each destination's job reads the persisted source
+
+
 class SparkExecution:
-    def __init__(self, conf: EngineConf, ctx: ReadContext, dirty: DirtyFile, log: Any) -> None:
+    """The ``Execution`` of Spark mode (see :mod:`wormhole.execution`)."""
+
+    name = "spark"
+
+    def __init__(self, conf: EngineConf, ctx: ReadContext, dirty: DirtyFile, counters: Counters,
+                 source: SourceSpec, log: Any) -> None:
         self._conf = conf
         self._ctx = ctx
         self._dirty = dirty
+        self._counters = counters
+        self._source = source
         self._log = log
+        self._rows = 0
+        self._groups: set[str] = set()
         fresh = not is_running()
         self.spark: SparkSession = get_session(conf.spark)
         self.startup_s = startup_s() if fresh else 0.0
@@ -105,6 +132,26 @@ class SparkExecution:
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
                 "partitions": self.partitions}
+
+    # -- the Execution protocol -----------------------------------------------------------------
+
+    def prepare_source(self, readers: Any) -> Schema:
+        assert readers.schema is not None
+        _, schema = self.source_frame(self._source, readers.splits, readers.schema)
+        return schema
+
+    def start_reads(self, readers: Any) -> _FinishedRead:
+        try:
+            rows = self.read()
+        except Exception as exc:
+            raise ReadError(describe_spark_error(exc), plugin=self._source.plugin) from exc
+        counters = self._counters.new_reader()
+        counters.rows, counters.splits = rows, len(readers.splits)
+        self._rows = rows
+        return _FinishedRead(rows, readers.stop)
+
+    def start_writes(self, writers: Any) -> None:
+        writers.start_jobs(lambda dest, counters: self.write(dest, counters, self._rows), self._rows)
 
     # -- read side -----------------------------------------------------------------------------
 
@@ -173,6 +220,7 @@ class SparkExecution:
     def read(self) -> int:
         """Read the source once: persist and count. Source rejects go to the dirty file."""
         assert self.frame is not None
+        self._groups.add(f"{self.group}:read")
         self.sc.setJobGroup(f"{self.group}:read", "wormhole: read the source", interruptOnCancel=True)
         self.frame = self.frame.persist(StorageLevel.MEMORY_AND_DISK)
         t0 = time.monotonic()
@@ -195,6 +243,9 @@ class SparkExecution:
     def write(self, dest: Any, counters: WriterCounters, rows: int) -> None:
         """One destination's Spark job, run from its own driver thread (the WriterManager's pool)."""
         assert self.frame is not None and dest.ctx is not None
+        self._groups.add(f"{self.group}:{dest.id}")
+        if self._cancelled:  # a stop came before this job started: it must not start
+            raise TaskAborted(f"write of {dest.id} cancelled", reason="stopped")
         self.sc.setLocalProperty("spark.scheduler.pool", dest.id)
         self.sc.setJobGroup(f"{self.group}:{dest.id}", f"wormhole: write {dest.id}", interruptOnCancel=True)
         frame = self.frame
@@ -237,28 +288,25 @@ class SparkExecution:
             sink = registry.get(plugin).sink
             assert sink is not None
             writer = sink.writer(options, ctx, periphery, worker)
-            delivered = written = 0
+            part = WriterCounters()
             bad: list[DirtyEntry] = []
+
+            def reject(rejected: tuple[Rejected, ...]) -> None:
+                bad.extend((ctx.destination, None, r.reason, r.row) for r in rejected)
             over = False
             try:
                 writer.open()
                 for record_batch in batches:
                     rows = rows_from_arrow(schema, record_batch)
                     for start in range(0, len(rows), batch_rows):
-                        batch = rows[start:start + batch_rows]
-                        result = writer.write(batch)
-                        if result.written + len(result.rejected) != len(batch):
-                            raise WriteError(f"writer accounted for {result.written + len(result.rejected)} of "
-                                             f"{len(batch)} rows", destination=ctx.destination, plugin=plugin)
-                        delivered += len(batch)
-                        written += result.written
-                        bad.extend((ctx.destination, None, r.reason, r.row) for r in result.rejected)
+                        write_counted(writer, rows[start:start + batch_rows], part, reject,
+                                      destination=ctx.destination, plugin=plugin)
                         # This partition's own rejects exceed the limit, so the total does too: stop
                         # writing, but end the task normally, so its counts and rejected rows reach the
                         # driver (a failed task's accumulators are dropped) and the driver fails the
                         # destination naming the total.
-                        if limit is not None and len(bad) > limit:
-                            over = True
+                        over = record_limit(part.rejected, limit) is not None
+                        if over:
                             break
                     if over:
                         break
@@ -266,16 +314,14 @@ class SparkExecution:
                     writer.flush()
             finally:
                 writer.close()
-            totals.add((delivered, written, len(bad)))
+            totals.add((part.delivered, part.written, part.rejected))
             dirty.add(bad)
             yield from ()
 
         naive_timestamps(self.frame).mapInArrow(write_partition, "n long").collect()
         counters.delivered, counters.written, counters.rejected = totals.value
         self._flush_dirty(dirty.value)
-        if limit is not None and counters.rejected > limit:
-            raise DirtyLimitExceeded(f"{counters.rejected} rejected rows exceed the record limit of {limit}",
-                                     limit=limit, observed=counters.rejected, destination=dest.id)
+        _check_record_limit(dest, counters)
 
     def _write_on_driver(self, dest: Any, counters: WriterCounters) -> None:
         # Stores whose writes cannot be replayed per partition (a SQLite file): the rows come to the
@@ -287,16 +333,9 @@ class SparkExecution:
             rows = naive_timestamps(self.frame).toLocalIterator(prefetchPartitions=True)
             exact = exact_columns(self.frame.schema)
             for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
-                result = writer.write(batch)
-                counters.delivered += len(batch)
-                counters.written += result.written
-                if result.rejected:
-                    counters.rejected += len(result.rejected)
-                    self._dirty.reject(dest.id, result.rejected)
-                    if dest.limit.record is not None and counters.rejected > dest.limit.record:
-                        raise DirtyLimitExceeded(f"{counters.rejected} rejected rows exceed the record limit of "
-                                                 f"{dest.limit.record}", limit=dest.limit.record,
-                                                 observed=counters.rejected, destination=dest.id)
+                if write_counted(writer, batch, counters, lambda bad: self._dirty.reject(dest.id, bad),
+                                 destination=dest.id, plugin=dest.plugin):
+                    _check_record_limit(dest, counters)
             writer.flush()
         finally:
             writer.close()
@@ -322,15 +361,30 @@ class SparkExecution:
             info["written"] = acc.value[1]
         return info
 
-    def cancel(self, dest_ids: list[str]) -> None:
+    def cancel(self) -> None:
+        # stop() may run in a signal handler on the thread that is waiting in a Py4J call: cancel
+        # from another thread, never re-entering that call's connection.
         self._cancelled = True
-        for name in ["read", *dest_ids]:
-            self.sc.cancelJobGroup(f"{self.group}:{name}")
+        threading.Thread(target=self._cancel_groups, daemon=True, name="spark-cancel").start()
+
+    def _cancel_groups(self) -> None:
+        for group in list(self._groups):
+            try:
+                self.sc.cancelJobGroup(group)
+            except Exception as exc:  # best effort: the session may be gone already (process exit)
+                self._log.warning("spark.cancel_failed", group=group, error=str(exc)[:200])
 
     def release(self) -> None:
         if self.frame is not None:
             self.frame.unpersist()
             self.frame = None
+
+
+def _check_record_limit(dest: Any, counters: WriterCounters) -> None:
+    verdict = record_limit(counters.rejected, dest.limit.record)
+    if verdict is not None:
+        raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=counters.rejected,
+                                 destination=dest.id)
 
 
 def naive_timestamps(frame: DataFrame) -> DataFrame:

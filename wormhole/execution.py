@@ -1,0 +1,85 @@
+"""The execution seam: where a task's rows move, behind one protocol for both engines.
+
+The Engine runs the same steps whatever the engine (DESIGN §4): plan the read side, prepare the
+destinations, start reading, start writing, watch, finalize. What differs is the data plane, and
+that is an :class:`Execution`:
+
+- :class:`LocalExecution`: reader threads push batches through the exchange (one bounded queue per
+  destination) to each destination's writer threads;
+- ``wormhole.spark.runner.SparkExecution``: the source becomes one persisted DataFrame, read once,
+  and each destination is one Spark job.
+
+Managers, monitor, verdicts and results are shared, so a task means the same in both.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from wormhole.exchange import StorageManager
+from wormhole.monitor import ReadSide
+from wormhole.plugins.base import Schema
+
+if TYPE_CHECKING:
+    from wormhole.reader_manager import ReaderManager
+    from wormhole.writer_manager import WriterManager
+
+
+class Execution(Protocol):
+    name: str
+    """``local`` or ``spark``: stored in the result."""
+
+    def prepare_source(self, readers: ReaderManager) -> Schema:
+        """Ready the read of the planned splits; the schema the destinations get."""
+
+    def start_reads(self, readers: ReaderManager) -> ReadSide:
+        """Start reading (Spark: read the source once, now); what the monitor polls of it."""
+
+    def start_writes(self, writers: WriterManager) -> None:
+        """Start every prepared destination's writers (Spark: its job)."""
+
+    def progress(self, destination: str) -> dict[str, Any]:
+        """Extra keys for a running destination's progress line."""
+
+    def cancel(self) -> None:
+        """Stop moving rows, at once and without blocking (it may run inside a signal handler)."""
+
+    def release(self) -> None:
+        """Free what the run held (Spark: the persisted source)."""
+
+    def describe(self) -> dict[str, Any] | None:
+        """What the result records about the execution (Spark: master, start-up cost...)."""
+
+
+class LocalExecution:
+    """Threads in this process: the ReaderManager's pool feeds the exchange, each destination's
+    writer pool drains its own queue."""
+
+    name = "local"
+
+    def __init__(self, storage: StorageManager, channels: int) -> None:
+        self._storage = storage
+        self._channels = channels
+
+    def prepare_source(self, readers: ReaderManager) -> Schema:
+        assert readers.schema is not None  # split() succeeded
+        return readers.schema
+
+    def start_reads(self, readers: ReaderManager) -> ReadSide:
+        readers.start(self._storage.for_reader(), self._channels)
+        return readers
+
+    def start_writes(self, writers: WriterManager) -> None:
+        writers.start()
+
+    def progress(self, destination: str) -> dict[str, Any]:
+        return {"queued_rows": len(self._storage.for_writer(destination).queue)}
+
+    def cancel(self) -> None:
+        pass  # the stopped queues and the readers' stop signal end the threads
+
+    def release(self) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any] | None:
+        return None

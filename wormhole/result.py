@@ -1,0 +1,118 @@
+"""The result of a run as a typed model, serialised once into the JSON stored on the task row.
+
+The key names and their order are the documented result format (README, "The result row"): change
+them only together with the README.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+EXIT_SUCCESS = 0
+EXIT_SUCCESS_WITH_REJECTS = 201
+EXIT_PARTIAL = 202
+EXIT_FAILED = 203
+EXIT_BAD_TASK = 204
+EXIT_CLAIMED = 205
+
+TaskStatus = Literal["success", "partial", "failed"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DestinationResult:
+    plugin: str
+    status: str | None
+    """success, failed (it failed itself) or rolled_back (undone because of others or the task)."""
+    rows_delivered: int
+    rows_written: int
+    rows_rejected: int
+    bytes: int
+    duration_s: float
+    rolled_back: bool
+    rollback_error: str | None
+    error: str | None
+    error_code: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceResult:
+    plugin: str
+    rows_read: int
+    rows_rejected: int
+    splits: int
+    channels: int
+    estimated_rows: int | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunReport:
+    task_id: int
+    run_id: int
+    status: TaskStatus
+    exit_code: int
+    engine: str
+    engine_reason: str
+    consistency: str
+    started_at: str
+    finished_at: str
+    duration_s: float
+    interrupted: bool
+    source: SourceResult
+    destinations: Mapping[str, DestinationResult]
+    dirty_file: str | None
+    spark: Mapping[str, Any] | None = None
+    """Spark mode only: master, start-up cost, version, partitions (absent from the JSON otherwise)."""
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "spark" and value is None:
+                continue
+            if f.name == "destinations":
+                value = {k: dataclasses.asdict(v) for k, v in value.items()}
+            elif dataclasses.is_dataclass(value):
+                value = dataclasses.asdict(value)  # type: ignore[arg-type]
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+
+def task_outcome(statuses: list[str | None], any_rejected: bool) -> tuple[TaskStatus, int]:
+    """The task status and exit code from its destinations' outcomes (README, "Exit codes")."""
+    if statuses and all(s == "success" for s in statuses):
+        return "success", EXIT_SUCCESS_WITH_REJECTS if any_rejected else EXIT_SUCCESS
+    if "success" in statuses:
+        return "partial", EXIT_PARTIAL
+    return "failed", EXIT_FAILED
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What ``Engine.run`` returns: the report and its JSON form (built once)."""
+
+    report: RunReport
+    run_status: str
+    """The run row's status: the task status, or ``interrupted`` after a signal."""
+    result: dict[str, Any] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "result", self.report.to_dict())
+
+    @property
+    def status(self) -> TaskStatus:
+        return self.report.status
+
+    @property
+    def exit_code(self) -> int:
+        return self.report.exit_code
+
+    @property
+    def error(self) -> str | None:
+        return self.report.error
