@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.harness import FileHarness, SqliteHarness, StoreHarness, StreamHarness
+# The suite's asserts live outside test modules: have pytest explain their failures all the same.
+pytest.register_assert_rewrite("tests.contract.suite", "tests.contract.harness")
+
+from tests.contract.harness import FileHarness, SqliteHarness, StoreHarness, StreamHarness  # noqa: E402
 
 
 def _mysql(request: pytest.FixtureRequest, tmp_path: Path) -> StoreHarness:
