@@ -30,6 +30,7 @@ from wormhole import __version__, log
 from wormhole.config import EngineConf, TaskSpec, load_spec_json
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
+from wormhole.importers import datax
 from wormhole.plugins import describe, registry
 from wormhole.taskdb import SqlTaskStore, TaskStore, open_store
 
@@ -396,6 +397,57 @@ def run_file(ctx: click.Context, file: str, name: str | None) -> None:
         store.close()
     log.get_logger(task_id=task_id).info("task.submitted", file=file, task_db=store.url)
     ctx.exit(run_task(task_id, ctx.obj.task_db, ctx.obj.conf_dir))
+
+
+@cli.group("import")
+def import_group() -> None:
+    """Turn another tool's job into a wormhole task file."""
+
+
+@import_group.command("datax")
+@click.argument("job", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the task here (default: stdout).")
+@click.option("--merge", "merged", multiple=True, type=click.Path(dir_okay=False),
+              help="Another DataX job reading the same source: one fan-out task, a destination per job.")
+@global_options
+def import_datax(job: str, output: str | None, merged: tuple[str, ...]) -> None:
+    """Translate a DataX job JSON into a task; untranslated settings are logged; invalid ones exit 204."""
+    logger = log.get_logger()
+    files = (job, *merged)
+    try:
+        translation = datax.translate([(Path(f).name, _read_json(f)) for f in files],
+                                      name="+".join(Path(f).stem for f in files))
+        _validate_translated(translation.task)
+    except ConfigError as exc:
+        logger.error("datax.import_failed", error=str(exc), error_code=exc.code)
+        _fail(exc)
+    datax.log_report(translation, logger)
+    text = json.dumps(translation.task, indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(ConfigError(f"cannot write {output}: {exc.strerror}"))
+    click.echo(f"task written to {output}")
+
+
+def _validate_translated(task: dict[str, Any]) -> None:
+    """The task must validate, or nothing is written."""
+    try:
+        TaskSpec.from_mapping(task)
+    except InvalidTaskConfig as exc:
+        raise InvalidTaskConfig(exc.problems, where="task translated from the DataX job") from None
+
+
+def _read_json(path: str) -> Any:
+    try:
+        return load_spec_json(Path(path).read_bytes())
+    except OSError as exc:
+        _fail(ConfigError(f"cannot read the DataX job {path}: {exc.strerror}"))
+    except InvalidTaskConfig as exc:
+        _fail(ConfigError(f"{path} is not a JSON document: {'; '.join(exc.problems)}"))
 
 
 @cli.command("plugins")

@@ -1,0 +1,248 @@
+"""The pieces of a DataX job import: parameter access with a record of what was used, jdbcUrl parsing,
+and the DataX settings that become the task's ``settings`` (speed, errorLimit).
+
+Every key of a DataX object is either translated or reported as an :class:`Untranslated` item with
+its key path, so nothing in a job is dropped silently. Reader and writer translators live in
+:mod:`wormhole.importers.datax_plugins`; the job and ``--merge`` assembly in :mod:`.datax`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from wormhole.errors import ConfigError
+
+MAX_CHANNELS = 1024
+"""wormhole's bound on ``settings.speed.channel``."""
+
+
+class DataxImportError(ConfigError):
+    """The job cannot be turned into a task that reads what DataX would read (exit 204)."""
+
+    code = "DATAX_IMPORT_ERROR"
+
+
+@dataclass(frozen=True, slots=True)
+class Untranslated:
+    """A DataX setting the task does not carry (or carries differently), and why."""
+
+    job: str
+    """The job it belongs to (its file name), so merged jobs' reports stay apart."""
+    path: str
+    """Its key path in the DataX job, e.g. ``job.content[0].writer.parameter.session``."""
+    reason: str
+
+
+class Params:
+    """A DataX object being translated: reads mark keys as used; :meth:`report_rest` reports the others."""
+
+    def __init__(self, raw: Any, path: str, notes: list[Untranslated], job: str) -> None:
+        if not isinstance(raw, dict):
+            raise DataxImportError(f"{job}: {path} must be a JSON object, got {type(raw).__name__}")
+        self.raw: dict[str, Any] = raw
+        self.path = path
+        self.notes = notes
+        self.job = job
+        self.used: set[str] = set()
+
+    def at(self, key: str | int) -> str:
+        if isinstance(key, int):
+            return f"{self.path}[{key}]"
+        return f"{self.path}.{key}" if self.path else key
+
+    def child(self, key: str, default: Any = None) -> Params:
+        """The nested object under ``key`` (``default`` when absent, an empty object unless given)."""
+        return Params(self.get(key, {} if default is None else default), self.at(key), self.notes, self.job)
+
+    def has(self, key: str) -> bool:
+        return key in self.raw
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.used.add(key)
+        value = self.raw.get(key)
+        return default if value is None else value
+
+    def note(self, key: str | int, reason: str) -> None:
+        self.notes.append(Untranslated(self.job, self.at(key), reason))
+
+    def fail(self, key: str | int, message: str) -> DataxImportError:
+        return DataxImportError(f"{self.job}: {self.at(key)}: {message}")
+
+    def text(self, key: str, *, required: bool = False) -> str | None:
+        """A non-blank string (numbers are accepted as DataX does and turned into text)."""
+        value = self.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if required:
+                raise self.fail(key, "is required")
+            return None
+        if not isinstance(value, str):
+            raise self.fail(key, f"must be a string, got {type(value).__name__}")
+        return value
+
+    def texts(self, key: str) -> list[str]:
+        """A list of non-blank strings; a single string counts as a list of one (DataX accepts both)."""
+        value = self.get(key, [])
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+            raise self.fail(key, "must be a string or a list of strings")
+        return [v for v in items if v.strip()]
+
+    def objects(self, key: str, *, required: bool = False) -> list[Params]:
+        value = self.get(key, [])
+        if isinstance(value, dict):
+            value = [value]
+        if not isinstance(value, list) or (required and not value):
+            raise self.fail(key, "must be a non-empty list of objects" if required else "must be a list of objects")
+        return [Params(v, f"{self.at(key)}[{i}]", self.notes, self.job) for i, v in enumerate(value)]
+
+    def number(self, key: str) -> float | None:
+        """A number; numeric strings are accepted (DataX reads settings with lenient getters)."""
+        value = self.get(key)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise self.fail(key, f"must be a number, got {value!r}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise self.fail(key, f"must be a number, got {value!r}")
+        return value
+
+    def integer(self, key: str) -> int | None:
+        value = self.number(key)
+        if value is None:
+            return None
+        if value != int(value):
+            raise self.fail(key, f"must be a whole number, got {value!r}")
+        return int(value)
+
+    def report_rest(self, reasons: Mapping[str, str] | None = None) -> None:
+        """Report every key no translator read, with its specific reason when one is known."""
+        for key in self.raw:
+            if key not in self.used:
+                self.note(key, (reasons or {}).get(key, "no wormhole equivalent; not translated"))
+
+
+# ---------------------------------------------------------------------------------------------
+# jdbcUrl
+
+_JDBC = re.compile(r"jdbc:(?:mysql|mariadb)://(?P<hosts>[^/?#;]+)/(?P<db>[^?#;]*)(?:[?;](?P<props>.*))?",
+                   re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    host: str
+    port: int
+    database: str
+
+
+def parse_jdbc_url(url: str, p: Params, key: str | int) -> Server:
+    """``jdbc:mysql://host[:port][,host2...]/database[?props]`` as host, port and database.
+
+    Properties and further hosts are reported: wormhole connects to one host with its own session
+    settings (utf8mb4), so they change nothing it does.
+    """
+    match = _JDBC.fullmatch(url.strip())
+    if match is None:
+        raise p.fail(key, f"{url!r} is not a MySQL JDBC URL (jdbc:mysql://host:port/database)")
+    database = unquote(match["db"])
+    if not database:
+        raise p.fail(key, f"{url!r} names no database; wormhole needs jdbc:mysql://host:port/database")
+    hosts = [h.strip() for h in match["hosts"].split(",") if h.strip()]
+    host, port = _host_port(hosts[0], p, key)
+    if len(hosts) > 1:
+        p.note(key, f"failover hosts {', '.join(hosts[1:])}: wormhole connects to {hosts[0]} only")
+    if match["props"]:
+        names = [prop.split("=", 1)[0] for prop in re.split(r"[&;]", match["props"]) if prop]
+        p.note(key, f"connection properties {', '.join(names)} are not used: wormhole's mysql store "
+                    f"connects with its own settings (utf8mb4, strict mode for writes)")
+    return Server(host=host, port=port, database=database)
+
+
+def _host_port(text: str, p: Params, key: str | int) -> tuple[str, int]:
+    if "@" in text:
+        raise p.fail(key, "credentials inside the jdbcUrl are not supported; use username/password")
+    if text.startswith("["):  # [IPv6]:port
+        host, _, rest = text[1:].partition("]")
+        port_text = rest.removeprefix(":")
+    else:
+        host, _, port_text = text.partition(":")
+    if not port_text:
+        return host, 3306
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise p.fail(key, f"port {port_text!r} is not a TCP port")
+    return host, int(port_text)
+
+
+# ---------------------------------------------------------------------------------------------
+# job.setting and core
+
+
+def channel_count(setting: Params, core: Params) -> int | None:
+    """DataX's channel count (JobContainer.adjustChannelNumber) for ``settings.speed.channel``.
+
+    A byte or record limit sets the count to ``limit / per-channel limit`` (at least 1, the smaller
+    of the two) when the job's ``core.transport.channel.speed`` gives the per-channel value;
+    otherwise ``speed.channel``. The limits themselves are reported: wormhole does not throttle.
+    """
+    speed = setting.child("speed")
+    per_channel = core.child("transport").child("channel").child("speed")
+    counts = []
+    for name in ("byte", "record"):
+        total = speed.number(name)
+        if total is None or total <= 0:
+            continue
+        speed.note(name, f"wormhole has no {name} rate limit: rows are not throttled")
+        per = per_channel.number(name)
+        if per is not None and per > 0:
+            counts.append(max(1, int(total // per)))
+        else:
+            speed.note(name, f"the channel count DataX derives from it needs core.transport.channel.speed.{name}, "
+                             f"which the job does not set")
+    channel = speed.integer("channel")
+    if counts and channel is not None:
+        speed.note("channel", "ignored, as DataX does, because a byte/record limit sets the channel count")
+    chosen = min(counts) if counts else (channel if channel is not None and channel > 0 else None)
+    speed.report_rest()
+    if chosen is not None and chosen > MAX_CHANNELS:
+        speed.note("channel", f"{chosen} channels cut to wormhole's maximum of {MAX_CHANNELS}")
+        chosen = MAX_CHANNELS
+    return chosen
+
+
+def error_limit(setting: Params) -> dict[str, Any]:
+    """``job.setting.errorLimit`` as wormhole's ``error_limit``; absent means no limit, as in DataX."""
+    limit = setting.child("errorLimit")
+    out: dict[str, Any] = {}
+    record = limit.integer("record")
+    if record is not None:
+        if record < 0:
+            raise limit.fail("record", f"must be 0 or more, got {record}")
+        out["record"] = record
+    percentage = limit.number("percentage")
+    if percentage is not None:
+        if not 0 <= percentage <= 1:
+            raise limit.fail("percentage", f"must be between 0 and 1 (a fraction), got {percentage}")
+        out["percentage"] = float(percentage)
+    limit.report_rest()
+    return out
+
+
+def report_leaves(p: Params, skip: tuple[str, ...] = ()) -> None:
+    """Report every leaf setting under ``p`` except the dotted paths in ``skip`` (already translated)."""
+    for key, value in p.raw.items():
+        if key in skip:
+            continue
+        inner = tuple(s.split(".", 1)[1] for s in skip if s.startswith(f"{key}."))
+        if isinstance(value, dict) and value:
+            report_leaves(Params(value, p.at(key), p.notes, p.job), inner)
+        else:
+            p.note(key, "engine setting with no wormhole task equivalent; not translated")

@@ -1,0 +1,354 @@
+"""DataX readers and writers as wormhole sources and destinations.
+
+Readers: mysqlreader (tables with column/where/splitPk, querySql, several connections = a sharded
+source) and streamreader. Writers: mysqlwriter, txtfilewriter and streamwriter. Each translator reads
+the plugin's ``parameter`` object through :class:`Params`, so every key it does not carry over is
+reported with its path and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from wormhole.importers.datax_parts import Params, parse_jdbc_url
+
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]+")
+_RANGE = re.compile(r"(\w+\.)?(\w+)\[(\d+)-(\d+)\](.*)")
+
+READER_PASSWORD_ENV = "DATAX_READER_PASSWORD"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    plugin: str
+    params: dict[str, Any]
+    columns: tuple[str, ...] | None
+    """Column names the source yields, when known (a txtfilewriter header is checked against them)."""
+    identity: dict[str, Any]
+    """What makes two jobs read the same rows (``--merge``): the source without its split settings."""
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    plugin: str
+    params: dict[str, Any]
+    id_hint: str
+    """The writer type and its target, made into a destination id once all writers are known."""
+    password: Params | None = None
+    """The writer's parameters when they hold a password: password_env is set once the id is known."""
+
+
+def plain_name(text: str) -> str | None:
+    """A column or table name without backticks, or None when ``text`` is an expression or constant."""
+    name = text.strip()
+    if len(name) > 1 and name.startswith("`") and name.endswith("`"):
+        name = name[1:-1].replace("``", "`")
+        return name or None
+    if _IDENTIFIER.fullmatch(name) and not name.isdigit():
+        return name
+    return None
+
+
+def expand_tables(names: list[str]) -> list[str]:
+    """DataX's table list: comma-separated names and ranges (``t_[00-31]`` is t_00..t_31, zero-padded)."""
+    out = []
+    for entry in names:
+        for name in (n.strip() for n in entry.split(",")):
+            match = _RANGE.fullmatch(name)
+            if match is None:
+                if name:
+                    out.append(name)
+                continue
+            schema, base, start, end, rest = match.groups()
+            low, high = sorted((int(start), int(end)))
+            width = len(start) if start.startswith("0") else 0
+            out.extend(f"{schema or ''}{base}{k:0{width}d}{rest.strip()}" for k in range(low, high + 1))
+    return out
+
+
+def secret(p: Params, params: dict[str, Any], env: str) -> None:
+    """A password never goes into the task: the task names an environment variable to hold it."""
+    if not p.has("password"):
+        return
+    p.get("password")
+    params["password_env"] = env
+    p.note("password", f"not written to the task: set the environment variable {env} to the password "
+                       f"before running it (password_env)")
+
+
+# ---------------------------------------------------------------------------------------------
+# readers
+
+_MYSQL_READER_REASONS = {
+    "session": "session statements are not run: wormhole's mysql source sets its own session",
+    "fetchSize": "wormhole's mysql source streams rows with its own fetch size",
+    "mandatoryEncoding": "wormhole reads as utf8mb4",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Shard:
+    host: str
+    port: int
+    database: str
+    tables: list[str]
+    queries: list[str]
+
+
+def _reader_shard(c: Params) -> _Shard:
+    urls = c.texts("jdbcUrl")
+    if not urls:
+        raise c.fail("jdbcUrl", "is required")
+    server = parse_jdbc_url(urls[0], c, "jdbcUrl")
+    if len(urls) > 1:
+        c.note("jdbcUrl", f"DataX tries the other {len(urls) - 1} URL(s) when the first is unreachable; "
+                          f"wormhole connects to the first only")
+    shard = _Shard(server.host, server.port, server.database, expand_tables(c.texts("table")), c.texts("querySql"))
+    c.report_rest()
+    return shard
+
+
+def mysql_reader(p: Params, channels: int | None) -> Source:
+    del channels  # the split count follows settings.speed.channel, as in DataX
+    params: dict[str, Any] = {"user": p.text("username", required=True)}
+    secret(p, params, READER_PASSWORD_ENV)
+    shards = [_reader_shard(c) for c in p.objects("connection", required=True)]
+    if any(s.queries for s in shards):
+        _query_source(p, shards, params)
+        columns = None
+    else:
+        columns = _table_source(p, shards, params)
+    p.report_rest(_MYSQL_READER_REASONS)
+    identity = {k: v for k, v in params.items() if k not in ("split_pk", "split_factor")}
+    return Source("mysql", params, columns, {"plugin": "mysql", **identity})
+
+
+def _place(shards: list[_Shard], params: dict[str, Any], tables: bool) -> None:
+    """One connection reading one table is the flat form; anything more is ``connections``."""
+    if len(shards) == 1 and (not tables or len(shards[0].tables) == 1):
+        s = shards[0]
+        params.update(host=s.host, port=s.port, database=s.database)
+        if tables:
+            params["table"] = s.tables[0]
+        return
+    conns = []
+    for s in shards:
+        conn: dict[str, Any] = {"host": s.host, "port": s.port, "database": s.database}
+        if tables:
+            conn["tables"] = s.tables
+        conns.append(conn)
+    params["connections"] = conns
+
+
+def _query_source(p: Params, shards: list[_Shard], params: dict[str, Any]) -> None:
+    queries = {q.strip() for s in shards for q in s.queries}
+    if any(not s.queries for s in shards):
+        raise p.fail("connection", "querySql is given on some connections only; DataX refuses that mix too")
+    if len(queries) != 1 or any(len(s.queries) != 1 for s in shards):
+        raise p.fail("connection", "several different querySql statements: wormhole runs one query on every "
+                                   "connection; split the job, or union the queries into one statement")
+    params["query"] = queries.pop()
+    _place(shards, params, tables=False)
+    for key in ("column", "where", "splitPk"):
+        if p.has(key):
+            p.get(key)
+            p.note(key, "ignored with querySql, as DataX ignores it")
+    for i, s in enumerate(shards):
+        if s.tables:
+            p.note("connection", f"connection[{i}].table ignored with querySql, as DataX ignores it")
+
+
+def _table_source(p: Params, shards: list[_Shard], params: dict[str, Any]) -> tuple[str, ...] | None:
+    if any(not s.tables for s in shards):
+        raise p.fail("connection", "every connection needs a table (or querySql)")
+    raw_columns = p.texts("column")
+    if not raw_columns:
+        raise p.fail("column", "is required with table (use [\"*\"] for every column)")
+    where = p.text("where")
+    split_pk = p.text("splitPk")
+    names = None if raw_columns == ["*"] else [plain_name(c) for c in raw_columns]
+    if names is not None and None in names:
+        return _expression_query(p, shards, params, raw_columns, where, split_pk)
+    _place(shards, params, tables=True)
+    if names is not None:
+        params["columns"] = names
+    if where is not None:
+        params["where"] = where
+    if split_pk is not None:
+        params["split_pk"] = plain_name(split_pk) or split_pk
+    return None if names is None else tuple(n for n in names if n is not None)
+
+
+def _expression_query(p: Params, shards: list[_Shard], params: dict[str, Any], raw_columns: list[str],
+                      where: str | None, split_pk: str | None) -> None:
+    """Columns holding expressions or constants (``now()``, ``'x'``) become one SELECT per connection."""
+    tables = {t for s in shards for t in s.tables}
+    if len(tables) != 1 or any(len(s.tables) != 1 for s in shards):
+        raise p.fail("column", "holds expressions or constants, which wormhole reads through a query; that "
+                               "needs one table (the same on every connection)")
+    table = tables.pop()
+    quoted = "`" + (plain_name(table) or table).replace("`", "``") + "`"
+    params["query"] = f"SELECT {', '.join(c.strip() for c in raw_columns)} FROM {quoted}" + (
+        f" WHERE {where}" if where is not None else "")
+    _place(shards, params, tables=False)
+    p.note("column", "holds expressions or constants: read through a query on the table instead")
+    if split_pk is not None:
+        p.note("splitPk", "not used: a query is read without splitting (one split per connection)")
+
+
+def stream_reader(p: Params, channels: int | None) -> Source:
+    """DataX's streamreader makes ``sliceRecordCount`` rows in each of its channels."""
+    count = p.integer("sliceRecordCount")
+    if count is None or count < 0:
+        raise p.fail("sliceRecordCount", "is required (rows per channel, 0 or more)")
+    slices = channels or 1
+    columns = []
+    for i, c in enumerate(p.objects("column", required=True)):
+        columns.append({"name": f"col{i + 1}", "type": _stream_type(c)})
+        for key in ("value", "random", "dateFormat", "incr"):
+            if c.has(key):
+                c.get(key)
+                c.note(key, "wormhole's stream source generates its own deterministic values; "
+                            "this value is not reproduced")
+        c.report_rest()
+    params = {"rows": count * slices, "splits": slices, "columns": columns}
+    p.report_rest()
+    names = tuple(c["name"] for c in columns)
+    return Source("stream", params, names, {"plugin": "stream", **params})
+
+
+_STREAM_TYPES = {"long": "int", "int": "int", "double": "float", "string": "string", "date": "datetime",
+                 "bool": "bool", "boolean": "bool", "bytes": "bytes"}
+
+
+def _stream_type(c: Params) -> str:
+    kind = (c.text("type") or "string").lower()
+    if kind not in _STREAM_TYPES:
+        raise c.fail("type", f"{kind!r} is not a streamreader type ({', '.join(sorted(_STREAM_TYPES))})")
+    return _STREAM_TYPES[kind]
+
+
+READERS = {"mysqlreader": mysql_reader, "streamreader": stream_reader}
+
+
+# ---------------------------------------------------------------------------------------------
+# writers
+
+_WRITE_MODES = {"insert": "insert", "replace": "replace", "update": "upsert", "ignore": "insert"}
+
+
+def mysql_writer(p: Params, source: Source) -> Destination:
+    del source
+    params: dict[str, Any] = {"user": p.text("username", required=True)}
+    conns = p.objects("connection", required=True)
+    c = conns[0]
+    urls = c.texts("jdbcUrl")
+    tables = expand_tables(c.texts("table"))
+    if len(conns) > 1 or len(tables) != 1 or len(urls) != 1:
+        raise p.fail("connection", "DataX spreads the rows over several tables or connections; a wormhole "
+                                   "destination writes one table: give one jdbcUrl and one table")
+    server = parse_jdbc_url(urls[0], c, "jdbcUrl")
+    c.report_rest()
+    table = plain_name(tables[0]) or tables[0]
+    params.update(host=server.host, port=server.port, database=server.database, table=table)
+    columns = p.texts("column")
+    if columns and columns != ["*"]:
+        names = [plain_name(col) for col in columns]
+        if None in names:
+            raise p.fail("column", "mysqlwriter columns must be column names")
+        params["columns"] = names
+    params["write_mode"] = _write_mode(p)
+    for key, target in (("preSql", "pre_sql"), ("postSql", "post_sql")):
+        statements = [s.replace("@table", table) for s in p.texts(key)]  # DataX's table placeholder
+        if statements:
+            params[target] = statements
+    batch = p.integer("batchSize")
+    if batch is not None and batch > 0:
+        params["batch_size"] = batch
+    has_password = p.has("password")
+    p.get("password")  # reported with its variable name once the destination id is known
+    p.report_rest({"session": "session statements are not run: wormhole's mysql destination sets its own "
+                              "session (strict SQL mode)",
+                   "batchByteSize": "wormhole batches by rows only (batchSize)"})
+    return Destination("mysql", params, f"mysql_{server.database}_{table}", p if has_password else None)
+
+
+def _write_mode(p: Params) -> str:
+    mode = (p.text("writeMode") or "insert").strip().lower()
+    for prefix, wormhole_mode in _WRITE_MODES.items():
+        if mode.startswith(prefix):
+            if prefix == "ignore":
+                p.note("writeMode", "INSERT IGNORE has no equivalent: write_mode insert rejects a row with a "
+                                    "duplicate key to the dirty-record file instead of skipping it")
+            return wormhole_mode
+    raise p.fail("writeMode", f"{mode!r} is not insert, replace, update or ignore")
+
+
+def txtfile_writer(p: Params, source: Source) -> Destination:
+    path = p.text("path", required=True)
+    assert path is not None
+    params: dict[str, Any] = {"path": path, "format": "csv"}
+    mode = (p.text("writeMode") or "").strip()
+    if mode == "truncate":
+        params["mode"] = "overwrite"
+        p.note("writeMode", "truncate: mode overwrite replaces the directory at commit when it is missing, empty "
+                            "or a previous wormhole output; a directory holding other files fails the "
+                            "destination instead of losing only its fileName* files")
+    elif mode in ("append", "nonConflict"):
+        params["mode"] = "append"
+        if mode == "nonConflict":
+            p.note("writeMode", "nonConflict: written as mode append (existing files are kept, this run's "
+                                "parts are added); wormhole does not fail when the directory holds files")
+    else:
+        raise p.fail("writeMode", f"{mode!r} is not truncate, append or nonConflict")
+    _text_format(p, params)
+    _header(p, params, source)
+    p.report_rest(_TXT_REASONS)
+    return Destination("file", params, f"file_{os.path.basename(path.rstrip('/')) or 'out'}")
+
+
+_TXT_REASONS = {
+    "fileName": "wormhole names its part files itself (part-*.csv in the directory, _SUCCESS when committed)",
+    "dateFormat": "dates are written as ISO text (2024-01-31, 2024-01-31 12:00:00)",
+    "compress": "wormhole writes uncompressed csv",
+    "suffix": "part files end in .csv",
+}
+
+
+def _text_format(p: Params, params: dict[str, Any]) -> None:
+    params["delimiter"] = p.get("fieldDelimiter", ",")
+    null = p.get("nullFormat", "\\N")  # DataX writes NULL as \N unless told otherwise
+    if not isinstance(null, str) or not isinstance(params["delimiter"], str):
+        raise p.fail("nullFormat", "fieldDelimiter and nullFormat must be strings")
+    params["null"] = null
+    fmt = (p.text("fileFormat") or "text").lower()
+    if fmt == "text":
+        p.note("fileFormat", "text is written as csv: a field holding the delimiter, a double quote or a line "
+                             "break is quoted (DataX's text format writes it as is)")
+    elif fmt != "csv":
+        raise p.fail("fileFormat", f"{fmt!r} is not csv or text")
+    encoding = p.text("encoding")
+    if encoding is not None and encoding.replace("-", "").lower() != "utf8":
+        p.note("encoding", f"{encoding}: wormhole writes UTF-8")
+
+
+def _header(p: Params, params: dict[str, Any], source: Source) -> None:
+    header = p.texts("header")
+    params["header"] = bool(header)
+    if header and (source.columns is None or list(source.columns) != header):
+        known = f" ({', '.join(source.columns)})" if source.columns else ""
+        p.note("header", f"wormhole writes the source's column names{known} as the header line, not these names")
+
+
+def stream_writer(p: Params, source: Source) -> Destination:
+    del source
+    if p.get("print", True) is not False:
+        p.note("print", "rows are not printed: wormhole's stream destination discards them")
+    p.report_rest()
+    return Destination("stream", {}, "stream")
+
+
+WRITERS = {"mysqlwriter": mysql_writer, "txtfilewriter": txtfile_writer, "streamwriter": stream_writer}
