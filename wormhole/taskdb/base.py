@@ -86,7 +86,8 @@ class TaskStore(Protocol):
     def claim(self, task_id: int, claimed_by: str) -> bool: ...
     def adopt(self, task_id: int, claimed_by: str) -> bool: ...
     def pending(self, limit: int) -> builtins.list[int]: ...
-    def release(self, task_id: int, claimed_by: str, *, exit_code: int, error: str) -> str | None: ...
+    def release(self, task_id: int, claimed_by: str, *, exit_code: int, error: str,
+                run_status: str = "failed") -> str | None: ...
     def register_daemon(self, host: str, pid: int) -> int: ...
     def heartbeat(self, daemon_id: int, *, running_tasks: int, status: str) -> None: ...
     def start_run(self, task_id: int, claimed_by: str) -> int: ...
@@ -309,11 +310,13 @@ class SqlTaskStore(ABC):
                         ("pending", limit))
         return [int(row[0]) for row in res.rows]
 
-    def release(self, task_id: int, claimed_by: str, *, exit_code: int, error: str) -> str | None:
+    def release(self, task_id: int, claimed_by: str, *, exit_code: int, error: str,
+                run_status: str = "failed") -> str | None:
         """Settle a claim whose process ended without recording the task; the task's new status or None.
 
         No run started under the claim: the task was never run, so it is pending again. A run started:
-        it and the task are failed with ``error``. A task no longer running under the claim is left alone.
+        the task is failed and the run ends ``run_status``, both with ``error``. A task no longer running
+        under the claim is left alone.
         """
         now = format_ts(utcnow())
         with self._atomic(f"release the claim of task {task_id}"):
@@ -330,7 +333,7 @@ class SqlTaskStore(ABC):
                                 ("failed", now, error, task_id, "running", claimed_by))
             self._execute(f"UPDATE {RUN_TABLE} SET status = ?, finished_at = ?, exit_code = ?, error = ?"
                           " WHERE task_id = ? AND claimed_by = ? AND status = ?",
-                          ("failed", now, exit_code, error, task_id, claimed_by, "running"))
+                          (run_status, now, exit_code, error, task_id, claimed_by, "running"))
             return "failed" if res.rowcount == 1 else None
 
     def register_daemon(self, host: str, pid: int) -> int:
