@@ -239,6 +239,7 @@ class Daemon:
             self.unsettled[task_id] = Unsettled(token, -1, f"cannot start the task's process: {exc}", "failed")
             return False
         self.children[task_id] = Child(task_id, token, proc)
+        self.log.info("daemon.task_started", task_id=task_id, pid=proc.pid, running=len(self.children))
         return True
 
     def _child_env(self) -> dict[str, str]:
