@@ -215,7 +215,9 @@ class Daemon:
         free = self.o.max_tasks - len(self.children)
         # A few more candidates than slots: other daemons may win some of them.
         for task_id in store.pending(free + 8):
-            if free == 0 or task_id in self.children:
+            if free == 0:
+                break
+            if task_id in self.children:
                 continue
             token = f"{self.host}:{os.getpid()}/daemon-{self.daemon_id}/{next(self._claims)}"
             # Noted before the claim: an answer lost on the wire leaves a claim to settle, not a stuck task.

@@ -22,6 +22,7 @@ import pymysql
 import pytest
 
 from tests.conftest import MYSQL_URL, Workspace, make_workspace, wormhole_command
+from wormhole.taskdb import open_store
 
 pytestmark = pytest.mark.e2e
 
@@ -243,6 +244,24 @@ def test_a_task_whose_process_dies_is_settled(ws: Workspace, daemons: list[Daemo
     (released,) = daemon.events("daemon.claim_released")
     assert (released["task_id"], released["status"], released["exit_code"]) == (victim, "failed", -9)
     assert daemon.stop()[0] == 0
+
+
+def test_the_claim_hand_over(ws: Workspace) -> None:
+    """--claimed-by runs only a task running under that very claim; a plain --task-id still refuses it."""
+    (task_id,) = TaskDb(ws).insert([("handed", task_spec("handed"), None)])
+    with open_store(ws.task_db.replace("///", f"///{ws.root}/")) as store:
+        assert store.claim(task_id, "host:1/daemon-1/1")
+    plain = ws.run("--task-id", str(task_id))
+    assert plain.returncode == 205 and "task.claim_refused" in plain.stderr
+    wrong = ws.run("--task-id", str(task_id), "--claimed-by", "host:1/daemon-1/2")
+    assert wrong.returncode == 205 and "running under the claim host:1/daemon-1/2" in wrong.stderr
+    assert ws.run("--claimed-by", "host:1/daemon-1/1").returncode == 2
+    right = ws.run("--task-id", str(task_id), "--claimed-by", "host:1/daemon-1/1")
+    assert right.returncode == 0, right.stderr[-2000:]
+    task = ws.show(task_id)
+    assert (task["status"], task["attempts"], task["claimed_by"]) == ("success", 1, "host:1/daemon-1/1")
+    assert [(r["status"], r["claimed_by"]) for r in task["runs"]] == [("success", "host:1/daemon-1/1")]
+    assert jsonl_rows(ws.root / "out" / "handed") == 2000
 
 
 # -- MariaDB task database ----------------------------------------------------------------------------
