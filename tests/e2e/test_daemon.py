@@ -113,10 +113,10 @@ class Daemon:
     def tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
-    def stop(self, timeout: float = 60) -> tuple[int, float]:
-        """SIGTERM; (exit code, seconds it took)."""
+    def stop(self, timeout: float = 60, sig: signal.Signals = signal.SIGTERM) -> tuple[int, float]:
+        """Send ``sig``; (exit code, seconds until the daemon exited)."""
         sent = time.monotonic()
-        self.proc.send_signal(signal.SIGTERM)
+        self.proc.send_signal(sig)
         code = self.proc.wait(timeout=timeout)
         return code, time.monotonic() - sent
 
@@ -198,10 +198,11 @@ def test_ten_tasks_three_at_a_time_by_priority(ws: Workspace, daemons: list[Daem
     assert daemon.events("daemon.stopping") and daemon.events("daemon.stopped")
 
 
-def test_sigterm_lets_tasks_finish_within_the_grace_then_interrupts_them(ws: Workspace,
-                                                                        daemons: list[Daemon]) -> None:
-    """SIGTERM: no more claims; a task that ends within --grace-s succeeds, one that does not is sent
-    SIGTERM (rolled back, run 'interrupted'); the daemon exits 0 soon after the grace period."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_lets_tasks_finish_within_the_grace_then_interrupts_them(ws: Workspace, daemons: list[Daemon],
+                                                                         sig: signal.Signals) -> None:
+    """SIGTERM or SIGINT: no more claims; a task that ends within --grace-s succeeds, one that does not is
+    sent SIGTERM (rolled back, run 'interrupted'); the daemon exits 0 soon after the grace period."""
     db = TaskDb(ws)
     daemon = Daemon(ws, "--max-tasks", "2", "--grace-s", "5", *FAST)
     daemons.append(daemon)
@@ -210,7 +211,7 @@ def test_sigterm_lets_tasks_finish_within_the_grace_then_interrupts_them(ws: Wor
                                       ("queued", task_spec("queued"), 0)])
     wait_for(lambda: len(db.query("SELECT id FROM wormhole_task_run WHERE status = 'running'")) == 2, 30,
              "both runs to start")
-    code, took = daemon.stop()
+    code, took = daemon.stop(sig=sig)
     assert code == 0, daemon.tail()
     assert 4.5 < took < 5 + 15, took  # waited for the grace period, then not much longer
     assert db.statuses() == {short: "success", long_: "failed", queued: "pending"}
@@ -220,7 +221,7 @@ def test_sigterm_lets_tasks_finish_within_the_grace_then_interrupts_them(ws: Wor
     assert not (ws.root / "out" / "long").exists()  # rolled back
     assert jsonl_rows(ws.root / "out" / "short") == 2000
     stopping = daemon.events("daemon.stopping")
-    assert stopping[0]["signal"] == "SIGTERM" and stopping[0]["running"] == [short, long_]
+    assert stopping[0]["signal"] == sig.name and stopping[0]["running"] == [short, long_]
     (signalled,) = daemon.events("daemon.signalling_tasks")
     assert (signalled["signal"], signalled["task_ids"]) == ("SIGTERM", [long_])
     assert [e["task_id"] for e in daemon.events("daemon.claimed")] == [short, long_]
@@ -282,6 +283,7 @@ def test_two_daemons_never_run_a_task_twice(tmp_path: Path, mysql_db: str, daemo
         assert jsonl_rows(ws.root / "out" / f"m{n}") == 500 + n
     claimed = [[e["task_id"] for e in d.events("daemon.claimed")] for d in daemons]
     assert sorted(claimed[0] + claimed[1]) == ids  # each task claimed by exactly one daemon
+    assert all(claimed)  # both took work from the one queue
     assert sorted(r[0] for r in db.query("SELECT status FROM wormhole_daemon")) == ["running", "running"]
     assert [d.stop()[0] for d in daemons] == [0, 0]
 
