@@ -7,7 +7,10 @@ two fixtures:
     the URL of a fresh, *uninitialised* task database of that backend;
 ``raw_insert``
     a callable that runs one ``INSERT`` on its own plain connection (not the code under test, the way
-    an upstream system writes tasks) and returns the new row id.
+    an upstream system writes tasks) and returns the new row id;
+``legacy_schema``
+    a callable that creates, on its own plain connection, the tables as the first release's
+    ``db init`` made them (no ``priority`` column, no ``wormhole_daemon`` table).
 
 The contract's ``store`` fixture opens ``store_url`` and runs ``init_schema`` on it.
 """
@@ -30,6 +33,7 @@ UPSTREAM_INSERT = (
 )
 
 RawInsert = Callable[[str], int]
+LegacySchema = Callable[[], None]
 
 
 def utcnow() -> datetime:
@@ -299,3 +303,73 @@ class TaskStoreContract:
     def test_retry_unknown_task_is_false(self, store: TaskStore) -> None:
         assert store.retry(999) is False
         assert store.retry(999, force=True) is False
+
+    # -- upgrade of an older database, priorities, the daemon's hand-over ------------------------------
+
+    def test_db_init_upgrades_a_database_of_the_first_release(self, store_url: str, legacy_schema: LegacySchema,
+                                                              raw_insert: RawInsert) -> None:
+        legacy_schema()
+        old = raw_insert(UPSTREAM_INSERT)
+        with open_store(store_url, create=True) as s:
+            with pytest.raises(TaskDbError, match=r"older version: run `wormhole db init`"):
+                s.pending(10)
+            s.init_schema()
+            s.init_schema()  # idempotent on the upgraded database too
+            rec = s.get(old)
+            assert rec is not None and (rec.name, rec.status, rec.priority) == ("orders", "pending", 0)
+            new = raw_insert(UPSTREAM_INSERT)  # the upstream INSERT without a priority still works
+            urgent = raw_insert(UPSTREAM_INSERT.replace("(name, spec)", "(name, spec, priority)")
+                                .replace("[]}')", "[]}', 9)"))
+            assert s.pending(10) == [urgent, old, new]
+            assert s.register_daemon("host", 1) >= 1
+
+    def test_pending_is_priority_then_creation_order(self, store: TaskStore) -> None:
+        low = store.submit("low", SPEC)
+        high = store.submit("high", SPEC, priority=5)
+        low2 = store.submit("low2", SPEC)
+        high2 = store.submit("high2", SPEC, priority=5)
+        negative = store.submit("later", SPEC, priority=-1)
+        claimed = store.submit("claimed", SPEC, priority=99)
+        assert store.claim(claimed, "someone")
+        assert store.pending(10) == [high, high2, low, low2, negative]
+        assert store.pending(2) == [high, high2]
+        rec = store.get(high)
+        assert rec is not None and rec.priority == 5
+
+    def test_adopt_takes_over_only_its_own_claim(self, store: TaskStore) -> None:
+        task_id = store.submit("t", SPEC)
+        assert store.adopt(task_id, "daemon#1") is False  # pending: nothing to adopt
+        assert store.claim(task_id, "daemon#1")
+        assert store.adopt(task_id, "daemon#2") is False
+        assert store.adopt(task_id, "daemon#1") is True
+        rec = store.get(task_id)
+        assert rec is not None and (rec.status, rec.claimed_by, rec.attempts) == ("running", "daemon#1", 1)
+
+    def test_release_requeues_a_claim_never_run_and_fails_a_started_one(self, store: TaskStore) -> None:
+        task_id = store.submit("t", SPEC)
+        assert store.claim(task_id, "d#1")
+        assert store.release(task_id, "d#1", exit_code=203, error="child died") == "pending"
+        rec = store.get(task_id)
+        assert rec is not None and (rec.status, rec.attempts, rec.claimed_by, rec.started_at) == (
+            "pending", 0, None, None)
+        assert store.runs(task_id) == []
+
+        assert store.claim(task_id, "d#2")
+        run_id = store.start_run(task_id, "d#2")
+        assert store.release(task_id, "d#9", exit_code=-9, error="not mine") is None
+        assert store.release(task_id, "d#2", exit_code=-9, error="killed by SIGKILL") == "failed"
+        rec = store.get(task_id)
+        assert rec is not None and (rec.status, rec.error, rec.attempts) == ("failed", "killed by SIGKILL", 1)
+        (run,) = store.runs(task_id)
+        assert (run.id, run.status, run.exit_code, run.error) == (run_id, "failed", -9, "killed by SIGKILL")
+        assert near_now(run.finished_at)
+        assert store.release(task_id, "d#2", exit_code=0, error="again") is None  # settled once
+
+    def test_release_leaves_a_recorded_task_alone(self, store: TaskStore) -> None:
+        task_id = store.submit("t", SPEC)
+        assert store.claim(task_id, "d#1")
+        run_id = store.start_run(task_id, "d#1")
+        store.finish(task_id, run_id, status="success", run_status="success", exit_code=0, result="{}", error=None)
+        before = store.get(task_id)
+        assert store.release(task_id, "d#1", exit_code=0, error="x") is None
+        assert store.get(task_id) == before

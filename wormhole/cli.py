@@ -75,6 +75,8 @@ def global_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--task-id", type=int, help="Run this task from the task database, then exit with its status.")
+@click.option("--claimed-by", metavar="TOKEN", hidden=True,
+              help="Run a task already claimed under TOKEN (how `wormhole daemon` hands a task to its child).")
 @click.option("--task-db", envvar="WORMHOLE_TASK_DB", metavar="URL",
               help="sqlite:///path or mysql://user:pass@host:port/db (default sqlite:///var/wormhole.db; "
                    "env WORMHOLE_TASK_DB).")
@@ -86,8 +88,8 @@ def global_options(command: Callable[..., Any]) -> Callable[..., Any]:
               envvar="WORMHOLE_LOG_LEVEL", show_default=True)
 @click.version_option(__version__, prog_name="wormhole")
 @click.pass_context
-def cli(ctx: click.Context, task_id: int | None, task_db: str | None, conf_dir: str | None, log_format: str,
-        log_level: str) -> None:
+def cli(ctx: click.Context, task_id: int | None, claimed_by: str | None, task_db: str | None, conf_dir: str | None,
+        log_format: str, log_level: str) -> None:
     """wormhole: read a source once and write it to many destinations, each committed or rolled back on its own.
 
     Run a task from the task database: wormhole --task-id N; from a file in one step: wormhole run FILE
@@ -98,14 +100,17 @@ def cli(ctx: click.Context, task_id: int | None, task_db: str | None, conf_dir: 
         if task_id is not None:
             raise click.UsageError("--task-id runs a task; it does not go with a subcommand")
         return
+    if claimed_by is not None and task_id is None:
+        raise click.UsageError("--claimed-by goes with --task-id")
     if task_id is None:
         click.echo(ctx.get_help())
         ctx.exit(2)
-    ctx.exit(run_task(task_id, task_db, conf_dir))
+    ctx.exit(run_task(task_id, task_db, conf_dir, adopt=claimed_by))
 
 
-def run_task(task_id: int, task_db: str | None, conf_dir: str | None) -> int:
-    """Claim and run one task; return the exit code. Every outcome is written to the task row."""
+def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: str | None = None) -> int:
+    """Claim (or, with ``adopt``, take over the claim made under that token) and run one task; return
+    the exit code. Every outcome is written to the task row."""
     logger = log.get_logger(task_id=task_id)
     try:
         conf = EngineConf.load(conf_dir)
@@ -117,7 +122,7 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None) -> int:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
         return exc.exit_code
     try:
-        return _claim_and_run(store, conf, task_id, logger)
+        return _claim_and_run(store, conf, task_id, logger, adopt)
     except WormholeError as exc:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
         return exc.exit_code
@@ -125,18 +130,19 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None) -> int:
         store.close()
 
 
-def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any) -> int:
+def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any, adopt: str | None) -> int:
     record = store.get(task_id)
     if record is None:
         logger.error("task.not_found", error=f"no task with id {task_id} in {store.url}", error_code="TASK_NOT_FOUND")
         return EXIT_BAD_TASK
-    claimed_by = f"{socket.gethostname()}:{os.getpid()}"
-    if not store.claim(task_id, claimed_by):
+    claimed_by = adopt or f"{socket.gethostname()}:{os.getpid()}"
+    if not (store.adopt(task_id, adopt) if adopt else store.claim(task_id, claimed_by)):
         current = store.get(task_id)
         status = current.status if current else "gone"
         owner = current.claimed_by if current else None
+        wanted = f"running under the claim {adopt}" if adopt else "pending"
         logger.error("task.claim_refused", status=status, claimed_by=owner, error_code="TASK_CLAIMED",
-                     error=f"task {task_id} is {status} (claimed by {owner}); only a pending task can be run. "
+                     error=f"task {task_id} is {status} (claimed by {owner}); only a task {wanted} can be run. "
                            f"`wormhole task retry {task_id}` makes a failed or partial task pending again")
         return EXIT_CLAIMED
     run_id = store.start_run(task_id, claimed_by)
@@ -244,9 +250,9 @@ def _read_spec(path: str) -> tuple[str, TaskSpec]:
     return data.decode("utf-8").removeprefix("\ufeff"), spec
 
 
-def _submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskSpec) -> int:
+def _submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskSpec, priority: int = 0) -> int:
     try:
-        return store.submit(name or spec.name or Path(file).stem, text)
+        return store.submit(name or spec.name or Path(file).stem, text, priority)
     except WormholeError as exc:
         _fail(exc)
 
@@ -257,14 +263,16 @@ NAME_OPTION = click.option("--name", help="Task name (default: the spec's name, 
 @task.command("submit")
 @click.argument("file", type=click.Path(dir_okay=False))
 @NAME_OPTION
+@click.option("--priority", type=click.IntRange(-(2**31), 2**31 - 1), default=0, show_default=True,
+              help="Higher runs first under `wormhole daemon`.")
 @global_options
 @click.pass_context
-def task_submit(ctx: click.Context, file: str, name: str | None) -> None:
+def task_submit(ctx: click.Context, file: str, name: str | None, priority: int) -> None:
     """Validate a task JSON file and insert it as a pending task; prints the new task id."""
     text, spec = _read_spec(file)
     store = _store(ctx)
     try:
-        task_id = _submit(store, file, name, text, spec)
+        task_id = _submit(store, file, name, text, spec, priority)
     finally:
         store.close()
     click.echo(task_id)
@@ -305,7 +313,8 @@ def task_show(ctx: click.Context, task_id: int) -> None:
     finally:
         store.close()
     doc = {
-        "id": record.id, "name": record.name, "status": record.status, "attempts": record.attempts,
+        "id": record.id, "name": record.name, "status": record.status, "priority": record.priority,
+        "attempts": record.attempts,
         "created_at": record.created_at, "started_at": record.started_at, "finished_at": record.finished_at,
         "claimed_by": record.claimed_by, "error": record.error, "spec": _loads_redacted(record.spec),
         "result": _loads_redacted(record.result),
@@ -448,6 +457,27 @@ def _read_json(path: str) -> Any:
         _fail(ConfigError(f"cannot read the DataX job {path}: {exc.strerror}"))
     except InvalidTaskConfig as exc:
         _fail(ConfigError(f"{path} is not a JSON document: {'; '.join(exc.problems)}"))
+
+
+@cli.command("daemon")
+@click.option("--max-tasks", type=click.IntRange(1, 1000), default=4, show_default=True,
+              help="Tasks run at once, each in its own `wormhole --task-id N` process.")
+@click.option("--poll-s", type=click.FloatRange(0.05, 3600), default=2.0, show_default=True,
+              help="Seconds between looks for pending tasks.")
+@click.option("--grace-s", type=click.FloatRange(0, 86_400), default=60.0, show_default=True,
+              help="On SIGTERM/SIGINT, how long running tasks may go on before they are sent SIGTERM.")
+@click.option("--heartbeat-s", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
+              help="Seconds between updates of this daemon's row in wormhole_daemon.")
+@global_options
+@click.pass_context
+def daemon(ctx: click.Context, max_tasks: int, poll_s: float, grace_s: float, heartbeat_s: float) -> None:
+    """Claim pending tasks (highest priority, then oldest) and run them until SIGTERM or SIGINT."""
+    from wormhole.daemon import Daemon, DaemonOptions
+
+    st = ctx.obj
+    ctx.exit(Daemon(DaemonOptions(task_db=st.task_db, conf_dir=st.conf_dir, log_format=st.log_format,
+                                  log_level=st.log_level, max_tasks=max_tasks, poll_s=poll_s, grace_s=grace_s,
+                                  heartbeat_s=heartbeat_s)).run())
 
 
 @cli.command("plugins")

@@ -59,7 +59,9 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(stream),
+        # One write per line (print() writes the newline apart): the daemon's task processes share
+        # its stream, and another process's line must never land between a line and its newline.
+        logger_factory=structlog.WriteLoggerFactory(stream),
         cache_logger_on_first_use=False,
     )
 

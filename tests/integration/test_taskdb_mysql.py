@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import pymysql
 import pytest
 
-from tests.taskdb_contract import SPEC, RawInsert, TaskStoreContract, near_now
+from tests.taskdb_contract import SPEC, LegacySchema, RawInsert, TaskStoreContract, near_now
 from wormhole.errors import TaskDbError
 from wormhole.taskdb import TaskStore, open_store
 
@@ -68,6 +68,22 @@ def mysql_url(server_url: str) -> Iterator[str]:
         conn.close()
 
 
+# The tables as the first release's `db init` created them (no priority, no wormhole_daemon).
+LEGACY_MYSQL_DDL = (
+    """CREATE TABLE wormhole_task (
+    id BIGINT NOT NULL AUTO_INCREMENT, name VARCHAR(255) NOT NULL DEFAULT '', spec LONGTEXT NOT NULL,
+    status VARCHAR(16) NOT NULL DEFAULT 'pending', attempts INT NOT NULL DEFAULT 0,
+    created_at TIMESTAMP(3) NULL DEFAULT CURRENT_TIMESTAMP(3), started_at DATETIME(3) NULL,
+    finished_at DATETIME(3) NULL, claimed_by VARCHAR(255) NULL, result LONGTEXT NULL, error TEXT NULL,
+    PRIMARY KEY (id), KEY ix_wormhole_task_status (status)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
+    """CREATE TABLE wormhole_task_run (
+    id BIGINT NOT NULL AUTO_INCREMENT, task_id BIGINT NOT NULL, status VARCHAR(16) NOT NULL DEFAULT 'running',
+    claimed_by VARCHAR(255) NULL, started_at DATETIME(3) NULL, finished_at DATETIME(3) NULL, exit_code INT NULL,
+    result LONGTEXT NULL, error TEXT NULL, PRIMARY KEY (id), KEY ix_wormhole_task_run_task_id (task_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
+)
+
+
 def db_name(url: str) -> str:
     return urlsplit(url).path.lstrip("/")
 
@@ -97,6 +113,19 @@ class TestMySqlStore(TaskStoreContract):
 
         yield insert
 
+    @pytest.fixture
+    def legacy_schema(self, server_url: str, mysql_url: str) -> LegacySchema:
+        def create() -> None:
+            conn = admin(server_url, db_name(mysql_url))
+            try:
+                with conn.cursor() as cur:
+                    for statement in LEGACY_MYSQL_DDL:
+                        cur.execute(statement)
+            finally:
+                conn.close()
+
+        return create
+
     def test_schema_is_innodb_utf8mb4_with_millisecond_stamps(self, store: TaskStore, server_url: str,
                                                                 mysql_url: str) -> None:
         store.init_schema()  # a second time: still all there
@@ -112,7 +141,7 @@ class TestMySqlStore(TaskStoreContract):
                 stamps = {row[0]: (row[1], row[2]) for row in cur.fetchall()}
         finally:
             conn.close()
-        assert [t[0] for t in tables] == ["wormhole_task", "wormhole_task_run"]
+        assert [t[0] for t in tables] == ["wormhole_daemon", "wormhole_task", "wormhole_task_run"]
         assert all(t[1] == "InnoDB" and t[2].startswith("utf8mb4") for t in tables)
         assert stamps == {"created_at": ("timestamp", 3), "started_at": ("datetime", 3),
                           "finished_at": ("datetime", 3)}

@@ -12,9 +12,23 @@ from typing import Any
 import pymysql
 import pytest
 
-from tests.taskdb_contract import RawInsert, TaskStoreContract, near_now, task_in, utcnow
+from tests.taskdb_contract import LegacySchema, RawInsert, TaskStoreContract, near_now, task_in, utcnow
 from wormhole.errors import TaskDbError
 from wormhole.taskdb import DEFAULT_TASK_DB_URL, TaskStore, open_store, redact_url
+
+# The tables as the first release's `db init` created them (no priority, no wormhole_daemon).
+LEGACY_SQLITE_DDL = """
+CREATE TABLE wormhole_task (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, name VARCHAR(255) NOT NULL DEFAULT '', spec TEXT NOT NULL,
+    status VARCHAR(16) NOT NULL DEFAULT 'pending', attempts INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), started_at TEXT, finished_at TEXT,
+    claimed_by VARCHAR(255), result TEXT, error TEXT);
+CREATE INDEX ix_wormhole_task_status ON wormhole_task (status);
+CREATE TABLE wormhole_task_run (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, task_id INTEGER NOT NULL, status VARCHAR(16) NOT NULL DEFAULT 'running',
+    claimed_by VARCHAR(255), started_at TEXT, finished_at TEXT, exit_code INTEGER, result TEXT, error TEXT);
+CREATE INDEX ix_wormhole_task_run_task_id ON wormhole_task_run (task_id);
+"""
 
 TS_TEXT = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$")
 
@@ -48,6 +62,17 @@ class TestSqliteStore(TaskStoreContract):
 
         yield insert
 
+    @pytest.fixture
+    def legacy_schema(self, db_path: Path) -> LegacySchema:
+        def create() -> None:
+            raw = sqlite3.connect(db_path)
+            try:
+                raw.executescript(LEGACY_SQLITE_DDL)
+            finally:
+                raw.close()
+
+        return create
+
     def test_schema_has_its_tables_indexes_and_wal(self, store: TaskStore, db_path: Path) -> None:
         store.init_schema()  # a second time: still all there
         raw = sqlite3.connect(db_path)
@@ -57,7 +82,7 @@ class TestSqliteStore(TaskStoreContract):
             assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         finally:
             raw.close()
-        assert {"wormhole_task", "wormhole_task_run"} <= tables
+        assert {"wormhole_task", "wormhole_task_run", "wormhole_daemon"} <= tables
         assert {"ix_wormhole_task_status", "ix_wormhole_task_run_task_id"} <= indexes
 
     def test_unreadable_upstream_row_is_a_task_db_error(self, store: TaskStore, raw_insert: RawInsert) -> None:

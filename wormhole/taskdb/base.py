@@ -16,7 +16,15 @@ from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
 from wormhole.errors import TaskDbError
-from wormhole.taskdb.schema import CLAIMED_BY_MAX, ERROR_MAX, NAME_MAX, RUN_TABLE, STATUS_MAX, TASK_TABLE
+from wormhole.taskdb.schema import (
+    CLAIMED_BY_MAX,
+    DAEMON_TABLE,
+    ERROR_MAX,
+    NAME_MAX,
+    RUN_TABLE,
+    STATUS_MAX,
+    TASK_TABLE,
+)
 
 _R = TypeVar("_R")
 
@@ -27,7 +35,7 @@ _RETRYABLE = ("failed", "partial")
 _RETRYABLE_FORCED = ("failed", "partial", "running", "success")
 
 _TASK_COLUMNS = (
-    "id, name, spec, status, attempts, created_at, started_at, finished_at, claimed_by, result, error"
+    "id, name, spec, status, attempts, created_at, started_at, finished_at, claimed_by, result, error, priority"
 )
 _RUN_COLUMNS = "id, task_id, status, claimed_by, started_at, finished_at, exit_code, result, error"
 
@@ -47,6 +55,7 @@ class TaskRecord:
     claimed_by: str | None
     result: str | None
     error: str | None
+    priority: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,10 +80,16 @@ class TaskStore(Protocol):
     url: str  # redacted: safe for messages and logs
 
     def init_schema(self) -> None: ...
-    def submit(self, name: str, spec: str) -> int: ...
+    def submit(self, name: str, spec: str, priority: int = 0) -> int: ...
     def get(self, task_id: int) -> TaskRecord | None: ...
     def list(self, status: str | None = None, limit: int = 100) -> builtins.list[TaskRecord]: ...
     def claim(self, task_id: int, claimed_by: str) -> bool: ...
+    def adopt(self, task_id: int, claimed_by: str) -> bool: ...
+    def pending(self, limit: int) -> builtins.list[int]: ...
+    def release(self, task_id: int, claimed_by: str, *, exit_code: int, error: str,
+                run_status: str = "failed") -> str | None: ...
+    def register_daemon(self, host: str, pid: int) -> int: ...
+    def heartbeat(self, daemon_id: int, *, running_tasks: int, status: str) -> None: ...
     def start_run(self, task_id: int, claimed_by: str) -> int: ...
     def finish(self, task_id: int, run_id: int, *, status: str, run_status: str, exit_code: int,
                result: str | None, error: str | None) -> None: ...
@@ -143,6 +158,7 @@ class SqlTaskStore(ABC):
     # The driver's base exception class(es): these, and only these, become TaskDbError.
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     ddl: ClassVar[tuple[str, ...]] = ()
+    added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = ()
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -173,11 +189,21 @@ class SqlTaskStore(ABC):
     @abstractmethod
     def _close_connection(self) -> None: ...
 
+    @abstractmethod
+    def _columns(self, table: str) -> set[str]:
+        """The column names ``table`` has now (lower case)."""
+
+    @abstractmethod
+    def _is_missing_column(self, exc: BaseException) -> bool: ...
+
     # -- plumbing -----------------------------------------------------------------------------------
 
     def _error(self, exc: BaseException, doing: str) -> TaskDbError:
         if self._is_missing_table(exc):
             return TaskDbError(not_initialised_message(self.url), url=self.url)
+        if self._is_missing_column(exc):
+            return TaskDbError(f"task database {self.url} was created by an older version: run `wormhole db init` "
+                               f"to add the missing columns ({exc})", url=self.url)
         return TaskDbError(f"task database {self.url}: cannot {doing}: {exc}", url=self.url)
 
     @contextmanager
@@ -220,13 +246,18 @@ class SqlTaskStore(ABC):
     # -- the store ----------------------------------------------------------------------------------
 
     def init_schema(self) -> None:
+        """Create what is missing, tables and (on a database from an older version) columns."""
         for statement in self.ddl:
             self._run("create the schema", statement)
+        for table, column, definition in self.added_columns:
+            with self._guard(f"add the column {table}.{column}"):
+                if column not in self._columns(table):
+                    self._execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}", ())
 
-    def submit(self, name: str, spec: str) -> int:
+    def submit(self, name: str, spec: str, priority: int = 0) -> int:
         # Same shape as the upstream INSERT: the column defaults make it pending.
-        res = self._run("submit a task", f"INSERT INTO {TASK_TABLE} (name, spec) VALUES (?, ?)",
-                        (_clip(name, NAME_MAX), spec))
+        res = self._run("submit a task", f"INSERT INTO {TASK_TABLE} (name, spec, priority) VALUES (?, ?, ?)",
+                        (_clip(name, NAME_MAX), spec, priority))
         if res.lastrowid is None:
             raise TaskDbError(f"task database {self.url}: submit returned no task id", url=self.url)
         return int(res.lastrowid)
@@ -259,6 +290,66 @@ class SqlTaskStore(ABC):
             ("running", format_ts(utcnow()), _clip(claimed_by, CLAIMED_BY_MAX), task_id, "pending"),
         )
         return res.rowcount == 1
+
+    def adopt(self, task_id: int, claimed_by: str) -> bool:
+        """Take over a claim made under ``claimed_by`` (the daemon's hand-over to its child process).
+
+        Conditional like ``claim``: False when the task is no longer running under that claim.
+        """
+        res = self._run(
+            f"adopt the claim of task {task_id}",
+            f"UPDATE {TASK_TABLE} SET claimed_by = ? WHERE id = ? AND status = ? AND claimed_by = ?",
+            (claimed_by, task_id, "running", claimed_by),
+        )
+        return res.rowcount == 1
+
+    def pending(self, limit: int) -> builtins.list[int]:
+        """Ids of pending tasks in the order they should run: higher priority first, then oldest."""
+        res = self._run("look for pending tasks",
+                        f"SELECT id FROM {TASK_TABLE} WHERE status = ? ORDER BY priority DESC, id ASC LIMIT ?",
+                        ("pending", limit))
+        return [int(row[0]) for row in res.rows]
+
+    def release(self, task_id: int, claimed_by: str, *, exit_code: int, error: str,
+                run_status: str = "failed") -> str | None:
+        """Settle a claim whose process ended without recording the task; the task's new status or None.
+
+        No run started under the claim: the task was never run, so it is pending again. A run started:
+        the task is failed and the run ends ``run_status``, both with ``error``. A task no longer running
+        under the claim is left alone.
+        """
+        now = format_ts(utcnow())
+        with self._atomic(f"release the claim of task {task_id}"):
+            started = self._execute(f"SELECT id FROM {RUN_TABLE} WHERE task_id = ? AND claimed_by = ?",
+                                    (task_id, claimed_by)).rows
+            mine = "WHERE id = ? AND status = ? AND claimed_by = ?"
+            if not started:
+                res = self._execute(
+                    f"UPDATE {TASK_TABLE} SET status = ?, claimed_by = NULL, started_at = NULL,"
+                    f" attempts = attempts - 1 {mine}", ("pending", task_id, "running", claimed_by))
+                return "pending" if res.rowcount == 1 else None
+            error = _clip(error, ERROR_MAX) or ""
+            res = self._execute(f"UPDATE {TASK_TABLE} SET status = ?, finished_at = ?, error = ? {mine}",
+                                ("failed", now, error, task_id, "running", claimed_by))
+            self._execute(f"UPDATE {RUN_TABLE} SET status = ?, finished_at = ?, exit_code = ?, error = ?"
+                          " WHERE task_id = ? AND claimed_by = ? AND status = ?",
+                          (run_status, now, exit_code, error, task_id, claimed_by, "running"))
+            return "failed" if res.rowcount == 1 else None
+
+    def register_daemon(self, host: str, pid: int) -> int:
+        """Insert this daemon's heartbeat row; its id."""
+        now = format_ts(utcnow())
+        res = self._run("register the daemon",
+                        f"INSERT INTO {DAEMON_TABLE} (host, pid, started_at, heartbeat_at, running_tasks, status)"
+                        " VALUES (?, ?, ?, ?, ?, ?)", (_clip(host, CLAIMED_BY_MAX), pid, now, now, 0, "running"))
+        if res.lastrowid is None:
+            raise TaskDbError(f"task database {self.url}: register_daemon returned no id", url=self.url)
+        return int(res.lastrowid)
+
+    def heartbeat(self, daemon_id: int, *, running_tasks: int, status: str) -> None:
+        self._run("write the daemon heartbeat",
+                  f"UPDATE {DAEMON_TABLE} SET heartbeat_at = ?, running_tasks = ?, status = ? WHERE id = ?",
+                  (format_ts(utcnow()), running_tasks, status, daemon_id))
 
     def start_run(self, task_id: int, claimed_by: str) -> int:
         res = self._run(
@@ -341,7 +432,7 @@ def _task_record(row: Sequence[Any]) -> TaskRecord:
     return TaskRecord(
         id=int(row[0]), name=row[1], spec=row[2], status=row[3], attempts=int(row[4]),
         created_at=parse_ts(row[5]), started_at=parse_ts(row[6]), finished_at=parse_ts(row[7]),
-        claimed_by=row[8], result=row[9], error=row[10],
+        claimed_by=row[8], result=row[9], error=row[10], priority=int(row[11] or 0),
     )
 
 

@@ -15,7 +15,7 @@ from wormhole.errors import TaskDbError
 from wormhole.plugins.mysql.connection import CONNECT_TRANSIENT_CODES
 from wormhole.plugins.mysql.connection import error_code as _errno
 from wormhole.taskdb.base import Result, SqlTaskStore
-from wormhole.taskdb.schema import MYSQL_DDL
+from wormhole.taskdb.schema import MYSQL_ADDED_COLUMNS, MYSQL_DDL
 
 DEFAULT_PORT = 3306
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
@@ -24,6 +24,7 @@ CONNECT_ATTEMPTS = 3
 _ER_ACCESS_DENIED = 1045
 _ER_BAD_DB = 1049
 _ER_NO_SUCH_TABLE = 1146
+_ER_BAD_FIELD = 1054
 
 _T = TypeVar("_T")
 _log = structlog.get_logger(__name__)
@@ -39,6 +40,7 @@ class MysqlTaskStore(SqlTaskStore):
 
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = (pymysql.err.Error,)
     ddl: ClassVar[tuple[str, ...]] = MYSQL_DDL
+    added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = MYSQL_ADDED_COLUMNS
 
     def __init__(self, url: str, *, host: str, database: str, user: str = "root", password: str = "",
                  port: int = DEFAULT_PORT, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
@@ -117,6 +119,14 @@ class MysqlTaskStore(SqlTaskStore):
 
     def _is_missing_table(self, exc: BaseException) -> bool:
         return isinstance(exc, pymysql.err.Error) and _errno(exc) == _ER_NO_SUCH_TABLE
+
+    def _is_missing_column(self, exc: BaseException) -> bool:
+        return isinstance(exc, pymysql.err.Error) and _errno(exc) == _ER_BAD_FIELD
+
+    def _columns(self, table: str) -> set[str]:
+        rows = self._execute("SELECT column_name FROM information_schema.columns"
+                             " WHERE table_schema = DATABASE() AND table_name = ?", (table,)).rows
+        return {str(row[0]).lower() for row in rows}
 
     def _close_connection(self) -> None:
         with suppress(pymysql.err.Error):

@@ -2,13 +2,17 @@
 
 Both spellings accept the upstream contract: a plain
 ``INSERT INTO wormhole_task (name, spec) VALUES ('orders', '{...json...}')`` creates a pending task,
-the column defaults fill in everything else. All timestamps are UTC.
+the column defaults fill in everything else (``priority`` 0). All timestamps are UTC.
+
+A database created by an older ``db init`` lacks the columns added since; ``init_schema`` adds every
+column of ``*_ADDED_COLUMNS`` that is missing, so ``db init`` is also the upgrade.
 """
 
 from __future__ import annotations
 
 TASK_TABLE = "wormhole_task"
 RUN_TABLE = "wormhole_task_run"
+DAEMON_TABLE = "wormhole_daemon"
 
 # Lengths enforced by the VARCHAR/TEXT columns on MySQL; the store clips values to them so that
 # SQLite (which does not enforce lengths) keeps exactly the same data.
@@ -20,6 +24,15 @@ ERROR_MAX = 16_000
 
 UPSTREAM_INSERT_EXAMPLE = (
     "INSERT INTO wormhole_task (name, spec) VALUES ('orders', '{\"source\": {...}, \"destinations\": [...]}')"
+)
+
+# Columns added after the first release, as (table, column, definition) per dialect. Each also
+# appears in its CREATE TABLE below, so a fresh database has it from the start.
+SQLITE_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    (TASK_TABLE, "priority", "INTEGER NOT NULL DEFAULT 0"),
+)
+MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    (TASK_TABLE, "priority", "INT NOT NULL DEFAULT 0"),
 )
 
 # SQLite keeps timestamps as 'YYYY-MM-DD HH:MM:SS.fff' UTC text: strftime('now') is UTC, and the text
@@ -38,7 +51,8 @@ SQLITE_DDL: tuple[str, ...] = (
     finished_at TEXT,
     claimed_by  VARCHAR(255),
     result      TEXT,
-    error       TEXT
+    error       TEXT,
+    priority    INTEGER NOT NULL DEFAULT 0
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{TASK_TABLE}_status ON {TASK_TABLE} (status)",
     f"""CREATE TABLE IF NOT EXISTS {RUN_TABLE} (
@@ -53,6 +67,15 @@ SQLITE_DDL: tuple[str, ...] = (
     error       TEXT
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{RUN_TABLE}_task_id ON {RUN_TABLE} (task_id)",
+    f"""CREATE TABLE IF NOT EXISTS {DAEMON_TABLE} (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    host          VARCHAR(255) NOT NULL,
+    pid           INTEGER NOT NULL,
+    started_at    TEXT,
+    heartbeat_at  TEXT,
+    running_tasks INTEGER NOT NULL DEFAULT 0,
+    status        VARCHAR(16) NOT NULL DEFAULT 'running'
+)""",
 )
 
 # Indexes are declared inline: MySQL (unlike MariaDB) has no CREATE INDEX IF NOT EXISTS.
@@ -72,6 +95,7 @@ MYSQL_DDL: tuple[str, ...] = (
     claimed_by  VARCHAR(255) NULL,
     result      LONGTEXT NULL,
     error       TEXT NULL,
+    priority    INT NOT NULL DEFAULT 0,
     PRIMARY KEY (id),
     KEY ix_{TASK_TABLE}_status (status)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
@@ -87,5 +111,15 @@ MYSQL_DDL: tuple[str, ...] = (
     error       TEXT NULL,
     PRIMARY KEY (id),
     KEY ix_{RUN_TABLE}_task_id (task_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
+    f"""CREATE TABLE IF NOT EXISTS {DAEMON_TABLE} (
+    id            BIGINT NOT NULL AUTO_INCREMENT,
+    host          VARCHAR(255) NOT NULL,
+    pid           INT NOT NULL,
+    started_at    DATETIME(3) NULL,
+    heartbeat_at  DATETIME(3) NULL,
+    running_tasks INT NOT NULL DEFAULT 0,
+    status        VARCHAR(16) NOT NULL DEFAULT 'running',
+    PRIMARY KEY (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
 )

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from wormhole.errors import TaskDbError
 from wormhole.taskdb.base import Result, SqlTaskStore
-from wormhole.taskdb.schema import SQLITE_DDL
+from wormhole.taskdb.schema import SQLITE_ADDED_COLUMNS, SQLITE_DDL
 
 BUSY_TIMEOUT_S = 30.0
 MEMORY = ":memory:"
@@ -21,6 +21,7 @@ class SqliteTaskStore(SqlTaskStore):
 
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = (sqlite3.Error,)
     ddl: ClassVar[tuple[str, ...]] = SQLITE_DDL
+    added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = SQLITE_ADDED_COLUMNS
 
     def __init__(self, url: str, path: str | Path, *, create: bool = False) -> None:
         super().__init__(url)
@@ -73,6 +74,13 @@ class SqliteTaskStore(SqlTaskStore):
 
     def _is_missing_table(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)
+
+    def _is_missing_column(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError) and "no such column" in str(exc)
+
+    def _columns(self, table: str) -> set[str]:
+        # PRAGMA takes no bound parameters; table names come from the schema module, never from input.
+        return {str(row[1]).lower() for row in self._execute(f"PRAGMA table_info({table})", ()).rows}
 
     def _close_connection(self) -> None:
         with suppress(sqlite3.Error):

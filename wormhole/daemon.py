@@ -1,0 +1,309 @@
+"""``wormhole daemon``: claim pending tasks from the task database and run each in its own process.
+
+The daemon is a scheduler, not an engine: every task runs in a child ``wormhole --task-id N
+--claimed-by TOKEN`` (its own session, so a crash or a terminal's Ctrl-C stays there). The daemon
+claims a task with the store's one conditional UPDATE under a token unique to that claim, and the
+child *adopts* that claim instead of claiming again; several daemons on one task database therefore
+never run one task twice. The daemon settles every claim its child left unrecorded (a crash, a kill,
+a task database that was away when the child ended): never run, the task is pending again; started,
+it is failed (``store.release``).
+
+The loop never exits on a task database error: it logs ``daemon.taskdb_unreachable``, drops the
+connection and tries again after an exponential backoff, while it goes on watching its children.
+SIGTERM or SIGINT stops the claiming; running tasks get ``grace_s`` to finish, then SIGTERM (they roll
+back and record ``interrupted``), and the daemon exits 0 once they are gone. A second signal ends the
+grace period at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from wormhole import log
+from wormhole.config import EngineConf
+from wormhole.errors import TaskDbError, WormholeError
+from wormhole.taskdb import SqlTaskStore, open_store
+
+_T = TypeVar("_T")
+
+TICK_S = 0.1
+"""How often the loop looks at its children (a finished task frees its slot within a tick)."""
+SETTLE_BUDGET_S = 10.0
+"""On the way out, how long unsettled claims may wait for an unreachable task database."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonOptions:
+    """What ``wormhole daemon`` was started with (the CLI's options and global options)."""
+
+    task_db: str | None = None
+    conf_dir: str | None = None
+    log_format: str = "json"
+    log_level: str = "info"
+    max_tasks: int = 4
+    poll_s: float = 2.0
+    grace_s: float = 60.0
+    heartbeat_s: float = 10.0
+    kill_after_s: float = 60.0
+    """After the children were sent SIGTERM, how long they may take before SIGKILL."""
+    backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+
+
+@dataclass(slots=True)
+class Child:
+    """One running task: its claim token and its process."""
+
+    task_id: int
+    token: str
+    proc: subprocess.Popen[bytes]
+    started: float = field(default_factory=time.monotonic)
+    terminated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Unsettled:
+    """A claim to settle once the task database answers (its child ended, maybe unrecorded)."""
+
+    token: str
+    exit_code: int
+    error: str
+    run_status: str
+
+
+def exit_reason(code: int) -> str:
+    if code < 0:
+        return f"the task's process was killed by {signal.Signals(-code).name}"
+    return f"the task's process exited {code} without recording the task"
+
+
+class Daemon:
+    """Run with :meth:`run`; returns the process exit code."""
+
+    def __init__(self, options: DaemonOptions) -> None:
+        self.o = options
+        self.host = socket.gethostname()
+        self.log: Any = log.get_logger(component="daemon")
+        self.children: dict[int, Child] = {}
+        self.unsettled: dict[int, Unsettled] = {}
+        self.store: SqlTaskStore | None = None
+        self.daemon_id = 0
+        self.stop = threading.Event()
+        self.hurry = threading.Event()
+        self.signals: list[str] = []
+        self.failures = 0
+        self.db_retry_at = 0.0
+        self.next_poll = 0.0
+        self.next_beat = 0.0
+        self._claims = itertools.count(1)
+
+    # -- start and stop -----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        code = self._start()
+        if code:
+            return code
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._loop()
+            self._drain()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._close_store()
+        self.log.info("daemon.stopped", signal=self.signals[0] if self.signals else None)
+        return 0
+
+    def _start(self) -> int:
+        """Check the configuration and register; a failure here ends the daemon (nothing runs yet)."""
+        try:
+            EngineConf.load(self.o.conf_dir)  # every child would fail on a broken engine.toml
+            self.store = open_store(self.o.task_db)
+            self.daemon_id = self.store.register_daemon(self.host, os.getpid())
+        except WormholeError as exc:
+            self.log.error("daemon.not_started", error=str(exc), error_code=exc.code)
+            self._close_store()
+            return exc.exit_code
+        self.log = self.log.bind(daemon_id=self.daemon_id)
+        self.log.info("daemon.started", host=self.host, pid=os.getpid(), task_db=self.store.url,
+                      max_tasks=self.o.max_tasks, poll_s=self.o.poll_s, grace_s=self.o.grace_s)
+        return 0
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        # Only flags here: logging from a handler could deadlock on the log stream's lock.
+        self.signals.append(signal.Signals(signum).name)
+        if self.stop.is_set():
+            self.hurry.set()
+        self.stop.set()
+
+    # -- the loop -----------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            self._tend("running")
+            if self._db_ready() and len(self.children) < self.o.max_tasks and time.monotonic() >= self.next_poll:
+                self._db(self._claim_some)
+                self.next_poll = time.monotonic() + self.o.poll_s
+            self.stop.wait(TICK_S)
+
+    def _tend(self, status: str) -> None:
+        """What every tick does, running or stopping: reap children, settle claims, heartbeat."""
+        if self._reap():
+            self.next_poll = 0.0  # a slot is free: look for work now
+        if self._db_ready() and self.unsettled:
+            self._db(self._settle)
+        if self._db_ready() and time.monotonic() >= self.next_beat and self._beat(status):
+            self.next_beat = time.monotonic() + self.o.heartbeat_s
+
+    def _beat(self, status: str) -> bool:
+        def write(store: SqlTaskStore) -> bool:
+            store.heartbeat(self.daemon_id, running_tasks=len(self.children), status=status)
+            return True
+
+        return bool(self._db(write))
+
+    def _drain(self) -> None:
+        self.log.info("daemon.stopping", signal=self.signals[0] if self.signals else None,
+                      running=sorted(self.children), grace_s=self.o.grace_s)
+        self.next_beat = 0.0
+        self._wait_children(time.monotonic() + self.o.grace_s, stop_early=self.hurry)
+        if self.children:
+            self._signal_children(signal.SIGTERM)
+            self._wait_children(time.monotonic() + self.o.kill_after_s)
+        if self.children:
+            self._signal_children(signal.SIGKILL)
+            self._wait_children(time.monotonic() + 10.0)
+        deadline = time.monotonic() + SETTLE_BUDGET_S
+        while self.unsettled and time.monotonic() < deadline:
+            self._db(self._settle)  # no backoff on the way out: the budget bounds it
+            if self.unsettled:
+                time.sleep(0.5)
+        self._beat("stopped")
+        for task_id, claim in self.unsettled.items():
+            self.log.error("daemon.claim_unsettled", task_id=task_id, claimed_by=claim.token, error=claim.error)
+
+    def _wait_children(self, deadline: float, stop_early: threading.Event | None = None) -> None:
+        self.next_beat = 0.0
+        while self.children and time.monotonic() < deadline:
+            if stop_early is not None and stop_early.is_set():
+                return
+            self._tend("stopping")
+            time.sleep(TICK_S)
+
+    def _signal_children(self, sig: signal.Signals) -> None:
+        self.log.warning("daemon.signalling_tasks", signal=sig.name, task_ids=sorted(self.children))
+        for child in self.children.values():
+            child.terminated = True
+            try:
+                child.proc.send_signal(sig)
+            except ProcessLookupError:  # it ended meanwhile: reaped on the next tick
+                pass
+
+    # -- children -----------------------------------------------------------------------------------
+
+    def _claim_some(self, store: SqlTaskStore) -> None:
+        free = self.o.max_tasks - len(self.children)
+        # A few more candidates than slots: other daemons may win some of them.
+        for task_id in store.pending(free + 8):
+            if free == 0:
+                break
+            if task_id in self.children:
+                continue
+            token = f"{self.host}:{os.getpid()}/daemon-{self.daemon_id}/{next(self._claims)}"
+            # Noted before the claim: an answer lost on the wire leaves a claim to settle, not a stuck task.
+            self.unsettled[task_id] = Unsettled(token, 0, "the daemon lost track of its claim", "failed")
+            if not store.claim(task_id, token):
+                del self.unsettled[task_id]
+                continue
+            self.log.info("daemon.claimed", task_id=task_id, claimed_by=token)
+            if self._spawn(task_id, token):
+                del self.unsettled[task_id]
+                free -= 1
+
+    def _spawn(self, task_id: int, token: str) -> bool:
+        command = [sys.executable, "-m", "wormhole", "--task-id", str(task_id), "--claimed-by", token]
+        try:
+            # Own session: a Ctrl-C at the daemon's terminal reaches the daemon, which decides.
+            proc = subprocess.Popen(command, env=self._child_env(), stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+        except OSError as exc:
+            self.log.error("daemon.spawn_failed", task_id=task_id, error=str(exc))
+            self.unsettled[task_id] = Unsettled(token, -1, f"cannot start the task's process: {exc}", "failed")
+            return False
+        self.children[task_id] = Child(task_id, token, proc)
+        self.log.info("daemon.task_started", task_id=task_id, pid=proc.pid, running=len(self.children))
+        return True
+
+    def _child_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # The URL goes by environment, not argv: a password in argv shows in every `ps`.
+        for key, value in (("WORMHOLE_TASK_DB", self.o.task_db), ("WORMHOLE_CONF", self.o.conf_dir),
+                           ("WORMHOLE_LOG_FORMAT", self.o.log_format), ("WORMHOLE_LOG_LEVEL", self.o.log_level)):
+            if value is not None:
+                env[key] = value
+        return env
+
+    def _reap(self) -> bool:
+        ended = [c for c in self.children.values() if c.proc.poll() is not None]
+        for child in ended:
+            del self.children[child.task_id]
+            code = int(child.proc.returncode)
+            self.log.info("daemon.task_finished", task_id=child.task_id, exit_code=code,
+                          duration_s=round(time.monotonic() - child.started, 3),
+                          signal=signal.Signals(-code).name if code < 0 else None)
+            run_status = "interrupted" if child.terminated else "failed"
+            self.unsettled[child.task_id] = Unsettled(child.token, code, exit_reason(code), run_status)
+        return bool(ended)
+
+    def _settle(self, store: SqlTaskStore) -> None:
+        for task_id, claim in list(self.unsettled.items()):
+            if task_id in self.children:
+                continue
+            status = store.release(task_id, claim.token, exit_code=claim.exit_code, error=claim.error,
+                                   run_status=claim.run_status)
+            del self.unsettled[task_id]
+            if status is not None:
+                self.log.warning("daemon.claim_released", task_id=task_id, status=status, claimed_by=claim.token,
+                                 exit_code=claim.exit_code, error=claim.error)
+
+    # -- the task database --------------------------------------------------------------------------
+
+    def _db_ready(self) -> bool:
+        return time.monotonic() >= self.db_retry_at
+
+    def _db(self, work: Callable[[SqlTaskStore], _T]) -> _T | None:
+        """``work`` on the store, reconnecting first if needed; None (and a backoff) when it fails."""
+        try:
+            if self.store is None:
+                self.store = open_store(self.o.task_db)
+            result = work(self.store)
+        except TaskDbError as exc:
+            self._unreachable(exc)
+            return None
+        if self.failures:
+            self.log.info("daemon.taskdb_reachable", after_failures=self.failures)
+            self.failures = 0
+        return result
+
+    def _unreachable(self, exc: TaskDbError) -> None:
+        self.failures += 1
+        wait = min(self.o.max_backoff_s, self.o.backoff_s * 2 ** min(self.failures - 1, 16))
+        self.db_retry_at = time.monotonic() + wait
+        self.log.warning("daemon.taskdb_unreachable", error=str(exc), attempt=self.failures, retry_in_s=wait,
+                         running=len(self.children))
+        self._close_store()
+
+    def _close_store(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
