@@ -4,8 +4,7 @@ MySQL goes over JDBC with Debian's MariaDB Connector/J: one partition per split 
 shard and table its own relation, unioned by name; writes are Spark's batched JDBC inserts, one
 transaction per partition, so a retried partition leaves no rows of its failed attempt. Spark 4
 applies its MySQL dialect (backtick quoting) only to ``jdbc:mysql:`` URLs, hence the connector's
-``permitMysqlScheme``. Parquet files are written by Spark into the file store's temporary
-directory, which the periphery renames into place on commit, exactly as in local mode.
+``permitMysqlScheme``. The file store's parquet write lives in :mod:`wormhole.plugins.file.spark`.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.plugins.base import Schema, Split, WriteContext
-from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan, canonical, exact_columns
+from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan, exact_columns
 
 MARIADB_DRIVER = "org.mariadb.jdbc.Driver"
 
@@ -164,11 +163,3 @@ def mysql_write(frame: DataFrame, options: Any, ctx: WriteContext, periphery: An
                    mode="append", properties=props)
     return True
 
-
-def file_write(frame: DataFrame, options: Any, ctx: WriteContext, periphery: Any) -> bool:
-    """Parquet through Spark into the temporary directory; csv and jsonl use the row writer (False),
-    so their text is the same whichever engine wrote it."""
-    if options.format != "parquet" or exact_columns(frame.schema):
-        return False  # exact text: the parquet writer rejects what does not fit, as in local mode
-    canonical(frame, ctx.schema).write.mode("overwrite").option("compression", "snappy").parquet(periphery.tmp_dir)
-    return True

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.plugins.base import Column, Rejected, Row, Schema
-from wormhole.plugins.file.writer import arrow_types, json_text
+from wormhole.plugins.file.parquet_format import arrow_types, json_text
 
 DECIMAL = T.DecimalType(38, 18)
 

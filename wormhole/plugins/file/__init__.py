@@ -8,14 +8,20 @@ target is never half-written. Overwrite replaces only a previous wormhole output
 missing directory) unless ``overwrite: force``; two destinations may not write the same directory or
 one inside the other (``owned_path``). parquet goes through pyarrow (the ``parquet`` extra), imported
 only when a task uses that format.
+
+Modules: ``options``; ``reader`` (files, splits, the dispatching reader) and ``writer`` (periphery,
+part writers); per format ``csv_format``, ``jsonl_format``, ``parquet_format`` (values both ways)
+and ``parquet_part`` (the parquet part writer); ``convert`` (batch conversion csv and jsonl share),
+``layout`` (part names, the marker, foreign entries); ``spark`` (the native parquet write).
 """
 
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.file.layout import SUCCESS_MARKER
 from wormhole.plugins.file.options import ColumnOption, FileReaderOptions, FileWriterOptions
 from wormhole.plugins.file.reader import FileReader, FileReaderPeriphery, FileSplitter, resolve_files
-from wormhole.plugins.file.writer import SUCCESS_MARKER, FileWriter, FileWriterPeriphery
+from wormhole.plugins.file.writer import FileWriter, FileWriterPeriphery
 
 __all__ = [
     "PLUGIN",
@@ -50,7 +56,7 @@ PLUGIN = Plugin(
         periphery=FileWriterPeriphery,
         writer=FileWriter,
         owned_path=_owned_path,  # the target directory: no other destination may write in or over it
-        spark_write="wormhole.spark.stores:file_write",  # parquet; csv and jsonl keep the row writer's text
+        spark_write="wormhole.plugins.file.spark:write",  # parquet; csv and jsonl keep the row writer's text
         spark_partitions=True,  # a part per partition, created afresh: a retried partition replaces it
     ),
 )

@@ -1,0 +1,241 @@
+"""jsonl: one JSON object per line, its values coerced to logical types; and back when writing.
+
+Reading takes the first object's keys (and its values' kinds) as the columns unless ``columns``
+names them. A value that already has the column's Python type passes untouched; others are coerced
+(an integral float to int, ISO text to a date, base64 text to bytes). A line that is not JSON or
+not an object is rejected with ``<file>:<line>``. Writing renders dates as ISO text, decimals as
+strings and bytes as base64.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from functools import partial
+from itertools import islice
+from typing import Any
+
+from wormhole.errors import ReadError
+from wormhole.plugins.base import Column, Rejected, Row, Schema
+from wormhole.plugins.file.convert import (
+    BatchConverter,
+    ColumnFn,
+    Converted,
+    parse_bool,
+    parse_bytes,
+    parse_decimal,
+)
+
+PLUGIN_NAME = "file"
+
+
+def _kind(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _to_int(v: Any) -> int:
+    if type(v) is float and v.is_integer():
+        return int(v)
+    if type(v) is str:
+        return int(v)
+    raise TypeError(f"expected an integer, got {_kind(v)}")
+
+
+def _to_float(v: Any) -> float:
+    if type(v) in (int, str):
+        return float(v)
+    raise TypeError(f"expected a number, got {_kind(v)}")
+
+
+def _to_decimal(v: Any) -> Decimal:
+    if type(v) is str:
+        return parse_decimal(v)
+    if type(v) in (int, float):
+        return Decimal(repr(v))
+    raise TypeError(f"expected a decimal, got {_kind(v)}")
+
+
+def _to_string(v: Any) -> str:
+    # Lenient: a scalar or nested value in a string column keeps its JSON text.
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _to_bool(v: Any) -> bool:
+    if type(v) is str:
+        return parse_bool(v)
+    if type(v) is int and v in (0, 1):
+        return bool(v)
+    raise TypeError(f"expected a boolean, got {_kind(v)}")
+
+
+def _from_text(parse: Callable[[str], Any], what: str) -> Callable[[Any], Any]:
+    def convert(v: Any) -> Any:
+        if type(v) is str:
+            return parse(v)
+        raise TypeError(f"expected {what} string, got {_kind(v)}")
+
+    return convert
+
+
+_NONE = type(None)
+_PASS: dict[str, frozenset[type] | None] = {
+    "int": frozenset((int, _NONE)),
+    "float": frozenset((float, _NONE)),
+    "decimal": frozenset((_NONE,)),
+    "string": frozenset((str, _NONE)),
+    "bytes": frozenset((_NONE,)),
+    "bool": frozenset((bool, _NONE)),
+    "date": frozenset((_NONE,)),
+    "datetime": frozenset((_NONE,)),
+    "json": None,
+}
+"""Python types a JSON value may already have for each logical type (None: anything goes)."""
+
+_COERCE: dict[str, Callable[[Any], Any]] = {
+    "int": _to_int,
+    "float": _to_float,
+    "decimal": _to_decimal,
+    "string": _to_string,
+    "bytes": _from_text(parse_bytes, "a base64"),
+    "bool": _to_bool,
+    "date": _from_text(date.fromisoformat, "an ISO date"),
+    "datetime": _from_text(datetime.fromisoformat, "an ISO datetime"),
+}
+
+
+def column_coercer(ltype: str) -> ColumnFn | None:
+    """Converts a column of JSON values to ``ltype`` values; None when any value will do."""
+    passing = _PASS[ltype]
+    if passing is None:
+        return None
+    coerce = _COERCE[ltype]
+
+    def convert(col: Sequence[Any]) -> Sequence[Any]:
+        if set(map(type, col)) <= passing:
+            return col
+        return [v if type(v) in passing else coerce(v) for v in col]
+
+    return convert
+
+
+def _infer_type(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, (dict, list)):
+        return "json"
+    return "string"
+
+
+def first_object_schema(path: str) -> Schema | None:
+    """The columns of the first JSON object of ``path``; None for a file of blank lines."""
+    try:
+        with open(path, "rb") as f:
+            lineno, line = next(((n, text) for n, text in enumerate(f, start=1) if text.strip()), (0, b""))
+    except OSError as exc:
+        raise ReadError(f"cannot read {path}: {exc}", plugin=PLUGIN_NAME) from exc
+    if not lineno:
+        return None
+    try:
+        first = json.loads(line)
+    except ValueError as exc:
+        raise ReadError(f"{path}:{lineno}: malformed JSON, cannot infer columns: {exc}", plugin=PLUGIN_NAME) from exc
+    if not isinstance(first, dict) or not first:
+        raise ReadError(f"{path}:{lineno}: expected a non-empty JSON object to infer columns from",
+                        plugin=PLUGIN_NAME)
+    return Schema(tuple(Column(str(k), _infer_type(v)) for k, v in first.items()))
+
+
+class JsonlReader:
+    """Reads jsonl files into typed batches of ``batch_rows`` lines (a :class:`FormatReader`)."""
+
+    def __init__(self, schema: Schema, batch_rows: int) -> None:
+        self._converter = BatchConverter(schema, [column_coercer(c.type) for c in schema.columns])
+        self._batch_rows = batch_rows
+
+    def batches(self, path: str) -> Iterator[Converted]:
+        convert = self._converter.convert
+        names = self._converter.names
+        loads = json.loads
+        try:
+            with open(path, "rb") as f:
+                first = 1
+                while True:
+                    lines = list(islice(f, self._batch_rows))
+                    if not lines:
+                        return
+                    try:
+                        # A non-object line has no .get: AttributeError sends the batch to the slow path.
+                        raw: list[Sequence[Any]] = [tuple(map(o.get, names)) for o in map(loads, lines)]
+                        converted = convert(raw, path, partial(operator.add, first))
+                    except (ValueError, AttributeError, TypeError, RecursionError):
+                        converted = self._slow(lines, first, path)
+                    first += len(lines)
+                    yield converted
+        except OSError as exc:
+            raise ReadError(f"cannot read {path}: {exc}", plugin=PLUGIN_NAME) from exc
+
+    def _slow(self, lines: list[bytes], first: int, path: str) -> Converted:
+        """A batch line by line: malformed lines and non-objects are rejected, blank lines skipped."""
+        names = self._converter.names
+        raw: list[Sequence[Any]] = []
+        numbers: list[int] = []
+        rejected: list[Rejected] = []
+        for lineno, line in enumerate(lines, start=first):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except (ValueError, RecursionError) as exc:
+                text = line.decode("utf-8", "replace").rstrip("\r\n")
+                rejected.append(Rejected((text,), f"{path}:{lineno}: malformed JSON: {exc}"))
+                continue
+            if not isinstance(obj, dict):
+                rejected.append(Rejected((obj,), f"{path}:{lineno}: expected a JSON object, got {_kind(obj)}"))
+                continue
+            raw.append(tuple(map(obj.get, names)))
+            numbers.append(lineno)
+        rows, bad = self._converter.convert(raw, path, numbers.__getitem__)
+        return rows, rejected + bad
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def _default(v: Any) -> Any:
+    if isinstance(v, date):  # datetime too
+        return v.isoformat()
+    if isinstance(v, Decimal):
+        return str(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return base64.b64encode(v).decode("ascii")
+    raise TypeError(f"cannot write a value of type {type(v).__name__} as JSON")
+
+
+class JsonlEncoder:
+    """Serialises batches as JSON lines (UTF-8, compact, NaN refused)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self._names = schema.names
+        # check_circular=False saves ~10% per row; a self-referencing value still fails (RecursionError).
+        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                                        check_circular=False, default=_default).encode
+
+    def header(self) -> bytes:
+        return b""
+
+    def encode(self, rows: Sequence[Row]) -> bytes:
+        names = self._names
+        encode = self._encode
+        lines = [encode(dict(zip(names, r, strict=True))) for r in rows]
+        lines.append("")
+        return "\n".join(lines).encode("utf-8")
