@@ -128,8 +128,8 @@ class EngineConf:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"engine configuration {path} is not valid TOML: {exc}") from exc
         problems = Problems()
-        conf = parse_options(cls, raw, "", problems)
-        if problems:
+        conf: EngineConf | None = parse_options(cls, raw, "", problems)
+        if problems or conf is None:
             raise InvalidTaskConfig(problems.items, where=f"engine configuration {path}")
         return conf
 
@@ -247,9 +247,10 @@ class TaskSpec:
             if role is not None and role.spark_only:
                 problems.add("settings.engine", f"source plugin {source.plugin!r} is read by Spark only: "
                                                 f"use engine 'spark' or 'auto'")
-        if problems or source is None or any(d is None for d in destinations):
+        parsed = tuple(d for d in destinations if d is not None)
+        if problems or source is None or len(parsed) < len(destinations):
             raise InvalidTaskConfig(problems.items)
-        return cls(name=ref.name, source=source, destinations=destinations, settings=ref.settings)
+        return cls(name=ref.name, source=source, destinations=parsed, settings=ref.settings)
 
 
 def load_spec_json(text: str | bytes | None) -> Any:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
 from wormhole.counters import Counters, percentage_limit, record_limit
@@ -41,6 +41,8 @@ from wormhole.result import (
     task_outcome,
 )
 from wormhole.writer_manager import DestinationRun, WriterManager, describe
+
+EngineName = Literal["local", "spark"]
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
            "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
@@ -231,7 +233,7 @@ class Engine:
 
     # -- engine choice -------------------------------------------------------------------------
 
-    def _choose_engine(self, info: SourceInfo | None) -> tuple[str, str]:
+    def _choose_engine(self, info: SourceInfo | None) -> tuple[EngineName, str]:
         """Where the partitions run, and why (logged and stored in the result)."""
         setting = self._spec.settings.engine
         if setting != "auto":

@@ -159,6 +159,7 @@ class WriterManager:
             dest.log.info("destination.started", threads=1)
 
     def _write(self, dest: DestinationRun, worker: int, counters: WriterCounters) -> None:
+        assert dest.ctx is not None  # set when the destination was prepared, before any writer starts
         writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, worker)
         try:
             writer.open()  # inside the try: the contract says close() always runs, also after a failed open
@@ -172,15 +173,16 @@ class WriterManager:
 
     def _check_record_limit(self, dest: DestinationRun) -> None:
         # Checked while running, so a hopeless destination stops early (DataX's rule).
+        limit = dest.limit.record
         rejected = self._counters.totals(dest.id).rejected
-        verdict = record_limit(rejected, dest.limit.record)
-        if verdict is not None:
+        verdict = record_limit(rejected, limit)
+        if verdict is not None and limit is not None:
             if dest.over_limit_at is None:
                 dest.over_limit_at = time.monotonic()
             # Stop the queue now: the other writer threads take no further batch (poll() may be a
             # monitor interval away). The message with the final total is built in poll().
-            dest.storage.fail(f"over the record limit of {dest.limit.record}")
-            raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=rejected,
+            dest.storage.fail(f"over the record limit of {limit}")
+            raise DirtyLimitExceeded(verdict.message, limit=limit, observed=rejected,
                                      destination=dest.id)
 
     def _fail_over_limit(self, dest: DestinationRun) -> None:
