@@ -15,6 +15,7 @@ from typing import Any, Literal
 from wormhole.errors import ConfigError, InvalidTaskConfig, PluginError
 from wormhole.options import Problems, join_path, opt, parse_options, show_value
 from wormhole.plugins import registry
+from wormhole.plugins.base import Plugin
 
 MAX_DEPTH = 64
 """Deepest nesting a task spec may have; deeper documents are refused before anything walks them."""
@@ -345,7 +346,7 @@ def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> 
                            error_limit=ref.error_limit)
 
 
-def _plugin(name: str, path: str, problems: Problems) -> Any:
+def _plugin(name: str, path: str, problems: Problems) -> Plugin | None:
     try:
         return registry.get(name)
     except PluginError as exc:

@@ -41,8 +41,9 @@ from wormhole.errors import (
     WritersUnfinished,
 )
 from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
+from wormhole.log import Logger
 from wormhole.plugins import registry
-from wormhole.plugins.base import Schema, SinkRole, WriteContext
+from wormhole.plugins.base import Schema, SinkRole, WriteContext, WriterPeriphery
 from wormhole.pool import run_with_timeout, spawn
 
 Outcome = Literal["success", "failed", "rolled_back"]
@@ -64,9 +65,9 @@ class DestinationRun:
     sink: SinkRole
     storage: RAMStorage
     limit: ErrorLimit
-    log: Any
+    log: Logger
     ctx: WriteContext | None = None
-    periphery: Any = None
+    periphery: WriterPeriphery | None = None
     futures: list[Future[None]] = field(default_factory=list)
     state: Literal["pending", "running", "done", "failed"] = "pending"
     outcome: Outcome | None = None
@@ -96,7 +97,7 @@ class DestinationRun:
 
 class WriterManager:
     def __init__(self, spec: TaskSpec, conf: EngineConf, storage: StorageManager, counters: Counters,
-                 notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Any) -> None:
+                 notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Logger) -> None:
         self._spec = spec
         self._conf = conf
         self._counters = counters
@@ -281,6 +282,7 @@ class WriterManager:
 
     def _commit(self, dest: DestinationRun) -> None:
         try:
+            assert dest.periphery is not None  # a destination without one failed at prepare
             dest.periphery.commit()
         except Exception as exc:
             dest.fail(f"commit failed: {describe(exc)}", getattr(exc, "code", CommitError.code))
