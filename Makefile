@@ -31,11 +31,12 @@ test-unit: $(STAMP)  ## fast tests only
 test-integration: $(STAMP)  ## tests against the local MariaDB
 	$(BIN)/python -m pytest -m mysql $(PYTEST_ARGS)
 
-lint: $(STAMP)  ## ruff
+lint: $(STAMP)  ## ruff, then mypy (strict on the core modules; setup.cfg [mypy] sections)
 	$(BIN)/ruff check wormhole tests benchmarks scripts
+	$(BIN)/mypy wormhole
 
 bench: $(STAMP)  ## throughput: stream, MySQL (BENCH_ARGS="--only mysql"); Spark vs plain PySpark: --only spark
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:  ## remove .venv and local state
-	rm -rf $(VENV) var build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) var build *.egg-info .pytest_cache .ruff_cache .mypy_cache

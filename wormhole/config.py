@@ -15,6 +15,7 @@ from typing import Any, Literal
 from wormhole.errors import ConfigError, InvalidTaskConfig, PluginError
 from wormhole.options import Problems, join_path, opt, parse_options, show_value
 from wormhole.plugins import registry
+from wormhole.plugins.base import Plugin
 
 MAX_DEPTH = 64
 """Deepest nesting a task spec may have; deeper documents are refused before anything walks them."""
@@ -128,8 +129,8 @@ class EngineConf:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"engine configuration {path} is not valid TOML: {exc}") from exc
         problems = Problems()
-        conf = parse_options(cls, raw, "", problems)
-        if problems:
+        conf: EngineConf | None = parse_options(cls, raw, "", problems)
+        if problems or conf is None:
             raise InvalidTaskConfig(problems.items, where=f"engine configuration {path}")
         return conf
 
@@ -247,9 +248,10 @@ class TaskSpec:
             if role is not None and role.spark_only:
                 problems.add("settings.engine", f"source plugin {source.plugin!r} is read by Spark only: "
                                                 f"use engine 'spark' or 'auto'")
-        if problems or source is None or any(d is None for d in destinations):
+        parsed = tuple(d for d in destinations if d is not None)
+        if problems or source is None or len(parsed) < len(destinations):
             raise InvalidTaskConfig(problems.items)
-        return cls(name=ref.name, source=source, destinations=destinations, settings=ref.settings)
+        return cls(name=ref.name, source=source, destinations=parsed, settings=ref.settings)
 
 
 def load_spec_json(text: str | bytes | None) -> Any:
@@ -344,7 +346,7 @@ def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> 
                            error_limit=ref.error_limit)
 
 
-def _plugin(name: str, path: str, problems: Problems) -> Any:
+def _plugin(name: str, path: str, problems: Problems) -> Plugin | None:
     try:
         return registry.get(name)
     except PluginError as exc:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
 from wormhole.counters import Counters, percentage_limit, record_limit
@@ -23,9 +23,10 @@ from wormhole.dirty import DirtyFile
 from wormhole.errors import ConfigError
 from wormhole.exchange import StorageManager
 from wormhole.execution import Execution, LocalExecution
+from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ReadSide, Watch
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, SinkRole, SourceInfo, SourceRole
+from wormhole.plugins.base import ReadContext, Schema, SinkRole, SourceInfo, SourceRole
 from wormhole.reader_manager import ReaderManager
 from wormhole.result import (
     EXIT_BAD_TASK,
@@ -41,6 +42,8 @@ from wormhole.result import (
     task_outcome,
 )
 from wormhole.writer_manager import DestinationRun, WriterManager, describe
+
+EngineName = Literal["local", "spark"]
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
            "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
@@ -93,7 +96,7 @@ class _Run:
 
 
 class Engine:
-    def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Any) -> None:
+    def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger) -> None:
         self._conf = conf
         self._spec = spec
         self._task_id = task_id
@@ -164,7 +167,7 @@ class Engine:
             self._shut_down(run, abort)
         return abort, None
 
-    def _plan(self, run: _Run) -> Any:
+    def _plan(self, run: _Run) -> Schema:
         """Reader periphery, engine choice, splits, and the execution's read plan; the writers' schema."""
         info = run.readers.prepare()
         self._engine, self._engine_reason = self._choose_engine(info)
@@ -173,7 +176,7 @@ class Engine:
         run.execution = self._execution(run)
         return run.execution.prepare_source(run.readers)
 
-    def _transfer(self, run: _Run, schema: Any) -> str | None:
+    def _transfer(self, run: _Run, schema: Schema) -> str | None:
         """Prepare the destinations, start reading and writing, and watch; why the task aborts, or None."""
         if not self._stop.is_set():
             run.writers.prepare(schema)
@@ -231,7 +234,7 @@ class Engine:
 
     # -- engine choice -------------------------------------------------------------------------
 
-    def _choose_engine(self, info: SourceInfo | None) -> tuple[str, str]:
+    def _choose_engine(self, info: SourceInfo | None) -> tuple[EngineName, str]:
         """Where the partitions run, and why (logged and stored in the result)."""
         setting = self._spec.settings.engine
         if setting != "auto":

@@ -13,6 +13,10 @@ from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
+from structlog.typing import FilteringBoundLogger
+
+Logger = FilteringBoundLogger
+"""What :func:`get_logger` returns and what the engine passes around: a bound structlog logger."""
 
 SECRET_KEY = re.compile(r"pass(word|wd)?($|_)|secret|token|credential|api_?key|private_?key", re.IGNORECASE)
 """Keys whose values are never logged, printed (``task show``) nor echoed in validation messages."""
@@ -66,5 +70,6 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
     )
 
 
-def get_logger(**bound: Any) -> Any:
-    return structlog.get_logger("wormhole").bind(**bound)
+def get_logger(**bound: Any) -> Logger:
+    logger: Logger = structlog.get_logger("wormhole")
+    return logger.bind(**bound)

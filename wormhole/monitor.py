@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 from wormhole.config import MonitorConf
 from wormhole.counters import Counters
 from wormhole.errors import TaskAborted
+from wormhole.log import Logger
 
 ReadState = Literal["running", "done", "failed"]
 
@@ -66,7 +67,7 @@ def _refused_by_every_queue(exc: BaseException | None) -> bool:
 
 
 class MonitorManager:
-    def __init__(self, conf: MonitorConf, counters: Counters, log: Any) -> None:
+    def __init__(self, conf: MonitorConf, counters: Counters, log: Logger) -> None:
         self._conf = conf
         self._counters = counters
         self._log = log

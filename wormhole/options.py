@@ -110,7 +110,7 @@ def _convert(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping
             problems.add(path, f"expected an object, got {_type_name(value)}")
             return _MISSING
         return value
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # a class, never an instance
         result = parse_options(hint, value, path, problems)
         return _MISSING if result is None else result
     if hint is bool:

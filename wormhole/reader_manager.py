@@ -20,6 +20,7 @@ from wormhole.config import EngineConf, SourceSpec
 from wormhole.counters import Counters, ReaderCounters
 from wormhole.errors import ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
+from wormhole.log import Logger
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
@@ -27,7 +28,7 @@ from wormhole.pool import run_with_timeout, spawn
 
 class ReaderManager:
     def __init__(self, spec: SourceSpec, ctx: ReadContext, conf: EngineConf, counters: Counters,
-                 notify: Callable[[Any], None], log: Any) -> None:
+                 notify: Callable[[Any], None], log: Logger) -> None:
         role = registry.get(spec.plugin).source
         assert role is not None  # validated with the task
         self._role = role

@@ -23,6 +23,14 @@ def is_retryable(exc: BaseException) -> bool:
     return bool(getattr(exc, "retryable", False))
 
 
+_StopCondition = Callable[[RetryCallState], bool]
+
+
+def _either(first: _StopCondition, second: _StopCondition) -> _StopCondition:
+    # tenacity's ``|`` does this, but its types take only tenacity's own stop classes.
+    return lambda state: first(state) or second(state)
+
+
 def policy(*, attempts: int, wait_s: float = 0.5, max_wait_s: float = 30.0, stop: StopSignal | None = None,
            log: Any = None, event: str = "retry.attempt",
            retry_on: Callable[[BaseException], bool] = is_retryable, **log_keys: Any) -> Retrying:
@@ -51,7 +59,7 @@ def policy(*, attempts: int, wait_s: float = 0.5, max_wait_s: float = 30.0, stop
                     error=f"{type(exc).__name__}: {exc}", **log_keys)
 
     return Retrying(
-        stop=stop_after_attempt(max(1, attempts)) | stopped,
+        stop=_either(stop_after_attempt(max(1, attempts)), stopped),
         wait=wait_exponential(multiplier=wait_s, max=max_wait_s),
         retry=retry_if_exception(retry_on),
         sleep=sleep,

@@ -41,8 +41,9 @@ from wormhole.errors import (
     WritersUnfinished,
 )
 from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
+from wormhole.log import Logger
 from wormhole.plugins import registry
-from wormhole.plugins.base import Schema, SinkRole, WriteContext
+from wormhole.plugins.base import Schema, SinkRole, WriteContext, WriterPeriphery
 from wormhole.pool import run_with_timeout, spawn
 
 Outcome = Literal["success", "failed", "rolled_back"]
@@ -64,9 +65,9 @@ class DestinationRun:
     sink: SinkRole
     storage: RAMStorage
     limit: ErrorLimit
-    log: Any
+    log: Logger
     ctx: WriteContext | None = None
-    periphery: Any = None
+    periphery: WriterPeriphery | None = None
     futures: list[Future[None]] = field(default_factory=list)
     state: Literal["pending", "running", "done", "failed"] = "pending"
     outcome: Outcome | None = None
@@ -96,7 +97,7 @@ class DestinationRun:
 
 class WriterManager:
     def __init__(self, spec: TaskSpec, conf: EngineConf, storage: StorageManager, counters: Counters,
-                 notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Any) -> None:
+                 notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Logger) -> None:
         self._spec = spec
         self._conf = conf
         self._counters = counters
@@ -159,6 +160,7 @@ class WriterManager:
             dest.log.info("destination.started", threads=1)
 
     def _write(self, dest: DestinationRun, worker: int, counters: WriterCounters) -> None:
+        assert dest.ctx is not None  # set when the destination was prepared, before any writer starts
         writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, worker)
         try:
             writer.open()  # inside the try: the contract says close() always runs, also after a failed open
@@ -172,15 +174,16 @@ class WriterManager:
 
     def _check_record_limit(self, dest: DestinationRun) -> None:
         # Checked while running, so a hopeless destination stops early (DataX's rule).
+        limit = dest.limit.record
         rejected = self._counters.totals(dest.id).rejected
-        verdict = record_limit(rejected, dest.limit.record)
-        if verdict is not None:
+        verdict = record_limit(rejected, limit)
+        if verdict is not None and limit is not None:
             if dest.over_limit_at is None:
                 dest.over_limit_at = time.monotonic()
             # Stop the queue now: the other writer threads take no further batch (poll() may be a
             # monitor interval away). The message with the final total is built in poll().
-            dest.storage.fail(f"over the record limit of {dest.limit.record}")
-            raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=rejected,
+            dest.storage.fail(f"over the record limit of {limit}")
+            raise DirtyLimitExceeded(verdict.message, limit=limit, observed=rejected,
                                      destination=dest.id)
 
     def _fail_over_limit(self, dest: DestinationRun) -> None:
@@ -279,6 +282,7 @@ class WriterManager:
 
     def _commit(self, dest: DestinationRun) -> None:
         try:
+            assert dest.periphery is not None  # a destination without one failed at prepare
             dest.periphery.commit()
         except Exception as exc:
             dest.fail(f"commit failed: {describe(exc)}", getattr(exc, "code", CommitError.code))

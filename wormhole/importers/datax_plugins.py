@@ -171,7 +171,8 @@ def _table_source(p: Params, shards: list[_Shard], params: dict[str, Any]) -> tu
     split_pk = p.text("splitPk")
     names = None if raw_columns == ["*"] else [plain_name(c) for c in raw_columns]
     if names is not None and None in names:
-        return _expression_query(p, shards, params, raw_columns, where, split_pk)
+        _expression_query(p, shards, params, raw_columns, where, split_pk)
+        return None  # read through a query: its columns are not known here, as with querySql
     _place(shards, params, tables=True)
     if names is not None:
         params["columns"] = names

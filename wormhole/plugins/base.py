@@ -16,6 +16,8 @@ from typing import Any, Literal, Protocol
 
 import structlog
 
+from wormhole.log import Logger
+
 Row = tuple[Any, ...]
 """A row is an immutable tuple of Python values, positionally matching the source schema."""
 
@@ -133,7 +135,7 @@ class ReadContext:
     plugin: str = ""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops: retry waits (:mod:`wormhole.retry`) end at once."""
-    log: Any = field(init=False, compare=False, repr=False)
+    log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id and plugin; bind ``split_id`` per split."""
 
     def __post_init__(self) -> None:
@@ -160,7 +162,7 @@ class WriteContext:
     plugin: str = ""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops or this destination fails: retry waits end at once."""
-    log: Any = field(init=False, compare=False, repr=False)
+    log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id, plugin and destination."""
 
     def __post_init__(self) -> None:

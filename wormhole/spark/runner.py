@@ -34,6 +34,7 @@ from wormhole.config import EngineConf, SourceSpec
 from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
+from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
@@ -108,7 +109,7 @@ class SparkExecution:
     name = "spark"
 
     def __init__(self, conf: EngineConf, ctx: ReadContext, dirty: DirtyFile, counters: Counters,
-                 source: SourceSpec, log: Any) -> None:
+                 source: SourceSpec, log: Logger) -> None:
         self._conf = conf
         self._ctx = ctx
         self._dirty = dirty
