@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,11 +33,6 @@ class HiveHarness(StoreHarness):
 
     plugin = "hive"
     refused = FileHarness.refused  # staged as parquet: a lone surrogate cannot be encoded as UTF-8
-    known_defects: Mapping[str, str] = {
-        "test_rollback_twice_after_a_partial_write_on_a_fresh_location":
-            "hive: a table that prepare created (create: true) stays, empty, after rollback; the periphery "
-            "contract says rollback leaves the target as it was before prepare (sqlite drops a table it created)",
-    }
     deviations = (
         Deviation("dec", "hive: a created table's decimal column is DECIMAL(38,18)", scale18),
         Deviation("doc", "hive: json is a STRING column holding the JSON text (a str kept as is)", json_text),

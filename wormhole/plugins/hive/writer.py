@@ -67,6 +67,8 @@ class HiveWriterPeriphery:
         self.tmp_dir = str(root / f"{options.table}.{ctx.destination}.task-{ctx.task_id}-run-{ctx.run_id}")
         self._select: list[str] = []
         self._committed = False
+        self._created = False
+        """prepare created the table: rollback drops it again (the target as it was before prepare)."""
 
     def _error(self, cls: type[Exception], message: str) -> Exception:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
@@ -104,6 +106,7 @@ class HiveWriterPeriphery:
         database = opts.table.split(".")[0]
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(database)}")
         spark.sql(f"CREATE TABLE IF NOT EXISTS {table_ref(opts.table)} ({cols}){partitioned} STORED AS PARQUET")
+        self._created = True
         self.ctx.log.info("hive.table_created", table=opts.table, partitioned_by=list(opts.partition or ()))
 
     def _staged(self, spark: SparkSession) -> DataFrame:
@@ -132,6 +135,14 @@ class HiveWriterPeriphery:
     def rollback(self) -> None:
         # Nothing reached the table before commit's INSERT, which Spark makes visible as a whole.
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
+        if self._created and not self._committed:
+            spark = spark_session()
+            table = self.options.table
+            # Only an empty table: rows there now are someone else's, written since prepare.
+            if spark.catalog.tableExists(table) and spark.table(table_ref(table)).limit(1).count() == 0:
+                spark.sql(f"DROP TABLE IF EXISTS {table_ref(table)}")
+                self.ctx.log.info("hive.table_dropped", table=table, reason="created by this run, rolled back")
+            self._created = False
 
 
 def staging_writer(options: HiveWriterOptions, ctx: WriteContext, periphery: HiveWriterPeriphery,
