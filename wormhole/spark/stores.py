@@ -1,168 +1,18 @@
-"""Native Spark reads and writes of the built-in stores (``SourceRole.spark_read``, ``SinkRole.spark_write``).
+"""Native Spark writes of the file store (``SinkRole.spark_write``); the mysql store's native read
+and write live with it, in :mod:`wormhole.plugins.mysql.spark`.
 
-MySQL goes over JDBC with Debian's MariaDB Connector/J: one partition per split predicate, every
-shard and table its own relation, unioned by name; writes are Spark's batched JDBC inserts, one
-transaction per partition, so a retried partition leaves no rows of its failed attempt. Spark 4
-applies its MySQL dialect (backtick quoting) only to ``jdbc:mysql:`` URLs, hence the connector's
-``permitMysqlScheme``. Parquet files are written by Spark into the file store's temporary
-directory, which the periphery renames into place on commit, exactly as in local mode.
+Parquet files are written by Spark into the file store's temporary directory, which the periphery
+renames into place on commit, exactly as in local mode.
 """
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark.sql import DataFrame
 
-from wormhole.plugins.base import Schema, Split, WriteContext
-from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan, canonical, exact_columns
-
-MARIADB_DRIVER = "org.mariadb.jdbc.Driver"
-
-_URL_OPTIONS = (
-    "permitMysqlScheme",
-    "tinyInt1isBit=false",  # TINYINT(1) is an integer, as in local mode
-    "yearIsDateType=false",
-    # Connector/J 2.7: multi-row INSERTs are ~2.5x faster than its bulk protocol here (make bench).
-    "useBulkStmts=false",
-    "rewriteBatchedStatements=true",
-    "sessionVariables=time_zone='+00:00'",  # TIMESTAMP values copy unchanged, as in local mode
-)
-
-
-def jdbc_url(host: str, port: int, database: str) -> str:
-    return f"jdbc:mysql://{host}:{port}/{database}?{'&'.join(_URL_OPTIONS)}"
-
-
-def _properties(endpoint: Any) -> dict[str, str]:
-    from wormhole.plugins.mysql.options import resolve_password
-
-    return {"user": endpoint.user, "password": resolve_password(endpoint.password, endpoint.password_env),
-            "driver": MARIADB_DRIVER}
-
-
-_JDBC_EXACT_TYPES = frozenset({
-    "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "double",
-    "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
-    "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
-"""MySQL types Spark's JDBC read carries exactly as local mode reads them, measured with Connector/J 2.7
-(BIGINT UNSIGNED and DECIMAL are checked apart). Not: DATE/DATETIME/TIMESTAMP (zero dates become NULL,
-``2024-00-10`` becomes 2023-12-10, DATETIME ``1000-01-01`` becomes 1000-01-06), TIME (a timestamp),
-FLOAT (widened from float32: 0.1 becomes 0.10000000149011612), BIT(n) (its text as bytes), JSON
-(local mode re-serialises the text), spatial and MariaDB's UUID/INET types."""
-
-
-def _column_facts(conn: Any, database: str, table: str) -> dict[str, tuple[str, int | None, int | None]]:
-    from wormhole.plugins.mysql.connection import fetch_all, text
-
-    rows = fetch_all(conn, "SELECT COLUMN_NAME, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE "
-                           "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-                     (database, table))
-    return {str(text(n)).lower(): (str(text(t)).lower(), p, sc) for n, t, p, sc in rows}
-
-
-def _mysql_plan(options: Any, schema: Schema) -> tuple[RowReaderPlan | None, frozenset[str]]:
-    """``(None, dates)`` when every column of every table travels exactly over JDBC, the DATE and
-    DATETIME columns ``dates`` (lower-case) as the text of a cast in the query; else the row reader's
-    plan, with the columns that must travel as exact text (see :class:`RowReaderPlan`)."""
-    from wormhole.errors import SplitError
-    from wormhole.plugins.mysql.connection import close_quietly, connect
-    from wormhole.plugins.mysql.reader import choose_columns, describe_table, endpoints
-
-    texts = {c.name for c in schema.columns if c.type in EXACT_TEXT_TYPES}
-    if options.query is not None:
-        # A query's columns say their kind only, not UNSIGNED or the decimal's size: every column
-        # that may need it travels as text.
-        return RowReaderPlan("a query source (its column types are not known exactly)", frozenset(texts)), frozenset()
-    exact: set[str] = set()
-    awkward: set[str] = set()
-    dates: set[str] = set()
-    for ep, tables in endpoints(options):
-        conn = connect(ep, SplitError, attempts=options.connect_retries, timeout=options.connect_timeout_s)
-        try:
-            for table in tables:
-                facts = _column_facts(conn, ep.database, table)
-                for col in choose_columns(describe_table(conn, ep, table), options.columns, ep, table):
-                    column_type, precision, scale = facts[col.name.lower()]
-                    name = next((c.name for c in schema.columns if c.name.lower() == col.name.lower()), col.name)
-                    wide_int = col.data_type == "bigint" and "unsigned" in column_type  # beyond 64 bits
-                    wide_decimal = col.kind == "decimal" and (precision is None or scale is None
-                                                              or int(scale) > 18 or int(precision) - int(scale) > 20)
-                    if col.kind in ("date", "datetime") and options.zero_dates == "keep":
-                        # CAST(... AS CHAR) is the text the row reader gets, zero dates included.
-                        dates.add(col.name.lower())
-                        continue
-                    if col.kind in ("date", "datetime", "bit", "json") or wide_int or wide_decimal:
-                        # Zero dates kept as text; numbers beyond int64 or decimal(38,18), which the
-                        # writers then take or reject as in local mode; JSON string values.
-                        exact.add(name)
-                    elif col.kind == "decimal" or col.data_type in _JDBC_EXACT_TYPES:
-                        continue
-                    awkward.add(f"{col.name} {column_type}")
-        finally:
-            close_quietly(conn)
-    if not awkward:
-        return None, frozenset(dates)
-    exact |= {c.name for c in schema.columns if c.name.lower() in dates}
-    shown = sorted(awkward)
-    more = f" and {len(shown) - 6} more" if len(shown) > 6 else ""
-    return (RowReaderPlan(f"JDBC would not carry {', '.join(shown[:6])}{more} exactly", frozenset(exact & texts)),
-            frozenset())
-
-
-def mysql_read(spark: SparkSession, options: Any, splits: list[Split], schema: Schema) -> DataFrame | RowReaderPlan:
-    """One JDBC relation per shard table, one partition per split, unioned by column name; the row
-    reader per split (:class:`RowReaderPlan`) when a column would not travel exactly over JDBC."""
-    from wormhole.plugins.mysql.options import quote
-    from wormhole.plugins.mysql.reader import endpoints
-
-    plan, dates = _mysql_plan(options, schema)
-    if plan is not None:
-        return plan
-    shards = endpoints(options)
-    groups: dict[tuple[int, str], list[Split]] = {}
-    for split in splits:
-        groups.setdefault((split.params["shard"], split.params["relation"]), []).append(split)
-    frames = []
-    for (shard, relation), members in groups.items():
-        ep, _ = shards[shard]
-        props = {**_properties(ep), "fetchsize": "10000", "preferTimestampNTZ": "true"}
-        predicates = [s.params["predicate"] or "1=1" for s in members]
-        columns = list(members[0].params["columns"])
-        cast = {c: f"__wh_text_{i}" for i, c in enumerate(columns) if c.lower() in dates}
-        if cast:
-            # The original columns stay for the split predicates and the task's where; Spark
-            # selects only the ones it needs (column pruning), the dates as their text.
-            texts = ", ".join(f"CAST({quote(c)} AS CHAR) AS {quote(t)}" for c, t in cast.items())
-            relation = f"(SELECT *, {texts} FROM {relation}) wh_r"
-        frame = spark.read.jdbc(jdbc_url(ep.host, ep.port, ep.database), relation, predicates=predicates,
-                                properties=props)
-        frame = frame.select([F.col(f"`{cast[c]}`").alias(c, metadata={EXACT: True}) if c in cast
-                              else F.col(f"`{c}`") for c in columns])
-        frames.append(frame.toDF(*schema.names))  # the names the reader's schema gives (case kept)
-    return reduce(lambda a, b: a.unionByName(b), frames)
-
-
-def mysql_write(frame: DataFrame, options: Any, ctx: WriteContext, periphery: Any) -> bool:
-    """Insert mode: Spark's batched JDBC inserts into the periphery's table (the staging table for a
-    staging load). Replace and upsert need the row writer (False)."""
-    if options.write_mode != "insert":
-        return False
-    ep = periphery.endpoint
-    names = list(options.columns or ctx.schema.names)
-    exact = exact_columns(frame.schema)
-    types = {c.name: c.type for c in ctx.schema.columns}
-    # Exact integer text as a number: MySQL would read the string '1023' into a BIT(10) as its bytes.
-    out = frame.select([F.col(f"`{f.name}`").cast(T.DecimalType(38, 0)).alias(f.name)
-                        if f.name in exact and types.get(f.name) == "int" else F.col(f"`{f.name}`")
-                        for f in frame.schema.fields]).toDF(*names)
-    props = {**_properties(ep), "batchsize": str(options.batch_size), "isolationLevel": "READ_COMMITTED"}
-    out.write.jdbc(jdbc_url(ep.host, ep.port, ep.database), periphery.table_ref(periphery.write_table),
-                   mode="append", properties=props)
-    return True
+from wormhole.plugins.base import WriteContext
+from wormhole.spark.types import canonical, exact_columns
 
 
 def file_write(frame: DataFrame, options: Any, ctx: WriteContext, periphery: Any) -> bool:
