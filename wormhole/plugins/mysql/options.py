@@ -312,7 +312,7 @@ class MysqlWriterOptions(ServerOptions):
     retries: int = opt(3, min=0, max=20)
     """Retries of a batch after a transient error (lock wait timeout, deadlock, lost connection)."""
     retry_wait_s: float = opt(0.5, min=0.0)
-    """First wait before a retry; it doubles each time (at most 30 s)."""
+    """First wait before a retry; it doubles each time (at most 30 s). A stopping task ends the wait at once."""
 
     def check(self, path: str, problems: Problems) -> None:
         _check_credentials(self.password, self.password_env, path, problems)
