@@ -164,7 +164,9 @@ def _convert(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping
 def parse_options(cls: type, raw: Any, path: str, problems: Problems) -> Any:
     """Build dataclass ``cls`` from ``raw``; record problems and return None when it cannot.
 
-    A dataclass may define ``check(self, path, problems)`` for rules across fields.
+    A dataclass may define ``check(self, path, problems)`` for rules across fields, and
+    ``resolve(self)``, called once the check found nothing, to return what the params describe
+    (one shape of a tagged union) in place of the flat dataclass.
     """
     if not isinstance(raw, dict):
         problems.add(path, f"expected an object, got {_type_name(raw)}")
@@ -193,8 +195,13 @@ def parse_options(cls: type, raw: Any, path: str, problems: Problems) -> Any:
     instance = cls(**values)
     check = getattr(instance, "check", None)
     if check is not None:
+        before = len(problems.items)
         check(path, problems)
-    return instance
+        if len(problems.items) > before:
+            return instance
+    # Options whose keys describe one of several shapes (a tagged union) resolve into that shape.
+    resolve = getattr(instance, "resolve", None)
+    return instance if resolve is None else resolve()
 
 
 def opt(default: Any = dataclasses.MISSING, **meta: Any) -> Any:

@@ -41,19 +41,27 @@ def policy(*, attempts: int, wait_s: float = 0.5, max_wait_s: float = 30.0, stop
     ``event`` (with ``log_keys``, the attempt number, the wait and the error) before each wait.
     """
 
+    last: list[BaseException] = []
+
     def stopped(_: RetryCallState) -> bool:
         return stop is not None and stop.is_set()
 
     def sleep(seconds: float) -> None:
         if stop is not None:
-            stop.wait(seconds)
+            if stop.wait(seconds) and last:
+                # Tenacity would attempt once more after the wait: a stopped task gets the last error.
+                raise last[-1]
         elif seconds > 0:  # no stop signal to wait on (the task database before a task exists)
             time.sleep(seconds)
 
     def before_sleep(state: RetryCallState) -> None:
-        if log is None or state.outcome is None:
+        if state.outcome is None:
             return
         exc = state.outcome.exception()
+        if exc is not None:
+            last[:] = [exc]
+        if log is None:
+            return
         wait = state.next_action.sleep if state.next_action is not None else 0.0
         log.warning(event, attempt=state.attempt_number, of=attempts, wait_s=round(wait, 3),
                     error=f"{type(exc).__name__}: {exc}", **log_keys)

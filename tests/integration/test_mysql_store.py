@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
@@ -12,6 +14,7 @@ from urllib.parse import urlparse
 import pymysql
 import pymysql.cursors
 import pytest
+from structlog.testing import capture_logs
 
 from tests.conftest import Workspace
 from tests.plugin_helpers import ListDirtySink, parse, read_ctx, write_ctx
@@ -469,6 +472,48 @@ def test_without_retries_a_killed_connection_fails_the_destination(target: str) 
         periphery.commit()
     periphery.rollback()
     assert rows_of(target, "t") == [] and [r[0] for r in run_sql(target, "SHOW TABLES")] == ["t"]
+
+
+def test_a_stop_ends_the_retry_wait_of_a_transiently_failing_piece_at_once(target: str) -> None:
+    """A piece that keeps failing transiently (a row lock another connection holds) with a 30 s wait
+    between attempts: setting the task's stop signal fails the destination at once, not after the wait."""
+    options = writer_options(target, table="t", method="insert", retries=10, retry_wait_s=30.0)
+    with capture_logs() as logs:
+        periphery, writer = open_writer(options)
+        with writer.conn.cursor() as cur:
+            cur.execute("SET SESSION innodb_lock_wait_timeout = 1")  # each attempt fails after 1 s with 1205
+        holder = connect(target)
+        holder.begin()
+        with holder.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES (1, 'held', NULL)")  # uncommitted: key 1 stays locked
+        failures: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                writer.write([(1, "a", None)])
+            except WriteError as exc:
+                failures.append(exc)
+
+        thread = threading.Thread(target=write, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not any(e["event"] == "writer.retry" for e in logs) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        retries = [e for e in logs if e["event"] == "writer.retry"]
+        assert retries and retries[0]["wait_s"] == 30.0 and retries[0]["destination"] == "out", logs
+        stopped_at = time.monotonic()
+        writer.ctx.stop.set()
+        thread.join(20)
+        elapsed = time.monotonic() - stopped_at
+    holder.rollback()
+    holder.close()
+    assert not thread.is_alive() and elapsed < 5, f"the stop took {elapsed:.1f} s to end the retry wait"
+    assert len(failures) == 1 and "(1205)" in str(failures[0]) and "stopping" in str(failures[0]), failures
+    writer.close()
+    with pytest.raises(CommitError, match="cannot commit"):
+        periphery.commit()
+    periphery.rollback()
+    assert rows_of(target, "t") == []
 
 
 def test_missing_target_and_unknown_columns_fail_prepare(target: str) -> None:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import pymysql
 import structlog
 from pymysql.constants import CLIENT
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from wormhole.errors import TaskDbError
 from wormhole.plugins.mysql.connection import CONNECT_TRANSIENT_CODES
 from wormhole.plugins.mysql.connection import error_code as _errno
+from wormhole.retry import policy
 from wormhole.taskdb.base import Result, SqlTaskStore
 from wormhole.taskdb.schema import MYSQL_ADDED_COLUMNS, MYSQL_DDL
 
@@ -26,7 +26,6 @@ _ER_BAD_DB = 1049
 _ER_NO_SUCH_TABLE = 1146
 _ER_BAD_FIELD = 1054
 
-_T = TypeVar("_T")
 _log = structlog.get_logger(__name__)
 
 
@@ -56,25 +55,16 @@ class MysqlTaskStore(SqlTaskStore):
             # rowcount = rows matched, as in SQLite, not rows whose values happened to change.
             "client_flag": CLIENT.FOUND_ROWS,
         }
+        self._conn: pymysql.connections.Connection = self._connect()
+
+    def _connect(self) -> pymysql.connections.Connection:
+        # No task (and so no stop signal) exists yet: the waits are short and bounded instead.
+        retrying = policy(attempts=CONNECT_ATTEMPTS, wait_s=0.2, max_wait_s=2.0, retry_on=_is_transient, log=_log,
+                          event="taskdb.connect_retry", url=self.url)
         try:
-            self._conn: pymysql.connections.Connection = self._retrying(
-                lambda: pymysql.connect(**self._params))
+            return retrying(lambda: pymysql.connect(**self._params))
         except pymysql.err.Error as exc:
             raise self._connect_error(exc) from exc
-
-    def _retrying(self, fn: Callable[[], _T]) -> _T:
-        retryer = Retrying(
-            retry=retry_if_exception(_is_transient),
-            stop=stop_after_attempt(CONNECT_ATTEMPTS),
-            wait=wait_exponential(multiplier=0.2, max=2.0),
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
-        return retryer(fn)
-
-    def _log_retry(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        _log.warning("task_db_connect_retry", url=self.url, attempt=state.attempt_number, error=str(exc))
 
     def _connect_error(self, exc: BaseException) -> TaskDbError:
         code = _errno(exc)
@@ -95,10 +85,7 @@ class MysqlTaskStore(SqlTaskStore):
         except pymysql.err.Error:
             with suppress(pymysql.err.Error):
                 self._conn.close()
-        try:
-            self._conn = self._retrying(lambda: pymysql.connect(**self._params))
-        except pymysql.err.Error as exc:
-            raise self._connect_error(exc) from exc
+        self._conn = self._connect()
 
     def _execute(self, sql: str, params: Sequence[Any]) -> Result:
         # pymysql formats with %s; a literal % must be doubled. Values are still bound, never spliced.

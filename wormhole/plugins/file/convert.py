@@ -61,7 +61,7 @@ class BatchConverter:
         self.width = len(schema)
         self.fns = [(i, fn) for i, fn in enumerate(column_fns) if fn is not None]
 
-    def convert(self, raw: list[Sequence[Any]], path: str, line_of: Callable[[int], int]) -> Converted:
+    def convert(self, raw: Sequence[Sequence[Any]], path: str, line_of: Callable[[int], int]) -> Converted:
         if set(map(len, raw)) == {self.width}:
             try:
                 return self._columnar(raw), []
@@ -69,7 +69,7 @@ class BatchConverter:
                 pass  # some value is bad: find it row by row below
         return self._row_by_row(raw, path, line_of)
 
-    def _columnar(self, raw: list[Sequence[Any]]) -> list[Row]:
+    def _columnar(self, raw: Sequence[Sequence[Any]]) -> list[Row]:
         if not self.fns:
             return [tuple(r) for r in raw]
         cols: list[Sequence[Any]] = list(zip(*raw, strict=True))
@@ -77,7 +77,7 @@ class BatchConverter:
             cols[i] = fn(cols[i])
         return list(zip(*cols, strict=True))
 
-    def _row_by_row(self, raw: list[Sequence[Any]], path: str, line_of: Callable[[int], int]) -> Converted:
+    def _row_by_row(self, raw: Sequence[Sequence[Any]], path: str, line_of: Callable[[int], int]) -> Converted:
         rows: list[Row] = []
         rejected: list[Rejected] = []
         for index, r in enumerate(raw):

@@ -29,7 +29,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from typing import BinaryIO, Protocol
 
-from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
+from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError, WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.file.csv_format import CsvEncoder
 from wormhole.plugins.file.jsonl_format import JsonlEncoder
@@ -70,7 +70,7 @@ class FileWriterPeriphery:
         self.old_dir = os.path.join(parent, stem + ".old")
         self._committed = False
 
-    def _error(self, cls: type[Exception], message: str) -> Exception:
+    def _error(self, cls: type[StorageError], message: str) -> StorageError:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     def prepare(self) -> None:
@@ -93,7 +93,7 @@ class FileWriterPeriphery:
             raise self._error(PrepareError, f"cannot create the temporary directory {self.tmp_dir}: "
                                             f"{exc}") from exc
 
-    def _check_replaceable(self, cls: type[Exception]) -> None:
+    def _check_replaceable(self, cls: type[StorageError]) -> None:
         """Raise ``cls`` unless overwrite may replace the target (see the module docstring)."""
         protected = protected_directory(self.options.path)  # validation refuses these; never here either
         if protected is not None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from wormhole.errors import CommitError, PrepareError
+from wormhole.errors import CommitError, PrepareError, StorageError
 from wormhole.plugins.base import WriteContext
 from wormhole.plugins.file.options import FileWriterOptions
 from wormhole.plugins.file.writer import FileWriter
@@ -70,7 +70,7 @@ class HiveWriterPeriphery:
         self._created = False
         """prepare created the table: rollback drops it again (the target as it was before prepare)."""
 
-    def _error(self, cls: type[Exception], message: str) -> Exception:
+    def _error(self, cls: type[StorageError], message: str) -> StorageError:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     def prepare(self) -> None:

@@ -1,35 +1,20 @@
 """The mysql store (MySQL and MariaDB through pymysql): split reads of tables or sharded tables, and
 loads by LOAD DATA or multi-row INSERT with append, truncate or atomic staging-table replace.
 
-See :mod:`.reader` for splitting and reading, :mod:`.writer` for loads, commits and rollbacks,
-:mod:`.types` for the type mapping, and :mod:`.options` for the parameters users write.
+:mod:`.options` holds the parameters users write (and the source shapes they resolve to),
+:mod:`.splitter` and :mod:`.reader` the source role, :mod:`.periphery`, :mod:`.staging` and
+:mod:`.writer` the sink role, :mod:`.types` the type mapping, :mod:`.spark` the native Spark read
+and write (loaded in Spark mode only).
 """
 
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
-from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions
-from wormhole.plugins.mysql.reader import MysqlReader, MysqlReaderPeriphery, MysqlSplitter
-from wormhole.plugins.mysql.writer import MysqlWriter, MysqlWriterPeriphery
-
-__all__ = [
-    "PLUGIN",
-    "MysqlReader",
-    "MysqlReaderOptions",
-    "MysqlReaderPeriphery",
-    "MysqlSplitter",
-    "MysqlWriter",
-    "MysqlWriterOptions",
-    "MysqlWriterPeriphery",
-]
-
-
-def _single_writer_key(options: MysqlWriterOptions) -> str | None:
-    # Two destinations truncating or swapping the same table would undo each other's load.
-    if options.load == "append":
-        return None
-    return f"mysql table {options.host}:{options.port}/{options.database}.{options.table}".lower()
-
+from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions, single_writer_key
+from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
+from wormhole.plugins.mysql.reader import MysqlReader, MysqlReaderPeriphery
+from wormhole.plugins.mysql.splitter import MysqlSplitter
+from wormhole.plugins.mysql.writer import MysqlWriter
 
 PLUGIN = Plugin(
     name="mysql",
@@ -39,7 +24,7 @@ PLUGIN = Plugin(
         splitter=MysqlSplitter,
         reader=MysqlReader,
         periphery=MysqlReaderPeriphery,
-        spark_read="wormhole.spark.stores:mysql_read",
+        spark_read="wormhole.plugins.mysql.spark:read",
     ),
     sink=SinkRole(
         options=MysqlWriterOptions,
@@ -48,8 +33,8 @@ PLUGIN = Plugin(
         # Three connections keep the server busy while each writer encodes its next piece; one
         # leaves the server idle half the time (make bench).
         default_concurrency=3,
-        single_writer_key=_single_writer_key,
-        spark_write="wormhole.spark.stores:mysql_write",
+        single_writer_key=single_writer_key,
+        spark_write="wormhole.plugins.mysql.spark:write",
         spark_partitions=True,  # only replace/upsert use the row writer on Spark, and they replay cleanly
     ),
 )

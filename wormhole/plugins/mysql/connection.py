@@ -1,4 +1,4 @@
-"""Connections to MySQL/MariaDB: endpoints, bounded connect retry, session settings, error classes.
+"""Connections to MySQL/MariaDB: bounded connect retry, session settings, error classes.
 
 Every connection runs its session in UTC (``time_zone = '+00:00'``) so TIMESTAMP values cross
 from one server to another unchanged, and without ``NO_BACKSLASH_ESCAPES`` so the driver's
@@ -8,15 +8,21 @@ column cannot hold is then an error (a rejected row), never a silent truncation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pymysql
 import pymysql.converters
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from wormhole.errors import StorageError
-from wormhole.plugins.mysql.options import resolve_password
+from wormhole.errors import (
+    PeripheryError,
+    StorageError,
+    TransientReadError,
+    TransientWriteError,
+    WriteError,
+)
+from wormhole.plugins.base import ReadContext, StopSignal
+from wormhole.plugins.mysql.options import Endpoint, SourceSettings, resolve_password
+from wormhole.retry import policy
 
 PLUGIN_NAME = "mysql"
 
@@ -81,31 +87,19 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where to connect: one server and database, with its credentials (never logged)."""
-
-    host: str
-    port: int
-    user: str
-    password: str | None
-    password_env: str | None
-    database: str
-
-    @property
-    def mark(self) -> str:
-        """The resource mark of splits read from here: ``host:port/database``."""
-        return f"{self.host}:{self.port}/{self.database}"
-
-    def __repr__(self) -> str:  # keep the password out of any log line or traceback
-        return f"Endpoint({self.user}@{self.mark})"
+def transient_class(side: type[StorageError]) -> type[StorageError]:
+    """The retryable error class on ``side`` (a read-side or write-side error class)."""
+    return TransientWriteError if issubclass(side, (WriteError, PeripheryError)) else TransientReadError
 
 
 def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3, timeout: float = 10.0,
             raw: bool = False, local_infile: bool = False, strict: bool = False, autocommit: bool = True,
-            destination: str | None = None) -> pymysql.Connection:
-    """A configured connection, retried with backoff on transient failures; ``error`` otherwise.
+            destination: str | None = None, stop: StopSignal | None = None, log: Any = None) -> pymysql.Connection:
+    """A configured connection; ``error`` when it cannot be had.
 
+    A refused or dropped connection is transient and retried by :func:`wormhole.retry.policy` up to
+    ``attempts`` times with backoff (the waits end at once when ``stop`` is set; ``log`` gets
+    ``connection.retry`` before each); anything else (bad credentials, no such database) fails at once.
     ``raw``: values come back as bytes (readers decode them column by column, much faster).
     """
     try:
@@ -113,22 +107,26 @@ def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3,
     except KeyError as exc:
         raise error(f"environment variable {exc.args[0]} (password_env) is not set",
                     plugin=PLUGIN_NAME, destination=destination) from None
+    transient = transient_class(error)
 
     def attempt() -> pymysql.Connection:
-        return pymysql.connect(host=endpoint.host, port=endpoint.port, user=endpoint.user, password=password,
-                               database=endpoint.database, charset="utf8mb4", connect_timeout=timeout,
-                               autocommit=autocommit, local_infile=local_infile,
-                               conv=ENCODERS if raw else None, use_unicode=not raw)
+        try:
+            return pymysql.connect(host=endpoint.host, port=endpoint.port, user=endpoint.user, password=password,
+                                   database=endpoint.database, charset="utf8mb4", connect_timeout=timeout,
+                                   autocommit=autocommit, local_infile=local_infile,
+                                   conv=ENCODERS if raw else None, use_unicode=not raw)
+        except pymysql.err.MySQLError as exc:
+            cls = transient if error_code(exc) in CONNECT_TRANSIENT_CODES else error
+            raise cls(f"cannot connect to mysql {endpoint.user}@{endpoint.mark}: {describe(exc)}",
+                      plugin=PLUGIN_NAME, destination=destination) from exc
 
     try:
-        for retry in Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=0.5, max=5),
-                              retry=retry_if_exception(lambda e: error_code(e) in CONNECT_TRANSIENT_CODES),
-                              reraise=True):
-            with retry:
-                conn = attempt()
-    except pymysql.err.MySQLError as exc:
-        raise error(f"cannot connect to mysql {endpoint.user}@{endpoint.mark}: {describe(exc)}",
-                    plugin=PLUGIN_NAME, destination=destination) from exc
+        conn = policy(attempts=attempts, wait_s=0.5, max_wait_s=5.0, stop=stop, log=log, event="connection.retry",
+                      resource=endpoint.mark)(attempt)
+    except StorageError as exc:
+        if type(exc) is error:
+            raise
+        raise error(str(exc), plugin=PLUGIN_NAME, destination=destination) from exc.__cause__
     try:
         _configure(conn, strict)
     except pymysql.err.MySQLError as exc:
@@ -141,7 +139,9 @@ def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3,
 def _configure(conn: pymysql.Connection, strict: bool) -> None:
     with conn.cursor() as cur:
         cur.execute("SELECT @@SESSION.sql_mode")
-        (mode,) = cur.fetchone()
+        row = cur.fetchone()
+        assert row is not None  # a SELECT of a variable returns one row
+        (mode,) = row
         if isinstance(mode, bytes):
             mode = mode.decode()
         modes = [m for m in str(mode).split(",") if m and m != "NO_BACKSLASH_ESCAPES"]
@@ -200,8 +200,15 @@ def abandon(conn: pymysql.Connection, cursor: Any = None) -> None:
     conn._result = None  # type: ignore[attr-defined]
     conn._closed = True  # type: ignore[attr-defined]
     try:
-        conn._force_close()  # closes the socket and its file without a QUIT
+        conn._force_close()  # type: ignore[attr-defined]  # closes the socket and its file without a QUIT
     except OSError:
         pass
     conn._sock = None  # type: ignore[attr-defined]
     conn._rfile = None  # type: ignore[attr-defined]
+
+
+def source_connection(source: SourceSettings, endpoint: Endpoint, error: type[StorageError], ctx: ReadContext,
+                      *, raw: bool = False, log: Any = None) -> pymysql.Connection:
+    """A connection of a source's splitter, periphery or reader, with the source's connect settings."""
+    return connect(endpoint, error, attempts=source.connect_retries, timeout=source.connect_timeout_s, raw=raw,
+                   stop=ctx.stop, log=ctx.log if log is None else log)

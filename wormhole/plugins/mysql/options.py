@@ -1,25 +1,25 @@
 """The mysql store's options: what users write under ``source.params`` / ``destinations[i].params``.
 
-Identifiers (databases, tables, columns) are checked here against what MySQL can name and are
-always quoted with backticks in SQL; values are always bound by the driver. ``where``, ``query``,
-``pre_sql``, ``post_sql`` and ``rollback_sql`` are SQL text from the task author and run as given.
+A source's params are parsed flat (:class:`MysqlReaderOptions`, the keys users write), checked, and
+then resolved into one of three shapes, a tagged union the reader works with: :class:`TableSource`
+(one table), :class:`QuerySource` (a query, on one server or on each connection) or
+:class:`ShardedSource` (tables on several connections). Identifiers (databases, tables, columns) are
+checked here against what MySQL can name and are always quoted with backticks in SQL; values are
+always bound by the driver. ``where``, ``query``, ``pre_sql``, ``post_sql`` and ``rollback_sql`` are SQL
+text from the task author and run as given.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from wormhole.options import Problems, join_path, opt
+from wormhole.plugins.sql import check_names
 
 MAX_IDENTIFIER = 64
 """MySQL's limit on database, table and column names."""
-
-
-def quote(identifier: str) -> str:
-    """A MySQL identifier in backticks (inner backticks doubled), safe in any SQL text."""
-    return "`" + identifier.replace("`", "``") + "`"
 
 
 def check_identifier(name: str, path: str, problems: Problems) -> None:
@@ -32,13 +32,7 @@ def check_identifier(name: str, path: str, problems: Problems) -> None:
 
 
 def _check_names(names: tuple[str, ...] | None, path: str, problems: Problems) -> None:
-    if names is None:
-        return
-    for i, name in enumerate(names):
-        check_identifier(name, join_path(path, i), problems)
-    lowered = [n.lower() for n in names]  # MySQL column names are case-insensitive
-    if len(set(lowered)) != len(lowered):
-        problems.add(path, "names must be unique")
+    check_names(names, path, problems, check_identifier)
 
 
 def _check_credentials(password: str | None, password_env: str | None, path: str, problems: Problems) -> None:
@@ -55,6 +49,26 @@ def resolve_password(password: str | None, password_env: str | None) -> str:
             raise KeyError(password_env)
         return value
     return password or ""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where to connect: one server and database, with its credentials (never logged)."""
+
+    host: str
+    port: int
+    user: str
+    password: str | None
+    password_env: str | None
+    database: str
+
+    @property
+    def mark(self) -> str:
+        """The resource mark of splits read from here: ``host:port/database``."""
+        return f"{self.host}:{self.port}/{self.database}"
+
+    def __repr__(self) -> str:  # keep the password out of any log line or traceback
+        return f"Endpoint({self.user}@{self.mark})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,6 +172,104 @@ class MysqlReaderOptions(ServerOptions):
                 if getattr(self, key) is not None:
                     problems.add(join_path(path, key), "not with query (the query says what to read)")
 
+    def resolve(self) -> MysqlSource:
+        """The shape these (checked) params describe: what the reader works with."""
+        settings: dict[str, Any] = {
+            "connect_timeout_s": self.connect_timeout_s, "connect_retries": self.connect_retries,
+            "estimate": self.estimate, "count_timeout_s": self.count_timeout_s, "zero_dates": self.zero_dates}
+        if self.connections is None:
+            assert self.database is not None  # check() requires it
+            endpoint = Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database)
+            if self.query is not None:
+                return QuerySource(endpoints=(endpoint,), query=self.query, **settings)
+            assert self.table is not None  # check() requires a table or a query
+            return TableSource(endpoint=endpoint, table=self.table, selection=self._selection(), **settings)
+        endpoints = tuple(self._shard_endpoint(c) for c in self.connections)
+        if self.query is not None:
+            return QuerySource(endpoints=endpoints, query=self.query, **settings)
+        shards = tuple(Shard(ep, c.tables or ()) for ep, c in zip(endpoints, self.connections, strict=True))
+        return ShardedSource(shards=shards, selection=self._selection(), **settings)
+
+    def _selection(self) -> Selection:
+        return Selection(columns=self.columns, where=self.where, split_pk=self.split_pk,
+                         split_factor=self.split_factor)
+
+    def _shard_endpoint(self, c: ShardConnection) -> Endpoint:
+        # The user and the secret default separately; a connection's password or password_env
+        # replaces the source's pair as a whole.
+        own_secret = c.password is not None or c.password_env is not None
+        return Endpoint(c.host, c.port, c.user or self.user, c.password if own_secret else self.password,
+                        c.password_env if own_secret else self.password_env, c.database)
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """One connection of a source and the tables read there (none for a query)."""
+
+    endpoint: Endpoint
+    tables: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Selection:
+    """What a table source reads of each table: columns, rows, and how to cut it into splits."""
+
+    columns: tuple[str, ...] | None = None
+    where: str | None = None
+    split_pk: str | None = None
+    split_factor: int = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceSettings:
+    """What every source shape shares: connecting and estimating (see :class:`MysqlReaderOptions`)."""
+
+    connect_timeout_s: float = 10.0
+    connect_retries: int = 3
+    estimate: Literal["stats", "count", "none"] = "stats"
+    count_timeout_s: float = 10.0
+    zero_dates: Literal["keep", "null", "reject"] = "keep"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableSource(SourceSettings):
+    """One table of one database (``table``)."""
+
+    kind: Literal["table"] = "table"
+    endpoint: Endpoint
+    table: str
+    selection: Selection
+
+    @property
+    def shards(self) -> tuple[Shard, ...]:
+        return (Shard(self.endpoint, (self.table,)),)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuerySource(SourceSettings):
+    """A SELECT read as it is (``query``): on one database, or on each of ``connections``."""
+
+    kind: Literal["query"] = "query"
+    endpoints: tuple[Endpoint, ...]
+    query: str
+
+    @property
+    def shards(self) -> tuple[Shard, ...]:
+        return tuple(Shard(ep, ()) for ep in self.endpoints)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShardedSource(SourceSettings):
+    """Tables on several hosts or databases (``connections``), read as one source."""
+
+    kind: Literal["sharded"] = "sharded"
+    shards: tuple[Shard, ...]
+    selection: Selection
+
+
+MysqlSource = TableSource | QuerySource | ShardedSource
+"""A mysql source as the reader sees it; ``kind`` tells which."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MysqlWriterOptions(ServerOptions):
@@ -200,7 +312,7 @@ class MysqlWriterOptions(ServerOptions):
     retries: int = opt(3, min=0, max=20)
     """Retries of a batch after a transient error (lock wait timeout, deadlock, lost connection)."""
     retry_wait_s: float = opt(0.5, min=0.0)
-    """First wait before a retry; it doubles each time (at most 30 s)."""
+    """First wait before a retry; it doubles each time (at most 30 s). A stopping task ends the wait at once."""
 
     def check(self, path: str, problems: Problems) -> None:
         _check_credentials(self.password, self.password_env, path, problems)
@@ -221,3 +333,14 @@ class MysqlWriterOptions(ServerOptions):
         if self.rollback_sql and self.load == "staging":
             problems.add(join_path(path, "rollback_sql"), "not with load 'staging' (rollback drops the staging "
                                                           "table)")
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database)
+
+
+def single_writer_key(options: MysqlWriterOptions) -> str | None:
+    """Two destinations truncating or swapping the same table would undo each other's load."""
+    if options.load == "append":
+        return None
+    return f"mysql table {options.host}:{options.port}/{options.database}.{options.table}".lower()

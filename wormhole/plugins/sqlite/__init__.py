@@ -6,36 +6,17 @@ or ``upsert`` in savepointed batches, COMMIT on success and ROLLBACK otherwise. 
 writing destination per task (``single_writer_key``), since the destination holds its write lock.
 Missing parent directories are created; a database file the run created is removed on rollback
 (with its ``-journal``/``-wal``/``-shm``), one that existed is left as it was.
+
+:mod:`.options` holds the parameters, :mod:`.reader` and :mod:`.writer` the roles, :mod:`.types`
+the type mapping and :mod:`.connection` how files are opened.
 """
 
 from __future__ import annotations
 
-import os
-
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
-from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions
+from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions, owned_path, single_writer_key
 from wormhole.plugins.sqlite.reader import SqliteReader, SqliteReaderPeriphery, SqliteSplitter
 from wormhole.plugins.sqlite.writer import SqliteWriter, SqliteWriterPeriphery
-
-__all__ = [
-    "PLUGIN",
-    "SqliteReader",
-    "SqliteReaderOptions",
-    "SqliteReaderPeriphery",
-    "SqliteSplitter",
-    "SqliteWriter",
-    "SqliteWriterOptions",
-    "SqliteWriterPeriphery",
-]
-
-
-def _single_writer_key(options: SqliteWriterOptions) -> str:
-    return "sqlite file " + os.path.abspath(options.path)
-
-
-def _owned_path(options: SqliteWriterOptions) -> str:
-    return options.path
-
 
 PLUGIN = Plugin(
     name="sqlite",
@@ -50,7 +31,7 @@ PLUGIN = Plugin(
         options=SqliteWriterOptions,
         periphery=SqliteWriterPeriphery,
         writer=SqliteWriter,
-        single_writer_key=_single_writer_key,
-        owned_path=_owned_path,  # so no file destination's directory holds the database
+        single_writer_key=single_writer_key,
+        owned_path=owned_path,  # so no file destination's directory holds the database
     ),
 )

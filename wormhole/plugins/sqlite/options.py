@@ -1,11 +1,13 @@
-"""The sqlite store's options and its identifier/type helpers shared by reader and writer."""
+"""The sqlite store's options: what users write under ``source.params`` / ``destinations[i].params``."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 
 from wormhole.options import Problems, join_path, opt
+from wormhole.plugins.sql import check_names
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -20,7 +22,7 @@ class SqliteReaderOptions:
     """An SQL condition appended as ``WHERE <where>`` (trusted text from the task author)."""
 
     def check(self, path: str, problems: Problems) -> None:
-        _check_names(self.columns, join_path(path, "columns"), problems)
+        check_names(self.columns, join_path(path, "columns"), problems)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,8 +42,8 @@ class SqliteWriterOptions:
     """Create the table from the source schema when it does not exist."""
 
     def check(self, path: str, problems: Problems) -> None:
-        _check_names(self.columns, join_path(path, "columns"), problems)
-        _check_names(self.key, join_path(path, "key"), problems)
+        check_names(self.columns, join_path(path, "columns"), problems)
+        check_names(self.key, join_path(path, "key"), problems)
         if self.write_mode == "upsert" and self.key is None:
             problems.add(join_path(path, "key"), "is required when write_mode is 'upsert'")
         if self.key is not None and self.columns is not None:
@@ -50,66 +52,11 @@ class SqliteWriterOptions:
                 problems.add(join_path(path, "key"), f"names columns not in columns: {', '.join(missing)}")
 
 
-def _check_names(names: tuple[str, ...] | None, path: str, problems: Problems) -> None:
-    if names is None:
-        return
-    for i, name in enumerate(names):
-        if not name:
-            problems.add(join_path(path, i), "must not be empty")
-    # SQLite identifiers are case-insensitive, so "Id" and "id" are the same column.
-    lowered = [n.lower() for n in names]
-    if len(set(lowered)) != len(lowered):
-        problems.add(path, "names must be unique")
+def single_writer_key(options: SqliteWriterOptions) -> str:
+    """A destination holds its file's write lock for the whole run: one writing destination per file."""
+    return "sqlite file " + os.path.abspath(options.path)
 
 
-def quote(identifier: str) -> str:
-    """An SQLite identifier, quoted (inner quotes doubled), so any name is safe in SQL text."""
-    return '"' + identifier.replace('"', '""') + '"'
-
-
-def logical_type(declared: str) -> Literal["int", "float", "decimal", "string", "bytes", "bool", "date",
-                                           "datetime", "json"]:
-    """The logical type of a declared column type.
-
-    The specific names come first, so ``DATETIME`` is not a ``DATE`` and the ``DECIMAL TEXT``-style
-    types earlier versions of this store created (``DATE TEXT``, ``JSON TEXT``, ...) still read back
-    as what was written.
-    """
-    t = declared.upper()
-    if "BOOL" in t:
-        return "bool"
-    if "DATETIME" in t or "TIMESTAMP" in t:
-        return "datetime"
-    if "DATE" in t:
-        return "date"
-    if "JSON" in t:
-        return "json"
-    if "DEC" in t or "NUMERIC" in t:
-        return "decimal"
-    if "INT" in t:
-        return "int"
-    if "CHAR" in t or "CLOB" in t or "TEXT" in t:
-        return "string"
-    if "BLOB" in t:
-        return "bytes"
-    if "REAL" in t or "FLOA" in t or "DOUB" in t:
-        return "float"
-    return "string"
-
-
-DECLARED_TYPES: dict[str, str] = {
-    "int": "INTEGER",
-    "float": "REAL",
-    "string": "TEXT",
-    "bytes": "BLOB",
-    "bool": "BOOLEAN",  # bound as 0/1, stored as integers
-    # NUMERIC affinity leaves ISO dates and datetimes as text: "2024-02-29" is no number.
-    "date": "DATE",
-    "datetime": "DATETIME",
-    # TEXT affinity, so the stored text is exactly what was written: NUMERIC affinity would turn
-    # "1.10" into the REAL 1.1 (and lose digits beyond 15), and the JSON text "12.5" into a REAL.
-    "decimal": "TEXT",
-    "json": "TEXT",
-}
-"""Declared types of the columns of a table this store creates: plain SQLite types, so any tool reads
-the table as it expects. Read back by this store, decimal and json columns are strings (TEXT)."""
+def owned_path(options: SqliteWriterOptions) -> str:
+    """The database file, so no file destination's directory holds it."""
+    return options.path

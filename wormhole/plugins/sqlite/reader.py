@@ -1,44 +1,22 @@
 """The sqlite store's source role: one split per table, read-only connection, typed batches.
 
 SQLite returns int, float, str, bytes and None; only the columns whose logical type differs
-(decimal, bool, date, datetime, json) are converted, column by column over each batch.
+(decimal, bool, date, datetime, json) are converted (:mod:`.types`), column by column over each batch.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from datetime import date, datetime
-from decimal import Decimal, InvalidOperation
-from pathlib import Path
 from typing import Any
 
 from wormhole.errors import ReadError, SplitError, StorageError
 from wormhole.plugins.base import Column, ReadContext, Rejected, Row, Schema, SourceInfo, Split
-from wormhole.plugins.sqlite.options import SqliteReaderOptions, logical_type, quote
-
-PLUGIN_NAME = "sqlite"
-
-CONVERSION_ERRORS = (ValueError, TypeError, ArithmeticError, RecursionError)
-
-
-def connect_readonly(path: str, error: type[StorageError]) -> sqlite3.Connection:
-    """A read-only connection: the source is never written, and a missing file is an error."""
-    abspath = os.path.abspath(path)
-    if not os.path.isfile(abspath):
-        raise error(f"sqlite database {abspath} does not exist", plugin=PLUGIN_NAME)
-    try:
-        return sqlite3.connect(Path(abspath).as_uri() + "?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error as exc:
-        raise error(f"cannot open sqlite database {abspath}: {exc}", plugin=PLUGIN_NAME) from exc
-
-
-def table_columns(conn: sqlite3.Connection, table: str) -> list[tuple[str, str]]:
-    """``(name, declared type)`` of each column of ``table``; empty when there is no such table."""
-    return [(str(name), str(decl or "")) for name, decl in
-            conn.execute("SELECT name, type FROM pragma_table_info(?) ORDER BY cid", (table,))]
+from wormhole.plugins.sql import VALUE_ERRORS, quote
+from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
+from wormhole.plugins.sqlite.options import SqliteReaderOptions
+from wormhole.plugins.sqlite.types import READ_CONVERTERS, logical_type
 
 
 def resolve_schema(conn: sqlite3.Connection, options: SqliteReaderOptions,
@@ -60,57 +38,6 @@ def resolve_schema(conn: sqlite3.Connection, options: SqliteReaderOptions,
                         plugin=PLUGIN_NAME)
         chosen = [by_name[c.lower()] for c in options.columns]
     return Schema(tuple(Column(name, logical_type(decl)) for name, decl in chosen))
-
-
-# ---------------------------------------------------------------------------------------------
-# Value conversion (SQLite value -> logical type)
-
-
-def _to_decimal(v: Any) -> Decimal:
-    try:
-        # repr of a float is its shortest round-trip text: 0.1 reads as Decimal("0.1"), not 0.1000...055
-        return Decimal(v if type(v) in (str, int) else repr(v))
-    except InvalidOperation:
-        raise ValueError(f"not a decimal: {v!r}") from None
-
-
-_BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "t": True, "f": False}
-
-
-def _to_bool(v: Any) -> bool:
-    if type(v) is int:
-        return v != 0
-    if type(v) is str and v.strip().lower() in _BOOL_TEXT:
-        return _BOOL_TEXT[v.strip().lower()]
-    raise ValueError(f"not a boolean: {v!r}")
-
-
-def _to_json(v: Any) -> Any:
-    if type(v) in (str, bytes):
-        return json.loads(v)
-    return v  # a number stored under NUMERIC affinity is already the JSON value
-
-
-def _from_text(parse: Callable[[str], Any], what: str) -> Callable[[Any], Any]:
-    def convert(v: Any) -> Any:
-        if type(v) is str:
-            return parse(v)
-        raise TypeError(f"expected {what} text, got {type(v).__name__} {v!r}")
-
-    return convert
-
-
-_CONVERT: dict[str, Callable[[Any], Any]] = {
-    "decimal": _to_decimal,
-    "bool": _to_bool,
-    "date": _from_text(date.fromisoformat, "ISO date"),
-    "datetime": _from_text(datetime.fromisoformat, "ISO datetime"),
-    "json": _to_json,
-}
-
-
-# ---------------------------------------------------------------------------------------------
-# The source role
 
 
 class SqliteSplitter:
@@ -184,7 +111,7 @@ class SqliteReader:
         sql = f"SELECT {', '.join(quote(n) for n in schema.names)} FROM {quote(opts.table)}"
         if opts.where is not None:
             sql += f" WHERE {opts.where}"
-        fns = [(i, _CONVERT[c.type]) for i, c in enumerate(schema.columns) if c.type in _CONVERT]
+        fns = [(i, READ_CONVERTERS[c.type]) for i, c in enumerate(schema.columns) if c.type in READ_CONVERTERS]
         conn = connect_readonly(opts.path, ReadError)
         try:
             try:
@@ -218,7 +145,7 @@ class SqliteReader:
             for i, fn in fns:
                 cols[i] = [None if v is None else fn(v) for v in cols[i]]
             return list(zip(*cols, strict=True)), []
-        except CONVERSION_ERRORS:
+        except VALUE_ERRORS:
             pass  # find the bad rows one by one
         rows: list[Row] = []
         rejected: list[Rejected] = []
@@ -229,7 +156,7 @@ class SqliteReader:
                     continue
                 try:
                     out[i] = fn(out[i])
-                except CONVERSION_ERRORS as exc:
+                except VALUE_ERRORS as exc:
                     rejected.append(Rejected(tuple(r), f"{self.options.path}:{self.options.table}: column "
                                                        f"{names[i]}: {exc}"))
                     break

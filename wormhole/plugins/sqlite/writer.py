@@ -11,48 +11,23 @@ Note: SQLite itself stores a float NaN as NULL (sqlite3_bind_double); that is no
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
-from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
-from wormhole.plugins.sqlite.options import DECLARED_TYPES, SqliteWriterOptions, quote
-from wormhole.plugins.sqlite.reader import table_columns
-
-PLUGIN_NAME = "sqlite"
-
-CONVERSION_ERRORS = (ValueError, TypeError, AttributeError, ArithmeticError, RecursionError)
-"""A value of the wrong type for its column (``"x".isoformat()``) or one JSON cannot hold."""
+from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError, WriteError
+from wormhole.plugins.base import Row, WriteContext, WriteResult
+from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, quote, rows_one_by_one
+from wormhole.plugins.sqlite.connection import PLUGIN_NAME, table_columns
+from wormhole.plugins.sqlite.options import SqliteWriterOptions
+from wormhole.plugins.sqlite.types import DECLARED_TYPES, WRITE_CONVERTERS
 
 ROW_ERRORS = (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
               UnicodeEncodeError, OverflowError, ValueError, TypeError)
 """Errors that belong to a row (a constraint, a value SQLite cannot bind), not to the database.
 Any other sqlite3.Error (disk full, I/O error, read-only, locked) means the destination is broken."""
-
-
-def _iso_date(v: Any) -> Any:
-    return v.isoformat()
-
-
-def _iso_datetime(v: Any) -> Any:
-    return v.isoformat(" ")
-
-
-def _json_text(v: Any) -> Any:
-    return json.dumps(v, ensure_ascii=False)
-
-
-_TO_SQLITE: dict[str, Callable[[Any], Any]] = {
-    "date": _iso_date,
-    "datetime": _iso_datetime,
-    "decimal": str,
-    "json": _json_text,
-}
-"""Values sqlite3 cannot bind as wanted. bool needs nothing: it is an int, bound as 0/1."""
 
 
 class SqliteWriterPeriphery:
@@ -70,7 +45,7 @@ class SqliteWriterPeriphery:
         """Why the transaction cannot be committed any more (set by a writer that hit a database error)."""
         self._created_file = False
 
-    def _error(self, cls: type[Exception], message: str) -> Exception:
+    def _error(self, cls: type[StorageError], message: str) -> StorageError:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     # -- prepare --------------------------------------------------------------------------------
@@ -211,8 +186,8 @@ class SqliteWriter:
         self.ctx = ctx
         self.periphery = periphery
         self.worker = worker
-        self._fns = [(i, _TO_SQLITE[c.type]) for i, c in enumerate(ctx.schema.columns)
-                     if c.type in _TO_SQLITE]
+        self._fns = [(i, WRITE_CONVERTERS[c.type]) for i, c in enumerate(ctx.schema.columns)
+                     if c.type in WRITE_CONVERTERS]
 
     def _error(self, message: str) -> WriteError:
         return WriteError(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
@@ -234,22 +209,25 @@ class SqliteWriter:
             return WriteResult(written=0)
         try:
             params: Sequence[Sequence[Any]] | None = self._convert(rows)
-        except CONVERSION_ERRORS:
+        except VALUE_ERRORS:
             params = None  # some value is bad: the row-by-row pass finds which
-        p = self.periphery
-        with p.lock:
+        with self.periphery.lock:
             conn = self._connection()
-            if params is not None:
-                try:
-                    conn.execute("SAVEPOINT wh_batch")
-                    conn.executemany(p.sql, params)
-                    conn.execute("RELEASE wh_batch")
-                    return WriteResult(written=len(rows))
-                except ROW_ERRORS:
-                    self._undo_batch(conn)
-                except sqlite3.Error as exc:
-                    raise self._broken(conn, exc) from exc
-            return self._row_by_row(conn, rows)
+            batch = None if params is None else (lambda: self._batch(conn, params))
+            return batch_then_rows(rows, batch, lambda todo: self._row_by_row(conn, todo))
+
+    def _batch(self, conn: sqlite3.Connection, params: Sequence[Sequence[Any]]) -> bool:
+        """The batch in one savepoint; False (and the savepoint undone) when a row is at fault."""
+        try:
+            conn.execute("SAVEPOINT wh_batch")
+            conn.executemany(self.periphery.sql, params)
+            conn.execute("RELEASE wh_batch")
+            return True
+        except ROW_ERRORS:
+            self._undo_batch(conn)
+            return False
+        except sqlite3.Error as exc:
+            raise self._broken(conn, exc) from exc
 
     def _connection(self) -> sqlite3.Connection:
         p = self.periphery
@@ -283,17 +261,16 @@ class SqliteWriter:
 
     def _row_by_row(self, conn: sqlite3.Connection, rows: Sequence[Row]) -> WriteResult:
         # A failing single statement aborts only itself in SQLite, so no savepoint per row is needed.
-        sql = self.periphery.sql
-        rejected: list[Rejected] = []
-        for row in rows:
-            try:
-                params = self._convert((row,))[0]
-                conn.execute(sql, params)
-            except CONVERSION_ERRORS + ROW_ERRORS as exc:
-                rejected.append(Rejected(row, f"{type(exc).__name__}: {exc}"))
-            except sqlite3.Error as exc:
-                raise self._broken(conn, exc) from exc
-        return WriteResult(written=len(rows) - len(rejected), rejected=tuple(rejected))
+        return rows_one_by_one(rows, lambda row: self._write_row(conn, row))
+
+    def _write_row(self, conn: sqlite3.Connection, row: Row) -> str | None:
+        try:
+            conn.execute(self.periphery.sql, self._convert((row,))[0])
+        except VALUE_ERRORS + ROW_ERRORS as exc:
+            return f"{type(exc).__name__}: {exc}"
+        except sqlite3.Error as exc:
+            raise self._broken(conn, exc) from exc
+        return None
 
     def flush(self) -> None:
         """Nothing to do: rows become durable when the periphery commits the transaction."""

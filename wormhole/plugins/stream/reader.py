@@ -80,7 +80,7 @@ class StreamSource:
 
     def _batch(self, lo: int, hi: int) -> list[Row]:
         n = hi - lo
-        cols = []
+        cols: list[Sequence[Any]] = []
         for pool in self._pools:
             if pool is None:
                 cols.append(range(lo, hi))
@@ -91,6 +91,7 @@ class StreamSource:
         rows = list(zip(*cols))
         every = self._o.dirty_every
         if every:
+            assert self._dirty_col is not None  # dirty_every needs a string column (checked)
             first = lo + (-(lo + 1)) % every  # first row number r >= lo with (r + 1) % every == 0
             for r in range(first, hi, every):
                 row = list(rows[r - lo])

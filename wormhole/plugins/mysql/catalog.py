@@ -1,0 +1,62 @@
+"""What the server says about the tables and queries a source reads: columns, their kinds, their keys."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pymysql
+
+from wormhole.errors import SplitError
+from wormhole.plugins.mysql.connection import PLUGIN_NAME, fetch_all
+from wormhole.plugins.mysql.options import Endpoint
+from wormhole.plugins.mysql.types import JSON_CHECK, kind_of_data_type, kind_of_field
+from wormhole.plugins.sql import backquote as quote
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnInfo:
+    name: str
+    kind: str
+    data_type: str
+    nullable: bool
+    charset: str | None
+    collation: str | None
+
+
+def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[ColumnInfo]:
+    """The columns of ``table`` in order; SplitError naming it when it does not exist."""
+    found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME "
+                            "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+                            "ORDER BY ORDINAL_POSITION", (ep.database, table))
+    if not found:
+        raise SplitError(f"table {quote(table)} does not exist in {ep.mark}", plugin=PLUGIN_NAME)
+    json_columns: set[str] = set()
+    if any(str(r[1]).lower() == "longtext" for r in found):
+        checks = fetch_all(conn, "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+                                 "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s", (ep.database, table))
+        for (clause,) in checks:
+            json_columns.update(m.replace("``", "`").lower() for m in JSON_CHECK.findall(str(clause)))
+    return [ColumnInfo(name=str(name), kind=kind_of_data_type(str(dt), str(name).lower() in json_columns),
+                       data_type=str(dt).lower(), nullable=nullable == "YES", charset=cs, collation=coll)
+            for name, dt, nullable, cs, coll in found]
+
+
+def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
+                   table: str) -> list[ColumnInfo]:
+    if wanted is None:
+        return infos
+    by_name = {c.name.lower(): c for c in infos}
+    unknown = [w for w in wanted if w.lower() not in by_name]
+    if unknown:
+        raise SplitError(f"table {quote(table)} in {ep.mark} has no column {', '.join(unknown)}", plugin=PLUGIN_NAME)
+    return [by_name[w.lower()] for w in wanted]
+
+
+def describe_query(conn: pymysql.Connection, query: str) -> list[tuple[str, str]]:
+    """``(name, kind)`` of each column a query returns, from its result metadata (no rows read)."""
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM ({query}) AS wh_q LIMIT 0")
+        result = cur._result  # type: ignore[attr-defined]  # pymysql's metadata of a LIMIT 0 result
+        fields = result.fields if result is not None else []
+        return [(str(f.name), kind_of_field(f.type_code, f.charsetnr)) for f in fields]

@@ -1,0 +1,227 @@
+"""The mysql store's writer periphery: prepares the target, then commits or rolls back the load.
+
+Loads (``load``):
+- ``append``: rows are committed batch by batch into the target; rollback runs ``rollback_sql``,
+  or, without it, fails plainly (the rows stay and the result says so);
+- ``truncate``: ``TRUNCATE TABLE`` in prepare, then as append;
+- ``staging``: rows go to a staging table swapped in at commit (:mod:`.staging`); ``post_sql`` runs
+  after the swap, and if it fails the swap is undone.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pymysql
+
+from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
+from wormhole.plugins.base import ShippedWithoutLock, WriteContext
+from wormhole.plugins.mysql.connection import close_quietly, connect, describe, fetch_all, fetch_one
+from wormhole.plugins.mysql.options import MysqlWriterOptions
+from wormhole.plugins.mysql.staging import Staging, TargetSql
+from wormhole.plugins.sql import backquote as quote
+
+
+class MysqlWriterPeriphery(ShippedWithoutLock):
+    """Prepares the target (pre_sql, truncate or staging table), and commits or rolls back the load."""
+
+    def __init__(self, options: MysqlWriterOptions, ctx: WriteContext) -> None:
+        self.options = options
+        self.ctx = ctx
+        self.endpoint = options.endpoint
+        self.sql = TargetSql(self.endpoint, ctx.destination)
+        self.lock = threading.Lock()
+        self.columns: tuple[str, ...] = ()
+        self.write_table = options.table
+        """Where writers put rows: the target, or the staging table."""
+        self.staging: Staging | None = None
+        self.method = "insert"
+        self.load_sql = ""
+        self.insert_prefix = ""
+        self.insert_suffix = ""
+        self.max_packet = 16 << 20
+        self.rows_before: int | None = None
+        self.rows_written = 0
+        self.truncated = False
+        self.prepared = False
+        self.finished = False
+        self.broken: str | None = None
+        """Why the load cannot be committed (set by a writer whose piece failed for good)."""
+
+    @property
+    def target(self) -> str:
+        return self.sql.ref(self.options.table)
+
+    def table_ref(self, name: str) -> str:
+        return self.sql.ref(name)
+
+    def connect(self, error: type[StorageError], *, autocommit: bool = True, local_infile: bool = False,
+                log: Any = None) -> pymysql.Connection:
+        return connect(self.endpoint, error, timeout=self.options.connect_timeout_s, strict=self.options.strict,
+                       autocommit=autocommit, local_infile=local_infile, destination=self.ctx.destination,
+                       stop=self.ctx.stop, log=self.ctx.log if log is None else log)
+
+    def add_written(self, rows: int) -> None:
+        with self.lock:
+            self.rows_written += rows
+
+    # -- prepare --------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        if self.prepared:
+            return
+        conn = self.connect(PrepareError)
+        try:
+            self._prepare(conn)
+        except pymysql.err.MySQLError as exc:
+            raise self.sql.error(PrepareError, f"preparing {self.target} on {self.endpoint.mark} failed: "
+                                               f"{describe(exc)}") from exc
+        finally:
+            close_quietly(conn)
+        self.prepared = True
+
+    def _prepare(self, conn: pymysql.Connection) -> None:
+        opts = self.options
+        types = self._target_columns(conn)
+        self.max_packet = int(fetch_one(conn, "SELECT @@max_allowed_packet")[0])
+        self.method = self._choose_method(conn)
+        for statement in opts.pre_sql:
+            self.sql.run(conn, statement, "pre_sql", PrepareError)
+        if opts.load == "truncate":
+            self.sql.run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
+            self.truncated = True
+        elif opts.load == "staging":
+            self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+            self.staging.prepare(conn)
+            self.write_table = self.staging.name
+        if opts.verify == "count" and opts.load == "append":
+            self.rows_before = int(fetch_one(conn, f"SELECT COUNT(*) FROM {self.target}")[0])
+        self._build_sql([types[c.lower()] for c in self.columns])
+
+    def _target_columns(self, conn: pymysql.Connection) -> dict[str, str]:
+        """The target's column types by lower-case name; sets the columns written (checked against them)."""
+        opts, schema = self.options, self.ctx.schema
+        found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                                "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (self.endpoint.database, opts.table))
+        if not found:
+            raise self.sql.error(PrepareError, f"table {self.target} does not exist on {self.endpoint.mark}")
+        columns = opts.columns if opts.columns is not None else schema.names
+        if len(columns) != len(schema):
+            raise self.sql.error(PrepareError, f"columns names {len(columns)} column(s) but the source has "
+                                               f"{len(schema)}: {', '.join(schema.names)}")
+        types = {str(name).lower(): str(dt).lower() for name, dt in found}
+        unknown = [c for c in columns if c.lower() not in types]
+        if unknown:
+            raise self.sql.error(PrepareError, f"table {self.target} has no column {', '.join(unknown)}")
+        self.columns = tuple(columns)
+        return types
+
+    def _choose_method(self, conn: pymysql.Connection) -> str:
+        opts = self.options
+        if opts.method == "insert" or (opts.method == "auto" and opts.write_mode == "upsert"):
+            return "insert"
+        allowed = bool(int(fetch_one(conn, "SELECT @@GLOBAL.local_infile")[0]))
+        if allowed:
+            return "load_data"
+        if opts.method == "load_data":
+            raise self.sql.error(PrepareError, f"method 'load_data' needs local_infile, which {self.endpoint.mark} "
+                                               f"has switched off (use method 'insert' or 'auto')")
+        return "insert"
+
+    def _build_sql(self, target_types: list[str]) -> None:
+        opts = self.options
+        table = self.table_ref(self.write_table)
+        cols = ", ".join(quote(c) for c in self.columns)
+        verb = "REPLACE" if opts.write_mode == "replace" else "INSERT"
+        self.insert_prefix = f"{verb} INTO {table} ({cols}) VALUES "
+        if opts.write_mode == "upsert":
+            updates = ", ".join(f"{quote(c)} = VALUES({quote(c)})" for c in self.columns)
+            self.insert_suffix = f" ON DUPLICATE KEY UPDATE {updates}"
+        # LOAD DATA takes bytes as hex through a variable (a raw byte could end a field or line),
+        # and BIT and YEAR columns through a CAST to a number: a loaded field is text, which BIT
+        # would take byte by byte and YEAR would read '0' as 2000 where the number 0 is 0000.
+        targets, sets = [], []
+        for i, (name, column) in enumerate(zip(self.columns, self.ctx.schema.columns, strict=True)):
+            numeric = target_types[i] in ("bit", "year") and column.type != "bytes"
+            if column.type == "bytes" or numeric:
+                var = f"@wh{i}"
+                targets.append(var)
+                expr = f"UNHEX({var})" if column.type == "bytes" else f"CAST({var} AS UNSIGNED)"
+                sets.append(f"{quote(name)} = {expr}")
+            else:
+                targets.append(quote(name))
+        replace = " REPLACE" if opts.write_mode == "replace" else ""
+        marker = "\x00wh-file\x00"
+        sql = (f"LOAD DATA LOCAL INFILE {marker}{replace} INTO TABLE {table} CHARACTER SET utf8mb4 "
+               f"FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' "
+               f"({', '.join(targets)})" + (f" SET {', '.join(sets)}" if sets else ""))
+        # The file name is bound by the driver, which formats with %: a % in a name must stay literal.
+        self.load_sql = sql.replace("%", "%%").replace(marker, "%s")
+
+    # -- commit / rollback ----------------------------------------------------------------------
+
+    def commit(self) -> None:
+        if self.finished:
+            return
+        if self.broken is not None:
+            raise self.sql.error(CommitError, f"cannot commit {self.target}: {self.broken}")
+        conn = self.connect(CommitError)
+        try:
+            if self.options.verify == "count":
+                self._verify(conn)
+            if self.staging is not None:
+                self.staging.swap(conn)
+            for statement in self.options.post_sql:
+                self.sql.run(conn, statement, "post_sql", CommitError)
+            if self.staging is not None:
+                self.staging.drop_old(conn)
+        finally:
+            close_quietly(conn)
+        self.finished = True
+
+    def _verify(self, conn: pymysql.Connection) -> None:
+        table = self.table_ref(self.write_table)
+        found = int(fetch_one(conn, f"SELECT COUNT(*) FROM {table}")[0])
+        expected = self.rows_written + (self.rows_before or 0)
+        if found != expected:
+            raise self.sql.error(CommitError, f"verify count: {table} holds {found} rows, expected {expected} "
+                                              f"({self.rows_written} written)")
+
+    def rollback(self) -> None:
+        if self.finished:
+            return
+        if self.options.load == "staging":
+            self._rollback_staging()
+        elif self.prepared or self.truncated:  # else prepare failed before any row could be written
+            self._rollback_load()
+        self.finished = True
+
+    def _rollback_staging(self) -> None:
+        if self.staging is None or not self.staging.created:
+            return  # this run never created it: a table by that name is not ours to drop
+        conn = self.connect(RollbackError)
+        try:
+            self.staging.rollback(conn)
+        finally:
+            close_quietly(conn)
+
+    def _rollback_load(self) -> None:
+        opts = self.options
+        if opts.rollback_sql:
+            conn = self.connect(RollbackError)
+            try:
+                for statement in opts.rollback_sql:
+                    self.sql.run(conn, statement, "rollback_sql", RollbackError)
+            finally:
+                close_quietly(conn)
+            return
+        if self.rows_written or self.truncated:
+            what = []
+            if self.truncated:
+                what.append(f"{self.target} was truncated (its earlier rows are gone)")
+            if self.rows_written:
+                what.append(f"{self.rows_written} rows committed to {self.target} stay there")
+            self.finished = True
+            raise self.sql.error(RollbackError, f"not rolled back: load is '{opts.load}' without rollback_sql: "
+                                                f"{'; '.join(what)}")

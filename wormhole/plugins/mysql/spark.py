@@ -1,0 +1,179 @@
+"""The mysql store's native Spark read and write (``spark_read``/``spark_write``), loaded in Spark mode only.
+
+MySQL goes over JDBC with Debian's MariaDB Connector/J: one partition per split predicate, every
+shard and table its own relation, unioned by name; writes are Spark's batched JDBC inserts, one
+transaction per partition, so a retried partition leaves no rows of its failed attempt. Spark 4
+applies its MySQL dialect (backtick quoting) only to ``jdbc:mysql:`` URLs, hence the connector's
+``permitMysqlScheme``. A column JDBC would not carry exactly sends the read to the row reader per
+split (:class:`wormhole.spark.types.RowReaderPlan`).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from wormhole.errors import SplitError
+from wormhole.plugins.base import Schema, Split, WriteContext
+from wormhole.plugins.mysql.catalog import choose_columns, describe_table
+from wormhole.plugins.mysql.connection import close_quietly, connect, fetch_all, text
+from wormhole.plugins.mysql.options import Endpoint, MysqlSource, MysqlWriterOptions, QuerySource, resolve_password
+from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
+from wormhole.plugins.sql import backquote as quote
+from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan, exact_columns
+
+MARIADB_DRIVER = "org.mariadb.jdbc.Driver"
+
+_URL_OPTIONS = (
+    "permitMysqlScheme",
+    "tinyInt1isBit=false",  # TINYINT(1) is an integer, as in local mode
+    "yearIsDateType=false",
+    # Connector/J 2.7: multi-row INSERTs are ~2.5x faster than its bulk protocol here (make bench).
+    "useBulkStmts=false",
+    "rewriteBatchedStatements=true",
+    "sessionVariables=time_zone='+00:00'",  # TIMESTAMP values copy unchanged, as in local mode
+)
+
+
+def jdbc_url(host: str, port: int, database: str) -> str:
+    return f"jdbc:mysql://{host}:{port}/{database}?{'&'.join(_URL_OPTIONS)}"
+
+
+def _properties(endpoint: Endpoint) -> dict[str, str]:
+    return {"user": endpoint.user, "password": resolve_password(endpoint.password, endpoint.password_env),
+            "driver": MARIADB_DRIVER}
+
+
+_JDBC_EXACT_TYPES = frozenset({
+    "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "double",
+    "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
+    "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"})
+"""MySQL types Spark's JDBC read carries exactly as local mode reads them, measured with Connector/J 2.7
+(BIGINT UNSIGNED and DECIMAL are checked apart). Not: DATE/DATETIME/TIMESTAMP (zero dates become NULL,
+``2024-00-10`` becomes 2023-12-10, DATETIME ``1000-01-01`` becomes 1000-01-06), TIME (a timestamp),
+FLOAT (widened from float32: 0.1 becomes 0.10000000149011612), BIT(n) (its text as bytes), JSON
+(local mode re-serialises the text), spatial and MariaDB's UUID/INET types."""
+
+
+def _column_facts(conn: Any, database: str, table: str) -> dict[str, tuple[str, int | None, int | None]]:
+    rows = fetch_all(conn, "SELECT COLUMN_NAME, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE "
+                           "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                     (database, table))
+    return {str(text(n)).lower(): (str(text(t)).lower(), p, sc) for n, t, p, sc in rows}
+
+
+class _Plan:
+    """What each column of the source's tables needs to travel exactly (see :func:`_plan`)."""
+
+    def __init__(self, schema: Schema, keep_zero_dates: bool) -> None:
+        self.schema = schema
+        self.keep_zero_dates = keep_zero_dates
+        self.exact: set[str] = set()
+        self.awkward: set[str] = set()
+        self.dates: set[str] = set()
+
+    def table(self, conn: Any, ep: Endpoint, table: str, columns: tuple[str, ...] | None) -> None:
+        facts = _column_facts(conn, ep.database, table)
+        for col in choose_columns(describe_table(conn, ep, table), columns, ep, table):
+            column_type, precision, scale = facts[col.name.lower()]
+            name = next((c.name for c in self.schema.columns if c.name.lower() == col.name.lower()), col.name)
+            wide_int = col.data_type == "bigint" and "unsigned" in column_type  # beyond 64 bits
+            wide_decimal = col.kind == "decimal" and (precision is None or scale is None
+                                                      or int(scale) > 18 or int(precision) - int(scale) > 20)
+            if col.kind in ("date", "datetime") and self.keep_zero_dates:
+                # CAST(... AS CHAR) is the text the row reader gets, zero dates included.
+                self.dates.add(col.name.lower())
+                continue
+            if col.kind in ("date", "datetime", "bit", "json") or wide_int or wide_decimal:
+                # Zero dates kept as text; numbers beyond int64 or decimal(38,18), which the
+                # writers then take or reject as in local mode; JSON string values.
+                self.exact.add(name)
+            elif col.kind == "decimal" or col.data_type in _JDBC_EXACT_TYPES:
+                continue
+            self.awkward.add(f"{col.name} {column_type}")
+
+    def result(self) -> tuple[RowReaderPlan | None, frozenset[str]]:
+        if not self.awkward:
+            return None, frozenset(self.dates)
+        texts = {c.name for c in self.schema.columns if c.type in EXACT_TEXT_TYPES}
+        exact = self.exact | {c.name for c in self.schema.columns if c.name.lower() in self.dates}
+        shown = sorted(self.awkward)
+        more = f" and {len(shown) - 6} more" if len(shown) > 6 else ""
+        return (RowReaderPlan(f"JDBC would not carry {', '.join(shown[:6])}{more} exactly", frozenset(exact & texts)),
+                frozenset())
+
+
+def _plan(source: MysqlSource, schema: Schema) -> tuple[RowReaderPlan | None, frozenset[str]]:
+    """``(None, dates)`` when every column of every table travels exactly over JDBC, the DATE and
+    DATETIME columns ``dates`` (lower-case) as the text of a cast in the query; else the row reader's
+    plan, with the columns that must travel as exact text (see :class:`RowReaderPlan`)."""
+    if isinstance(source, QuerySource):
+        # A query's columns say their kind only, not UNSIGNED or the decimal's size: every column
+        # that may need it travels as text.
+        texts = frozenset(c.name for c in schema.columns if c.type in EXACT_TEXT_TYPES)
+        return RowReaderPlan("a query source (its column types are not known exactly)", texts), frozenset()
+    plan = _Plan(schema, keep_zero_dates=source.zero_dates == "keep")
+    for shard in source.shards:
+        conn = connect(shard.endpoint, SplitError, attempts=source.connect_retries, timeout=source.connect_timeout_s)
+        try:
+            for table in shard.tables:
+                plan.table(conn, shard.endpoint, table, source.selection.columns)
+        finally:
+            close_quietly(conn)
+    return plan.result()
+
+
+def read(spark: SparkSession, options: MysqlSource, splits: list[Split], schema: Schema) -> DataFrame | RowReaderPlan:
+    """One JDBC relation per shard table, one partition per split, unioned by column name; the row
+    reader per split (:class:`RowReaderPlan`) when a column would not travel exactly over JDBC."""
+    plan, dates = _plan(options, schema)
+    if plan is not None:
+        return plan
+    groups: dict[tuple[int, str], list[Split]] = {}
+    for split in splits:
+        groups.setdefault((split.params["shard"], split.params["relation"]), []).append(split)
+    frames = [_relation(spark, options.shards[shard].endpoint, relation, members, dates, schema)
+              for (shard, relation), members in groups.items()]
+    return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Split], dates: frozenset[str],
+              schema: Schema) -> DataFrame:
+    """One table of one shard over JDBC, a partition per split; dates as the text of a CAST."""
+    props = {**_properties(ep), "fetchsize": "10000", "preferTimestampNTZ": "true"}
+    predicates = [s.params["predicate"] or "1=1" for s in members]
+    columns = list(members[0].params["columns"])
+    cast = {c: f"__wh_text_{i}" for i, c in enumerate(columns) if c.lower() in dates}
+    if cast:
+        # The original columns stay for the split predicates and the task's where; Spark
+        # selects only the ones it needs (column pruning), the dates as their text.
+        texts = ", ".join(f"CAST({quote(c)} AS CHAR) AS {quote(t)}" for c, t in cast.items())
+        relation = f"(SELECT *, {texts} FROM {relation}) wh_r"
+    frame = spark.read.jdbc(jdbc_url(ep.host, ep.port, ep.database), relation, predicates=predicates,
+                            properties=props)
+    frame = frame.select([F.col(f"`{cast[c]}`").alias(c, metadata={EXACT: True}) if c in cast
+                          else F.col(f"`{c}`") for c in columns])
+    return frame.toDF(*schema.names)  # the names the reader's schema gives (case kept)
+
+
+def write(frame: DataFrame, options: MysqlWriterOptions, ctx: WriteContext, periphery: MysqlWriterPeriphery) -> bool:
+    """Insert mode: Spark's batched JDBC inserts into the periphery's table (the staging table for a
+    staging load). Replace and upsert need the row writer (False)."""
+    if options.write_mode != "insert":
+        return False
+    ep = periphery.endpoint
+    names = list(options.columns or ctx.schema.names)
+    exact = exact_columns(frame.schema)
+    types = {c.name: c.type for c in ctx.schema.columns}
+    # Exact integer text as a number: MySQL would read the string '1023' into a BIT(10) as its bytes.
+    out = frame.select([F.col(f"`{f.name}`").cast(T.DecimalType(38, 0)).alias(f.name)
+                        if f.name in exact and types.get(f.name) == "int" else F.col(f"`{f.name}`")
+                        for f in frame.schema.fields]).toDF(*names)
+    props = {**_properties(ep), "batchsize": str(options.batch_size), "isolationLevel": "READ_COMMITTED"}
+    out.write.jdbc(jdbc_url(ep.host, ep.port, ep.database), periphery.table_ref(periphery.write_table),
+                   mode="append", properties=props)
+    return True

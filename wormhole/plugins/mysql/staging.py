@@ -1,0 +1,146 @@
+"""The staging table of a ``load: staging`` destination, and the statements a destination runs.
+
+Rows go to ``CREATE TABLE <staging> LIKE <target>``; commit swaps it in with one
+``RENAME TABLE target TO old, staging TO target`` (atomic: a reader sees the old table or the new
+one, never a half-loaded one), then the old table is dropped; rollback swaps back when the swap was
+done (post_sql failed after it) and drops the staging table, leaving the target untouched.
+
+wormhole never drops a table it did not create: the staging table it creates carries the comment
+``wormhole:task=<id>,run=<id>,dest=<id>``; at prepare, an existing table by the staging name is
+dropped only when it carries that marker for the same task and destination (the leftover of a
+crashed run), and any other existing table fails the destination and stays as it is. Commit and
+rollback drop only the staging table this run created and the old table this run renamed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pymysql
+
+from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
+from wormhole.plugins.base import WriteContext
+from wormhole.plugins.mysql.connection import PLUGIN_NAME, describe, fetch_one
+from wormhole.plugins.mysql.options import MAX_IDENTIFIER, Endpoint
+from wormhole.plugins.sql import backquote as quote
+
+_MARKER = re.compile(r"wormhole:task=(\d+),run=(\d+),dest=(\S+)")
+
+
+def staging_marker(task_id: int, run_id: int, destination: str) -> str:
+    """The table comment of a staging table wormhole created (destination ids hold no comma or space)."""
+    return f"wormhole:task={task_id},run={run_id},dest={destination}"
+
+
+def parse_marker(comment: str) -> tuple[int, int, str] | None:
+    """``(task, run, destination)`` of a staging marker, or None when the comment is not one."""
+    found = _MARKER.fullmatch(comment.strip())
+    return None if found is None else (int(found[1]), int(found[2]), found[3])
+
+
+def derived_name(table: str, suffix: str) -> str:
+    """``table`` + ``suffix``, the table's name cut so the whole fits MySQL's 64 characters."""
+    return table[: MAX_IDENTIFIER - len(suffix)] + suffix
+
+
+@dataclass(frozen=True, slots=True)
+class TargetSql:
+    """Statements on one destination's database, failing with the destination's error classes."""
+
+    endpoint: Endpoint
+    destination: str
+
+    def ref(self, name: str) -> str:
+        return f"{quote(self.endpoint.database)}.{quote(name)}"
+
+    def error(self, cls: type[StorageError], message: str) -> StorageError:
+        return cls(message, destination=self.destination, plugin=PLUGIN_NAME)
+
+    def run(self, conn: pymysql.Connection, statement: str, what: str, error: type[StorageError]) -> None:
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement)
+            conn.commit()
+        except pymysql.err.MySQLError as exc:
+            raise self.error(error, f"{what} failed on {self.endpoint.mark}: {describe(exc)} "
+                                    f"(statement: {statement[:200]})") from exc
+
+    def table_comment(self, conn: pymysql.Connection, name: str) -> str | None:
+        """The comment of table ``name`` (a view's is 'VIEW'), or None when there is no such table."""
+        found = fetch_one(conn, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                                "AND TABLE_NAME = %s", (self.endpoint.database, name))
+        return None if found is None else str(found[0] or "")
+
+
+class Staging:
+    """One run's staging table: created and marked at prepare, swapped in at commit, dropped at rollback."""
+
+    def __init__(self, sql: TargetSql, ctx: WriteContext, target: str, name: str | None) -> None:
+        self.sql = sql
+        self.ctx = ctx
+        self.target = target
+        self.named = name is not None
+        self.name = name or derived_name(target, f"__wh{ctx.task_id}_{ctx.run_id}")
+        self.old = derived_name(target, f"__whold{ctx.task_id}_{ctx.run_id}")
+        self.created = False
+        """This run created the staging table: only then may commit or rollback drop it."""
+        self.swapped = False
+        self.target_comment = ""
+        """The target's own table comment, given back to the staging table before the swap."""
+
+    def prepare(self, conn: pymysql.Connection) -> None:
+        sql, ctx = self.sql, self.ctx
+        self.target_comment = sql.table_comment(conn, self.target) or ""
+        self._reclaim(conn)
+        if sql.table_comment(conn, self.old) is not None:
+            raise sql.error(PrepareError, f"table {sql.ref(self.old)} already exists on {sql.endpoint.mark}; the "
+                                          f"staging swap renames the target to that name, so it is left untouched "
+                                          f"and nothing is loaded: drop or rename it")
+        sql.run(conn, f"CREATE TABLE {sql.ref(self.name)} LIKE {sql.ref(self.target)}", "staging", PrepareError)
+        self.created = True
+        sql.run(conn, f"ALTER TABLE {sql.ref(self.name)} COMMENT = "
+                      f"{conn.escape(staging_marker(ctx.task_id, ctx.run_id, ctx.destination))}",
+                "marking the staging table", PrepareError)
+
+    def _reclaim(self, conn: pymysql.Connection) -> None:
+        """Drop a table by the staging name only when it is a leftover of this task and destination."""
+        sql, ctx = self.sql, self.ctx
+        comment = sql.table_comment(conn, self.name)
+        if comment is None:
+            return
+        marker = parse_marker(comment)
+        if marker is None or marker[0] != ctx.task_id or marker[2] != ctx.destination:
+            # A user's table (or another task's or destination's staging table): never ours to drop.
+            where = (f"params.staging_table of destination {ctx.destination!r}" if self.named else
+                     f"the default staging name of destination {ctx.destination!r}, derived from params.table; "
+                     f"params.staging_table can name another")
+            whose = ("it carries no wormhole staging marker" if marker is None else
+                     f"it is the staging table of task {marker[0]}, destination {marker[2]!r}")
+            raise sql.error(PrepareError, f"staging table {sql.ref(self.name)} ({where}) already exists on "
+                                          f"{sql.endpoint.mark} and {whose}; it is left untouched: drop or rename "
+                                          f"it, or choose another staging_table")
+        # Ours, left by a run of this task and destination that never finished: reclaim it.
+        sql.run(conn, f"DROP TABLE {sql.ref(self.name)}", "dropping a leftover staging table", PrepareError)
+        ctx.log.info("writer.staging_reclaimed", table=self.name, left_by_run=marker[1])
+
+    def swap(self, conn: pymysql.Connection) -> None:
+        sql = self.sql
+        # The marker is for wormhole's own bookkeeping: the table swapped in keeps the target's comment.
+        sql.run(conn, f"ALTER TABLE {sql.ref(self.name)} COMMENT = {conn.escape(self.target_comment)}",
+                "restoring the table comment", CommitError)
+        sql.run(conn, f"RENAME TABLE {sql.ref(self.target)} TO {sql.ref(self.old)}, "
+                      f"{sql.ref(self.name)} TO {sql.ref(self.target)}", "swapping in the staging table", CommitError)
+        self.swapped = True
+
+    def drop_old(self, conn: pymysql.Connection) -> None:
+        if self.swapped:
+            self.sql.run(conn, f"DROP TABLE IF EXISTS {self.sql.ref(self.old)}", "dropping the old table", CommitError)
+
+    def rollback(self, conn: pymysql.Connection) -> None:
+        sql = self.sql
+        if self.swapped:  # post_sql failed after the swap: put the old table back first
+            sql.run(conn, f"RENAME TABLE {sql.ref(self.target)} TO {sql.ref(self.name)}, "
+                          f"{sql.ref(self.old)} TO {sql.ref(self.target)}", "swapping back", RollbackError)
+            self.swapped = False
+        sql.run(conn, f"DROP TABLE IF EXISTS {sql.ref(self.name)}", "dropping the staging table", RollbackError)

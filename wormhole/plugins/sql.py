@@ -1,0 +1,119 @@
+"""What any SQL store needs: identifier quoting and name checks, key-range split points, and the
+batch-then-row-by-row write that finds exactly the rows a failed batch could not take.
+
+The mysql and sqlite stores both build on this module; a new SQL store should too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from wormhole.options import Problems, join_path
+from wormhole.plugins.base import Rejected, Row, WriteResult
+
+# -- identifiers ---------------------------------------------------------------------------------
+
+
+def quote(identifier: str, mark: str = '"') -> str:
+    """``identifier`` between ``mark``s with inner marks doubled: safe in any SQL text, whatever
+    the name holds. Standard SQL (SQLite) quotes with ``"``, MySQL with a backtick."""
+    return mark + identifier.replace(mark, mark * 2) + mark
+
+
+def backquote(identifier: str) -> str:
+    """A MySQL identifier in backticks."""
+    return quote(identifier, "`")
+
+
+def check_names(names: Sequence[str] | None, path: str, problems: Problems,
+                check_one: Callable[[str, str, Problems], None] | None = None) -> None:
+    """Column names: each non-empty (and passing ``check_one``), no two alike ignoring case, since
+    SQL column names are case-insensitive in MySQL and SQLite alike."""
+    if names is None:
+        return
+    for i, name in enumerate(names):
+        if check_one is not None:
+            check_one(name, join_path(path, i), problems)
+        elif not name:
+            problems.add(join_path(path, i), "must not be empty")
+    lowered = [n.lower() for n in names]
+    if len(set(lowered)) != len(lowered):
+        problems.add(path, "names must be unique")
+
+
+# -- split points --------------------------------------------------------------------------------
+
+
+def int_points(low: int, high: int, count: int) -> list[int]:
+    """Up to ``count + 1`` ascending boundaries from ``low`` to ``high`` cutting the integer key
+    range into ``count`` near-equal ranges (fewer when the range is narrower than ``count``)."""
+    if low == high:
+        return [low]
+    return sorted({low + (high - low) * i // count for i in range(count)} | {high})
+
+
+_FIRST, _LAST = 32, 126
+_RADIX = _LAST - _FIRST + 1
+
+
+def ascii_points(low: str, high: str, count: int) -> list[str]:
+    """``count + 1`` strings from ``low`` to ``high`` spaced evenly as base-95 numbers (printable
+    ASCII; other characters are clamped). Only a hint: the database orders them under the key's own
+    collation afterwards, so the ranges it gets are disjoint whatever the collation."""
+    width = max(len(low), len(high), 1)
+
+    def number(s: str) -> int:
+        n = 0
+        for ch in s.ljust(width, chr(_FIRST))[:width]:
+            n = n * _RADIX + (min(max(ord(ch), _FIRST), _LAST) - _FIRST)
+        return n
+
+    def text(n: int) -> str:
+        chars = []
+        for _ in range(width):
+            n, digit = divmod(n, _RADIX)
+            chars.append(chr(digit + _FIRST))
+        return "".join(reversed(chars)).rstrip(chr(_FIRST)) or chr(_FIRST)
+
+    a, b = number(low), number(high)
+    if a >= b:
+        return [low, high]
+    return [low, *(text(a + (b - a) * i // count) for i in range(1, count)), high]
+
+
+def key_ranges(points: Sequence[Any]) -> list[tuple[Any, Any, str]]:
+    """``(low, high, op)`` per range between consecutive ``points``: ``key >= low AND key op high``,
+    half-open (``<``) except the last, which is closed (``<=``), so together they cover
+    ``[points[0], points[-1]]`` once. A single point makes no range (the caller selects ``key = p``)."""
+    last = len(points) - 2
+    return [(points[i], points[i + 1], "<=" if i == last else "<") for i in range(len(points) - 1)]
+
+
+# -- batch, then row by row ----------------------------------------------------------------------
+
+VALUE_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, AttributeError, ArithmeticError,
+                                                  RecursionError)
+"""A value the driver cannot take for its column (``"x".isoformat()``, a number too large, a lone
+surrogate, JSON too deep): the row's fault, never the destination's."""
+
+
+def batch_then_rows(rows: Sequence[Row], batch: Callable[[], bool] | None,
+                    by_row: Callable[[Sequence[Row]], WriteResult]) -> WriteResult:
+    """Write ``rows`` at once with ``batch`` (None when some value could not even be encoded); when
+    that is not possible or ``batch`` returns False (some row's value failed it and the batch was
+    undone), ``by_row`` replays them one at a time so only the bad rows are rejected."""
+    if batch is not None and batch():
+        return WriteResult(written=len(rows))
+    return by_row(rows)
+
+
+def rows_one_by_one(rows: Sequence[Row], write_one: Callable[[Row], str | None]) -> WriteResult:
+    """Each row through ``write_one``, which writes it and returns None, or returns why the row
+    was rejected (a failing single-row statement undoes only itself)."""
+    rejected = []
+    for row in rows:
+        reason = write_one(row)
+        if reason is not None:
+            rejected.append(Rejected(row, reason))
+    return WriteResult(written=len(rows) - len(rejected), rejected=tuple(rejected))

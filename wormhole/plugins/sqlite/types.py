@@ -1,0 +1,132 @@
+"""The sqlite store's types: declared column types to logical types and back, and value conversions.
+
+SQLite returns int, float, str, bytes and None; only the columns whose logical type differs
+(decimal, bool, date, datetime, json) are converted, both ways.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+
+def logical_type(declared: str) -> Literal["int", "float", "decimal", "string", "bytes", "bool", "date",
+                                           "datetime", "json"]:
+    """The logical type of a declared column type.
+
+    The specific names come first, so ``DATETIME`` is not a ``DATE`` and the ``DECIMAL TEXT``-style
+    types earlier versions of this store created (``DATE TEXT``, ``JSON TEXT``, ...) still read back
+    as what was written.
+    """
+    t = declared.upper()
+    if "BOOL" in t:
+        return "bool"
+    if "DATETIME" in t or "TIMESTAMP" in t:
+        return "datetime"
+    if "DATE" in t:
+        return "date"
+    if "JSON" in t:
+        return "json"
+    if "DEC" in t or "NUMERIC" in t:
+        return "decimal"
+    if "INT" in t:
+        return "int"
+    if "CHAR" in t or "CLOB" in t or "TEXT" in t:
+        return "string"
+    if "BLOB" in t:
+        return "bytes"
+    if "REAL" in t or "FLOA" in t or "DOUB" in t:
+        return "float"
+    return "string"
+
+
+DECLARED_TYPES: dict[str, str] = {
+    "int": "INTEGER",
+    "float": "REAL",
+    "string": "TEXT",
+    "bytes": "BLOB",
+    "bool": "BOOLEAN",  # bound as 0/1, stored as integers
+    # NUMERIC affinity leaves ISO dates and datetimes as text: "2024-02-29" is no number.
+    "date": "DATE",
+    "datetime": "DATETIME",
+    # TEXT affinity, so the stored text is exactly what was written: NUMERIC affinity would turn
+    # "1.10" into the REAL 1.1 (and lose digits beyond 15), and the JSON text "12.5" into a REAL.
+    "decimal": "TEXT",
+    "json": "TEXT",
+}
+"""Declared types of the columns of a table this store creates: plain SQLite types, so any tool reads
+the table as it expects. Read back by this store, decimal and json columns are strings (TEXT)."""
+
+
+# -- reading: SQLite value -> logical type ----------------------------------------------------
+
+
+def _to_decimal(v: Any) -> Decimal:
+    try:
+        # repr of a float is its shortest round-trip text: 0.1 reads as Decimal("0.1"), not 0.1000...055
+        return Decimal(v if type(v) in (str, int) else repr(v))
+    except InvalidOperation:
+        raise ValueError(f"not a decimal: {v!r}") from None
+
+
+_BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "t": True, "f": False}
+
+
+def _to_bool(v: Any) -> bool:
+    if type(v) is int:
+        return v != 0
+    if type(v) is str and v.strip().lower() in _BOOL_TEXT:
+        return _BOOL_TEXT[v.strip().lower()]
+    raise ValueError(f"not a boolean: {v!r}")
+
+
+def _to_json(v: Any) -> Any:
+    if type(v) in (str, bytes):
+        return json.loads(v)
+    return v  # a number stored under NUMERIC affinity is already the JSON value
+
+
+def _from_text(parse: Callable[[str], Any], what: str) -> Callable[[Any], Any]:
+    def convert(v: Any) -> Any:
+        if type(v) is str:
+            return parse(v)
+        raise TypeError(f"expected {what} text, got {type(v).__name__} {v!r}")
+
+    return convert
+
+
+READ_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "decimal": _to_decimal,
+    "bool": _to_bool,
+    "date": _from_text(date.fromisoformat, "ISO date"),
+    "datetime": _from_text(datetime.fromisoformat, "ISO datetime"),
+    "json": _to_json,
+}
+"""SQLite value -> logical type, for the types SQLite does not return as they are."""
+
+
+# -- writing: logical type -> a value sqlite3 binds ----------------------------------------------
+
+
+def _iso_date(v: Any) -> Any:
+    return v.isoformat()
+
+
+def _iso_datetime(v: Any) -> Any:
+    return v.isoformat(" ")
+
+
+def _json_text(v: Any) -> Any:
+    return json.dumps(v, ensure_ascii=False)
+
+
+WRITE_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "date": _iso_date,
+    "datetime": _iso_datetime,
+    "decimal": str,
+    "json": _json_text,
+}
+"""Values sqlite3 cannot bind as wanted. bool needs nothing: it is an int, bound as 0/1."""
