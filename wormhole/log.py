@@ -70,6 +70,13 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
     )
 
 
+def ensure_configured() -> None:
+    """A process nobody configured (a Spark executor's Python worker) logs JSON lines to stderr,
+    never structlog's default console lines on stdout."""
+    if not structlog.is_configured():
+        configure("json", "info")
+
+
 def get_logger(**bound: Any) -> Logger:
     logger: Logger = structlog.get_logger("wormhole")
     return logger.bind(**bound)

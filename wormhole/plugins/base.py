@@ -110,17 +110,19 @@ class StopSignal(Protocol):
     def wait(self, timeout: float | None = None) -> bool: ...
 
 
-def _context_state(ctx: Any) -> dict[str, Any]:
+def _context_reduce(ctx: Any) -> tuple[Any, ...]:
     # Contexts travel to Spark executors: the logger and the stop signal stay behind (neither
-    # pickles) and are rebuilt there from the plain keys.
-    return {name: getattr(ctx, name) for name in ctx.__slots__ if name not in ("log", "stop")}
+    # pickles) and are rebuilt there from the plain keys. __reduce__, not __getstate__: Python
+    # 3.11 before 3.11.4 replaces a frozen slots dataclass's own __getstate__ with its generated one.
+    state = {name: getattr(ctx, name) for name in ctx.__slots__ if name not in ("log", "stop")}
+    return (_rebuild_context, (type(ctx), state))
 
 
-def _restore_context(ctx: Any, state: dict[str, Any]) -> None:
-    for name, value in state.items():
-        object.__setattr__(ctx, name, value)
-    object.__setattr__(ctx, "stop", threading.Event())
-    ctx.__post_init__()
+def _rebuild_context(cls: type[Any], state: dict[str, Any]) -> Any:
+    from wormhole.log import ensure_configured
+
+    ensure_configured()  # an executor's worker: its events are JSON lines on stderr too
+    return cls(**state)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,11 +144,8 @@ class ReadContext:
         object.__setattr__(self, "log", structlog.get_logger("wormhole").bind(
             task_id=self.task_id, run_id=self.run_id, plugin=self.plugin))
 
-    def __getstate__(self) -> dict[str, Any]:
-        return _context_state(self)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        _restore_context(self, state)
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _context_reduce(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,11 +168,8 @@ class WriteContext:
         object.__setattr__(self, "log", structlog.get_logger("wormhole").bind(
             task_id=self.task_id, run_id=self.run_id, plugin=self.plugin, destination=self.destination))
 
-    def __getstate__(self) -> dict[str, Any]:
-        return _context_state(self)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        _restore_context(self, state)
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _context_reduce(self)
 
 
 class Splitter(Protocol):
