@@ -16,4 +16,11 @@ if [ -s "$BUNDLE" ]; then
 else
     : >build/docker/ca.crt  # empty: pip keeps its own CA bundle
 fi
-exec docker build --network host -t "$IMAGE" "$@" .
+previous=$(docker image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+docker build --network host -t "$IMAGE" "$@" .
+# The image the tag left, untagged now: removed with its own layers (each a whole copy of the tree under
+# the vfs driver), so rebuilds do not fill the disk. Layers the new image shares stay.
+current=$(docker image inspect --format '{{.Id}}' "$IMAGE")
+if [ -n "$previous" ] && [ "$previous" != "$current" ]; then
+    docker image rm "$previous" >/dev/null 2>&1 || true
+fi
