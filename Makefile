@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help install demo test test-unit test-integration lint bench clean
+.PHONY: help install demo test test-unit test-integration lint bench docker clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -22,7 +22,7 @@ install: $(STAMP)  ## create .venv with wormhole, its test/dev/spark extras, and
 demo: $(STAMP)  ## run a real fan-out task on the embedded defaults and show its result
 	$(BIN)/python scripts/demo.py
 
-test: $(STAMP)  ## run every test (MariaDB tests skip unless WORMHOLE_REQUIRE_MYSQL=1 makes them required)
+test: $(STAMP)  ## run every test (MariaDB and Docker tests skip unless WORMHOLE_REQUIRE_MYSQL=1 / WORMHOLE_REQUIRE_DOCKER=1)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-unit: $(STAMP)  ## fast tests only
@@ -37,6 +37,11 @@ lint: $(STAMP)  ## ruff, then mypy (strict on the core modules; setup.cfg [mypy]
 
 bench: $(STAMP)  ## throughput: stream, MySQL (BENCH_ARGS="--only mysql"); Spark vs plain PySpark: --only spark
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+docker:  ## build the image `wormhole` (installs and starts Docker and builds its debian base when missing)
+	scripts/docker-setup.sh
+	scripts/docker-base.sh
+	scripts/docker-build.sh
 
 clean:  ## remove .venv and local state
 	rm -rf $(VENV) var build *.egg-info .pytest_cache .ruff_cache .mypy_cache
