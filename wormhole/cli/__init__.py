@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import click
 
-from wormhole import __version__, log
-from wormhole.cli.common import CliState
+from wormhole import __version__
+from wormhole.cli.common import CliState, configure_log
 from wormhole.cli.daemon import daemon
 from wormhole.cli.importing import import_group
+from wormhole.cli.observe import ObserveOptions, root_options
 from wormhole.cli.plugins import plugins
 from wormhole.cli.run import run_file, run_task
 from wormhole.cli.task import db, task, validate
@@ -36,16 +37,20 @@ __all__ = ["cli", "main", "run_task"]
               envvar="WORMHOLE_LOG_FORMAT", show_default=True, help="auto: console on a TTY, JSON lines otherwise.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               envvar="WORMHOLE_LOG_LEVEL", show_default=True)
+@root_options
 @click.version_option(__version__, prog_name="wormhole")
 @click.pass_context
 def cli(ctx: click.Context, task_id: int | None, claimed_by: str | None, task_db: str | None, conf_dir: str | None,
-        log_format: str, log_level: str) -> None:
+        log_format: str, log_level: str, progress: str, metrics_port: int | None, metrics_host: str,
+        metrics_hold_s: float) -> None:
     """wormhole: read a source once and write it to many destinations, each committed or rolled back on its own.
 
     Run a task from the task database: wormhole --task-id N; from a file in one step: wormhole run FILE
     """
-    log.configure(log_format, log_level)
-    ctx.obj = CliState(task_db=task_db, conf_dir=conf_dir, log_format=log_format, log_level=log_level)
+    configure_log(log_format, log_level)
+    ctx.obj = CliState(task_db=task_db, conf_dir=conf_dir, log_format=log_format, log_level=log_level,
+                       progress=progress, metrics_port=metrics_port, metrics_host=metrics_host,
+                       metrics_hold_s=metrics_hold_s)
     if ctx.invoked_subcommand is not None:
         if task_id is not None:
             raise click.UsageError("--task-id runs a task; it does not go with a subcommand")
@@ -55,7 +60,7 @@ def cli(ctx: click.Context, task_id: int | None, claimed_by: str | None, task_db
     if task_id is None:
         click.echo(ctx.get_help())
         ctx.exit(2)
-    ctx.exit(run_task(task_id, task_db, conf_dir, adopt=claimed_by))
+    ctx.exit(run_task(task_id, task_db, conf_dir, adopt=claimed_by, observe=ObserveOptions.of(ctx.obj)))
 
 
 for _command in (db, task, validate, run_file, import_group, daemon, plugins):

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import click
 
@@ -27,9 +27,46 @@ class CliState:
     conf_dir: str | None
     log_format: str = "auto"
     log_level: str = "info"
+    progress: str = "auto"
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    metrics_hold_s: float = 0.0
 
 
-def _set_global(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+class _Writable(Protocol):
+    def write(self, text: str) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+class LogStream:
+    """Where log lines go: stderr, or a live display while one runs (which prints them above itself).
+
+    Looked up on every write, so a test's swapped ``sys.stderr`` and a display started after the
+    loggers were bound both get the lines.
+    """
+
+    def __init__(self) -> None:
+        self.target: _Writable | None = None
+
+    def write(self, text: str) -> int:
+        return (self.target or sys.stderr).write(text)
+
+    def flush(self) -> None:
+        (self.target or sys.stderr).flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+LOG_STREAM = LogStream()
+
+
+def configure_log(fmt: str, level: str) -> None:
+    log.configure(fmt, level, stream=LOG_STREAM)  # type: ignore[arg-type]
+
+
+def set_state(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     """Callback of a global option given after the subcommand: it overrides the one given before."""
 
     def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
@@ -37,7 +74,7 @@ def _set_global(field: str) -> Callable[[click.Context, click.Parameter, Any], N
             return
         ctx.obj = replace(ctx.obj, **{field: value})
         if field in ("log_format", "log_level"):
-            log.configure(ctx.obj.log_format, ctx.obj.log_level)
+            configure_log(ctx.obj.log_format, ctx.obj.log_level)
 
     return callback
 
@@ -45,14 +82,14 @@ def _set_global(field: str) -> Callable[[click.Context, click.Parameter, Any], N
 def global_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Accept the group's options after a subcommand too; no env vars here (the group reads them)."""
     options = (
-        click.option("--task-db", metavar="URL", expose_value=False, callback=_set_global("task_db"),
+        click.option("--task-db", metavar="URL", expose_value=False, callback=set_state("task_db"),
                      help="Task database URL (as before the subcommand)."),
-        click.option("--conf", metavar="DIR", expose_value=False, callback=_set_global("conf_dir"),
+        click.option("--conf", metavar="DIR", expose_value=False, callback=set_state("conf_dir"),
                      help="Directory holding engine.toml (as before the subcommand)."),
         click.option("--log-format", type=click.Choice(["auto", "json", "console"]), expose_value=False,
-                     callback=_set_global("log_format"), help="As before the subcommand."),
+                     callback=set_state("log_format"), help="As before the subcommand."),
         click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), expose_value=False,
-                     callback=_set_global("log_level"), help="As before the subcommand."),
+                     callback=set_state("log_level"), help="As before the subcommand."),
     )
     for option in reversed(options):
         command = option(command)

@@ -17,35 +17,39 @@ import click
 
 from wormhole import log
 from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, submit, task_store
+from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
 from wormhole.taskdb import TaskStore, open_store
 
 
-def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: str | None = None) -> int:
+def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: str | None = None,
+             observe: ObserveOptions | None = None) -> int:
     """Claim (or, with ``adopt``, take over the claim made under that token) and run one task; return
     the exit code. Every outcome is written to the task row."""
     logger = log.get_logger(task_id=task_id)
     try:
         conf = EngineConf.load(conf_dir)
         store = open_store(task_db)
-    except ConfigError as exc:
-        logger.error("task.not_run", error=str(exc), error_code=exc.code)
-        return exc.exit_code
     except WormholeError as exc:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
         return exc.exit_code
+    observers = Observers(observe or ObserveOptions(), task_id, logger)
     try:
-        return _claim_and_run(store, conf, task_id, logger, adopt)
+        if not observers.start():
+            return EXIT_FAILED
+        return _claim_and_run(store, conf, task_id, logger, adopt, observers)
     except WormholeError as exc:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
         return exc.exit_code
     finally:
         store.close()
+        observers.close()
 
 
-def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any, adopt: str | None) -> int:
+def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any, adopt: str | None,
+                   observers: Observers) -> int:
     record = store.get(task_id)
     if record is None:
         logger.error("task.not_found", error=f"no task with id {task_id} in {store.url}", error_code="TASK_NOT_FOUND")
@@ -63,6 +67,7 @@ def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any
     run_id = store.start_run(task_id, claimed_by)
     logger = logger.bind(run_id=run_id)
     logger.info("task.claimed", claimed_by=claimed_by, name=record.name)
+    observers.set_state("running")
     try:
         spec = TaskSpec.from_json(record.spec)
     except InvalidTaskConfig as exc:
@@ -72,20 +77,29 @@ def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any
                   "error": str(exc), "problems": exc.problems}
         store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_BAD_TASK,
                      result=json.dumps(result), error=str(exc))
+        observers.set_state("failed")
         return EXIT_BAD_TASK
-    engine = Engine(conf, spec, task_id=task_id, run_id=run_id, log=logger)
-    previous = _install_signal_handlers(engine, logger)
-    try:
-        outcome = engine.run()
-    except Exception as exc:  # a bug of ours: still record it, never leave the task 'running'
-        logger.exception("task.crashed", error=str(exc))
-        store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_FAILED,
-                     result=None, error=f"internal error: {type(exc).__name__}: {exc}")
-        return EXIT_FAILED
-    finally:
-        _restore_signal_handlers(previous)
+    return _run_engine(store, conf, spec, task_id, run_id, logger, observers)
+
+
+def _run_engine(store: TaskStore, conf: EngineConf, spec: TaskSpec, task_id: int, run_id: int, logger: Any,
+                observers: Observers) -> int:
+    with observers.watching() as listeners:
+        engine = Engine(conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=listeners)
+        previous = _install_signal_handlers(engine, logger)
+        try:
+            outcome = engine.run()
+        except Exception as exc:  # a bug of ours: still record it, never leave the task 'running'
+            logger.exception("task.crashed", error=str(exc))
+            store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_FAILED,
+                         result=None, error=f"internal error: {type(exc).__name__}: {exc}")
+            observers.set_state("failed")
+            return EXIT_FAILED
+        finally:
+            _restore_signal_handlers(previous)
     store.finish(task_id, run_id, status=outcome.status, run_status=outcome.run_status,
                  exit_code=outcome.exit_code, result=json.dumps(outcome.result, default=str), error=outcome.error)
+    observers.set_state(outcome.run_status)
     logger.info("task.finished", status=outcome.status, exit_code=outcome.exit_code,
                 duration_s=outcome.result["duration_s"], rows_read=outcome.result["source"]["rows_read"],
                 destinations={k: {"status": v["status"], "written": v["rows_written"], "rejected": v["rows_rejected"],
@@ -116,6 +130,7 @@ def _restore_signal_handlers(previous: dict[int, Any]) -> None:
 @click.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
 @NAME_OPTION
+@run_options
 @global_options
 @click.pass_context
 def run_file(ctx: click.Context, file: str, name: str | None) -> None:
@@ -139,4 +154,4 @@ def run_file(ctx: click.Context, file: str, name: str | None) -> None:
     finally:
         store.close()
     log.get_logger(task_id=task_id).info("task.submitted", file=file, task_db=store.url)
-    ctx.exit(run_task(task_id, ctx.obj.task_db, ctx.obj.conf_dir))
+    ctx.exit(run_task(task_id, ctx.obj.task_db, ctx.obj.conf_dir, observe=ObserveOptions.of(ctx.obj)))
