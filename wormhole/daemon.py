@@ -13,6 +13,9 @@ connection and tries again after an exponential backoff, while it goes on watchi
 SIGTERM or SIGINT stops the claiming; running tasks get ``grace_s`` to finish, then SIGTERM (they roll
 back and record ``interrupted``), and the daemon exits 0 once they are gone. A second signal ends the
 grace period at once.
+
+With ``metrics_port`` it serves Prometheus metrics of its own (:class:`wormhole.metrics.DaemonMetrics`):
+tasks claimed, running, and finished by status.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any, TypeVar
 from wormhole import log
 from wormhole.config import EngineConf
 from wormhole.errors import TaskDbError, WormholeError
+from wormhole.metrics import DaemonMetrics, MetricsServer, finished_status, serve
 from wormhole.taskdb import SqlTaskStore, open_store
 
 _T = TypeVar("_T")
@@ -58,6 +62,9 @@ class DaemonOptions:
     """After the children were sent SIGTERM, how long they may take before SIGKILL."""
     backoff_s: float = 0.5
     max_backoff_s: float = 30.0
+    metrics_port: int | None = None
+    """Serve the daemon's Prometheus metrics on this port (0: any free port, logged)."""
+    metrics_host: str = "127.0.0.1"
 
 
 @dataclass(slots=True)
@@ -106,6 +113,8 @@ class Daemon:
         self.next_poll = 0.0
         self.next_beat = 0.0
         self._claims = itertools.count(1)
+        self.metrics = DaemonMetrics()
+        self._server: MetricsServer | None = None
 
     # -- start and stop -----------------------------------------------------------------------------
 
@@ -121,6 +130,8 @@ class Daemon:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self._close_store()
+            if self._server is not None:
+                self._server.close()
         self.log.info("daemon.stopped", signal=self.signals[0] if self.signals else None)
         return 0
 
@@ -137,6 +148,19 @@ class Daemon:
         self.log = self.log.bind(daemon_id=self.daemon_id)
         self.log.info("daemon.started", host=self.host, pid=os.getpid(), task_db=self.store.url,
                       max_tasks=self.o.max_tasks, poll_s=self.o.poll_s, grace_s=self.o.grace_s)
+        return self._serve_metrics()
+
+    def _serve_metrics(self) -> int:
+        if self.o.metrics_port is None:
+            return 0
+        try:
+            self._server = serve(self.metrics.registry, self.o.metrics_host, self.o.metrics_port)
+        except OSError as exc:  # asked for and unavailable: say so now rather than run unobserved
+            self.log.error("daemon.metrics_not_started", host=self.o.metrics_host, port=self.o.metrics_port,
+                           error=str(exc), error_code="METRICS_UNAVAILABLE")
+            self._close_store()
+            return 203
+        self.log.info("daemon.metrics_serving", host=self.o.metrics_host, port=self._server.port)
         return 0
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -226,6 +250,7 @@ class Daemon:
                 del self.unsettled[task_id]
                 continue
             self.log.info("daemon.claimed", task_id=task_id, claimed_by=token)
+            self.metrics.claimed.inc()
             if self._spawn(task_id, token):
                 del self.unsettled[task_id]
                 free -= 1
@@ -241,6 +266,7 @@ class Daemon:
             self.unsettled[task_id] = Unsettled(token, -1, f"cannot start the task's process: {exc}", "failed")
             return False
         self.children[task_id] = Child(task_id, token, proc)
+        self.metrics.running.set(len(self.children))
         self.log.info("daemon.task_started", task_id=task_id, pid=proc.pid, running=len(self.children))
         return True
 
@@ -251,6 +277,7 @@ class Daemon:
                            ("WORMHOLE_LOG_FORMAT", self.o.log_format), ("WORMHOLE_LOG_LEVEL", self.o.log_level)):
             if value is not None:
                 env[key] = value
+        env["WORMHOLE_PROGRESS"] = "plain"  # the children share the daemon's stderr: no live displays there
         return env
 
     def _reap(self) -> bool:
@@ -261,6 +288,8 @@ class Daemon:
             self.log.info("daemon.task_finished", task_id=child.task_id, exit_code=code,
                           duration_s=round(time.monotonic() - child.started, 3),
                           signal=signal.Signals(-code).name if code < 0 else None)
+            self.metrics.finished.labels(finished_status(code, interrupted=child.terminated)).inc()
+            self.metrics.running.set(len(self.children))
             run_status = "interrupted" if child.terminated else "failed"
             self.unsettled[child.task_id] = Unsettled(child.token, code, exit_reason(code), run_status)
         return bool(ended)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +24,7 @@ from wormhole.errors import ConfigError
 from wormhole.exchange import StorageManager
 from wormhole.execution import Execution, LocalExecution
 from wormhole.log import Logger
-from wormhole.monitor import MonitorManager, ReadSide, Watch
+from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Schema, SinkRole, SourceInfo, SourceRole
 from wormhole.reader_manager import ReaderManager
@@ -96,8 +96,11 @@ class _Run:
 
 
 class Engine:
-    def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger) -> None:
+    def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger,
+                 listeners: Sequence[ProgressListener] = ()) -> None:
+        """``listeners`` see the run's progress snapshots (a live display, a metrics endpoint)."""
         self._conf = conf
+        self._listeners = tuple(listeners)
         self._spec = spec
         self._task_id = task_id
         self._run_id = run_id
@@ -133,7 +136,10 @@ class Engine:
             read_error = describe(run.readers.error)
         run.writers.finalize(run.rows_sent, abort)
         run.dirty.close()
-        return self._result(run, abort, read_error)
+        result = self._result(run, abort, read_error)
+        run.monitor.finish({d.id: d.outcome or d.state for d in run.writers.destinations.values()},
+                           result.run_status)
+        return result
 
     # -- the steps -----------------------------------------------------------------------------
 
@@ -142,7 +148,10 @@ class Engine:
         dirty = DirtyFile(Path(conf.paths.dirty_dir) / f"task-{self._task_id}" / f"run-{self._run_id}.jsonl")
         storage = StorageManager([d.id for d in spec.destinations], conf.exchange)
         counters = Counters()
-        monitor = MonitorManager(conf.monitor, counters, self._log)
+        names = RunNames(task_id=self._task_id, source=spec.source.plugin,
+                         plugins={d.id: d.plugin for d in spec.destinations},
+                         queue_rows=2 * conf.exchange.queue_rows)  # both arrays of a DoubleQueue hold rows
+        monitor = MonitorManager(conf.monitor, counters, self._log, names=names, listeners=self._listeners)
         ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=conf.exchange.batch_rows,
                           dirty=dirty, plugin=spec.source.plugin, stop=threading.Event())
         readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log)

@@ -3,14 +3,19 @@
 The monitor knows the sides only through two small protocols (:class:`ReadSide`, :class:`WriteSide`),
 so it drives the ReaderManager and WriterManager in local mode and a finished Spark read with its
 destination jobs alike, without importing either. Counts come from :class:`wormhole.counters.Counters`.
+
+Observers (a live display, a metrics endpoint) see the run through one seam: a :class:`ProgressListener`
+gets a frozen :class:`ProgressSnapshot` about twice a second while the task runs and once more, marked
+``final``, after the destinations were committed or rolled back, with the counts of the result.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from wormhole.config import MonitorConf
@@ -19,6 +24,67 @@ from wormhole.errors import TaskAborted
 from wormhole.log import Logger
 
 ReadState = Literal["running", "done", "failed"]
+
+PUBLISH_EVERY_S = 0.5
+"""How often listeners get a snapshot (a live display wants more than the log's one line per 5 s)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationProgress:
+    id: str
+    plugin: str
+    state: str
+    """pending, running, done or failed while the task runs; the outcome (success, failed,
+    rolled_back) in the final snapshot."""
+    written: int
+    rejected: int
+    bytes: int
+    rows_per_s: float
+    """Rows written per second since the run started."""
+    queued_rows: int | None = None
+    """Rows waiting in the destination's queue (local mode, while it runs)."""
+    queue_fill: float | None = None
+    """``queued_rows`` over the queue's capacity (it may pass 1: the read array is not bounded)."""
+    tasks_done: int | None = None
+    tasks: int | None = None
+    """Spark: tasks done and known of the destination's job."""
+    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """The execution's own keys, as the ``monitor.progress`` line carries them."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressSnapshot:
+    task_id: int
+    source: str
+    """The source's plugin."""
+    state: str
+    """``running``, then the run's status (success, partial, failed, interrupted) in the final one."""
+    final: bool
+    rows_read: int
+    rows_per_s: float
+    estimated_rows: int | None
+    percent: float | None
+    """Rows read of the estimate, when the source gave one (at most 100)."""
+    eta_s: float | None
+    elapsed_s: float
+    destinations: tuple[DestinationProgress, ...]
+
+
+class ProgressListener(Protocol):
+    def on_progress(self, snapshot: ProgressSnapshot) -> None:
+        """Called on the monitor's thread: return quickly, never block the run."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunNames:
+    """What names a run in its snapshots (the monitor sees destinations only by id)."""
+
+    task_id: int = 0
+    source: str = ""
+    plugins: Mapping[str, str] = field(default_factory=dict)
+    """Destination id -> plugin."""
+    queue_rows: int | None = None
+    """A destination queue's capacity in rows (local mode)."""
 
 
 class ReadSide(Protocol):
@@ -67,10 +133,14 @@ def _refused_by_every_queue(exc: BaseException | None) -> bool:
 
 
 class MonitorManager:
-    def __init__(self, conf: MonitorConf, counters: Counters, log: Logger) -> None:
+    def __init__(self, conf: MonitorConf, counters: Counters, log: Logger, *, names: RunNames | None = None,
+                 listeners: Sequence[ProgressListener] = ()) -> None:
         self._conf = conf
         self._counters = counters
         self._log = log
+        self._names = names or RunNames()
+        self._listeners = list(listeners)
+        self._next_publish = 0.0
         self._started = time.monotonic()
         # Set when a pool thread ends or a stop is requested, so the loop reacts at once instead of
         # finishing its sleep (that sleep was a fifth of a second on every short task).
@@ -112,20 +182,61 @@ class MonitorManager:
             if input_closed and writes.all_finished():
                 return None
             checks += 1
-            if checks % self._conf.report_every == 0:
-                self.report(writes, watch.progress)
+            self._tick(checks, writes, watch.progress)
             self.wake.wait(self._conf.interval_s)
             self.wake.clear()
 
+    def _tick(self, checks: int, writes: WriteSide, progress: Callable[[str], dict[str, Any]]) -> None:
+        """The log line every ``report_every`` checks; a snapshot for the listeners when one is due."""
+        if checks % self._conf.report_every == 0:
+            self.report(writes, progress)
+        elif self._listeners and time.monotonic() >= self._next_publish:
+            self._publish(self.snapshot(writes.states(), progress))
+
     def report(self, writes: WriteSide, progress: Callable[[str], dict[str, Any]]) -> None:
+        snap = self.snapshot(writes.states(), progress)
+        destinations = {d.id: {"state": d.state, "written": d.written, "rejected": d.rejected, **d.extra}
+                        for d in snap.destinations}
+        self._log.info("monitor.progress", rows_read=snap.rows_read, rows_per_s=round(snap.rows_per_s),
+                       estimated_rows=snap.estimated_rows, eta_s=snap.eta_s, elapsed_s=snap.elapsed_s,
+                       destinations=destinations)
+        self._publish(snap)
+
+    def finish(self, outcomes: Mapping[str, str], status: str) -> None:
+        """The final snapshot, after finalize: every destination's outcome and the result's counts."""
+        if self._listeners:
+            self._publish(self.snapshot(outcomes, lambda _: {}, final=status))
+
+    def snapshot(self, states: Mapping[str, str], progress: Callable[[str], dict[str, Any]], *,
+                 final: str | None = None) -> ProgressSnapshot:
+        """The run now; ``progress`` adds the execution's keys of a running destination."""
         elapsed = max(time.monotonic() - self._started, 1e-9)
         rows, estimated = self._counters.rows_read, self._counters.estimated_rows
         eta = round(max(estimated - rows, 0) / (rows / elapsed), 1) if estimated and rows else None
-        destinations = {}
-        for dest_id, state in writes.states().items():
-            totals = self._counters.totals(dest_id)
-            destinations[dest_id] = {"state": state, "written": totals.written, "rejected": totals.rejected,
-                                     **(progress(dest_id) if state == "running" else {})}
-        self._log.info("monitor.progress", rows_read=rows, rows_per_s=round(rows / elapsed),
-                       estimated_rows=estimated, eta_s=eta, elapsed_s=round(elapsed, 1),
-                       destinations=destinations)
+        percent = round(min(100.0, 100.0 * rows / estimated), 1) if estimated else None
+        destinations = tuple(self._destination(dest_id, state, progress(dest_id) if state == "running" else {},
+                                               elapsed) for dest_id, state in states.items())
+        return ProgressSnapshot(task_id=self._names.task_id, source=self._names.source, state=final or "running",
+                                final=final is not None, rows_read=rows, rows_per_s=rows / elapsed,
+                                estimated_rows=estimated, percent=percent, eta_s=eta, elapsed_s=round(elapsed, 1),
+                                destinations=destinations)
+
+    def _destination(self, dest_id: str, state: str, extra: dict[str, Any], elapsed: float) -> DestinationProgress:
+        totals = self._counters.totals(dest_id)
+        written = int(extra.get("written", totals.written))  # Spark: its accumulators' count
+        queued = extra.get("queued_rows")
+        capacity = self._names.queue_rows
+        return DestinationProgress(
+            id=dest_id, plugin=self._names.plugins.get(dest_id, ""), state=state, written=written,
+            rejected=totals.rejected, bytes=totals.bytes, rows_per_s=written / elapsed, queued_rows=queued,
+            queue_fill=round(queued / capacity, 3) if queued is not None and capacity else None,
+            tasks_done=extra.get("tasks_done"), tasks=extra.get("tasks"), extra=MappingProxyType(dict(extra)))
+
+    def _publish(self, snapshot: ProgressSnapshot) -> None:
+        self._next_publish = time.monotonic() + PUBLISH_EVERY_S
+        for listener in list(self._listeners):
+            try:
+                listener.on_progress(snapshot)
+            except Exception as exc:  # an observer's bug must not end the run: drop that observer
+                self._listeners.remove(listener)
+                self._log.warning("monitor.listener_failed", listener=type(listener).__name__, error=str(exc))

@@ -1,0 +1,133 @@
+"""What every subcommand shares: the global options, the task store, spec files, and the error exit.
+
+The global options (``--task-db``, ``--conf``, ``--log-format``, ``--log-level``) are accepted both
+before and after the subcommand (``wormhole db init --task-db URL``), as users coming from other
+tools type them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, NoReturn, Protocol
+
+import click
+
+from wormhole import log
+from wormhole.config import TaskSpec
+from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
+from wormhole.taskdb import SqlTaskStore, TaskStore, open_store
+
+
+@dataclass(frozen=True, slots=True)
+class CliState:
+    task_db: str | None
+    conf_dir: str | None
+    log_format: str = "auto"
+    log_level: str = "info"
+    progress: str = "auto"
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    metrics_hold_s: float = 0.0
+
+
+class _Writable(Protocol):
+    def write(self, text: str) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+class LogStream:
+    """Where log lines go: stderr, or a live display while one runs (which prints them above itself).
+
+    Looked up on every write, so a test's swapped ``sys.stderr`` and a display started after the
+    loggers were bound both get the lines.
+    """
+
+    def __init__(self) -> None:
+        self.target: _Writable | None = None
+
+    def write(self, text: str) -> int:
+        return (self.target or sys.stderr).write(text)
+
+    def flush(self) -> None:
+        (self.target or sys.stderr).flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
+LOG_STREAM = LogStream()
+
+
+def configure_log(fmt: str, level: str) -> None:
+    log.configure(fmt, level, stream=LOG_STREAM)  # type: ignore[arg-type]
+
+
+def set_state(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    """Callback of a global option given after the subcommand: it overrides the one given before."""
+
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        if value is None:
+            return
+        ctx.obj = replace(ctx.obj, **{field: value})
+        if field in ("log_format", "log_level"):
+            configure_log(ctx.obj.log_format, ctx.obj.log_level)
+
+    return callback
+
+
+def global_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Accept the group's options after a subcommand too; no env vars here (the group reads them)."""
+    options = (
+        click.option("--task-db", metavar="URL", expose_value=False, callback=set_state("task_db"),
+                     help="Task database URL (as before the subcommand)."),
+        click.option("--conf", metavar="DIR", expose_value=False, callback=set_state("conf_dir"),
+                     help="Directory holding engine.toml (as before the subcommand)."),
+        click.option("--log-format", type=click.Choice(["auto", "json", "console"]), expose_value=False,
+                     callback=set_state("log_format"), help="As before the subcommand."),
+        click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), expose_value=False,
+                     callback=set_state("log_level"), help="As before the subcommand."),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def task_store(ctx: click.Context, *, create: bool = False) -> SqlTaskStore:
+    """The task store; an unreachable (or missing) one exits 203 with the reason."""
+    try:
+        return open_store(ctx.obj.task_db, create=create)
+    except WormholeError as exc:
+        fail(exc)
+
+
+def fail(exc: WormholeError) -> NoReturn:
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def read_spec(path: str) -> tuple[str, TaskSpec]:
+    """The text of a spec file and the validated spec; exits 204 when it cannot be read or is invalid."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        fail(ConfigError(f"cannot read the task file {path}: {exc.strerror}", path=path))
+    try:
+        spec = TaskSpec.from_json(data)
+    except InvalidTaskConfig as exc:
+        fail(exc)
+    # Valid JSON is valid UTF-8 here (from_json refused anything else), so the text round-trips.
+    return data.decode("utf-8").removeprefix("\ufeff"), spec
+
+
+def submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskSpec, priority: int = 0) -> int:
+    try:
+        return store.submit(name or spec.name or Path(file).stem, text, priority)
+    except WormholeError as exc:
+        fail(exc)
+
+
+NAME_OPTION = click.option("--name", help="Task name (default: the spec's name, else the file name).")

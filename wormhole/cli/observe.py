@@ -1,0 +1,149 @@
+"""What watches a run besides the log: the live display on a terminal and the metrics endpoint.
+
+Both are progress listeners handed to the Engine; rich and prometheus_client are imported only
+when one is wanted. Options: ``--progress auto|tty|plain`` and ``--metrics-port/-host/-hold-s``,
+given before the subcommand (``wormhole --task-id N``) or after ``run``.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from wormhole.cli.common import LOG_STREAM, CliState, set_state
+from wormhole.monitor import ProgressListener
+
+if TYPE_CHECKING:
+    from wormhole.metrics import MetricsServer, RunMetrics
+    from wormhole.progress import TtyProgress
+
+PROGRESS_HELP = "auto: a live display when stderr is a terminal; tty: always; plain: log lines only."
+PORT_HELP = "Serve Prometheus metrics on this port (0: any free port, logged) while the task runs."
+HOST_HELP = "Address the metrics endpoint listens on."
+HOLD_HELP = "Keep serving the metrics this long after the run, so a scraper reads the final values."
+PORT_TYPE = click.IntRange(0, 65535)
+HOLD_TYPE = click.FloatRange(0, 86_400)
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveOptions:
+    progress: str = "auto"
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    metrics_hold_s: float = 0.0
+
+    @classmethod
+    def of(cls, state: CliState) -> ObserveOptions:
+        return cls(progress=state.progress, metrics_port=state.metrics_port, metrics_host=state.metrics_host,
+                   metrics_hold_s=state.metrics_hold_s)
+
+
+def root_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The root group's options (they go with ``--task-id``; ``run`` takes them after it too)."""
+    options = (
+        click.option("--progress", type=click.Choice(["auto", "tty", "plain"]), default="auto",
+                     envvar="WORMHOLE_PROGRESS", show_default=True, help=PROGRESS_HELP),
+        click.option("--metrics-port", type=PORT_TYPE, metavar="PORT", help=PORT_HELP),
+        click.option("--metrics-host", default="127.0.0.1", show_default=True, metavar="HOST", help=HOST_HELP),
+        click.option("--metrics-hold-s", type=HOLD_TYPE, default=0.0, show_default=True, help=HOLD_HELP),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The same options after ``run``: each overrides the one given before the subcommand."""
+    options = (
+        click.option("--progress", type=click.Choice(["auto", "tty", "plain"]), expose_value=False,
+                     callback=set_state("progress"), help=PROGRESS_HELP),
+        click.option("--metrics-port", type=PORT_TYPE, metavar="PORT", expose_value=False,
+                     callback=set_state("metrics_port"), help=PORT_HELP),
+        click.option("--metrics-host", metavar="HOST", expose_value=False, callback=set_state("metrics_host"),
+                     help=HOST_HELP),
+        click.option("--metrics-hold-s", type=HOLD_TYPE, expose_value=False, callback=set_state("metrics_hold_s"),
+                     help=HOLD_HELP),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+class Observers:
+    """The display and the metrics endpoint of one ``run_task``."""
+
+    def __init__(self, options: ObserveOptions, task_id: int, logger: Any) -> None:
+        self.options = options
+        self._task_id = task_id
+        self._log = logger
+        self._metrics: RunMetrics | None = None
+        self._server: MetricsServer | None = None
+
+    def start(self) -> bool:
+        """Serve the metrics when asked; False (logged) when the port cannot be had."""
+        o = self.options
+        if o.metrics_port is None:
+            return True
+        from wormhole.metrics import RunMetrics, serve
+
+        self._metrics = RunMetrics(self._task_id)
+        try:
+            self._server = serve(self._metrics.registry, o.metrics_host, o.metrics_port)
+        except OSError as exc:
+            self._log.error("metrics.not_started", host=o.metrics_host, port=o.metrics_port, error=str(exc),
+                            error_code="METRICS_UNAVAILABLE")
+            return False
+        self._log.info("metrics.serving", host=o.metrics_host, port=self._server.port)
+        return True
+
+    def set_state(self, state: str) -> None:
+        if self._metrics is not None:
+            self._metrics.state = state
+
+    @contextmanager
+    def watching(self) -> Iterator[list[ProgressListener]]:
+        """The listeners of the Engine's run; log lines go above a live display while it shows."""
+        listeners: list[ProgressListener] = [self._metrics] if self._metrics is not None else []
+        display = self._display()
+        if display is None:
+            yield listeners
+            return
+        display.start()
+        LOG_STREAM.target = display
+        try:
+            yield [*listeners, display]
+        finally:
+            LOG_STREAM.target = None
+            display.stop()
+
+    def _display(self) -> TtyProgress | None:
+        mode = self.options.progress
+        if mode == "plain" or (mode == "auto" and not sys.stderr.isatty()):
+            return None
+        from wormhole.progress import TtyProgress
+
+        return TtyProgress(sys.stderr, force=mode == "tty")
+
+    def close(self) -> None:
+        """Hold the endpoint for ``--metrics-hold-s`` (SIGTERM/SIGINT end it early), then close it."""
+        if self._server is None:
+            return
+        hold = self.options.metrics_hold_s
+        if hold > 0:
+            done = threading.Event()
+            previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+            self._log.info("metrics.holding", seconds=hold, port=self._server.port)
+            try:
+                done.wait(hold)
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+        self._server.close()
+        self._server = None
