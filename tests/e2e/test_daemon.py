@@ -341,5 +341,8 @@ def test_daemon_survives_the_task_db_going_away(tmp_path: Path, mysql_db: str, d
     for task_id in ids:
         assert [r[:2] for r in db.runs(task_id)] == [("success", 0)]
     assert daemon.events("daemon.taskdb_reachable"), daemon.tail()
-    assert "Access denied" in daemon.events("daemon.taskdb_unreachable")[0]["error"]
+    # What the test did is what the daemon saw: its connection killed, or its rights refused on reconnect.
+    causes = ("Access denied", "Lost connection", "gone away")
+    errors = [e["error"] for e in daemon.events("daemon.taskdb_unreachable")]
+    assert errors and all(any(c in e for c in causes) for e in errors), errors
     assert daemon.stop()[0] == 0
