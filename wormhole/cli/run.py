@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import threading
 from typing import Any
 
 import click
@@ -112,10 +113,16 @@ def _run_engine(store: TaskStore, conf: EngineConf, spec: TaskSpec, task_id: int
 def _install_signal_handlers(engine: Engine, logger: Any) -> dict[int, Any]:
     previous: dict[int, Any] = {}
 
-    def handler(signum: int, _frame: Any) -> None:
-        name = signal.Signals(signum).name
+    def stop(name: str) -> None:
         logger.warning("task.signal_received", signal=name)
         engine.stop(f"interrupted by {name}")
+
+    def handler(signum: int, _frame: Any) -> None:
+        # The handler runs on the main thread between two bytecodes, maybe while that thread holds the
+        # log stream's lock or an Event's: logging or stopping from here could deadlock on it. A thread
+        # of its own waits for those locks instead.
+        threading.Thread(target=stop, args=(signal.Signals(signum).name,), daemon=True,
+                         name="signal-stop").start()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         previous[sig] = signal.signal(sig, handler)
