@@ -1,4 +1,4 @@
-"""Shared fixtures: the MariaDB server (required in CI), the CLI as a subprocess, log capture."""
+"""Shared fixtures: the MariaDB server (required in CI) and its uuid-named databases, the CLI as a subprocess, log capture."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 import structlog
+
+from tests.mysql_helpers import Databases, Server
 
 REPO = Path(__file__).resolve().parent.parent
 MYSQL_URL = os.environ.get("WORMHOLE_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306")
@@ -148,3 +150,20 @@ def make_workspace(root: Path, task_db: str | None = None) -> Workspace:
 @pytest.fixture(name="ws")
 def fixture_ws(tmp_path: Path) -> Workspace:
     return make_workspace(tmp_path)
+
+
+@pytest.fixture
+def server() -> Server:
+    """The MariaDB test server (skips, or fails under WORMHOLE_REQUIRE_MYSQL=1, when absent)."""
+    mysql_or_skip().close()
+    return Server.from_url(MYSQL_URL)
+
+
+@pytest.fixture
+def dbs(server: Server) -> Iterator[Databases]:
+    """uuid-named databases on the test server, dropped after the test."""
+    databases = Databases(server, server.connect())
+    try:
+        yield databases
+    finally:
+        databases.drop_all()

@@ -236,8 +236,9 @@ class Engine:
             # in the result and in the dirty file.
             return run.source_over_limit() or abort
         if abort is None:
-            verdict = percentage_limit(run.dirty.count("source"), run.dirty.count("source") + run.counters.rows_read,
-                                       run.source_limit.percentage, source=True)
+            rejected = run.dirty.count("source")
+            verdict = percentage_limit(rejected, rejected + run.counters.rows_read, run.source_limit.percentage,
+                                       source=True)
             return verdict.message if verdict is not None else None
         return abort
 

@@ -13,7 +13,7 @@ import os
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MYSQL_URL, REPO, Workspace, log_events, make_workspace, mysql_or_skip
+from tests.conftest import MYSQL_URL, REPO, Workspace, log_events, make_workspace
 from tests.mysql_helpers import (
     Databases,
     Server,
@@ -73,15 +73,6 @@ def image() -> str:
     output = (build.stdout + build.stderr)[-6000:]
     assert build.returncode == 0, f"make docker exited {build.returncode}:\n{output}"
     return IMAGE
-
-
-@pytest.fixture(name="dbs")
-def fixture_dbs() -> Iterator[Databases]:
-    dbs = Databases(SERVER, mysql_or_skip())
-    try:
-        yield dbs
-    finally:
-        dbs.drop_all()
 
 
 def docker(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

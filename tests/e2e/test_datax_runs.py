@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MYSQL_URL, Workspace, log_events, mysql_or_skip, wormhole_command
+from tests.conftest import MYSQL_URL, Workspace, log_events, wormhole_command
 from tests.mysql_helpers import Databases, Server, create_table, execute, insert_rows, q, table_rows
 
 pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
@@ -33,15 +32,6 @@ START = datetime(2024, 1, 1)
 
 def order(i: int) -> tuple[Any, ...]:
     return (i, None if i % 97 == 0 else f"order-{i}", Decimal(i % 97) + Decimal("0.25"), START + timedelta(minutes=i))
-
-
-@pytest.fixture(name="dbs")
-def fixture_dbs() -> Iterator[Databases]:
-    dbs = Databases(SERVER, mysql_or_skip())
-    try:
-        yield dbs
-    finally:
-        dbs.drop_all()
 
 
 def orders_db(dbs: Databases, table: str = "orders", ids: range = range(1, 1001)) -> str:

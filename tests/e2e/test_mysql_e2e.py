@@ -12,7 +12,7 @@ import re
 import signal
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -22,7 +22,7 @@ import pymysql
 import pytest
 
 from tests import conftest
-from tests.conftest import MYSQL_URL, Workspace, log_events, mysql_or_skip
+from tests.conftest import MYSQL_URL, Workspace, log_events
 from tests.mysql_helpers import (
     NO_SUCH_TABLE,
     Connection,
@@ -61,15 +61,6 @@ FANOUT_FILL = {"id": "seq", "name": "IF(seq % 97 = 0, NULL, CONCAT('row-', seq))
 
 LOST_CONNECTION = re.compile(r"lost connection|gone away|connection was killed|\b(2013|2006|1927)\b", re.I)
 """How a client hears of a KILLed session (MariaDB may answer 1927 instead of dropping the socket)."""
-
-
-@pytest.fixture(name="dbs")
-def fixture_dbs() -> Iterator[Databases]:
-    dbs = Databases(SERVER, mysql_or_skip())
-    try:
-        yield dbs
-    finally:
-        dbs.drop_all()
 
 
 def mysql_source(db: str, table: str = "src", **params: Any) -> dict[str, Any]:

@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MYSQL_URL, mysql_or_skip
-from tests.mysql_helpers import Databases, Server
 from wormhole.config import EngineConf, MonitorConf, PathsConf, SparkConf
 
 pytest.importorskip("pyspark")
@@ -39,18 +37,3 @@ def spark_session(spark_conf: EngineConf) -> Any:
     from wormhole.spark.session import get_session
 
     return get_session(spark_conf.spark)
-
-
-@pytest.fixture
-def server() -> Server:
-    """The MariaDB test server (skips, or fails under WORMHOLE_REQUIRE_MYSQL=1, when absent)."""
-    mysql_or_skip().close()
-    return Server.from_url(MYSQL_URL)
-
-
-@pytest.fixture
-def dbs(server: Server) -> Iterator[Databases]:
-    """uuid-named databases on the test server, dropped after the test."""
-    databases = Databases(server, server.connect())
-    yield databases
-    databases.drop_all()
