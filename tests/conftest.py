@@ -1,4 +1,5 @@
-"""Shared fixtures: the MariaDB server (required in CI) and its uuid-named databases, the CLI as a subprocess, log capture."""
+"""Shared fixtures: the MariaDB server (required in CI) and its uuid-named databases, the CLI as a
+subprocess, log capture."""
 
 from __future__ import annotations
 
