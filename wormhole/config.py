@@ -73,6 +73,17 @@ class ReaderConf:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedConf:
+    channel_byte: int | None = opt(None, min=1)
+    """Per-channel byte rate (DataX's core.transport.channel.speed.byte): a task's ``speed.byte``
+    divided by it gives the channel count. Unset: a task with a byte limit must set its own."""
+    channel_record: int | None = opt(None, min=1)
+    """Per-channel record rate (core.transport.channel.speed.record), as ``channel_byte`` for records."""
+    channels_per_task_group: int = opt(5, min=1, max=1024)
+    """Channels per task group (DataX's core.container.taskGroup.channel): groups = ceil(channels / this)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PathsConf:
     dirty_dir: str = "var/dirty"
     """Each run writes its rejected rows to ``<dirty_dir>/task-<id>/run-<id>.jsonl``."""
@@ -109,6 +120,7 @@ class EngineConf:
     error_limit: ErrorLimit = field(default_factory=lambda: ErrorLimit(record=0))
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
     reader: ReaderConf = field(default_factory=ReaderConf)
+    speed: SpeedConf = field(default_factory=SpeedConf)
     paths: PathsConf = field(default_factory=PathsConf)
     spark: SparkConf = field(default_factory=SparkConf)
 
@@ -142,8 +154,17 @@ class EngineConf:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpeedSpec:
     channel: int | None = opt(None, min=1, max=1024)
-    """Reader threads; the engine default applies when unset. Bounded because SQL splitters cut
-    ``channel x split_factor`` ranges: a typo of 10**9 must be an error, not a hung planner."""
+    """Reader threads when no byte or record limit is set; the engine default applies when unset.
+    Bounded because SQL splitters cut ``channel x split_factor`` ranges: a typo of 10**9 must be an
+    error, not a hung planner."""
+    byte: int | None = opt(None, min=1)
+    """The whole task's read rate limit in (estimated) bytes per second; sets the channel count."""
+    record: int | None = opt(None, min=1)
+    """The whole task's read rate limit in rows per second; sets the channel count."""
+    channel_byte: int | None = opt(None, min=1)
+    """Overrides engine.toml ``[speed] channel_byte`` for this task."""
+    channel_record: int | None = opt(None, min=1)
+    """Overrides engine.toml ``[speed] channel_record`` for this task."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
