@@ -15,7 +15,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
 from wormhole.counters import Counters, percentage_limit, record_limit
@@ -25,8 +24,8 @@ from wormhole.exchange import StorageManager
 from wormhole.execution import Execution, LocalExecution
 from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
-from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Schema, SinkRole, SourceInfo, SourceRole
+from wormhole.planning.plan import Plan, make_plan
+from wormhole.plugins.base import ReadContext, Schema
 from wormhole.reader_manager import ReaderManager
 from wormhole.result import (
     EXIT_BAD_TASK,
@@ -42,8 +41,6 @@ from wormhole.result import (
     task_outcome,
 )
 from wormhole.writer_manager import DestinationRun, WriterManager, describe
-
-EngineName = Literal["local", "spark"]
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
            "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
@@ -73,8 +70,8 @@ class _Run:
     ctx: ReadContext
     readers: ReaderManager
     writers: WriterManager
-    channels: int
     source_limit: ErrorLimit
+    plan: Plan | None = None
     execution: Execution | None = None
     reads: ReadSide | None = None
     source_verdict: bool = False
@@ -88,6 +85,10 @@ class _Run:
             return None
         self.source_verdict = True
         return verdict.message
+
+    @property
+    def channels(self) -> int:
+        return self.plan.channels if self.plan is not None else 0
 
     @property
     def rows_sent(self) -> int:
@@ -128,7 +129,7 @@ class Engine:
         spark.configure(self._conf.spark)
         run = self._run = self._assemble()
         self._log.info("task.started", source=self._spec.source.plugin,
-                       destinations=[d.id for d in self._spec.destinations], channels=run.channels,
+                       destinations=[d.id for d in self._spec.destinations],
                        consistency=self._spec.settings.consistency)
         abort, read_error = self._move_rows(run)
         abort = self._source_verdict(run, abort)
@@ -158,8 +159,7 @@ class Engine:
         writers = WriterManager(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id,
                                 self._log)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
-                    writers=writers, channels=spec.settings.speed.channel or conf.reader.channels,
-                    source_limit=spec.settings.error_limit or conf.error_limit)
+                    writers=writers, source_limit=spec.settings.error_limit or conf.error_limit)
 
     def _move_rows(self, run: _Run) -> tuple[str | None, str | None]:
         """Every step that moves rows; (why the task aborts or None, the read side's error)."""
@@ -177,11 +177,13 @@ class Engine:
         return abort, None
 
     def _plan(self, run: _Run) -> Schema:
-        """Reader periphery, engine choice, splits, and the execution's read plan; the writers' schema."""
-        info = run.readers.prepare()
-        self._engine, self._engine_reason = self._choose_engine(info)
+        """The plan (reader periphery, engine, channels, splits, task groups), then the execution's
+        read plan; the writers' schema."""
+        plan = run.plan = make_plan(self._spec, self._conf, run.readers)
+        self._engine, self._engine_reason = plan.engine, plan.engine_reason
         self._log.info("engine.chosen", engine=self._engine, reason=self._engine_reason)
-        run.readers.split(run.channels)
+        self._log.info("plan.made", **plan.to_dict())
+        run.readers.assign(plan.task_groups)
         run.execution = self._execution(run)
         return run.execution.prepare_source(run.readers)
 
@@ -242,29 +244,7 @@ class Engine:
             return verdict.message if verdict is not None else None
         return abort
 
-    # -- engine choice -------------------------------------------------------------------------
-
-    def _choose_engine(self, info: SourceInfo | None) -> tuple[EngineName, str]:
-        """Where the partitions run, and why (logged and stored in the result)."""
-        setting = self._spec.settings.engine
-        if setting != "auto":
-            return setting, f"settings.engine is {setting!r}"
-        needs = [f"source {self._spec.source.plugin!r}"] if _source_role(self._spec).spark_only else []
-        needs += [f"destination {d.id!r} ({d.plugin})" for d in self._spec.destinations
-                  if _sink_role(d.plugin).needs_spark]
-        if needs:
-            return "spark", f"{', '.join(needs)} needs Spark"
-        threshold = self._conf.spark.auto_rows
-        estimate = info.estimated_rows if info is not None else None
-        if estimate is None:
-            return "local", "the source gave no row estimate"
-        if estimate <= threshold:
-            return "local", f"estimated {estimate} rows <= spark.auto_rows {threshold}"
-        from wormhole import spark
-
-        if not spark.available():
-            return "local", f"estimated {estimate} rows > spark.auto_rows {threshold}, but pyspark is not installed"
-        return "spark", f"estimated {estimate} rows > spark.auto_rows {threshold}"
+    # -- execution ----------------------------------------------------------------------------
 
     def _execution(self, run: _Run) -> Execution:
         if self._engine != "spark":
@@ -295,7 +275,8 @@ class Engine:
             started_at=run.started_at, finished_at=_now(), duration_s=round(time.monotonic() - run.t0, 3),
             interrupted=interrupted, source=source, destinations=destinations,
             dirty_file=str(run.dirty.path) if run.dirty.counts else None,
-            spark=run.execution.describe() if run.execution is not None else None, error=error)
+            spark=run.execution.describe() if run.execution is not None else None,
+            plan=run.plan.to_dict() if run.plan is not None else None, error=error)
         return RunResult(report, run_status="interrupted" if interrupted else status)
 
     @staticmethod
@@ -308,14 +289,3 @@ class Engine:
             rolled_back=dest.outcome != "success" and dest.periphery is not None and dest.rollback_error is None,
             rollback_error=dest.rollback_error, error=dest.error, error_code=dest.error_code)
 
-
-def _source_role(spec: TaskSpec) -> SourceRole:
-    role = registry.get(spec.source.plugin).source
-    assert role is not None  # validated with the task
-    return role
-
-
-def _sink_role(plugin: str) -> SinkRole:
-    role = registry.get(plugin).sink
-    assert role is not None
-    return role

@@ -3,16 +3,17 @@
 1. ``prepare()``: the reader periphery (reachability, size estimate) under a timeout; skipped,
    not fatal, when it takes too long (a failure to reach the source is fatal);
 2. ``split(advice)``: the schema and the splits; must succeed within its timeout;
-3. ``start(storages, channels)``: reader threads take splits from a shared queue and push every
-   batch, once, to every destination's storage.
+3. ``assign(groups)``: the planned task groups (:mod:`wormhole.planning`);
+4. ``start(storages)``: each group's channels are reader threads taking splits from a
+   :class:`SplitBoard` (their group's first, then the others') and pushing every batch, once, to
+   every destination's storage.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Literal
 
@@ -21,9 +22,11 @@ from wormhole.counters import Counters, ReaderCounters
 from wormhole.errors import ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
 from wormhole.log import Logger
+from wormhole.planning.assign import TaskGroup, assign_fairly, dispatch_order
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
+from wormhole.split_board import SplitBoard
 
 
 class ReaderManager:
@@ -45,7 +48,8 @@ class ReaderManager:
         self.stop = ctx.stop
         """Set to end reading (the task stops, or every destination failed)."""
         self.error: BaseException | None = None
-        self._pending: deque[Split] = deque()
+        self.groups: tuple[TaskGroup, ...] = ()
+        self._board: SplitBoard | None = None
         self._futures: list[Future[None]] = []
         self._senders: list[BufferedLineExchanger] = []
         self._storages: list[RAMStorage] = []
@@ -72,31 +76,48 @@ class ReaderManager:
             self.schema, splits = run_with_timeout(plan, timeout, "reader-split")
         except TimeoutError:
             raise SplitError(f"splitting the source did not finish within {timeout:g} s") from None
-        self.splits = fair_order(splits)
+        self.splits = splits
         self._log.info("reader.split_planned", splits=len(self.splits), advice=advice,
                        columns=list(self.schema.names))
         return self.splits
 
-    def start(self, storages: list[RAMStorage], channels: int) -> None:
-        self._storages = storages
-        self._pending.extend(self.splits)
-        for worker in range(max(1, min(channels, len(self.splits)))):
-            sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop)
-            self._senders.append(sender)
-            counters = self._counters.new_reader()
-            future = spawn(self._run, worker, counters, sender, name=f"reader-{worker}")
-            future.add_done_callback(self._notify)
-            self._futures.append(future)
-        self._log.info("reader.started", threads=len(self._futures))
+    def assign(self, groups: Sequence[TaskGroup]) -> None:
+        """The planned task groups; without them every split is in one group of ``channels``."""
+        self.groups = tuple(groups)
 
-    def _run(self, worker: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:
+    def ordered_splits(self) -> list[Split]:
+        """The splits in the order engines that start them from one list should (Spark's partitions)."""
+        by_id = {s.id: s for s in self.splits}
+        return [by_id[i] for i in dispatch_order(self.groups)] if self.groups else list(self.splits)
+
+    def start(self, storages: list[RAMStorage], channels: int) -> None:
+        if not self.groups:
+            self.assign(assign_fairly([s.id for s in self.splits], [s.resource_mark for s in self.splits],
+                                      [""] * len(self.splits), max(1, min(channels, len(self.splits))), channels))
+        self._storages = storages
+        self._board = SplitBoard(self.splits, self.groups)
+        for group in self.groups:
+            for _ in range(group.channels):
+                worker = len(self._futures)
+                sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop)
+                self._senders.append(sender)
+                future = spawn(self._run, worker, group.id, self._counters.new_reader(), sender,
+                               name=f"reader-{worker}")
+                future.add_done_callback(self._notify)
+                self._futures.append(future)
+        self._log.info("reader.started", threads=len(self._futures), task_groups=len(self.groups))
+
+    def _run(self, worker: int, group: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:
         reader = self._role.reader(self._options, self._ctx)
-        log = self._log.bind(worker=worker)
+        log = self._log.bind(worker=worker, task_group=group)
+        assert self._board is not None
         while not self.stop.is_set():
-            try:
-                split = self._pending.popleft()
-            except IndexError:
+            taken = self._board.take(group)
+            if taken is None:
                 break
+            split, planned_for = taken
+            if planned_for != group:
+                log.info("reader.split_stolen", split_id=split.id, from_group=planned_for)
             rows_before = counters.rows
             try:
                 for rows in reader.read(split):
@@ -146,17 +167,3 @@ class ReaderManager:
                 return False
         return True
 
-
-def fair_order(splits: list[Split]) -> list[Split]:
-    """Splits dealt round-robin over their resource marks (DataX's assignFairly), so the reader
-    threads, taking splits in order, load different databases at the same time."""
-    buckets: dict[str, deque[Split]] = {}
-    for split in splits:
-        buckets.setdefault(split.resource_mark, deque()).append(split)
-    ordered: list[Split] = []
-    while buckets:
-        for mark in list(buckets):
-            ordered.append(buckets[mark].popleft())
-            if not buckets[mark]:
-                del buckets[mark]
-    return ordered

@@ -66,6 +66,8 @@ class RunReport:
     dirty_file: str | None
     spark: Mapping[str, Any] | None = None
     """Spark mode only: master, start-up cost, version, partitions (absent from the JSON otherwise)."""
+    plan: Mapping[str, Any] | None = None
+    """How the run was planned (``wormhole plan``'s JSON); null when planning did not finish."""
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -150,10 +150,3 @@ def test_secrets_are_redacted_in_logs(capsys: pytest.CaptureFixture[str]) -> Non
     assert "hunter2" not in out and '"t"' not in out and "PW" not in out
     assert '"host": "h"' in out
 
-
-def test_splits_are_dealt_round_robin_over_resource_marks() -> None:
-    from wormhole.plugins.base import Split
-    from wormhole.reader_manager import fair_order
-
-    splits = [Split(f"{mark}{i}", mark) for mark, n in (("a", 3), ("b", 1), ("c", 2)) for i in range(n)]
-    assert [s.id for s in fair_order(splits)] == ["a0", "b0", "c0", "a1", "c1", "a2"]

@@ -17,6 +17,7 @@ from wormhole.cli.common import CliState, configure_log
 from wormhole.cli.daemon import daemon
 from wormhole.cli.importing import import_group
 from wormhole.cli.observe import ObserveOptions, root_options
+from wormhole.cli.plan import plan
 from wormhole.cli.plugins import plugins
 from wormhole.cli.run import run_file, run_task
 from wormhole.cli.task import db, task, validate
@@ -63,7 +64,7 @@ def cli(ctx: click.Context, task_id: int | None, claimed_by: str | None, task_db
     ctx.exit(run_task(task_id, task_db, conf_dir, adopt=claimed_by, observe=ObserveOptions.of(ctx.obj)))
 
 
-for _command in (db, task, validate, run_file, import_group, daemon, plugins):
+for _command in (db, task, validate, plan, run_file, import_group, daemon, plugins):
     cli.add_command(_command)
 
 

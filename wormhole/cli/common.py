@@ -16,8 +16,9 @@ from typing import Any, NoReturn, Protocol
 import click
 
 from wormhole import log
-from wormhole.config import TaskSpec
+from wormhole.config import EngineConf, TaskSpec
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
+from wormhole.planning.channels import speed_limits
 from wormhole.taskdb import SqlTaskStore, TaskStore, open_store
 
 
@@ -117,7 +118,9 @@ def read_spec(path: str) -> tuple[str, TaskSpec]:
         fail(ConfigError(f"cannot read the task file {path}: {exc.strerror}", path=path))
     try:
         spec = TaskSpec.from_json(data)
-    except InvalidTaskConfig as exc:
+        conf_dir = click.get_current_context().obj.conf_dir
+        speed_limits(spec.settings.speed, EngineConf.load(conf_dir))  # the speed needs engine.toml's
+    except (InvalidTaskConfig, ConfigError) as exc:
         fail(exc)
     # Valid JSON is valid UTF-8 here (from_json refused anything else), so the text round-trips.
     return data.decode("utf-8").removeprefix("\ufeff"), spec

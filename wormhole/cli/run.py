@@ -22,6 +22,7 @@ from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
+from wormhole.planning.channels import speed_limits
 from wormhole.taskdb import TaskStore, open_store
 
 
@@ -71,6 +72,7 @@ def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any
     observers.set_state("running")
     try:
         spec = TaskSpec.from_json(record.spec)
+        speed_limits(spec.settings.speed, conf)  # a job limit needs its per-channel limit (exit 204)
     except InvalidTaskConfig as exc:
         # Whatever the row holds, the task ends 'failed' with the reason: never left 'running'.
         logger.error("task.invalid", problems=exc.problems, error_code=exc.code)

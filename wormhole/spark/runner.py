@@ -138,7 +138,7 @@ class SparkExecution:
 
     def prepare_source(self, readers: Any) -> Schema:
         assert readers.schema is not None
-        _, schema = self.source_frame(self._source, readers.splits, readers.schema)
+        _, schema = self.source_frame(self._source, readers.ordered_splits(), readers.schema)
         return schema
 
     def start_reads(self, readers: Any) -> _FinishedRead:

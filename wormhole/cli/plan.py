@@ -1,0 +1,97 @@
+"""``wormhole plan FILE`` / ``wormhole plan --task-id N``: what a run would do, without moving a row.
+
+The plan touches the source only to check it is reachable, estimate its rows and cut its splits
+(what a run does before it prepares any destination); no destination is touched. ``--json`` prints
+the documented, stable keys (README, "Planning").
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+
+import click
+
+from wormhole import log
+from wormhole.cli.common import fail, global_options, read_spec, task_store
+from wormhole.config import EngineConf, TaskSpec
+from wormhole.counters import Counters
+from wormhole.errors import ConfigError, InvalidTaskConfig, TaskNotFound, WormholeError
+from wormhole.planning.plan import Plan, make_plan
+from wormhole.plugins.base import ReadContext, Rejected
+from wormhole.reader_manager import ReaderManager
+
+
+class _NoRows:
+    """Planning reads no row, so it rejects none: a dirty sink that is never written to."""
+
+    def reject(self, origin: str, rows: Sequence[Rejected], split_id: str | None = None) -> None:
+        raise AssertionError("planning rejected a row")
+
+
+@click.command("plan")
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--task-id", type=int, help="Plan this task of the task database (it stays as it is).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the keys the README documents).")
+@global_options
+@click.pass_context
+def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: bool) -> None:
+    """Show how a task would run: engine, channels, splits, task groups, destinations; moves no row."""
+    if (file is None) == (task_id is None):
+        raise click.UsageError("give a task FILE or --task-id N (one of them)")
+    spec = read_spec(file)[1] if file is not None else _stored_spec(ctx, task_id or 0)
+    try:
+        conf = EngineConf.load(ctx.obj.conf_dir)
+        made = _make(spec, conf, task_id or 0)
+    except WormholeError as exc:
+        fail(exc)
+    click.echo(json.dumps(made.to_dict(), indent=2) if as_json else describe(made))
+
+
+def _stored_spec(ctx: click.Context, task_id: int) -> TaskSpec:
+    store = task_store(ctx)
+    try:
+        record = store.get(task_id)
+    except WormholeError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    if record is None:
+        fail(TaskNotFound(f"no task with id {task_id} in {store.url}"))
+    try:
+        return TaskSpec.from_json(record.spec)
+    except InvalidTaskConfig as exc:
+        fail(exc)
+
+
+def _make(spec: TaskSpec, conf: EngineConf, task_id: int) -> Plan:
+    logger = log.get_logger(task_id=task_id)
+    ctx = ReadContext(task_id=task_id, run_id=0, batch_rows=conf.exchange.batch_rows, dirty=_NoRows(),
+                      plugin=spec.source.plugin, stop=threading.Event())
+    readers = ReaderManager(spec.source, ctx, conf, Counters(), lambda _: None, logger)
+    try:
+        made = make_plan(spec, conf, readers)
+    except WormholeError:
+        raise
+    except Exception as exc:  # a store's own error while splitting: still a clear message, exit 204
+        raise ConfigError(f"planning failed: {type(exc).__name__}: {exc}") from exc
+    logger.info("plan.made", **made.to_dict())
+    return made
+
+
+def describe(made: Plan) -> str:
+    """The plan for a reader at a terminal."""
+    lines: list[str] = [
+        f"engine:         {made.engine} ({made.engine_reason})",
+        f"channels:       {made.channels} ({made.channel_reason})",
+        f"estimated rows: {made.estimated_rows if made.estimated_rows is not None else 'unknown'}",
+        f"splits:         {len(made.splits)}"]
+    lines += [f"  {s.id}  [{s.resource_mark}]" + (f"  {s.range}" if s.range else "") for s in made.splits]
+    lines.append(f"task groups:    {len(made.task_groups)}")
+    lines += [f"  group {g.id}: {g.channels} channel(s), splits {', '.join(g.splits) or '(none)'}"
+              for g in made.task_groups]
+    lines.append("destinations:")
+    lines += [f"  {d.id} ({d.plugin}): {d.writers} writer(s), {d.method}" for d in made.destinations]
+    return "\n".join(lines)
+

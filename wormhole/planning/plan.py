@@ -1,0 +1,147 @@
+"""The plan of a run: everything decided before a row moves.
+
+:func:`make_plan` runs the reader periphery (reachability, row estimate) and the splitter, chooses
+the engine, sets the channel count and assigns the splits to task groups; it moves no row and
+prepares no destination. The Engine follows the plan it makes; ``wormhole plan`` prints it. The
+JSON keys (:meth:`Plan.to_dict`) are documented in the README and stable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from wormhole.config import EngineConf, TaskSpec
+from wormhole.planning.assign import TaskGroup, assign_fairly
+from wormhole.planning.channels import ChannelCount, SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
+from wormhole.plugins import registry
+from wormhole.plugins.base import SinkRole, SourceInfo, Split
+
+if TYPE_CHECKING:
+    from wormhole.reader_manager import ReaderManager
+
+EngineName = Literal["local", "spark"]
+
+_METHOD_KEYS = ("format", "mode", "load", "write_mode", "method")
+"""Option names that say how a store writes, shown in a destination's ``method``."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedSplit:
+    id: str
+    resource_mark: str
+    range: str | None
+    """The split's key range or predicate; None when it reads its whole relation or file."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedDestination:
+    id: str
+    plugin: str
+    writers: int
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    engine: EngineName
+    engine_reason: str
+    channels: int
+    channel_reason: str
+    splits: tuple[PlannedSplit, ...]
+    """In the order the splitter produced them."""
+    task_groups: tuple[TaskGroup, ...]
+    destinations: tuple[PlannedDestination, ...]
+    estimated_rows: int | None
+    limits: SpeedLimits
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine, "engine_reason": self.engine_reason,
+            "channels": self.channels, "channel_reason": self.channel_reason,
+            "splits": [{"id": s.id, "resource_mark": s.resource_mark, "range": s.range} for s in self.splits],
+            "task_groups": [{"id": g.id, "channels": g.channels, "splits": list(g.splits)} for g in self.task_groups],
+            "destinations": [{"id": d.id, "plugin": d.plugin, "writers": d.writers, "method": d.method}
+                             for d in self.destinations],
+            "estimated_rows": self.estimated_rows,
+            "speed": {"byte": self.limits.byte, "record": self.limits.record},
+        }
+
+
+def make_plan(spec: TaskSpec, conf: EngineConf, readers: ReaderManager) -> Plan:
+    """Prepare and split the source, and decide everything else from what that found."""
+    limits = speed_limits(spec.settings.speed, conf)
+    info = readers.prepare()
+    engine, engine_reason = choose_engine(spec, conf, info)
+    count = adjust_channel_number(limits)
+    splits = readers.split(count.channels)
+    count = cap_at_splits(count, len(splits))
+    return Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
+                splits=tuple(PlannedSplit(s.id, s.resource_mark, split_range(s)) for s in splits),
+                task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
+                destinations=tuple(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits))
+                                   for d in spec.destinations),
+                estimated_rows=info.estimated_rows if info is not None else None, limits=limits)
+
+
+def task_groups(splits: list[Split], spec: TaskSpec, count: ChannelCount, per_group: int) -> list[TaskGroup]:
+    # Every split goes to every destination, so the writer side has one mark (the destinations'):
+    # the reader's marks decide, unless there is a single one, as in DataX.
+    writer_mark = ",".join(d.id for d in spec.destinations)
+    return assign_fairly([s.id for s in splits], [s.resource_mark for s in splits], [writer_mark] * len(splits),
+                         count.channels, per_group)
+
+
+def split_range(split: Split) -> str | None:
+    params = split.params
+    if params.get("predicate"):
+        return str(params["predicate"])
+    if "lo" in params and "hi" in params:
+        return f"[{params['lo']}, {params['hi']})"
+    if "path" in params:
+        return str(params["path"])
+    return None
+
+
+def choose_engine(spec: TaskSpec, conf: EngineConf, info: SourceInfo | None) -> tuple[EngineName, str]:
+    """Where the partitions run, and why (logged and stored in the result)."""
+    setting = spec.settings.engine
+    if setting != "auto":
+        return setting, f"settings.engine is {setting!r}"
+    source = registry.get(spec.source.plugin).source
+    needs = [f"source {spec.source.plugin!r}"] if source is not None and source.spark_only else []
+    needs += [f"destination {d.id!r} ({d.plugin})" for d in spec.destinations if _sink(d.plugin).needs_spark]
+    if needs:
+        return "spark", f"{', '.join(needs)} needs Spark"
+    threshold = conf.spark.auto_rows
+    estimate = info.estimated_rows if info is not None else None
+    if estimate is None:
+        return "local", "the source gave no row estimate"
+    if estimate <= threshold:
+        return "local", f"estimated {estimate} rows <= spark.auto_rows {threshold}"
+    from wormhole import spark
+
+    if not spark.available():
+        return "local", f"estimated {estimate} rows > spark.auto_rows {threshold}, but pyspark is not installed"
+    return "spark", f"estimated {estimate} rows > spark.auto_rows {threshold}"
+
+
+def _sink(plugin: str) -> SinkRole:
+    role = registry.get(plugin).sink
+    assert role is not None  # validated with the task
+    return role
+
+
+def _destination(dest_id: str, plugin: str, options: Any, concurrency: int, engine: EngineName,
+                 partitions: int) -> PlannedDestination:
+    sink = _sink(plugin)
+    how = ", ".join(f"{k}={getattr(options, k)}" for k in _METHOD_KEYS if hasattr(options, k))
+    if engine == "local":
+        writers, where = concurrency, "writer threads"
+    elif sink.spark_write is not None:
+        writers, where = partitions, "spark native write (else row writers)"
+    elif sink.spark_partitions:
+        writers, where = partitions, "spark partitions, a row writer each"
+    else:
+        writers, where = 1, "one row writer on the Spark driver"
+    return PlannedDestination(dest_id, plugin, writers, f"{where}; {how}" if how else where)
