@@ -17,6 +17,10 @@ from wormhole.options import Problems, join_path, opt, parse_options, show_value
 from wormhole.plugins import registry
 from wormhole.plugins.base import Plugin
 
+MAX_CHANNELS = 1024
+"""Most channels a task may have, however they are set: SQL splitters cut ``channels x split_factor``
+ranges, so a typo of 10**9 must be an error (or a cap), not a hung planner."""
+
 MAX_DEPTH = 64
 """Deepest nesting a task spec may have; deeper documents are refused before anything walks them."""
 
@@ -68,7 +72,7 @@ class TimeoutsConf:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReaderConf:
-    channels: int = opt(4, min=1, max=1024)
+    channels: int = opt(4, min=1, max=MAX_CHANNELS)
     """Reader threads when the task sets no speed.channel (DataX fails here; a default is kinder)."""
 
 
@@ -79,7 +83,7 @@ class SpeedConf:
     divided by it gives the channel count. Unset: a task with a byte limit must set its own."""
     channel_record: int | None = opt(None, min=1)
     """Per-channel record rate (core.transport.channel.speed.record), as ``channel_byte`` for records."""
-    channels_per_task_group: int = opt(5, min=1, max=1024)
+    channels_per_task_group: int = opt(5, min=1, max=MAX_CHANNELS)
     """Channels per task group (DataX's core.container.taskGroup.channel): groups = ceil(channels / this)."""
 
 
@@ -153,7 +157,7 @@ class EngineConf:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpeedSpec:
-    channel: int | None = opt(None, min=1, max=1024)
+    channel: int | None = opt(None, min=1, max=MAX_CHANNELS)
     """Reader threads when no byte or record limit is set; the engine default applies when unset.
     Bounded because SQL splitters cut ``channel x split_factor`` ranges: a typo of 10**9 must be an
     error, not a hung planner."""

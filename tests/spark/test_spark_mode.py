@@ -165,6 +165,17 @@ def test_sharded_mysql_source_to_hive_and_mysql(spark_conf: EngineConf, spark_se
     assert result.exit_code == 0, result.result
     assert result.result["source"]["rows_read"] == len(expected) == 8000
     assert any(e["event"] == "spark.source_planned" and e["read"] == "native" for e in events)
+    # The plan is made and recorded as in local mode: both databases' splits, dealt round-robin.
+    plan = result.result["plan"]
+    assert (plan["engine"], plan["engine_reason"]) == ("spark", "settings.engine is 'spark'")
+    assert plan["channels"] == min(4, len(plan["splits"])) and len(plan["splits"]) >= 4
+    marks = [s["resource_mark"] for s in plan["splits"]]
+    first_of_group = [g["splits"][:2] for g in plan["task_groups"]]
+    assert len({m for m in marks}) == 2 and len({s.split("/")[1] for s in first_of_group[0]}) == 2
+    assert [d["method"] for d in plan["destinations"]] == [
+        "spark native write (else row writers); mode=append", "spark native write (else row writers); load=staging, "
+        "write_mode=insert, method=auto"]
+    assert [e for e in events if e["event"] == "plan.made"][0]["task_groups"] == plan["task_groups"]
     assert sorted(table_rows(admin, target, "t", names)) == sorted(expected)
     hive_rows = sorted(tuple(r) for r in spark_session.table(table).select(*names).collect())
     assert hive_rows == sorted(expected)

@@ -53,6 +53,11 @@ def test_without_limits_speed_channel_then_the_engine_default() -> None:
     assert (count.channels, count.rule) == (4, "default")
 
 
+def test_a_count_from_limits_is_capped_at_1024_channels() -> None:
+    count = adjust_channel_number(limits(record=10**12, channel_record=1))
+    assert count.channels == 1024 and count.reason.endswith("capped at 1024 (the most a task may have)")
+
+
 def test_the_count_is_capped_at_the_number_of_splits() -> None:
     count = cap_at_splits(adjust_channel_number(limits(channel=16)), 3)
     assert count.channels == 3 and "capped at 3 split(s)" in count.reason

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from wormhole.config import EngineConf, SpeedSpec
+from wormhole.config import MAX_CHANNELS, EngineConf, SpeedSpec
 from wormhole.errors import InvalidTaskConfig
 
 ChannelRule = Literal["byte", "record", "channel", "default"]
@@ -60,7 +60,14 @@ def speed_limits(speed: SpeedSpec, conf: EngineConf) -> SpeedLimits:
 
 
 def adjust_channel_number(limits: SpeedLimits) -> ChannelCount:
-    """DataX's adjustChannelNumber (see the module docstring)."""
+    """DataX's adjustChannelNumber (see the module docstring), at most ``MAX_CHANNELS``."""
+    count = _datax_channel_number(limits)
+    if count.channels <= MAX_CHANNELS:
+        return count
+    return ChannelCount(MAX_CHANNELS, count.rule, f"{count.reason}, capped at {MAX_CHANNELS} (the most a task may have)")
+
+
+def _datax_channel_number(limits: SpeedLimits) -> ChannelCount:
     by_byte = by_record = None
     if limits.byte is not None:
         assert limits.channel_byte is not None  # speed_limits() checked
