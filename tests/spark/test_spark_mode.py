@@ -171,11 +171,11 @@ def test_sharded_mysql_source_to_hive_and_mysql(spark_conf: EngineConf, spark_se
     assert plan["channels"] == min(4, len(plan["splits"])) and len(plan["splits"]) >= 4
     marks = [s["resource_mark"] for s in plan["splits"]]
     first_of_group = [g["splits"][:2] for g in plan["task_groups"]]
-    assert len({m for m in marks}) == 2 and len({s.split("/")[1] for s in first_of_group[0]}) == 2
+    assert len(set(marks)) == 2 and len({s.split("/")[1] for s in first_of_group[0]}) == 2
+    native = "spark native write (else row writers)"
     assert [d["method"] for d in plan["destinations"]] == [
-        "spark native write (else row writers); mode=append", "spark native write (else row writers); load=staging, "
-        "write_mode=insert, method=auto"]
-    assert [e for e in events if e["event"] == "plan.made"][0]["task_groups"] == plan["task_groups"]
+        f"{native}; mode=append", f"{native}; load=staging, write_mode=insert, method=auto"]
+    assert next(e for e in events if e["event"] == "plan.made")["task_groups"] == plan["task_groups"]
     assert sorted(table_rows(admin, target, "t", names)) == sorted(expected)
     hive_rows = sorted(tuple(r) for r in spark_session.table(table).select(*names).collect())
     assert hive_rows == sorted(expected)
