@@ -64,7 +64,8 @@ def adjust_channel_number(limits: SpeedLimits) -> ChannelCount:
     count = _datax_channel_number(limits)
     if count.channels <= MAX_CHANNELS:
         return count
-    return ChannelCount(MAX_CHANNELS, count.rule, f"{count.reason}, capped at {MAX_CHANNELS} (the most a task may have)")
+    return ChannelCount(MAX_CHANNELS, count.rule,
+                        f"{count.reason}, capped at {MAX_CHANNELS} (the most a task may have)")
 
 
 def _datax_channel_number(limits: SpeedLimits) -> ChannelCount:
