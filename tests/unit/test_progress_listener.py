@@ -11,13 +11,13 @@ import structlog
 from rich.console import Console
 from structlog.testing import capture_logs
 
-from wormhole.config import EngineConf, MonitorConf, PathsConf, TaskSpec
+from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf, TaskSpec
 from wormhole.engine import Engine, RunResult
 from wormhole.monitor import ProgressSnapshot
 from wormhole.progress import render
 
 SPEC = {"source": {"plugin": "stream", "params": {"rows": 100_000, "dirty_every": 500}},
-        "destinations": [{"id": "slow", "plugin": "stream", "params": {"delay_ms": 20}},
+        "destinations": [{"id": "slow", "plugin": "stream", "params": {"delay_ms": 50}},
                          {"id": "csv", "plugin": "file", "error_limit": {"record": 1000}}]}
 
 
@@ -38,7 +38,10 @@ def run(tmp_path: Path, *listeners: object) -> tuple[RunResult, list[dict]]:
     spec = dict(SPEC, destinations=[SPEC["destinations"][0],
                                     {**SPEC["destinations"][1], "params": {"path": str(tmp_path / "csv"),
                                                                            "format": "csv"}}])
+    # Queues of one batch: the slow destination paces the readers, so the run lasts over a second
+    # whatever the machine's load and the listeners see reads grow (big queues let them finish at once).
     conf = EngineConf(monitor=MonitorConf(interval_s=0.02, report_every=1000),
+                      exchange=ExchangeConf(queue_rows=4096, spill_rows=4096),
                       paths=PathsConf(dirty_dir=str(tmp_path / "dirty")))
     with capture_logs() as events:
         result = Engine(conf, TaskSpec.from_mapping(spec), task_id=7, run_id=1, log=structlog.get_logger(),
