@@ -21,6 +21,7 @@ from wormhole.counters import Counters, ReaderCounters
 from wormhole.errors import ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
 from wormhole.log import Logger
+from wormhole.planning.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
@@ -77,11 +78,11 @@ class ReaderManager:
                        columns=list(self.schema.names))
         return self.splits
 
-    def start(self, storages: list[RAMStorage], channels: int) -> None:
+    def start(self, storages: list[RAMStorage], channels: int, throttle: Throttle | None = None) -> None:
         self._storages = storages
         self._pending.extend(self.splits)
         for worker in range(max(1, min(channels, len(self.splits)))):
-            sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop)
+            sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop, throttle)
             self._senders.append(sender)
             counters = self._counters.new_reader()
             future = spawn(self._run, worker, counters, sender, name=f"reader-{worker}")
@@ -116,6 +117,9 @@ class ReaderManager:
     @property
     def rows_sent(self) -> int:
         return sum(s.rows_sent for s in self._senders)
+
+    def measure(self, throttle: Throttle | None) -> ReadMeasure:
+        return measure_senders(self._senders, throttle)
 
     def close_input(self) -> None:
         for storage in self._storages:
