@@ -5,13 +5,18 @@ the measured rate exceed the limit, and the lower bounds are generous."""
 from __future__ import annotations
 
 import socket
+import threading
+import time
 from typing import Any
 
 import pytest
+import structlog
+from structlog.testing import capture_logs
 
 from tests.mysql_helpers import Databases, Server, count, create_table, fill_from_sequence
 from tests.spark_helpers import run_task
-from wormhole.config import EngineConf
+from wormhole.config import EngineConf, TaskSpec
+from wormhole.engine import Engine
 
 pytestmark = [pytest.mark.spark]
 
@@ -52,6 +57,35 @@ def test_a_record_limit_holds_for_the_spark_read(spark_conf: EngineConf) -> None
     # Stopped in release(): nothing listens on its port any more.
     with pytest.raises(OSError):
         socket.create_connection((started["host"], started["port"]), timeout=2).close()
+
+
+def test_a_stop_ends_the_executors_waits_at_once(spark_conf: EngineConf) -> None:
+    """10 rows/s: the first batch alone waits minutes; a stop ends the run within seconds."""
+    spec = TaskSpec.from_mapping({"source": {"plugin": "stream", "params": {"rows": 100_000, "splits": 2}},
+                                  "destinations": [{"id": "a", "plugin": "stream"}],
+                                  "settings": {"engine": "spark", "speed": {"record": 10}}})
+    engine = Engine(spark_conf, spec, task_id=7, run_id=9_001, log=structlog.get_logger())
+    sent: list[float] = []
+
+    def stop_once_waiting(events: list[dict[str, Any]]) -> None:
+        deadline = time.monotonic() + 120
+        while not any(e["event"] == "throttle.server_started" for e in list(events)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(3.0)  # the executors are in their first waits by now
+        sent.append(time.monotonic())
+        engine.stop("test stop")
+
+    with capture_logs() as events:
+        stopper = threading.Thread(target=stop_once_waiting, args=(events,))
+        stopper.start()
+        result = engine.run()
+        ended = time.monotonic()
+        stopper.join(10)
+    assert result.result["interrupted"] is True and result.exit_code == 203
+    assert sent and ended - sent[0] < 30, "the stop did not end the waits"
+    assert result.result["destinations"]["a"]["rows_written"] == 0
+    assert 0 < result.result["speed"]["waited_s"] < 60  # the executors waited, and were cut short
+    server_events(events)
 
 
 def test_no_limit_adds_no_stage_and_still_reports_the_rate(spark_conf: EngineConf) -> None:

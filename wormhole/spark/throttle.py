@@ -106,6 +106,11 @@ class TokenServer:
         self._stop.set()
         with self._lock:
             conns = list(self._conns)
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes accept() (Linux)
+        except OSError:
+            pass
+        self._listener.close()  # the port is free at once: no new read task gets in
         for conn in conns:
             try:
                 conn.shutdown(socket.SHUT_RDWR)  # a handler blocked reading its next request wakes
