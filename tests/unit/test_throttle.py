@@ -58,7 +58,7 @@ def test_the_first_batch_pays_up_front_and_n_batches_take_total_over_limit() -> 
         throttle.acquire(500, 0, stop)
     m = throttle.measure()
     assert (m.rows, m.seconds) == (5000, pytest.approx(5.0))  # exactly total / limit
-    assert m.rows / m.seconds == pytest.approx(1000)
+    assert m.rows_per_s == pytest.approx(1000)
     assert m.waited_s == pytest.approx(5.0)
 
 

@@ -40,14 +40,21 @@ class ReadMeasure:
     seconds: float = 0.0
     waited_s: float = 0.0
 
+    @property
+    def rows_per_s(self) -> float | None:
+        return self.rows / self.seconds if self.seconds > 0 else None
+
+    @property
+    def bytes_per_s(self) -> float | None:
+        return self.bytes / self.seconds if self.seconds > 0 and self.bytes is not None else None
+
     def result(self, speed: SpeedSpec) -> SpeedResult:
         """The result's ``speed`` object: the limits the task set and the rate measured."""
-        rate = self.seconds > 0
+        rows_per_s, bytes_per_s = self.rows_per_s, self.bytes_per_s
         return SpeedResult(
             record_limit=speed.record, byte_limit=speed.byte, rows=self.rows, bytes=self.bytes,
-            seconds=round(self.seconds, 3), rows_per_s=round(self.rows / self.seconds, 1) if rate else None,
-            bytes_per_s=round(self.bytes / self.seconds, 1) if rate and self.bytes is not None else None,
-            waited_s=round(self.waited_s, 3))
+            seconds=round(self.seconds, 3), rows_per_s=round(rows_per_s, 1) if rows_per_s is not None else None,
+            bytes_per_s=round(bytes_per_s, 1) if bytes_per_s is not None else None, waited_s=round(self.waited_s, 3))
 
 
 class Sent(Protocol):
