@@ -12,6 +12,10 @@ part; its entries in latest.json replace that part's previous ones and the other
 The Spark scenario (benchmarks/spark_scenario.py: wormhole's Spark, local and auto engines against a plain
 PySpark script, 1M and 5M rows) takes long, so it runs only with ``--only spark`` or ``--with-spark``
 (``make bench BENCH_ARGS="--only spark"``).
+
+``--only speed`` (benchmarks/speed.py) checks the speed limits instead of throughput: stream and MySQL
+tasks run at record and byte limits (and one Spark task), each about 10 s, with the measured rate
+against its limit. It runs only when asked for (``make bench BENCH_ARGS="--only speed"``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import mysql_scenario, spark_scenario
+from benchmarks import mysql_scenario, spark_scenario, speed
 
 RESULTS = Path("benchmarks/results/latest.json")
 
@@ -78,14 +82,16 @@ def save(results: list[dict], parts: set[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["stream", "mysql", "spark"],
-                        help="run one part (default: stream, then mysql; spark only with --with-spark)")
+    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed"],
+                        help="run one part (default: stream, then mysql; spark only with --with-spark, speed only "
+                             "with --only speed)")
     parser.add_argument("--with-spark", action="store_true", help="run the (long) Spark scenario after the others")
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000], help="stream rows")
     parser.add_argument("--repeat", type=int,
                         help="runs per scenario, the best counts (default: 3 for stream, 1 for mysql)")
     mysql_scenario.add_arguments(parser, prefix="mysql-")
     spark_scenario.add_arguments(parser, prefix="spark-")
+    speed.add_arguments(parser)
     args = parser.parse_args()
     parts = {args.only} if args.only else {"stream", "mysql"} | ({"spark"} if args.with_spark else set())
     results: list[dict] = []
@@ -115,6 +121,15 @@ def main() -> None:
         save(results, parts)
         if failed := spark_scenario.failed_contenders(results):
             raise SystemExit(f"SPARK BENCHMARK: failed contenders: {'; '.join(failed)}")
+    if "speed" in parts:
+        opts = speed.Options(parts=tuple(args.speed_parts), seconds=args.speed_seconds,
+                             server=mysql_scenario.Server(host=args.host, port=args.port, user=args.user),
+                             keep=args.keep)
+        try:
+            results += speed.run_all(opts)
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"SPEED BENCHMARK FAILED: {exc}") from None
+        save(results, parts)
 
 
 if __name__ == "__main__":

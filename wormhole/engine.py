@@ -25,6 +25,7 @@ from wormhole.execution import Execution, LocalExecution
 from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
 from wormhole.planning.plan import Plan, make_plan
+from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins.base import ReadContext, Schema
 from wormhole.reader_manager import ReaderManager
 from wormhole.result import (
@@ -72,6 +73,8 @@ class _Run:
     writers: WriterManager
     source_limit: ErrorLimit
     plan: Plan | None = None
+    throttle: Throttle | None = None
+    """The task's speed limits (None: it sets none)."""
     execution: Execution | None = None
     reads: ReadSide | None = None
     source_verdict: bool = False
@@ -159,7 +162,8 @@ class Engine:
         writers = WriterManager(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id,
                                 self._log)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
-                    writers=writers, source_limit=spec.settings.error_limit or conf.error_limit)
+                    writers=writers, source_limit=spec.settings.error_limit or conf.error_limit,
+                    throttle=Throttle.of(spec.settings.speed))
 
     def _move_rows(self, run: _Run) -> tuple[str | None, str | None]:
         """Every step that moves rows; (why the task aborts or None, the read side's error)."""
@@ -248,14 +252,15 @@ class Engine:
 
     def _execution(self, run: _Run) -> Execution:
         if self._engine != "spark":
-            return LocalExecution(run.storage, run.channels)
+            return LocalExecution(run.storage, run.channels, run.throttle)
         from wormhole import spark
 
         if not spark.available():
             raise ConfigError("settings.engine 'spark' needs pyspark: pip install 'wormhole[spark]'")
         from wormhole.spark.runner import SparkExecution
 
-        return SparkExecution(self._conf, run.ctx, run.dirty, run.counters, self._spec.source, self._log)
+        return SparkExecution(self._conf, run.ctx, run.dirty, run.counters, self._spec.source, self._log,
+                              run.throttle)
 
     # -- the result ----------------------------------------------------------------------------
 
@@ -269,11 +274,13 @@ class Engine:
         source = SourceResult(plugin=self._spec.source.plugin, rows_read=run.counters.rows_read,
                               rows_rejected=run.dirty.count("source"), splits=len(run.readers.splits),
                               channels=run.channels, estimated_rows=run.counters.estimated_rows, error=read_error)
+        speed = (run.execution.measure() if run.execution is not None else ReadMeasure()).result(
+            self._spec.settings.speed)
         report = RunReport(
             task_id=self._task_id, run_id=self._run_id, status=status, exit_code=exit_code, engine=self._engine,
             engine_reason=self._engine_reason, consistency=self._spec.settings.consistency,
             started_at=run.started_at, finished_at=_now(), duration_s=round(time.monotonic() - run.t0, 3),
-            interrupted=interrupted, source=source, destinations=destinations,
+            interrupted=interrupted, source=source, speed=speed, destinations=destinations,
             dirty_file=str(run.dirty.path) if run.dirty.counts else None,
             spark=run.execution.describe() if run.execution is not None else None,
             plan=run.plan.to_dict() if run.plan is not None else None, error=error)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from wormhole.exchange import StorageManager
 from wormhole.monitor import ReadSide
+from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins.base import Schema
 
 if TYPE_CHECKING:
@@ -50,6 +51,9 @@ class Execution(Protocol):
     def describe(self) -> dict[str, Any] | None:
         """What the result records about the execution (Spark: master, start-up cost...)."""
 
+    def measure(self) -> ReadMeasure:
+        """What the read side moved and how fast (the result's ``speed``)."""
+
 
 class LocalExecution:
     """Threads in this process: the ReaderManager's pool feeds the exchange, each destination's
@@ -57,16 +61,19 @@ class LocalExecution:
 
     name = "local"
 
-    def __init__(self, storage: StorageManager, channels: int) -> None:
+    def __init__(self, storage: StorageManager, channels: int, throttle: Throttle | None = None) -> None:
         self._storage = storage
         self._channels = channels
+        self._throttle = throttle
+        self._readers: ReaderManager | None = None
 
     def prepare_source(self, readers: ReaderManager) -> Schema:
         assert readers.schema is not None  # split() succeeded
         return readers.schema
 
     def start_reads(self, readers: ReaderManager) -> ReadSide:
-        readers.start(self._storage.for_reader(), self._channels)
+        self._readers = readers
+        readers.start(self._storage.for_reader(), self._channels, self._throttle)
         return readers
 
     def start_writes(self, writers: WriterManager) -> None:
@@ -83,3 +90,6 @@ class LocalExecution:
 
     def describe(self) -> dict[str, Any] | None:
         return None
+
+    def measure(self) -> ReadMeasure:
+        return self._readers.measure(self._throttle) if self._readers is not None else ReadMeasure()

@@ -23,6 +23,7 @@ from wormhole.errors import ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
 from wormhole.log import Logger
 from wormhole.planning.assign import TaskGroup, assign_fairly, dispatch_order
+from wormhole.planning.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
@@ -90,7 +91,8 @@ class ReaderManager:
         by_id = {s.id: s for s in self.splits}
         return [by_id[i] for i in dispatch_order(self.groups)] if self.groups else list(self.splits)
 
-    def start(self, storages: list[RAMStorage], channels: int) -> None:
+    def start(self, storages: list[RAMStorage], channels: int, throttle: Throttle | None = None) -> None:
+        """Start each group's channels; ``throttle`` (the task's speed limits) paces every batch."""
         if not self.groups:
             self.assign(assign_fairly([s.id for s in self.splits], [s.resource_mark for s in self.splits],
                                       [""] * len(self.splits), max(1, min(channels, len(self.splits))), channels))
@@ -99,7 +101,7 @@ class ReaderManager:
         for group in self.groups:
             for _ in range(group.channels):
                 worker = len(self._futures)
-                sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop)
+                sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop, throttle)
                 self._senders.append(sender)
                 future = spawn(self._run, worker, group.id, self._counters.new_reader(), sender,
                                name=f"reader-{worker}")
@@ -137,6 +139,9 @@ class ReaderManager:
     @property
     def rows_sent(self) -> int:
         return sum(s.rows_sent for s in self._senders)
+
+    def measure(self, throttle: Throttle | None) -> ReadMeasure:
+        return measure_senders(self._senders, throttle)
 
     def close_input(self) -> None:
         for storage in self._storages:

@@ -49,6 +49,25 @@ class SourceResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedResult:
+    """The task's speed limits and the rate the read side moved at (README, "Speed limits")."""
+
+    record_limit: int | None
+    """``settings.speed.record`` (rows/s for the whole task), None when unset."""
+    byte_limit: int | None
+    """``settings.speed.byte`` (estimated bytes/s for the whole task), None when unset."""
+    rows: int
+    bytes: int | None
+    """Estimated as the exchange does; None where nothing estimated them (Spark without a limit)."""
+    seconds: float
+    """From the first batch read to the end of the last batch's wait."""
+    rows_per_s: float | None
+    bytes_per_s: float | None
+    waited_s: float
+    """Time the readers waited on the limits, summed over them."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunReport:
     task_id: int
     run_id: int
@@ -62,6 +81,7 @@ class RunReport:
     duration_s: float
     interrupted: bool
     source: SourceResult
+    speed: SpeedResult
     destinations: Mapping[str, DestinationResult]
     dirty_file: str | None
     spark: Mapping[str, Any] | None = None

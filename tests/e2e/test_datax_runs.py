@@ -179,17 +179,24 @@ def test_sharded_mysqlreader_to_mysql_replace(ws: Workspace, dbs: Databases) -> 
 def test_streamreader_to_streamwriter_speed_and_error_limit(ws: Workspace) -> None:
     task, events = import_jobs(ws, render(ws, "stream_to_stream.json"))
     # DataX: byte 3 MiB / 1 MiB per channel = 3, record 50000 / 10000 = 5 -> 3 channels, each making
-    # sliceRecordCount rows; speed.channel is ignored when a limit is set.
+    # sliceRecordCount rows; speed.channel is ignored when a limit is set. The limits are carried as
+    # limits (wormhole enforces them), with their per-channel rates.
     assert task["source"]["params"]["rows"] == 3000
-    assert task["settings"] == {"speed": {"channel": 3}, "error_limit": {"record": 0, "percentage": 0.02}}
-    assert {"job.setting.speed.byte", "job.setting.speed.record", "job.setting.speed.channel",
-            "job.content[0].reader.parameter.column[0].value"} <= set(untranslated(events))
+    assert task["settings"] == {
+        "speed": {"byte": 3145728, "record": 50000, "channel_byte": 1048576, "channel_record": 10000},
+        "error_limit": {"record": 0, "percentage": 0.02}}
+    reported = set(untranslated(events))
+    assert {"job.setting.speed.channel", "job.content[0].reader.parameter.column[0].value"} <= reported
+    assert not {"job.setting.speed.byte", "job.setting.speed.record"} & reported
 
     code, result = run(ws, {})
 
     assert code == 0
     assert result["source"]["rows_read"] == 3000
     assert result["destinations"]["stream"]["rows_written"] == 3000
+    speed = result["speed"]
+    assert (speed["record_limit"], speed["byte_limit"], speed["rows"]) == (50000, 3145728, 3000)
+    assert speed["rows_per_s"] <= 50000 * 1.0001 and speed["bytes_per_s"] <= 3145728 * 1.0001
 
 
 def test_mysql_to_txtfile_append_with_header(ws: Workspace, dbs: Databases) -> None:

@@ -188,6 +188,9 @@ def _too_heavy(data: bytes) -> bool:
     params = doc["source"]["params"]
     if doc["source"]["plugin"] != "stream" or params.get("rows", 0) > 5000 or params.get("splits", 1) > 64:
         return True
+    speed = (doc.get("settings") or {}).get("speed") or {}
+    if speed.get("record") is not None or speed.get("byte") is not None:  # a speed limit: as slow as it says
+        return True
     return any((d.get("params") or {}).get("delay_ms", 0) > 5 for d in doc["destinations"])
 
 

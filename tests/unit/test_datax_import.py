@@ -289,22 +289,37 @@ def test_speed_channel() -> None:
     assert "speed" not in one(job(setting={})).task["settings"]
 
 
-def test_speed_byte_and_record_set_the_channel_count_as_datax_does() -> None:
+def test_speed_byte_and_record_are_carried_as_limits_with_their_per_channel_rates() -> None:
     core = {"transport": {"channel": {"speed": {"byte": 100, "record": 100}}}}
     tr = one(job(setting={"speed": {"byte": 500, "record": 1000, "channel": 1}}, core=core))
-    assert tr.task["settings"]["speed"] == {"channel": 5}  # min(500/100, 1000/100); channel ignored
+    # Enforced for the whole task; the engine derives the channel count from them, as DataX does.
+    assert tr.task["settings"]["speed"] == {"byte": 500, "record": 1000, "channel_byte": 100, "channel_record": 100}
     reported = notes(tr)
-    assert "no byte rate limit" in reported["job.setting.speed.byte"]
+    assert "job.setting.speed.byte" not in reported and "job.setting.speed.record" not in reported
     assert "ignored" in reported["job.setting.speed.channel"]
-    tiny = one(job(setting={"speed": {"record": 10}}, core=core))
-    assert tiny.task["settings"]["speed"] == {"channel": 1}  # at least one channel
+    assert not any(path.startswith("core.") for path in reported)
+    TaskSpec.from_mapping(tr.task)
+    only_record = one(job(setting={"speed": {"record": 10}}, core=core))
+    assert only_record.task["settings"]["speed"] == {"record": 10, "channel_record": 100}
+    assert "core.transport.channel.speed.byte" in notes(only_record)  # a per-channel rate alone: not carried
 
 
-def test_speed_limit_without_per_channel_value_keeps_channel() -> None:
+def test_streamreader_slices_follow_datax_channel_count_under_limits() -> None:
+    core = {"transport": {"channel": {"speed": {"byte": 100, "record": 100}}}}
+    tr = one(job(stream_reader(sliceRecordCount=7), setting={"speed": {"byte": 500, "record": 1000}}, core=core))
+    assert (tr.task["source"]["params"]["rows"], tr.task["source"]["params"]["splits"]) == (35, 5)  # min(5, 10)
+
+
+def test_speed_limit_without_per_channel_value_is_still_a_limit() -> None:
     tr = one(job(setting={"speed": {"byte": 1048576, "channel": 2}}))
-    assert tr.task["settings"]["speed"] == {"channel": 2}
-    reasons = [i.reason for i in tr.untranslated if i.path == "job.setting.speed.byte"]
-    assert any("core.transport.channel.speed.byte" in r for r in reasons)
+    assert tr.task["settings"]["speed"] == {"byte": 1048576}  # engine.toml [speed] channel_byte sets the channels
+    reported = notes(tr)
+    assert "core.transport.channel.speed.byte" in reported["job.setting.speed.byte"]
+    assert "ignored" in reported["job.setting.speed.channel"]
+    # DataX's core.json default -1 means no per-channel rate, and no limit is no limit.
+    core = {"transport": {"channel": {"speed": {"byte": -1, "record": -1}}}}
+    assert one(job(setting={"speed": {"channel": 3, "byte": 0}}, core=core)).task["settings"]["speed"] == {
+        "channel": 3}
 
 
 def test_speed_channel_is_capped_at_wormholes_bound() -> None:
@@ -333,7 +348,7 @@ def test_other_settings_are_reported_with_their_paths() -> None:
     doc["job"]["setting"]["dirty"] = {"path": "/tmp"}
     reported = notes(one(doc))
     assert "core.transport.channel.capacity" in reported
-    assert "core.transport.channel.speed.byte" not in reported
+    assert "not each channel's" in reported["core.transport.channel.speed.byte"]  # no job limit to carry it
     assert "entry" in reported
     assert "no transformers" in reported["job.content[0].transformer"]
     assert "runs the first only" in reported["job.content"]
@@ -369,6 +384,21 @@ def test_merge_makes_one_fan_out_task() -> None:
     assert task["settings"] == {"speed": {"channel": 4}}
     assert any(i.job == "a.json" and i.path == "job.setting.speed.channel" for i in tr.untranslated)
     TaskSpec.from_mapping(task)
+
+
+def test_merge_takes_the_strictest_speed_limits() -> None:
+    core = {"transport": {"channel": {"speed": {"record": 100}}}}
+    a = job(writer=mysql_writer(), setting={"speed": {"record": 1000}}, core=core)
+    b = job(writer=txt_writer(), setting={"speed": {"record": 400, "byte": 10_000}},
+            core={"transport": {"channel": {"speed": {"record": 50}}}})
+    c = job(writer=txt_writer(path="/data/other"), setting={"speed": {"channel": 8}})
+    tr = translate([("a.json", a), ("b.json", b), ("c.json", c)], name="abc")
+    assert tr.task["settings"]["speed"] == {"byte": 10_000, "record": 400, "channel_record": 50}
+    paths = {(i.job, i.path) for i in tr.untranslated}
+    assert ("a.json", "job.setting.speed.record") in paths
+    assert ("c.json", "job.setting.speed.channel") in paths
+    assert ("b.json", "job.setting.speed.record") not in paths
+    TaskSpec.from_mapping(tr.task)
 
 
 def test_merge_of_different_sources_names_the_jobs_and_keys() -> None:

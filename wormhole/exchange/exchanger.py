@@ -8,12 +8,17 @@ pulls batches from one storage until end of stream. Plugins never see queues.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from wormhole.errors import TaskAborted
 from wormhole.exchange.double_queue import Batch, QueueClosed
 from wormhole.exchange.storage import RAMStorage
 from wormhole.plugins.base import Row, Rows
+
+if TYPE_CHECKING:
+    from wormhole.planning.throttle import Throttle
 
 
 def estimate_row_bytes(row: Row) -> int:
@@ -28,12 +33,20 @@ def estimate_row_bytes(row: Row) -> int:
 
 
 class BufferedLineExchanger:
-    def __init__(self, storages: Sequence[RAMStorage], batch_rows: int, stop: threading.Event) -> None:
+    def __init__(self, storages: Sequence[RAMStorage], batch_rows: int, stop: threading.Event,
+                 throttle: Throttle | None = None) -> None:
+        """``throttle``: the task's speed limits, shared by every reader (None: no limit, no cost)."""
         self._storages = list(storages)
         self._batch_rows = batch_rows
         self._stop = stop
+        self._throttle = throttle
         self._buffer: list[Row] = []
         self.rows_sent = 0
+        self.bytes_sent = 0
+        self.first_at: float | None = None
+        """When this reader's first batch came (monotonic); with ``last_at``, the task's measured rate."""
+        self.last_at: float | None = None
+        """When its last batch was let through (after its wait on the limits)."""
 
     # -- reader side ---------------------------------------------------------------------------
 
@@ -59,11 +72,24 @@ class BufferedLineExchanger:
     def _push(self, rows: Rows) -> None:
         if self._stop.is_set():
             raise TaskAborted("reading stopped", reason="stopped")
-        batch = Batch(rows, estimate_row_bytes(rows[0]) * len(rows))
+        nbytes = estimate_row_bytes(rows[0]) * len(rows)
+        now = time.monotonic()
+        if self.first_at is None:
+            self.first_at = now
+        if self._throttle is not None:
+            # Before the storages: a batch waiting here holds no queue space, and every destination
+            # gets it at the task's pace.
+            if self._throttle.acquire(len(rows), nbytes, self._stop) > 0:
+                now = time.monotonic()
+            if self._stop.is_set():
+                raise TaskAborted("reading stopped", reason="stopped")
+        self.last_at = now
+        batch = Batch(rows, nbytes)
         accepted = False
         for storage in self._storages:
             accepted = storage.push(batch) or accepted
         self.rows_sent += len(rows)
+        self.bytes_sent += nbytes
         if not accepted:
             raise TaskAborted("every destination has failed; reading stopped", reason="no_destination")
 

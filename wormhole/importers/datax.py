@@ -7,8 +7,9 @@ does not carry is listed in :attr:`Translation.untranslated`, each item with its
 
 What maps to what:
 
-- ``job.setting.speed``: ``settings.speed.channel`` (DataX's channel count, byte/record limits
-  included, see :func:`~wormhole.importers.datax_parts.channel_count`); the rate limits are reported.
+- ``job.setting.speed``: byte/record limits become ``settings.speed.byte/record`` (enforced for the
+  whole task) with ``core.transport.channel.speed.*`` as ``channel_byte/channel_record``; without a
+  limit, ``speed.channel`` (see :func:`~wormhole.importers.datax_parts.speed`).
 - ``job.setting.errorLimit``: ``error_limit`` (``record``, ``percentage``); no errorLimit is no limit,
   as in DataX (wormhole's own default would fail a destination on its first rejected row).
 - readers and writers: :mod:`wormhole.importers.datax_plugins`.
@@ -25,9 +26,9 @@ from wormhole.importers.datax_parts import (
     DataxImportError,
     Params,
     Untranslated,
-    channel_count,
     error_limit,
     report_leaves,
+    speed,
 )
 from wormhole.importers.datax_plugins import READERS, WRITERS, Destination, Source, secret
 
@@ -51,6 +52,8 @@ class _Job:
     source: Source
     destination: Destination
     channels: int | None
+    """DataX's channel count (a streamreader's slices)."""
+    speed_settings: dict[str, int]
     error_limit: dict[str, Any]
     speed: Params
 
@@ -78,9 +81,9 @@ def translate(jobs: Sequence[tuple[str, Any]], *, name: str = "") -> Translation
             dest["error_limit"] = job.error_limit
         destinations.append(dest)
     settings: dict[str, Any] = {}
-    channels = _channels(parsed)
-    if channels is not None:
-        settings["speed"] = {"channel": channels}
+    speed_settings = _speed(parsed)
+    if speed_settings:
+        settings["speed"] = speed_settings
     if not merged:
         settings["error_limit"] = parsed[0].error_limit
     first = parsed[0].source
@@ -97,7 +100,8 @@ def _job(label: str, raw: Any, notes: list[Untranslated]) -> _Job:
     core = root.child("core")
     root.report_rest()
     setting = job.child("setting")
-    channels = channel_count(setting, core)
+    job_speed = speed(setting, core)
+    channels = job_speed.channels
     limit = error_limit(setting)
     setting.report_rest()
     report_leaves(core, skip=("transport.channel.speed.byte", "transport.channel.speed.record"))
@@ -110,7 +114,7 @@ def _job(label: str, raw: Any, notes: list[Untranslated]) -> _Job:
     destination = _plugin(writer, WRITERS, "writer")(_parameter(writer), source)
     entry.report_rest({"transformer": "wormhole has no transformers; rows are written as read"})
     job.report_rest()
-    return _Job(label, source, destination, channels, limit, setting.child("speed"))
+    return _Job(label, source, destination, channels, job_speed.settings, limit, setting.child("speed"))
 
 
 def _parameter(plugin: Params) -> Params:
@@ -143,15 +147,35 @@ def _check_same_source(jobs: list[_Job], notes: list[Untranslated]) -> None:
             f"querySql): {first.label} and {'; '.join(different)} read different sources")
 
 
-def _channels(jobs: list[_Job]) -> int | None:
-    counts = [j.channels for j in jobs if j.channels is not None]
-    if not counts:
-        return None
-    chosen = max(counts)
+def _speed(jobs: list[_Job]) -> dict[str, int]:
+    """The merged task's ``settings.speed``: it reads once, so with limits each is the strictest any
+    job sets (the smallest per-channel rate too: the most channels, as below); without, the most
+    channels any job asks."""
+    limited = [j for j in jobs if set(j.speed_settings) - {"channel"}]
+    if not limited:
+        counts = [j.speed_settings["channel"] for j in jobs if "channel" in j.speed_settings]
+        if not counts:
+            return {}
+        chosen = max(counts)
+        for job in jobs:
+            if job.speed_settings.get("channel", chosen) != chosen:
+                job.speed.note("channel", f"the merged task reads once with {chosen} channels (the most any job asks)")
+        return {"channel": chosen}
+    merged: dict[str, int] = {}
+    for key in ("byte", "record", "channel_byte", "channel_record"):
+        values = [j.speed_settings[key] for j in limited if key in j.speed_settings]
+        if values:
+            merged[key] = min(values)
     for job in jobs:
-        if job.channels is not None and job.channels != chosen:
-            job.speed.note("channel", f"the merged task reads once with {chosen} channels (the most any job asks)")
-    return chosen
+        own = job.speed_settings
+        for name in ("byte", "record"):
+            pair = (merged.get(name), merged.get(f"channel_{name}"))
+            if name in own and (own[name], own.get(f"channel_{name}")) != pair:
+                job.speed.note(name, f"the merged task reads once with settings.speed.{name} {pair[0]} and "
+                                     f"channel_{name} {pair[1]}: the strictest any job sets")
+        if "channel" in own:
+            job.speed.note("channel", "ignored: the merged task has the byte/record limits of other jobs")
+    return merged
 
 
 def _destination_ids(jobs: list[_Job]) -> list[str]:

@@ -186,36 +186,56 @@ def _host_port(text: str, p: Params, key: str | int) -> tuple[str, int]:
 # job.setting and core
 
 
-def channel_count(setting: Params, core: Params) -> int | None:
-    """DataX's channel count (JobContainer.adjustChannelNumber) for ``settings.speed.channel``.
+@dataclass(frozen=True, slots=True)
+class Speed:
+    """What a job's ``job.setting.speed`` and ``core.transport.channel.speed`` become."""
 
-    A byte or record limit sets the count to ``limit / per-channel limit`` (at least 1, the smaller
-    of the two) when the job's ``core.transport.channel.speed`` gives the per-channel value;
-    otherwise ``speed.channel``. The limits themselves are reported: wormhole does not throttle.
+    settings: dict[str, int]
+    """The task's ``settings.speed``: the byte/record limits with their per-channel rates, or the
+    channel count when the job sets no limit (empty: neither)."""
+    channels: int | None
+    """DataX's own channel count (JobContainer.adjustChannelNumber): a streamreader makes
+    ``sliceRecordCount`` rows in each channel."""
+
+
+def speed(setting: Params, core: Params) -> Speed:
+    """``job.setting.speed`` as ``settings.speed``: wormhole enforces byte and record limits for the
+    whole task (DataX only derives a channel count from them), so they are carried as limits, with
+    ``core.transport.channel.speed.byte/record`` as ``channel_byte/channel_record``, from which the
+    engine derives the channel count as DataX does. ``speed.channel`` is kept when no limit is set.
     """
-    speed = setting.child("speed")
+    job_speed = setting.child("speed")
     per_channel = core.child("transport").child("channel").child("speed")
+    out: dict[str, int] = {}
     counts = []
     for name in ("byte", "record"):
-        total = speed.number(name)
-        if total is None or total <= 0:
+        total = job_speed.integer(name)
+        per = per_channel.integer(name)
+        per = per if per is not None and per > 0 else None  # DataX's core.json has -1: no per-channel rate
+        if total is None or total <= 0:  # no limit, as in DataX
+            if per is not None:
+                per_channel.note(name, f"a per-channel rate without job.setting.speed.{name}: wormhole limits "
+                                       "the whole task's rate, not each channel's; not translated")
             continue
-        speed.note(name, f"wormhole has no {name} rate limit: rows are not throttled")
-        per = per_channel.number(name)
-        if per is not None and per > 0:
-            counts.append(max(1, int(total // per)))
+        out[name] = total
+        if per is not None:
+            out[f"channel_{name}"] = per
+            counts.append(max(1, total // per))
         else:
-            speed.note(name, f"the channel count DataX derives from it needs core.transport.channel.speed.{name}, "
-                             f"which the job does not set")
-    channel = speed.integer("channel")
-    if counts and channel is not None:
-        speed.note("channel", "ignored, as DataX does, because a byte/record limit sets the channel count")
+            job_speed.note(name, f"enforced as settings.speed.{name}; the job sets no "
+                                 f"core.transport.channel.speed.{name} (DataX would refuse it), so the "
+                                 f"channel count comes from engine.toml [speed] channel_{name}")
+    channel = job_speed.integer("channel")
+    job_speed.report_rest()
+    if out and channel is not None:
+        job_speed.note("channel", "ignored, as DataX does: the byte/record limit sets the channel count")
     chosen = min(counts) if counts else (channel if channel is not None and channel > 0 else None)
-    speed.report_rest()
     if chosen is not None and chosen > MAX_CHANNELS:
-        speed.note("channel", f"{chosen} channels cut to wormhole's maximum of {MAX_CHANNELS}")
+        job_speed.note("channel", f"{chosen} channels cut to wormhole's maximum of {MAX_CHANNELS}")
         chosen = MAX_CHANNELS
-    return chosen
+    if out:
+        return Speed(out, chosen)
+    return Speed({"channel": chosen} if chosen is not None else {}, chosen)
 
 
 def error_limit(setting: Params) -> dict[str, Any]:

@@ -36,9 +36,11 @@ from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
+from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
+from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.types import (
     RowReaderPlan,
     exact_columns,
@@ -109,7 +111,7 @@ class SparkExecution:
     name = "spark"
 
     def __init__(self, conf: EngineConf, ctx: ReadContext, dirty: DirtyFile, counters: Counters,
-                 source: SourceSpec, log: Logger) -> None:
+                 source: SourceSpec, log: Logger, throttle: Throttle | None = None) -> None:
         self._conf = conf
         self._ctx = ctx
         self._dirty = dirty
@@ -129,6 +131,11 @@ class SparkExecution:
         self._source_dirty = self.sc.accumulator([], _ListParam())
         self._totals: dict[str, Any] = {}
         self._cancelled = False
+        self._throttle = throttle
+        self._pacer: TokenServer | None = None
+        """Serves the throttle to the executors while the run lasts (a lost cached partition is
+        read again, at the same pace)."""
+        self._read_s = 0.0
 
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
@@ -184,9 +191,19 @@ class SparkExecution:
             how = "row_reader"
             if planned is not None:
                 extra = {"reason": planned.reason, "exact": sorted(exact)}
-        self.frame = frame
-        self._log.info("spark.source_planned", read=how, partitions=self.partitions, **extra)
+        self.frame = frame = self._paced(frame)
+        self._log.info("spark.source_planned", read=how, partitions=self.partitions, paced=self._pacer is not None,
+                       **extra)
         return frame, schema
+
+    def _paced(self, frame: DataFrame) -> DataFrame:
+        """With a speed limit, the source read at the pace of the driver's throttle, before it is
+        persisted (so each row is paced once, by whichever read built the frame)."""
+        if self._throttle is None:
+            return frame
+        if self._pacer is None:
+            self._pacer = TokenServer(self._throttle, self.sc.getConf().get("spark.driver.host"), self._log)
+        return throttled(frame, self._pacer.client, self._ctx.batch_rows)
 
     def _row_reader_frame(self, source: SourceSpec, splits: list[Split], schema: Schema,
                           exact: frozenset[str]) -> DataFrame:
@@ -226,6 +243,7 @@ class SparkExecution:
         self.frame = self.frame.persist(StorageLevel.MEMORY_AND_DISK)
         t0 = time.monotonic()
         rows = self.frame.count()
+        self._read_s = time.monotonic() - t0
         entries: list[DirtyEntry] = self._source_dirty.value
         self._flush_dirty(entries)
         self._log.info("spark.source_read", rows=rows, elapsed_s=round(time.monotonic() - t0, 3),
@@ -366,6 +384,8 @@ class SparkExecution:
         # stop() may run in a signal handler on the thread that is waiting in a Py4J call: cancel
         # from another thread, never re-entering that call's connection.
         self._cancelled = True
+        if self._pacer is not None:
+            self._pacer.stop()  # ends the executors' waits: they fail as stopped
         threading.Thread(target=self._cancel_groups, daemon=True, name="spark-cancel").start()
 
     def _cancel_groups(self) -> None:
@@ -375,7 +395,15 @@ class SparkExecution:
             except Exception as exc:  # best effort: the session may be gone already (process exit)
                 self._log.warning("spark.cancel_failed", group=group, error=str(exc)[:200])
 
+    def measure(self) -> ReadMeasure:
+        if self._throttle is not None:
+            return self._throttle.measure()
+        # No pacing stage, so no estimate of the bytes: the read job's wall time and its rows.
+        return ReadMeasure(rows=self._rows, bytes=None, seconds=self._read_s)
+
     def release(self) -> None:
+        if self._pacer is not None:
+            self._pacer.stop()
         if self.frame is not None:
             self.frame.unpersist()
             self.frame = None
