@@ -224,7 +224,8 @@ def speed(setting: Params, core: Params) -> Speed:
         else:
             job_speed.note(name, f"enforced as settings.speed.{name}; the job sets no "
                                  f"core.transport.channel.speed.{name} (DataX would refuse it), so the "
-                                 f"channel count comes from engine.toml [speed] channel_{name}")
+                                 f"channel count needs engine.toml [speed] channel_{name}: without it the "
+                                 f"task is refused (exit 204), as DataX refuses it")
     channel = job_speed.integer("channel")
     job_speed.report_rest()
     if out and channel is not None:
