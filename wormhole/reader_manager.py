@@ -77,6 +77,12 @@ class ReaderManager:
             self.schema, splits = run_with_timeout(plan, timeout, "reader-split")
         except TimeoutError:
             raise SplitError(f"splitting the source did not finish within {timeout:g} s") from None
+        seen: set[str] = set()
+        for split in splits:
+            if split.id in seen:  # task groups, the board and the plan name splits by id: never merge two
+                raise SplitError(f"the source has two splits named {split.id!r} (is a table listed twice?)",
+                                 plugin=self._plugin, split_id=split.id)
+            seen.add(split.id)
         self.splits = splits
         self._log.info("reader.split_planned", splits=len(self.splits), advice=advice,
                        columns=list(self.schema.names))

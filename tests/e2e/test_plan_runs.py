@@ -252,3 +252,18 @@ def test_plan_of_a_stored_task_leaves_it_pending(ws: Workspace) -> None:
     assert not (ws.root / "out").exists()
     assert ws.run("plan", "--task-id", "999").returncode == 204
     assert ws.run("plan").returncode == 2
+
+
+@pytest.mark.mysql
+def test_a_table_listed_twice_is_refused_not_read_twice_or_merged(ws: Workspace, dbs: Databases) -> None:
+    """Two splits with one id would be one split to the task groups: refused, naming it, nothing written."""
+    source = sharded_source(dbs, [[50]])
+    source["params"]["connections"].append(dict(source["params"]["connections"][0]))
+    spec = {"source": source, "destinations": [{"id": "f", "plugin": "file",
+                                                "params": {"path": "out/f", "format": "jsonl"}}]}
+    (ws.root / "task.json").write_text(json.dumps(spec))
+    proc = ws.run("plan", "task.json")
+    assert proc.returncode == 203 and "two splits named" in proc.stderr, proc.stderr
+    code, task, stderr = run_task(ws, spec)
+    assert code == 203 and "two splits named" in task["error"], stderr[-2000:]
+    assert not (ws.root / "out").exists()
