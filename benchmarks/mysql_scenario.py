@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,18 @@ class Server:
     def connect(self, database: str | None = None, **kwargs: Any) -> pymysql.Connection:
         return pymysql.connect(host=self.host, port=self.port, user=self.user, password=self.password,
                                database=database, charset="utf8mb4", **kwargs)
+
+    @classmethod
+    def arguments(cls, parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+        """``--host``, ``--port``, ``--user``: the server a benchmark script runs against."""
+        defaults = {f.name: f.default for f in fields(cls)}  # slots: no class attributes to read them from
+        parser.add_argument("--host", default=defaults["host"])
+        parser.add_argument("--port", type=int, default=defaults["port"])
+        parser.add_argument("--user", default=defaults["user"])
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Server:
+        return cls(host=args.host, port=args.port, user=args.user)
 
     def client_args(self) -> list[str]:
         # The password travels in MYSQL_PWD (inherited), never on a command line.
@@ -504,9 +516,7 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
                         help="source settings.speed.channel values to try; the fastest is reported (default 1 2)")
     group.add_argument("--writers", type=int, default=3,
                        help="concurrency of each mysql destination (default 3, the store's own default)")
-    group.add_argument("--host", default="127.0.0.1")
-    group.add_argument("--port", type=int, default=3306)
-    group.add_argument("--user", default="root")
+    Server.arguments(group)
     group.add_argument("--no-wormhole", action="store_true", help="run the baselines only")
     group.add_argument("--keep", action="store_true", help="keep the whb_d* databases afterwards")
 
@@ -518,7 +528,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--naive-copy", nargs=3, metavar=("SRC_DB", "DST_DB", "TABLE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    server = Server(host=args.host, port=args.port, user=args.user)
+    server = Server.of(args)
     if args.naive_copy:
         naive_copy(server, *args.naive_copy)
         return

@@ -103,7 +103,7 @@ def main() -> None:
             print(flush=True)
         opts = mysql_scenario.Options(
             rows=args.mysql_rows, repeat=args.repeat or 1, channels=tuple(args.channels), writers=args.writers,
-            server=mysql_scenario.Server(host=args.host, port=args.port, user=args.user),
+            server=mysql_scenario.Server.of(args),
             wormhole=not args.no_wormhole, keep=args.keep)
         try:
             results += mysql_scenario.run_all(opts)
@@ -113,7 +113,7 @@ def main() -> None:
     if "spark" in parts:
         if parts != {"spark"}:
             print(flush=True)
-        server = mysql_scenario.Server(host=args.host, port=args.port, user=args.user)
+        server = mysql_scenario.Server.of(args)
         try:
             results += spark_scenario.run_all(spark_scenario.options_from(args, args.spark_rows, server, args.keep))
         except mysql_scenario.BenchmarkFailure as exc:
@@ -123,7 +123,7 @@ def main() -> None:
             raise SystemExit(f"SPARK BENCHMARK: failed contenders: {'; '.join(failed)}")
     if "speed" in parts:
         opts = speed.Options(parts=tuple(args.speed_parts), seconds=args.speed_seconds,
-                             server=mysql_scenario.Server(host=args.host, port=args.port, user=args.user),
+                             server=mysql_scenario.Server.of(args),
                              keep=args.keep)
         try:
             results += speed.run_all(opts)

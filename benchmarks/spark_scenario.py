@@ -566,13 +566,11 @@ def options_from(args: argparse.Namespace, rows: list[int], server: Server, keep
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=3306)
-    parser.add_argument("--user", default="root")
+    Server.arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the whb_d* databases and the workspace")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"write the figures here ({DEFAULT_JSON})")
     args = parser.parse_args()
-    opts = options_from(args, args.rows, Server(host=args.host, port=args.port, user=args.user), args.keep)
+    opts = options_from(args, args.rows, Server.of(args), args.keep)
     try:
         results = run_all(opts)
     except BenchmarkFailure as exc:

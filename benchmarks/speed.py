@@ -242,14 +242,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=3306)
-    parser.add_argument("--user", default="root")
+    Server.arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the whb_d* databases")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
     opts = Options(parts=tuple(args.speed_parts), seconds=args.speed_seconds,
-                   server=Server(host=args.host, port=args.port, user=args.user), keep=args.keep)
+                   server=Server.of(args), keep=args.keep)
     try:
         results = run_all(opts)
     except BenchmarkFailure as exc:
