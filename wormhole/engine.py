@@ -183,10 +183,9 @@ class Engine:
     def _plan(self, run: _Run) -> Schema:
         """The plan (reader periphery, engine, channels, splits, task groups), then the execution's
         read plan; the writers' schema."""
-        plan = run.plan = make_plan(self._spec, self._conf, run.readers)
+        plan = run.plan = make_plan(self._spec, self._conf, run.readers, self._log)
         self._engine, self._engine_reason = plan.engine, plan.engine_reason
         self._log.info("engine.chosen", engine=self._engine, reason=self._engine_reason)
-        self._log.info("plan.made", **plan.to_dict())
         run.readers.assign(plan.task_groups)
         run.execution = self._execution(run)
         return run.execution.prepare_source(run.readers)
@@ -252,7 +251,7 @@ class Engine:
 
     def _execution(self, run: _Run) -> Execution:
         if self._engine != "spark":
-            return LocalExecution(run.storage, run.channels, run.throttle)
+            return LocalExecution(run.storage, run.throttle)
         from wormhole import spark
 
         if not spark.available():

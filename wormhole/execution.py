@@ -61,9 +61,8 @@ class LocalExecution:
 
     name = "local"
 
-    def __init__(self, storage: StorageManager, channels: int, throttle: Throttle | None = None) -> None:
+    def __init__(self, storage: StorageManager, throttle: Throttle | None = None) -> None:
         self._storage = storage
-        self._channels = channels
         self._throttle = throttle
         self._readers: ReaderManager | None = None
 
@@ -73,7 +72,7 @@ class LocalExecution:
 
     def start_reads(self, readers: ReaderManager) -> ReadSide:
         self._readers = readers
-        readers.start(self._storage.for_reader(), self._channels, self._throttle)
+        readers.start(self._storage.for_reader(), self._throttle)
         return readers
 
     def start_writes(self, writers: WriterManager) -> None:

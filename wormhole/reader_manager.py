@@ -22,7 +22,7 @@ from wormhole.counters import Counters, ReaderCounters
 from wormhole.errors import ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
 from wormhole.log import Logger
-from wormhole.planning.assign import TaskGroup, assign_fairly, dispatch_order
+from wormhole.planning.assign import TaskGroup, dispatch_order
 from wormhole.planning.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Schema, SourceInfo, Split
@@ -89,19 +89,17 @@ class ReaderManager:
         return self.splits
 
     def assign(self, groups: Sequence[TaskGroup]) -> None:
-        """The planned task groups; without them every split is in one group of ``channels``."""
+        """The planned task groups (the plan's ``task_groups``)."""
         self.groups = tuple(groups)
 
     def ordered_splits(self) -> list[Split]:
         """The splits in the order engines that start them from one list should (Spark's partitions)."""
         by_id = {s.id: s for s in self.splits}
-        return [by_id[i] for i in dispatch_order(self.groups)] if self.groups else list(self.splits)
+        return [by_id[i] for i in dispatch_order(self.groups)]
 
-    def start(self, storages: list[RAMStorage], channels: int, throttle: Throttle | None = None) -> None:
-        """Start each group's channels; ``throttle`` (the task's speed limits) paces every batch."""
-        if not self.groups:
-            self.assign(assign_fairly([s.id for s in self.splits], [s.resource_mark for s in self.splits],
-                                      [""] * len(self.splits), max(1, min(channels, len(self.splits))), channels))
+    def start(self, storages: list[RAMStorage], throttle: Throttle | None = None) -> None:
+        """Start each planned group's channels; ``throttle`` (the task's speed limits) paces every batch."""
+        assert self.groups, "assign() the plan's task groups first"
         self._storages = storages
         self._board = SplitBoard(self.splits, self.groups)
         for group in self.groups:

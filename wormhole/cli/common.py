@@ -111,7 +111,8 @@ def fail(exc: WormholeError) -> NoReturn:
 
 
 def read_spec(path: str) -> tuple[str, TaskSpec]:
-    """The text of a spec file and the validated spec; exits 204 when it cannot be read or is invalid."""
+    """The text of a spec file and the validated spec, checked against the engine configuration too
+    (a speed limit needs engine.toml's per-channel limits); exits 204 when either is unreadable or invalid."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:

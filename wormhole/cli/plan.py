@@ -71,12 +71,11 @@ def _make(spec: TaskSpec, conf: EngineConf, task_id: int) -> Plan:
                       plugin=spec.source.plugin, stop=threading.Event())
     readers = ReaderManager(spec.source, ctx, conf, Counters(), lambda _: None, logger)
     try:
-        made = make_plan(spec, conf, readers)
+        made = make_plan(spec, conf, readers, logger)
     except WormholeError:
         raise
     except Exception as exc:  # a store's own error while splitting: still a clear message, exit 204
         raise ConfigError(f"planning failed: {type(exc).__name__}: {exc}") from exc
-    logger.info("plan.made", **made.to_dict())
     return made
 
 

@@ -21,7 +21,7 @@ from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, su
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
-from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
+from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.planning.channels import speed_limits
 from wormhole.taskdb import TaskStore, open_store
 
@@ -148,11 +148,7 @@ def run_file(ctx: click.Context, file: str, name: str | None) -> None:
     An embedded SQLite task database is created and initialised when missing; a MySQL one must
     exist (`wormhole db init`). An invalid file exits 204 and records nothing.
     """
-    text, spec = read_spec(file)
-    try:
-        EngineConf.load(ctx.obj.conf_dir)  # a broken engine.toml must not leave a recorded task behind
-    except ConfigError as exc:
-        fail(exc)
+    text, spec = read_spec(file)  # loads engine.toml too: a broken one leaves no recorded task behind
     store = task_store(ctx, create=True)
     try:
         if store.url.lower().startswith("sqlite:"):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from wormhole.config import EngineConf, TaskSpec
+from wormhole.log import Logger
 from wormhole.planning.assign import TaskGroup, assign_fairly
 from wormhole.planning.channels import ChannelCount, SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
 from wormhole.plugins import registry
@@ -68,20 +69,23 @@ class Plan:
         }
 
 
-def make_plan(spec: TaskSpec, conf: EngineConf, readers: ReaderManager) -> Plan:
-    """Prepare and split the source, and decide everything else from what that found."""
+def make_plan(spec: TaskSpec, conf: EngineConf, readers: ReaderManager, log: Logger) -> Plan:
+    """Prepare and split the source, and decide everything else from what that found; logged
+    (``plan.made``) for the run or the ``wormhole plan`` that asked."""
     limits = speed_limits(spec.settings.speed, conf)
     info = readers.prepare()
     engine, engine_reason = choose_engine(spec, conf, info)
     count = adjust_channel_number(limits)
     splits = readers.split(count.channels)
     count = cap_at_splits(count, len(splits))
-    return Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
+    plan = Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
                 splits=tuple(PlannedSplit(s.id, s.resource_mark, split_range(s)) for s in splits),
                 task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
                 destinations=tuple(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits))
                                    for d in spec.destinations),
                 estimated_rows=info.estimated_rows if info is not None else None, limits=limits)
+    log.info("plan.made", **plan.to_dict())
+    return plan
 
 
 def task_groups(splits: list[Split], spec: TaskSpec, count: ChannelCount, per_group: int) -> list[TaskGroup]:
