@@ -18,11 +18,13 @@ The contract's ``store`` fixture opens ``store_url`` and runs ``init_schema`` on
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
 
+from wormhole.checkpoint import PLAN_ROW, CheckpointRow
 from wormhole.errors import TaskDbError
 from wormhole.taskdb import TASK_STATUSES, RunRecord, TaskRecord, TaskStore, open_store
 
@@ -42,6 +44,14 @@ def utcnow() -> datetime:
 
 def near_now(value: datetime | None, slack: float = 60.0) -> bool:
     return value is not None and abs((value - utcnow()).total_seconds()) < slack
+
+
+def stale(store: TaskStore, task_id: int, age: float = 0.05) -> float:
+    """Let the task's heartbeat grow older than the stale_s this returns."""
+    time.sleep(age)
+    seen = store.heartbeat_age(task_id)
+    assert seen is None or seen >= age * 0.5, seen
+    return age / 2
 
 
 def task_in(store: TaskStore, status: str) -> int:
@@ -283,7 +293,7 @@ class TaskStoreContract:
         ("failed", False, True), ("partial", False, True),
         ("running", False, False), ("success", False, False), ("pending", False, False),
         ("failed", True, True), ("partial", True, True),
-        ("running", True, True), ("success", True, True), ("pending", True, False),
+        ("running", True, False), ("success", True, True), ("pending", True, False),
     ])
     def test_retry_rules(self, store: TaskStore, status: str, force: bool, allowed: bool) -> None:
         task_id = task_in(store, status)
@@ -292,13 +302,28 @@ class TaskStoreContract:
         rec = store.get(task_id)
         assert rec is not None and before is not None
         if allowed:
-            assert (rec.status, rec.finished_at, rec.result, rec.error, rec.claimed_by) == (
-                "pending", None, None, None, None)
+            assert (rec.status, rec.finished_at, rec.result, rec.error, rec.claimed_by, rec.heartbeat_at) == (
+                "pending", None, None, None, None, None)
             assert rec.attempts == before.attempts
             assert store.claim(task_id, "again")
         else:
             assert rec == before
         assert store.retry(task_id + 1000, force=True) is False
+
+    def test_forced_retry_resets_a_running_task_only_once_its_heartbeat_is_stale(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        run_id = store.start_run(task_id, "setup")
+        before = store.get(task_id)
+        assert store.retry(task_id, force=True) is False  # the default stale_s: its process is alive
+        assert store.retry(task_id, force=True, stale_s=60) is False
+        assert store.get(task_id) == before
+        assert store.retry(task_id, force=True, stale_s=stale(store, task_id)) is True
+        rec = store.get(task_id)
+        assert rec is not None and (rec.status, rec.claimed_by, rec.heartbeat_at) == ("pending", None, None)
+        (run,) = store.runs(task_id)
+        assert (run.id, run.status) == (run_id, "crashed")
+        assert run.error is not None and "stopped heartbeating" in run.error and near_now(run.finished_at)
+        assert store.claim(task_id, "again")
 
     def test_retry_unknown_task_is_false(self, store: TaskStore) -> None:
         assert store.retry(999) is False
@@ -322,6 +347,17 @@ class TaskStoreContract:
                                 .replace("[]}')", "[]}', 9)"))
             assert s.pending(10) == [urgent, old, new]
             assert s.register_daemon("host", 1) >= 1
+            # The columns and table of crash recovery: heartbeats, resumed runs, checkpoints.
+            assert s.claim(old, "me") and s.beat(old, "me")
+            age = s.heartbeat_age(old)
+            assert age is not None and age < 60
+            run_id = s.start_run(old, "me")
+            resumed = s.start_run(old, "me", resumed_from=run_id)
+            assert [r.resumed_from for r in s.runs(old)] == [None, run_id]
+            s.save_plan(old, resumed, run_id, [("split-1", "{}")])
+            s.mark_durable(old, resumed, run_id, "split-1", "dw", 3)
+            assert [(r.split_id, r.destination, r.rows) for r in s.checkpoint(resumed)] == [
+                ("split-1", PLAN_ROW, None), ("split-1", "dw", 3)]
 
     def test_pending_is_priority_then_creation_order(self, store: TaskStore) -> None:
         low = store.submit("low", SPEC)
@@ -373,3 +409,168 @@ class TaskStoreContract:
         before = store.get(task_id)
         assert store.release(task_id, "d#1", exit_code=0, error="x") is None
         assert store.get(task_id) == before
+
+    # -- heartbeats and taking over a crashed run ------------------------------------------------------
+
+    def test_claim_writes_the_first_heartbeat_and_beat_moves_it(self, store: TaskStore) -> None:
+        task_id = store.submit("t", SPEC)
+        assert store.heartbeat_age(task_id) is None  # pending: never beaten
+        assert store.claim(task_id, "me")
+        first = store.get(task_id)
+        assert first is not None and near_now(first.heartbeat_at)
+        age = store.heartbeat_age(task_id)
+        assert age is not None and 0 <= age < 5
+        time.sleep(0.02)
+        assert store.beat(task_id, "me") is True
+        second = store.get(task_id)
+        assert second is not None and first.heartbeat_at is not None and second.heartbeat_at is not None
+        assert second.heartbeat_at > first.heartbeat_at
+        assert store.heartbeat_age(task_id + 1000) is None
+
+    def test_beat_is_false_once_the_claim_is_not_ours(self, store: TaskStore) -> None:
+        task_id = store.submit("t", SPEC)
+        assert store.beat(task_id, "me") is False  # pending
+        assert store.claim(task_id, "me")
+        before = store.get(task_id)
+        assert store.beat(task_id, "someone-else") is False
+        assert store.get(task_id) == before
+        run_id = store.start_run(task_id, "me")
+        store.finish(task_id, run_id, status="success", run_status="success", exit_code=0, result=None, error=None)
+        assert store.beat(task_id, "me") is False  # finished
+        assert store.beat(task_id + 1000, "me") is False
+
+    def test_take_over_of_a_stale_task_crashes_its_run_and_names_it(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        old = store.start_run(task_id, "setup")
+        stale_s = stale(store, task_id)
+        assert store.take_over(task_id, "rescuer", stale_s) == old
+        rec = store.get(task_id)
+        assert rec is not None
+        assert (rec.status, rec.claimed_by, rec.attempts) == ("running", "rescuer", 2)
+        assert near_now(rec.heartbeat_at)
+        (run,) = store.runs(task_id)
+        assert (run.id, run.status) == (old, "crashed")
+        assert run.error == "the process stopped heartbeating; taken over by rescuer"
+        assert near_now(run.finished_at)
+        new = store.start_run(task_id, "rescuer", resumed_from=old)
+        assert [(r.id, r.status, r.resumed_from) for r in store.runs(task_id)] == [
+            (old, "crashed", None), (new, "running", old)]
+        # The rescuer's claim is fresh: nobody takes it from it, and the old claimant has lost it.
+        assert store.take_over(task_id, "third", 60) is None
+        assert store.beat(task_id, "setup") is False
+        assert store.beat(task_id, "rescuer") is True
+
+    def test_take_over_never_takes_a_fresh_heartbeat(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        store.start_run(task_id, "setup")
+        before = (store.get(task_id), store.runs(task_id))
+        assert store.take_over(task_id, "intruder", 60) is None
+        assert (store.get(task_id), store.runs(task_id)) == before
+
+    @pytest.mark.parametrize("status", ["pending", "success", "partial", "failed"])
+    def test_take_over_takes_only_a_running_task(self, store: TaskStore, status: str) -> None:
+        task_id = task_in(store, status)
+        before = store.get(task_id)
+        assert store.take_over(task_id, "intruder", 0) is None
+        assert store.get(task_id) == before
+        assert store.take_over(task_id + 1000, "intruder", 0) is None
+
+    def test_take_over_of_a_claim_that_never_started_a_run_is_zero(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        assert store.take_over(task_id, "rescuer", stale(store, task_id)) == 0
+        rec = store.get(task_id)
+        assert rec is not None and rec.claimed_by == "rescuer"
+
+    @pytest.mark.parametrize("fresh", [False, True], ids=["stale", "fresh"])
+    def test_concurrent_take_over_has_at_most_one_winner(self, store: TaskStore, store_url: str,
+                                                         fresh: bool) -> None:
+        task_id = task_in(store, "running")
+        old = store.start_run(task_id, "setup")
+        stale_s = 60.0 if fresh else stale(store, task_id)
+        barrier = threading.Barrier(6)
+        results: dict[str, int | BaseException | None] = {}
+
+        def contender(name: str) -> None:
+            try:
+                with open_store(store_url, create=True) as own:  # a connection each, like processes
+                    barrier.wait(timeout=30)
+                    results[name] = own.take_over(task_id, name, stale_s)
+            except BaseException as exc:
+                results[name] = exc
+
+        threads = [threading.Thread(target=contender, args=(f"rescuer-{n}",)) for n in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert len(results) == 6 and not any(isinstance(r, BaseException) for r in results.values()), results
+        winners = [name for name, got in results.items() if got is not None]
+        rec = store.get(task_id)
+        assert rec is not None
+        if fresh:
+            assert winners == []
+            assert (rec.claimed_by, rec.attempts) == ("setup", 1)
+            assert [r.status for r in store.runs(task_id)] == ["running"]
+        else:
+            assert len(winners) == 1 and results[winners[0]] == old
+            assert (rec.claimed_by, rec.attempts) == (winners[0], 2)
+            assert [r.status for r in store.runs(task_id)] == ["crashed"]
+
+    def test_finish_under_a_lost_claim_leaves_the_task_to_its_new_holder(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        old = store.start_run(task_id, "setup")
+        assert store.take_over(task_id, "rescuer", stale(store, task_id)) == old
+        new = store.start_run(task_id, "rescuer", resumed_from=old)
+        before = store.get(task_id)
+        assert store.finish(task_id, old, status="failed", run_status="interrupted", exit_code=143, result=None,
+                            error="claim lost", claimed_by="setup") is False
+        assert store.get(task_id) == before
+        assert [r.status for r in store.runs(task_id)] == ["crashed", "running"]
+        assert store.finish(task_id, new, status="success", run_status="success", exit_code=0, result="{}",
+                            error=None, claimed_by="rescuer") is True
+        rec = store.get(task_id)
+        assert rec is not None and rec.status == "success"
+        assert [r.status for r in store.runs(task_id)] == ["crashed", "success"]
+
+    # -- checkpoints ------------------------------------------------------------------------------------
+
+    def test_checkpoint_rows_round_trip(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        run_id = store.start_run(task_id, "setup")
+        assert store.checkpoint(run_id) == []
+        store.save_plan(task_id, run_id, run_id, [("s-2", '{"id": "s-2"}'), ("s-1", '{"id": "s-1"}')])
+        store.mark_durable(task_id, run_id, run_id, "s-1", "dw", 10)
+        store.mark_durable(task_id, run_id, run_id, "s-1", "dw", 10)  # idempotent
+        store.mark_durable(task_id, run_id, run_id, "s-2", "\u00fcber-report", 0)
+        store.save_plan(task_id, run_id, run_id, [("s-1", '{"changed": true}'), ("s-3", "{}")])  # keeps s-1
+        assert store.checkpoint(run_id) == [
+            CheckpointRow("s-2", PLAN_ROW, run_id, None, '{"id": "s-2"}'),
+            CheckpointRow("s-1", PLAN_ROW, run_id, None, '{"id": "s-1"}'),
+            CheckpointRow("s-3", PLAN_ROW, run_id, None, "{}"),
+            CheckpointRow("s-1", "dw", run_id, 10, None),
+            CheckpointRow("s-2", "\u00fcber-report", run_id, 0, None),
+        ]
+        with pytest.raises(ValueError, match="longer than 255"):
+            store.mark_durable(task_id, run_id, run_id, "x" * 256, "dw", 1)
+        with pytest.raises(ValueError, match="plan row"):
+            store.mark_durable(task_id, run_id, run_id, "s-1", PLAN_ROW, 1)
+
+    def test_a_resumed_run_keeps_its_origin_and_delete_checkpoints_keeps_one_run(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        first = store.start_run(task_id, "setup")
+        store.save_plan(task_id, first, first, [("a", "{}"), ("b", "{}")])
+        store.mark_durable(task_id, first, first, "a", "dw", 5)
+        second = store.start_run(task_id, "setup", resumed_from=first)
+        store.save_plan(task_id, second, first, [("a", "{}"), ("b", "{}")])
+        store.mark_durable(task_id, second, first, "b", "dw", 7)
+        other = task_in(store, "running")
+        other_run = store.start_run(other, "setup")
+        store.save_plan(other, other_run, other_run, [("a", "{}")])
+        assert {r.origin_run_id for r in store.checkpoint(second)} == {first}
+        assert store.delete_checkpoints(task_id, keep_run=second) == 3
+        assert store.checkpoint(first) == []
+        assert [(r.split_id, r.destination, r.rows) for r in store.checkpoint(second)] == [
+            ("a", PLAN_ROW, None), ("b", PLAN_ROW, None), ("b", "dw", 7)]
+        assert store.delete_checkpoints(task_id, keep_run=None) == 3
+        assert store.checkpoint(second) == []
+        assert len(store.checkpoint(other_run)) == 1  # another task's rows stay

@@ -88,6 +88,24 @@ class SpeedConf:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClaimConf:
+    heartbeat_s: float = opt(3.0, min=0.05)
+    """How often a running task's process writes its heartbeat into the task row."""
+    stale_s: float = opt(30.0, min=0.1)
+    """A running task whose heartbeat is older than this is stale: its process is gone, and
+    ``wormhole --task-id N`` takes it over and resumes it. A fresher claim is never taken."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecoveryConf:
+    split_retries: int = opt(3, min=0, max=100)
+    """How often one split is read again after it failed (a lost source connection, a destination's
+    transaction lost mid-split) before the failure is final."""
+    retry_wait_s: float = opt(1.0, min=0.0)
+    """The first wait before a split is read again; it doubles per retry, up to 30 s."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PathsConf:
     dirty_dir: str = "var/dirty"
     """Each run writes its rejected rows to ``<dirty_dir>/task-<id>/run-<id>.jsonl``."""
@@ -125,6 +143,8 @@ class EngineConf:
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
     reader: ReaderConf = field(default_factory=ReaderConf)
     speed: SpeedConf = field(default_factory=SpeedConf)
+    claim: ClaimConf = field(default_factory=ClaimConf)
+    recovery: RecoveryConf = field(default_factory=RecoveryConf)
     paths: PathsConf = field(default_factory=PathsConf)
     spark: SparkConf = field(default_factory=SparkConf)
 

@@ -36,7 +36,7 @@ from wormhole import log
 from wormhole.config import EngineConf
 from wormhole.errors import TaskDbError, WormholeError
 from wormhole.metrics import DaemonMetrics, MetricsServer, finished_status, serve
-from wormhole.taskdb import SqlTaskStore, open_store
+from wormhole.taskdb import CRASHED, SqlTaskStore, open_store
 
 _T = TypeVar("_T")
 
@@ -290,7 +290,9 @@ class Daemon:
                           signal=signal.Signals(-code).name if code < 0 else None)
             self.metrics.finished.labels(finished_status(code, interrupted=child.terminated)).inc()
             self.metrics.running.set(len(self.children))
-            run_status = "interrupted" if child.terminated else "failed"
+            # A child that ended without recording its run crashed: the run stays resumable (the next
+            # run of the task takes up what each destination already holds).
+            run_status = "interrupted" if child.terminated else CRASHED
             self.unsettled[child.task_id] = Unsettled(child.token, code, exit_reason(code), run_status)
         return bool(ended)
 

@@ -16,17 +16,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wormhole.checkpoint import PLAN_ROW, Checkpointer, CheckpointStore, split_from_json
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
+from wormhole.coordinator import CoordinatorStats, SplitCoordinator
 from wormhole.counters import Counters, percentage_limit, record_limit
 from wormhole.dirty import DirtyFile
-from wormhole.errors import ConfigError
+from wormhole.errors import ConfigError, SplitLost
 from wormhole.exchange import StorageManager
 from wormhole.execution import Execution, LocalExecution
 from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.planning.throttle import ReadMeasure, Throttle
-from wormhole.plugins.base import ReadContext, Schema
+from wormhole.plugins import registry
+from wormhole.plugins.base import ReadContext, Schema, SinkRole, Split
 from wormhole.reader_manager import ReaderManager
 from wormhole.result import (
     EXIT_BAD_TASK,
@@ -41,10 +44,16 @@ from wormhole.result import (
     SourceResult,
     task_outcome,
 )
-from wormhole.writer_manager import DestinationRun, WriterManager, describe
+from wormhole.writer_manager import DestinationRun, WriterManager, describe, makes_splits_durable
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
            "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
+
+
+def _sink(plugin: str) -> SinkRole:
+    sink = registry.get(plugin).sink
+    assert sink is not None  # validated with the task
+    return sink
 
 
 def _now() -> str:
@@ -76,6 +85,7 @@ class _Run:
     throttle: Throttle | None = None
     """The task's speed limits (None: it sets none)."""
     execution: Execution | None = None
+    checkpointer: Checkpointer | None = None
     reads: ReadSide | None = None
     source_verdict: bool = False
     """The source went over its record limit during the run (the final count is named at the end)."""
@@ -101,8 +111,17 @@ class _Run:
 
 class Engine:
     def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger,
-                 listeners: Sequence[ProgressListener] = ()) -> None:
-        """``listeners`` see the run's progress snapshots (a live display, a metrics endpoint)."""
+                 listeners: Sequence[ProgressListener] = (), checkpoints: CheckpointStore | None = None,
+                 resume_from: int | None = None) -> None:
+        """``listeners`` see the run's progress snapshots (a live display, a metrics endpoint).
+
+        ``checkpoints``: where the run records its plan and each split's durability (a task-database
+        connection of its own: the engine writes to it from its checkpoint thread only); None runs
+        without checkpoints (``run FILE``). ``resume_from``: the run this one takes over (a crashed run
+        of the same task): its planned splits are read, except those every destination already holds.
+        """
+        self._checkpoints = checkpoints
+        self._resume_from = resume_from
         self._conf = conf
         self._listeners = tuple(listeners)
         self._spec = spec
@@ -111,9 +130,16 @@ class Engine:
         self._log = log
         self._stop = threading.Event()
         self._stop_reason: str | None = None
+        self._abandoned = False
         self._run: _Run | None = None
         self._engine = spec.settings.engine if spec.settings.engine != "auto" else "local"
         self._engine_reason = "not chosen yet"
+
+    def abandon(self, reason: str) -> None:
+        """Stop at once and leave every destination as it is, neither committed nor rolled back: another
+        process took the task over and resumes this run's state (rolling it back would destroy it)."""
+        self._abandoned = True
+        self.stop(reason)
 
     def stop(self, reason: str) -> None:
         """Ask a running task to stop: reading ends, writers are released, everything rolls back."""
@@ -130,7 +156,11 @@ class Engine:
         from wormhole import spark
 
         spark.configure(self._conf.spark)
-        run = self._run = self._assemble()
+        origin, resumed = self._restore()
+        run = self._run = self._assemble(origin)
+        run.readers.resumed = resumed
+        if self._checkpoints is not None:
+            run.checkpointer = Checkpointer(self._checkpoints, self._task_id, self._run_id, origin, self._log)
         self._log.info("task.started", source=self._spec.source.plugin,
                        destinations=[d.id for d in self._spec.destinations],
                        consistency=self._spec.settings.consistency)
@@ -138,7 +168,12 @@ class Engine:
         abort = self._source_verdict(run, abort)
         if run.readers.error is not None and read_error is None and not run.writers.all_failed():
             read_error = describe(run.readers.error)
-        run.writers.finalize(run.rows_sent, abort)
+        if self._abandoned:
+            run.writers.abandon()
+        else:
+            run.writers.finalize(run.rows_sent, abort)
+        if run.checkpointer is not None:
+            run.checkpointer.close()
         run.dirty.close()
         result = self._result(run, abort, read_error)
         run.monitor.finish({d.id: d.outcome or d.state for d in run.writers.destinations.values()},
@@ -147,10 +182,26 @@ class Engine:
 
     # -- the steps -----------------------------------------------------------------------------
 
-    def _assemble(self) -> _Run:
+    def _restore(self) -> tuple[int, list[Split] | None]:
+        """BitSail's restore: the run whose destination state this run continues, and (resuming) the
+        splits the crashed run planned, which this run reads instead of splitting the source again."""
+        if self._resume_from is None or self._checkpoints is None:
+            return self._run_id, None
+        rows = self._checkpoints.checkpoint(self._resume_from)
+        plan = [r for r in rows if r.destination == PLAN_ROW and r.payload is not None]
+        origin = rows[0].origin_run_id if rows else self._resume_from
+        splits = [split_from_json(r.payload) for r in plan if r.payload is not None] or None
+        self._log.info("task.resuming", resumed_from_run=self._resume_from, origin_run=origin,
+                       planned_splits=len(plan), durable_in_checkpoint=len(rows) - len(plan))
+        return origin, splits
+
+    def _assemble(self, origin: int) -> _Run:
         conf, spec = self._conf, self._spec
         dirty = DirtyFile(Path(conf.paths.dirty_dir) / f"task-{self._task_id}" / f"run-{self._run_id}.jsonl")
-        storage = StorageManager([d.id for d in spec.destinations], conf.exchange)
+        # A destination whose writers make splits durable gets a queue (lane) per writer thread: every
+        # batch of a split reaches the one writer that holds the split's transaction.
+        lanes = {d.id: d.concurrency for d in spec.destinations if makes_splits_durable(_sink(d.plugin))}
+        storage = StorageManager([d.id for d in spec.destinations], conf.exchange, lanes)
         counters = Counters()
         names = RunNames(task_id=self._task_id, source=spec.source.plugin,
                          plugins={d.id: d.plugin for d in spec.destinations},
@@ -160,7 +211,7 @@ class Engine:
                           dirty=dirty, plugin=spec.source.plugin, stop=threading.Event())
         readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log)
         writers = WriterManager(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id,
-                                self._log)
+                                self._log, origin_run_id=origin)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
                     writers=writers, source_limit=spec.settings.error_limit or conf.error_limit,
                     throttle=Throttle.of(spec.settings.speed))
@@ -187,18 +238,22 @@ class Engine:
         self._engine, self._engine_reason = plan.engine, plan.engine_reason
         self._log.info("engine.chosen", engine=self._engine, reason=self._engine_reason)
         run.readers.assign(plan.task_groups)
+        if run.checkpointer is not None:
+            run.checkpointer.save_plan(run.readers.splits)
         run.execution = self._execution(run)
         return run.execution.prepare_source(run.readers)
 
     def _transfer(self, run: _Run, schema: Schema) -> str | None:
         """Prepare the destinations, start reading and writing, and watch; why the task aborts, or None."""
         if not self._stop.is_set():
+            run.writers.write_whole(self._engine)
             run.writers.prepare(schema)
         if self._stop.is_set():
             return self._stop_reason
         if run.writers.all_failed():
             return None
         assert run.execution is not None
+        self._coordinate(run)
         with self._reading():
             run.reads = run.execution.start_reads(run.readers)
         over = run.source_over_limit()  # Spark has read every row by now
@@ -208,6 +263,32 @@ class Engine:
         return run.monitor.watch(run.reads, run.writers, Watch(
             stop=self._stop, stop_reason=lambda: self._stop_reason, source_over_limit=run.source_over_limit,
             progress=run.execution.progress))
+
+    def _coordinate(self, run: _Run) -> None:
+        """The split coordinator, from what each prepared destination already holds."""
+        live = [d for d in run.writers.destinations.values() if d.state != "failed"]
+        checkpointer = run.checkpointer
+
+        def sealed(split_id: str, destination: str, rows: int) -> None:
+            if checkpointer is not None:
+                checkpointer.sealed(split_id, destination, rows)
+
+        def lost_for_good(destination: str, reason: str) -> None:
+            run.writers.destinations[destination].fail(reason, SplitLost.code)
+
+        coordinator = SplitCoordinator(
+            run.readers.splits, run.readers.groups, durable=[d.id for d in live if d.durable],
+            fire_and_forget=[d.id for d in live if not d.durable], held={d.id: d.held for d in live},
+            retries=self._conf.recovery.split_retries, retry_wait_s=self._conf.recovery.retry_wait_s,
+            stop=run.readers.stop, log=self._log, on_sealed=sealed, on_destination_failed=lost_for_good)
+        run.readers.coordinator = run.writers.coordinator = coordinator
+        for dest in run.writers.destinations.values():
+            dest.on_fail = coordinator.destination_failed
+        stats = coordinator.stats
+        if self._resume_from is not None:
+            self._log.info("task.resumed", splits=stats.splits, skipped=stats.skipped, resumed=stats.resumed,
+                           held={d.id: len(d.held) for d in live if d.durable},
+                           not_resumable=[d.id for d in live if not d.durable])
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
@@ -270,9 +351,13 @@ class Engine:
         errors = [f"{k}: {d.error}" for k, d in destinations.items() if d.error and d.status == "failed"]
         error = abort or ("; ".join(errors) if errors else None)
         interrupted = self._stop_reason is not None
+        coordinator = run.readers.coordinator
+        stats = coordinator.stats if coordinator is not None else CoordinatorStats()
         source = SourceResult(plugin=self._spec.source.plugin, rows_read=run.counters.rows_read,
                               rows_rejected=run.dirty.count("source"), splits=len(run.readers.splits),
-                              channels=run.channels, estimated_rows=run.counters.estimated_rows, error=read_error)
+                              channels=run.channels, estimated_rows=run.counters.estimated_rows, error=read_error,
+                              splits_skipped=stats.skipped, splits_resumed=stats.resumed,
+                              splits_retried=stats.retried, rows_reread=stats.rows_reread)
         speed = (run.execution.measure() if run.execution is not None else ReadMeasure()).result(
             self._spec.settings.speed)
         report = RunReport(
@@ -282,7 +367,8 @@ class Engine:
             interrupted=interrupted, source=source, speed=speed, destinations=destinations,
             dirty_file=str(run.dirty.path) if run.dirty.counts else None,
             spark=run.execution.describe() if run.execution is not None else None,
-            plan=run.plan.to_dict() if run.plan is not None else None, error=error)
+            plan=run.plan.to_dict() if run.plan is not None else None, resumed_from_run=self._resume_from,
+            error=error)
         return RunResult(report, run_status="interrupted" if interrupted else status)
 
     @staticmethod
@@ -293,5 +379,6 @@ class Engine:
             plugin=dest.plugin, status=dest.outcome, rows_delivered=totals.delivered, rows_written=totals.written,
             rows_rejected=totals.rejected, bytes=totals.bytes, duration_s=round(end - dest.started, 3),
             rolled_back=dest.outcome != "success" and dest.periphery is not None and dest.rollback_error is None,
-            rollback_error=dest.rollback_error, error=dest.error, error_code=dest.error_code)
+            rollback_error=dest.rollback_error, error=dest.error, error_code=dest.error_code,
+            rows_resumed=sum(dest.held.values()), splits_resumed=len(dest.held))
 

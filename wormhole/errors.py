@@ -13,6 +13,7 @@
     │   ├── ReadError              (TransientReadError: retryable)
     │   ├── WriteError             (TransientWriteError: retryable)
     │   │   ├── WriterStalled      the destination took no batch for push_timeout_s
+    │   │   ├── SplitLost          a split's open transaction is gone: abort it and deliver it again
     │   │   └── WritersUnfinished  its writers were still running when the task ended
     │   ├── SplitError
     │   ├── PeripheryError         PrepareError (PrepareTimeout), CommitError, RollbackError
@@ -117,6 +118,18 @@ class WriteError(StorageError):
 class TransientWriteError(WriteError):
     code = "WRITE_TRANSIENT"
     retryable = True
+
+
+class SplitLost(WriteError):
+    """A split's uncommitted writes are gone (deadlock, lost connection, a COMMIT that did not land):
+    the destination is healthy, but the split must be aborted and delivered again whole. Not
+    ``retryable``: retrying the failed call alone would lose the split's earlier batches."""
+
+    code = "SPLIT_LOST"
+
+    def __init__(self, message: str, *, split_id: str, **details: Any) -> None:
+        super().__init__(message, split_id=split_id, **details)
+        self.split_id = split_id
 
 
 class WriterStalled(WriteError):

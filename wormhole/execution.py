@@ -72,14 +72,15 @@ class LocalExecution:
 
     def start_reads(self, readers: ReaderManager) -> ReadSide:
         self._readers = readers
-        readers.start(self._storage.for_reader(), self._throttle)
+        assert readers.coordinator is not None  # the engine's, made once the destinations are prepared
+        readers.start(self._storage.for_reader(), readers.coordinator, self._throttle)
         return readers
 
     def start_writes(self, writers: WriterManager) -> None:
         writers.start()
 
     def progress(self, destination: str) -> dict[str, Any]:
-        return {"queued_rows": len(self._storage.for_writer(destination).queue)}
+        return {"queued_rows": len(self._storage.for_writer(destination))}
 
     def cancel(self) -> None:
         pass  # the stopped queues and the readers' stop signal end the threads

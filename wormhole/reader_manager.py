@@ -18,8 +18,9 @@ from concurrent.futures import Future
 from typing import Any, Literal
 
 from wormhole.config import EngineConf, SourceSpec
+from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, ReaderCounters
-from wormhole.errors import ReadError, SplitError, TaskAborted, WormholeError
+from wormhole.errors import DirtyLimitExceeded, ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
 from wormhole.log import Logger
 from wormhole.planning.assign import TaskGroup, dispatch_order
@@ -27,7 +28,6 @@ from wormhole.planning.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
-from wormhole.split_board import SplitBoard
 
 
 class ReaderManager:
@@ -50,7 +50,9 @@ class ReaderManager:
         """Set to end reading (the task stops, or every destination failed)."""
         self.error: BaseException | None = None
         self.groups: tuple[TaskGroup, ...] = ()
-        self._board: SplitBoard | None = None
+        self.coordinator: SplitCoordinator | None = None
+        self.resumed: list[Split] | None = None
+        """Set on a resumed run: the crashed run's splits, read instead of splitting the source again."""
         self._futures: list[Future[None]] = []
         self._senders: list[BufferedLineExchanger] = []
         self._storages: list[RAMStorage] = []
@@ -70,6 +72,8 @@ class ReaderManager:
     def split(self, advice: int) -> list[Split]:
         def plan() -> tuple[Schema, list[Split]]:
             schema = self._role.reader(self._options, self._ctx).schema()
+            if self.resumed is not None:  # the ranges the crashed run planned (the source may have changed)
+                return schema, list(self.resumed)
             return schema, self._role.splitter(self._options, self._ctx).split(advice)
 
         timeout = self._conf.timeouts.split_s
@@ -97,11 +101,13 @@ class ReaderManager:
         by_id = {s.id: s for s in self.splits}
         return [by_id[i] for i in dispatch_order(self.groups)]
 
-    def start(self, storages: list[RAMStorage], throttle: Throttle | None = None) -> None:
-        """Start each planned group's channels; ``throttle`` (the task's speed limits) paces every batch."""
+    def start(self, storages: list[RAMStorage], coordinator: SplitCoordinator,
+              throttle: Throttle | None = None) -> None:
+        """Start each planned group's channels, taking splits from ``coordinator``; ``throttle`` (the
+        task's speed limits) paces every batch."""
         assert self.groups, "assign() the plan's task groups first"
         self._storages = storages
-        self._board = SplitBoard(self.splits, self.groups)
+        self.coordinator = coordinator
         for group in self.groups:
             for _ in range(group.channels):
                 worker = len(self._futures)
@@ -116,29 +122,41 @@ class ReaderManager:
     def _run(self, worker: int, group: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:
         reader = self._role.reader(self._options, self._ctx)
         log = self._log.bind(worker=worker, task_group=group)
-        assert self._board is not None
-        while not self.stop.is_set():
-            taken = self._board.take(group)
+        coordinator = self.coordinator
+        assert coordinator is not None
+        while True:
+            taken = coordinator.request(group)
             if taken is None:
                 break
-            split, planned_for = taken
-            if planned_for != group:
-                log.info("reader.split_stolen", split_id=split.id, from_group=planned_for)
-            rows_before = counters.rows
+            split = taken.split
+            if taken.planned_group != group:
+                log.info("reader.split_stolen", split_id=split.id, from_group=taken.planned_group)
+            rows = 0
+            sender.begin_split(split.id, taken.destinations)
             try:
-                for rows in reader.read(split):
-                    sender.send(rows)
-                    counters.rows += len(rows)
+                for batch in reader.read(split):
+                    sender.send(batch)
+                    rows += len(batch)
+                    counters.rows += len(batch)
                     if self.stop.is_set():
                         raise TaskAborted("reading stopped", reason="stopped")
-            except WormholeError:
+                sender.end_split()
+            except (TaskAborted, DirtyLimitExceeded):
                 raise
             except Exception as exc:
-                raise ReadError(f"reading split {split.id} failed: {exc}", plugin=self._plugin,
-                                split_id=split.id) from exc
+                if self.stop.is_set():
+                    raise TaskAborted("reading stopped", reason="stopped") from exc
+                # addSplitsBack: the destinations discard the split, and it is read again later.
+                error = str(exc) if isinstance(exc, WormholeError) else f"{type(exc).__name__}: {exc}"
+                log.warning("reader.split_failed", split_id=split.id, attempt=taken.attempt, rows=rows, error=error)
+                sent = sender.abort_split(error)
+                coordinator.read_failed(taken, error, sent)
+                continue
+            coordinator.read_done(taken, rows)
             counters.splits += 1
-            log.debug("reader.split_done", split_id=split.id, rows=counters.rows - rows_before)
-        sender.flush()
+            log.debug("reader.split_done", split_id=split.id, rows=rows, attempt=taken.attempt)
+        if coordinator.error is not None:
+            raise ReadError(coordinator.error, plugin=self._plugin)
 
     @property
     def rows_sent(self) -> int:

@@ -35,6 +35,10 @@ class DestinationResult:
     rollback_error: str | None
     error: str | None
     error_code: str | None
+    rows_resumed: int = 0
+    """Rows of the splits it already held durably when this (resumed) run started: not written again."""
+    splits_resumed: int = 0
+    """Splits it already held durably when this run started."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +50,14 @@ class SourceResult:
     channels: int
     estimated_rows: int | None
     error: str | None
+    splits_skipped: int = 0
+    """Splits not read at all: every destination already held them (a resumed run)."""
+    splits_resumed: int = 0
+    """Splits read again only for the destinations that lacked them (a resumed run)."""
+    splits_retried: int = 0
+    """Re-reads of a split in this run, after a reader's or a destination's failure."""
+    rows_reread: int = 0
+    """Rows read by those re-reads (``rows_read`` includes them)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +100,8 @@ class RunReport:
     """Spark mode only: master, start-up cost, version, partitions (absent from the JSON otherwise)."""
     plan: Mapping[str, Any] | None = None
     """How the run was planned (``wormhole plan``'s JSON); null when planning did not finish."""
+    resumed_from_run: int | None = None
+    """The crashed run this run took over and resumed, else null."""
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -18,14 +18,18 @@ with the final total, so the message, ``rows_rejected`` and the dirty-file lines
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
+from wormhole.checkpoint import CrashHook
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
+from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, WriterCounters, judge, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import (
@@ -34,6 +38,8 @@ from wormhole.errors import (
     PrepareError,
     PrepareTimeout,
     RolledBack,
+    RowsUnaccounted,
+    SplitLost,
     TaskAborted,
     WormholeError,
     WriteError,
@@ -41,9 +47,19 @@ from wormhole.errors import (
     WritersUnfinished,
 )
 from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
+from wormhole.exchange.double_queue import Batch
 from wormhole.log import Logger
 from wormhole.plugins import registry
-from wormhole.plugins.base import Schema, SinkRole, WriteContext, WriterPeriphery
+from wormhole.plugins.base import (
+    DurablePeriphery,
+    Row,
+    Schema,
+    SinkRole,
+    SplitWriter,
+    WriteContext,
+    WriteResult,
+    WriterPeriphery,
+)
 from wormhole.pool import run_with_timeout, spawn
 
 Outcome = Literal["success", "failed", "rolled_back"]
@@ -82,6 +98,16 @@ class DestinationRun:
     """When a writer's rejections took the total over the record limit (monotonic), else None."""
     stop: threading.Event = field(default_factory=threading.Event)
     """The destination's stop signal (its WriteContext's): set when it fails or the task aborts."""
+    durable: bool = False
+    """Its writers make each split durable (SplitWriter): it resumes, and a lost split is written again."""
+    held: dict[str, int] = field(default_factory=dict)
+    """Splits it held durably before this run started (resumed runs): split id -> rows."""
+    sealed: dict[str, int] = field(default_factory=dict)
+    """Splits it made durable in this run: split id -> rows written."""
+    fresh: bool = False
+    """Prepared as a fresh run even when the run resumes (it is written whole: Spark's native write)."""
+    on_fail: Callable[[str], None] | None = None
+    """Told when the destination fails (the split coordinator stops waiting for it)."""
 
     def fail(self, reason: str, code: str = WriteError.code) -> None:
         """First failure wins; the queue is aborted so the readers never wait on this destination."""
@@ -93,11 +119,15 @@ class DestinationRun:
             self.finished = time.monotonic()
             self.log.error("destination.failed", error=reason, error_code=code)
         self.storage.fail(reason)
+        if self.on_fail is not None:
+            self.on_fail(self.id)
 
 
 class WriterManager:
     def __init__(self, spec: TaskSpec, conf: EngineConf, storage: StorageManager, counters: Counters,
-                 notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Logger) -> None:
+                 notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Logger,
+                 origin_run_id: int | None = None) -> None:
+        """``origin_run_id``: the run whose destination state this run continues (a resumed run)."""
         self._spec = spec
         self._conf = conf
         self._counters = counters
@@ -107,32 +137,52 @@ class WriterManager:
         self._run_id = run_id
         self.destinations: dict[str, DestinationRun] = {}
         self._aborting: str | None = None
+        self._origin_run_id = origin_run_id
+        self.coordinator: SplitCoordinator | None = None
+        self.crash_hook = CrashHook(os.environ.get("WORMHOLE_TEST_CRASH"), log)
         for dest in spec.destinations:
             sink = registry.get(dest.plugin).sink
             assert sink is not None  # validated with the task
             self.destinations[dest.id] = DestinationRun(
                 id=dest.id, plugin=dest.plugin, options=dest.options, concurrency=dest.concurrency, sink=sink,
                 storage=storage.for_writer(dest.id), limit=spec.error_limit_for(dest, conf),
-                log=log.bind(destination=dest.id, plugin=dest.plugin))
+                log=log.bind(destination=dest.id, plugin=dest.plugin), durable=makes_splits_durable(sink))
 
     # -- start-up ------------------------------------------------------------------------------
+
+    def write_whole(self, engine: str) -> None:
+        """Before ``prepare``: in Spark mode a destination whose native write replaces its whole output
+        is not written split by split; it starts afresh every run (a crashed run's state is a leftover)."""
+        if engine != "spark":
+            return
+        for dest in self.destinations.values():
+            if dest.durable and dest.sink.spark_replaces is not None and dest.sink.spark_replaces(dest.options):
+                dest.durable = False
+                dest.fresh = True
 
     def prepare(self, schema: Schema) -> None:
         timeout = self._conf.timeouts.writer_prepare_s
         for dest in self.destinations.values():
             ctx = WriteContext(task_id=self._task_id, run_id=self._run_id, destination=dest.id, schema=schema,
                                batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
-                               plugin=dest.plugin, stop=dest.stop)
+                               plugin=dest.plugin, stop=dest.stop,
+                               origin_run_id=None if dest.fresh else self._origin_run_id)
             dest.ctx = ctx
             try:
                 dest.periphery = dest.sink.periphery(dest.options, ctx)
                 run_with_timeout(dest.periphery.prepare, timeout, f"prepare-{dest.id}")
+                if dest.durable and isinstance(dest.periphery, DurablePeriphery):
+                    # The destination's own record: the truth on resume, whatever the checkpoint says.
+                    dest.held = dict(dest.periphery.durable_splits())
+                elif dest.durable:
+                    dest.durable = False  # writers without the periphery's record cannot resume
             except TimeoutError:
                 dest.fail(f"preparing the destination did not finish within {timeout:g} s", PrepareTimeout.code)
             except Exception as exc:
                 dest.fail(f"prepare failed: {describe(exc)}", getattr(exc, "code", PrepareError.code))
             else:
-                dest.log.info("destination.prepared")
+                dest.log.info("destination.prepared", durable_splits=dest.durable,
+                              **({"resumed_splits": len(dest.held)} if ctx.resuming else {}))
 
     def start(self) -> None:
         for dest in self.destinations.values():
@@ -164,13 +214,35 @@ class WriterManager:
         writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, worker)
         try:
             writer.open()  # inside the try: the contract says close() always runs, also after a failed open
-            for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s):
+            if dest.durable:
+                assert isinstance(writer, SplitWriter)
+                self._write_splits(dest, worker, writer, counters)
+                return
+            for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s, worker):
+                if batch.control == "abort":
+                    # Rows of a split whose read broke reached this destination, and it cannot
+                    # discard them: re-reading the split would write them twice. Its failure alone.
+                    raise WriteError(f"reading split {batch.split_id} failed ({batch.reason}) after some of its "
+                                     f"rows were written here, and a {dest.plugin} destination cannot discard "
+                                     f"part of a split, so it is not read again for this destination",
+                                     destination=dest.id, plugin=dest.plugin)
+                if batch.control is not None:
+                    continue
                 if write_counted(writer, batch.rows, counters, lambda bad: self._dirty.reject(dest.id, bad),
                                  destination=dest.id, plugin=dest.plugin, nbytes=batch.nbytes):
                     self._check_record_limit(dest)
             writer.flush()
         finally:
             writer.close()
+
+    def _write_splits(self, dest: DestinationRun, worker: int, writer: SplitWriter,
+                      counters: WriterCounters) -> None:
+        """A SplitWriter's lane: each split's batches, then its end (made durable) or abort (discarded)."""
+        assert self.coordinator is not None
+        lane = _Lane(self, dest, worker, writer, counters, self.coordinator)
+        for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s, worker):
+            lane.take(batch)
+        lane.close()
 
     def _check_record_limit(self, dest: DestinationRun) -> None:
         # Checked while running, so a hopeless destination stops early (DataX's rule).
@@ -256,14 +328,30 @@ class WriterManager:
             dest.stop.set()
             dest.storage.fail(reason)
 
+    def abandon(self) -> None:
+        """Leave every destination as it is (another process resumes it): no commit, no rollback."""
+        for dest in self.destinations.values():
+            dest.outcome = "failed"
+            dest.error = dest.error or "abandoned: another process took the task over and resumes it"
+            dest.log.warning("destination.abandoned")
+
     def finalize(self, rows_sent: int, abort_reason: str | None) -> None:
         """Judge, then commit or roll back every destination; sets each ``outcome``."""
         for dest in self.destinations.values():
             if dest.state == "done" and abort_reason is None:
-                queued = dest.queued if dest.queued is not None else dest.storage.queue.rows_in
-                verdict = judge(rows_sent=rows_sent, rows_queued=queued, totals=self._counters.totals(dest.id),
-                                limit=dest.limit)
-                if verdict is not None:
+                totals = self._counters.totals(dest.id)
+                if dest.durable:  # what it received of each split it sealed (checked batch by batch)
+                    sent = queued = totals.delivered
+                elif dest.queued is not None:  # Spark mode: the source's count
+                    sent, queued = rows_sent, dest.queued
+                else:
+                    sent, queued = dest.storage.rows_offered, dest.storage.rows_in
+                missing = self.coordinator.missing(dest.id) if self.coordinator is not None else []
+                verdict = judge(rows_sent=sent, rows_queued=queued, totals=totals, limit=dest.limit)
+                if missing:
+                    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+                    dest.fail(f"{len(missing)} split(s) never became durable here: {shown}", RowsUnaccounted.code)
+                elif verdict is not None:
                     dest.fail(verdict.message, verdict.code)
             elif dest.state == "running" and dest.over_limit_at is not None:
                 self._fail_over_limit(dest)  # a writer thread outlived the shutdown wait
@@ -306,6 +394,104 @@ class WriterManager:
             dest.log.error("destination.rollback_failed", error=dest.rollback_error)
         else:
             dest.log.info("destination.rolled_back", reason=dest.error)
+
+
+class _Lane:
+    """One writer thread of a destination whose writers make splits durable.
+
+    A split whose transaction the destination lost (``SplitLost``) is discarded and reported to the
+    coordinator, which has it read again for this destination; its counts are taken back, so the
+    result counts each row once. The rest of that split's batches in the lane are skipped.
+    """
+
+    def __init__(self, manager: WriterManager, dest: DestinationRun, worker: int, writer: SplitWriter,
+                 counters: WriterCounters, coordinator: SplitCoordinator) -> None:
+        self.manager = manager
+        self.dest = dest
+        self.worker = worker
+        self.writer = writer
+        self.counters = counters
+        self.coordinator = coordinator
+        self.open: dict[str, WriterCounters] = {}
+        self.lost: set[str] = set()
+
+    def take(self, batch: Batch) -> None:
+        split_id = batch.split_id
+        assert split_id is not None  # a lane carries split-tagged batches only
+        if batch.control == "abort":
+            self.lost.discard(split_id)
+            self.discard(split_id)
+        elif split_id in self.lost:  # the rest of a split this destination already lost
+            if batch.control == "end":
+                self.lost.discard(split_id)
+        else:
+            try:
+                if batch.control == "end":
+                    self.end(split_id)
+                else:
+                    self.write(split_id, batch)
+            except SplitLost as exc:
+                self.dest.log.warning("writer.split_discarded", split_id=split_id, worker=self.worker, error=str(exc))
+                self.discard(split_id)
+                if batch.control != "end":
+                    self.lost.add(split_id)
+                self.coordinator.lost(split_id, self.dest.id, str(exc))
+
+    def write(self, split_id: str, batch: Batch) -> None:
+        dest, dirty = self.dest, self.manager._dirty
+        part = self.open.setdefault(split_id, WriterCounters())
+        one = WriterCounters()  # counted into the split and the thread only once written
+        rejected = write_counted(_SplitBatch(self.writer, split_id), batch.rows, one,
+                                 partial(dirty.reject, dest.id, split_id=split_id),
+                                 destination=dest.id, plugin=dest.plugin, nbytes=batch.nbytes)
+        for into in (part, self.counters):
+            into.delivered += one.delivered
+            into.written += one.written
+            into.rejected += one.rejected
+            into.bytes += one.bytes
+        if rejected:
+            self.manager._check_record_limit(dest)
+
+    def end(self, split_id: str) -> None:
+        dest, hook = self.dest, self.manager.crash_hook
+        rows = self.open.get(split_id, WriterCounters()).written
+        hook.reached("before_seal", dest.id, split_id)
+        self.writer.end_split(split_id, rows)
+        hook.reached("after_seal", dest.id, split_id)
+        self.open.pop(split_id, None)
+        dest.sealed[split_id] = rows
+        dest.log.debug("writer.split_sealed", split_id=split_id, rows=rows, worker=self.worker)
+        self.coordinator.sealed(split_id, dest.id, rows)
+
+    def discard(self, split_id: str) -> None:
+        part = self.open.pop(split_id, None)
+        if part is not None:
+            self.counters.delivered -= part.delivered
+            self.counters.written -= part.written
+            self.counters.rejected -= part.rejected
+            self.counters.bytes -= part.bytes
+        self.writer.abort_split(split_id)
+
+    def close(self) -> None:
+        """End of stream with a split still open: it was never made durable (the task is stopping)."""
+        for split_id in list(self.open):
+            self.discard(split_id)
+
+
+def makes_splits_durable(sink: SinkRole) -> bool:
+    """The sink's writers are SplitWriters (checked on the class, before any is made)."""
+    return all(callable(getattr(sink.writer, m, None)) for m in ("write_split", "end_split", "abort_split"))
+
+
+class _SplitBatch:
+    """``write_counted``'s view of a SplitWriter writing one split."""
+
+    def __init__(self, writer: SplitWriter, split_id: str) -> None:
+        self._writer = writer
+        self._split_id = split_id
+
+    def write(self, rows: Sequence[Row]) -> WriteResult:
+        return self._writer.write_split(self._split_id, rows)
 
 
 def _totals(counters: Counters, destination: str) -> dict[str, int]:

@@ -239,7 +239,7 @@ def test_a_task_whose_process_dies_is_settled(ws: Workspace, daemons: list[Daemo
     assert started["task_id"] == victim
     os.kill(started["pid"], signal.SIGKILL)
     wait_for(lambda: db.statuses()[victim] == "failed", 20, "the task to be failed")
-    assert db.runs(victim) == [("failed", -9, token)]
+    assert db.runs(victim) == [("crashed", -9, token)]  # the next run of the task resumes it
     (after,) = db.insert([("after", task_spec("after"), None)])
     wait_for(lambda: db.statuses()[after] == "success", 30, "the next task")
     (released,) = daemon.events("daemon.claim_released")

@@ -90,10 +90,12 @@ def passwords(task: dict[str, Any], password: str = SERVER.password) -> dict[str
 
 
 def csv_rows(directory: Path, delimiter: str = ",") -> list[list[str]]:
+    """The header once (every part starts with it: one part per split), then every part's rows."""
     rows: list[list[str]] = []
     for part in sorted(directory.glob("part-*.csv")):
         with part.open(newline="", encoding="utf-8") as fh:
-            rows.extend(csv.reader(fh, delimiter=delimiter))
+            lines = list(csv.reader(fh, delimiter=delimiter))
+        rows.extend(lines if not rows else lines[1:] if lines and lines[0] == rows[0] else lines)
     return rows
 
 

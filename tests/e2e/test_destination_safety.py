@@ -70,7 +70,8 @@ class TestOverwrite:
                                             "destinations": [files("j", "out/j", fmt, header=True)
                                                              if fmt == "csv" else files("j", "out/j", fmt)]})
             assert code == 0, stderr[-3000:]
-        assert sorted(p.name for p in (ws.root / "out/j").iterdir()) == ["_SUCCESS", "part-00000.jsonl"]
+        names = sorted(p.name for p in (ws.root / "out/j").iterdir())
+        assert names[0] == "_SUCCESS" and all(n.endswith(".jsonl") for n in names[1:]), names  # only jsonl parts
         assert jsonl_ids(ws.root / "out/j") == list(range(200))
         assert leftovers(ws.root) == []
 
@@ -79,7 +80,8 @@ class TestOverwrite:
         code, _, stderr = run_task(ws, {"source": stream(100),
                                         "destinations": [files("d", "data", overwrite="force")]})
         assert code == 0, stderr[-3000:]
-        assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS", "part-00000.jsonl"]
+        names = sorted(p.name for p in target.iterdir())
+        assert names[0] == "_SUCCESS" and all(n.startswith("part-") for n in names[1:]), names
         assert jsonl_ids(target) == list(range(100))
 
     @pytest.mark.parametrize("path", [".", "./", "out/.."])

@@ -172,9 +172,11 @@ def test_sharded_mysql_source_to_hive_and_mysql(spark_conf: EngineConf, spark_se
     marks = [s["resource_mark"] for s in plan["splits"]]
     first_of_group = [g["splits"][:2] for g in plan["task_groups"]]
     assert len(set(marks)) == 2 and len({s.split("/")[1] for s in first_of_group[0]}) == 2
-    native = "spark native write (else row writers)"
+    # hive: Spark's native write; mysql: its row writers in the executors, a split per partition, each
+    # durable with its marker row (a resumed run writes only what the destination lacks).
     assert [d["method"] for d in plan["destinations"]] == [
-        f"{native}; mode=append", f"{native}; load=staging, write_mode=insert, method=auto"]
+        "spark native write (else row writers); mode=append",
+        "spark partitions, a row writer each; load=staging, write_mode=insert, method=auto"]
     assert next(e for e in events if e["event"] == "plan.made")["task_groups"] == plan["task_groups"]
     assert sorted(table_rows(admin, target, "t", names)) == sorted(expected)
     hive_rows = sorted(tuple(r) for r in spark_session.table(table).select(*names).collect())
@@ -204,19 +206,23 @@ def test_a_destination_failing_inside_its_spark_job_rolls_back_alone(spark_conf:
     assert result.exit_code == 202 and result.status == "partial"
     assert dests["files"]["status"] == dests["good"]["status"] == "success"
     assert dests["narrow"]["status"] == "failed" and dests["narrow"]["rolled_back"] is True
-    assert "Data too long for column" in dests["narrow"]["error"]
+    # Its row writers (in the executors) reject the rows that do not fit, with MySQL's reason, and the
+    # record limit (0) fails it.
+    assert "rejected rows exceed the record limit of 0" in dests["narrow"]["error"], dests["narrow"]
+    assert "Data too long for column" in Path(result.result["dirty_file"]).read_text(encoding="utf-8")
     assert dests["null"]["status"] == "failed" and "fail after 1000 rows" in dests["null"]["error"]
     assert count(admin, db, "good") == rows and read_parquet(tmp_path / "out").num_rows == rows
     # The failed load never reached its target, and its staging table is gone.
     assert table_rows(admin, db, "narrow", ["id", "name"]) == [(-1, "old")]
-    assert execute(admin, f"SHOW TABLES FROM `{db}`") == [("good",), ("narrow",)]
+    assert execute(admin, f"SHOW TABLES FROM `{db}`") == [("good",), ("narrow",), ("wormhole_splits",)]
+    assert execute(admin, f"SELECT COUNT(*) FROM `{db}`.wormhole_splits") == [(0,)]  # no split marker left
     admin.close()
 
 
 def test_a_partition_killed_once_is_retried_without_duplicates(spark_conf: EngineConf, dbs: Databases,
                                                                server: Server) -> None:
-    """KILL one JDBC writer connection mid-insert: Spark retries that partition; its first attempt's
-    transaction is gone with the connection, so the table holds every row exactly once."""
+    """KILL one partition writer's connection mid-split: Spark retries that partition (split); its first
+    attempt's transaction is gone with the connection, so the table holds every row exactly once."""
     rows = 400_000
     admin = server.connect()
     db = dbs.create("retry")
@@ -229,7 +235,8 @@ def test_a_partition_killed_once_is_retried_without_duplicates(spark_conf: Engin
         watcher = server.connect()
         while not done.is_set() and not killed:
             for (conn_id,) in execute(watcher, "SELECT id FROM information_schema.processlist WHERE db = %s "
-                                               "AND info LIKE 'INSERT INTO%%victim%%'", (db,)):
+                                               "AND (info LIKE 'INSERT INTO%%victim%%' "
+                                               "OR info LIKE 'LOAD DATA%%victim%%')", (db,)):
                 execute(watcher, f"KILL CONNECTION {int(conn_id)}")
                 killed.append(conn_id)
                 break

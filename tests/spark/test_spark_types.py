@@ -89,7 +89,8 @@ def test_awkward_mysql_types_copy_the_same_in_both_engines(spark_conf: EngineCon
         assert result.exit_code == 201, result.result
         if engine == "spark":
             ways = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
-            assert ways == {"ins": "native", "ups": "partitions", "files": "partitions"}, ways
+            # mysql destinations make each split durable: their row writers run in the executors.
+            assert ways == {"ins": "partitions", "ups": "partitions", "files": "partitions"}, ways
             planned = next(e for e in events if e["event"] == "spark.source_planned")
             assert planned["read"] == "row_reader" and {"bu", "dec65", "dt", "bt", "js"} <= set(planned["exact"])
     source = row_checksums(admin, db, "src")

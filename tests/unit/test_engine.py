@@ -13,7 +13,7 @@ import structlog
 from structlog.testing import capture_logs
 
 from wormhole import log
-from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf, TaskSpec, TimeoutsConf
+from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf, RecoveryConf, TaskSpec, TimeoutsConf
 from wormhole.engine import Engine, RunResult
 from wormhole.errors import ReadError
 from wormhole.options import opt
@@ -92,13 +92,27 @@ class TestEngine:
         assert result.exit_code == 0
         assert any(e["event"] == "reader.prepare_skipped" for e in events)
 
-    def test_read_side_failure_rolls_back_every_destination(self) -> None:
-        """A reader that breaks mid-split fails the task (203) and no destination commits."""
+    def test_a_read_broken_mid_split_fails_destinations_that_cannot_discard_it(self) -> None:
+        """Rows of a split whose read broke reached destinations that cannot discard part of a split
+        (stream): re-reading it would write them twice, so each fails naming the read's error (203)."""
         result, _ = run({"source": {"plugin": "slow", "params": {"rows": 10_000, "fail_at": 5000}},
                          "destinations": [{"id": "a", "plugin": "stream"}, {"id": "b", "plugin": "stream"}]})
         assert result.exit_code == 203 and result.status == "failed"
-        assert "source connection lost" in result.error
-        assert {d["status"] for d in result.result["destinations"].values()} == {"rolled_back"}
+        for dest in result.result["destinations"].values():
+            assert dest["status"] == "failed" and "source connection lost" in dest["error"]
+            assert "cannot discard part of a split" in dest["error"]
+
+    def test_a_split_whose_read_keeps_failing_is_retried_then_fails_the_read_side(self) -> None:
+        """A read that breaks before any row is sent is retried split_retries times with backoff;
+        then the read side fails (203) and every destination rolls back."""
+        conf = EngineConf(recovery=RecoveryConf(split_retries=2, retry_wait_s=0.05))
+        result, events = run({"source": {"plugin": "slow", "params": {"rows": 10_000, "fail_at": 0}},
+                              "destinations": [{"id": "a", "plugin": "stream"}]}, conf)
+        assert result.exit_code == 203 and result.status == "failed"
+        assert "reading split only failed 3 time(s)" in result.error and "source connection lost" in result.error
+        assert result.result["destinations"]["a"]["status"] == "rolled_back"
+        assert result.result["source"]["splits_retried"] == 2
+        assert [e["wait_s"] for e in events if e["event"] == "coordinator.split_retry"] == [0.05, 0.1]
 
     def test_record_limit_stops_a_hopeless_destination_early(self, tmp_path: Path) -> None:
         """Over its record limit a destination fails while the task runs, not after taking every row."""

@@ -6,10 +6,13 @@ import threading
 from collections import Counter
 
 import pytest
+import structlog
 
 from wormhole.config import EngineConf, SpeedConf, SpeedSpec
+from wormhole.coordinator import SplitCoordinator
 from wormhole.errors import InvalidTaskConfig
 from wormhole.planning.assign import (
+    TaskGroup,
     assign_fairly,
     channels_per_group,
     dispatch_order,
@@ -19,7 +22,6 @@ from wormhole.planning.assign import (
 )
 from wormhole.planning.channels import SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
 from wormhole.plugins.base import Split
-from wormhole.split_board import SplitBoard
 
 
 def limits(**kw: int | None) -> SpeedLimits:
@@ -121,36 +123,49 @@ def test_dispatch_order_interleaves_groups() -> None:
     assert dispatch_order(groups) == ["a0", "b0", "c0", "a1", "b1"]
 
 
-# -- the split board: own splits first, then work stealing ------------------------------------------
+# -- the split coordinator's requests: own splits first, then work stealing ----------------------
+
+def _coordinator(splits: list[Split], groups: list[TaskGroup]) -> SplitCoordinator:
+    return SplitCoordinator(splits, groups, durable=[], fire_and_forget=["d"], held={}, retries=0, retry_wait_s=0,
+                            stop=threading.Event(), log=structlog.get_logger("test"))
+
 
 def test_a_group_takes_its_own_splits_in_order_then_steals_from_the_busiest() -> None:
     splits = [Split(f"s{i}", "m") for i in range(6)]
     groups = assign_fairly([s.id for s in splits], ["a", "a", "a", "a", "b", "c"], ["w"] * 6, 3, 1)
     assert [list(g.splits) for g in groups] == [["s0", "s1"], ["s4", "s2"], ["s5", "s3"]]
-    board = SplitBoard(splits, groups)
-    took = [board.take(2), board.take(2), board.take(2), board.take(0), board.take(0), board.take(1), board.take(1)]
+    board = _coordinator(splits, groups)
+
+    def take(group: int) -> tuple[str, int] | None:
+        got = board.request(group)
+        if got is None:
+            return None
+        board.read_done(got, 0)
+        return got.split.id, got.planned_group
+
+    took = [take(2), take(2), take(2), take(0), take(0), take(1), take(1)]
     # Group 2's own splits in order; then the last split of the group with the most left (group 0 on
     # a tie, the first); group 0 then steals group 1's last; group 1 still gets its first, then none.
-    assert [(t[0].id, t[1]) if t else None for t in took] == [
-        ("s5", 2), ("s3", 2), ("s1", 0), ("s0", 0), ("s2", 1), ("s4", 1), None]
+    assert took == [("s5", 2), ("s3", 2), ("s1", 0), ("s0", 0), ("s2", 1), ("s4", 1), None]
     assert board.remaining == 0
 
 
 def test_every_split_is_taken_exactly_once_by_concurrent_channels() -> None:
     splits = [Split(f"s{i}", f"m{i % 5}") for i in range(500)]
     groups = assign_fairly([s.id for s in splits], [s.resource_mark for s in splits], ["w"] * 500, 12, 5)
-    board = SplitBoard(splits, groups)
+    board = _coordinator(splits, groups)
     taken: list[str] = []
     lock = threading.Lock()
 
     def channel(group: int) -> None:
-        while (got := board.take(group)) is not None:
+        while (got := board.request(group)) is not None:
             with lock:
-                taken.append(got[0].id)
+                taken.append(got.split.id)
+            board.read_done(got, 1)
 
     threads = [threading.Thread(target=channel, args=(g.id,)) for g in groups for _ in range(g.channels)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert Counter(taken) == Counter(s.id for s in splits) and board.remaining == 0
+    assert Counter(taken) == Counter(s.id for s in splits) and board.remaining == 0 and board.stats.rows_reread == 0

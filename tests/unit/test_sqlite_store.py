@@ -421,3 +421,41 @@ def test_reader_missing_file_table_or_column(tmp_path: Path) -> None:
     with pytest.raises(ReadError, match="has no column nope"):
         SqliteReader(SqliteReaderOptions(path=str(db), table="t", columns=("id", "nope")),
                      read_ctx()).schema()
+
+
+# ---------------------------------------------------------------------------------------------
+# Staging: splits durable before the commit, the target untouched until it
+
+
+def test_a_key_written_twice_in_one_run_is_rejected_when_written(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "out.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
+    options = SqliteWriterOptions(path=str(db), table="t")
+    ctx = write_ctx(KV)
+    periphery = SqliteWriterPeriphery(options, ctx)
+    periphery.prepare()
+    writer = SqliteWriter(options, ctx, periphery, 0)
+    assert writer.write_split("a", [(1, "first"), (2, "two")]).written == 2
+    writer.end_split("a", 2)
+    result = writer.write_split("b", [(3, "three"), (1, "again")])
+    assert [r.row for r in result.rejected] == [(1, "again")]
+    assert "UNIQUE constraint failed" in result.rejected[0].reason
+    writer.end_split("b", 1)
+    periphery.commit()
+    assert query(db, "SELECT id, name FROM t ORDER BY id") == [(1, "first"), (2, "two"), (3, "three")]
+
+
+def test_ended_splits_stay_out_of_the_target_and_rollback_removes_them(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "out.db", "CREATE TABLE kept (id INTEGER)")
+    options = SqliteWriterOptions(path=str(db), table="t")
+    ctx = write_ctx(KV)
+    periphery = SqliteWriterPeriphery(options, ctx)
+    periphery.prepare()
+    writer = SqliteWriter(options, ctx, periphery, 0)
+    writer.write_split("a", [(1, "x")])
+    writer.end_split("a", 1)
+    # Committed, but as staging and marker only: the table t is created by the final commit.
+    assert query(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == [
+        ("_wh_splits",), ("_wh_stage_7_1_out",), ("kept",)]
+    assert query(db, "SELECT split_id, rows FROM _wh_splits") == [("a", 1)]
+    periphery.rollback()
+    assert query(db, "SELECT name FROM sqlite_master") == [("kept",)]

@@ -13,8 +13,9 @@ import pymysql
 import pytest
 
 from tests.taskdb_contract import LegacySchema, RawInsert, TaskStoreContract, near_now, task_in, utcnow
+from wormhole.config import ClaimConf
 from wormhole.errors import TaskDbError
-from wormhole.taskdb import DEFAULT_TASK_DB_URL, TaskStore, open_store, redact_url
+from wormhole.taskdb import DEFAULT_STALE_S, DEFAULT_TASK_DB_URL, TaskStore, open_store, redact_url
 
 # The tables as the first release's `db init` created them (no priority, no wormhole_daemon).
 LEGACY_SQLITE_DDL = """
@@ -41,6 +42,13 @@ def db_path(tmp_path: Path) -> Path:
 @pytest.fixture
 def db_url(db_path: Path) -> str:
     return f"sqlite:///{db_path}"  # db_path is absolute: four slashes
+
+
+@pytest.fixture
+def store_and_path(db_url: str, db_path: Path) -> Iterator[tuple[TaskStore, Path]]:
+    with open_store(db_url, create=True) as s:
+        s.init_schema()
+        yield s, db_path
 
 
 class TestSqliteStore(TaskStoreContract):
@@ -82,8 +90,8 @@ class TestSqliteStore(TaskStoreContract):
             assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         finally:
             raw.close()
-        assert {"wormhole_task", "wormhole_task_run", "wormhole_daemon"} <= tables
-        assert {"ix_wormhole_task_status", "ix_wormhole_task_run_task_id"} <= indexes
+        assert {"wormhole_task", "wormhole_task_run", "wormhole_daemon", "wormhole_checkpoint"} <= tables
+        assert {"ix_wormhole_task_status", "ix_wormhole_task_run_task_id", "ix_wormhole_checkpoint_task_id"} <= indexes
 
     def test_unreadable_upstream_row_is_a_task_db_error(self, store: TaskStore, raw_insert: RawInsert) -> None:
         task_id = raw_insert("INSERT INTO wormhole_task (name, spec, created_at) VALUES ('x', '{}', 'yesterday')")
@@ -247,6 +255,22 @@ def test_transient_mysql_connect_failures_are_retried(monkeypatch: pytest.Monkey
     assert len(calls) == 3
     assert "mysql://root:***@db1/tasks" in str(info.value)
     assert isinstance(info.value.__cause__, pymysql.err.OperationalError)
+
+
+def test_default_stale_s_is_the_engine_conf_default() -> None:
+    assert DEFAULT_STALE_S == ClaimConf().stale_s
+
+
+def test_heartbeat_is_stored_as_utc_text(store_and_path: tuple[TaskStore, Path]) -> None:
+    store, db_path = store_and_path
+    task_id = task_in(store, "running")
+    raw = sqlite3.connect(db_path)
+    try:
+        (text,) = raw.execute("SELECT heartbeat_at FROM wormhole_task WHERE id = ?", (task_id,)).fetchone()
+    finally:
+        raw.close()
+    assert TS_TEXT.match(text), text
+    assert near_now(datetime.fromisoformat(text))
 
 
 def test_a_fresh_timestamp_is_close_to_utc() -> None:

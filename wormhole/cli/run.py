@@ -3,6 +3,11 @@
 A task is claimed before it is validated, so a bad spec ends ``failed`` with the reason, never
 ``pending`` forever; every outcome is written to the task row; SIGTERM/SIGINT stop the Engine,
 which rolls back and records ``interrupted``.
+
+While it runs, the process writes the task's heartbeat every ``claim.heartbeat_s``. A running task
+whose heartbeat is older than ``claim.stale_s`` lost its process (SIGKILL, a dead machine):
+``wormhole --task-id N`` takes it over and resumes the crashed run. A fresher claim is never taken,
+and a process that finds its claim taken over stops its engine, so two never write at once.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import os
 import signal
 import socket
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 import click
 
@@ -21,9 +26,9 @@ from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, su
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
-from wormhole.errors import InvalidTaskConfig, WormholeError
+from wormhole.errors import InvalidTaskConfig, TaskDbError, WormholeError
 from wormhole.planning.channels import speed_limits
-from wormhole.taskdb import TaskStore, open_store
+from wormhole.taskdb import CRASHED, SqlTaskStore, TaskStore, open_store
 
 
 def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: str | None = None,
@@ -38,37 +43,107 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: 
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
         return exc.exit_code
     observers = Observers(observe or ObserveOptions(), task_id, logger)
+    checkpoints: SqlTaskStore | None = None
     try:
         if not observers.start():
             return EXIT_FAILED
-        return _claim_and_run(store, conf, task_id, logger, adopt, observers)
+        # Opened before the claim: a database that cannot give the engine its own connection leaves
+        # the task unclaimed, not running without checkpoints.
+        checkpoints = open_store(task_db)
+        claim = _Claim(task_db, task_id, adopt or f"{socket.gethostname()}:{os.getpid()}", conf,
+                       adopted=adopt is not None)
+        return _claim_and_run(store, checkpoints, conf, claim, logger, observers)
     except WormholeError as exc:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
         return exc.exit_code
     finally:
         store.close()
+        if checkpoints is not None:
+            checkpoints.close()
         observers.close()
 
 
-def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any, adopt: str | None,
+class _Claim:
+    """Who runs the task, and the heartbeat thread that keeps the claim alive while it runs."""
+
+    def __init__(self, task_db: str | None, task_id: int, claimed_by: str, conf: EngineConf, *,
+                 adopted: bool) -> None:
+        self.task_db = task_db
+        self.task_id = task_id
+        self.claimed_by = claimed_by
+        self.adopted = adopted  # the daemon claimed under claimed_by: its child adopts, never claims
+        self.conf = conf
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start_heartbeat(self, engine: _Stoppable, logger: Any) -> None:
+        self._thread = threading.Thread(target=self._beat, args=(engine, logger), daemon=True, name="task-heartbeat")
+        self._thread.start()
+
+    def stop_heartbeat(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _beat(self, engine: _Stoppable, logger: Any) -> None:
+        # A connection of its own: a store connection is not shared between threads.
+        store: SqlTaskStore | None = None
+        try:
+            while not self._stop.wait(self.conf.claim.heartbeat_s):
+                try:
+                    store = store or open_store(self.task_db)
+                    if store.beat(self.task_id, self.claimed_by):
+                        continue
+                except TaskDbError as exc:
+                    # Not fatal: the claim stays ours until stale_s passes without a beat; try next period.
+                    logger.warning("task.heartbeat_failed", error=str(exc), error_code=exc.code)
+                    continue
+                logger.error("task.claim_lost", claimed_by=self.claimed_by, error_code="TASK_CLAIMED",
+                             error=f"task {self.task_id} is no longer running under the claim {self.claimed_by} "
+                                   "(another process took it over): stopping, so two never write at once")
+                engine.abandon("claim lost: another process took the task over")
+                return
+        finally:
+            if store is not None:
+                store.close()
+
+
+class _Stoppable(Protocol):
+    def abandon(self, reason: str) -> None: ...
+
+
+def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, claim: _Claim, logger: Any,
                    observers: Observers) -> int:
+    task_id, claimed_by = claim.task_id, claim.claimed_by
     record = store.get(task_id)
     if record is None:
         logger.error("task.not_found", error=f"no task with id {task_id} in {store.url}", error_code="TASK_NOT_FOUND")
         return EXIT_BAD_TASK
-    claimed_by = adopt or f"{socket.gethostname()}:{os.getpid()}"
-    if not (store.adopt(task_id, adopt) if adopt else store.claim(task_id, claimed_by)):
+    resume_from: int | None = None
+    if claim.adopted:
+        if not store.adopt(task_id, claimed_by):
+            return _refused(store, task_id, logger, f"running under the claim {claimed_by}")
+    elif not store.claim(task_id, claimed_by):
         current = store.get(task_id)
-        status = current.status if current else "gone"
-        owner = current.claimed_by if current else None
-        wanted = f"running under the claim {adopt}" if adopt else "pending"
-        logger.error("task.claim_refused", status=status, claimed_by=owner, error_code="TASK_CLAIMED",
-                     error=f"task {task_id} is {status} (claimed by {owner}); only a task {wanted} can be run. "
-                           f"`wormhole task retry {task_id}` makes a failed or partial task pending again")
-        return EXIT_CLAIMED
-    run_id = store.start_run(task_id, claimed_by)
+        if current is None or current.status != "running":
+            return _refused(store, task_id, logger, "pending")
+        age = store.heartbeat_age(task_id)
+        taken = store.take_over(task_id, claimed_by, conf.claim.stale_s)
+        if taken is None:
+            return _refused(store, task_id, logger, "pending", stale_s=conf.claim.stale_s)
+        resume_from = taken or None  # 0: the crashed claim never started a run, so nothing to resume
+        logger.warning("task.taken_over", claimed_by=claimed_by, previous_claimed_by=current.claimed_by,
+                       heartbeat_age_s=None if age is None else round(age, 3), stale_s=conf.claim.stale_s,
+                       resumed_from=resume_from)
+    if resume_from is None:
+        # A run that crashed before (taken over later by `task retry --force`, or settled by the
+        # daemon) left durable state: the next run resumes it instead of writing it all again.
+        runs = store.runs(task_id)
+        if runs and runs[-1].status == CRASHED:
+            resume_from = runs[-1].id
+    run_id = store.start_run(task_id, claimed_by, resumed_from=resume_from)
     logger = logger.bind(run_id=run_id)
-    logger.info("task.claimed", claimed_by=claimed_by, name=record.name)
+    logger.info("task.claimed", claimed_by=claimed_by, name=record.name, resumed_from=resume_from)
     observers.set_state("running")
     try:
         spec = TaskSpec.from_json(record.spec)
@@ -78,30 +153,68 @@ def _claim_and_run(store: TaskStore, conf: EngineConf, task_id: int, logger: Any
         logger.error("task.invalid", problems=exc.problems, error_code=exc.code)
         result = {"task_id": task_id, "run_id": run_id, "status": "failed", "exit_code": EXIT_BAD_TASK,
                   "error": str(exc), "problems": exc.problems}
-        store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_BAD_TASK,
-                     result=json.dumps(result), error=str(exc))
+        if not store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_BAD_TASK,
+                            result=json.dumps(result), error=str(exc), claimed_by=claimed_by):
+            return _claim_lost(claim, logger, observers)
         observers.set_state("failed")
         return EXIT_BAD_TASK
-    return _run_engine(store, conf, spec, task_id, run_id, logger, observers)
+    return _run_engine(store, checkpoints, conf, spec, claim, run_id, resume_from, logger, observers)
 
 
-def _run_engine(store: TaskStore, conf: EngineConf, spec: TaskSpec, task_id: int, run_id: int, logger: Any,
-                observers: Observers) -> int:
+def _refused(store: TaskStore, task_id: int, logger: Any, wanted: str, stale_s: float | None = None) -> int:
+    current = store.get(task_id)
+    status = current.status if current else "gone"
+    owner = current.claimed_by if current else None
+    if stale_s is not None and status == "running":
+        age = store.heartbeat_age(task_id)
+        seen = "never" if age is None else f"{age:.1f} s ago"
+        logger.error("task.claim_refused", status=status, claimed_by=owner, heartbeat_age_s=age, stale_s=stale_s,
+                     error_code="TASK_CLAIMED",
+                     error=f"task {task_id} is running, claimed by {owner}, whose last heartbeat was {seen} "
+                           f"(claim.stale_s = {stale_s:g}): its process is alive, so the task is not taken over. "
+                           f"Once its heartbeat is older than claim.stale_s, `wormhole --task-id {task_id}` "
+                           "takes it over and resumes it")
+        return EXIT_CLAIMED
+    logger.error("task.claim_refused", status=status, claimed_by=owner, error_code="TASK_CLAIMED",
+                 error=f"task {task_id} is {status} (claimed by {owner}); only a task {wanted} can be run. "
+                       f"`wormhole task retry {task_id}` makes a failed or partial task pending again")
+    return EXIT_CLAIMED
+
+
+def _claim_lost(claim: _Claim, logger: Any, observers: Observers) -> int:
+    # The task row belongs to the process that took the claim over: this run's outcome is not recorded.
+    logger.error("task.outcome_not_recorded", claimed_by=claim.claimed_by, error_code="TASK_CLAIMED",
+                 error=f"task {claim.task_id} was taken over by another process: this run's outcome is not recorded")
+    observers.set_state("interrupted")
+    return EXIT_CLAIMED
+
+
+def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, spec: TaskSpec, claim: _Claim,
+                run_id: int, resume_from: int | None, logger: Any, observers: Observers) -> int:
+    task_id, claimed_by = claim.task_id, claim.claimed_by
     with observers.watching() as listeners:
-        engine = Engine(conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=listeners)
+        engine = Engine(conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=listeners,
+                        checkpoints=checkpoints, resume_from=resume_from)
         previous = _install_signal_handlers(engine, logger)
+        claim.start_heartbeat(engine, logger)
         try:
             outcome = engine.run()
         except Exception as exc:  # a bug of ours: still record it, never leave the task 'running'
             logger.exception("task.crashed", error=str(exc))
-            store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_FAILED,
-                         result=None, error=f"internal error: {type(exc).__name__}: {exc}")
+            claim.stop_heartbeat()
+            if not store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_FAILED,
+                                result=None, error=f"internal error: {type(exc).__name__}: {exc}",
+                                claimed_by=claimed_by):
+                return _claim_lost(claim, logger, observers)
             observers.set_state("failed")
             return EXIT_FAILED
         finally:
+            claim.stop_heartbeat()  # before finish(): no beat may follow the final update
             _restore_signal_handlers(previous)
-    store.finish(task_id, run_id, status=outcome.status, run_status=outcome.run_status,
-                 exit_code=outcome.exit_code, result=json.dumps(outcome.result, default=str), error=outcome.error)
+    if not store.finish(task_id, run_id, status=outcome.status, run_status=outcome.run_status,
+                        exit_code=outcome.exit_code, result=json.dumps(outcome.result, default=str),
+                        error=outcome.error, claimed_by=claimed_by):
+        return _claim_lost(claim, logger, observers)
     observers.set_state(outcome.run_status)
     logger.info("task.finished", status=outcome.status, exit_code=outcome.exit_code,
                 duration_s=outcome.result["duration_s"], rows_read=outcome.result["source"]["rows_read"],

@@ -11,9 +11,11 @@ import click
 
 from wormhole import log
 from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, submit, task_store
-from wormhole.config import load_spec_json
-from wormhole.engine import EXIT_BAD_TASK
+from wormhole.config import EngineConf, TaskSpec, load_spec_json
+from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
+from wormhole.leftovers import leftovers, resumable_run
+from wormhole.taskdb import SqlTaskStore, TaskRecord
 
 
 @click.group()
@@ -89,6 +91,7 @@ def task_show(ctx: click.Context, task_id: int) -> None:
             click.echo(f"error: no task with id {task_id} in {store.url}", err=True)
             sys.exit(EXIT_BAD_TASK)
         runs = store.runs(task_id)
+        left = _leftovers(store, record, remove=False)
     except WormholeError as exc:
         fail(exc)
     finally:
@@ -99,8 +102,11 @@ def task_show(ctx: click.Context, task_id: int) -> None:
         "created_at": record.created_at, "started_at": record.started_at, "finished_at": record.finished_at,
         "claimed_by": record.claimed_by, "error": record.error, "spec": _loads_redacted(record.spec),
         "result": _loads_redacted(record.result),
+        "heartbeat_at": record.heartbeat_at,
         "runs": [{"id": r.id, "status": r.status, "exit_code": r.exit_code, "claimed_by": r.claimed_by,
-                  "started_at": r.started_at, "finished_at": r.finished_at, "error": r.error} for r in runs],
+                  "started_at": r.started_at, "finished_at": r.finished_at, "resumed_from": r.resumed_from,
+                  "error": r.error} for r in runs],
+        "leftovers": left,
     }
     text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
     try:
@@ -108,6 +114,46 @@ def task_show(ctx: click.Context, task_id: int) -> None:
     except UnicodeEncodeError:  # a stored value no terminal can print as is: escape it instead
         text = json.dumps(doc, indent=2, default=str)
     click.echo(text)
+
+
+def _leftovers(store: SqlTaskStore, record: TaskRecord, *, remove: bool) -> dict[str, list[str]]:
+    """What earlier runs of the task left in its destinations (nothing a resumable run still needs)."""
+    try:
+        spec = TaskSpec.from_json(record.spec)
+    except InvalidTaskConfig:
+        return {}  # a task that never validated never wrote anything
+    return leftovers(spec, record.id, resumable_run(store, record.id), remove=remove)
+
+
+@task.command("clean")
+@click.argument("task_id", type=int)
+@global_options
+@click.pass_context
+def task_clean(ctx: click.Context, task_id: int) -> None:
+    """Remove what earlier runs of a task left in its destinations: staging tables, temporary directories
+    and split markers wormhole created for it (never a running task's; a crashed run's state is kept
+    while the task can still resume it). Prints what was removed as JSON."""
+    store = task_store(ctx)
+    try:
+        record = store.get(task_id)
+        if record is None:
+            click.echo(f"error: no task with id {task_id} in {store.url}", err=True)
+            sys.exit(EXIT_BAD_TASK)
+        stale_s = EngineConf.load(ctx.obj.conf_dir).claim.stale_s
+        age = store.heartbeat_age(task_id) if record.status == "running" else None
+        if record.status == "running" and (age is None or age < stale_s):
+            click.echo(f"error: task {task_id} is running (claimed by {record.claimed_by}); its destinations are "
+                       f"in use, nothing is removed", err=True)
+            sys.exit(EXIT_CLAIMED)
+        removed = _leftovers(store, record, remove=True)
+        runs = store.runs(task_id)
+        # The checkpoint a resumed run reads (its latest run's plan) stays while it can be resumed.
+        store.delete_checkpoints(task_id, runs[-1].id if resumable_run(store, task_id) is not None else None)
+    except WormholeError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    click.echo(json.dumps({"task_id": task_id, "removed": removed}, indent=2))
 
 
 @task.command("list")
@@ -132,18 +178,30 @@ def task_list(ctx: click.Context, status: str | None, limit: int) -> None:
 
 @task.command("retry")
 @click.argument("task_id", type=int)
-@click.option("--force", is_flag=True, help="Also reset a running or successful task (it will be read again).")
+@click.option("--force", is_flag=True,
+              help="Also reset a successful task, or a running one whose process is gone (its heartbeat is older "
+                   "than claim.stale_s); it will be read again.")
 @global_options
 @click.pass_context
 def task_retry(ctx: click.Context, task_id: int, force: bool) -> None:
     """Make a failed or partial task pending again, so `wormhole --task-id N` can run it."""
     store = task_store(ctx)
     try:
-        ok = store.retry(task_id, force=force)
+        stale_s = EngineConf.load(ctx.obj.conf_dir).claim.stale_s
+        ok = store.retry(task_id, force=force, stale_s=stale_s)
+        current = None if ok else store.get(task_id)
+        age = store.heartbeat_age(task_id) if current is not None and current.status == "running" else None
     except WormholeError as exc:
         fail(exc)
     finally:
         store.close()
+    if not ok and force and current is not None and current.status == "running":
+        seen = "never" if age is None else f"{age:.1f} s ago"
+        click.echo(f"error: task {task_id} is running, claimed by {current.claimed_by}, whose last heartbeat was "
+                   f"{seen} (claim.stale_s = {stale_s:g}): its process is alive, so the task is not reset. Stop "
+                   f"that process; once its heartbeat is older than claim.stale_s, `wormhole --task-id {task_id}` "
+                   "takes the task over and resumes it", err=True)
+        sys.exit(EXIT_CLAIMED)
     if not ok:
         click.echo(f"error: task {task_id} does not exist or is not failed/partial (use --force)", err=True)
         sys.exit(EXIT_BAD_TASK)

@@ -13,6 +13,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Literal
 
 from wormhole.plugins.base import Rows
 
@@ -23,9 +24,20 @@ class Batch:
 
     rows: Rows
     nbytes: int
+    split_id: str | None = None
+    """The split the rows come from (destinations whose writers make splits durable need it)."""
+    control: Literal["end", "abort"] | None = None
+    """A control item of ``split_id`` (no rows): the split was read whole ("end"), or its read
+    failed and its rows must be discarded ("abort")."""
+    reason: str | None = None
+    """Why an "abort" came (the read's error)."""
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+def control(split_id: str, kind: Literal["end", "abort"], reason: str | None = None) -> Batch:
+    return Batch(Rows(()), 0, split_id, kind, reason)
 
 
 class QueueClosed(Exception):
@@ -55,6 +67,8 @@ class DoubleQueue:
         self._read_lock = threading.Lock()
         self._input_closed = False
         self._closed = False
+        self._urgent = False
+        """A control item waits in the write array: consumers swap without waiting for spill_rows."""
         # Counters; each is written under one lock and read without it (ints are atomic to read).
         self.rows_in = 0
         self.bytes_in = 0
@@ -98,7 +112,9 @@ class DoubleQueue:
             self.rows_in += len(batch)
             self.bytes_in += batch.nbytes
             self.batches_in += 1
-            if self._write_rows >= self.spill_rows:
+            if batch.control is not None:
+                self._urgent = True
+            if self._write_rows >= self.spill_rows or self._urgent:
                 self._awake.notify_all()
             return True
 
@@ -127,8 +143,9 @@ class DoubleQueue:
             while True:
                 if self._closed:
                     raise QueueClosed
-                if self._write and (self._write_rows >= self.spill_rows or self._input_closed):
+                if self._write and (self._write_rows >= self.spill_rows or self._input_closed or self._urgent):
                     self._read.extend(self._write)
+                    self._urgent = False
                     self._write = []
                     self._write_rows = 0
                     self._write_bytes = 0

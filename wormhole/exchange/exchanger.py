@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from wormhole.errors import TaskAborted
-from wormhole.exchange.double_queue import Batch, QueueClosed
+from wormhole.exchange.double_queue import Batch, QueueClosed, control
 from wormhole.exchange.storage import RAMStorage
 from wormhole.plugins.base import Row, Rows
 
@@ -41,6 +41,10 @@ class BufferedLineExchanger:
         self._stop = stop
         self._throttle = throttle
         self._buffer: list[Row] = []
+        self._split: str | None = None
+        self._split_rows = 0
+        self._targets: list[tuple[RAMStorage, int]] = [(st, 0) for st in self._storages]
+        """Where the current split's batches go: (storage, lane)."""
         self.rows_sent = 0
         self.bytes_sent = 0
         self.first_at: float | None = None
@@ -69,6 +73,36 @@ class BufferedLineExchanger:
             self._buffer.clear()
             self._push(chunk)
 
+    def begin_split(self, split_id: str, destinations: Collection[str]) -> None:
+        """The rows that follow are split ``split_id``'s, for ``destinations`` only; each destination
+        gets them on one lane (one writer thread), chosen now."""
+        self._split = split_id
+        self._split_rows = 0
+        self._targets = [(st, st.open_split()) for st in self._storages if st.destination in destinations]
+
+    def end_split(self) -> None:
+        """The split was read whole: its last rows, then its end marker, to each of its destinations."""
+        self.flush()
+        self._close_split("end")
+
+    def abort_split(self, reason: str) -> bool:
+        """The split's read broke: every destination is told to discard what it has of it. False
+        when no row of the split had been sent yet (there is nothing to discard)."""
+        self._buffer.clear()
+        sent = self._split_rows > 0
+        self._close_split("abort" if sent else None, reason)
+        return sent
+
+    def _close_split(self, kind: Literal["end", "abort"] | None, reason: str | None = None) -> None:
+        assert self._split is not None
+        marker = control(self._split, kind, reason) if kind is not None else None
+        for storage, lane in self._targets:
+            if marker is not None:
+                storage.push(marker, lane)
+            storage.close_split(lane)
+        self._split = None
+        self._targets = []
+
     def _push(self, rows: Rows) -> None:
         if self._stop.is_set():
             raise TaskAborted("reading stopped", reason="stopped")
@@ -84,11 +118,12 @@ class BufferedLineExchanger:
             if self._stop.is_set():
                 raise TaskAborted("reading stopped", reason="stopped")
         self.last_at = now
-        batch = Batch(rows, nbytes)
+        batch = Batch(rows, nbytes, self._split)
         accepted = False
-        for storage in self._storages:
-            accepted = storage.push(batch) or accepted
+        for storage, lane in self._targets:
+            accepted = storage.push(batch, lane) or accepted
         self.rows_sent += len(rows)
+        self._split_rows += len(rows)
         self.bytes_sent += nbytes
         if not accepted:
             raise TaskAborted("every destination has failed; reading stopped", reason="no_destination")
@@ -96,9 +131,10 @@ class BufferedLineExchanger:
     # -- writer side ---------------------------------------------------------------------------
 
     @staticmethod
-    def receive(storage: RAMStorage, poll_s: float = 0.2) -> Iterator[Batch]:
-        """Batches of one storage until end of stream; raises TaskAborted if the storage is aborted."""
-        queue = storage.queue
+    def receive(storage: RAMStorage, poll_s: float = 0.2, worker: int = 0) -> Iterator[Batch]:
+        """Batches of writer ``worker``'s lane of one storage until end of stream; raises TaskAborted
+        if the storage is aborted."""
+        queue = storage.lane_of(worker)
         while True:
             try:
                 batch = queue.pull(poll_s)

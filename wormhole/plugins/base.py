@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import structlog
 
@@ -159,10 +159,24 @@ class WriteContext:
     batch_rows: int
     concurrency: int
     plugin: str = ""
+    origin_run_id: int | None = None
+    """The run whose durable state this run continues (see :attr:`state_run`): set when resuming."""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops or this destination fails: retry waits end at once."""
     log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id, plugin and destination."""
+
+    @property
+    def resuming(self) -> bool:
+        """This run continues an earlier run's durable state (it took over a crashed run)."""
+        return self.origin_run_id is not None and self.origin_run_id != self.run_id
+
+    @property
+    def state_run(self) -> int:
+        """The run id that names this destination's kept state (staging table, temporary directory,
+        split markers): the first run of a chain of resumed runs, so a resumed run finds what the
+        crashed one left and a fresh run never sees another run's markers."""
+        return self.origin_run_id if self.origin_run_id is not None else self.run_id
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "log", structlog.get_logger("wormhole").bind(
@@ -236,6 +250,60 @@ class Writer(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class SplitWriter(Protocol):
+    """A Writer whose destination makes each split durable on its own, so a crashed run resumes.
+
+    The engine sends every batch of one split (for one destination) to one writer thread, so a
+    writer holds all of a split's rows for its destination; it may hold several splits open at
+    once (their batches interleave). Per split: ``write_split`` per batch, then exactly one of
+    ``end_split`` or ``abort_split``. Plain ``write``/``flush`` are not called on a SplitWriter.
+    """
+
+    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
+        """Write a batch of split ``split_id``; not durable until ``end_split``."""
+        ...
+
+    def end_split(self, split_id: str, rows: int) -> None:
+        """Make every row of the split this writer wrote durable *together with* the destination's
+        own record that the split is done (``rows`` written): one transaction, or one rename. When
+        it returns, a crash can no longer lose the split; when it raises, the split is not durable."""
+        ...
+
+    def abort_split(self, split_id: str) -> None:
+        """Discard whatever this writer holds of the split (it will be written again). Never raises
+        for a split it does not know."""
+        ...
+
+
+@runtime_checkable
+class DurablePeriphery(Protocol):
+    """The periphery of a destination whose writers are SplitWriters."""
+
+    def durable_splits(self) -> Mapping[str, int]:
+        """After ``prepare``: split id -> rows of every split this destination already holds
+        durably for ``ctx.state_run`` (its own record: marker rows, renamed parts). Empty unless
+        resuming. This, not the task database's checkpoint, is the truth on resume."""
+        ...
+
+
+@runtime_checkable
+class LeftoverPeriphery(Protocol):
+    """A periphery that can find and remove what earlier runs of its task left behind (a crashed
+    run's staging table, temporary directory, split markers). Both work without ``prepare``
+    (``wormhole task clean`` / ``task show``), on objects wormhole created for ``ctx.task_id``
+    (recognised by name and marker), and never on the state of run ``keep_run`` (a run that may
+    still be resumed), nor on anything of another task."""
+
+    def leftovers(self, keep_run: int | None) -> list[str]:
+        """Human-readable descriptions of the leftovers (``table db.t__wh7_3 (staging of run 3)``)."""
+        ...
+
+    def clean_leftovers(self, keep_run: int | None) -> list[str]:
+        """Remove the leftovers; returns what was removed (same wording as ``leftovers``)."""
+        ...
+
+
 class ShippedWithoutLock:
     """For a writer periphery that Spark ships to its executors (``SinkRole.spark_partitions``): its
     ``lock`` attribute stays behind and each copy makes its own (a lock cannot be pickled)."""
@@ -288,6 +356,10 @@ class SinkRole:
     """Optional ``module:function`` of a native Spark write, loaded only in Spark mode:
     ``write(df, options, context, prepared_periphery) -> bool``; False when these options need the
     row writer instead. A failed write must leave nothing the periphery's rollback cannot undo."""
+    spark_replaces: Callable[[Any], bool] | None = None
+    """Optional: for these options the native Spark write replaces the destination's whole output
+    at commit (a temporary directory swapped in), so in Spark mode it writes every row each run and
+    needs no split records: the destination is prepared afresh, never resumed."""
     spark_partitions: bool = False
     """In Spark mode the row writer may run inside the executors, one writer per partition with
     ``worker_index`` = partition id: a partition written twice (a task retry) leaves its rows once.

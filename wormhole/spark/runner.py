@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.config import EngineConf, SourceSpec
+from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
@@ -40,6 +41,8 @@ from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
+from wormhole.spark.splits import SplitTarget as _SplitTarget
+from wormhole.spark.splits import split_order, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.types import (
     RowReaderPlan,
@@ -128,6 +131,9 @@ class SparkExecution:
         self.group = f"wormhole-{ctx.task_id}-{ctx.run_id}"
         self.frame: DataFrame | None = None
         self.partitions = 0
+        self.split_ids: list[str] = []
+        """The split of each partition of ``frame``, in order."""
+        self._coordinator: SplitCoordinator | None = None
         self._source_dirty = self.sc.accumulator([], _ListParam())
         self._totals: dict[str, Any] = {}
         self._cancelled = False
@@ -149,6 +155,11 @@ class SparkExecution:
         return schema
 
     def start_reads(self, readers: Any) -> _FinishedRead:
+        self._coordinator = readers.coordinator
+        pending = set(readers.coordinator.pending()) if readers.coordinator is not None else None
+        if pending is not None and len(pending) < len(readers.splits):
+            # A resumed run reads only the splits some destination still lacks.
+            self.source_frame(self._source, [s for s in readers.ordered_splits() if s.id in pending], readers.schema)
         try:
             rows = self.read()
         except Exception as exc:
@@ -169,8 +180,12 @@ class SparkExecution:
         assert role is not None
         planned = load(role.spark_read)(self.spark, source.options, splits, schema) if role.spark_read else None
         extra: dict[str, Any] = {}
+        self.split_ids = [s.id for s in splits]
         if planned is not None and not isinstance(planned, RowReaderPlan):
             frame = planned
+            order = split_order(frame)
+            if order is not None:
+                self.split_ids = order
             self.partitions = frame.rdd.getNumPartitions()
             # What Spark's read produced, but a column carried as exact text keeps its reader's type,
             # and every column the reader's nullability (JDBC calls a derived table's columns nullable).
@@ -270,8 +285,20 @@ class SparkExecution:
         frame = self.frame
         t0 = time.monotonic()
         try:
-            if dest.sink.spark_write is not None and load(dest.sink.spark_write)(frame, dest.options, dest.ctx,
-                                                                                  dest.periphery):
+            if dest.durable:
+                assert self._coordinator is not None
+                if self.partitions != len(self.split_ids):  # a split's rows must be one partition's
+                    raise WriteError(f"the source's {self.partitions} partitions are not its "
+                                     f"{len(self.split_ids)} splits", destination=dest.id, plugin=dest.plugin)
+                if dest.sink.spark_partitions:
+                    how = "partitions"  # in the executors, a partition (a split) per task
+                    self._write_partitions(dest, counters, self._coordinator)
+                else:
+                    how = "driver"  # a store with one writer (a SQLite file): split by split on the driver
+                    write_splits(naive_timestamps(frame), self.split_ids, dest, counters, self._coordinator,
+                                 self._dirty, self._conf)
+            elif dest.sink.spark_write is not None and load(dest.sink.spark_write)(frame, dest.options, dest.ctx,
+                                                                                    dest.periphery):
                 how = "native"
                 counters.delivered = counters.written = rows
             elif dest.sink.spark_partitions:
@@ -294,31 +321,46 @@ class SparkExecution:
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
 
-    def _write_partitions(self, dest: Any, counters: WriterCounters) -> None:
+    def _write_partitions(self, dest: Any, counters: WriterCounters,
+                          coordinator: SplitCoordinator | None = None) -> None:
+        """The row writers in the executors, one per partition. With ``coordinator`` (a destination that
+        makes splits durable) each partition is one split the destination lacks, written with
+        ``write_split`` and made durable by ``end_split`` in its task; a task that runs again finds the
+        split durable (its record) and writes nothing."""
         assert self.frame is not None
         plugin, options, ctx, periphery = dest.plugin, dest.options, dest.ctx, dest.periphery
         schema, batch_rows, limit = ctx.schema, ctx.batch_rows, dest.limit.record
         totals = self._totals[dest.id] = self.sc.accumulator((0, 0, 0), _Totals())
         dirty = self.sc.accumulator([], _ListParam())
+        sealed = self.sc.accumulator([], _ListParam())
+        ids = list(self.split_ids) if coordinator is not None else None
+        wanted = set(coordinator.missing(dest.id)) if coordinator is not None else set()
 
         def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             task = TaskContext.get()
             worker = task.partitionId() if task is not None else 0
+            split_id = ids[worker] if ids is not None else None
+            if split_id is not None and split_id not in wanted:
+                return
+            if split_id is not None and split_id in (held := periphery.durable_splits()):
+                sealed.add([(split_id, held[split_id])])  # an earlier attempt of this task made it durable
+                return
             sink = registry.get(plugin).sink
             assert sink is not None
-            writer = sink.writer(options, ctx, periphery, worker)
+            writer: Any = sink.writer(options, ctx, periphery, worker)
+            target: Any = writer if split_id is None else _SplitTarget(writer, split_id)
             part = WriterCounters()
             bad: list[DirtyEntry] = []
 
             def reject(rejected: tuple[Rejected, ...]) -> None:
-                bad.extend((ctx.destination, None, r.reason, r.row) for r in rejected)
+                bad.extend((ctx.destination, split_id, r.reason, r.row) for r in rejected)
             over = False
             try:
                 writer.open()
                 for record_batch in batches:
                     rows = rows_from_arrow(schema, record_batch)
                     for start in range(0, len(rows), batch_rows):
-                        write_counted(writer, rows[start:start + batch_rows], part, reject,
+                        write_counted(target, rows[start:start + batch_rows], part, reject,
                                       destination=ctx.destination, plugin=plugin)
                         # This partition's own rejects exceed the limit, so the total does too: stop
                         # writing, but end the task normally, so its counts and rejected rows reach the
@@ -329,8 +371,18 @@ class SparkExecution:
                             break
                     if over:
                         break
-                if not over:
+                if over:  # not durable: the destination fails, and is rolled back, on the driver
+                    if split_id is not None:
+                        writer.abort_split(split_id)
+                elif split_id is None:
                     writer.flush()
+                else:
+                    writer.end_split(split_id, part.written)
+                    sealed.add([(split_id, part.written)])
+            except BaseException:
+                if split_id is not None:
+                    writer.abort_split(split_id)
+                raise
             finally:
                 writer.close()
             totals.add((part.delivered, part.written, part.rejected))
@@ -340,6 +392,10 @@ class SparkExecution:
         naive_timestamps(self.frame).mapInArrow(write_partition, "n long").collect()
         counters.delivered, counters.written, counters.rejected = totals.value
         self._flush_dirty(dirty.value)
+        if coordinator is not None:
+            for split_id, rows in sealed.value:
+                dest.sealed[split_id] = rows
+                coordinator.sealed(split_id, dest.id, rows)
         _check_record_limit(dest, counters)
 
     def _write_on_driver(self, dest: Any, counters: WriterCounters) -> None:

@@ -20,13 +20,23 @@ from typing import NoReturn
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from wormhole.errors import TaskDbError
-from wormhole.taskdb.base import TASK_STATUSES, RunRecord, SqlTaskStore, TaskRecord, TaskStore
+from wormhole.taskdb.base import (
+    CRASHED,
+    DEFAULT_STALE_S,
+    TASK_STATUSES,
+    RunRecord,
+    SqlTaskStore,
+    TaskRecord,
+    TaskStore,
+)
 
 DEFAULT_TASK_DB_URL = "sqlite:///var/wormhole.db"
 TASK_DB_ENV = "WORMHOLE_TASK_DB"
 PASSWORD_ENV = "WORMHOLE_TASK_DB_PASSWORD"
 
 __all__ = [
+    "CRASHED",
+    "DEFAULT_STALE_S",
     "DEFAULT_TASK_DB_URL",
     "PASSWORD_ENV",
     "TASK_DB_ENV",

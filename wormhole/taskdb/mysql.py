@@ -14,8 +14,9 @@ from wormhole.errors import TaskDbError
 from wormhole.plugins.mysql.connection import CONNECT_TRANSIENT_CODES
 from wormhole.plugins.mysql.connection import error_code as _errno
 from wormhole.retry import policy
-from wormhole.taskdb.base import Result, SqlTaskStore
+from wormhole.taskdb.base import SqlTaskStore
 from wormhole.taskdb.schema import MYSQL_ADDED_COLUMNS, MYSQL_DDL
+from wormhole.taskdb.sql import Result
 
 DEFAULT_PORT = 3306
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
@@ -40,6 +41,7 @@ class MysqlTaskStore(SqlTaskStore):
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = (pymysql.err.Error,)
     ddl: ClassVar[tuple[str, ...]] = MYSQL_DDL
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = MYSQL_ADDED_COLUMNS
+    insert_ignore: ClassVar[str] = "INSERT IGNORE"
 
     def __init__(self, url: str, *, host: str, database: str, user: str = "root", password: str = "",
                  port: int = DEFAULT_PORT, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:

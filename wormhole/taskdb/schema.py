@@ -13,10 +13,13 @@ from __future__ import annotations
 TASK_TABLE = "wormhole_task"
 RUN_TABLE = "wormhole_task_run"
 DAEMON_TABLE = "wormhole_daemon"
+CHECKPOINT_TABLE = "wormhole_checkpoint"
 
 # Lengths enforced by the VARCHAR/TEXT columns on MySQL; the store clips values to them so that
 # SQLite (which does not enforce lengths) keeps exactly the same data.
 NAME_MAX = 255
+SPLIT_ID_MAX = 255
+DESTINATION_MAX = 255
 CLAIMED_BY_MAX = 255
 STATUS_MAX = 16
 # MySQL TEXT holds 65,535 bytes; 16,000 characters of utf8mb4 always fit.
@@ -30,9 +33,13 @@ UPSTREAM_INSERT_EXAMPLE = (
 # appears in its CREATE TABLE below, so a fresh database has it from the start.
 SQLITE_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "priority", "INTEGER NOT NULL DEFAULT 0"),
+    (TASK_TABLE, "heartbeat_at", "TEXT"),
+    (RUN_TABLE, "resumed_from", "INTEGER"),
 )
 MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "priority", "INT NOT NULL DEFAULT 0"),
+    (TASK_TABLE, "heartbeat_at", "DATETIME(3) NULL"),
+    (RUN_TABLE, "resumed_from", "BIGINT NULL"),
 )
 
 # SQLite keeps timestamps as 'YYYY-MM-DD HH:MM:SS.fff' UTC text: strftime('now') is UTC, and the text
@@ -52,7 +59,8 @@ SQLITE_DDL: tuple[str, ...] = (
     claimed_by  VARCHAR(255),
     result      TEXT,
     error       TEXT,
-    priority    INTEGER NOT NULL DEFAULT 0
+    priority    INTEGER NOT NULL DEFAULT 0,
+    heartbeat_at TEXT
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{TASK_TABLE}_status ON {TASK_TABLE} (status)",
     f"""CREATE TABLE IF NOT EXISTS {RUN_TABLE} (
@@ -64,7 +72,8 @@ SQLITE_DDL: tuple[str, ...] = (
     finished_at TEXT,
     exit_code   INTEGER,
     result      TEXT,
-    error       TEXT
+    error       TEXT,
+    resumed_from INTEGER
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{RUN_TABLE}_task_id ON {RUN_TABLE} (task_id)",
     f"""CREATE TABLE IF NOT EXISTS {DAEMON_TABLE} (
@@ -76,6 +85,19 @@ SQLITE_DDL: tuple[str, ...] = (
     running_tasks INTEGER NOT NULL DEFAULT 0,
     status        VARCHAR(16) NOT NULL DEFAULT 'running'
 )""",
+    f"""CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id       INTEGER NOT NULL,
+    run_id        INTEGER NOT NULL,
+    origin_run_id INTEGER NOT NULL,
+    split_id      VARCHAR(255) NOT NULL,
+    destination   VARCHAR(255) NOT NULL DEFAULT '',
+    rows          INTEGER,
+    payload       TEXT,
+    recorded_at   TEXT DEFAULT {_SQLITE_NOW},
+    UNIQUE (run_id, split_id, destination)
+)""",
+    f"CREATE INDEX IF NOT EXISTS ix_{CHECKPOINT_TABLE}_task_id ON {CHECKPOINT_TABLE} (task_id)",
 )
 
 # Indexes are declared inline: MySQL (unlike MariaDB) has no CREATE INDEX IF NOT EXISTS.
@@ -96,6 +118,7 @@ MYSQL_DDL: tuple[str, ...] = (
     result      LONGTEXT NULL,
     error       TEXT NULL,
     priority    INT NOT NULL DEFAULT 0,
+    heartbeat_at DATETIME(3) NULL,
     PRIMARY KEY (id),
     KEY ix_{TASK_TABLE}_status (status)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
@@ -109,6 +132,7 @@ MYSQL_DDL: tuple[str, ...] = (
     exit_code   INT NULL,
     result      LONGTEXT NULL,
     error       TEXT NULL,
+    resumed_from BIGINT NULL,
     PRIMARY KEY (id),
     KEY ix_{RUN_TABLE}_task_id (task_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
@@ -121,5 +145,19 @@ MYSQL_DDL: tuple[str, ...] = (
     running_tasks INT NOT NULL DEFAULT 0,
     status        VARCHAR(16) NOT NULL DEFAULT 'running',
     PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
+    f"""CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (
+    id            BIGINT NOT NULL AUTO_INCREMENT,
+    task_id       BIGINT NOT NULL,
+    run_id        BIGINT NOT NULL,
+    origin_run_id BIGINT NOT NULL,
+    split_id      VARCHAR(255) NOT NULL,
+    destination   VARCHAR(255) NOT NULL DEFAULT '',
+    `rows`        BIGINT NULL,
+    payload       LONGTEXT NULL,
+    recorded_at   DATETIME(3) NULL,
+    PRIMARY KEY (id),
+    UNIQUE KEY ux_{CHECKPOINT_TABLE}_split (run_id, split_id, destination),
+    KEY ix_{CHECKPOINT_TABLE}_task_id (task_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
 )

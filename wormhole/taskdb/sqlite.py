@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from wormhole.errors import TaskDbError
-from wormhole.taskdb.base import Result, SqlTaskStore
+from wormhole.taskdb.base import SqlTaskStore
 from wormhole.taskdb.schema import SQLITE_ADDED_COLUMNS, SQLITE_DDL
+from wormhole.taskdb.sql import Result
 
 BUSY_TIMEOUT_S = 30.0
 MEMORY = ":memory:"

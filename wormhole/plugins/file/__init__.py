@@ -1,8 +1,9 @@
 """The file store: csv, jsonl and parquet files as a source (file, directory or glob) and as a destination directory.
 
 Reading: one split per file; rows that do not convert to the column types go to the dirty sink
-with ``<file>:<line>`` (parquet: ``<file>: row <n>``). Writing: one part file per writer thread in a
-temporary directory beside the target, moved into place on commit (``overwrite`` swaps the directory,
+with ``<file>:<line>`` (parquet: ``<file>: row <n>``). Writing: one part file per writer thread (or per
+split, made durable by a rename when the split ends, so a crashed run resumes) in a temporary
+directory beside the target, moved into place on commit (``overwrite`` swaps the directory,
 ``append`` adds parts), with a ``_SUCCESS`` marker; rollback removes the temporary directory, so the
 target is never half-written. Overwrite replaces only a previous wormhole output (or an empty or
 missing directory) unless ``overwrite: force``; two destinations may not write the same directory or
@@ -57,6 +58,7 @@ PLUGIN = Plugin(
         writer=FileWriter,
         owned_path=_owned_path,  # the target directory: no other destination may write in or over it
         spark_write="wormhole.plugins.file.spark:write",  # parquet; csv and jsonl keep the row writer's text
+        spark_replaces=lambda options: options.format == "parquet",
         spark_partitions=True,  # a part per partition, created afresh: a retried partition replaces it
     ),
 )

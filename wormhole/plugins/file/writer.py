@@ -1,13 +1,22 @@
 """The file store's sink role: part files in a temporary directory, renamed into the target on commit.
 
-Layout, for a target ``<parent>/<name>`` written by task T, run R::
+Layout, for a target ``<parent>/<name>`` written by task T whose state run is R (``ctx.state_run``:
+the run id, or the crashed run's a resumed run continues)::
 
-    <parent>/.<name>.wormhole-T-R.tmp/part-00000.csv   writers (one part per worker), then _SUCCESS
-    <parent>/.<name>.wormhole-T-R.old                  overwrite: the previous target, while swapping
+    <parent>/.<name>.wormhole-T-R.tmp/_WORMHOLE          the marker: task and run (leftovers need it)
+    <parent>/.<name>.wormhole-T-R.tmp/part-00000.csv     plain writers: one part per worker
+    <parent>/.<name>.wormhole-T-R.tmp/part-<n>-<key>.csv split writers: one part per split, <n> rows
+    <parent>/.<name>.wormhole-T-R.old                    overwrite: the previous target, while swapping
+
+A split's part is written as ``<part>.inprogress`` and renamed to its final name by ``end_split``
+after an fsync: the renamed part is the destination's record that the split is done, so a resumed
+run keeps the parts it finds and deletes the in-progress ones (``durable_splits``). The split key is
+the split id in urlsafe base64, or its sha256 with the id in a ``_wh_split-<sha>`` file when too long.
 
 Overwrite swaps whole directories by rename; append moves each part into the target under a name
-unique to the run (``part-T-R-00000.csv``). Rollback only ever removes the temporary directory, so
-the target is never half-written.
+unique to the state run (``part-T-R-00000.csv``; a resumed run counts the parts a crashed append
+already moved as durable). Rollback only ever removes the temporary directory, so the target is never
+half-written. A fresh run removes what other runs of its task left for this target (``clean_leftovers``).
 
 Overwrite only replaces what wormhole wrote: a missing or empty directory, or one holding nothing but
 ``_SUCCESS`` and part files (see :func:`~wormhole.plugins.file.layout.foreign_entries`; Spark's parts
@@ -17,28 +26,36 @@ during the run is never deleted.
 
 Formats: csv and jsonl batches are serialised in memory (:mod:`~wormhole.plugins.file.csv_format`,
 :mod:`~wormhole.plugins.file.jsonl_format`) and appended to the part in one call; parquet parts are
-written by :class:`~wormhole.plugins.file.parquet_part.ParquetPart`. A part file is always created
+written by :class:`~wormhole.plugins.file.parquet_part.ParquetPart`, csv and jsonl ones by
+:class:`~wormhole.plugins.file.text_part.TextPart`. A part file is always created
 afresh, so a worker index that is run again (after a failure) leaves its rows once.
 """
 
 from __future__ import annotations
 
-import csv
+import contextlib
+import json
 import os
+import re
 import shutil
-from collections.abc import Callable, Sequence
-from typing import BinaryIO, Protocol
+from collections.abc import Mapping, Sequence
 
 from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError, WriteError
-from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
+from wormhole.plugins.base import Row, WriteContext, WriteResult
 from wormhole.plugins.file.csv_format import CsvEncoder
 from wormhole.plugins.file.jsonl_format import JsonlEncoder
 from wormhole.plugins.file.layout import (
+    INPROGRESS,
+    RUN_MARKER,
+    SPLIT_ID_FILE,
     SUCCESS_MARKER,
-    create_part,
     foreign_entries,
     fsync_dir,
+    parse_split_part,
     remove,
+    split_key,
+    split_part_name,
+    write_durably,
     write_marker,
 )
 from wormhole.plugins.file.options import (
@@ -49,11 +66,11 @@ from wormhole.plugins.file.options import (
     protected_directory,
 )
 from wormhole.plugins.file.parquet_part import ParquetPart
+from wormhole.plugins.file.text_part import TextPart
 
 PLUGIN_NAME = "file"
 
-SERIALISE_ERRORS = (ValueError, TypeError, AttributeError, OverflowError, RecursionError, csv.Error)
-"""What a row the format cannot hold raises (UnicodeEncodeError is a ValueError)."""
+_HASHED_PART = re.compile(r"part-[0-9]+-h([0-9a-f]{64})\.[a-z]+")
 
 
 class FileWriterPeriphery:
@@ -65,10 +82,12 @@ class FileWriterPeriphery:
         self.target = os.path.abspath(options.path)
         parent, name = os.path.split(self.target)
         self.parent = parent
-        stem = f".{name}.wormhole-{ctx.task_id}-{ctx.run_id}"
+        self._name = name
+        stem = f".{name}.wormhole-{ctx.task_id}-{ctx.state_run}"
         self.tmp_dir = os.path.join(parent, stem + ".tmp")
         self.old_dir = os.path.join(parent, stem + ".old")
         self._committed = False
+        self._durable: dict[str, int] = {}
 
     def _error(self, cls: type[StorageError], message: str) -> StorageError:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
@@ -79,19 +98,123 @@ class FileWriterPeriphery:
                 import_pyarrow()  # fail before any row moves, not in every writer
             except ImportError as exc:
                 raise self._error(PrepareError, PYARROW_MISSING) from exc
+        if not self.ctx.resuming:
+            # Before the target is checked: cleaning restores a target a crashed swap set aside.
+            try:
+                self.clean_leftovers(self.ctx.state_run)
+            except OSError as exc:
+                raise self._error(PrepareError, f"cannot remove what earlier runs left beside {self.target}: "
+                                                f"{exc}") from exc
         if os.path.lexists(self.target) and not os.path.isdir(self.target):
             raise self._error(PrepareError, f"target {self.target} exists and is not a directory")
         if self.options.mode == "overwrite":
             self._check_replaceable(PrepareError)  # before anything is created or removed
         try:
             os.makedirs(self.parent, exist_ok=True)
+            if self.ctx.resuming and self._is_ours(self.tmp_dir):
+                self._durable = self._resume()
+                return
             if os.path.lexists(self.tmp_dir):
                 self.ctx.log.info("file.stale_tmp_removed", path=self.tmp_dir)  # an earlier attempt of this run
                 remove(self.tmp_dir)
             os.mkdir(self.tmp_dir)
+            marker = {"task_id": self.ctx.task_id, "state_run": self.ctx.state_run,
+                      "destination": self.ctx.destination}
+            write_durably(os.path.join(self.tmp_dir, RUN_MARKER), json.dumps(marker).encode())
+            fsync_dir(self.tmp_dir)
+            fsync_dir(self.parent)
+            if self.ctx.resuming and self.options.mode == "append":
+                self._durable = self._appended()  # a crashed append moved some parts before the tmp dir went
         except OSError as exc:
             raise self._error(PrepareError, f"cannot create the temporary directory {self.tmp_dir}: "
                                             f"{exc}") from exc
+
+    def _resume(self) -> dict[str, int]:
+        """The crashed run's durable parts (in-progress ones are deleted: they will be written again)."""
+        durable = self._appended() if self.options.mode == "append" else {}
+        for name in sorted(os.listdir(self.tmp_dir)):
+            if name.endswith(INPROGRESS):
+                os.unlink(os.path.join(self.tmp_dir, name))
+                continue
+            found = parse_split_part(self.tmp_dir, name)
+            if found is not None:
+                durable[found[0]] = found[1]
+        fsync_dir(self.tmp_dir)
+        self.ctx.log.info("file.resumed", path=self.tmp_dir, durable_splits=len(durable))
+        return durable
+
+    def _appended(self) -> dict[str, int]:
+        """Split parts of this state run already moved into the target by a crashed append."""
+        prefix = self._append_prefix()
+        if not os.path.isdir(self.target):
+            return {}
+        durable: dict[str, int] = {}
+        for name in os.listdir(self.target):
+            if name.startswith(prefix):
+                found = parse_split_part(self.target, "part-" + name[len(prefix):])
+                if found is not None:
+                    durable[found[0]] = found[1]
+        return durable
+
+    def durable_splits(self) -> Mapping[str, int]:
+        return dict(self._durable)
+
+    # -- leftovers ------------------------------------------------------------------------------
+
+    def _is_ours(self, tmp_dir: str, run: int | None = None) -> bool:
+        """``tmp_dir`` carries the marker of this task (and of ``run``, when given)."""
+        try:
+            with open(os.path.join(tmp_dir, RUN_MARKER), "rb") as f:
+                marker = json.loads(f.read())
+            return (isinstance(marker, dict) and marker.get("task_id") == self.ctx.task_id
+                    and (run is None or marker.get("state_run") == run))
+        except (OSError, ValueError):
+            return False
+
+    def _leftover_runs(self, keep_run: int | None) -> list[tuple[int, str, str]]:
+        """``(run, kind, path)`` of the other runs' temporary directories (with our marker) and
+        ``.old`` directories (by name: they hold a previous target, not ours to mark)."""
+        pattern = re.compile(re.escape(f".{self._name}.wormhole-{self.ctx.task_id}-") + r"([0-9]+)\.(tmp|old)")
+        try:
+            names = sorted(os.listdir(self.parent))
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            m = pattern.fullmatch(name)
+            if m is None or int(m.group(1)) == keep_run:
+                continue
+            run, kind, path = int(m.group(1)), m.group(2), os.path.join(self.parent, name)
+            if os.path.islink(path) or not os.path.isdir(path):
+                continue
+            if kind == "tmp" and not self._is_ours(path, run):
+                continue
+            found.append((run, kind, path))
+        return found
+
+    @staticmethod
+    def _describe(run: int, kind: str, path: str) -> str:
+        what = "temporary directory" if kind == "tmp" else "previous target set aside"
+        return f"directory {path} ({what} of run {run})"
+
+    def leftovers(self, keep_run: int | None) -> list[str]:
+        return [self._describe(*found) for found in self._leftover_runs(keep_run)]
+
+    def clean_leftovers(self, keep_run: int | None) -> list[str]:
+        removed = []
+        for run, kind, path in self._leftover_runs(keep_run):
+            if kind == "old" and not os.path.lexists(self.target):
+                # A commit died between its renames: this is the previous target, so put it back.
+                os.rename(path, self.target)
+                self.ctx.log.warning("file.target_restored", target=self.target, from_path=path)
+                removed.append(f"directory {path} (previous target set aside by run {run}, restored)")
+                continue
+            remove(path)
+            self.ctx.log.info("file.leftover_removed", path=path, run=run)
+            removed.append(self._describe(run, kind, path))
+        if removed:
+            fsync_dir(self.parent)
+        return removed
 
     def _check_replaceable(self, cls: type[StorageError]) -> None:
         """Raise ``cls`` unless overwrite may replace the target (see the module docstring)."""
@@ -125,6 +248,14 @@ class FileWriterPeriphery:
         if not os.path.isdir(self.tmp_dir):
             raise self._error(CommitError, f"temporary directory {self.tmp_dir} is missing; was prepare run?")
         try:
+            open_parts = [n for n in os.listdir(self.tmp_dir) if n.endswith(INPROGRESS)]
+        except OSError as exc:
+            raise self._error(CommitError, f"cannot list {self.tmp_dir}: {exc}") from exc
+        if open_parts:
+            # A split neither ended nor aborted: committing would drop or half-write its rows.
+            raise self._error(CommitError, f"{len(open_parts)} split part(s) in {self.tmp_dir} are still being "
+                                           f"written ({open_parts[0]}, ...)")
+        try:
             write_marker(self.tmp_dir)
             fsync_dir(self.tmp_dir)
         except OSError as exc:
@@ -153,14 +284,22 @@ class FileWriterPeriphery:
                     pass  # rollback() retries the restore
             raise self._error(CommitError, f"cannot move {self.tmp_dir} to {self.target}: {exc}") from exc
         fsync_dir(self.parent)
-        # The new target is in place: the old one is garbage, and failing to delete it is no failure.
+        # The new target is in place: the old one is garbage, and failing to delete it is no failure;
+        # nor is failing to delete the run's own files (layout.OWN_NAME admits them).
         try:
             remove(self.old_dir)
         except OSError as exc:
             self.ctx.log.warning("file.old_target_left", path=self.old_dir, error=str(exc))
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self.target):
+                if name == RUN_MARKER or name.startswith(SPLIT_ID_FILE):
+                    os.unlink(os.path.join(self.target, name))
+
+    def _append_prefix(self) -> str:
+        return f"part-{self.ctx.task_id}-{self.ctx.state_run}-"
 
     def _append(self) -> None:
-        prefix = f"part-{self.ctx.task_id}-{self.ctx.run_id}-"
+        prefix = self._append_prefix()
         moved: list[tuple[str, str]] = []
         try:
             os.makedirs(self.target, exist_ok=True)
@@ -169,6 +308,12 @@ class FileWriterPeriphery:
                     continue
                 src = os.path.join(self.tmp_dir, name)
                 dst = os.path.join(self.target, prefix + name[len("part-"):])
+                hashed = _HASHED_PART.fullmatch(name)
+                if hashed is not None:
+                    # The id of a hashed split key goes along, so a resumed append still reads it.
+                    id_file = SPLIT_ID_FILE + hashed.group(1)
+                    if os.path.exists(os.path.join(self.tmp_dir, id_file)):
+                        shutil.copyfile(os.path.join(self.tmp_dir, id_file), os.path.join(self.target, id_file))
                 os.rename(src, dst)
                 moved.append((src, dst))
             write_marker(self.target)
@@ -197,100 +342,105 @@ class FileWriterPeriphery:
             raise self._error(RollbackError, f"cannot remove {self.tmp_dir}: {exc}") from exc
 
 
-class _Encoder(Protocol):
-    def header(self) -> bytes: ...
-
-    def encode(self, rows: Sequence[Row]) -> bytes: ...
-
-
-class TextPart:
-    """One csv or jsonl part file: each batch serialised in memory, then written in one call."""
-
-    def __init__(self, path: str, encoder: _Encoder, error: Callable[[str], WriteError]) -> None:
-        self.path = path
-        self._encode = encoder.encode
-        self._header = encoder.header
-        self._error = error
-        self._file: BinaryIO | None = None
-
-    def open(self) -> None:
-        try:
-            self._file = create_part(self.path)
-            self._file.write(self._header())
-        except OSError as exc:
-            raise self._error(f"cannot open {self.path}: {exc}") from exc
-        except ValueError as exc:  # a column name UTF-8 cannot hold
-            raise self._error(f"cannot write the csv header of {self.path}: {exc}") from exc
-
-    def write(self, rows: Sequence[Row]) -> WriteResult:
-        if self._file is None:
-            raise self._error(f"{self.path} is not open")
-        if not rows:
-            return WriteResult(written=0)
-        rejected: list[Rejected] = []
-        try:
-            data = self._encode(rows)
-        except SERIALISE_ERRORS:
-            # Some row cannot be written: serialise one by one and keep the others.
-            parts: list[bytes] = []
-            for row in rows:
-                try:
-                    parts.append(self._encode((row,)))
-                except SERIALISE_ERRORS as exc:
-                    rejected.append(Rejected(row, f"{type(exc).__name__}: {exc}"))
-            data = b"".join(parts)
-        try:
-            self._file.write(data)
-        except OSError as exc:
-            raise self._error(f"cannot write {self.path}: {exc}") from exc
-        return WriteResult(written=len(rows) - len(rejected), rejected=tuple(rejected))
-
-    def flush(self) -> None:
-        if self._file is None:
-            return
-        try:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-        except OSError as exc:
-            raise self._error(f"cannot flush {self.path}: {exc}") from exc
-
-    def close(self) -> None:
-        f, self._file = self._file, None
-        if f is None:
-            return
-        try:
-            f.close()
-        except OSError as exc:
-            raise self._error(f"cannot close {self.path}: {exc}") from exc
-
-
 class FileWriter:
-    """Writes one part file of the destination's temporary directory; one instance per writer thread."""
+    """Writes the destination's parts for one writer thread: a plain part (``write``/``flush``), or one
+    part per open split (:class:`~wormhole.plugins.base.SplitWriter`). Parts are created on first use,
+    so a split writer leaves no empty plain part."""
 
     def __init__(self, options: FileWriterOptions, ctx: WriteContext, periphery: FileWriterPeriphery,
                  worker: int) -> None:
+        self.options = options
         self.ctx = ctx
-        self.path = os.path.join(periphery.tmp_dir, f"part-{worker:05d}.{EXTENSIONS[options.format]}")
-        self._part = self._make_part(options)
+        self.worker = worker
+        self.tmp_dir = periphery.tmp_dir
+        self.ext = EXTENSIONS[options.format]
+        self.path = os.path.join(self.tmp_dir, f"part-{worker:05d}.{self.ext}")
+        self._part: TextPart | ParquetPart | None = None
+        self._splits: dict[str, TextPart | ParquetPart] = {}
 
-    def _make_part(self, options: FileWriterOptions) -> TextPart | ParquetPart:
+    def _make_part(self, path: str) -> TextPart | ParquetPart:
         schema = self.ctx.schema
-        if options.format == "parquet":
-            return ParquetPart(self.path, schema, self._error)
-        encoder = JsonlEncoder(schema) if options.format == "jsonl" else CsvEncoder(options, schema)
-        return TextPart(self.path, encoder, self._error)
+        if self.options.format == "parquet":
+            return ParquetPart(path, schema, self._error)
+        encoder = JsonlEncoder(schema) if self.options.format == "jsonl" else CsvEncoder(self.options, schema)
+        return TextPart(path, encoder, self._error)
 
     def _error(self, message: str) -> WriteError:
         return WriteError(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     def open(self) -> None:
-        self._part.open()
+        # Each part is created when its first rows come; only a missing pyarrow is found now.
+        if self.options.format == "parquet":
+            try:
+                import_pyarrow()
+            except ImportError as exc:
+                raise self._error(PYARROW_MISSING) from exc
+
+    def _plain(self) -> TextPart | ParquetPart:
+        if self._part is None:
+            part = self._make_part(self.path)
+            part.open()
+            self._part = part
+        return self._part
 
     def write(self, rows: Sequence[Row]) -> WriteResult:
-        return self._part.write(rows)
+        return self._plain().write(rows)
 
     def flush(self) -> None:
-        self._part.flush()
+        self._plain().flush()
+
+    # -- splits ---------------------------------------------------------------------------------
+
+    def _split_part(self, split_id: str) -> TextPart | ParquetPart:
+        part = self._splits.get(split_id)
+        if part is None:
+            # The worker index keeps two writers that were both given the split apart.
+            name = f"part-{split_key(split_id)}.w{self.worker:05d}.{self.ext}{INPROGRESS}"
+            part = self._make_part(os.path.join(self.tmp_dir, name))
+            part.open()
+            self._splits[split_id] = part
+        return part
+
+    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
+        return self._split_part(split_id).write(rows)
+
+    def end_split(self, split_id: str, rows: int) -> None:
+        part = self._split_part(split_id)  # a split without rows still gets its (empty) part: its record
+        del self._splits[split_id]
+        try:
+            part.flush()
+            part.close()
+        except WriteError:
+            self._discard(part)
+            raise
+        key = split_key(split_id)
+        final = os.path.join(self.tmp_dir, split_part_name(rows, key, self.ext))
+        try:
+            if key.startswith("h"):
+                write_durably(os.path.join(self.tmp_dir, SPLIT_ID_FILE + key[1:]),
+                              split_id.encode("utf-8", "surrogatepass"))
+            os.rename(part.path, final)
+            fsync_dir(self.tmp_dir)
+        except OSError as exc:
+            self._discard(part)
+            raise self._error(f"cannot make split {split_id} durable as {final}: {exc}") from exc
+        self.ctx.log.debug("file.split_durable", split_id=split_id, rows=rows, part=final)
+
+    def abort_split(self, split_id: str) -> None:
+        part = self._splits.pop(split_id, None)
+        if part is not None:
+            self._discard(part)
+
+    @staticmethod
+    def _discard(part: TextPart | ParquetPart) -> None:
+        with contextlib.suppress(WriteError):
+            part.close()
+        with contextlib.suppress(OSError):
+            os.unlink(part.path)
 
     def close(self) -> None:
-        self._part.close()
+        # Splits still open were neither ended nor aborted: their rows are not durable, so drop them.
+        for split_id in list(self._splits):
+            self.abort_split(split_id)
+        if self._part is not None:
+            self._part.close()

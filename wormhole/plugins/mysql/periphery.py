@@ -1,11 +1,18 @@
 """The mysql store's writer periphery: prepares the target, then commits or rolls back the load.
 
 Loads (``load``):
-- ``append``: rows are committed batch by batch into the target; rollback runs ``rollback_sql``,
-  or, without it, fails plainly (the rows stay and the result says so);
+- ``append``: rows are committed batch by batch (or split by split) into the target; rollback runs
+  ``rollback_sql``, or, without it, fails plainly (the rows stay and the result says so);
 - ``truncate``: ``TRUNCATE TABLE`` in prepare, then as append;
 - ``staging``: rows go to a staging table swapped in at commit (:mod:`.staging`); ``post_sql`` runs
   after the swap, and if it fails the swap is undone.
+
+Resumable runs (:class:`~wormhole.plugins.base.DurablePeriphery`): writers commit each split with its
+marker row in ``wormhole_splits`` (:mod:`.markers`), which prepare creates. A run that resumes
+(``ctx.resuming``) after the crashed run's prepare had finished repeats none of it (no ``pre_sql``, no
+TRUNCATE, the staging table adopted, not reclaimed) and reports the markers as its durable splits.
+Commit and rollback delete the destination's markers; :meth:`MysqlWriterPeriphery.leftovers` finds
+what crashed runs of the task left (staging tables, markers).
 """
 
 from __future__ import annotations
@@ -15,11 +22,12 @@ from typing import Any
 
 import pymysql
 
-from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
+from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
 from wormhole.plugins.base import ShippedWithoutLock, WriteContext
 from wormhole.plugins.mysql.connection import close_quietly, connect, describe, fetch_all, fetch_one
+from wormhole.plugins.mysql.markers import SplitMarkers
 from wormhole.plugins.mysql.options import MysqlWriterOptions
-from wormhole.plugins.mysql.staging import Staging, TargetSql
+from wormhole.plugins.mysql.staging import Staging, TargetSql, staging_leftovers
 from wormhole.plugins.sql import backquote as quote
 
 
@@ -48,6 +56,10 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         self.finished = False
         self.broken: str | None = None
         """Why the load cannot be committed (set by a writer whose piece failed for good)."""
+        self.markers = SplitMarkers(self.sql, ctx)
+        self.markers_ready = False
+        self.durable: dict[str, int] = {}
+        """Splits held durably before this run (resuming): split id -> rows."""
 
     @property
     def target(self) -> str:
@@ -65,6 +77,14 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
     def add_written(self, rows: int) -> None:
         with self.lock:
             self.rows_written += rows
+
+    def durable_splits(self) -> dict[str, int]:
+        """The splits this destination already holds for ``ctx.state_run`` (their markers), read at prepare."""
+        return dict(self.durable)
+
+    @property
+    def durable_rows(self) -> int:
+        return sum(self.durable.values())
 
     # -- prepare --------------------------------------------------------------------------------
 
@@ -86,17 +106,36 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         types = self._target_columns(conn)
         self.max_packet = int(fetch_one(conn, "SELECT @@max_allowed_packet")[0])
         self.method = self._choose_method(conn)
-        for statement in opts.pre_sql:
-            self.sql.run(conn, statement, "pre_sql", PrepareError)
-        if opts.load == "truncate":
-            self.sql.run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
-            self.truncated = True
-        elif opts.load == "staging":
+        self.markers.ensure(conn)
+        self.markers_ready = True
+        done, recorded_before = self.markers.prepared(conn) if self.ctx.resuming else (False, None)
+        if done:
+            # The crashed run got through prepare: its pre_sql and TRUNCATE ran, and durable splits
+            # are in the target (or its staging table): running them again would lose those.
+            self.ctx.log.info("writer.prepare_resumed", state_run=self.ctx.state_run)
+            self.truncated = opts.load == "truncate"
+            self.rows_before = recorded_before
+        else:
+            for statement in opts.pre_sql:
+                self.sql.run(conn, statement, "pre_sql", PrepareError)
+            if opts.load == "truncate":
+                self.sql.run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
+                self.truncated = True
+        if opts.load == "staging":
             self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
             self.staging.prepare(conn)
             self.write_table = self.staging.name
-        if opts.verify == "count" and opts.load == "append":
-            self.rows_before = int(fetch_one(conn, f"SELECT COUNT(*) FROM {self.target}")[0])
+        if not done:
+            if opts.verify == "count" and opts.load == "append":
+                self.rows_before = int(fetch_one(conn, f"SELECT COUNT(*) FROM {self.target}")[0])
+            self.markers.record_prepared(conn, self.rows_before)
+        self.durable = self.markers.durable(conn) if self.ctx.resuming else {}
+        if self.durable and self.staging is not None and not self.staging.adopted:
+            # The markers name splits of a staging table that is gone: they are written again.
+            self.ctx.log.warning("writer.durable_state_lost", table=self.staging.name, splits=len(self.durable))
+            self.markers.forget(conn, "forgetting split markers", PrepareError)
+            self.markers.record_prepared(conn, self.rows_before)
+            self.durable = {}
         self._build_sql([types[c.lower()] for c in self.columns])
 
     def _target_columns(self, conn: pymysql.Connection) -> dict[str, str]:
@@ -176,17 +215,34 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
                 self.sql.run(conn, statement, "post_sql", CommitError)
             if self.staging is not None:
                 self.staging.drop_old(conn)
+            self._forget_markers(conn)
         finally:
             close_quietly(conn)
         self.finished = True
 
+    def _forget_markers(self, conn: pymysql.Connection) -> None:
+        if not self.markers_ready:
+            return
+        try:
+            self.markers.forget(conn, "deleting split markers", PeripheryError)
+        except PeripheryError as exc:
+            # The load itself is decided; markers of a finished state run are only leftovers.
+            self.ctx.log.warning("writer.markers_left", table=self.markers.table, error=str(exc))
+
     def _verify(self, conn: pymysql.Connection) -> None:
+        """Rows in the written table == rows before the load + rows written by this run and by the runs
+        it resumes (their markers). The count before an append is recorded at prepare, so a resumed
+        run knows it too; should it be unknown (a marker table from before), the check is skipped."""
         table = self.table_ref(self.write_table)
+        if self.options.load == "append" and self.rows_before is None:
+            self.ctx.log.warning("writer.verify_skipped", reason="the row count before the load is unknown")
+            return
         found = int(fetch_one(conn, f"SELECT COUNT(*) FROM {table}")[0])
-        expected = self.rows_written + (self.rows_before or 0)
+        expected = self.rows_written + self.durable_rows + (self.rows_before or 0)
         if found != expected:
+            earlier = f", {self.durable_rows} by the runs resumed" if self.durable else ""
             raise self.sql.error(CommitError, f"verify count: {table} holds {found} rows, expected {expected} "
-                                              f"({self.rows_written} written)")
+                                              f"({self.rows_written} written{earlier})")
 
     def rollback(self) -> None:
         if self.finished:
@@ -197,12 +253,23 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self._rollback_load()
         self.finished = True
 
+    def _drop_markers(self, error: type[StorageError]) -> None:
+        if not self.markers_ready:
+            return
+        conn = self.connect(error)
+        try:
+            self.markers.forget(conn, "deleting split markers", error)
+        finally:
+            close_quietly(conn)
+
     def _rollback_staging(self) -> None:
         if self.staging is None or not self.staging.created:
+            self._drop_markers(RollbackError)
             return  # this run never created it: a table by that name is not ours to drop
         conn = self.connect(RollbackError)
         try:
             self.staging.rollback(conn)
+            self._forget_markers(conn)
         finally:
             close_quietly(conn)
 
@@ -213,15 +280,59 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             try:
                 for statement in opts.rollback_sql:
                     self.sql.run(conn, statement, "rollback_sql", RollbackError)
+                self._forget_markers(conn)
             finally:
                 close_quietly(conn)
             return
-        if self.rows_written or self.truncated:
+        self._drop_markers(RollbackError)
+        committed = self.rows_written + self.durable_rows
+        if committed or self.truncated:
             what = []
             if self.truncated:
                 what.append(f"{self.target} was truncated (its earlier rows are gone)")
-            if self.rows_written:
-                what.append(f"{self.rows_written} rows committed to {self.target} stay there")
+            if committed:
+                earlier = f" ({self.durable_rows} by the runs resumed)" if self.durable else ""
+                what.append(f"{committed} rows committed to {self.target}{earlier} stay there")
             self.finished = True
             raise self.sql.error(RollbackError, f"not rolled back: load is '{opts.load}' without rollback_sql: "
                                                 f"{'; '.join(what)}")
+
+    # -- leftovers of crashed runs ------------------------------------------------------------
+
+    def leftovers(self, keep_run: int | None) -> list[str]:
+        """What crashed runs of this task left for this destination: staging tables (marked and named
+        as wormhole names them) and split markers, of every state run but ``keep_run``."""
+        conn = self.connect(PeripheryError)
+        try:
+            return [text for text, _ in self._leftovers(conn, keep_run)]
+        finally:
+            close_quietly(conn)
+
+    def clean_leftovers(self, keep_run: int | None) -> list[str]:
+        conn = self.connect(PeripheryError)
+        removed = []
+        try:
+            for text, remove in self._leftovers(conn, keep_run):
+                remove(conn)
+                removed.append(text)
+                self.ctx.log.info("writer.leftover_removed", leftover=text)
+        finally:
+            close_quietly(conn)
+        return removed
+
+    def _leftovers(self, conn: pymysql.Connection, keep_run: int | None) -> list[tuple[str, Any]]:
+        found: list[tuple[str, Any]] = []
+        try:
+            for name, run in staging_leftovers(self.sql, conn, self.ctx, self.options.table,
+                                               self.options.staging_table, keep_run):
+                statement = f"DROP TABLE {self.sql.ref(name)}"
+                found.append((f"table {self.sql.ref(name)} (staging of run {run})",
+                              lambda c, s=statement: self.sql.run(c, s, "dropping a leftover staging table",
+                                                                  PeripheryError)))
+            for run, splits in self.markers.other_runs(conn, keep_run).items():
+                found.append((f"{splits} split marker(s) of run {run} in {self.markers.table}",
+                              lambda c, r=run: self.markers.drop_run(c, r, PeripheryError)))
+        except pymysql.err.MySQLError as exc:
+            raise self.sql.error(PeripheryError, f"looking for leftovers on {self.endpoint.mark} failed: "
+                                                 f"{describe(exc)}") from exc
+        return found

@@ -1,11 +1,12 @@
-"""The mysql store's native Spark read and write (``spark_read``/``spark_write``), loaded in Spark mode only.
+"""The mysql store's native Spark read (``spark_read``), loaded in Spark mode only.
 
 MySQL goes over JDBC with Debian's MariaDB Connector/J: one partition per split predicate, every
-shard and table its own relation, unioned by name; writes are Spark's batched JDBC inserts, one
-transaction per partition, so a retried partition leaves no rows of its failed attempt. Spark 4
-applies its MySQL dialect (backtick quoting) only to ``jdbc:mysql:`` URLs, hence the connector's
-``permitMysqlScheme``. A column JDBC would not carry exactly sends the read to the row reader per
-split (:class:`wormhole.spark.types.RowReaderPlan`).
+shard and table its own relation, unioned by name (the union says which split each partition is,
+for destinations that make splits durable). Spark 4 applies its MySQL dialect (backtick quoting)
+only to ``jdbc:mysql:`` URLs, hence the connector's ``permitMysqlScheme``. A column JDBC would not
+carry exactly sends the read to the row reader per split (:class:`wormhole.spark.types.RowReaderPlan`).
+Writes go through the store's own row writers inside the executors (a split per partition, durable
+with its marker row), not JDBC.
 """
 
 from __future__ import annotations
@@ -15,16 +16,15 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from wormhole.errors import SplitError
-from wormhole.plugins.base import Schema, Split, WriteContext
+from wormhole.plugins.base import Schema, Split
 from wormhole.plugins.mysql.catalog import choose_columns, describe_table
 from wormhole.plugins.mysql.connection import close_quietly, connect, fetch_all, text
-from wormhole.plugins.mysql.options import Endpoint, MysqlSource, MysqlWriterOptions, QuerySource, resolve_password
-from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
+from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource, resolve_password
 from wormhole.plugins.sql import backquote as quote
-from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan, exact_columns
+from wormhole.spark.splits import with_split_order
+from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan
 
 MARIADB_DRIVER = "org.mariadb.jdbc.Driver"
 
@@ -138,7 +138,9 @@ def read(spark: SparkSession, options: MysqlSource, splits: list[Split], schema:
         groups.setdefault((split.params["shard"], split.params["relation"]), []).append(split)
     frames = [_relation(spark, options.shards[shard].endpoint, relation, members, dates, schema)
               for (shard, relation), members in groups.items()]
-    return reduce(lambda a, b: a.unionByName(b), frames)
+    # The union's partitions are the groups' in turn: say which split each is (resumable writes).
+    return with_split_order(reduce(lambda a, b: a.unionByName(b), frames),
+                            [s.id for members in groups.values() for s in members])
 
 
 def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Split], dates: frozenset[str],
@@ -159,21 +161,3 @@ def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Sp
                           else F.col(f"`{c}`") for c in columns])
     return frame.toDF(*schema.names)  # the names the reader's schema gives (case kept)
 
-
-def write(frame: DataFrame, options: MysqlWriterOptions, ctx: WriteContext, periphery: MysqlWriterPeriphery) -> bool:
-    """Insert mode: Spark's batched JDBC inserts into the periphery's table (the staging table for a
-    staging load). Replace and upsert need the row writer (False)."""
-    if options.write_mode != "insert":
-        return False
-    ep = periphery.endpoint
-    names = list(options.columns or ctx.schema.names)
-    exact = exact_columns(frame.schema)
-    types = {c.name: c.type for c in ctx.schema.columns}
-    # Exact integer text as a number: MySQL would read the string '1023' into a BIT(10) as its bytes.
-    out = frame.select([F.col(f"`{f.name}`").cast(T.DecimalType(38, 0)).alias(f.name)
-                        if f.name in exact and types.get(f.name) == "int" else F.col(f"`{f.name}`")
-                        for f in frame.schema.fields]).toDF(*names)
-    props = {**_properties(ep), "batchsize": str(options.batch_size), "isolationLevel": "READ_COMMITTED"}
-    out.write.jdbc(jdbc_url(ep.host, ep.port, ep.database), periphery.table_ref(periphery.write_table),
-                   mode="append", properties=props)
-    return True

@@ -10,6 +10,10 @@ wormhole never drops a table it did not create: the staging table it creates car
 dropped only when it carries that marker for the same task and destination (the leftover of a
 crashed run), and any other existing table fails the destination and stays as it is. Commit and
 rollback drop only the staging table this run created and the old table this run renamed.
+
+The staging table is named and marked by the destination's *state run* (``ctx.state_run``): a run
+that resumes a crashed one adopts the staging table that run left (its durable splits are in it)
+instead of reclaiming it; a fresh run reclaims leftovers of its task and destination as before.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import pymysql
 
 from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
 from wormhole.plugins.base import WriteContext
-from wormhole.plugins.mysql.connection import PLUGIN_NAME, describe, fetch_one
+from wormhole.plugins.mysql.connection import PLUGIN_NAME, describe, fetch_all, fetch_one
 from wormhole.plugins.mysql.options import MAX_IDENTIFIER, Endpoint
 from wormhole.plugins.sql import backquote as quote
 
@@ -42,6 +46,29 @@ def parse_marker(comment: str) -> tuple[int, int, str] | None:
 def derived_name(table: str, suffix: str) -> str:
     """``table`` + ``suffix``, the table's name cut so the whole fits MySQL's 64 characters."""
     return table[: MAX_IDENTIFIER - len(suffix)] + suffix
+
+
+def default_name(target: str, task_id: int, state_run: int) -> str:
+    """The staging table of ``target`` for a task's state run, when ``staging_table`` names none."""
+    return derived_name(target, f"__wh{task_id}_{state_run}")
+
+
+def staging_leftovers(sql: TargetSql, conn: pymysql.Connection, ctx: WriteContext, target: str,
+                      named: str | None, keep_run: int | None) -> list[tuple[str, int]]:
+    """``(table, run)`` of every staging table of ``ctx``'s task and destination but ``keep_run``'s:
+    a table counts only when it carries the marker *and* has the staging name of the marker's run
+    (``named``, or the default one), so a user's table is never taken for one."""
+    found = fetch_all(conn, "SELECT TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                            "AND TABLE_COMMENT LIKE %s ORDER BY TABLE_NAME",
+                      (sql.endpoint.database, f"wormhole:task={int(ctx.task_id)},%"))
+    leftovers = []
+    for name, comment in found:
+        marker = parse_marker(str(comment or ""))
+        if marker is None or marker[0] != ctx.task_id or marker[2] != ctx.destination or marker[1] == keep_run:
+            continue
+        if str(name) == (named or default_name(target, ctx.task_id, marker[1])):
+            leftovers.append((str(name), marker[1]))
+    return leftovers
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +108,22 @@ class Staging:
         self.ctx = ctx
         self.target = target
         self.named = name is not None
-        self.name = name or derived_name(target, f"__wh{ctx.task_id}_{ctx.run_id}")
-        self.old = derived_name(target, f"__whold{ctx.task_id}_{ctx.run_id}")
+        self.name = name or default_name(target, ctx.task_id, ctx.state_run)
+        self.old = derived_name(target, f"__whold{ctx.task_id}_{ctx.state_run}")
         self.created = False
-        """This run created the staging table: only then may commit or rollback drop it."""
+        """This run created (or adopted) the staging table: only then may commit or rollback drop it."""
+        self.adopted = False
+        """The staging table is the one the crashed run of ``ctx.state_run`` left, rows and all."""
         self.swapped = False
         self.target_comment = ""
         """The target's own table comment, given back to the staging table before the swap."""
 
     def prepare(self, conn: pymysql.Connection) -> None:
+        """Create the staging table; when resuming, adopt the one the state run left instead."""
         sql, ctx = self.sql, self.ctx
         self.target_comment = sql.table_comment(conn, self.target) or ""
+        if ctx.resuming and self._adopt(conn):
+            return
         self._reclaim(conn)
         if sql.table_comment(conn, self.old) is not None:
             raise sql.error(PrepareError, f"table {sql.ref(self.old)} already exists on {sql.endpoint.mark}; the "
@@ -100,8 +132,24 @@ class Staging:
         sql.run(conn, f"CREATE TABLE {sql.ref(self.name)} LIKE {sql.ref(self.target)}", "staging", PrepareError)
         self.created = True
         sql.run(conn, f"ALTER TABLE {sql.ref(self.name)} COMMENT = "
-                      f"{conn.escape(staging_marker(ctx.task_id, ctx.run_id, ctx.destination))}",
+                      f"{conn.escape(staging_marker(ctx.task_id, ctx.state_run, ctx.destination))}",
                 "marking the staging table", PrepareError)
+
+    def _adopt(self, conn: pymysql.Connection) -> bool:
+        """Take over the staging table of the state run, when it is there and carries its marker."""
+        sql, ctx = self.sql, self.ctx
+        comment = sql.table_comment(conn, self.name)
+        if comment is None or parse_marker(comment) != (ctx.task_id, ctx.state_run, ctx.destination):
+            return False
+        if sql.table_comment(conn, self.old) is not None:
+            # The crashed run died inside its commit's swap: the target is already the loaded table.
+            raise sql.error(PrepareError, f"table {sql.ref(self.old)} exists next to the staging table "
+                                          f"{sql.ref(self.name)} on {sql.endpoint.mark}: run {ctx.state_run}'s "
+                                          f"commit was interrupted mid-swap; both are left untouched: check "
+                                          f"{sql.ref(self.target)} and drop the one not wanted")
+        self.created = self.adopted = True
+        ctx.log.info("writer.staging_adopted", table=self.name, state_run=ctx.state_run)
+        return True
 
     def _reclaim(self, conn: pymysql.Connection) -> None:
         """Drop a table by the staging name only when it is a leftover of this task and destination."""

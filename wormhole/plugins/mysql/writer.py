@@ -1,4 +1,4 @@
-"""The mysql store's writers: one connection each, every piece of ``batch_size`` rows one transaction.
+"""The mysql store's writers: every piece of ``batch_size`` rows one transaction, or one split one transaction.
 
 A writer cuts a batch into pieces of ``batch_size`` rows, each in its own transaction, sent as one
 ``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT. Every MySQL destination of
@@ -11,6 +11,16 @@ Transient errors (lock wait timeout, deadlock, lost connection) become ``Transie
 at the store boundary, and :func:`wormhole.retry.policy` retries the piece on a fresh transaction,
 with backoff, ``retries`` times; the waits end at once when the task stops. A connection lost while
 COMMIT was in flight is not retried, because whether the piece was committed is unknown.
+
+As a :class:`~wormhole.plugins.base.SplitWriter` (``write_split``/``end_split``/``abort_split``) a writer
+keeps one transaction per open split, on a connection of its own (opened on the split's first
+batch, reused from a small free list after a commit). Each piece runs under a SAVEPOINT, so a bad
+row or a lock wait timeout undoes that piece only; ``end_split`` inserts the split's marker row
+(:mod:`.markers`) and commits: the rows and the record that they are in are one transaction. An
+error that takes the split's transaction with it (deadlock, lost connection) raises ``SplitLost``:
+the split is written again from its start. When the connection is lost while COMMIT was in flight,
+the writer waits until the server has finished with the old session and looks for the marker: found,
+the split is durable; missing, it is lost. So each split is committed exactly once.
 """
 
 from __future__ import annotations
@@ -18,18 +28,21 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 import pymysql
 
-from wormhole.errors import TransientWriteError, WriteError
+from wormhole.errors import SplitLost, TransientWriteError, WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult, batch_memo
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
+    abandon,
     close_quietly,
     describe,
     error_code,
+    fetch_one,
     is_row_error,
     is_transient,
 )
@@ -44,6 +57,16 @@ T = TypeVar("T")
 _LOAD_INFO = re.compile(r"Records:\s*(\d+)\s+Deleted:\s*(\d+)\s+Skipped:\s*(\d+)\s+Warnings:\s*(\d+)")
 _KEEPS_CONNECTION = (1205, 1213)
 """Lock wait timeout and deadlock roll back the transaction, not the session: the connection is kept."""
+_LOCK_WAIT_TIMEOUT = 1205
+"""Undoes only the statement (unless innodb_rollback_on_timeout): a split's piece retries from its savepoint."""
+_COMMIT_UNKNOWN = (2013, 2055)
+"""Lost while waiting for COMMIT's answer: whether the server committed is unknown."""
+_UNKNOWN_THREAD = 1094
+_SAVEPOINT = "wh_piece"
+_FREE_CONNECTIONS = 2
+"""Connections kept for the next splits after a commit; more open splits open more."""
+_SETTLE_WAIT_S = 30.0
+"""How long a lost COMMIT's outcome is waited for (its old session ending on the server)."""
 
 
 class MysqlWriter:
@@ -60,6 +83,10 @@ class MysqlWriter:
         self.conn: pymysql.Connection | None = None
         self._file: int | None = None
         self._file_path = ""
+        self._splits: dict[str, pymysql.Connection] = {}
+        """The open splits' transactions, each on its own connection."""
+        self._split_written: dict[str, int] = {}
+        self._free: list[pymysql.Connection] = []
 
     def _error(self, message: str) -> WriteError:
         return WriteError(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
@@ -90,6 +117,12 @@ class MysqlWriter:
         """Nothing buffered: every piece is committed before ``write`` returns."""
 
     def close(self) -> None:
+        # Splits still open are not committed: closing their connections rolls them back.
+        for conn in [*self._splits.values(), *self._free]:
+            close_quietly(conn)
+        self._splits.clear()
+        self._split_written.clear()
+        self._free.clear()
         close_quietly(self.conn)
         self.conn = None
         if self._file is not None:
@@ -101,28 +134,42 @@ class MysqlWriter:
     # -- writing --------------------------------------------------------------------------------
 
     def write(self, rows: Sequence[Row]) -> WriteResult:
+        return self._write(rows, None)
+
+    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
+        """Write a batch of ``split_id`` inside the split's transaction (not durable until ``end_split``)."""
+        result = self._write(rows, split_id)
+        self._split_written[split_id] = self._split_written.get(split_id, 0) + result.written
+        return result
+
+    def _write(self, rows: Sequence[Row], split_id: str | None) -> WriteResult:
         size = self.options.batch_size
         written = 0
         rejected: list[Rejected] = []
         for start in range(0, len(rows), size):
             piece = rows[start:start + size]
             try:
-                n, bad = self._write_piece(rows, start, piece)
+                n, bad = self._write_piece(rows, start, piece, split_id)
             except WriteError as exc:
-                exc.details["written_before_failure"] = written  # pieces of this batch already committed
+                if split_id is None:
+                    exc.details["written_before_failure"] = written  # pieces of this batch already committed
                 raise
             written += n
             rejected.extend(bad)
         return WriteResult(written=written, rejected=tuple(rejected))
 
-    def _write_piece(self, batch: Sequence[Row], start: int, piece: Sequence[Row]) -> tuple[int, list[Rejected]]:
+    def _write_piece(self, batch: Sequence[Row], start: int, piece: Sequence[Row],
+                     split_id: str | None) -> tuple[int, list[Rejected]]:
         p = self.periphery
         if p.broken is not None:
             raise self._error(f"cannot write {p.target}: {p.broken}")
         encoded = self._encode(batch, start, piece)
-        bulk = None if encoded is None else (lambda: self._retrying(lambda: self._bulk(piece, encoded)))
-        result = batch_then_rows(piece, bulk, lambda rows: self._retrying(lambda: self._row_by_row(rows)))
-        p.add_written(result.written)
+        bulk = None if encoded is None else (
+            lambda: self._retrying(split_id, lambda: self._bulk(piece, encoded, split_id)))
+        result = batch_then_rows(piece, bulk,
+                                 lambda rows: self._retrying(split_id, lambda: self._row_by_row(rows, split_id)))
+        if split_id is None:
+            p.add_written(result.written)  # committed; a split's rows count once the split is
         return result.written, list(result.rejected)
 
     def _encode(self, batch: Sequence[Row], start: int, piece: Sequence[Row]) -> bytes | list[str] | None:
@@ -141,29 +188,43 @@ class MysqlWriter:
             memo[key] = _UNENCODABLE if encoded is None else encoded
         return encoded
 
-    def _bulk(self, piece: Sequence[Row], encoded: bytes | list[str]) -> bool:
-        """One transaction for the whole piece; False when some row's value is at fault."""
-        conn = self._connection()
+    def _bulk(self, piece: Sequence[Row], encoded: bytes | list[str], split_id: str | None) -> bool:
+        """The whole piece at once (its own transaction, or a savepoint of the split's); False when
+        some row's value is at fault (the piece is undone)."""
+        conn = self._connection(split_id)
         try:
             with conn.cursor() as cur:
+                if split_id is not None:
+                    cur.execute(f"SAVEPOINT {_SAVEPOINT}")
                 if isinstance(encoded, bytes):
                     assert self._file is not None
                     os.ftruncate(self._file, 0)
                     os.pwrite(self._file, encoded, 0)
                     cur.execute(self.periphery.load_sql, (self._file_path,))
                     if not self._loaded_exactly(cur, len(piece)):
-                        conn.rollback()
+                        self._undo_piece(conn, split_id)
                         return False
                 else:
                     for statement in self._insert_statements(encoded):
                         cur.execute(statement)
         except pymysql.err.MySQLError as exc:
             if is_row_error(exc):
-                self._rollback_quietly()
+                if split_id is None:
+                    self._rollback_quietly()
+                else:
+                    self._undo_piece(conn, split_id)
                 return False
             raise
-        self._commit()
+        if split_id is None:
+            self._commit()
         return True
+
+    def _undo_piece(self, conn: pymysql.Connection, split_id: str | None) -> None:
+        if split_id is None:
+            conn.rollback()
+            return
+        with conn.cursor() as cur:
+            cur.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")  # raises when the split's transaction is gone
 
     def _loaded_exactly(self, cur: Any, expected: int) -> bool:
         # With LOCAL, MySQL turns bad values and duplicate keys into warnings and skips or mangles
@@ -194,12 +255,15 @@ class MysqlWriter:
             statements.append(p.insert_prefix + ",".join(current) + p.insert_suffix)
         return statements
 
-    def _row_by_row(self, piece: Sequence[Row]) -> WriteResult:
-        """The piece as single-row statements in one transaction; bad rows are rejected with
-        MySQL's reason (a failing statement undoes only itself)."""
-        with self._connection().cursor() as cur:
+    def _row_by_row(self, piece: Sequence[Row], split_id: str | None) -> WriteResult:
+        """The piece as single-row statements (one transaction, or in the split's after a savepoint);
+        bad rows are rejected with MySQL's reason (a failing statement undoes only itself)."""
+        with self._connection(split_id).cursor() as cur:
+            if split_id is not None:
+                cur.execute(f"SAVEPOINT {_SAVEPOINT}")
             result = rows_one_by_one(piece, lambda row: self._insert_row(cur, row))
-        self._commit()
+        if split_id is None:
+            self._commit()
         return result
 
     def _insert_row(self, cur: Any, row: Row) -> str | None:
@@ -218,10 +282,24 @@ class MysqlWriter:
             return describe(exc)
         return None
 
-    def _connection(self) -> pymysql.Connection:
+    def _connection(self, split_id: str | None = None) -> pymysql.Connection:
+        if split_id is not None:
+            conn = self._splits.get(split_id)
+            if conn is None:
+                conn = self._splits[split_id] = self._split_connection()
+            return conn
         if self.conn is None:
             self.conn = self._connect()
         return self.conn
+
+    def _split_connection(self) -> pymysql.Connection:
+        """A connection for a split's transaction: a free one (the plain-write one first), or a new one."""
+        if self._free:
+            return self._free.pop()
+        if self.conn is not None:
+            conn, self.conn = self.conn, None
+            return conn
+        return self._connect()
 
     def _commit(self) -> None:
         conn = self._connection()
@@ -230,7 +308,7 @@ class MysqlWriter:
         except pymysql.err.MySQLError as exc:
             # Lost while waiting for COMMIT's answer: the server may or may not have committed. A
             # failure to send it (2006), or an error answer, means it did not: that piece is retried.
-            if error_code(exc) in (2013, 2055):
+            if error_code(exc) in _COMMIT_UNKNOWN:
                 raise _Broken(f"the connection was lost while a batch was being committed, so whether its rows "
                               f"are in {self.periphery.target} is unknown: {describe(exc)}") from exc
             raise
@@ -247,9 +325,10 @@ class MysqlWriter:
         close_quietly(self.conn)
         self.conn = None
 
-    def _retrying(self, step: Callable[[], T]) -> T:
-        """``step`` (one transaction of a piece), retried on transient errors by the one retry policy;
-        when it fails for good the destination is broken (its load cannot be committed)."""
+    def _retrying(self, split_id: str | None, step: Callable[[], T]) -> T:
+        """``step`` (a piece's statements), retried on transient errors by the one retry policy; when
+        it fails for good the destination is broken (its load cannot be committed). In a split, only
+        what undoes the piece alone is retried; losing the split's transaction raises ``SplitLost``."""
         attempts = 0
 
         def attempt() -> T:
@@ -258,7 +337,7 @@ class MysqlWriter:
             try:
                 return step()
             except pymysql.err.MySQLError as exc:
-                raise self._classify(exc) from exc
+                raise self._classify(exc, split_id) from exc
 
         retrying = policy(attempts=self.options.retries + 1, wait_s=self.options.retry_wait_s, max_wait_s=30.0,
                           stop=self.ctx.stop, log=self.log, event="writer.retry")
@@ -266,25 +345,143 @@ class MysqlWriter:
             return retrying(attempt)
         except TransientWriteError as exc:
             stopping = " (the task is stopping)" if self.ctx.stop.is_set() else ""
-            self._fail(f"writing {self.periphery.target} failed after {attempts} attempt(s){stopping}: {exc}")
+            self._fail(f"writing {self.periphery.target} failed after {attempts} attempt(s){stopping}: {exc}",
+                       split_id)
         except _Broken as exc:
-            self._fail(str(exc))
+            self._fail(str(exc), split_id)
 
-    def _classify(self, exc: pymysql.err.MySQLError) -> Exception:
+    def _classify(self, exc: pymysql.err.MySQLError, split_id: str | None) -> Exception:
         """The store boundary: a transient MySQL error becomes ``TransientWriteError`` (retryable),
-        any other breaks the destination."""
+        or ``SplitLost`` when it took a split's transaction; any other breaks the destination."""
         if not is_transient(exc):
             return _Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
+        if split_id is not None:
+            return self._split_error(exc, split_id)
         # The piece's transaction is gone (rolled back, or with the connection): it is redone whole.
         self._rollback_quietly()
         if error_code(exc) not in _KEEPS_CONNECTION:
             self._drop_connection()
         return TransientWriteError(describe(exc), destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
-    def _fail(self, reason: str) -> NoReturn:
-        self._rollback_quietly()
+    def _split_error(self, exc: pymysql.err.MySQLError, split_id: str) -> Exception:
+        conn = self._splits[split_id]
+        if error_code(exc) == _LOCK_WAIT_TIMEOUT:
+            try:
+                self._undo_piece(conn, split_id)
+            except pymysql.err.MySQLError:
+                pass  # the savepoint went with the transaction (innodb_rollback_on_timeout): lost
+            else:
+                return TransientWriteError(describe(exc), destination=self.ctx.destination, plugin=PLUGIN_NAME)
+        return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
+                                    f"{describe(exc)}")
+
+    def _lose(self, split_id: str, reason: str) -> SplitLost:
+        """Forget the split (its connection closed, so nothing of it can commit) and say it is lost."""
+        close_quietly(self._splits.pop(split_id, None))
+        self._split_written.pop(split_id, None)
+        self.log.warning("writer.split_lost", split_id=split_id, reason=reason)
+        return SplitLost(reason, split_id=split_id, destination=self.ctx.destination, plugin=PLUGIN_NAME)
+
+    def _fail(self, reason: str, split_id: str | None = None) -> NoReturn:
+        if split_id is None:
+            self._rollback_quietly()
+        else:
+            close_quietly(self._splits.pop(split_id, None))
+            self._split_written.pop(split_id, None)
         self.periphery.broken = reason
         raise self._error(reason)
+
+    # -- splits ---------------------------------------------------------------------------------
+
+    def end_split(self, split_id: str, rows: int) -> None:
+        """Insert the split's marker and commit: its rows and the marker are one transaction."""
+        p = self.periphery
+        if p.broken is not None:
+            raise self._error(f"cannot write {p.target}: {p.broken}")
+        conn = self._connection(split_id)  # a split without rows still gets its marker
+        try:
+            with conn.cursor() as cur:
+                cur.execute(p.markers.insert_sql, (self.ctx.destination, split_id, rows))
+        except pymysql.err.MySQLError as exc:
+            if is_transient(exc):
+                raise self._lose(split_id, f"split {split_id!r} lost its transaction on {p.target}: "
+                                           f"{describe(exc)}") from exc
+            self._fail(f"recording split {split_id!r} in {p.markers.table} failed: {describe(exc)}", split_id)
+        try:
+            conn.commit()
+        except pymysql.err.MySQLError as exc:
+            if error_code(exc) in _COMMIT_UNKNOWN or isinstance(exc, pymysql.err.InterfaceError):
+                self._settle(split_id, conn, exc)
+            elif is_transient(exc):  # not sent (2006) or refused: the transaction did not commit
+                raise self._lose(split_id, f"committing split {split_id!r} to {p.target} failed: "
+                                           f"{describe(exc)}") from exc
+            else:
+                self._fail(f"committing split {split_id!r} to {p.target} failed: {describe(exc)}", split_id)
+        else:
+            self._splits.pop(split_id, None)
+            self._release(conn)
+        p.add_written(self._split_written.pop(split_id, 0))
+        self.log.debug("writer.split_committed", split_id=split_id, rows=rows)
+
+    def _settle(self, split_id: str, conn: pymysql.Connection, exc: pymysql.err.MySQLError) -> None:
+        """COMMIT was sent but its answer lost: wait until the server is done with that session, then
+        the split's marker says whether it committed. Returns when it did; raises ``SplitLost`` when not."""
+        p = self.periphery
+        thread = conn.thread_id()
+        self._splits.pop(split_id, None)
+        abandon(conn)
+        try:
+            check = p.connect(WriteError, log=self.log)
+        except WriteError as error:
+            self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
+                       f"and the server cannot be asked whether it was: {error}", split_id)
+        try:
+            self._wait_ended(check, thread)
+            durable = p.markers.has(check, split_id)
+        except (pymysql.err.MySQLError, TimeoutError) as error:
+            self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
+                       f"and its outcome cannot be settled: {error}", split_id)
+        finally:
+            close_quietly(check)
+        self.log.warning("writer.commit_settled", split_id=split_id, durable=durable, error=describe(exc))
+        if not durable:
+            raise self._lose(split_id, f"the connection was lost while split {split_id!r} was being committed "
+                                       f"and it did not commit: {describe(exc)}") from exc
+
+    def _wait_ended(self, conn: pymysql.Connection, thread: int) -> None:
+        """KILL session ``thread`` (ending a COMMIT still running or queued) and wait until it is gone."""
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"KILL CONNECTION {int(thread)}")
+        except pymysql.err.MySQLError as exc:
+            if error_code(exc) != _UNKNOWN_THREAD:  # already gone: nothing to wait for
+                raise
+        deadline = time.monotonic() + _SETTLE_WAIT_S
+        while fetch_one(conn, "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s", (thread,)) is not None:
+            if self.ctx.stop.wait(0.05):
+                raise TimeoutError(f"the task stopped before session {thread} ended")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"session {thread} did not end within {_SETTLE_WAIT_S:.0f} s")
+
+    def _release(self, conn: pymysql.Connection) -> None:
+        if len(self._free) < _FREE_CONNECTIONS:
+            self._free.append(conn)
+        else:
+            close_quietly(conn)
+
+    def abort_split(self, split_id: str) -> None:
+        """Roll back what this writer holds of the split; a split it does not know is a no-op."""
+        self._split_written.pop(split_id, None)
+        conn = self._splits.pop(split_id, None)
+        if conn is None:
+            return
+        try:
+            conn.rollback()
+        except pymysql.err.MySQLError:
+            close_quietly(conn)  # a dead connection rolled back with the session
+        else:
+            self._release(conn)
+        self.log.info("writer.split_aborted", split_id=split_id)
 
 
 class _Broken(Exception):

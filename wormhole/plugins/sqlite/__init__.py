@@ -1,8 +1,9 @@
 """The sqlite store: a table of an SQLite file as a source (read-only) and as a transactional destination.
 
-Reading: one split per table, typed by the declared column types. Writing: one ``BEGIN IMMEDIATE``
-transaction per destination (the table is created inside it when missing), ``insert``, ``replace``
-or ``upsert`` in savepointed batches, COMMIT on success and ROLLBACK otherwise. A file admits one
+Reading: one split per table, typed by the declared column types. Writing: rows staged in the same
+file in savepointed batches, each split committed with its marker row when it ends (so a crashed run
+resumes), then one final transaction creates the table when missing and loads the staged rows with
+``insert``, ``replace`` or ``upsert``; rollback drops the staging and leaves the target as it was. A file admits one
 writing destination per task (``single_writer_key``), since the destination holds its write lock.
 Missing parent directories are created; a database file the run created is removed on rollback
 (with its ``-journal``/``-wal``/``-shm``), one that existed is left as it was.

@@ -1,10 +1,22 @@
-"""The sqlite store's sink role: one write transaction per destination, shared by its writer threads.
+"""The sqlite store's sink role: rows staged in the destination's file, split by split, loaded at commit.
 
-The periphery opens the connection and ``BEGIN IMMEDIATE`` (taking the file's write lock up
-front), creates the table inside that transaction when asked, and COMMITs or ROLLBACKs at the end,
-so a rolled back run leaves neither rows nor a created table. Writers take turns on the connection
-under one lock (SQLite has one writer per file). Each batch runs in a savepoint; a row-level
-failure rolls the savepoint back and replays the batch row by row to reject only the bad rows.
+The periphery opens the connection and ``BEGIN IMMEDIATE`` (taking the file's write lock up front).
+Rows go into a staging table in the same file, ``_wh_stage_<task>_<state run>_<destination>``, with
+the written columns (the target's declared types) and ``_wh_split``, the split each row belongs to.
+``end_split`` inserts the split's row into the marker table ``_wh_splits`` and COMMITs the shared
+transaction (then begins the next): the split's rows and its marker are durable together. Rows of
+other splits committed with it carry no marker yet, so a resumed run deletes them and
+``durable_splits`` is read from the markers. The final ``commit`` is one transaction: the target is
+created when asked (never before, so a rolled-back run leaves no table), the staging rows are
+inserted in their order with the mode's verb, and the staging table and markers are dropped.
+``rollback`` drops the staging table and markers and leaves the target as it was.
+The staging table's and markers' own SQL (names, resume, leftovers) is in ``staging.py``.
+
+Writers take turns on the connection under one lock (SQLite has one writer per file). Each batch runs
+in a savepoint: it is first tried on the target and undone (so the target's constraints and existing
+rows reject rows now, as a direct write would), then staged; a row-level failure replays the batch row
+by row to reject only the bad rows. In ``insert`` mode the staging table carries the target's unique
+keys too, so a key written twice in the run is rejected when written, not at commit.
 
 Note: SQLite itself stores a float NaN as NULL (sqlite3_bind_double); that is not checked per value.
 """
@@ -14,7 +26,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError, WriteError
@@ -22,13 +34,29 @@ from wormhole.plugins.base import Row, WriteContext, WriteResult
 from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, quote, rows_one_by_one
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, table_columns
 from wormhole.plugins.sqlite.options import SqliteWriterOptions
+from wormhole.plugins.sqlite.staging import (
+    MARKERS,
+    MARKERS_DDL,
+    SPLIT_COLUMN,
+    MarkerKey,
+    clean,
+    clean_file,
+    drop_stage,
+    file_leftovers,
+    find_leftovers,
+    forget_run,
+    has_markers,
+    has_table,
+    resume_stage,
+    stage_name,
+    unique_keys,
+)
 from wormhole.plugins.sqlite.types import DECLARED_TYPES, WRITE_CONVERTERS
 
 ROW_ERRORS = (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
               UnicodeEncodeError, OverflowError, ValueError, TypeError)
 """Errors that belong to a row (a constraint, a value SQLite cannot bind), not to the database.
 Any other sqlite3.Error (disk full, I/O error, read-only, locked) means the destination is broken."""
-
 
 class SqliteWriterPeriphery:
     """Holds the destination's connection, its open transaction and the lock writers share."""
@@ -40,13 +68,22 @@ class SqliteWriterPeriphery:
         self.lock = threading.Lock()
         self.conn: sqlite3.Connection | None = None
         self.sql = ""
+        """The batch statement tried on the target (and undone); empty when the target is created at commit."""
+        self.stage_sql = ""
         self.columns: tuple[str, ...] = ()
+        self.stage = stage_name(ctx.task_id, ctx.state_run, ctx.destination)
         self.broken: str | None = None
         """Why the transaction cannot be committed any more (set by a writer that hit a database error)."""
         self._created_file = False
+        self._create_target = False
+        self._merge_sql = ""
+        self._durable: dict[str, int] = {}
 
     def _error(self, cls: type[StorageError], message: str) -> StorageError:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
+
+    def _marker_key(self) -> MarkerKey:
+        return self.ctx.task_id, self.ctx.state_run, self.ctx.destination
 
     # -- prepare --------------------------------------------------------------------------------
 
@@ -67,6 +104,7 @@ class SqliteWriterPeriphery:
         try:
             conn.execute("BEGIN IMMEDIATE")
             self._prepare_table(conn)
+            self._prepare_stage(conn)
         except PrepareError:
             self._abandon()
             raise
@@ -94,21 +132,66 @@ class SqliteWriterPeriphery:
             if missing:
                 raise self._error(PrepareError, f"key column {', '.join(missing)} is not among the written "
                                                 f"columns {', '.join(columns)}")
+        self.columns = tuple(columns)
         found = table_columns(conn, opts.table)
         if not found:
             if not opts.create:
                 raise self._error(PrepareError, f"table {opts.table} does not exist in {self.path}")
-            conn.execute(self._create_sql(columns))
-            found = table_columns(conn, opts.table)
-        existing = {name.lower() for name, _ in found}
-        unknown = [c for c in columns if c.lower() not in existing]
+            self._create_target = True  # at commit, in the commit's transaction
+            self._merge_sql = self._insert_sql(columns, self._select_staged())
+            return
+        declared = {name.lower(): decl for name, decl in found}
+        unknown = [c for c in columns if c.lower() not in declared]
         if unknown:
             raise self._error(PrepareError, f"table {opts.table} in {self.path} has no column "
                                             f"{', '.join(unknown)}")
-        self.columns = tuple(columns)
-        self.sql = self._insert_sql(columns)
-        # Compile the statement now, so a bad upsert key (no matching UNIQUE index) fails prepare.
+        self.sql = self._insert_sql(columns, f"VALUES ({', '.join('?' * len(columns))})")
+        # Compile the statements now, so a bad upsert key (no matching UNIQUE index) fails prepare.
         conn.execute("EXPLAIN " + self.sql, (None,) * len(columns)).fetchall()
+        self._merge_sql = self._insert_sql(columns, self._select_staged())
+
+    def _select_staged(self) -> str:
+        # WHERE true: SQLite needs it to parse an upsert clause after a SELECT.
+        return (f"SELECT {', '.join(quote(c) for c in self.columns)} FROM {quote(self.stage)} "
+                f"WHERE true ORDER BY rowid")
+
+    def _stage_sql(self, conn: sqlite3.Connection) -> str:
+        """The staging table's DDL: the written columns as the target declares them (so values get the
+        target's affinities), the split column, and in insert mode the target's unique keys."""
+        opts = self.options
+        if self._create_target:
+            defs = [f"{quote(name)} {DECLARED_TYPES[col.type]}{'' if col.nullable else ' NOT NULL'}"
+                    for name, col in zip(self.columns, self.ctx.schema.columns, strict=True)]
+            keys = [tuple(opts.key)] if opts.key is not None else []
+        else:
+            declared = {name.lower(): decl for name, decl in table_columns(conn, opts.table)}
+            defs = [f"{quote(c)} {declared[c.lower()]}".rstrip() for c in self.columns]
+            keys = unique_keys(conn, opts.table, self.columns)
+        defs.append(f"{quote(SPLIT_COLUMN)} TEXT")
+        if opts.write_mode == "insert":
+            # replace and upsert must stage every row: the merge settles their keys in order.
+            defs += [f"UNIQUE ({', '.join(quote(k) for k in key)})" for key in keys]
+        return f"CREATE TABLE {quote(self.stage)} ({', '.join(defs)})"
+
+    def _prepare_stage(self, conn: sqlite3.Connection) -> None:
+        key = self._marker_key()
+        if not self.ctx.resuming:
+            for removed in clean(conn, self.path, self.ctx.task_id, self.ctx.state_run):
+                self.ctx.log.info("sqlite.leftover_removed", leftover=removed)
+            forget_run(conn, self.stage, key)
+        conn.execute(MARKERS_DDL)
+        if has_table(conn, self.stage):
+            self._durable = resume_stage(conn, self.stage, key)
+            self.ctx.log.info("sqlite.resumed", table=self.stage, durable_splits=len(self._durable))
+        else:
+            conn.execute(self._stage_sql(conn))
+        self.stage_sql = (f"INSERT INTO {quote(self.stage)} ({', '.join(quote(c) for c in self.columns)}, "
+                          f"{quote(SPLIT_COLUMN)}) VALUES ({', '.join('?' * (len(self.columns) + 1))})")
+        if not self._create_target:
+            conn.execute("EXPLAIN " + self._merge_sql).fetchall()
+
+    def durable_splits(self) -> Mapping[str, int]:
+        return dict(self._durable)
 
     def _create_sql(self, columns: Sequence[str]) -> str:
         defs = [f"{quote(name)} {DECLARED_TYPES[col.type]}{'' if col.nullable else ' NOT NULL'}"
@@ -117,11 +200,10 @@ class SqliteWriterPeriphery:
             defs.append(f"PRIMARY KEY ({', '.join(quote(k) for k in self.options.key)})")
         return f"CREATE TABLE {quote(self.options.table)} ({', '.join(defs)})"
 
-    def _insert_sql(self, columns: Sequence[str]) -> str:
+    def _insert_sql(self, columns: Sequence[str], source: str) -> str:
         opts = self.options
         verb = "INSERT OR REPLACE" if opts.write_mode == "replace" else "INSERT"
-        sql = (f"{verb} INTO {quote(opts.table)} ({', '.join(quote(c) for c in columns)}) "
-               f"VALUES ({', '.join('?' * len(columns))})")
+        sql = f"{verb} INTO {quote(opts.table)} ({', '.join(quote(c) for c in columns)}) {source}"
         if opts.write_mode == "upsert":
             assert opts.key is not None  # check() requires it
             keys = {k.lower() for k in opts.key}
@@ -129,6 +211,23 @@ class SqliteWriterPeriphery:
             action = f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"
             sql += f" ON CONFLICT ({', '.join(quote(k) for k in opts.key)}) {action}"
         return sql
+
+    # -- leftovers ------------------------------------------------------------------------------
+
+    def leftovers(self, keep_run: int | None) -> list[str]:
+        if self.conn is not None:
+            with self.lock:
+                return [d for d, _, _ in find_leftovers(self.conn, self.path, self.ctx.task_id, keep_run)]
+        return file_leftovers(self.path, self.ctx.task_id, keep_run)
+
+    def clean_leftovers(self, keep_run: int | None) -> list[str]:
+        if self.conn is not None:
+            with self.lock:  # inside the destination's transaction: it commits with the next split
+                return clean(self.conn, self.path, self.ctx.task_id, keep_run)
+        removed = clean_file(self.path, self.ctx.task_id, keep_run)
+        for description in removed:
+            self.ctx.log.info("sqlite.leftover_removed", leftover=description)
+        return removed
 
     # -- commit / rollback ----------------------------------------------------------------------
 
@@ -140,6 +239,10 @@ class SqliteWriterPeriphery:
             if self.broken is not None:
                 raise self._error(CommitError, f"cannot commit {self.path}: {self.broken}")
             try:
+                if self._create_target and not table_columns(conn, self.options.table):
+                    conn.execute(self._create_sql(self.columns))
+                conn.execute(self._merge_sql)
+                drop_stage(conn, self.stage, self._marker_key())
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 # The transaction may still be open: rollback() ends it.
@@ -157,6 +260,8 @@ class SqliteWriterPeriphery:
             try:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
+                if not self._created_file:
+                    self._drop_committed_stage(conn)
             except sqlite3.Error as exc:
                 error = exc
             finally:
@@ -176,9 +281,24 @@ class SqliteWriterPeriphery:
         if error is not None:
             raise self._error(RollbackError, f"cannot roll back {self.path}: {error}") from error
 
+    def _drop_committed_stage(self, conn: sqlite3.Connection) -> None:
+        """What ended splits committed: the staging table and our markers (nothing is written when there
+        are none, so a file that existed empty stays empty)."""
+        marked = has_markers(conn, self._marker_key())
+        if not marked and not has_table(conn, self.stage):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            drop_stage(conn, self.stage, self._marker_key())
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
 
 class SqliteWriter:
-    """Converts batches and inserts them on the periphery's shared connection."""
+    """Converts batches and stages them on the periphery's shared connection; a SplitWriter."""
 
     def __init__(self, options: SqliteWriterOptions, ctx: WriteContext, periphery: SqliteWriterPeriphery,
                  worker: int) -> None:
@@ -205,6 +325,13 @@ class SqliteWriter:
         return list(zip(*cols, strict=True))
 
     def write(self, rows: Sequence[Row]) -> WriteResult:
+        """Rows of no split (a plain writer): staged untagged, loaded at commit, never durable before."""
+        return self._write(None, rows)
+
+    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
+        return self._write(split_id, rows)
+
+    def _write(self, split: str | None, rows: Sequence[Row]) -> WriteResult:
         if not rows:
             return WriteResult(written=0)
         try:
@@ -213,14 +340,47 @@ class SqliteWriter:
             params = None  # some value is bad: the row-by-row pass finds which
         with self.periphery.lock:
             conn = self._connection()
-            batch = None if params is None else (lambda: self._batch(conn, params))
-            return batch_then_rows(rows, batch, lambda todo: self._row_by_row(conn, todo))
+            batch = None if params is None else (lambda: self._batch(conn, params, split))
+            return batch_then_rows(rows, batch, lambda todo: self._row_by_row(conn, todo, split))
 
-    def _batch(self, conn: sqlite3.Connection, params: Sequence[Sequence[Any]]) -> bool:
+    def end_split(self, split_id: str, rows: int) -> None:
+        p = self.periphery
+        with p.lock:
+            conn = self._connection()
+            try:
+                conn.execute(f"INSERT OR REPLACE INTO {MARKERS} (task_id, state_run, destination, split_id, rows) "
+                             f"VALUES (?, ?, ?, ?, ?)", (*p._marker_key(), split_id, rows))
+                # Other splits' rows are committed too, without a marker: a resumed run deletes them.
+                conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                p.broken = f"{type(exc).__name__}: {exc}"
+                raise self._error(f"cannot make split {split_id} durable in {p.path}: {p.broken}") from exc
+        self.ctx.log.debug("sqlite.split_durable", split_id=split_id, rows=rows)
+
+    def abort_split(self, split_id: str) -> None:
+        p = self.periphery
+        with p.lock:
+            conn = p.conn
+            if conn is None or p.broken is not None or not conn.in_transaction:
+                return  # nothing to keep apart: the destination is failing or gone
+            try:
+                conn.execute(f"DELETE FROM {quote(p.stage)} WHERE {quote(SPLIT_COLUMN)} = ?", (split_id,))
+            except sqlite3.Error as exc:
+                raise self._broken(conn, exc) from exc
+
+    def _stage_params(self, params: Sequence[Sequence[Any]], split: str | None) -> list[tuple[Any, ...]]:
+        return [(*row, split) for row in params]
+
+    def _batch(self, conn: sqlite3.Connection, params: Sequence[Sequence[Any]], split: str | None) -> bool:
         """The batch in one savepoint; False (and the savepoint undone) when a row is at fault."""
+        p = self.periphery
         try:
             conn.execute("SAVEPOINT wh_batch")
-            conn.executemany(self.periphery.sql, params)
+            if p.sql:
+                conn.executemany(p.sql, params)  # the target's own constraints judge the rows...
+                conn.execute("ROLLBACK TO wh_batch")  # ...which wait in staging until the commit
+            conn.executemany(p.stage_sql, self._stage_params(params, split))
             conn.execute("RELEASE wh_batch")
             return True
         except ROW_ERRORS:
@@ -259,21 +419,60 @@ class SqliteWriter:
             pass  # best effort: the destination is failing and will be rolled back as a whole
         return self._error(f"cannot write {p.path}: {p.broken}")
 
-    def _row_by_row(self, conn: sqlite3.Connection, rows: Sequence[Row]) -> WriteResult:
-        # A failing single statement aborts only itself in SQLite, so no savepoint per row is needed.
-        return rows_one_by_one(rows, lambda row: self._write_row(conn, row))
-
-    def _write_row(self, conn: sqlite3.Connection, row: Row) -> str | None:
+    def _row_by_row(self, conn: sqlite3.Connection, rows: Sequence[Row], split: str | None) -> WriteResult:
+        p = self.periphery
+        good: list[Sequence[Any]] = []
         try:
-            conn.execute(self.periphery.sql, self._convert((row,))[0])
-        except VALUE_ERRORS + ROW_ERRORS as exc:
+            conn.execute("SAVEPOINT wh_batch")
+        except sqlite3.Error as exc:
+            raise self._broken(conn, exc) from exc
+        result = rows_one_by_one(rows, lambda row: self._write_row(conn, row, split, good))
+        if p.sql:
+            # The rows tried on the target are undone with the savepoint; the good ones are staged again,
+            # in order (they went in before, so they go in again).
+            try:
+                conn.execute("ROLLBACK TO wh_batch")
+                conn.executemany(p.stage_sql, self._stage_params(good, split))
+            except sqlite3.Error as exc:
+                raise self._broken(conn, exc) from exc
+        try:
+            conn.execute("RELEASE wh_batch")
+        except sqlite3.Error as exc:
+            raise self._broken(conn, exc) from exc
+        return result
+
+    def _write_row(self, conn: sqlite3.Connection, row: Row, split: str | None,
+                   good: list[Sequence[Any]]) -> str | None:
+        p = self.periphery
+        try:
+            params = self._convert((row,))[0]
+            conn.execute("SAVEPOINT wh_row")
+        except VALUE_ERRORS as exc:
             return f"{type(exc).__name__}: {exc}"
         except sqlite3.Error as exc:
             raise self._broken(conn, exc) from exc
+        try:
+            if p.sql:
+                conn.execute(p.sql, params)
+            conn.execute(p.stage_sql, (*params, split))
+        except VALUE_ERRORS + ROW_ERRORS as exc:
+            try:
+                conn.execute("ROLLBACK TO wh_row")
+                conn.execute("RELEASE wh_row")
+            except sqlite3.Error as undo:
+                raise self._broken(conn, undo) from undo
+            return f"{type(exc).__name__}: {exc}"
+        except sqlite3.Error as exc:
+            raise self._broken(conn, exc) from exc
+        try:
+            conn.execute("RELEASE wh_row")
+        except sqlite3.Error as exc:
+            raise self._broken(conn, exc) from exc
+        good.append(params)
         return None
 
     def flush(self) -> None:
-        """Nothing to do: rows become durable when the periphery commits the transaction."""
+        """Nothing to do: rows become durable when a split ends or the periphery commits."""
 
     def close(self) -> None:
         """Nothing to do: the connection belongs to the periphery."""

@@ -1,0 +1,168 @@
+"""Checkpoints: which splits a run planned, and which destinations hold each split durably.
+
+The task database's ``wormhole_checkpoint`` table is the coordinator's snapshot (BitSail's
+snapshotState): one *plan row* per split of a run (``destination`` is ``""``; ``payload`` is the
+split as JSON, so a resumed run reads exactly the splits the crashed run planned, even when the
+source has changed since), and one *durable row* per split and destination once that destination
+has made the split durable. ``origin_run_id`` names the run whose destination state the run
+continues (its own id unless it resumed an earlier one).
+
+The snapshot is advisory: on resume each destination's own record (marker rows, renamed parts)
+decides what it holds (:class:`wormhole.plugins.base.DurablePeriphery`), so a crash between a
+destination's commit and the checkpoint write neither loses nor duplicates a split.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Protocol
+
+from wormhole.log import Logger
+from wormhole.plugins.base import Split
+
+PLAN_ROW = ""
+"""The ``destination`` of a split's plan row."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    split_id: str
+    destination: str
+    """``PLAN_ROW`` for the split's plan row, else the destination that holds it durably."""
+    origin_run_id: int
+    rows: int | None = None
+    payload: str | None = None
+    """The split as JSON (plan rows only): :func:`split_to_json`."""
+
+
+class CheckpointStore(Protocol):
+    """What the engine needs of the task database for checkpoints (the SQL stores implement it)."""
+
+    def save_plan(self, task_id: int, run_id: int, origin_run_id: int,
+                  splits: Sequence[tuple[str, str]]) -> None:
+        """Record the plan rows ``(split_id, payload)`` of run ``run_id``, in one transaction."""
+        ...
+
+    def mark_durable(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
+                     rows: int) -> None:
+        """Record that ``destination`` holds ``split_id`` durably (idempotent: a second call is a no-op)."""
+        ...
+
+    def checkpoint(self, run_id: int) -> list[CheckpointRow]:
+        """Every checkpoint row of run ``run_id`` (plan rows first, in the order saved)."""
+        ...
+
+
+def split_to_json(split: Split) -> str:
+    """The split as JSON; tuples come back as lists, and key values of other types are tagged."""
+    return json.dumps({"id": split.id, "resource_mark": split.resource_mark, "params": dict(split.params)},
+                      default=_encode, sort_keys=True)
+
+
+def split_from_json(text: str) -> Split:
+    raw: dict[str, Any] = json.loads(text, object_hook=_decode)
+    return Split(id=str(raw["id"]), resource_mark=str(raw["resource_mark"]), params=raw.get("params") or {})
+
+
+_TAG = "__wh_type__"
+
+
+def _encode(value: Any) -> Any:
+    # A split's bounds are key values: ints and strings in JSON, the rest tagged so they come back
+    # as the same Python value (a resumed run must read exactly the crashed run's ranges).
+    if isinstance(value, (bytes, bytearray)):
+        return {_TAG: "bytes", "v": bytes(value).hex()}
+    if isinstance(value, Decimal):
+        return {_TAG: "decimal", "v": str(value)}
+    if isinstance(value, datetime):
+        return {_TAG: "datetime", "v": value.isoformat()}
+    if isinstance(value, date):
+        return {_TAG: "date", "v": value.isoformat()}
+    raise TypeError(f"split parameter {value!r} ({type(value).__name__}) cannot be checkpointed")
+
+
+def _decode(obj: dict[str, Any]) -> Any:
+    kind = obj.get(_TAG)
+    if kind is None:
+        return obj
+    value = obj["v"]
+    if kind == "bytes":
+        return bytes.fromhex(value)
+    if kind == "decimal":
+        return Decimal(value)
+    if kind == "datetime":
+        return datetime.fromisoformat(value)
+    return date.fromisoformat(value)
+
+
+class Checkpointer:
+    """Writes a run's checkpoint rows from a thread of its own, in order (the store's connection is
+    used by this thread only). A failed write is logged, never fatal: each destination's own record
+    is the truth on resume, the checkpoint only saves the next run from asking for what it knows."""
+
+    def __init__(self, store: CheckpointStore, task_id: int, run_id: int, origin_run_id: int, log: Logger) -> None:
+        self._store = store
+        self._task_id = task_id
+        self._run_id = run_id
+        self._origin = origin_run_id
+        self._log = log
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="checkpoint", daemon=True)
+        self._thread.start()
+        self.failed = 0
+
+    def save_plan(self, splits: Sequence[Split]) -> None:
+        rows = [(s.id, split_to_json(s)) for s in splits]
+        self._queue.put(lambda: self._store.save_plan(self._task_id, self._run_id, self._origin, rows))
+
+    def sealed(self, split_id: str, destination: str, rows: int) -> None:
+        self._queue.put(lambda: self._store.mark_durable(self._task_id, self._run_id, self._origin, split_id,
+                                                         destination, rows))
+
+    def close(self, timeout: float = 30.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            try:
+                job()
+            except Exception as exc:  # the destinations' records stay the truth
+                self.failed += 1
+                self._log.warning("checkpoint.write_failed", error=str(exc))
+
+
+class CrashHook:
+    """A test hook: ``WORMHOLE_TEST_CRASH=<point>:<destination>:<n>`` SIGKILLs the process at the
+    n-th split of that destination, at ``before_seal`` (its rows written, the split's transaction
+    or part not yet committed) or ``after_seal`` (committed in the destination, not yet in the
+    checkpoint: the window where only the destination's own record is true). Unset: no cost."""
+
+    def __init__(self, spec: str | None, log: Logger) -> None:
+        self._log = log
+        self._point: tuple[str, str, int] | None = None
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        if spec:
+            point, destination, n = spec.rsplit(":", 2)
+            self._point = (point, destination, int(n))
+
+    def reached(self, point: str, destination: str, split_id: str) -> None:
+        if self._point is None or self._point[:2] != (point, destination):
+            return
+        with self._lock:
+            count = self._counts[point] = self._counts.get(point, 0) + 1
+        if count == self._point[2]:
+            self._log.warning("test.crash", point=point, destination=destination, split_id=split_id)
+            os.kill(os.getpid(), signal.SIGKILL)

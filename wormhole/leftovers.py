@@ -1,0 +1,41 @@
+"""What runs of a task left behind in its destinations (a crashed run's staging table, temporary
+directory, split markers), found or removed through each destination's periphery.
+
+A crashed run's state is kept while the task may still resume it: the state of the task's latest
+run is kept when that run is running or crashed (``keep_run``); everything else wormhole created for
+the task (recognised by name and marker) is a leftover.
+"""
+
+from __future__ import annotations
+
+from wormhole.config import TaskSpec
+from wormhole.plugins import registry
+from wormhole.plugins.base import LeftoverPeriphery, Schema, WriteContext
+from wormhole.taskdb import CRASHED, SqlTaskStore
+
+
+def resumable_run(store: SqlTaskStore, task_id: int) -> int | None:
+    """The run whose destination state a later run of the task would resume, else None."""
+    runs = store.runs(task_id)
+    if not runs or runs[-1].status not in ("running", CRASHED):
+        return None
+    rows = store.checkpoint(runs[-1].id)
+    return rows[0].origin_run_id if rows else runs[-1].id
+
+
+def leftovers(spec: TaskSpec, task_id: int, keep_run: int | None, *, remove: bool) -> dict[str, list[str]]:
+    """Per destination, what is left (or what was removed); a destination that cannot be asked says why."""
+    found: dict[str, list[str]] = {}
+    for dest in spec.destinations:
+        sink = registry.get(dest.plugin).sink
+        assert sink is not None  # validated with the task
+        ctx = WriteContext(task_id=task_id, run_id=keep_run or 0, destination=dest.id, schema=Schema(()),
+                           batch_rows=1, concurrency=1, plugin=dest.plugin)
+        try:
+            periphery = sink.periphery(dest.options, ctx)
+            if not isinstance(periphery, LeftoverPeriphery):
+                continue
+            found[dest.id] = (periphery.clean_leftovers(keep_run) if remove else periphery.leftovers(keep_run))
+        except Exception as exc:  # one unreachable destination does not hide the others' leftovers
+            found[dest.id] = [f"error: cannot {'clean' if remove else 'inspect'} it: {exc}"]
+    return found

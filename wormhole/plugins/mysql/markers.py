@@ -1,0 +1,115 @@
+"""The split markers of mysql destinations: the table that says which splits a destination holds.
+
+``wormhole_splits`` lives in the destination's database. A writer inserts a split's marker row in
+the split's own transaction, so the split's rows and its marker commit together or not at all: on
+resume the markers of ``ctx.state_run`` are exactly the splits the destination holds.
+
+Besides the splits' markers, prepare records that it is done in a row of its own (``split_id`` ``''``,
+:data:`PREPARED`; ``rows``: the target's row count before the load, when it was measured), so a
+resumed run neither truncates again nor loses the count ``verify`` compares with. Commit and rollback
+delete a destination's rows of its state run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from wormhole.errors import PrepareError, StorageError
+from wormhole.plugins.base import WriteContext
+from wormhole.plugins.mysql.connection import describe, error_code, fetch_all, fetch_one
+from wormhole.plugins.mysql.staging import TargetSql
+
+TABLE = "wormhole_splits"
+PREPARED = ""
+"""The ``split_id`` of the row prepare writes (no splitter names a split with the empty string)."""
+
+NO_SUCH_TABLE = 1146
+
+DDL = ("CREATE TABLE IF NOT EXISTS {table} (task_id BIGINT NOT NULL, state_run BIGINT NOT NULL, "
+       "destination VARCHAR(64) NOT NULL, split_id VARCHAR(255) NOT NULL, `rows` BIGINT NULL, "
+       "done_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, "
+       "PRIMARY KEY (task_id, state_run, destination, split_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 "
+       "COMMENT='wormhole: splits each destination holds durably'")
+
+
+@dataclass(frozen=True, slots=True)
+class SplitMarkers:
+    """The marker rows of one destination (task, destination) in ``wormhole_splits``."""
+
+    sql: TargetSql
+    ctx: WriteContext
+
+    @property
+    def table(self) -> str:
+        return self.sql.ref(TABLE)
+
+    @property
+    def insert_sql(self) -> str:
+        """The marker INSERT a writer runs in the split's transaction: args ``(split_id, rows)``."""
+        return (f"INSERT INTO {self.table} (task_id, state_run, destination, split_id, `rows`) "
+                f"VALUES ({int(self.ctx.task_id)}, {int(self.ctx.state_run)}, %s, %s, %s)")
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.ctx.task_id, self.ctx.state_run, self.ctx.destination)
+
+    def ensure(self, conn: pymysql.Connection) -> None:
+        # Looked up first: CREATE ... IF NOT EXISTS needs the CREATE privilege even when the table is
+        # there, and a user without it may write into a table an admin created once.
+        exists = fetch_one(conn, "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                           (self.sql.endpoint.database, TABLE))
+        if exists is not None:
+            return
+        try:
+            with conn.cursor() as cur:
+                cur.execute(DDL.format(table=self.table))
+        except pymysql.err.MySQLError as exc:
+            raise self.sql.error(PrepareError, f"the split markers table {self.table} cannot be created on "
+                                               f"{self.sql.endpoint.mark}: {describe(exc)}; it needs the CREATE "
+                                               f"privilege on {self.sql.endpoint.database!r} (or create it once: "
+                                               f"{DDL.format(table=self.table)})") from exc
+
+    def prepared(self, conn: pymysql.Connection) -> tuple[bool, int | None]:
+        """Whether a prepare of this state run finished, and the row count it recorded."""
+        found = fetch_one(conn, f"SELECT `rows` FROM {self.table} WHERE task_id = %s AND state_run = %s AND "
+                                f"destination = %s AND split_id = %s", (*self._key(), PREPARED))
+        return (False, None) if found is None else (True, None if found[0] is None else int(found[0]))
+
+    def record_prepared(self, conn: pymysql.Connection, rows_before: int | None) -> None:
+        with conn.cursor() as cur:
+            cur.execute(f"REPLACE INTO {self.table} (task_id, state_run, destination, split_id, `rows`) "
+                        f"VALUES (%s, %s, %s, %s, %s)", (*self._key(), PREPARED, rows_before))
+
+    def durable(self, conn: pymysql.Connection) -> dict[str, int]:
+        rows = fetch_all(conn, f"SELECT split_id, `rows` FROM {self.table} WHERE task_id = %s AND state_run = %s "
+                               f"AND destination = %s AND split_id <> %s", (*self._key(), PREPARED))
+        return {str(split_id): int(n or 0) for split_id, n in rows}
+
+    def has(self, conn: pymysql.Connection, split_id: str) -> bool:
+        return fetch_one(conn, f"SELECT 1 FROM {self.table} WHERE task_id = %s AND state_run = %s AND "
+                               f"destination = %s AND split_id = %s", (*self._key(), split_id)) is not None
+
+    def forget(self, conn: pymysql.Connection, what: str, error: type[StorageError]) -> None:
+        """Delete this destination's rows of its state run (after commit or rollback)."""
+        self.sql.run(conn, f"DELETE FROM {self.table} WHERE task_id = {int(self.ctx.task_id)} AND state_run = "
+                           f"{int(self.ctx.state_run)} AND destination = {conn.escape(self.ctx.destination)}",
+                     what, error)
+
+    def other_runs(self, conn: pymysql.Connection, keep_run: int | None) -> dict[int, int]:
+        """state run -> split markers of this task and destination, for every state run but ``keep_run``."""
+        try:
+            rows = fetch_all(conn, f"SELECT state_run, SUM(split_id <> %s) FROM {self.table} WHERE task_id = %s "
+                                   f"AND destination = %s GROUP BY state_run ORDER BY state_run",
+                             (PREPARED, self.ctx.task_id, self.ctx.destination))
+        except pymysql.err.MySQLError as exc:
+            if error_code(exc) == NO_SUCH_TABLE:
+                return {}  # no run of any task ever prepared a destination here
+            raise
+        return {int(run): int(n or 0) for run, n in rows if keep_run is None or int(run) != keep_run}
+
+    def drop_run(self, conn: pymysql.Connection, state_run: int, error: type[StorageError]) -> None:
+        self.sql.run(conn, f"DELETE FROM {self.table} WHERE task_id = {int(self.ctx.task_id)} AND state_run = "
+                           f"{int(state_run)} AND destination = {conn.escape(self.ctx.destination)}",
+                     "removing leftover split markers", error)

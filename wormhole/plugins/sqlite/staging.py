@@ -1,0 +1,159 @@
+"""The sqlite sink's staging table and its ``_wh_splits`` markers: names, DDL, resume and leftovers.
+
+A destination stages its rows in ``_wh_stage_<task>_<state run>_<destination>`` (the written columns
+plus ``_wh_split``) and records each durable split as one row of ``_wh_splits``. These helpers run
+inside the caller's transaction on the caller's connection; the periphery in ``writer.py`` decides
+when to begin and commit. Apart from the writer because a resumed or fresh run reads and cleans these
+tables without writing a row.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+
+from wormhole.plugins.sql import quote
+from wormhole.plugins.sqlite.connection import table_columns
+
+MARKERS = "_wh_splits"
+"""The marker table: one row per split a destination holds durably in its staging table."""
+
+SPLIT_COLUMN = "_wh_split"
+STAGE_PREFIX = "_wh_stage_"
+
+MARKERS_DDL = (f"CREATE TABLE IF NOT EXISTS {MARKERS} (task_id INTEGER NOT NULL, state_run INTEGER NOT NULL, "
+               f"destination TEXT NOT NULL, split_id TEXT NOT NULL, rows INTEGER NOT NULL, "
+               f"PRIMARY KEY (task_id, state_run, destination, split_id))")
+
+MarkerKey = tuple[int, int, str]
+"""``(task_id, state_run, destination)``: whose markers a row of ``_wh_splits`` is."""
+
+_OF_KEY = "task_id = ? AND state_run = ? AND destination = ?"
+
+
+def stage_name(task_id: int, state_run: int, destination: str) -> str:
+    return f"{STAGE_PREFIX}{task_id}_{state_run}_{re.sub(r'[^0-9A-Za-z_]', '_', destination)}"
+
+
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def drop_markers_if_empty(conn: sqlite3.Connection) -> None:
+    if has_table(conn, MARKERS) and conn.execute(f"SELECT 1 FROM {MARKERS} LIMIT 1").fetchone() is None:
+        conn.execute(f"DROP TABLE {MARKERS}")
+
+
+def unique_keys(conn: sqlite3.Connection, table: str, columns: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The target's primary key and unique indexes that cover only written columns (as written)."""
+    written = {c.lower(): c for c in columns}
+    keys: list[tuple[str, ...]] = []
+    pk = [name for _, name in sorted(
+        (pos, name) for name, pos in conn.execute(
+            "SELECT name, pk FROM pragma_table_info(?) WHERE pk > 0", (table,)))]
+    if pk:
+        keys.append(tuple(pk))
+    for (index,) in conn.execute("SELECT name FROM pragma_index_list(?) WHERE \"unique\"",
+                                 (table,)).fetchall():
+        cols = [name for (name,) in conn.execute(
+            "SELECT name FROM pragma_index_info(?) ORDER BY seqno", (index,))]
+        if cols and None not in cols:
+            keys.append(tuple(cols))
+    unique = []
+    for key in keys:
+        if all(k.lower() in written for k in key):
+            mapped = tuple(written[k.lower()] for k in key)
+            if mapped not in unique:
+                unique.append(mapped)
+    return unique
+
+
+def forget_run(conn: sqlite3.Connection, stage: str, key: MarkerKey) -> None:
+    """An earlier attempt of this very run (a prepare retried): it starts again from nothing."""
+    conn.execute(f"DROP TABLE IF EXISTS {quote(stage)}")
+    if has_table(conn, MARKERS):
+        conn.execute(f"DELETE FROM {MARKERS} WHERE {_OF_KEY}", key)
+
+
+def resume_stage(conn: sqlite3.Connection, stage: str, key: MarkerKey) -> dict[str, int]:
+    """The durable splits of a crashed run's staging table, ``{split id: rows}``; its other rows go."""
+    # Rows of splits without a marker were committed along with another split's end.
+    conn.execute(f"DELETE FROM {quote(stage)} WHERE {quote(SPLIT_COLUMN)} IS NULL OR "
+                 f"{quote(SPLIT_COLUMN)} NOT IN (SELECT split_id FROM {MARKERS} WHERE {_OF_KEY})", key)
+    return {str(split): int(rows) for split, rows in conn.execute(
+        f"SELECT split_id, rows FROM {MARKERS} WHERE {_OF_KEY}", key)}
+
+
+def has_markers(conn: sqlite3.Connection, key: MarkerKey) -> bool:
+    return has_table(conn, MARKERS) and conn.execute(
+        f"SELECT 1 FROM {MARKERS} WHERE {_OF_KEY} LIMIT 1", key).fetchone() is not None
+
+
+def drop_stage(conn: sqlite3.Connection, stage: str, key: MarkerKey) -> None:
+    conn.execute(f"DROP TABLE IF EXISTS {quote(stage)}")
+    if has_table(conn, MARKERS):
+        conn.execute(f"DELETE FROM {MARKERS} WHERE {_OF_KEY}", key)
+    drop_markers_if_empty(conn)
+
+
+def find_leftovers(conn: sqlite3.Connection, path: str, task_id: int,
+                   keep_run: int | None) -> list[tuple[str, str | None, int]]:
+    """``(description, staging table or None for marker rows, run)`` of task ``task_id``'s other runs."""
+    found: list[tuple[str, str | None, int]] = []
+    pattern = re.compile(rf"{STAGE_PREFIX}{task_id}_([0-9]+)_.*")
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"):
+        m = pattern.fullmatch(name)
+        if m is None or int(m.group(1)) == keep_run:
+            continue
+        # The marker of a staging table is its split column: a user's table merely named alike has none.
+        if SPLIT_COLUMN not in {c for c, _ in table_columns(conn, name)}:
+            continue
+        found.append((f"table {name} in {path} (staging of run {m.group(1)})", name, int(m.group(1))))
+    if has_table(conn, MARKERS):
+        for run, count in conn.execute(f"SELECT state_run, COUNT(*) FROM {MARKERS} WHERE task_id = ? "
+                                       f"GROUP BY state_run ORDER BY state_run", (task_id,)):
+            if run != keep_run:
+                found.append((f"{count} split marker(s) of run {run} in {path} ({MARKERS})", None, int(run)))
+    return found
+
+
+def clean(conn: sqlite3.Connection, path: str, task_id: int, keep_run: int | None) -> list[str]:
+    """Drop the leftovers inside the caller's transaction."""
+    found = find_leftovers(conn, path, task_id, keep_run)
+    for _, table, run in found:
+        if table is not None:
+            conn.execute(f"DROP TABLE {quote(table)}")
+        else:
+            conn.execute(f"DELETE FROM {MARKERS} WHERE task_id = ? AND state_run = ?", (task_id, run))
+    drop_markers_if_empty(conn)
+    return [description for description, _, _ in found]
+
+
+def file_leftovers(path: str, task_id: int, keep_run: int | None) -> list[str]:
+    """The leftovers in the file at ``path`` (none when there is no file), read on a connection of its own."""
+    if not os.path.isfile(path):
+        return []
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        return [d for d, _, _ in find_leftovers(conn, path, task_id, keep_run)]
+    finally:
+        conn.close()
+
+
+def clean_file(path: str, task_id: int, keep_run: int | None) -> list[str]:
+    """Drop the leftovers in the file at ``path`` in a transaction of their own; what went."""
+    if not os.path.isfile(path):
+        return []
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            removed = clean(conn, path, task_id, keep_run)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return removed
+    finally:
+        conn.close()
