@@ -63,7 +63,8 @@ def parse(cls: type, raw: dict[str, Any]) -> tuple[Any, Problems]:
 
 def run_destination(sink: SinkRole, options: Any, parts: Sequence[Sequence[Row]], *, run_id: int = 1,
                     commit: bool = True, schema: Schema = SCHEMA) -> list[WriteResult]:
-    """A destination's whole lifecycle: prepare -> one writer per part -> flush/close -> commit (or rollback)."""
+    """A destination's whole lifecycle: prepare -> one writer per part -> flush/close -> commit (then release,
+    as once the task's outcome is recorded) or rollback."""
     ctx = write_ctx(schema, run_id=run_id, concurrency=len(parts))
     periphery = sink.periphery(options, ctx)
     periphery.prepare()
@@ -78,6 +79,8 @@ def run_destination(sink: SinkRole, options: Any, parts: Sequence[Sequence[Row]]
             writer.close()
     if commit:
         periphery.commit()
+        if hasattr(periphery, "release"):
+            periphery.release()
     else:
         periphery.rollback()
     return results

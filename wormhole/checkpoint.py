@@ -31,12 +31,18 @@ from wormhole.plugins.base import Split
 PLAN_ROW = ""
 """The ``destination`` of a split's plan row."""
 
+COMMITTED = ""
+"""The ``split_id`` of a destination's commit row: the run committed that destination (written right
+after its commit). For a destination that keeps no record of its own (hive, say) it is what a resumed
+run goes by: such a destination is not written again."""
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRow:
     split_id: str
+    """The split, or ``COMMITTED`` in a destination's commit row."""
     destination: str
-    """``PLAN_ROW`` for the split's plan row, else the destination that holds it durably."""
+    """``PLAN_ROW`` for the split's plan row, else the destination that holds it durably (or committed)."""
     origin_run_id: int
     rows: int | None = None
     payload: str | None = None
@@ -58,6 +64,10 @@ class CheckpointStore(Protocol):
 
     def checkpoint(self, run_id: int) -> list[CheckpointRow]:
         """Every checkpoint row of run ``run_id`` (plan rows first, in the order saved)."""
+        ...
+
+    def resumed_from(self, run_id: int) -> int | None:
+        """The run that run ``run_id`` resumed, else None."""
         ...
 
 
@@ -120,12 +130,41 @@ class Checkpointer:
         self.failed = 0
 
     def save_plan(self, splits: Sequence[Split]) -> None:
+        """Record the run's plan, and wait for it: it must be in the task database before any destination
+        holds a split of it, or a resumed run could split the source differently. Raises when it cannot
+        be recorded."""
         rows = [(s.id, split_to_json(s)) for s in splits]
-        self._queue.put(lambda: self._store.save_plan(self._task_id, self._run_id, self._origin, rows))
+        self._wait(lambda: self._store.save_plan(self._task_id, self._run_id, self._origin, rows))
 
     def sealed(self, split_id: str, destination: str, rows: int) -> None:
         self._queue.put(lambda: self._store.mark_durable(self._task_id, self._run_id, self._origin, split_id,
                                                          destination, rows))
+
+    def committed(self, destination: str, rows: int) -> None:
+        """Record that ``destination`` was committed, and wait for it (the sooner it is there, the smaller
+        the window in which a crash leaves a destination without a record of its own to be loaded twice)."""
+        try:
+            self._wait(lambda: self._store.mark_durable(self._task_id, self._run_id, self._origin, COMMITTED,
+                                                        destination, rows))
+        except Exception as exc:
+            self._log.warning("checkpoint.write_failed", error=str(exc), destination=destination)
+
+    def _wait(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on the checkpoint thread (after what is queued) and wait; its exception is raised."""
+        done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+
+        def run() -> None:
+            try:
+                job()
+            except BaseException as exc:
+                done.put(exc)
+                return
+            done.put(None)
+
+        self._queue.put(run)
+        error = done.get()
+        if error is not None:
+            raise error
 
     def close(self, timeout: float = 30.0) -> None:
         self._queue.put(None)
@@ -147,22 +186,31 @@ class CrashHook:
     """A test hook: ``WORMHOLE_TEST_CRASH=<point>:<destination>:<n>`` SIGKILLs the process at the
     n-th split of that destination, at ``before_seal`` (its rows written, the split's transaction
     or part not yet committed) or ``after_seal`` (committed in the destination, not yet in the
-    checkpoint: the window where only the destination's own record is true). Unset: no cost."""
+    checkpoint: the window where only the destination's own record is true); or (n = 1) around the
+    destination's final commit, at ``before_commit`` or ``after_commit`` (committed, the task's
+    outcome not recorded). A fourth part ``:stop`` SIGSTOPs the process there instead (a paused
+    process, which another may take the task from). Unset: no cost."""
 
     def __init__(self, spec: str | None, log: Logger) -> None:
         self._log = log
         self._point: tuple[str, str, int] | None = None
+        self._signal = signal.SIGKILL
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
         if spec:
-            point, destination, n = spec.rsplit(":", 2)
+            parts = spec.split(":")
+            if parts[-1] == "stop":
+                self._signal = signal.SIGSTOP
+                parts = parts[:-1]
+            point, destination, n = parts[0], ":".join(parts[1:-1]), parts[-1]
             self._point = (point, destination, int(n))
 
-    def reached(self, point: str, destination: str, split_id: str) -> None:
+    def reached(self, point: str, destination: str, split_id: str | None) -> None:
         if self._point is None or self._point[:2] != (point, destination):
             return
         with self._lock:
             count = self._counts[point] = self._counts.get(point, 0) + 1
         if count == self._point[2]:
-            self._log.warning("test.crash", point=point, destination=destination, split_id=split_id)
-            os.kill(os.getpid(), signal.SIGKILL)
+            self._log.warning("test.crash", point=point, destination=destination, split_id=split_id,
+                              signal=self._signal.name)
+            os.kill(os.getpid(), self._signal)

@@ -93,7 +93,14 @@ class ClaimConf:
     """How often a running task's process writes its heartbeat into the task row."""
     stale_s: float = opt(30.0, min=0.1)
     """A running task whose heartbeat is older than this is stale: its process is gone, and
-    ``wormhole --task-id N`` takes it over and resumes it. A fresher claim is never taken."""
+    ``wormhole --task-id N`` takes it over and resumes it. A fresher claim is never taken. The
+    running process itself makes splits durable only within ``stale_s - heartbeat_s`` of its last
+    heartbeat (:mod:`wormhole.lease`)."""
+
+    def check(self, path: str, problems: Problems) -> None:
+        if self.stale_s < 2 * self.heartbeat_s:
+            problems.add(join_path(path, "stale_s"), f"must be at least twice heartbeat_s ({self.heartbeat_s:g}): a "
+                                                     "claim must survive a late heartbeat")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

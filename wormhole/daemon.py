@@ -65,6 +65,9 @@ class DaemonOptions:
     metrics_port: int | None = None
     """Serve the daemon's Prometheus metrics on this port (0: any free port, logged)."""
     metrics_host: str = "127.0.0.1"
+    take_over: bool = True
+    """Also take over running tasks whose heartbeat is older than engine.toml's ``claim.stale_s`` (their
+    process died with its daemon or its machine) and resume them."""
 
 
 @dataclass(slots=True)
@@ -113,6 +116,7 @@ class Daemon:
         self.next_poll = 0.0
         self.next_beat = 0.0
         self._claims = itertools.count(1)
+        self.stale_s = 0.0
         self.metrics = DaemonMetrics()
         self._server: MetricsServer | None = None
 
@@ -138,7 +142,8 @@ class Daemon:
     def _start(self) -> int:
         """Check the configuration and register; a failure here ends the daemon (nothing runs yet)."""
         try:
-            EngineConf.load(self.o.conf_dir)  # every child would fail on a broken engine.toml
+            # Every child would fail on a broken engine.toml; its claim.stale_s says which tasks lost their process.
+            self.stale_s = EngineConf.load(self.o.conf_dir).claim.stale_s
             self.store = open_store(self.o.task_db)
             self.daemon_id = self.store.register_daemon(self.host, os.getpid())
         except WormholeError as exc:
@@ -238,22 +243,38 @@ class Daemon:
     def _claim_some(self, store: SqlTaskStore) -> None:
         free = self.o.max_tasks - len(self.children)
         # A few more candidates than slots: other daemons may win some of them.
-        for task_id in store.pending(free + 8):
+        candidates = [(task_id, False) for task_id in store.pending(free + 8)]
+        if self.o.take_over and len(candidates) < free:
+            candidates += [(task_id, True) for task_id in store.stale(free + 8, self.stale_s)]
+        for task_id, stale in candidates:
             if free == 0:
                 break
             if task_id in self.children:
-                continue
+                continue  # our own child, late with its heartbeat: never taken from it
             token = f"{self.host}:{os.getpid()}/daemon-{self.daemon_id}/{next(self._claims)}"
             # Noted before the claim: an answer lost on the wire leaves a claim to settle, not a stuck task.
             self.unsettled[task_id] = Unsettled(token, 0, "the daemon lost track of its claim", "failed")
-            if not store.claim(task_id, token):
+            if not self._claim(store, task_id, token, stale):
                 del self.unsettled[task_id]
                 continue
-            self.log.info("daemon.claimed", task_id=task_id, claimed_by=token)
             self.metrics.claimed.inc()
             if self._spawn(task_id, token):
                 del self.unsettled[task_id]
                 free -= 1
+
+    def _claim(self, store: SqlTaskStore, task_id: int, token: str, stale: bool) -> bool:
+        if not stale:
+            if store.claim(task_id, token):
+                self.log.info("daemon.claimed", task_id=task_id, claimed_by=token)
+                return True
+            return False
+        # The child adopts the claim and resumes the crashed run (take_over ended it 'crashed').
+        crashed = store.take_over(task_id, token, self.stale_s)
+        if crashed is None:
+            return False
+        self.log.warning("daemon.taken_over", task_id=task_id, claimed_by=token, crashed_run=crashed or None,
+                         stale_s=self.stale_s)
+        return True
 
     def _spawn(self, task_id: int, token: str) -> bool:
         command = [sys.executable, "-m", "wormhole", "--task-id", str(task_id), "--claimed-by", token]

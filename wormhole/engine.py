@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wormhole.checkpoint import PLAN_ROW, Checkpointer, CheckpointStore, split_from_json
+from wormhole.checkpoint import COMMITTED, PLAN_ROW, Checkpointer, CheckpointRow, CheckpointStore, split_from_json
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
 from wormhole.coordinator import CoordinatorStats, SplitCoordinator
 from wormhole.counters import Counters, percentage_limit, record_limit
@@ -24,6 +24,7 @@ from wormhole.dirty import DirtyFile
 from wormhole.errors import ConfigError, SplitLost
 from wormhole.exchange import StorageManager
 from wormhole.execution import Execution, LocalExecution
+from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
 from wormhole.planning.plan import Plan, make_plan
@@ -44,7 +45,8 @@ from wormhole.result import (
     SourceResult,
     task_outcome,
 )
-from wormhole.writer_manager import DestinationRun, WriterManager, describe, makes_splits_durable
+from wormhole.split_lane import makes_splits_durable
+from wormhole.writer_manager import DestinationRun, WriterManager, describe
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
            "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
@@ -58,6 +60,16 @@ def _sink(plugin: str) -> SinkRole:
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True, slots=True)
+class _Restored:
+    origin: int
+    """The run whose destination state this run continues (its own id unless it resumes)."""
+    splits: list[Split] | None = None
+    """The splits the chain planned (None: split the source)."""
+    committed: dict[str, int] = field(default_factory=dict)
+    """Destinations a run of the chain committed (per the checkpoint): destination -> rows."""
 
 
 class _ReadFailed(Exception):
@@ -112,14 +124,17 @@ class _Run:
 class Engine:
     def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger,
                  listeners: Sequence[ProgressListener] = (), checkpoints: CheckpointStore | None = None,
-                 resume_from: int | None = None) -> None:
+                 resume_from: int | None = None, lease: Lease | None = None) -> None:
         """``listeners`` see the run's progress snapshots (a live display, a metrics endpoint).
 
         ``checkpoints``: where the run records its plan and each split's durability (a task-database
         connection of its own: the engine writes to it from its checkpoint thread only); None runs
         without checkpoints (``run FILE``). ``resume_from``: the run this one takes over (a crashed run
         of the same task): its planned splits are read, except those every destination already holds.
+        ``lease``: the run's claim on its task; splits become durable and destinations are committed or
+        rolled back only while it is live (None: nobody else can hold the task).
         """
+        self._lease = lease
         self._checkpoints = checkpoints
         self._resume_from = resume_from
         self._conf = conf
@@ -139,6 +154,8 @@ class Engine:
         """Stop at once and leave every destination as it is, neither committed nor rolled back: another
         process took the task over and resumes this run's state (rolling it back would destroy it)."""
         self._abandoned = True
+        if self._lease is not None:
+            self._lease.lose()
         self.stop(reason)
 
     def stop(self, reason: str) -> None:
@@ -146,6 +163,8 @@ class Engine:
         if self._stop_reason is None:
             self._stop_reason = reason
         self._stop.set()
+        if self._lease is not None:
+            self._lease.stop()
         run = self._run
         if run is not None:
             run.monitor.notify()
@@ -156,11 +175,14 @@ class Engine:
         from wormhole import spark
 
         spark.configure(self._conf.spark)
-        origin, resumed = self._restore()
+        restored = self._restore()
+        origin = restored.origin
         run = self._run = self._assemble(origin)
-        run.readers.resumed = resumed
+        run.readers.resumed = restored.splits
+        run.writers.committed_before = restored.committed
         if self._checkpoints is not None:
-            run.checkpointer = Checkpointer(self._checkpoints, self._task_id, self._run_id, origin, self._log)
+            checkpointer = Checkpointer(self._checkpoints, self._task_id, self._run_id, origin, self._log)
+            run.checkpointer = run.writers.checkpointer = checkpointer
         self._log.info("task.started", source=self._spec.source.plugin,
                        destinations=[d.id for d in self._spec.destinations],
                        consistency=self._spec.settings.consistency)
@@ -178,22 +200,46 @@ class Engine:
         result = self._result(run, abort, read_error)
         run.monitor.finish({d.id: d.outcome or d.state for d in run.writers.destinations.values()},
                            result.run_status)
+        if self._checkpoints is None:
+            self.release()  # no task database: nothing resumes this run, so its records can go now
         return result
+
+    def release(self) -> None:
+        """After the run's outcome is recorded in the task database: the committed destinations drop
+        their own records of the run's splits (until then, a crash resumes them as committed)."""
+        run = self._run
+        if run is not None and not self._abandoned:
+            run.writers.release()
 
     # -- the steps -----------------------------------------------------------------------------
 
-    def _restore(self) -> tuple[int, list[Split] | None]:
-        """BitSail's restore: the run whose destination state this run continues, and (resuming) the
-        splits the crashed run planned, which this run reads instead of splitting the source again."""
+    def _restore(self) -> _Restored:
+        """BitSail's restore: the run whose destination state this run continues, (resuming) the splits
+        the crashed run planned, which this run reads instead of splitting the source again, and the
+        destinations a run of the chain committed already."""
         if self._resume_from is None or self._checkpoints is None:
-            return self._run_id, None
-        rows = self._checkpoints.checkpoint(self._resume_from)
-        plan = [r for r in rows if r.destination == PLAN_ROW and r.payload is not None]
-        origin = rows[0].origin_run_id if rows else self._resume_from
+            return _Restored(self._run_id)
+        # The plan of the newest run of the chain that recorded one (a run killed before it planned
+        # recorded none, and no destination holds anything of it): every run of a chain reads the same
+        # splits. Commit rows of every run of the chain.
+        run: int | None = self._resume_from
+        plan: list[CheckpointRow] = []
+        committed: dict[str, int] = {}
+        root, plan_of, durable = self._resume_from, None, 0
+        while run is not None:
+            rows = self._checkpoints.checkpoint(run)
+            for row in rows:
+                if row.split_id == COMMITTED and row.destination != PLAN_ROW:
+                    committed.setdefault(row.destination, row.rows or 0)
+            if not plan:
+                plan = [r for r in rows if r.destination == PLAN_ROW and r.payload is not None]
+                plan_of, durable = (run, len(rows) - len(plan)) if plan else (None, 0)
+            root, run = run, self._checkpoints.resumed_from(run)
+        origin = plan[0].origin_run_id if plan else root
         splits = [split_from_json(r.payload) for r in plan if r.payload is not None] or None
-        self._log.info("task.resuming", resumed_from_run=self._resume_from, origin_run=origin,
-                       planned_splits=len(plan), durable_in_checkpoint=len(rows) - len(plan))
-        return origin, splits
+        self._log.info("task.resuming", resumed_from_run=self._resume_from, origin_run=origin, plan_of_run=plan_of,
+                       planned_splits=len(plan), durable_in_checkpoint=durable, committed=sorted(committed))
+        return _Restored(origin, splits, committed)
 
     def _assemble(self, origin: int) -> _Run:
         conf, spec = self._conf, self._spec
@@ -211,7 +257,7 @@ class Engine:
                           dirty=dirty, plugin=spec.source.plugin, stop=threading.Event())
         readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log)
         writers = WriterManager(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id,
-                                self._log, origin_run_id=origin)
+                                self._log, origin_run_id=origin, lease=self._lease)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
                     writers=writers, source_limit=spec.settings.error_limit or conf.error_limit,
                     throttle=Throttle.of(spec.settings.speed))
@@ -266,7 +312,7 @@ class Engine:
 
     def _coordinate(self, run: _Run) -> None:
         """The split coordinator, from what each prepared destination already holds."""
-        live = [d for d in run.writers.destinations.values() if d.state != "failed"]
+        live = [d for d in run.writers.destinations.values() if d.state != "failed" and d.committed_before is None]
         checkpointer = run.checkpointer
 
         def sealed(split_id: str, destination: str, rows: int) -> None:
@@ -378,7 +424,9 @@ class Engine:
         return DestinationResult(
             plugin=dest.plugin, status=dest.outcome, rows_delivered=totals.delivered, rows_written=totals.written,
             rows_rejected=totals.rejected, bytes=totals.bytes, duration_s=round(end - dest.started, 3),
-            rolled_back=dest.outcome != "success" and dest.periphery is not None and dest.rollback_error is None,
+            rolled_back=(dest.outcome != "success" and dest.periphery is not None and dest.rollback_error is None
+                         and not dest.left),
             rollback_error=dest.rollback_error, error=dest.error, error_code=dest.error_code,
-            rows_resumed=sum(dest.held.values()), splits_resumed=len(dest.held))
+            rows_resumed=sum(dest.held.values()) if dest.committed_before is None else dest.committed_before,
+            splits_resumed=len(dest.held) if dest.committed_before is None else len(run.readers.splits))
 

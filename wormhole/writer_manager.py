@@ -21,13 +21,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
-from wormhole.checkpoint import CrashHook
+from wormhole.checkpoint import Checkpointer, CrashHook
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
 from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, WriterCounters, judge, record_limit, write_counted
@@ -39,7 +39,6 @@ from wormhole.errors import (
     PrepareTimeout,
     RolledBack,
     RowsUnaccounted,
-    SplitLost,
     TaskAborted,
     WormholeError,
     WriteError,
@@ -47,20 +46,19 @@ from wormhole.errors import (
     WritersUnfinished,
 )
 from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
-from wormhole.exchange.double_queue import Batch
+from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.plugins import registry
 from wormhole.plugins.base import (
     DurablePeriphery,
-    Row,
     Schema,
     SinkRole,
     SplitWriter,
     WriteContext,
-    WriteResult,
     WriterPeriphery,
 )
 from wormhole.pool import run_with_timeout, spawn
+from wormhole.split_lane import SplitLane, makes_splits_durable
 
 Outcome = Literal["success", "failed", "rolled_back"]
 
@@ -108,6 +106,11 @@ class DestinationRun:
     """Prepared as a fresh run even when the run resumes (it is written whole: Spark's native write)."""
     on_fail: Callable[[str], None] | None = None
     """Told when the destination fails (the split coordinator stops waiting for it)."""
+    left: bool = False
+    """Neither committed nor rolled back: the run lost (or could not confirm) its claim on the task."""
+    committed_before: int | None = None
+    """A run of the chain this run resumes committed it (rows, per the checkpoint), and it keeps no record
+    of its own: it is neither prepared nor written nor committed again."""
 
     def fail(self, reason: str, code: str = WriteError.code) -> None:
         """First failure wins; the queue is aborted so the readers never wait on this destination."""
@@ -126,8 +129,9 @@ class DestinationRun:
 class WriterManager:
     def __init__(self, spec: TaskSpec, conf: EngineConf, storage: StorageManager, counters: Counters,
                  notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Logger,
-                 origin_run_id: int | None = None) -> None:
-        """``origin_run_id``: the run whose destination state this run continues (a resumed run)."""
+                 origin_run_id: int | None = None, lease: Lease | None = None) -> None:
+        """``origin_run_id``: the run whose destination state this run continues (a resumed run);
+        ``lease``: the run's claim on its task (None: no task database, nobody else can hold it)."""
         self._spec = spec
         self._conf = conf
         self._counters = counters
@@ -140,6 +144,10 @@ class WriterManager:
         self._origin_run_id = origin_run_id
         self.coordinator: SplitCoordinator | None = None
         self.crash_hook = CrashHook(os.environ.get("WORMHOLE_TEST_CRASH"), log)
+        self.lease = lease
+        self.committed_before: dict[str, int] = {}
+        """Destinations a run of the resumed chain committed (the checkpoint's commit rows)."""
+        self.checkpointer: Checkpointer | None = None
         for dest in spec.destinations:
             sink = registry.get(dest.plugin).sink
             assert sink is not None  # validated with the task
@@ -163,6 +171,13 @@ class WriterManager:
     def prepare(self, schema: Schema) -> None:
         timeout = self._conf.timeouts.writer_prepare_s
         for dest in self.destinations.values():
+            if dest.id in self.committed_before and not dest.durable:
+                # Committed before the crash, and nothing of its own to ask: loading it again would
+                # write its rows twice (a hive append), so it is left as the crashed run committed it.
+                dest.committed_before = self.committed_before[dest.id]
+                dest.state = "done"
+                dest.log.info("destination.committed_before", rows=dest.committed_before)
+                continue
             ctx = WriteContext(task_id=self._task_id, run_id=self._run_id, destination=dest.id, schema=schema,
                                batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
                                plugin=dest.plugin, stop=dest.stop,
@@ -186,7 +201,7 @@ class WriterManager:
 
     def start(self) -> None:
         for dest in self.destinations.values():
-            if dest.state == "failed":
+            if dest.state == "failed" or dest.committed_before is not None:
                 continue
             dest.state = "running"
             for worker in range(dest.concurrency):
@@ -199,7 +214,7 @@ class WriterManager:
     def start_jobs(self, job: Callable[[DestinationRun, WriterCounters], None], rows: int) -> None:
         """Spark mode: one driver thread per destination runs ``job`` (its Spark job) over ``rows`` rows."""
         for dest in self.destinations.values():
-            if dest.state == "failed":
+            if dest.state == "failed" or dest.committed_before is not None:
                 continue
             dest.state = "running"
             dest.queued = rows
@@ -239,10 +254,14 @@ class WriterManager:
                       counters: WriterCounters) -> None:
         """A SplitWriter's lane: each split's batches, then its end (made durable) or abort (discarded)."""
         assert self.coordinator is not None
-        lane = _Lane(self, dest, worker, writer, counters, self.coordinator)
-        for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s, worker):
-            lane.take(batch)
-        lane.close()
+        lane = SplitLane(dest.id, dest.plugin, dest.log, worker, writer, counters, self.coordinator,
+                         reject=partial(self._dirty.reject, dest.id), crash_hook=self.crash_hook, sealed=dest.sealed,
+                         check_limit=partial(self._check_record_limit, dest), lease=self.lease)
+        try:
+            for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s, worker):
+                lane.take(batch)
+        finally:
+            lane.close()
 
     def _check_record_limit(self, dest: DestinationRun) -> None:
         # Checked while running, so a hopeless destination stops early (DataX's rule).
@@ -331,9 +350,39 @@ class WriterManager:
     def abandon(self) -> None:
         """Leave every destination as it is (another process resumes it): no commit, no rollback."""
         for dest in self.destinations.values():
-            dest.outcome = "failed"
-            dest.error = dest.error or "abandoned: another process took the task over and resumes it"
-            dest.log.warning("destination.abandoned")
+            self._leave(dest, "abandoned: another process took the task over and resumes it")
+
+    @staticmethod
+    def _leave(dest: DestinationRun, reason: str) -> None:
+        dest.outcome = "failed"
+        dest.left = True
+        dest.error = dest.error or reason
+        dest.log.warning("destination.abandoned", reason=reason)
+
+    def _hold(self, dest: DestinationRun) -> bool:
+        """Commit and rollback touch a destination only while the run's claim is live (the lease): once
+        it is lost, or not confirmed when the run stops, the destination is left as it is for the
+        process that holds the task next."""
+        if self.lease is None or dest.periphery is None:
+            return True
+        try:
+            self.lease.hold(f"destination {dest.id}")
+        except TaskAborted as exc:
+            self._leave(dest, str(exc))
+            return False
+        return True
+
+    def release(self) -> None:
+        """Once the run's outcome is recorded: each committed destination drops its own record of the
+        run's splits (kept through commit, so a crash before the outcome is recorded resumes as
+        committed). A failure leaves that record as a leftover, which the next run removes."""
+        for dest in self.destinations.values():
+            if dest.outcome != "success" or not isinstance(dest.periphery, DurablePeriphery):
+                continue
+            try:
+                dest.periphery.release()
+            except Exception as exc:
+                dest.log.warning("destination.release_failed", error=describe(exc))
 
     def finalize(self, rows_sent: int, abort_reason: str | None) -> None:
         """Judge, then commit or roll back every destination; sets each ``outcome``."""
@@ -361,17 +410,35 @@ class WriterManager:
         if abort_reason is None and failed and self._spec.settings.consistency == "all_or_nothing":
             abort_reason = f"destination(s) {', '.join(failed)} failed and consistency is all_or_nothing"
         for dest in self.destinations.values():
-            if dest.state == "failed":
+            if dest.state != "failed" and abort_reason is None:
+                self.crash_hook.reached("before_commit", dest.id, None)
+            if not self._hold(dest):
+                continue
+            if dest.committed_before is not None:
+                self._settle_committed_before(dest, abort_reason)
+            elif dest.state == "failed":
                 self._rollback(dest, healthy_reason=None)
             elif abort_reason is not None:
                 self._rollback(dest, healthy_reason=abort_reason)
             else:
                 self._commit(dest)
 
+    @staticmethod
+    def _settle_committed_before(dest: DestinationRun, abort_reason: str | None) -> None:
+        if abort_reason is None:
+            dest.outcome = "success"
+            return
+        dest.outcome = "failed"
+        dest.error = f"rolled back: {abort_reason}"
+        dest.rollback_error = "not rolled back: an earlier run of the task committed it before it crashed"
+
     def _commit(self, dest: DestinationRun) -> None:
         try:
             assert dest.periphery is not None  # a destination without one failed at prepare
             dest.periphery.commit()
+            if self.checkpointer is not None:
+                self.checkpointer.committed(dest.id, self._counters.totals(dest.id).written)
+            self.crash_hook.reached("after_commit", dest.id, None)
         except Exception as exc:
             dest.fail(f"commit failed: {describe(exc)}", getattr(exc, "code", CommitError.code))
             self._rollback(dest, healthy_reason=None)
@@ -394,104 +461,6 @@ class WriterManager:
             dest.log.error("destination.rollback_failed", error=dest.rollback_error)
         else:
             dest.log.info("destination.rolled_back", reason=dest.error)
-
-
-class _Lane:
-    """One writer thread of a destination whose writers make splits durable.
-
-    A split whose transaction the destination lost (``SplitLost``) is discarded and reported to the
-    coordinator, which has it read again for this destination; its counts are taken back, so the
-    result counts each row once. The rest of that split's batches in the lane are skipped.
-    """
-
-    def __init__(self, manager: WriterManager, dest: DestinationRun, worker: int, writer: SplitWriter,
-                 counters: WriterCounters, coordinator: SplitCoordinator) -> None:
-        self.manager = manager
-        self.dest = dest
-        self.worker = worker
-        self.writer = writer
-        self.counters = counters
-        self.coordinator = coordinator
-        self.open: dict[str, WriterCounters] = {}
-        self.lost: set[str] = set()
-
-    def take(self, batch: Batch) -> None:
-        split_id = batch.split_id
-        assert split_id is not None  # a lane carries split-tagged batches only
-        if batch.control == "abort":
-            self.lost.discard(split_id)
-            self.discard(split_id)
-        elif split_id in self.lost:  # the rest of a split this destination already lost
-            if batch.control == "end":
-                self.lost.discard(split_id)
-        else:
-            try:
-                if batch.control == "end":
-                    self.end(split_id)
-                else:
-                    self.write(split_id, batch)
-            except SplitLost as exc:
-                self.dest.log.warning("writer.split_discarded", split_id=split_id, worker=self.worker, error=str(exc))
-                self.discard(split_id)
-                if batch.control != "end":
-                    self.lost.add(split_id)
-                self.coordinator.lost(split_id, self.dest.id, str(exc))
-
-    def write(self, split_id: str, batch: Batch) -> None:
-        dest, dirty = self.dest, self.manager._dirty
-        part = self.open.setdefault(split_id, WriterCounters())
-        one = WriterCounters()  # counted into the split and the thread only once written
-        rejected = write_counted(_SplitBatch(self.writer, split_id), batch.rows, one,
-                                 partial(dirty.reject, dest.id, split_id=split_id),
-                                 destination=dest.id, plugin=dest.plugin, nbytes=batch.nbytes)
-        for into in (part, self.counters):
-            into.delivered += one.delivered
-            into.written += one.written
-            into.rejected += one.rejected
-            into.bytes += one.bytes
-        if rejected:
-            self.manager._check_record_limit(dest)
-
-    def end(self, split_id: str) -> None:
-        dest, hook = self.dest, self.manager.crash_hook
-        rows = self.open.get(split_id, WriterCounters()).written
-        hook.reached("before_seal", dest.id, split_id)
-        self.writer.end_split(split_id, rows)
-        hook.reached("after_seal", dest.id, split_id)
-        self.open.pop(split_id, None)
-        dest.sealed[split_id] = rows
-        dest.log.debug("writer.split_sealed", split_id=split_id, rows=rows, worker=self.worker)
-        self.coordinator.sealed(split_id, dest.id, rows)
-
-    def discard(self, split_id: str) -> None:
-        part = self.open.pop(split_id, None)
-        if part is not None:
-            self.counters.delivered -= part.delivered
-            self.counters.written -= part.written
-            self.counters.rejected -= part.rejected
-            self.counters.bytes -= part.bytes
-        self.writer.abort_split(split_id)
-
-    def close(self) -> None:
-        """End of stream with a split still open: it was never made durable (the task is stopping)."""
-        for split_id in list(self.open):
-            self.discard(split_id)
-
-
-def makes_splits_durable(sink: SinkRole) -> bool:
-    """The sink's writers are SplitWriters (checked on the class, before any is made)."""
-    return all(callable(getattr(sink.writer, m, None)) for m in ("write_split", "end_split", "abort_split"))
-
-
-class _SplitBatch:
-    """``write_counted``'s view of a SplitWriter writing one split."""
-
-    def __init__(self, writer: SplitWriter, split_id: str) -> None:
-        self._writer = writer
-        self._split_id = split_id
-
-    def write(self, rows: Sequence[Row]) -> WriteResult:
-        return self._writer.write_split(self._split_id, rows)
 
 
 def _totals(counters: Counters, destination: str) -> dict[str, int]:

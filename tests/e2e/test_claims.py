@@ -216,3 +216,43 @@ def test_the_daemons_child_heartbeats_and_its_quick_is_not_taken_by_the_daemon(t
     assert db.statuses()[quick] == "success"
     assert task_row(db, victim) == {"status": "running", "claimed_by": "gone:1", "attempts": 1, "heartbeat_at": None}
     assert [e["task_id"] for e in daemon.events("daemon.claimed")] == [quick, slow]
+
+
+def test_a_daemon_takes_over_a_task_whose_process_died_and_resumes_it(tmp_path: Path,
+                                                                       running: list[Running]) -> None:
+    """A run SIGKILLed with its splits half written (as when its container or machine goes): once its
+    heartbeat is stale, a daemon takes the task over by itself and its child resumes the crashed run;
+    a daemon started with --no-take-over leaves it alone."""
+    ws = workspace(tmp_path)
+    db = TaskDb(ws)
+    rows = 60 * 4096
+    spec = {"name": "resumable", "source": {"plugin": "stream", "params": {"rows": rows, "splits": 12, "seed": 5}},
+            "destinations": [{"id": "j", "plugin": "file", "params": {"path": "out/j", "format": "jsonl"}}],
+            "settings": {"speed": {"record": 20_000, "channel_record": 10_000}}}
+    task_id = ws.submit(spec)
+    first = start_and_wait_running(ws, db, task_id, running)
+    wait_for(lambda: db.query("SELECT COUNT(*) FROM wormhole_checkpoint WHERE task_id = ? AND destination = 'j'",
+                              (task_id,))[0][0] >= 2, 60, "two splits durable in j")
+    kill_and_wait_stale(db, task_id, first)
+
+    bystander = Daemon(ws, "--max-tasks", "1", "--no-take-over", *FAST)
+    try:
+        time.sleep(1.0)
+        assert task_row(db, task_id)["status"] == "running" and not bystander.events("daemon.taken_over")
+    finally:
+        bystander.close()
+    daemon = Daemon(ws, "--max-tasks", "1", *FAST)
+    try:
+        wait_for(lambda: db.statuses()[task_id] == "success", 120, "the task to be resumed")
+    finally:
+        daemon.close()
+    (taken,) = daemon.events("daemon.taken_over")
+    crashed, resumed = run_rows(db, task_id)
+    assert taken["task_id"] == task_id and taken["crashed_run"] == crashed["id"]
+    assert (crashed["status"], resumed["status"], resumed["resumed_from"]) == ("crashed", "success", crashed["id"])
+    result = json.loads(db.query("SELECT result FROM wormhole_task WHERE id = ?", (task_id,))[0][0])
+    assert result["resumed_from_run"] == crashed["id"]
+    assert result["destinations"]["j"]["splits_resumed"] >= 2 and result["source"]["rows_read"] < rows
+    ids = sorted(json.loads(line)["id"] for p in (ws.root / "out" / "j").glob("part-*")
+                 for line in p.read_text().splitlines())
+    assert ids == list(range(rows))

@@ -190,12 +190,17 @@ def check_exact(fan: Fanout, source_py: tuple[int, ...], task: dict[str, Any]) -
     assert fan.leftovers() == []
 
 
-@pytest.mark.parametrize("point", ["during_reads", "before_seal", "after_seal"])
+@pytest.mark.parametrize("point", ["during_reads", "before_seal", "after_seal", "after_commit"])
 def test_sigkill_then_takeover_resumes_exactly(source: tuple[Server, str, tuple[int, ...]],
                                                scenario: tuple[Workspace, Fanout], point: str) -> None:
     ws, fan = scenario
     task_id = ws.submit(fan.spec)
-    if point == "during_reads":
+    if point == "after_commit":
+        # Between the destinations' final commits: stg and app committed, js and sq not, the task's
+        # outcome not recorded. The resumed run must not load stg or app again (app has no key: a
+        # second load would double it) and has nothing left to read.
+        first = start(ws, task_id, crash="after_commit:app:1")
+    elif point == "during_reads":
         first = start(ws, task_id)
         deadline = time.monotonic() + 90
         while durable_everywhere(ws, task_id) < 3:
@@ -215,6 +220,13 @@ def test_sigkill_then_takeover_resumes_exactly(source: tuple[Server, str, tuple[
                                                                                       result["resumed_from_run"])
     assert result["source"]["splits_skipped"] + result["source"]["splits_resumed"] > 0
     assert any(e["event"] == "task.resumed" for e in events)
+    if point == "after_commit":
+        assert result["source"]["rows_read"] == 0 and result["source"]["splits_skipped"] == result["source"]["splits"]
+        assert {d: v["rows_resumed"] for d, v in result["destinations"].items()} == dict.fromkeys(
+            ("stg", "app", "js", "sq"), ROWS)
+        committed_before = ("writer.commit_skipped", "sqlite.committed_before", "file.committed_before")
+        skipped = {e["destination"] for e in events if e["event"] in committed_before}
+        assert skipped == {"stg", "app"}, skipped
     check_exact(fan, source[2], task)
 
 
@@ -338,3 +350,55 @@ def test_task_show_lists_leftovers_and_task_clean_removes_only_that_tasks(small_
     assert ws.run("--task-id", str(other), timeout=120).returncode == 0
     ids, lite = small_outputs(ws.root / "other")
     assert len(ids) == len(set(ids)) == 120_000 and lite == ids
+
+
+def test_a_paused_process_that_wakes_after_a_takeover_leaves_everything_to_the_new_holder(
+        small_ws: Workspace, tmp_path: Path) -> None:
+    """SIGSTOP the run right before its commits, long enough for its claim to go stale; another process
+    takes the task over and finishes it. When the first one wakes, it must touch nothing: its lease ran
+    out while it was paused, and its next heartbeat says the claim is gone, so it neither commits (a
+    second post_sql would show) nor rolls back what the new holder committed, and it exits 205."""
+    from tests.conftest import MYSQL_URL
+
+    server = Server.from_url(MYSQL_URL)
+    admin = server.connect()
+    dbs = Databases(server, admin)
+    try:
+        db = dbs.create("paused")
+        create_table(admin, db, "app", "id BIGINT NOT NULL, k INT, v VARCHAR(40)")  # no key: twice would show
+        create_table(admin, db, "log", "n INT")
+        spec = {"source": {"plugin": "stream", "params": {"rows": 60_000, "splits": 6,
+                                                          "columns": [{"name": "id", "type": "int"},
+                                                                      {"name": "k", "type": "int"},
+                                                                      {"name": "v", "type": "string"}]}},
+                "destinations": [
+                    {"id": "js", "plugin": "file", "params": {"path": str(tmp_path / "out" / "js"), "format": "jsonl"}},
+                    {"id": "app", "plugin": "mysql",
+                     "params": server.params(db, table="app", post_sql=[f"INSERT INTO {q(db)}.log VALUES (1)"])}]}
+        task_id = small_ws.submit(spec)
+        first = start(small_ws, task_id, crash="before_commit:js:1:stop")
+        deadline = time.monotonic() + 60
+        while not Path(f"/proc/{first.pid}/stat").read_text().split(")")[-1].split()[0] == "T":
+            assert first.poll() is None, failure(first)
+            assert time.monotonic() < deadline, "the run never paused before its commits"
+            time.sleep(0.05)
+        time.sleep(2.0)  # stale_s = 1.5
+        second = small_ws.run("--task-id", str(task_id), timeout=120)
+        assert second.returncode == 0, second.stderr[-3000:]
+        os.kill(first.pid, signal.SIGCONT)
+        assert first.wait(timeout=60) == 205, failure(first)
+
+        events = log_events(first.log_path.read_text())  # type: ignore[attr-defined]
+        after_wake = events[next(i for i, e in enumerate(events) if e["event"] == "test.crash"):]
+        assert any(e["event"] == "task.claim_lost" for e in after_wake)
+        assert not [e for e in after_wake if e["event"] in ("destination.committed", "destination.rolled_back")]
+        assert {e["destination"] for e in after_wake if e["event"] == "destination.abandoned"} == {"js", "app"}
+        assert execute(admin, f"SELECT COUNT(*) FROM {q(db)}.log") == [(1,)]  # post_sql ran once: the new holder's
+        assert execute(admin, f"SELECT COUNT(*), COUNT(DISTINCT id) FROM {q(db)}.app") == [(60_000, 60_000)]
+        ids = sorted(json.loads(line)["id"] for p in (tmp_path / "out" / "js").glob("part-*")
+                     for line in p.read_text().splitlines())
+        assert ids == list(range(60_000))
+        task = small_ws.show(task_id)
+        assert task["status"] == "success" and [r["status"] for r in task["runs"]] == ["crashed", "success"]
+    finally:
+        dbs.drop_all()

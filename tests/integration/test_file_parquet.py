@@ -227,6 +227,7 @@ def test_a_rerun_worker_leaves_its_rows_once(tmp_path: Path, stale_closes_last: 
     if stale_closes_last:
         failed.close()  # the failed attempt's writer finishing late must not touch the new part
     periphery.commit()
+    periphery.release()
     assert sorted(os.listdir(tmp_path / "out")) == ["_SUCCESS", "part-00000.parquet"]
     assert read_all(reader_options(tmp_path / "out")) == [expected(r) for r in ROWS]
 

@@ -112,7 +112,75 @@ def test_a_crashed_run_resumes_exactly(target: str, load: str, method: str) -> N
     writer.close()
     periphery.commit()  # verify count: A and B of run 1 counted with C of run 2
     assert user_rows(target) == sorted(old + expected("A", "B", "C"))
-    assert tables(target) == ["t", "wormhole_splits"] and markers(target) == []
+    assert tables(target) == ["t", "wormhole_splits"]
+    # The markers stay through the commit, which they record: a crash before the task's outcome is
+    # recorded is resumed as committed, and nothing is written twice.
+    assert phase(target) == "committed" and [m[3] for m in markers(target)] == ["", "A", "B", "C"]
+    del periphery, writer
+    periphery, _ = start(options, ctx(3, origin=1))
+    assert periphery.durable_splits() == {"A": 5, "B": 3, "C": 4}
+    periphery.commit()
+    assert user_rows(target) == sorted(old + expected("A", "B", "C")) and tables(target) == ["t", "wormhole_splits"]
+    periphery.release()  # the outcome is recorded
+    assert markers(target) == []
+
+
+class _Crash(BaseException):
+    """The process dies here (nothing after it runs, not even the commit's error handling)."""
+
+
+@pytest.mark.parametrize("after", ["alter", "rename", "swapped"])
+def test_a_staging_commit_killed_around_its_swap_is_finished_by_the_resumed_run(target: str, after: str,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The swap's steps: phase 'swapping', ALTER the comment, RENAME, phase 'swapped', post_sql, 'committed'.
+    Killed after any of them, the resumed run finishes the commit: the target holds the load once, the
+    previous table is gone and post_sql ran."""
+    from wormhole.plugins.mysql import periphery as periphery_module
+    from wormhole.plugins.mysql.staging import Staging, TargetSql
+
+    run_sql(target, "CREATE TABLE log (n INT)")
+    options = writer_options(target, table="t", load="staging", post_sql=["INSERT INTO log VALUES (1)"])
+    periphery, writer = start(options, ctx(1))
+    write_whole(writer, "A")
+    write_whole(writer, "B")
+    writer.close()
+    real_run, real_set = TargetSql.run, periphery_module.SplitMarkers.set_phase
+
+    def run(self: Any, conn: Any, statement: str, what: str, error: Any) -> None:
+        real_run(self, conn, statement, what, error)
+        if (after == "alter" and statement.startswith("ALTER TABLE") and "`t__wh7_1` COMMENT" in statement) or \
+                (after == "rename" and statement.startswith("RENAME TABLE")):
+            raise _Crash
+
+    def set_phase(self: Any, conn: Any, value: str, error: Any) -> None:
+        real_set(self, conn, value, error)
+        if after == "swapped" and value == "swapped":
+            raise _Crash
+
+    monkeypatch.setattr(TargetSql, "run", run)
+    monkeypatch.setattr(periphery_module.SplitMarkers, "set_phase", set_phase)
+    with pytest.raises(_Crash):
+        periphery.commit()
+    monkeypatch.undo()
+    swapped = after != "alter"
+    assert user_rows(target) == (expected("A", "B") if swapped else [(99, "old")])
+
+    periphery, writer = start(options, ctx(2, origin=1))
+    assert periphery.durable_splits() == {"A": 5, "B": 3}
+    assert isinstance(periphery.staging, Staging) and periphery.staging.swapped is swapped
+    writer.close()
+    periphery.commit()
+    assert user_rows(target) == expected("A", "B") and run_sql(target, "SELECT n FROM log") == [(1,)]
+    assert tables(target) == ["log", "t", "wormhole_splits"] and phase(target) == "committed"
+    comment = run_sql(target, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                              "AND TABLE_NAME = 't'")
+    assert comment == [("",)]  # the target's own comment, not the staging marker
+    periphery.release()
+    assert markers(target) == []
+
+
+def phase(url: str) -> str:
+    return str(run_sql(url, "SELECT phase FROM wormhole_splits WHERE split_id = ''")[0][0])
 
 
 def test_pre_sql_is_not_run_again_on_resume(target: str) -> None:
@@ -244,7 +312,24 @@ def test_an_empty_split_and_bad_rows_inside_a_split(mysql_db: str) -> None:
     assert [m[3:] for m in markers(mysql_db)] == [("", None), ("A", 2), ("E", 0)]
     writer.close()
     periphery.commit()
+    periphery.release()
     assert rows_of(mysql_db, "t") == [(1, "ok"), (3, "ok")] and markers(mysql_db) == []
+
+
+def test_a_split_another_attempt_made_durable_lands_once(target: str) -> None:
+    """Two attempts at one split (a Spark task run again after its first attempt committed, or a process
+    whose claim was taken over finishing it too): the second finds the marker and rolls its rows back."""
+    options = writer_options(target, table="t", verify="count")
+    periphery, first = start(options, ctx(1))
+    second = PLUGIN.sink.writer(options, ctx(1), periphery, 1)  # type: ignore[union-attr]
+    second.open()
+    second.write_split("A", SPLITS["A"])  # its transaction is open while the first one commits the split
+    write_whole(first, "A")
+    second.end_split("A", 5)  # waits for the marker's lock, finds it there, and rolls back
+    for writer in (first, second):
+        writer.close()
+    periphery.commit()  # verify count: the split's rows once
+    assert user_rows(target) == sorted([(99, "old"), *expected("A")])
 
 
 def test_abort_split_discards_its_rows(target: str) -> None:

@@ -292,7 +292,11 @@ def lifecycle(options: MysqlWriterOptions, parts: list[list[tuple[Any, ...]]], c
             results.append(writer.write(rows))
         finally:
             writer.close()
-    (periphery.commit if commit else periphery.rollback)()
+    if commit:
+        periphery.commit()
+        periphery.release()  # as once the task's outcome is recorded
+    else:
+        periphery.rollback()
     return results
 
 

@@ -416,6 +416,7 @@ def test_commit_is_idempotent_and_rollback_after_commit_keeps_the_target(tmp_pat
     periphery.commit()
     periphery.commit()
     periphery.rollback()
+    periphery.release()
     assert os.listdir(tmp_path / "out") == ["_SUCCESS"]
 
 

@@ -150,8 +150,20 @@ def test_a_crashed_run_resumes_with_its_durable_splits_and_each_row_lands_once(s
     writer.end_split(C, 4)
     writer.close()
     periphery.commit()
-    assert store.output() == sorted(rows_of(A, 3) + rows_of(B, 2) + rows_of(C, 4) + rows_of(LONG, 1))
+    expected = sorted(rows_of(A, 3) + rows_of(B, 2) + rows_of(C, 4) + rows_of(LONG, 1))
+    assert store.output() == expected
+    # Killed after the commit, before the task's outcome was recorded: the destination's own record
+    # says the load is committed, so the next run writes nothing and commits nothing again.
+    del writer, periphery
+    again = store.ctx(3, origin_run_id=1)
+    periphery = store.periphery(again)
+    assert periphery.durable_splits() == {A: 3, B: 2, C: 4, LONG: 1}
+    periphery.commit()
+    assert store.output() == expected
+    periphery.release()  # the outcome is recorded
     assert store.beside() == done(store)  # no staging, markers or temporary directory left
+    if store.kind != "sqlite":
+        assert not [n for n in os.listdir(store.options.path) if n == "_WORMHOLE" or n.startswith("_wh_split-")]
 
 
 def test_a_run_resumed_twice_keeps_what_each_made_durable(store: Store) -> None:

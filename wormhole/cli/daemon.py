@@ -20,11 +20,15 @@ from wormhole.cli.observe import HOST_HELP, PORT_TYPE
 @click.option("--metrics-port", type=PORT_TYPE, metavar="PORT",
               help="Serve the daemon's Prometheus metrics on this port (0: any free port, logged).")
 @click.option("--metrics-host", metavar="HOST", help=f"{HOST_HELP}  [default: 127.0.0.1]")
+@click.option("--take-over/--no-take-over", default=True, show_default=True,
+              help="Also take over running tasks whose heartbeat is older than claim.stale_s (engine.toml), "
+                   "and resume them.")
 @global_options
 @click.pass_context
 def daemon(ctx: click.Context, max_tasks: int, poll_s: float, grace_s: float, heartbeat_s: float,
-           metrics_port: int | None, metrics_host: str | None) -> None:
-    """Claim pending tasks (highest priority, then oldest) and run them until SIGTERM or SIGINT."""
+           metrics_port: int | None, metrics_host: str | None, take_over: bool) -> None:
+    """Claim pending tasks (highest priority, then oldest) and run them until SIGTERM or SIGINT; take over
+    and resume running tasks whose process is gone (their heartbeat is stale)."""
     from wormhole.daemon import Daemon, DaemonOptions
 
     st = ctx.obj
@@ -32,4 +36,4 @@ def daemon(ctx: click.Context, max_tasks: int, poll_s: float, grace_s: float, he
                                   log_level=st.log_level, max_tasks=max_tasks, poll_s=poll_s, grace_s=grace_s,
                                   heartbeat_s=heartbeat_s,
                                   metrics_port=metrics_port if metrics_port is not None else st.metrics_port,
-                                  metrics_host=metrics_host or st.metrics_host)).run())
+                                  metrics_host=metrics_host or st.metrics_host, take_over=take_over)).run())

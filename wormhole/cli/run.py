@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from typing import Any, Protocol
 
 import click
@@ -27,6 +28,7 @@ from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import InvalidTaskConfig, TaskDbError, WormholeError
+from wormhole.lease import Lease
 from wormhole.planning.channels import speed_limits
 from wormhole.taskdb import CRASHED, SqlTaskStore, TaskStore, open_store
 
@@ -75,6 +77,17 @@ class _Claim:
         self.conf = conf
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lease: Lease | None = None
+        self.claimed_at = time.monotonic()
+        """Taken before the claim is made: the lease runs from here until the first heartbeat."""
+
+    def lease(self, logger: Any) -> Lease:
+        """The claim as the engine's writers see it: live for stale_s - heartbeat_s after a heartbeat."""
+        claim = self.conf.claim
+        lease = Lease(claim.stale_s - claim.heartbeat_s, logger)
+        lease.renewed(self.claimed_at)
+        self._lease = lease
+        return lease
 
     def start_heartbeat(self, engine: _Stoppable, logger: Any) -> None:
         self._thread = threading.Thread(target=self._beat, args=(engine, logger), daemon=True, name="task-heartbeat")
@@ -90,13 +103,20 @@ class _Claim:
         store: SqlTaskStore | None = None
         try:
             while not self._stop.wait(self.conf.claim.heartbeat_s):
+                sent_at = time.monotonic()
                 try:
                     store = store or open_store(self.task_db)
                     if store.beat(self.task_id, self.claimed_by):
+                        if self._lease is not None:
+                            self._lease.renewed(sent_at)
                         continue
                 except TaskDbError as exc:
-                    # Not fatal: the claim stays ours until stale_s passes without a beat; try next period.
+                    # Not fatal: the claim stays ours until stale_s passes without a beat (meanwhile the
+                    # lease holds back commits); a fresh connection tries again next period.
                     logger.warning("task.heartbeat_failed", error=str(exc), error_code=exc.code)
+                    if store is not None:
+                        store.close()
+                        store = None
                     continue
                 logger.error("task.claim_lost", claimed_by=self.claimed_by, error_code="TASK_CLAIMED",
                              error=f"task {self.task_id} is no longer running under the claim {self.claimed_by} "
@@ -194,7 +214,7 @@ def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, s
     task_id, claimed_by = claim.task_id, claim.claimed_by
     with observers.watching() as listeners:
         engine = Engine(conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=listeners,
-                        checkpoints=checkpoints, resume_from=resume_from)
+                        checkpoints=checkpoints, resume_from=resume_from, lease=claim.lease(logger))
         previous = _install_signal_handlers(engine, logger)
         claim.start_heartbeat(engine, logger)
         try:
@@ -215,6 +235,7 @@ def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, s
                         exit_code=outcome.exit_code, result=json.dumps(outcome.result, default=str),
                         error=outcome.error, claimed_by=claimed_by):
         return _claim_lost(claim, logger, observers)
+    engine.release()  # the outcome is recorded: no run resumes this one, so the destinations' records go
     observers.set_state(outcome.run_status)
     logger.info("task.finished", status=outcome.status, exit_code=outcome.exit_code,
                 duration_s=outcome.result["duration_s"], rows_read=outcome.result["source"]["rows_read"],

@@ -283,7 +283,17 @@ class DurablePeriphery(Protocol):
     def durable_splits(self) -> Mapping[str, int]:
         """After ``prepare``: split id -> rows of every split this destination already holds
         durably for ``ctx.state_run`` (its own record: marker rows, renamed parts). Empty unless
-        resuming. This, not the task database's checkpoint, is the truth on resume."""
+        resuming. This, not the task database's checkpoint, is the truth on resume.
+
+        ``commit`` keeps that record, and says in it that the load is committed, so a run resuming
+        after a crash between this destination's commit and the task's recorded outcome finds every
+        split durable and the commit done (``commit`` is then a no-op, ``rollback`` an error)."""
+        ...
+
+    def release(self) -> None:
+        """After ``commit``, once the task's outcome is recorded (no run resumes this state any more):
+        drop the destination's own record of the run (markers, its run marker). Works on a fresh
+        periphery object too. A crash before it leaves that record as a leftover of a finished run."""
         ...
 
 

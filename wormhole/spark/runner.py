@@ -35,6 +35,7 @@ from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
+from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.planning.throttle import ReadMeasure, Throttle
@@ -134,6 +135,7 @@ class SparkExecution:
         self.split_ids: list[str] = []
         """The split of each partition of ``frame``, in order."""
         self._coordinator: SplitCoordinator | None = None
+        self._lease: Lease | None = None
         self._source_dirty = self.sc.accumulator([], _ListParam())
         self._totals: dict[str, Any] = {}
         self._cancelled = False
@@ -170,6 +172,7 @@ class SparkExecution:
         return _FinishedRead(rows, readers.stop)
 
     def start_writes(self, writers: Any) -> None:
+        self._lease = writers.lease
         writers.start_jobs(lambda dest, counters: self.write(dest, counters, self._rows), self._rows)
 
     # -- read side -----------------------------------------------------------------------------
@@ -296,7 +299,7 @@ class SparkExecution:
                 else:
                     how = "driver"  # a store with one writer (a SQLite file): split by split on the driver
                     write_splits(naive_timestamps(frame), self.split_ids, dest, counters, self._coordinator,
-                                 self._dirty, self._conf)
+                                 self._lease, self._dirty, self._conf)
             elif dest.sink.spark_write is not None and load(dest.sink.spark_write)(frame, dest.options, dest.ctx,
                                                                                     dest.periphery):
                 how = "native"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from functools import partial
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -23,7 +22,8 @@ from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, SplitLost
-from wormhole.plugins.base import SplitWriter
+from wormhole.lease import Lease
+from wormhole.plugins.base import Rejected, SplitWriter
 from wormhole.spark.types import exact_columns, from_spark_rows
 
 PARTITION = "__wh_partition"
@@ -42,8 +42,9 @@ def with_split_order(frame: DataFrame, split_ids: list[str]) -> DataFrame:
 
 
 def write_splits(frame: DataFrame, split_ids: list[str], dest: Any, counters: WriterCounters,
-                 coordinator: SplitCoordinator, dirty: DirtyFile, conf: EngineConf) -> None:
-    """Write every split ``dest`` lacks, split by split, from the driver."""
+                 coordinator: SplitCoordinator, lease: Lease | None, dirty: DirtyFile, conf: EngineConf) -> None:
+    """Write every split ``dest`` lacks, split by split, from the driver (each made durable only while
+    ``lease``, the run's claim, is live)."""
     assert dest.ctx is not None
     wanted = {split_ids.index(s) for s in coordinator.missing(dest.id) if s in split_ids}
     writer: Any = dest.sink.writer(dest.options, dest.ctx, dest.periphery, 0)  # a Writer and a SplitWriter
@@ -59,10 +60,10 @@ def write_splits(frame: DataFrame, split_ids: list[str], dest: Any, counters: Wr
             for index, group in itertools.groupby(rows, key=lambda r: int(r[-1])):
                 seen.add(index)
                 if not _write_one(writer, split_ids[index], (r[:-1] for r in group), dest, counters, coordinator,
-                                  dirty, exact):
+                                  lease, dirty, exact):
                     lost.add(index)
             for index in sorted(wanted - seen):  # an empty split: durable with no rows
-                if not _write_one(writer, split_ids[index], iter(()), dest, counters, coordinator, dirty, exact):
+                if not _write_one(writer, split_ids[index], iter(()), dest, counters, coordinator, lease, dirty, exact):
                     lost.add(index)
             for index in lost:
                 attempts[index] = attempts.get(index, 0) + 1
@@ -75,14 +76,15 @@ def write_splits(frame: DataFrame, split_ids: list[str], dest: Any, counters: Wr
 
 
 def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: Any, counters: WriterCounters,
-               coordinator: SplitCoordinator, dirty: DirtyFile, exact: frozenset[str]) -> bool:
+               coordinator: SplitCoordinator, lease: Lease | None, dirty: DirtyFile, exact: frozenset[str]) -> bool:
     """One split into the destination and made durable; False when the destination lost it."""
     ctx = dest.ctx
     part = WriterCounters()
+    bad: list[Rejected] = []  # to the dirty file once the split is durable: a lost split's never
     try:
         for batch in from_spark_rows(ctx.schema, rows, ctx.batch_rows, exact):
             one = WriterCounters()
-            write_counted(SplitTarget(writer, split_id), batch, one, partial(dirty.reject, dest.id, split_id=split_id),
+            write_counted(SplitTarget(writer, split_id), batch, one, bad.extend,
                           destination=dest.id, plugin=dest.plugin)
             for into in (part, counters):
                 into.delivered += one.delivered
@@ -92,6 +94,8 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
             if verdict is not None:
                 raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=counters.rejected,
                                          destination=dest.id)
+        if lease is not None:
+            lease.hold(f"split {split_id} of destination {dest.id}")
         writer.end_split(split_id, part.written)
     except SplitLost as exc:
         dest.log.warning("writer.split_discarded", split_id=split_id, error=str(exc))
@@ -100,6 +104,12 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
         counters.written -= part.written
         counters.rejected -= part.rejected
         return False
+    except BaseException:
+        if bad:  # the destination fails (over its record limit, say): its rejected rows are reported
+            dirty.reject(dest.id, bad, split_id=split_id)
+        raise
+    if bad:
+        dirty.reject(dest.id, bad, split_id=split_id)
     dest.sealed[split_id] = part.written
     coordinator.sealed(split_id, dest.id, part.written)
     return True

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from wormhole.checkpoint import PLAN_ROW, CheckpointRow
-from wormhole.taskdb.schema import CHECKPOINT_TABLE, DESTINATION_MAX, SPLIT_ID_MAX
+from wormhole.taskdb.schema import CHECKPOINT_TABLE, DESTINATION_MAX, RUN_TABLE, SPLIT_ID_MAX
 from wormhole.taskdb.sql import SqlStoreBase, format_ts, utcnow
 
 # `rows` is a reserved word on MySQL 8; SQLite accepts the backquotes too.
@@ -48,6 +48,12 @@ class CheckpointsMixin(SqlStoreBase):
                         f"SELECT {_CHECKPOINT_COLUMNS} FROM {CHECKPOINT_TABLE} WHERE run_id = ?"
                         " ORDER BY CASE WHEN destination = ? THEN 0 ELSE 1 END, id", (run_id, PLAN_ROW))
         return self._records(_checkpoint_row, res.rows)
+
+    def resumed_from(self, run_id: int) -> int | None:
+        """The run that run ``run_id`` resumed (its ``resumed_from``), else None."""
+        res = self._run(f"read what run {run_id} resumed", f"SELECT resumed_from FROM {RUN_TABLE} WHERE id = ?",
+                        (run_id,))
+        return int(res.rows[0][0]) if res.rows and res.rows[0][0] is not None else None
 
     def delete_checkpoints(self, task_id: int, keep_run: int | None) -> int:
         """Remove the checkpoint rows of the task's runs other than ``keep_run`` (all with None);

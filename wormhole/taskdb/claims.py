@@ -71,6 +71,16 @@ class ClaimsMixin(SqlStoreBase):
             latest = self._execute(f"SELECT MAX(id) FROM {RUN_TABLE} WHERE task_id = ?", (task_id,)).rows
             return int(latest[0][0]) if latest and latest[0][0] is not None else 0
 
+    def stale(self, limit: int, stale_s: float) -> list[int]:
+        """Ids of running tasks whose heartbeat is older than ``stale_s``, in the order pending ones run
+        (higher priority first, then oldest). A task without a heartbeat (claimed by a version that did
+        not write one) is not among them: only an explicit ``wormhole --task-id N`` takes that over."""
+        cutoff = format_ts(utcnow() - timedelta(seconds=stale_s))
+        res = self._run("look for stale tasks",
+                        f"SELECT id FROM {TASK_TABLE} WHERE status = ? AND heartbeat_at IS NOT NULL"
+                        " AND heartbeat_at < ? ORDER BY priority DESC, id ASC LIMIT ?", ("running", cutoff, limit))
+        return [int(row[0]) for row in res.rows]
+
     def heartbeat_age(self, task_id: int) -> float | None:
         """Seconds since the task's last heartbeat; None if it has none (or there is no such task)."""
         res = self._run(f"read the heartbeat of task {task_id}",

@@ -88,6 +88,8 @@ class FileWriterPeriphery:
         self.old_dir = os.path.join(parent, stem + ".old")
         self._committed = False
         self._durable: dict[str, int] = {}
+        self._committed_before = False
+        """Resuming: the crashed run had swapped its output in (its outcome was not recorded)."""
 
     def _error(self, cls: type[StorageError], message: str) -> StorageError:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
@@ -107,6 +109,12 @@ class FileWriterPeriphery:
                                                 f"{exc}") from exc
         if os.path.lexists(self.target) and not os.path.isdir(self.target):
             raise self._error(PrepareError, f"target {self.target} exists and is not a directory")
+        if self.options.mode == "overwrite" and self.ctx.resuming and self._is_ours(self.target, self.ctx.state_run):
+            # The target carries the crashed run's marker: its commit swapped the output in already.
+            self._committed_before = True
+            self._durable = self._parts_in(self.target)
+            self.ctx.log.info("file.committed_before", path=self.target, durable_splits=len(self._durable))
+            return
         if self.options.mode == "overwrite":
             self._check_replaceable(PrepareError)  # before anything is created or removed
         try:
@@ -143,6 +151,10 @@ class FileWriterPeriphery:
         self.ctx.log.info("file.resumed", path=self.tmp_dir, durable_splits=len(durable))
         return durable
 
+    def _parts_in(self, directory: str) -> dict[str, int]:
+        found = (parse_split_part(directory, name) for name in sorted(os.listdir(directory)))
+        return dict(f for f in found if f is not None)
+
     def _appended(self) -> dict[str, int]:
         """Split parts of this state run already moved into the target by a crashed append."""
         prefix = self._append_prefix()
@@ -161,13 +173,14 @@ class FileWriterPeriphery:
 
     # -- leftovers ------------------------------------------------------------------------------
 
-    def _is_ours(self, tmp_dir: str, run: int | None = None) -> bool:
-        """``tmp_dir`` carries the marker of this task (and of ``run``, when given)."""
+    def _is_ours(self, directory: str, run: int | None = None) -> bool:
+        """``directory`` carries the marker of this task (and of ``run`` and this destination, when given)."""
         try:
-            with open(os.path.join(tmp_dir, RUN_MARKER), "rb") as f:
+            with open(os.path.join(directory, RUN_MARKER), "rb") as f:
                 marker = json.loads(f.read())
             return (isinstance(marker, dict) and marker.get("task_id") == self.ctx.task_id
-                    and (run is None or marker.get("state_run") == run))
+                    and (run is None or (marker.get("state_run") == run
+                                         and marker.get("destination") == self.ctx.destination)))
         except (OSError, ValueError):
             return False
 
@@ -245,6 +258,10 @@ class FileWriterPeriphery:
     def commit(self) -> None:
         if self._committed:
             return
+        if self._committed_before:
+            self._remove_old()  # the crashed commit may have left the previous target aside
+            self._committed = True
+            return
         if not os.path.isdir(self.tmp_dir):
             raise self._error(CommitError, f"temporary directory {self.tmp_dir} is missing; was prepare run?")
         try:
@@ -284,16 +301,28 @@ class FileWriterPeriphery:
                     pass  # rollback() retries the restore
             raise self._error(CommitError, f"cannot move {self.tmp_dir} to {self.target}: {exc}") from exc
         fsync_dir(self.parent)
-        # The new target is in place: the old one is garbage, and failing to delete it is no failure;
-        # nor is failing to delete the run's own files (layout.OWN_NAME admits them).
+        # The new target is in place, with the run marker: a crash before the task's outcome is recorded
+        # is resumed as committed. release() removes the marker.
+        self._remove_old()
+
+    def _remove_old(self) -> None:
+        # The old target is garbage once the new one is in place: failing to delete it is no failure.
         try:
             remove(self.old_dir)
         except OSError as exc:
             self.ctx.log.warning("file.old_target_left", path=self.old_dir, error=str(exc))
+
+    def release(self) -> None:
+        """The task's outcome is recorded: the run's own files in an overwritten target are not needed any
+        more (layout.OWN_NAME admits them, so failing to delete them is harmless)."""
+        if self.options.mode != "overwrite" or not self._is_ours(self.target, self.ctx.state_run):
+            return
         with contextlib.suppress(OSError):
             for name in os.listdir(self.target):
-                if name == RUN_MARKER or name.startswith(SPLIT_ID_FILE):
+                if name.startswith(SPLIT_ID_FILE):
                     os.unlink(os.path.join(self.target, name))
+            os.unlink(os.path.join(self.target, RUN_MARKER))  # last: it says the rest is ours
+            fsync_dir(self.target)
 
     def _append_prefix(self) -> str:
         return f"part-{self.ctx.task_id}-{self.ctx.state_run}-"
@@ -332,6 +361,10 @@ class FileWriterPeriphery:
     def rollback(self) -> None:
         if self._committed:
             return
+        if self._committed_before:
+            self._committed = True
+            raise self._error(RollbackError, f"not rolled back: run {self.ctx.state_run} swapped its output into "
+                                             f"{self.target} before it crashed")
         try:
             # A commit that died between its two renames left the previous target aside: restore it.
             if os.path.lexists(self.old_dir) and not os.path.lexists(self.target):

@@ -8,6 +8,7 @@ column cannot hold is then an error (a rejected row), never a silent truncation.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pymysql
@@ -212,3 +213,23 @@ def source_connection(source: SourceSettings, endpoint: Endpoint, error: type[St
     """A connection of a source's splitter, periphery or reader, with the source's connect settings."""
     return connect(endpoint, error, attempts=source.connect_retries, timeout=source.connect_timeout_s, raw=raw,
                    stop=ctx.stop, log=ctx.log if log is None else log)
+
+
+_UNKNOWN_THREAD = 1094
+
+
+def wait_session_ended(conn: pymysql.Connection, thread: int, stop: StopSignal, wait_s: float) -> None:
+    """KILL session ``thread`` (ending a COMMIT still running or queued) and wait until the server is done
+    with it; TimeoutError after ``wait_s`` or once ``stop`` (an Event) is set."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"KILL CONNECTION {int(thread)}")
+    except pymysql.err.MySQLError as exc:
+        if error_code(exc) != _UNKNOWN_THREAD:  # already gone: nothing to wait for
+            raise
+    deadline = time.monotonic() + wait_s
+    while fetch_one(conn, "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s", (thread,)) is not None:
+        if stop.wait(0.05):
+            raise TimeoutError(f"the task stopped before session {thread} ended")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"session {thread} did not end within {wait_s:.0f} s")

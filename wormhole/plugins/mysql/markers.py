@@ -4,10 +4,13 @@
 the split's own transaction, so the split's rows and its marker commit together or not at all: on
 resume the markers of ``ctx.state_run`` are exactly the splits the destination holds.
 
-Besides the splits' markers, prepare records that it is done in a row of its own (``split_id`` ``''``,
-:data:`PREPARED`; ``rows``: the target's row count before the load, when it was measured), so a
-resumed run neither truncates again nor loses the count ``verify`` compares with. Commit and rollback
-delete a destination's rows of its state run.
+Besides the splits' markers, the destination keeps a row of its own (``split_id`` ``''``,
+:data:`PREPARED`; ``rows``: the target's row count before the load, when it was measured) whose
+``phase`` says how far the load got: ``prepared`` (a resumed run neither truncates again nor loses the
+count ``verify`` compares with), ``swapping`` and ``swapped`` (a staging load's commit around its
+RENAME), ``committed``. Commit keeps the markers and sets ``committed``, so a crash after a
+destination's commit (before the task's outcome is recorded) is resumed without writing it again;
+``release`` deletes the rows once the outcome is recorded, and rollback deletes them too.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pymysql
 from wormhole.errors import PrepareError, StorageError
 from wormhole.plugins.base import WriteContext
 from wormhole.plugins.mysql.connection import describe, error_code, fetch_all, fetch_one
-from wormhole.plugins.mysql.staging import TargetSql
+from wormhole.plugins.mysql.staging import COMMITTED, PREPARED_PHASE, SWAPPED, SWAPPING, TargetSql
 
 TABLE = "wormhole_splits"
 PREPARED = ""
@@ -28,9 +31,11 @@ PREPARED = ""
 
 NO_SUCH_TABLE = 1146
 
+__all__ = ["COMMITTED", "PREPARED", "PREPARED_PHASE", "SWAPPED", "SWAPPING", "SplitMarkers"]
+
 DDL = ("CREATE TABLE IF NOT EXISTS {table} (task_id BIGINT NOT NULL, state_run BIGINT NOT NULL, "
        "destination VARCHAR(64) NOT NULL, split_id VARCHAR(255) NOT NULL, `rows` BIGINT NULL, "
-       "done_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, "
+       "phase VARCHAR(16) NULL, done_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, "
        "PRIMARY KEY (task_id, state_run, destination, split_id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 "
        "COMMENT='wormhole: splits each destination holds durably'")
 
@@ -71,21 +76,37 @@ class SplitMarkers:
                                                f"privilege on {self.sql.endpoint.database!r} (or create it once: "
                                                f"{DDL.format(table=self.table)})") from exc
 
-    def prepared(self, conn: pymysql.Connection) -> tuple[bool, int | None]:
-        """Whether a prepare of this state run finished, and the row count it recorded."""
-        found = fetch_one(conn, f"SELECT `rows` FROM {self.table} WHERE task_id = %s AND state_run = %s AND "
-                                f"destination = %s AND split_id = %s", (*self._key(), PREPARED))
-        return (False, None) if found is None else (True, None if found[0] is None else int(found[0]))
+    def phase(self, conn: pymysql.Connection) -> tuple[str | None, int | None]:
+        """How far this state run's load got (None: its prepare never finished), and the row count
+        prepare recorded."""
+        found = fetch_one(conn, f"SELECT phase, `rows` FROM {self.table} WHERE task_id = %s AND state_run = %s "
+                                f"AND destination = %s AND split_id = %s", (*self._key(), PREPARED))
+        if found is None:
+            return None, None
+        return str(found[0] or PREPARED_PHASE), None if found[1] is None else int(found[1])
 
     def record_prepared(self, conn: pymysql.Connection, rows_before: int | None) -> None:
         with conn.cursor() as cur:
-            cur.execute(f"REPLACE INTO {self.table} (task_id, state_run, destination, split_id, `rows`) "
-                        f"VALUES (%s, %s, %s, %s, %s)", (*self._key(), PREPARED, rows_before))
+            cur.execute(f"REPLACE INTO {self.table} (task_id, state_run, destination, split_id, `rows`, phase) "
+                        f"VALUES (%s, %s, %s, %s, %s, %s)", (*self._key(), PREPARED, rows_before, PREPARED_PHASE))
+
+    def set_phase(self, conn: pymysql.Connection, phase: str, error: type[StorageError]) -> None:
+        """Record the load's phase (autocommit: it must be durable before the step it announces)."""
+        self.sql.run(conn, f"UPDATE {self.table} SET phase = {conn.escape(phase)} WHERE task_id = "
+                           f"{int(self.ctx.task_id)} AND state_run = {int(self.ctx.state_run)} AND destination = "
+                           f"{conn.escape(self.ctx.destination)} AND split_id = {conn.escape(PREPARED)}",
+                     f"recording the load's phase ({phase}) in {self.table}", error)
 
     def durable(self, conn: pymysql.Connection) -> dict[str, int]:
         rows = fetch_all(conn, f"SELECT split_id, `rows` FROM {self.table} WHERE task_id = %s AND state_run = %s "
                                f"AND destination = %s AND split_id <> %s", (*self._key(), PREPARED))
         return {str(split_id): int(n or 0) for split_id, n in rows}
+
+    def rows_of(self, conn: pymysql.Connection, split_id: str) -> int:
+        """The rows the marker of ``split_id`` records (0 when there is none)."""
+        found = fetch_one(conn, f"SELECT `rows` FROM {self.table} WHERE task_id = %s AND state_run = %s AND "
+                                f"destination = %s AND split_id = %s", (*self._key(), split_id))
+        return int(found[0] or 0) if found is not None else 0
 
     def has(self, conn: pymysql.Connection, split_id: str) -> bool:
         return fetch_one(conn, f"SELECT 1 FROM {self.table} WHERE task_id = %s AND state_run = %s AND "

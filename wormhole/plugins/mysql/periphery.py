@@ -11,8 +11,11 @@ Resumable runs (:class:`~wormhole.plugins.base.DurablePeriphery`): writers commi
 marker row in ``wormhole_splits`` (:mod:`.markers`), which prepare creates. A run that resumes
 (``ctx.resuming``) after the crashed run's prepare had finished repeats none of it (no ``pre_sql``, no
 TRUNCATE, the staging table adopted, not reclaimed) and reports the markers as its durable splits.
-Commit and rollback delete the destination's markers; :meth:`MysqlWriterPeriphery.leftovers` finds
-what crashed runs of the task left (staging tables, markers).
+The load's phase in the same table carries a commit across a crash: a resumed run finishes a staging
+swap that was under way, and does nothing again for a load the crashed run had committed. Commit keeps
+the markers (``committed``); ``release``, once the task's outcome is recorded, and rollback delete
+them. :meth:`MysqlWriterPeriphery.leftovers` finds what crashed runs of the task left (staging tables,
+markers).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import pymysql
 from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
 from wormhole.plugins.base import ShippedWithoutLock, WriteContext
 from wormhole.plugins.mysql.connection import close_quietly, connect, describe, fetch_all, fetch_one
-from wormhole.plugins.mysql.markers import SplitMarkers
+from wormhole.plugins.mysql.markers import COMMITTED, SWAPPED, SWAPPING, SplitMarkers
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.staging import Staging, TargetSql, staging_leftovers
 from wormhole.plugins.sql import backquote as quote
@@ -51,6 +54,7 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         self.max_packet = 16 << 20
         self.rows_before: int | None = None
         self.rows_written = 0
+        self._counted: set[str] = set()
         self.truncated = False
         self.prepared = False
         self.finished = False
@@ -60,6 +64,8 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         self.markers_ready = False
         self.durable: dict[str, int] = {}
         """Splits held durably before this run (resuming): split id -> rows."""
+        self.phase: str | None = None
+        """How far the state run's load got when this run prepared (resuming): see :mod:`.markers`."""
 
     @property
     def target(self) -> str:
@@ -74,8 +80,14 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
                        autocommit=autocommit, local_infile=local_infile, destination=self.ctx.destination,
                        stop=self.ctx.stop, log=self.ctx.log if log is None else log)
 
-    def add_written(self, rows: int) -> None:
+    def add_written(self, rows: int, split_id: str | None = None) -> None:
+        """Count rows committed to the written table; a split's rows count once, however many attempts
+        at it ended (a second one finds it durable already)."""
         with self.lock:
+            if split_id is not None:
+                if split_id in self._counted:
+                    return
+                self._counted.add(split_id)
             self.rows_written += rows
 
     def durable_splits(self) -> dict[str, int]:
@@ -108,7 +120,19 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         self.method = self._choose_method(conn)
         self.markers.ensure(conn)
         self.markers_ready = True
-        done, recorded_before = self.markers.prepared(conn) if self.ctx.resuming else (False, None)
+        phase, recorded_before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
+        self.phase = phase
+        done = phase is not None
+        if phase == COMMITTED:
+            # The crashed run committed this load before its outcome was recorded: nothing is left to do.
+            self.ctx.log.info("writer.load_committed_before", state_run=self.ctx.state_run)
+            self.rows_before = recorded_before
+            self.durable = self.markers.durable(conn)
+            if opts.load == "staging":
+                self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+                self.staging.swapped = True  # its commit may not have dropped the old table yet
+            self._build_sql([types[c.lower()] for c in self.columns])
+            return
         if done:
             # The crashed run got through prepare: its pre_sql and TRUNCATE ran, and durable splits
             # are in the target (or its staging table): running them again would lose those.
@@ -123,7 +147,7 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
                 self.truncated = True
         if opts.load == "staging":
             self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
-            self.staging.prepare(conn)
+            self.staging.prepare(conn, phase)
             self.write_table = self.staging.name
         if not done:
             if opts.verify == "count" and opts.load == "append":
@@ -207,18 +231,46 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             raise self.sql.error(CommitError, f"cannot commit {self.target}: {self.broken}")
         conn = self.connect(CommitError)
         try:
-            if self.options.verify == "count":
-                self._verify(conn)
-            if self.staging is not None:
-                self.staging.swap(conn)
-            for statement in self.options.post_sql:
-                self.sql.run(conn, statement, "post_sql", CommitError)
+            if self.phase == COMMITTED:
+                self.ctx.log.info("writer.commit_skipped", reason=f"run {self.ctx.state_run} committed this load "
+                                                                  "before it crashed")
+            else:
+                self._commit(conn)
             if self.staging is not None:
                 self.staging.drop_old(conn)
-            self._forget_markers(conn)
         finally:
             close_quietly(conn)
         self.finished = True
+
+    def _commit(self, conn: pymysql.Connection) -> None:
+        """Verify, swap (recording the phase around the RENAME), post_sql, then ``committed``: a crash
+        anywhere in between is resumed from where it stopped (post_sql may then run again)."""
+        staging = self.staging
+        if staging is None or not staging.swapped:  # a resumed commit may find the swap done
+            if self.options.verify == "count":
+                self._verify(conn)
+            if staging is not None:
+                self._set_phase(conn, SWAPPING)
+                staging.swap(conn)
+                self._set_phase(conn, SWAPPED)
+        for statement in self.options.post_sql:
+            self.sql.run(conn, statement, "post_sql", CommitError)
+        self._set_phase(conn, COMMITTED)
+
+    def _set_phase(self, conn: pymysql.Connection, phase: str) -> None:
+        if self.markers_ready:
+            self.markers.set_phase(conn, phase, CommitError)
+            self.phase = phase
+
+    def release(self) -> None:
+        """The task's outcome is recorded: this load's markers are not needed to resume any more."""
+        if not self.markers_ready:
+            return
+        conn = self.connect(PeripheryError)
+        try:
+            self.markers.forget(conn, "deleting split markers", PeripheryError)
+        finally:
+            close_quietly(conn)
 
     def _forget_markers(self, conn: pymysql.Connection) -> None:
         if not self.markers_ready:
@@ -247,6 +299,10 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
     def rollback(self) -> None:
         if self.finished:
             return
+        if self.phase == COMMITTED:
+            self.finished = True
+            raise self.sql.error(RollbackError, f"not rolled back: run {self.ctx.state_run} committed the load "
+                                                f"into {self.target} before it crashed")
         if self.options.load == "staging":
             self._rollback_staging()
         elif self.prepared or self.truncated:  # else prepare failed before any row could be written

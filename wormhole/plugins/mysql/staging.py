@@ -71,6 +71,12 @@ def staging_leftovers(sql: TargetSql, conn: pymysql.Connection, ctx: WriteContex
     return leftovers
 
 
+PREPARED_PHASE, SWAPPING, SWAPPED, COMMITTED = "prepared", "swapping", "swapped", "committed"
+"""The phases of a load, kept in the destination's own row of the split markers (:mod:`.markers`): a
+staging load's commit records ``swapping`` before its RENAME and ``swapped`` after it, so a resumed run
+knows whether the swap happened; ``committed`` once the load is in the target."""
+
+
 @dataclass(frozen=True, slots=True)
 class TargetSql:
     """Statements on one destination's database, failing with the destination's error classes."""
@@ -118,10 +124,17 @@ class Staging:
         self.target_comment = ""
         """The target's own table comment, given back to the staging table before the swap."""
 
-    def prepare(self, conn: pymysql.Connection) -> None:
-        """Create the staging table; when resuming, adopt the one the state run left instead."""
+    def prepare(self, conn: pymysql.Connection, phase: str | None = None) -> None:
+        """Create the staging table; when resuming, adopt the one the state run left instead.
+
+        ``phase``: how far the state run's commit got (:mod:`.markers`). ``swapping``: the RENAME may
+        have happened; the staging table still there says it did not, the old table there says it did.
+        ``swapped``: it did, and the commit goes on after it."""
         sql, ctx = self.sql, self.ctx
         self.target_comment = sql.table_comment(conn, self.target) or ""
+        if ctx.resuming and phase in (SWAPPING, SWAPPED):
+            self._resume_swap(conn, phase)
+            return
         if ctx.resuming and self._adopt(conn):
             return
         self._reclaim(conn)
@@ -134,6 +147,21 @@ class Staging:
         sql.run(conn, f"ALTER TABLE {sql.ref(self.name)} COMMENT = "
                       f"{conn.escape(staging_marker(ctx.task_id, ctx.state_run, ctx.destination))}",
                 "marking the staging table", PrepareError)
+
+    def _resume_swap(self, conn: pymysql.Connection, phase: str) -> None:
+        sql = self.sql
+        self.created = self.adopted = True
+        if phase == SWAPPING and sql.table_comment(conn, self.name) is not None:
+            # Not renamed yet (its marker may already be the target's comment): swapped at commit.
+            self.ctx.log.info("writer.staging_adopted", table=self.name, state_run=self.ctx.state_run, phase=phase)
+            return
+        if phase == SWAPPING and sql.table_comment(conn, self.old) is None:
+            raise sql.error(PrepareError, f"run {self.ctx.state_run}'s commit of {sql.ref(self.target)} stopped around "
+                                          f"its swap, and neither the staging table {sql.ref(self.name)} nor the "
+                                          f"old table {sql.ref(self.old)} is there, so whether the load is in "
+                                          f"{sql.ref(self.target)} cannot be told: check it, then run the task afresh")
+        self.swapped = True  # the loaded table is the target: the commit resumes after the RENAME
+        self.ctx.log.info("writer.swap_resumed", target=self.target, state_run=self.ctx.state_run, phase=phase)
 
     def _adopt(self, conn: pymysql.Connection) -> bool:
         """Take over the staging table of the state run, when it is there and carries its marker."""
@@ -182,8 +210,14 @@ class Staging:
         self.swapped = True
 
     def drop_old(self, conn: pymysql.Connection) -> None:
-        if self.swapped:
-            self.sql.run(conn, f"DROP TABLE IF EXISTS {self.sql.ref(self.old)}", "dropping the old table", CommitError)
+        """Drop the table the swap set aside (the load is committed: a failure only leaves it behind)."""
+        if not self.swapped:
+            return
+        try:
+            self.sql.run(conn, f"DROP TABLE IF EXISTS {self.sql.ref(self.old)}", "dropping the old table",
+                         CommitError)
+        except CommitError as exc:
+            self.ctx.log.warning("writer.old_table_left", table=self.sql.ref(self.old), error=str(exc))
 
     def rollback(self, conn: pymysql.Connection) -> None:
         sql = self.sql

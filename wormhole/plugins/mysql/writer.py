@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
@@ -42,9 +41,9 @@ from wormhole.plugins.mysql.connection import (
     close_quietly,
     describe,
     error_code,
-    fetch_one,
     is_row_error,
     is_transient,
+    wait_session_ended,
 )
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
@@ -61,7 +60,7 @@ _LOCK_WAIT_TIMEOUT = 1205
 """Undoes only the statement (unless innodb_rollback_on_timeout): a split's piece retries from its savepoint."""
 _COMMIT_UNKNOWN = (2013, 2055)
 """Lost while waiting for COMMIT's answer: whether the server committed is unknown."""
-_UNKNOWN_THREAD = 1094
+_DUPLICATE_KEY = 1062
 _SAVEPOINT = "wh_piece"
 _FREE_CONNECTIONS = 2
 """Connections kept for the next splits after a commit; more open splits open more."""
@@ -406,6 +405,9 @@ class MysqlWriter:
             if is_transient(exc):
                 raise self._lose(split_id, f"split {split_id!r} lost its transaction on {p.target}: "
                                            f"{describe(exc)}") from exc
+            if error_code(exc) == _DUPLICATE_KEY:
+                self._already_durable(split_id, conn)
+                return
             self._fail(f"recording split {split_id!r} in {p.markers.table} failed: {describe(exc)}", split_id)
         try:
             conn.commit()
@@ -420,8 +422,25 @@ class MysqlWriter:
         else:
             self._splits.pop(split_id, None)
             self._release(conn)
-        p.add_written(self._split_written.pop(split_id, 0))
+        p.add_written(self._split_written.pop(split_id, 0), split_id)
         self.log.debug("writer.split_committed", split_id=split_id, rows=rows)
+
+    def _already_durable(self, split_id: str, conn: pymysql.Connection) -> None:
+        """The split's marker is there already: another attempt made it durable (a Spark task run twice, or
+        a process whose claim was taken over finishing the split first). Ours is rolled back: it lands once."""
+        p = self.periphery
+        self._splits.pop(split_id, None)
+        self._split_written.pop(split_id, None)
+        try:
+            conn.rollback()
+            rows = p.markers.rows_of(conn, split_id)
+        except pymysql.err.MySQLError as exc:
+            close_quietly(conn)
+            raise self._lose(split_id, f"split {split_id!r} was already recorded in {p.markers.table}, and "
+                                       f"reading that record failed: {describe(exc)}") from exc
+        self._release(conn)
+        p.add_written(rows, split_id)  # its rows are in the table (once): verify counts them
+        self.log.warning("writer.split_already_durable", split_id=split_id)
 
     def _settle(self, split_id: str, conn: pymysql.Connection, exc: pymysql.err.MySQLError) -> None:
         """COMMIT was sent but its answer lost: wait until the server is done with that session, then
@@ -436,7 +455,7 @@ class MysqlWriter:
             self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
                        f"and the server cannot be asked whether it was: {error}", split_id)
         try:
-            self._wait_ended(check, thread)
+            wait_session_ended(check, thread, self.ctx.stop, _SETTLE_WAIT_S)
             durable = p.markers.has(check, split_id)
         except (pymysql.err.MySQLError, TimeoutError) as error:
             self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
@@ -447,21 +466,6 @@ class MysqlWriter:
         if not durable:
             raise self._lose(split_id, f"the connection was lost while split {split_id!r} was being committed "
                                        f"and it did not commit: {describe(exc)}") from exc
-
-    def _wait_ended(self, conn: pymysql.Connection, thread: int) -> None:
-        """KILL session ``thread`` (ending a COMMIT still running or queued) and wait until it is gone."""
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f"KILL CONNECTION {int(thread)}")
-        except pymysql.err.MySQLError as exc:
-            if error_code(exc) != _UNKNOWN_THREAD:  # already gone: nothing to wait for
-                raise
-        deadline = time.monotonic() + _SETTLE_WAIT_S
-        while fetch_one(conn, "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s", (thread,)) is not None:
-            if self.ctx.stop.wait(0.05):
-                raise TimeoutError(f"the task stopped before session {thread} ended")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"session {thread} did not end within {_SETTLE_WAIT_S:.0f} s")
 
     def _release(self, conn: pymysql.Connection) -> None:
         if len(self._free) < _FREE_CONNECTIONS:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions, owned_path, single_writer_key
+from wormhole.plugins.sqlite.periphery import SqliteWriterPeriphery
 from wormhole.plugins.sqlite.reader import SqliteReader, SqliteReaderPeriphery, SqliteSplitter
-from wormhole.plugins.sqlite.writer import SqliteWriter, SqliteWriterPeriphery
+from wormhole.plugins.sqlite.writer import SqliteWriter
 
 PLUGIN = Plugin(
     name="sqlite",

@@ -19,6 +19,11 @@ from wormhole.plugins.sqlite.connection import table_columns
 MARKERS = "_wh_splits"
 """The marker table: one row per split a destination holds durably in its staging table."""
 
+COMMITTED = ""
+"""The ``split_id`` of the row the final commit inserts: the destination's load is in the target. The
+split markers stay with it until ``release`` (the task's outcome recorded), so a crash in between is
+resumed without loading the rows again."""
+
 SPLIT_COLUMN = "_wh_split"
 STAGE_PREFIX = "_wh_stage_"
 
@@ -81,8 +86,26 @@ def resume_stage(conn: sqlite3.Connection, stage: str, key: MarkerKey) -> dict[s
     # Rows of splits without a marker were committed along with another split's end.
     conn.execute(f"DELETE FROM {quote(stage)} WHERE {quote(SPLIT_COLUMN)} IS NULL OR "
                  f"{quote(SPLIT_COLUMN)} NOT IN (SELECT split_id FROM {MARKERS} WHERE {_OF_KEY})", key)
+    return markers_of(conn, key)
+
+
+def markers_of(conn: sqlite3.Connection, key: MarkerKey) -> dict[str, int]:
+    """The split markers of ``key``, ``{split id: rows}`` (not the committed row)."""
     return {str(split): int(rows) for split, rows in conn.execute(
-        f"SELECT split_id, rows FROM {MARKERS} WHERE {_OF_KEY}", key)}
+        f"SELECT split_id, rows FROM {MARKERS} WHERE {_OF_KEY} AND split_id <> ?", (*key, COMMITTED))}
+
+
+def committed(conn: sqlite3.Connection, key: MarkerKey) -> bool:
+    """The load of ``key`` was committed into the target (its outcome not recorded yet)."""
+    return has_table(conn, MARKERS) and conn.execute(
+        f"SELECT 1 FROM {MARKERS} WHERE {_OF_KEY} AND split_id = ?", (*key, COMMITTED)).fetchone() is not None
+
+
+def mark_committed(conn: sqlite3.Connection, stage: str, key: MarkerKey, rows: int) -> None:
+    """Inside the commit's transaction: the staging table goes, the markers stay, the committed row is added."""
+    conn.execute(f"DROP TABLE IF EXISTS {quote(stage)}")
+    conn.execute(f"INSERT OR REPLACE INTO {MARKERS} (task_id, state_run, destination, split_id, rows) "
+                 f"VALUES (?, ?, ?, ?, ?)", (*key, COMMITTED, rows))
 
 
 def has_markers(conn: sqlite3.Connection, key: MarkerKey) -> bool:

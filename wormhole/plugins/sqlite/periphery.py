@@ -1,0 +1,330 @@
+"""The sqlite store's writer periphery: rows staged in the destination's file, split by split, loaded at commit.
+
+The periphery opens the connection and ``BEGIN IMMEDIATE`` (taking the file's write lock up front).
+Rows go into a staging table in the same file, ``_wh_stage_<task>_<state run>_<destination>``, with
+the written columns (the target's declared types) and ``_wh_split``, the split each row belongs to.
+The writers (:mod:`.writer`) stage the rows; ``end_split`` inserts the split's row into the marker table
+``_wh_splits`` and COMMITs the shared transaction (then begins the next): the split's rows and its
+marker are durable together. Rows of other splits committed with it carry no marker yet, so a resumed
+run deletes them and ``durable_splits`` is read from the markers. The final ``commit`` is one
+transaction: the target is created when asked (never before, so a rolled-back run leaves no table),
+the staging rows are inserted in their order with the mode's verb, the staging table is dropped and a
+committed row joins the markers, which stay until ``release`` (the task's outcome recorded): a run
+resuming after a crash in between finds the load committed and does not load it again. ``rollback``
+drops the staging table and markers and leaves the target as it was.
+The staging table's and markers' own SQL (names, resume, leftovers) is in ``staging.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+
+from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
+from wormhole.plugins.base import WriteContext
+from wormhole.plugins.sql import quote
+from wormhole.plugins.sqlite.connection import PLUGIN_NAME, table_columns
+from wormhole.plugins.sqlite.options import SqliteWriterOptions
+from wormhole.plugins.sqlite.staging import (
+    MARKERS_DDL,
+    SPLIT_COLUMN,
+    MarkerKey,
+    clean,
+    clean_file,
+    committed,
+    drop_stage,
+    file_leftovers,
+    find_leftovers,
+    forget_run,
+    has_markers,
+    has_table,
+    mark_committed,
+    markers_of,
+    resume_stage,
+    stage_name,
+    unique_keys,
+)
+from wormhole.plugins.sqlite.types import DECLARED_TYPES
+
+ROW_ERRORS = (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
+              UnicodeEncodeError, OverflowError, ValueError, TypeError)
+"""Errors that belong to a row (a constraint, a value SQLite cannot bind), not to the database.
+Any other sqlite3.Error (disk full, I/O error, read-only, locked) means the destination is broken."""
+
+
+class SqliteWriterPeriphery:
+    """Holds the destination's connection, its open transaction and the lock writers share."""
+
+    def __init__(self, options: SqliteWriterOptions, ctx: WriteContext) -> None:
+        self.options = options
+        self.ctx = ctx
+        self.path = os.path.abspath(options.path)
+        self.lock = threading.Lock()
+        self.conn: sqlite3.Connection | None = None
+        self.sql = ""
+        """The batch statement tried on the target (and undone); empty when the target is created at commit."""
+        self.stage_sql = ""
+        self.columns: tuple[str, ...] = ()
+        self.stage = stage_name(ctx.task_id, ctx.state_run, ctx.destination)
+        self.broken: str | None = None
+        """Why the transaction cannot be committed any more (set by a writer that hit a database error)."""
+        self._created_file = False
+        self._create_target = False
+        self._merge_sql = ""
+        self._durable: dict[str, int] = {}
+        self._committed_before = False
+        """Resuming: the crashed run committed this load (its outcome was not recorded): nothing to do."""
+
+    def _error(self, cls: type[StorageError], message: str) -> StorageError:
+        return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
+
+    def _marker_key(self) -> MarkerKey:
+        return self.ctx.task_id, self.ctx.state_run, self.ctx.destination
+
+    # -- prepare --------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        if self.conn is not None:
+            return
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)  # as a file destination does
+        except OSError as exc:
+            raise self._error(PrepareError, f"cannot create the directory of {self.path}: {exc}") from exc
+        existed = os.path.lexists(self.path)
+        try:
+            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise self._error(PrepareError, f"cannot open sqlite database {self.path}: {exc}") from exc
+        self.conn = conn
+        self._created_file = not existed
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            self._prepare_table(conn)
+            self._prepare_stage(conn)
+        except PrepareError:
+            self._abandon()
+            raise
+        except sqlite3.Error as exc:
+            self._abandon()
+            raise self._error(PrepareError, f"cannot prepare table {self.options.table} in {self.path}: "
+                                            f"{exc}") from exc
+
+    def _abandon(self) -> None:
+        try:
+            self.rollback()
+        except RollbackError:
+            pass  # the prepare error is the one to report
+
+    def _prepare_table(self, conn: sqlite3.Connection) -> None:
+        opts = self.options
+        schema = self.ctx.schema
+        columns = opts.columns if opts.columns is not None else schema.names
+        if len(columns) != len(schema):
+            raise self._error(PrepareError, f"columns names {len(columns)} column(s) but the source has "
+                                            f"{len(schema)}: {', '.join(schema.names)}")
+        lowered = {c.lower() for c in columns}
+        if opts.key is not None:
+            missing = [k for k in opts.key if k.lower() not in lowered]
+            if missing:
+                raise self._error(PrepareError, f"key column {', '.join(missing)} is not among the written "
+                                                f"columns {', '.join(columns)}")
+        self.columns = tuple(columns)
+        found = table_columns(conn, opts.table)
+        if not found:
+            if not opts.create:
+                raise self._error(PrepareError, f"table {opts.table} does not exist in {self.path}")
+            self._create_target = True  # at commit, in the commit's transaction
+            self._merge_sql = self._insert_sql(columns, self._select_staged())
+            return
+        declared = {name.lower(): decl for name, decl in found}
+        unknown = [c for c in columns if c.lower() not in declared]
+        if unknown:
+            raise self._error(PrepareError, f"table {opts.table} in {self.path} has no column "
+                                            f"{', '.join(unknown)}")
+        self.sql = self._insert_sql(columns, f"VALUES ({', '.join('?' * len(columns))})")
+        # Compile the statements now, so a bad upsert key (no matching UNIQUE index) fails prepare.
+        conn.execute("EXPLAIN " + self.sql, (None,) * len(columns)).fetchall()
+        self._merge_sql = self._insert_sql(columns, self._select_staged())
+
+    def _select_staged(self) -> str:
+        # WHERE true: SQLite needs it to parse an upsert clause after a SELECT.
+        return (f"SELECT {', '.join(quote(c) for c in self.columns)} FROM {quote(self.stage)} "
+                f"WHERE true ORDER BY rowid")
+
+    def _stage_sql(self, conn: sqlite3.Connection) -> str:
+        """The staging table's DDL: the written columns as the target declares them (so values get the
+        target's affinities), the split column, and in insert mode the target's unique keys."""
+        opts = self.options
+        if self._create_target:
+            defs = [f"{quote(name)} {DECLARED_TYPES[col.type]}{'' if col.nullable else ' NOT NULL'}"
+                    for name, col in zip(self.columns, self.ctx.schema.columns, strict=True)]
+            keys = [tuple(opts.key)] if opts.key is not None else []
+        else:
+            declared = {name.lower(): decl for name, decl in table_columns(conn, opts.table)}
+            defs = [f"{quote(c)} {declared[c.lower()]}".rstrip() for c in self.columns]
+            keys = unique_keys(conn, opts.table, self.columns)
+        defs.append(f"{quote(SPLIT_COLUMN)} TEXT")
+        if opts.write_mode == "insert":
+            # replace and upsert must stage every row: the merge settles their keys in order.
+            defs += [f"UNIQUE ({', '.join(quote(k) for k in key)})" for key in keys]
+        return f"CREATE TABLE {quote(self.stage)} ({', '.join(defs)})"
+
+    def _prepare_stage(self, conn: sqlite3.Connection) -> None:
+        key = self._marker_key()
+        if not self.ctx.resuming:
+            for removed in clean(conn, self.path, self.ctx.task_id, self.ctx.state_run):
+                self.ctx.log.info("sqlite.leftover_removed", leftover=removed)
+            forget_run(conn, self.stage, key)
+        elif committed(conn, key):
+            self._committed_before = True
+            self._durable = markers_of(conn, key)
+            self.ctx.log.info("sqlite.committed_before", state_run=self.ctx.state_run,
+                              durable_splits=len(self._durable))
+            return
+        conn.execute(MARKERS_DDL)
+        if has_table(conn, self.stage):
+            self._durable = resume_stage(conn, self.stage, key)
+            self.ctx.log.info("sqlite.resumed", table=self.stage, durable_splits=len(self._durable))
+        else:
+            conn.execute(self._stage_sql(conn))
+        self.stage_sql = (f"INSERT INTO {quote(self.stage)} ({', '.join(quote(c) for c in self.columns)}, "
+                          f"{quote(SPLIT_COLUMN)}) VALUES ({', '.join('?' * (len(self.columns) + 1))})")
+        if not self._create_target:
+            conn.execute("EXPLAIN " + self._merge_sql).fetchall()
+
+    def durable_splits(self) -> Mapping[str, int]:
+        return dict(self._durable)
+
+    def _create_sql(self, columns: Sequence[str]) -> str:
+        defs = [f"{quote(name)} {DECLARED_TYPES[col.type]}{'' if col.nullable else ' NOT NULL'}"
+                for name, col in zip(columns, self.ctx.schema.columns, strict=True)]
+        if self.options.key is not None:
+            defs.append(f"PRIMARY KEY ({', '.join(quote(k) for k in self.options.key)})")
+        return f"CREATE TABLE {quote(self.options.table)} ({', '.join(defs)})"
+
+    def _insert_sql(self, columns: Sequence[str], source: str) -> str:
+        opts = self.options
+        verb = "INSERT OR REPLACE" if opts.write_mode == "replace" else "INSERT"
+        sql = f"{verb} INTO {quote(opts.table)} ({', '.join(quote(c) for c in columns)}) {source}"
+        if opts.write_mode == "upsert":
+            assert opts.key is not None  # check() requires it
+            keys = {k.lower() for k in opts.key}
+            updates = [f"{quote(c)} = excluded.{quote(c)}" for c in columns if c.lower() not in keys]
+            action = f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"
+            sql += f" ON CONFLICT ({', '.join(quote(k) for k in opts.key)}) {action}"
+        return sql
+
+    # -- leftovers ------------------------------------------------------------------------------
+
+    def leftovers(self, keep_run: int | None) -> list[str]:
+        if self.conn is not None:
+            with self.lock:
+                return [d for d, _, _ in find_leftovers(self.conn, self.path, self.ctx.task_id, keep_run)]
+        return file_leftovers(self.path, self.ctx.task_id, keep_run)
+
+    def clean_leftovers(self, keep_run: int | None) -> list[str]:
+        if self.conn is not None:
+            with self.lock:  # inside the destination's transaction: it commits with the next split
+                return clean(self.conn, self.path, self.ctx.task_id, keep_run)
+        removed = clean_file(self.path, self.ctx.task_id, keep_run)
+        for description in removed:
+            self.ctx.log.info("sqlite.leftover_removed", leftover=description)
+        return removed
+
+    # -- commit / rollback ----------------------------------------------------------------------
+
+    def commit(self) -> None:
+        with self.lock:
+            conn = self.conn
+            if conn is None:
+                return  # committed already (or never prepared: nothing to make visible)
+            if self.broken is not None:
+                raise self._error(CommitError, f"cannot commit {self.path}: {self.broken}")
+            try:
+                if not self._committed_before:
+                    if self._create_target and not table_columns(conn, self.options.table):
+                        conn.execute(self._create_sql(self.columns))
+                    merged = conn.execute(self._merge_sql).rowcount
+                    mark_committed(conn, self.stage, self._marker_key(), merged)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                # The transaction may still be open: rollback() ends it.
+                raise self._error(CommitError, f"cannot commit {self.path}: {exc}") from exc
+            self.conn = None
+        conn.close()
+
+    def release(self) -> None:
+        """The task's outcome is recorded: the markers of this load are not needed to resume any more."""
+        if not os.path.isfile(self.path):
+            return
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                drop_stage(conn, self.stage, self._marker_key())
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise self._error(PeripheryError, f"cannot delete the split markers in {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+
+    def rollback(self) -> None:
+        conn = self.conn
+        if conn is None:
+            return
+        if self._committed_before:
+            with self.lock:
+                try:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                finally:
+                    conn.close()
+                    self.conn = None
+            raise self._error(RollbackError, f"not rolled back: run {self.ctx.state_run} committed the load into "
+                                             f"{self.options.table} in {self.path} before it crashed")
+        conn.interrupt()  # a writer stuck in a long statement stops instead of holding the lock
+        error: sqlite3.Error | None = None
+        with self.lock:
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if not self._created_file:
+                    self._drop_committed_stage(conn)
+            except sqlite3.Error as exc:
+                error = exc
+            finally:
+                conn.close()
+                self.conn = None
+        if self._created_file:
+            # This run created the file, so all it holds is this run's: remove it with its journal, even
+            # when the ROLLBACK failed (a full disk leaves pages and a hot journal behind).
+            self._created_file = False
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                try:
+                    os.remove(self.path + suffix)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    error = error or sqlite3.OperationalError(f"cannot remove {self.path + suffix}: {exc}")
+        if error is not None:
+            raise self._error(RollbackError, f"cannot roll back {self.path}: {error}") from error
+
+    def _drop_committed_stage(self, conn: sqlite3.Connection) -> None:
+        """What ended splits committed: the staging table and our markers (nothing is written when there
+        are none, so a file that existed empty stays empty)."""
+        marked = has_markers(conn, self._marker_key())
+        if not marked and not has_table(conn, self.stage):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            drop_stage(conn, self.stage, self._marker_key())
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
