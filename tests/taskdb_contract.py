@@ -460,6 +460,24 @@ class TaskStoreContract:
         assert store.beat(task_id, "setup") is False
         assert store.beat(task_id, "rescuer") is True
 
+    def test_stale_lists_running_tasks_whose_heartbeat_is_old_by_priority(self, store: TaskStore) -> None:
+        low, high, fresh = task_in(store, "running"), store.submit("high", SPEC, priority=3), task_in(store, "pending")
+        assert store.claim(high, "setup")
+        store.submit("pending", SPEC)
+        task_in(store, "success")
+        stale_s = stale(store, high)
+        assert store.claim(fresh, "setup")  # its heartbeat was just written
+        assert store.stale(10, stale_s) == [high, low]
+        assert store.stale(1, stale_s) == [high]
+        assert store.stale(10, 60) == []
+
+    def test_resumed_from_follows_a_run_to_the_one_it_resumed(self, store: TaskStore) -> None:
+        task_id = task_in(store, "running")
+        first = store.start_run(task_id, "setup")
+        second = store.start_run(task_id, "setup", resumed_from=first)
+        assert (store.resumed_from(second), store.resumed_from(first), store.resumed_from(second + 99)) == (
+            first, None, None)
+
     def test_take_over_never_takes_a_fresh_heartbeat(self, store: TaskStore) -> None:
         task_id = task_in(store, "running")
         store.start_run(task_id, "setup")

@@ -4,9 +4,10 @@
    not fatal, when it takes too long (a failure to reach the source is fatal);
 2. ``split(advice)``: the schema and the splits; must succeed within its timeout;
 3. ``assign(groups)``: the planned task groups (:mod:`wormhole.planning`);
-4. ``start(storages)``: each group's channels are reader threads taking splits from a
-   :class:`SplitBoard` (their group's first, then the others') and pushing every batch, once, to
-   every destination's storage.
+4. ``start(storages, coordinator)``: each group's channels are reader threads taking splits from the
+   :class:`~wormhole.coordinator.SplitCoordinator` (their group's first, then the others') and pushing
+   every batch, once, to the storage of every destination that lacks the split; a split whose read
+   breaks is handed back (addSplitsBack) and read again.
 """
 
 from __future__ import annotations

@@ -368,6 +368,23 @@ def test_leftovers_of_this_task_are_found_and_cleaned_others_untouched(target: s
     assert [m[:4] for m in markers(target)] == [(7, 2, "elsewhere", "Y"), (8, 1, "out", "X")]
 
 
+@pytest.mark.parametrize("resumed", [False, True])
+def test_a_run_removes_what_other_runs_of_its_task_left(target: str, resumed: bool) -> None:
+    """Runs 1 and 2 crash, each leaving a staging table and markers. A fresh run 3 removes both; a run
+    resuming run 2 removes run 1's and adopts run 2's. Another task's are never touched."""
+    options = writer_options(target, table="t", load="staging")
+    for run in (1, 2):
+        _periphery, writer = start(options, ctx(run))
+        write_whole(writer, "A")
+        crash(writer)
+    run_sql(target, "CREATE TABLE t__wh8_1 (id INT, name VARCHAR(20)) COMMENT 'wormhole:task=8,run=1,dest=out'")
+    periphery, _ = start(options, ctx(3, origin=2 if resumed else None))
+    assert periphery.durable_splits() == ({"A": 5} if resumed else {})
+    kept = ["t__wh7_2"] if resumed else ["t__wh7_3"]
+    assert tables(target) == ["t", *kept, "t__wh8_1", "wormhole_splits"]
+    assert {m[1] for m in markers(target)} == ({2} if resumed else {3})
+
+
 def test_the_markers_table_needs_create_and_says_so(mysql_db: str) -> None:
     run_sql(mysql_db, "CREATE TABLE t (id INT, name VARCHAR(20))")
     db = mysql_db.rsplit("/", 1)[1]

@@ -100,13 +100,13 @@ class FileWriterPeriphery:
                 import_pyarrow()  # fail before any row moves, not in every writer
             except ImportError as exc:
                 raise self._error(PrepareError, PYARROW_MISSING) from exc
-        if not self.ctx.resuming:
-            # Before the target is checked: cleaning restores a target a crashed swap set aside.
-            try:
-                self.clean_leftovers(self.ctx.state_run)
-            except OSError as exc:
-                raise self._error(PrepareError, f"cannot remove what earlier runs left beside {self.target}: "
-                                                f"{exc}") from exc
+        # Other runs' leftovers go (a resumed run keeps its own state run's). Before the target is
+        # checked: cleaning restores a target a crashed swap set aside.
+        try:
+            self.clean_leftovers(self.ctx.state_run)
+        except OSError as exc:
+            raise self._error(PrepareError, f"cannot remove what earlier runs left beside {self.target}: "
+                                            f"{exc}") from exc
         if os.path.lexists(self.target) and not os.path.isdir(self.target):
             raise self._error(PrepareError, f"target {self.target} exists and is not a directory")
         if self.options.mode == "overwrite" and self.ctx.resuming and self._is_ours(self.target, self.ctx.state_run):

@@ -120,6 +120,13 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         self.method = self._choose_method(conn)
         self.markers.ensure(conn)
         self.markers_ready = True
+        for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers
+            try:
+                remove(conn)
+            except PeripheryError as exc:  # not this run's: `task show` keeps listing it
+                self.ctx.log.warning("writer.leftover_not_removed", leftover=text, error=str(exc))
+            else:
+                self.ctx.log.info("writer.leftover_removed", leftover=text)
         phase, recorded_before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
         self.phase = phase
         done = phase is not None

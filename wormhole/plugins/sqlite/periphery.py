@@ -173,9 +173,9 @@ class SqliteWriterPeriphery:
 
     def _prepare_stage(self, conn: sqlite3.Connection) -> None:
         key = self._marker_key()
+        for removed in clean(conn, self.path, self.ctx.task_id, self.ctx.state_run):  # other runs' leftovers
+            self.ctx.log.info("sqlite.leftover_removed", leftover=removed)
         if not self.ctx.resuming:
-            for removed in clean(conn, self.path, self.ctx.task_id, self.ctx.state_run):
-                self.ctx.log.info("sqlite.leftover_removed", leftover=removed)
             forget_run(conn, self.stage, key)
         elif committed(conn, key):
             self._committed_before = True
