@@ -25,8 +25,14 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
+from wormhole.errors import TaskDbError
 from wormhole.log import Logger
 from wormhole.plugins.base import Split
+from wormhole.retry import policy
+
+WAIT_ATTEMPTS = 8
+"""Attempts at a checkpoint write the run waits for (the plan, a commit row): waits of 0.5 s doubling to
+5 s between them, about 20 s in all."""
 
 PLAN_ROW = ""
 """The ``destination`` of a split's plan row."""
@@ -118,7 +124,10 @@ class Checkpointer:
     used by this thread only). A failed write is logged, never fatal: each destination's own record
     is the truth on resume, the checkpoint only saves the next run from asking for what it knows."""
 
-    def __init__(self, store: CheckpointStore, task_id: int, run_id: int, origin_run_id: int, log: Logger) -> None:
+    def __init__(self, store: CheckpointStore, task_id: int, run_id: int, origin_run_id: int, log: Logger,
+                 stop: threading.Event | None = None) -> None:
+        """``stop``: the run's stop signal (ends the waits between attempts of a write the run waits for)."""
+        self._stop = stop
         self._store = store
         self._task_id = task_id
         self._run_id = run_id
@@ -150,12 +159,15 @@ class Checkpointer:
             self._log.warning("checkpoint.write_failed", error=str(exc), destination=destination)
 
     def _wait(self, job: Callable[[], None]) -> None:
-        """Run ``job`` on the checkpoint thread (after what is queued) and wait; its exception is raised."""
+        """Run ``job`` on the checkpoint thread (after what is queued) and wait; its exception is raised.
+        A task database that fails it is tried again for about 20 s (a blip, a failover) before that."""
         done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+        retrying = policy(attempts=WAIT_ATTEMPTS, wait_s=0.5, max_wait_s=5.0, stop=self._stop, log=self._log,
+                          event="checkpoint.write_retry", retry_on=lambda exc: isinstance(exc, TaskDbError))
 
         def run() -> None:
             try:
-                job()
+                retrying(job)
             except BaseException as exc:
                 done.put(exc)
                 return

@@ -181,7 +181,7 @@ class Engine:
         run.readers.resumed = restored.splits
         run.writers.committed_before = restored.committed
         if self._checkpoints is not None:
-            checkpointer = Checkpointer(self._checkpoints, self._task_id, self._run_id, origin, self._log)
+            checkpointer = Checkpointer(self._checkpoints, self._task_id, self._run_id, origin, self._log, self._stop)
             run.checkpointer = run.writers.checkpointer = checkpointer
         self._log.info("task.started", source=self._spec.source.plugin,
                        destinations=[d.id for d in self._spec.destinations],

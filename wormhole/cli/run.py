@@ -27,7 +27,7 @@ from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, su
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
-from wormhole.errors import InvalidTaskConfig, TaskDbError, WormholeError
+from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.lease import Lease
 from wormhole.planning.channels import speed_limits
 from wormhole.taskdb import CRASHED, SqlTaskStore, TaskStore, open_store
@@ -110,10 +110,10 @@ class _Claim:
                         if self._lease is not None:
                             self._lease.renewed(sent_at)
                         continue
-                except TaskDbError as exc:
+                except Exception as exc:  # this thread must not die: the writers wait on its lease
                     # Not fatal: the claim stays ours until stale_s passes without a beat (meanwhile the
                     # lease holds back commits); a fresh connection tries again next period.
-                    logger.warning("task.heartbeat_failed", error=str(exc), error_code=exc.code)
+                    logger.warning("task.heartbeat_failed", error=str(exc), error_code=getattr(exc, "code", None))
                     if store is not None:
                         store.close()
                         store = None

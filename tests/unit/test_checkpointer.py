@@ -1,0 +1,81 @@
+"""The Checkpointer on a real SQLite task database: the plan is recorded before the run goes on, through a
+task database that refuses it for a moment; a write it cannot make is not fatal unless the run waits for it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from wormhole import checkpoint
+from wormhole.checkpoint import COMMITTED, PLAN_ROW, Checkpointer, split_from_json
+from wormhole.errors import TaskDbError
+from wormhole.plugins.base import Split
+from wormhole.taskdb import SqlTaskStore, open_store
+
+SPLITS = [Split(id="db/t:[0,10)", resource_mark="db", params={"lo": 0, "hi": 10}),
+          Split(id="db/t:[10,20]", resource_mark="db", params={"lo": 10, "hi": 20})]
+
+
+class Flaky:
+    """The real store, refusing its first ``failures`` writes as an unreachable task database does."""
+
+    def __init__(self, store: SqlTaskStore, failures: int) -> None:
+        self.store = store
+        self.failures = failures
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.store, name)
+
+        def call(*args: Any) -> Any:
+            if name in ("save_plan", "mark_durable") and self.failures > 0:
+                self.failures -= 1
+                raise TaskDbError("task database sqlite:///x: cannot connect: refused", url="sqlite:///x")
+            return real(*args)
+        return call
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqlTaskStore]:
+    s = open_store(f"sqlite:///{tmp_path / 'tasks.db'}", create=True)
+    s.init_schema()
+    task_id = s.submit("t", "{}")
+    assert s.claim(task_id, "me") and s.start_run(task_id, "me") == 1
+    yield s
+    s.close()
+
+
+def test_the_plan_waits_through_a_task_database_blip(store: SqlTaskStore) -> None:
+    writer = Checkpointer(Flaky(store, failures=2), 1, 1, 1, structlog.get_logger())  # type: ignore[arg-type]
+    writer.save_plan(SPLITS)  # returns only once the rows are there
+    rows = store.checkpoint(1)
+    assert [(r.split_id, r.destination) for r in rows] == [(s.id, PLAN_ROW) for s in SPLITS]
+    assert [split_from_json(r.payload or "") for r in rows] == SPLITS
+    writer.committed("dw", 20)
+    writer.close()
+    assert [(r.split_id, r.destination, r.rows) for r in store.checkpoint(1)][2:] == [(COMMITTED, "dw", 20)]
+
+
+def test_a_plan_that_cannot_be_recorded_fails_the_run_and_a_commit_row_does_not(
+        store: SqlTaskStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpoint, "WAIT_ATTEMPTS", 2)
+    writer = Checkpointer(Flaky(store, failures=100), 1, 1, 1, structlog.get_logger())  # type: ignore[arg-type]
+    with pytest.raises(TaskDbError, match="cannot connect"):
+        writer.save_plan(SPLITS)
+    writer.committed("dw", 20)  # logged, never raised: the destination's own record is the truth
+    writer.sealed("db/t:[0,10)", "dw", 10)
+    writer.close()
+    assert store.checkpoint(1) == [] and writer.failed == 1
+
+
+def test_a_stop_ends_the_waits_between_attempts(store: SqlTaskStore) -> None:
+    stop = threading.Event()
+    writer = Checkpointer(Flaky(store, failures=100), 1, 1, 1, structlog.get_logger(), stop)  # type: ignore[arg-type]
+    threading.Timer(0.3, stop.set).start()
+    with pytest.raises(TaskDbError):
+        writer.save_plan(SPLITS)  # would retry for about 20 s without the stop
+    writer.close()
