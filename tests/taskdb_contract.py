@@ -585,10 +585,11 @@ class TaskStoreContract:
         other_run = store.start_run(other, "setup")
         store.save_plan(other, other_run, other_run, [("a", "{}")])
         assert {r.origin_run_id for r in store.checkpoint(second)} == {first}
-        assert store.delete_checkpoints(task_id, keep_run=second) == 3
+        assert store.delete_checkpoints(task_id, keep_runs=[second, first]) == 0  # a resumable chain's stay
+        assert store.delete_checkpoints(task_id, keep_runs=[second]) == 3
         assert store.checkpoint(first) == []
         assert [(r.split_id, r.destination, r.rows) for r in store.checkpoint(second)] == [
             ("a", PLAN_ROW, None), ("b", PLAN_ROW, None), ("b", "dw", 7)]
-        assert store.delete_checkpoints(task_id, keep_run=None) == 3
+        assert store.delete_checkpoints(task_id) == 3
         assert store.checkpoint(second) == []
         assert len(store.checkpoint(other_run)) == 1  # another task's rows stay

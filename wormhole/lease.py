@@ -5,8 +5,9 @@ process may take the task over once the heartbeat is older than ``claim.stale_s`
 makes a split durable, or commits a destination, only while its last successful heartbeat is younger
 than ``stale_s - heartbeat_s`` (the lease). A run whose heartbeat cannot be written (the task database
 away, the process paused) holds those steps until a heartbeat goes through, and stops for good when
-it learns the claim was taken over: two processes never both make one split durable, whatever their
-clocks and pauses did, except for a pause that falls between the check and the commit itself.
+it learns the claim was taken over: two processes never both make one split durable, whatever pauses
+did, as long as their hosts' clocks agree within ``heartbeat_s`` (a taker judges staleness by the
+timestamps the holder wrote), except for a pause that falls between the check and the commit itself.
 """
 
 from __future__ import annotations

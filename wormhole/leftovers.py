@@ -1,9 +1,10 @@
 """What runs of a task left behind in its destinations (a crashed run's staging table, temporary
 directory, split markers), found or removed through each destination's periphery.
 
-A crashed run's state is kept while the task may still resume it: the state of the task's latest
-run is kept when that run is running or crashed (``keep_run``); everything else wormhole created for
-the task (recognised by name and marker) is a leftover.
+A crashed run's state is kept while the task may still resume it: when the task's latest run is
+running or crashed, the state of its chain (the runs it resumed, back to the first, whose id names the
+state: ``keep_run``) is kept; everything else wormhole created for the task (recognised by name and
+marker) is a leftover.
 """
 
 from __future__ import annotations
@@ -14,13 +15,24 @@ from wormhole.plugins.base import LeftoverPeriphery, Schema, WriteContext
 from wormhole.taskdb import CRASHED, SqlTaskStore
 
 
-def resumable_run(store: SqlTaskStore, task_id: int) -> int | None:
-    """The run whose destination state a later run of the task would resume, else None."""
+def resumable_chain(store: SqlTaskStore, task_id: int) -> list[int]:
+    """The runs a later run of the task would resume (the latest, when it is running or crashed, and the
+    runs it resumed, newest first), else []; the last names the destinations' state (``state_run``)."""
     runs = store.runs(task_id)
     if not runs or runs[-1].status not in ("running", CRASHED):
-        return None
-    rows = store.checkpoint(runs[-1].id)
-    return rows[0].origin_run_id if rows else runs[-1].id
+        return []
+    chain: list[int] = []
+    run: int | None = runs[-1].id
+    while run is not None and run not in chain:
+        chain.append(run)
+        run = store.resumed_from(run)
+    return chain
+
+
+def resumable_run(store: SqlTaskStore, task_id: int) -> int | None:
+    """The run whose id names the destination state a later run of the task would resume, else None."""
+    chain = resumable_chain(store, task_id)
+    return chain[-1] if chain else None
 
 
 def leftovers(spec: TaskSpec, task_id: int, keep_run: int | None, *, remove: bool) -> dict[str, list[str]]:

@@ -79,3 +79,13 @@ def test_a_stop_ends_the_waits_between_attempts(store: SqlTaskStore) -> None:
     with pytest.raises(TaskDbError):
         writer.save_plan(SPLITS)  # would retry for about 20 s without the stop
     writer.close()
+
+
+def test_the_state_a_task_would_resume_is_its_chains_first_run(store: SqlTaskStore) -> None:
+    from wormhole.leftovers import resumable_chain, resumable_run
+
+    assert store.take_over(1, "second", stale_s=0) == 1  # run 1 crashed (it never recorded a plan)
+    second = store.start_run(1, "second", resumed_from=1)
+    assert resumable_chain(store, 1) == [second, 1] and resumable_run(store, 1) == 1
+    store.finish(1, second, status="success", run_status="success", exit_code=0, result=None, error=None)
+    assert resumable_chain(store, 1) == [] and resumable_run(store, 1) is None

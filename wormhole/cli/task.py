@@ -14,7 +14,7 @@ from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, su
 from wormhole.config import EngineConf, TaskSpec, load_spec_json
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
-from wormhole.leftovers import leftovers, resumable_run
+from wormhole.leftovers import leftovers, resumable_chain, resumable_run
 from wormhole.taskdb import SqlTaskStore, TaskRecord
 
 
@@ -146,9 +146,8 @@ def task_clean(ctx: click.Context, task_id: int) -> None:
                        f"in use, nothing is removed", err=True)
             sys.exit(EXIT_CLAIMED)
         removed = _leftovers(store, record, remove=True)
-        runs = store.runs(task_id)
-        # The checkpoint a resumed run reads (its latest run's plan) stays while it can be resumed.
-        store.delete_checkpoints(task_id, runs[-1].id if resumable_run(store, task_id) is not None else None)
+        # The checkpoints a resumed run reads (its chain's plan and commit rows) stay while it can be resumed.
+        store.delete_checkpoints(task_id, keep_runs=resumable_chain(store, task_id))
     except WormholeError as exc:
         fail(exc)
     finally:

@@ -8,7 +8,7 @@ Apart from the task rows because it serves a different reader: the resume logic 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from wormhole.checkpoint import PLAN_ROW, CheckpointRow
@@ -55,13 +55,11 @@ class CheckpointsMixin(SqlStoreBase):
                         (run_id,))
         return int(res.rows[0][0]) if res.rows and res.rows[0][0] is not None else None
 
-    def delete_checkpoints(self, task_id: int, keep_run: int | None) -> int:
-        """Remove the checkpoint rows of the task's runs other than ``keep_run`` (all with None);
-        how many rows went."""
-        where, params = "task_id = ?", [task_id]
-        if keep_run is not None:
-            where += " AND run_id <> ?"
-            params.append(keep_run)
+    def delete_checkpoints(self, task_id: int, keep_runs: Collection[int] = ()) -> int:
+        """Remove the checkpoint rows of the task's runs but ``keep_runs``; how many rows went."""
+        where, params = "task_id = ?", [task_id, *keep_runs]
+        if keep_runs:
+            where += f" AND run_id NOT IN ({', '.join('?' * len(keep_runs))})"
         res = self._run(f"delete the checkpoints of task {task_id}",
                         f"DELETE FROM {CHECKPOINT_TABLE} WHERE {where}", params)
         return res.rowcount
