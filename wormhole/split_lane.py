@@ -86,7 +86,7 @@ class SplitLane:
     def write(self, split_id: str, batch: Batch) -> None:
         split = self.open.setdefault(split_id, _OpenSplit())
         one = WriterCounters()  # counted into the split and the thread only once written
-        rejected = write_counted(_SplitBatch(self.writer, split_id), batch.rows, one, split.rejected.extend,
+        rejected = write_counted(SplitTarget(self.writer, split_id), batch.rows, one, split.rejected.extend,
                                  destination=self.destination, plugin=self.plugin, nbytes=batch.nbytes)
         for into in (split.counts, self.counters):
             into.delivered += one.delivered
@@ -134,7 +134,7 @@ class SplitLane:
                 self.log.warning("writer.split_abort_failed", split_id=split_id, error=str(exc))
 
 
-class _SplitBatch:
+class SplitTarget:
     """``write_counted``'s view of a SplitWriter writing one split."""
 
     def __init__(self, writer: SplitWriter, split_id: str) -> None:

@@ -86,10 +86,7 @@ def task_show(ctx: click.Context, task_id: int) -> None:
     """Print a task, its result and its runs as JSON."""
     store = task_store(ctx)
     try:
-        record = store.get(task_id)
-        if record is None:
-            click.echo(f"error: no task with id {task_id} in {store.url}", err=True)
-            sys.exit(EXIT_BAD_TASK)
+        record = _existing(store, task_id)
         runs = store.runs(task_id)
         left = _leftovers(store, record, remove=False)
     except WormholeError as exc:
@@ -116,6 +113,14 @@ def task_show(ctx: click.Context, task_id: int) -> None:
     click.echo(text)
 
 
+def _existing(store: SqlTaskStore, task_id: int) -> TaskRecord:
+    record = store.get(task_id)
+    if record is None:
+        click.echo(f"error: no task with id {task_id} in {store.url}", err=True)
+        sys.exit(EXIT_BAD_TASK)
+    return record
+
+
 def _leftovers(store: SqlTaskStore, record: TaskRecord, *, remove: bool) -> dict[str, list[str]]:
     """What earlier runs of the task left in its destinations (nothing a resumable run still needs)."""
     try:
@@ -135,10 +140,7 @@ def task_clean(ctx: click.Context, task_id: int) -> None:
     while the task can still resume it). Prints what was removed as JSON."""
     store = task_store(ctx)
     try:
-        record = store.get(task_id)
-        if record is None:
-            click.echo(f"error: no task with id {task_id} in {store.url}", err=True)
-            sys.exit(EXIT_BAD_TASK)
+        record = _existing(store, task_id)
         stale_s = EngineConf.load(ctx.obj.conf_dir).claim.stale_s
         age = store.heartbeat_age(task_id) if record.status == "running" else None
         if record.status == "running" and (age is None or age < stale_s):

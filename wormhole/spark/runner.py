@@ -42,7 +42,6 @@ from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
-from wormhole.spark.splits import SplitTarget as _SplitTarget
 from wormhole.spark.splits import split_order, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.types import (
@@ -54,6 +53,7 @@ from wormhole.spark.types import (
     spark_schema,
     to_arrow_batches,
 )
+from wormhole.split_lane import SplitTarget
 
 DirtyEntry = tuple[str, str | None, str, Row]
 """(origin, split id, reason, row): a rejected row on its way from an executor to the dirty file."""
@@ -351,7 +351,7 @@ class SparkExecution:
             sink = registry.get(plugin).sink
             assert sink is not None
             writer: Any = sink.writer(options, ctx, periphery, worker)
-            target: Any = writer if split_id is None else _SplitTarget(writer, split_id)
+            target: Any = writer if split_id is None else SplitTarget(writer, split_id)
             part = WriterCounters()
             bad: list[DirtyEntry] = []
 

@@ -25,6 +25,7 @@ from wormhole.errors import DirtyLimitExceeded, SplitLost
 from wormhole.lease import Lease
 from wormhole.plugins.base import Rejected, SplitWriter
 from wormhole.spark.types import exact_columns, from_spark_rows
+from wormhole.split_lane import SplitTarget
 
 PARTITION = "__wh_partition"
 ORDER = "wh_split_order"
@@ -113,15 +114,3 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
     dest.sealed[split_id] = part.written
     coordinator.sealed(split_id, dest.id, part.written)
     return True
-
-
-class SplitTarget:
-    """``write_counted``'s view of a SplitWriter writing one split."""
-
-    def __init__(self, writer: SplitWriter, split_id: str) -> None:
-        self._writer = writer
-        self._split_id = split_id
-
-    def write(self, rows: Any) -> Any:
-        return self._writer.write_split(self._split_id, rows)
-
