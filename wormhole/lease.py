@@ -20,11 +20,12 @@ from wormhole.log import Logger
 
 
 class Lease:
-    def __init__(self, length_s: float, log: Logger) -> None:
+    def __init__(self, length_s: float, log: Logger, renewed_at: float | None = None) -> None:
+        """``renewed_at``: when the claim was last written (monotonic; by default now)."""
         self.length_s = length_s
         self._log = log
         self._cond = threading.Condition()
-        self._renewed_at = time.monotonic()
+        self._renewed_at = time.monotonic() if renewed_at is None else renewed_at
         self._lost = False
         self._stopped = False
 

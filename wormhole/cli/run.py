@@ -84,8 +84,7 @@ class _Claim:
     def lease(self, logger: Any) -> Lease:
         """The claim as the engine's writers see it: live for stale_s - heartbeat_s after a heartbeat."""
         claim = self.conf.claim
-        lease = Lease(claim.stale_s - claim.heartbeat_s, logger)
-        lease.renewed(self.claimed_at)
+        lease = Lease(claim.stale_s - claim.heartbeat_s, logger, renewed_at=self.claimed_at)
         self._lease = lease
         return lease
 
