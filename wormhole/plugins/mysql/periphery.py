@@ -271,13 +271,7 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
 
     def release(self) -> None:
         """The task's outcome is recorded: this load's markers are not needed to resume any more."""
-        if not self.markers_ready:
-            return
-        conn = self.connect(PeripheryError)
-        try:
-            self.markers.forget(conn, "deleting split markers", PeripheryError)
-        finally:
-            close_quietly(conn)
+        self._drop_markers(PeripheryError)
 
     def _forget_markers(self, conn: pymysql.Connection) -> None:
         if not self.markers_ready:

@@ -261,13 +261,7 @@ class SqliteWriterPeriphery:
             return
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                drop_stage(conn, self.stage, self._marker_key())
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            self._drop_committed_stage(conn)
         except sqlite3.Error as exc:
             raise self._error(PeripheryError, f"cannot delete the split markers in {self.path}: {exc}") from exc
         finally:
@@ -315,8 +309,8 @@ class SqliteWriterPeriphery:
             raise self._error(RollbackError, f"cannot roll back {self.path}: {error}") from error
 
     def _drop_committed_stage(self, conn: sqlite3.Connection) -> None:
-        """What ended splits committed: the staging table and our markers (nothing is written when there
-        are none, so a file that existed empty stays empty)."""
+        """In a transaction of its own: the staging table and our markers, what ended splits (and the final
+        commit) committed; nothing is written when there are none, so a file that existed empty stays empty."""
         marked = has_markers(conn, self._marker_key())
         if not marked and not has_table(conn, self.stage):
             return
