@@ -64,8 +64,9 @@ class CheckpointStore(Protocol):
         ...
 
     def mark_durable(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
-                     rows: int) -> None:
-        """Record that ``destination`` holds ``split_id`` durably (idempotent: a second call is a no-op)."""
+                     rows: int, payload: str | None = None) -> None:
+        """Record that ``destination`` holds ``split_id`` durably (idempotent: a second call is a no-op);
+        ``payload``: the transform placement the split was read under, as JSON."""
         ...
 
     def checkpoint(self, run_id: int) -> list[CheckpointRow]:
@@ -145,9 +146,11 @@ class Checkpointer:
         rows = [(s.id, split_to_json(s)) for s in splits]
         self._wait(lambda: self._store.save_plan(self._task_id, self._run_id, self._origin, rows))
 
-    def sealed(self, split_id: str, destination: str, rows: int) -> None:
+    def sealed(self, split_id: str, destination: str, rows: int, plan: dict[str, Any] | None = None) -> None:
+        """``plan``: the transform placement the split was read under (recorded with it)."""
+        payload = json.dumps(plan, sort_keys=True) if plan is not None else None
         self._queue.put(lambda: self._store.mark_durable(self._task_id, self._run_id, self._origin, split_id,
-                                                         destination, rows))
+                                                         destination, rows, payload))
 
     def committed(self, destination: str, rows: int) -> None:
         """Record that ``destination`` was committed, and wait for it (the sooner it is there, the smaller

@@ -16,6 +16,7 @@ from wormhole.errors import ConfigError, InvalidTaskConfig, PluginError
 from wormhole.options import Problems, join_path, opt, parse_options, show_value
 from wormhole.plugins import registry
 from wormhole.plugins.base import Plugin
+from wormhole.transform.operators import OpSpec, parse_transforms
 
 MAX_CHANNELS = 1024
 """Most channels a task may have, however they are set: SQL splitters cut ``channels x split_factor``
@@ -143,6 +144,21 @@ class SparkConf:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PushUpConf:
+    """Adaptive push-up (``settings.pushup = adaptive``): :mod:`wormhole.transform.pushup`."""
+
+    interval_s: float = opt(0.5, min=0.01)
+    """How often the scheduler takes the reader threads' snapshots and decides."""
+    min_rows: int = opt(20_000, min=1)
+    """Rows an operator must have seen before its selectivity is trusted."""
+    min_selectivity: float = opt(1.25, min=1.0)
+    """A filter moves into the source only when rows in / rows out reaches this (1.25: it drops 20 %)."""
+    busy_threads: int = opt(8, min=0)
+    """The source is busy (nothing moves in, and what did moves out) when more than this many of its
+    threads run queries besides the task's own readers (MySQL's Threads_running)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineConf:
     monitor: MonitorConf = field(default_factory=MonitorConf)
     exchange: ExchangeConf = field(default_factory=ExchangeConf)
@@ -154,6 +170,7 @@ class EngineConf:
     recovery: RecoveryConf = field(default_factory=RecoveryConf)
     paths: PathsConf = field(default_factory=PathsConf)
     spark: SparkConf = field(default_factory=SparkConf)
+    pushup: PushUpConf = field(default_factory=PushUpConf)
 
     @classmethod
     def load(cls, conf_dir: str | Path | None) -> EngineConf:
@@ -208,6 +225,11 @@ class SettingsSpec:
     back every destination (the original Wormhole's writer consistency)."""
     speed: SpeedSpec = field(default_factory=SpeedSpec)
     error_limit: ErrorLimit | None = None
+    pushup: Literal["off", "static", "adaptive"] = "static"
+    """Where the task's leading filters and projections run: ``off`` in wormhole only; ``static`` in
+    the source query whenever the source can evaluate them (push-down); ``adaptive`` starts in
+    wormhole and moves them into the source, split by split, once measured selectivity and cost say
+    it pays and the source has spare capacity (seed 004)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,12 +246,14 @@ class _DestinationRef:
     concurrency: int | None = opt(None, min=1, max=64)
     """Writer threads; default the plugin's own (1 for most stores)."""
     error_limit: ErrorLimit | None = None
+    transforms: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _TaskRef:
     name: str = ""
     source: _PluginRef
+    transforms: Any = None
     destinations: tuple[_DestinationRef, ...] = opt(min_items=1)
     settings: SettingsSpec = field(default_factory=SettingsSpec)
 
@@ -249,6 +273,8 @@ class DestinationSpec:
     concurrency: int
     error_limit: ErrorLimit | None
     """Overrides the task's limit as a whole (DataX's rule): unset keys mean no limit."""
+    transforms: tuple[OpSpec, ...] = ()
+    """This destination's operators, run in its writer path after the task's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -257,6 +283,8 @@ class TaskSpec:
     source: SourceSpec
     destinations: tuple[DestinationSpec, ...]
     settings: SettingsSpec
+    transforms: tuple[OpSpec, ...] = ()
+    """The task's operators, run once per row before the fan-out."""
 
     def error_limit_for(self, dest: DestinationSpec, engine: EngineConf) -> ErrorLimit:
         return dest.error_limit or self.settings.error_limit or engine.error_limit
@@ -291,6 +319,7 @@ class TaskSpec:
             _check_partial(raw, problems)
             raise InvalidTaskConfig(problems.items)
         source = _parse_source(ref.source, problems)
+        transforms = parse_transforms(ref.transforms, "transforms", "task", problems)
         destinations = tuple(_parse_destination(d, i, problems) for i, d in enumerate(ref.destinations))
         _check_destination_ids([d.id for d in ref.destinations], problems)
         _check_single_writers(destinations, problems)
@@ -303,7 +332,7 @@ class TaskSpec:
         parsed = tuple(d for d in destinations if d is not None)
         if problems or source is None or len(parsed) < len(destinations):
             raise InvalidTaskConfig(problems.items)
-        return cls(name=ref.name, source=source, destinations=parsed, settings=ref.settings)
+        return cls(name=ref.name, source=source, destinations=parsed, settings=ref.settings, transforms=transforms)
 
 
 def load_spec_json(text: str | bytes | None) -> Any:
@@ -394,8 +423,9 @@ def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> 
     if options is None:
         return None
     concurrency = ref.concurrency if ref.concurrency is not None else plugin.sink.default_concurrency
+    transforms = parse_transforms(ref.transforms, f"{path}.transforms", f"destination:{ref.id}", problems)
     return DestinationSpec(id=ref.id, plugin=ref.plugin, options=options, concurrency=concurrency,
-                           error_limit=ref.error_limit)
+                           error_limit=ref.error_limit, transforms=transforms)
 
 
 def _plugin(name: str, path: str, problems: Problems) -> Plugin | None:

@@ -35,6 +35,7 @@ class WriterCounters:
     written: int = 0
     rejected: int = 0
     bytes: int = 0
+    filtered: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,7 @@ class DestinationTotals:
     written: int
     rejected: int
     bytes: int
+    filtered: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,7 @@ class Counters:
             written=sum(c.written for c in counters),
             rejected=sum(c.rejected for c in counters),
             bytes=sum(c.bytes for c in counters),
+            filtered=sum(c.filtered for c in counters),
         )
 
 
@@ -126,9 +129,9 @@ def judge(*, rows_sent: int, rows_queued: int, totals: DestinationTotals, limit:
     if totals.delivered != rows_queued:
         return Verdict(unaccounted, f"{rows_queued - totals.delivered} of {rows_queued} queued rows were never "
                                     "delivered to a writer")
-    if totals.written + totals.rejected != totals.delivered:
+    if totals.written + totals.rejected + totals.filtered != totals.delivered:
         return Verdict(unaccounted, f"row accounting mismatch: delivered {totals.delivered}, written "
-                                    f"{totals.written}, rejected {totals.rejected}")
+                                    f"{totals.written}, rejected {totals.rejected}, filtered {totals.filtered}")
     return (record_limit(totals.rejected, limit.record)
             or percentage_limit(totals.rejected, totals.delivered, limit.percentage))
 
@@ -153,11 +156,12 @@ def write_counted(writer: BatchWriter, batch: Sequence[Row], counters: WriterCou
         counters.written += int(exc.details.get("written_before_failure", 0))
         raise
     rejected = len(result.rejected)
-    if result.written + rejected != len(batch):
-        raise WriteError(f"writer accounted for {result.written + rejected} of {len(batch)} rows",
+    if result.written + rejected + result.filtered != len(batch):
+        raise WriteError(f"writer accounted for {result.written + rejected + result.filtered} of {len(batch)} rows",
                          destination=destination, plugin=plugin)
     counters.delivered += len(batch)
     counters.written += result.written
+    counters.filtered += result.filtered
     counters.bytes += nbytes
     if rejected:
         reject(result.rejected)

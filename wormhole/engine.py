@@ -21,7 +21,7 @@ from wormhole.config import EngineConf, ErrorLimit, TaskSpec
 from wormhole.coordinator import CoordinatorStats, SplitCoordinator
 from wormhole.counters import Counters, percentage_limit, record_limit
 from wormhole.dirty import DirtyFile
-from wormhole.errors import ConfigError, SplitLost
+from wormhole.errors import ConfigError, InvalidTaskConfig, SplitLost
 from wormhole.exchange import StorageManager
 from wormhole.execution import Execution, LocalExecution
 from wormhole.lease import Lease
@@ -46,6 +46,8 @@ from wormhole.result import (
     task_outcome,
 )
 from wormhole.split_lane import makes_splits_durable
+from wormhole.transform.pushup import PushUp
+from wormhole.transform.report import transform_report
 from wormhole.writer_manager import DestinationRun, WriterManager, describe
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
@@ -146,6 +148,8 @@ class Engine:
         self._stop = threading.Event()
         self._stop_reason: str | None = None
         self._abandoned = False
+        self._invalid: InvalidTaskConfig | None = None
+        """The task's transforms do not fit the source's schema (exit 204)."""
         self._run: _Run | None = None
         self._engine = spec.settings.engine if spec.settings.engine != "auto" else "local"
         self._engine_reason = "not chosen yet"
@@ -269,6 +273,10 @@ class Engine:
             with self._reading():
                 schema = self._plan(run)
             abort = self._transfer(run, schema)
+        except InvalidTaskConfig as exc:  # transforms that do not fit the source's schema: nothing was prepared
+            self._invalid = exc
+            abort = str(exc)
+            self._log.error("task.invalid", problems=exc.problems, error_code=exc.code)
         except _ReadFailed as failed:
             abort = failed.abort
             if failed.error is not None:
@@ -287,7 +295,23 @@ class Engine:
         if run.checkpointer is not None:
             run.checkpointer.save_plan(run.readers.splits)
         run.execution = self._execution(run)
-        return run.execution.prepare_source(run.readers)
+        schema = run.execution.prepare_source(run.readers)
+        self._place_transforms(run, plan)
+        return schema
+
+    def _place_transforms(self, run: _Run, plan: Plan) -> None:
+        """The destinations' chains, and where the task's operators run: in Spark, as Columns on the
+        source's DataFrame; locally, split by split between the source query and the reader threads."""
+        transforms = plan.transforms
+        if transforms is None:
+            return
+        run.writers.transforms = transforms
+        assert run.execution is not None
+        if self._engine == "spark":
+            run.execution.transforms = transforms  # type: ignore[attr-defined]
+            return
+        probe = getattr(run.readers.periphery, "busy_threads", None)  # optional (ReaderPeriphery)
+        run.readers.pushup = PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe)
 
     def _transfer(self, run: _Run, schema: Schema) -> str | None:
         """Prepare the destinations, start reading and writing, and watch; why the task aborts, or None."""
@@ -300,6 +324,8 @@ class Engine:
             return None
         assert run.execution is not None
         self._coordinate(run)
+        if run.readers.pushup is not None:
+            run.readers.pushup.start()
         with self._reading():
             run.reads = run.execution.start_reads(run.readers)
         over = run.source_over_limit()  # Spark has read every row by now
@@ -315,9 +341,13 @@ class Engine:
         live = [d for d in run.writers.destinations.values() if d.state != "failed" and d.committed_before is None]
         checkpointer = run.checkpointer
 
+        pushup = run.readers.pushup
+
         def sealed(split_id: str, destination: str, rows: int) -> None:
             if checkpointer is not None:
-                checkpointer.sealed(split_id, destination, rows)
+                # Each split's checkpoint names the transform placement it was read under.
+                checkpointer.sealed(split_id, destination, rows,
+                                    pushup.record(split_id) if pushup is not None else None)
 
         def lost_for_good(destination: str, reason: str) -> None:
             run.writers.destinations[destination].fail(reason, SplitLost.code)
@@ -341,6 +371,8 @@ class Engine:
         """A failure planning or reading the source aborts the task (a stop is not a failure)."""
         try:
             yield
+        except InvalidTaskConfig:
+            raise
         except Exception as exc:
             if self._stop.is_set():
                 raise _ReadFailed(self._stop_reason, None) from exc
@@ -350,6 +382,8 @@ class Engine:
 
     def _shut_down(self, run: _Run, abort: str | None) -> None:
         run.readers.stop.set()
+        if run.readers.pushup is not None:
+            run.readers.pushup.stop()
         if abort is not None:
             run.writers.abort(abort)
             if run.execution is not None:
@@ -394,6 +428,8 @@ class Engine:
         destinations = {d.id: self._destination_result(run, d) for d in run.writers.destinations.values()}
         rejected = any(d.rows_rejected for d in destinations.values()) or run.dirty.count("source") > 0
         status, exit_code = task_outcome([d.status for d in destinations.values()], rejected)
+        if self._invalid is not None:
+            status, exit_code = "failed", self._invalid.exit_code
         errors = [f"{k}: {d.error}" for k, d in destinations.items() if d.error and d.status == "failed"]
         error = abort or ("; ".join(errors) if errors else None)
         interrupted = self._stop_reason is not None
@@ -414,7 +450,7 @@ class Engine:
             dirty_file=str(run.dirty.path) if run.dirty.counts else None,
             spark=run.execution.describe() if run.execution is not None else None,
             plan=run.plan.to_dict() if run.plan is not None else None, resumed_from_run=self._resume_from,
-            error=error)
+            transforms=transform_report(run.readers, run.writers, run.execution), error=error)
         return RunResult(report, run_status="interrupted" if interrupted else status)
 
     @staticmethod
@@ -427,6 +463,7 @@ class Engine:
             rolled_back=(dest.outcome != "success" and dest.periphery is not None and dest.rollback_error is None
                          and not dest.left),
             rollback_error=dest.rollback_error, error=dest.error, error_code=dest.error_code,
+            rows_filtered=totals.filtered,
             rows_resumed=sum(dest.held.values()) if dest.committed_before is None else dest.committed_before,
             splits_resumed=len(dest.held) if dest.committed_before is None else len(run.readers.splits))
 

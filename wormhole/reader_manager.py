@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,8 +28,10 @@ from wormhole.log import Logger
 from wormhole.planning.assign import TaskGroup, dispatch_order
 from wormhole.planning.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Schema, SourceInfo, Split
+from wormhole.plugins.base import ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
+from wormhole.transform.chain import ChainRunner
+from wormhole.transform.pushup import PushUp
 
 
 class ReaderManager:
@@ -57,9 +60,14 @@ class ReaderManager:
         self._futures: list[Future[None]] = []
         self._senders: list[BufferedLineExchanger] = []
         self._storages: list[RAMStorage] = []
+        self.pushup: PushUp | None = None
+        """The task's transforms and their placement, split by split (None: the task has none)."""
+        self.runners: list[ChainRunner] = []
+        """Every reader thread's chain runners (one per placement it read under): their metrics."""
+        self.periphery: ReaderPeriphery | None = None
 
     def prepare(self) -> SourceInfo | None:
-        periphery = self._role.periphery(self._options, self._ctx)
+        periphery = self.periphery = self._role.periphery(self._options, self._ctx)
         timeout = self._conf.timeouts.reader_prepare_s
         try:
             info = run_with_timeout(periphery.prepare, timeout, "reader-prepare")
@@ -125,6 +133,9 @@ class ReaderManager:
         log = self._log.bind(worker=worker, task_group=group)
         coordinator = self.coordinator
         assert coordinator is not None
+        pushup = self.pushup
+        runners: dict[tuple[int, ...], ChainRunner] = {}
+        seen = -1
         while True:
             taken = coordinator.request(group)
             if taken is None:
@@ -132,13 +143,24 @@ class ReaderManager:
             split = taken.split
             if taken.planned_group != group:
                 log.info("reader.split_stolen", split_id=split.id, from_group=taken.planned_group)
+            runner: ChainRunner | None = None
+            if pushup is not None:
+                # The split's placement is fixed here, at its start, and kept to its end.
+                split, runner = self._placed(pushup, split, runners)
             rows = 0
             sender.begin_split(split.id, taken.destinations)
             try:
                 for batch in reader.read(split):
-                    sender.send(batch)
                     rows += len(batch)
                     counters.rows += len(batch)
+                    if runner is not None:
+                        assert pushup is not None
+                        sender.send(runner.run(batch))
+                        if pushup.generation != seen:  # the scheduler asks: this thread's counters, offered here
+                            seen = pushup.generation
+                            pushup.offer(worker, runner)
+                    else:
+                        sender.send(batch)
                     if self.stop.is_set():
                         raise TaskAborted("reading stopped", reason="stopped")
                 sender.end_split()
@@ -158,6 +180,18 @@ class ReaderManager:
             log.debug("reader.split_done", split_id=split.id, rows=rows, attempt=taken.attempt)
         if coordinator.error is not None:
             raise ReadError(coordinator.error, plugin=self._plugin)
+
+    def _placed(self, pushup: PushUp, split: Split,
+                runners: dict[tuple[int, ...], ChainRunner]) -> tuple[Split, ChainRunner]:
+        placement = pushup.placement_for(split.id)
+        pushed = pushup.plan.pushed_query(placement)
+        if pushed is not None:
+            split = dataclasses.replace(split, params={**split.params, "pushdown": pushed})
+        runner = runners.get(placement)
+        if runner is None:
+            runner = runners[placement] = pushup.plan.residual(placement).runner()
+            self.runners.append(runner)
+        return split, runner
 
     @property
     def rows_sent(self) -> int:

@@ -39,6 +39,8 @@ class DestinationResult:
     """Rows of the splits it already held durably when this (resumed) run started: not written again."""
     splits_resumed: int = 0
     """Splits it already held durably when this run started."""
+    rows_filtered: int = 0
+    """Rows its own transforms dropped (delivered = written + rejected + filtered)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,13 +104,15 @@ class RunReport:
     """How the run was planned (``wormhole plan``'s JSON); null when planning did not finish."""
     resumed_from_run: int | None = None
     """The crashed run this run took over and resumed, else null."""
+    transforms: Mapping[str, Any] | None = None
+    """Tasks with transforms: the chains, each operator's metrics, and the plan each split ran under."""
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name == "spark" and value is None:
+            if f.name in ("spark", "transforms") and value is None:
                 continue
             if f.name == "destinations":
                 value = {k: dataclasses.asdict(v) for k, v in value.items()}

@@ -93,6 +93,7 @@ class SplitLane:
             into.written += one.written
             into.rejected += one.rejected
             into.bytes += one.bytes
+            into.filtered += one.filtered
         if rejected:
             self._check_limit()
 
@@ -118,6 +119,7 @@ class SplitLane:
             self.counters.written -= split.counts.written
             self.counters.rejected -= split.counts.rejected
             self.counters.bytes -= split.counts.bytes
+            self.counters.filtered -= split.counts.filtered
         self.writer.abort_split(split_id)
 
     def close(self) -> None:

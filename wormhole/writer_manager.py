@@ -59,6 +59,9 @@ from wormhole.plugins.base import (
 )
 from wormhole.pool import run_with_timeout, spawn
 from wormhole.split_lane import SplitLane, makes_splits_durable
+from wormhole.transform.chain import Chain, ChainRunner
+from wormhole.transform.plan import TransformPlan
+from wormhole.transform.writer import transforming
 
 Outcome = Literal["success", "failed", "rolled_back"]
 
@@ -111,6 +114,10 @@ class DestinationRun:
     committed_before: int | None = None
     """A run of the chain this run resumes committed it (rows, per the checkpoint), and it keeps no record
     of its own: it is neither prepared nor written nor committed again."""
+    chain: Chain | None = None
+    """Its own transforms (run in its writer threads, local mode), else None."""
+    runners: list[ChainRunner] = field(default_factory=list)
+    """One per writer thread that ran the chain: their metrics."""
 
     def fail(self, reason: str, code: str = WriteError.code) -> None:
         """First failure wins; the queue is aborted so the readers never wait on this destination."""
@@ -148,6 +155,8 @@ class WriterManager:
         self.committed_before: dict[str, int] = {}
         """Destinations a run of the resumed chain committed (the checkpoint's commit rows)."""
         self.checkpointer: Checkpointer | None = None
+        self.transforms: TransformPlan | None = None
+        """The run's transform plan (set before ``prepare``): each destination's schema and chain."""
         for dest in spec.destinations:
             sink = registry.get(dest.plugin).sink
             assert sink is not None  # validated with the task
@@ -178,7 +187,12 @@ class WriterManager:
                 dest.state = "done"
                 dest.log.info("destination.committed_before", rows=dest.committed_before)
                 continue
-            ctx = WriteContext(task_id=self._task_id, run_id=self._run_id, destination=dest.id, schema=schema,
+            if self.transforms is not None:
+                dest.chain = self.transforms.destination_chain(dest.id)
+                schema_here = dest.chain.output
+            else:
+                schema_here = schema
+            ctx = WriteContext(task_id=self._task_id, run_id=self._run_id, destination=dest.id, schema=schema_here,
                                batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
                                plugin=dest.plugin, stop=dest.stop,
                                origin_run_id=None if dest.fresh else self._origin_run_id)
@@ -227,6 +241,10 @@ class WriterManager:
     def _write(self, dest: DestinationRun, worker: int, counters: WriterCounters) -> None:
         assert dest.ctx is not None  # set when the destination was prepared, before any writer starts
         writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, worker)
+        if dest.chain is not None and dest.chain.ops:
+            runner = dest.chain.runner()
+            dest.runners.append(runner)
+            writer = transforming(writer, runner)
         try:
             writer.open()  # inside the try: the contract says close() always runs, also after a failed open
             if dest.durable:

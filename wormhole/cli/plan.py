@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -92,5 +93,22 @@ def describe(made: Plan) -> str:
               for g in made.task_groups]
     lines.append("destinations:")
     lines += [f"  {d.id} ({d.plugin}): {d.writers} writer(s), {d.method}" for d in made.destinations]
+    if made.transforms is not None:
+        lines += _describe_transforms(made.to_dict()["transforms"])
     return "\n".join(lines)
+
+
+def _describe_transforms(t: dict[str, Any]) -> list[str]:
+    lines = [f"transforms:     pushup {t['pushup']}, source dialect {t['dialect'] or 'none'}"]
+    pushed = t["source_chain"]["operators"]
+    lines.append("  in the source query: " + (", ".join(f"{o['kind']} {o['id']} ({o['path']})" for o in pushed)
+                                               or "nothing"))
+    if "source_query" in t:
+        q = t["source_query"]
+        lines.append(f"    columns {', '.join(q['columns'])}" + (f"; WHERE {q['where']}" if q["where"] else ""))
+    for chain in t["chains"]:
+        ops = ", ".join(f"{o['kind']} {o['id']} ({o['path']})" for o in chain["operators"]) or "nothing"
+        lines.append(f"  chain {chain['chain']} in {chain['placement']}: {ops}")
+    lines += [f"  not pushed: {op} ({why})" for op, why in t["not_pushable"].items()]
+    return lines
 

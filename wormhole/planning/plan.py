@@ -17,6 +17,7 @@ from wormhole.planning.assign import TaskGroup, assign_fairly
 from wormhole.planning.channels import ChannelCount, SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
 from wormhole.plugins import registry
 from wormhole.plugins.base import SinkRole, SourceInfo, Split
+from wormhole.transform.plan import TransformPlan, build_plan
 
 if TYPE_CHECKING:
     from wormhole.reader_manager import ReaderManager
@@ -55,6 +56,8 @@ class Plan:
     destinations: tuple[PlannedDestination, ...]
     estimated_rows: int | None
     limits: SpeedLimits
+    transforms: TransformPlan | None = None
+    """The operators bound to the source schema, and what the source evaluates (None: no transforms)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +69,8 @@ class Plan:
                              for d in self.destinations],
             "estimated_rows": self.estimated_rows,
             "speed": {"byte": self.limits.byte, "record": self.limits.record},
+            **({"transforms": self.transforms.describe(self.transforms.initial())}
+               if self.transforms is not None else {}),
         }
 
 
@@ -83,9 +88,23 @@ def make_plan(spec: TaskSpec, conf: EngineConf, readers: ReaderManager, log: Log
                 task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
                 destinations=tuple(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits))
                                    for d in spec.destinations),
-                estimated_rows=info.estimated_rows if info is not None else None, limits=limits)
+                estimated_rows=info.estimated_rows if info is not None else None, limits=limits,
+                transforms=_transforms(spec, readers, engine))
     log.info("plan.made", **plan.to_dict())
     return plan
+
+
+def _transforms(spec: TaskSpec, readers: ReaderManager, engine: EngineName) -> TransformPlan | None:
+    """The task's transforms bound to the source schema (InvalidTaskConfig lists every problem). In
+    Spark mode the task's operators run as Spark Columns on the source's DataFrame, where Spark
+    pushes filters into the scan itself; locally a source with a SQL dialect takes the leading
+    filters and projections into its query."""
+    if not spec.transforms and not any(d.transforms for d in spec.destinations):
+        return None
+    assert readers.schema is not None
+    role = registry.get(spec.source.plugin).source
+    dialect = role.pushdown if role is not None and engine == "local" else None
+    return build_plan(spec, readers.schema, dialect)
 
 
 def task_groups(splits: list[Split], spec: TaskSpec, count: ChannelCount, per_group: int) -> list[TaskGroup]:

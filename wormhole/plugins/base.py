@@ -73,6 +73,29 @@ class Split:
 
 
 @dataclass(frozen=True, slots=True)
+class PushedQuery:
+    """The leading filters and projections of the task's transforms, for the source to evaluate
+    (push-down). A reader whose ``SourceRole.pushdown`` names a dialect finds it in
+    ``split.params["pushdown"]`` and must return only the rows ``where`` holds for, with only the
+    ``keep`` columns of its schema, in that order."""
+
+    keep: tuple[int, ...]
+    """Columns of the reader's schema, by position."""
+    where: str | None
+    """A condition in the source's dialect over the schema's column names; ``\\x00`` marks each
+    bound parameter (the reader puts its driver's placeholder there)."""
+    args: tuple[Any, ...]
+    plan: str
+    """The placement's id, for logs."""
+
+    def render(self, placeholder: str, escape_percent: bool = False) -> str | None:
+        if self.where is None:
+            return None
+        text = self.where.replace("%", "%%") if escape_percent else self.where
+        return text.replace("\x00", placeholder)
+
+
+@dataclass(frozen=True, slots=True)
 class SourceInfo:
     """What the reader periphery learned before reading: reachability and size estimates."""
 
@@ -94,6 +117,8 @@ class WriteResult:
 
     written: int
     rejected: tuple[Rejected, ...] = ()
+    filtered: int = 0
+    """Rows the destination's own transforms dropped before the store saw them (filters)."""
 
 
 class DirtySink(Protocol):
@@ -343,6 +368,9 @@ class SourceRole:
     Without it, Spark runs ``reader.read(split)`` per split inside the executors."""
     spark_only: bool = False
     """The store can only be read through Spark (its reader's ``read`` is never called)."""
+    pushdown: Literal["mysql", "sqlite"] | None = None
+    """The SQL dialect in which the reader takes a :class:`PushedQuery` (``split.params["pushdown"]``);
+    None: the store evaluates no transform, they all run in wormhole."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

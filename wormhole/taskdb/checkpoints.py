@@ -34,13 +34,13 @@ class CheckpointsMixin(SqlStoreBase):
                 self._execute(self._checkpoint_insert, row)
 
     def mark_durable(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
-                     rows: int) -> None:
+                     rows: int, payload: str | None = None) -> None:
         """Record that ``destination`` holds ``split_id`` durably; a second call is a no-op."""
         if destination == PLAN_ROW:
             raise ValueError("destination must name a destination ('' is the split's plan row)")
         self._run(f"checkpoint split {split_id!r} of run {run_id}", self._checkpoint_insert,
                   (task_id, run_id, origin_run_id, _checked(split_id, SPLIT_ID_MAX, "split id"),
-                   _checked(destination, DESTINATION_MAX, "destination"), rows, None, format_ts(utcnow())))
+                   _checked(destination, DESTINATION_MAX, "destination"), rows, payload, format_ts(utcnow())))
 
     def checkpoint(self, run_id: int) -> builtins.list[CheckpointRow]:
         """Every checkpoint row of run ``run_id``: plan rows first, each kind in the order recorded."""

@@ -25,6 +25,7 @@ PLUGIN = Plugin(
         reader=MysqlReader,
         periphery=MysqlReaderPeriphery,
         spark_read="wormhole.plugins.mysql.spark:read",
+        pushdown="mysql",
     ),
     sink=SinkRole(
         options=MysqlWriterOptions,

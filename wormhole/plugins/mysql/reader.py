@@ -14,7 +14,7 @@ import pymysql
 import pymysql.cursors
 
 from wormhole.errors import ReadError, SplitError
-from wormhole.plugins.base import Column, ReadContext, Rejected, Row, Schema, SourceInfo, Split
+from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, SourceInfo, Split
 from wormhole.plugins.mysql.catalog import choose_columns, describe_table
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
@@ -90,6 +90,21 @@ class MysqlReaderPeriphery:
         return sql.replace("SELECT", f"SELECT /*+ MAX_EXECUTION_TIME({int(seconds * 1000)}) */", 1)
 
 
+def pushed_sql(split: Split, pushed: PushedQuery) -> tuple[str, tuple[Any, ...], tuple[str, ...]]:
+    """The split's query with the pushed-down filters and projection around it: a derived table,
+    which the server merges into the split's own scan (key range included)."""
+    inner, args = split.params["sql"], tuple(split.params["args"] or ())
+    names: tuple[str, ...] = split.params["columns"]
+    all_args = (*args, *pushed.args)
+    if all_args and not args:  # the driver formats with % once there are arguments
+        inner = inner.replace("%", "%%")
+    where = pushed.render("%s", escape_percent=bool(all_args))
+    select = ", ".join(quote(names[k]).replace("%", "%%") if all_args else quote(names[k]) for k in pushed.keep)
+    sql = f"SELECT {select} FROM ({inner}) AS wh_push" + (f" WHERE {where}" if where else "")
+    kinds = tuple(split.params["kinds"][k] for k in pushed.keep)
+    return sql, all_args, kinds
+
+
 class MysqlReader:
     """Streams the rows of each split (one connection per split, closed after it)."""
 
@@ -114,6 +129,11 @@ class MysqlReader:
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         ep, _ = self._shards[split.params["shard"]]
         kinds: tuple[str, ...] = split.params["kinds"]
+        sql, args = split.params["sql"], tuple(split.params["args"] or ())
+        pushed: PushedQuery | None = split.params.get("pushdown")
+        if pushed is not None:
+            sql, args, kinds = pushed_sql(split, pushed)
+            self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
         conn = source_connection(self.source, ep, ReadError, self.ctx, raw=True,
                                  log=self.ctx.log.bind(split_id=split.id))
         finished = False
@@ -121,7 +141,7 @@ class MysqlReader:
         try:
             cur = conn.cursor(pymysql.cursors.SSCursor)
             try:
-                cur.execute(split.params["sql"], split.params["args"] or None)
+                cur.execute(sql, args or None)
                 for count, columns in column_batches(cur, self.ctx.batch_rows):
                     if len(columns) != len(kinds):
                         raise ReadError(f"split {split.id} returned {len(columns)} columns, expected {len(kinds)}",

@@ -71,12 +71,13 @@ class MysqlSplitter:
     def _query_split(self, source: QuerySource, index: int, ep: Endpoint) -> Split:
         conn = source_connection(source, ep, SplitError, self.ctx)
         try:
-            kinds = [k for _, k in query_columns(conn, ep, source.query)]
+            shape = query_columns(conn, ep, source.query)
         finally:
             close_quietly(conn)
         return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
-                     params={"shard": index, "sql": source.query, "args": (), "kinds": tuple(kinds),
-                             "relation": f"({source.query}) wormhole_query", "predicate": None})
+                     params={"shard": index, "sql": source.query, "args": (), "kinds": tuple(k for _, k in shape),
+                             "relation": f"({source.query}) wormhole_query", "predicate": None,
+                             "columns": tuple(n for n, _ in shape)})
 
 
 def query_columns(conn: pymysql.Connection, ep: Endpoint, query: str) -> list[tuple[str, str]]:

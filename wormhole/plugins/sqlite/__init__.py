@@ -28,6 +28,7 @@ PLUGIN = Plugin(
         splitter=SqliteSplitter,
         reader=SqliteReader,
         periphery=SqliteReaderPeriphery,
+        pushdown="sqlite",
     ),
     sink=SinkRole(
         options=SqliteWriterOptions,

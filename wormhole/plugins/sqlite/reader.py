@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from wormhole.errors import ReadError, SplitError, StorageError
-from wormhole.plugins.base import Column, ReadContext, Rejected, Row, Schema, SourceInfo, Split
+from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, SourceInfo, Split
 from wormhole.plugins.sql import VALUE_ERRORS, quote
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
 from wormhole.plugins.sqlite.options import SqliteReaderOptions
@@ -108,14 +108,24 @@ class SqliteReader:
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         schema = self.schema()
         opts = self.options
+        pushed: PushedQuery | None = split.params.get("pushdown")
+        if pushed is not None:  # the task's leading filters and projection, evaluated here
+            schema = Schema(tuple(schema.columns[k] for k in pushed.keep))
         sql = f"SELECT {', '.join(quote(n) for n in schema.names)} FROM {quote(opts.table)}"
-        if opts.where is not None:
-            sql += f" WHERE {opts.where}"
+        conditions = [f"({opts.where})"] if opts.where is not None else []
+        args: tuple[Any, ...] = ()
+        if pushed is not None and pushed.where is not None:
+            conditions.append(pushed.render("?") or "")
+            args = pushed.args
+        if conditions:
+            sql += f" WHERE {' AND '.join(conditions)}"
+        if pushed is not None:
+            self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
         fns = [(i, READ_CONVERTERS[c.type]) for i, c in enumerate(schema.columns) if c.type in READ_CONVERTERS]
         conn = connect_readonly(opts.path, ReadError)
         try:
             try:
-                cursor = conn.execute(sql)
+                cursor = conn.execute(sql, args)
             except sqlite3.Error as exc:
                 raise ReadError(f"cannot read {opts.table} from {opts.path}: {exc}",
                                 plugin=PLUGIN_NAME) from exc

@@ -1,0 +1,1 @@
+"""Transforms: the expression language, operators, chaining, push-down and adaptive push-up (DESIGN §9)."""

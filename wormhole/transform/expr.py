@@ -1,0 +1,467 @@
+"""The expression language of transforms: a whitelist grammar parsed into a small frozen AST.
+
+User text is never evaluated: a hand-written tokenizer and a precedence-climbing parser accept only
+the constructs below, and everything else is a :class:`ExprError` naming the offset. Literals stay
+values in the tree (compilers bind them as parameters); identifiers are checked against the schema
+later (:mod:`wormhole.transform.check`).
+
+Grammar, loosest binding first::
+
+    expr     := or
+    or       := and ('OR' and)*
+    and      := not ('AND' not)*
+    not      := 'NOT' not | pred
+    pred     := sum [ cmp sum | ['NOT'] 'IN' '(' literal (',' literal)* ')'
+                    | ['NOT'] 'BETWEEN' sum 'AND' sum | 'IS' ['NOT'] 'NULL' | ['NOT'] 'LIKE' string ]
+    sum      := product (('+' | '-') product)*
+    product  := unary (('*' | '/' | '%') unary)*
+    unary    := '-' unary | primary
+    primary  := number | string | 'TRUE' | 'FALSE' | 'NULL' | 'DATE' string | 'TIMESTAMP' string
+              | name | function '(' [expr (',' expr)*] ')' | 'CAST' '(' expr 'AS' type ')'
+              | 'CASE' ['expr'] ('WHEN' expr 'THEN' expr)+ ['ELSE' expr] 'END' | '(' expr ')'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+MAX_EXPRESSION_CHARS = 10_000
+MAX_NESTING = 64
+
+
+class ExprError(ValueError):
+    """A problem with one expression; ``pos`` is the character offset (None: the whole expression)."""
+
+    def __init__(self, message: str, pos: int | None = None) -> None:
+        super().__init__(message if pos is None else f"{message} (at character {pos + 1})")
+        self.pos = pos
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree
+
+
+class Expr:
+    """Base of every node; nodes are frozen dataclasses, so equal definitions hash equal."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Lit(Expr):
+    value: Any
+    """None, bool, int, float, Decimal, str, date or datetime."""
+
+
+@dataclass(frozen=True, slots=True)
+class Col(Expr):
+    name: str
+    pos: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Neg(Expr):
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Binary(Expr):
+    op: str
+    """One of + - * / % = != < <= > >= AND OR."""
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Expr):
+    x: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class IsNull(Expr):
+    x: Expr
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class In(Expr):
+    x: Expr
+    items: tuple[Lit, ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Between(Expr):
+    x: Expr
+    low: Expr
+    high: Expr
+    negated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Like(Expr):
+    x: Expr
+    pattern: str
+    """The pattern as written: ``%`` any run, ``_`` one character, ``\\`` escapes the next one."""
+    negated: bool = False
+
+    def parts(self) -> tuple[str | None, ...]:
+        """The pattern as pieces: a literal character, or None for ``%`` and "" for ``_``."""
+        out: list[str | None] = []
+        i = 0
+        p = self.pattern
+        while i < len(p):
+            ch = p[i]
+            if ch == "\\" and i + 1 < len(p):
+                out.append(p[i + 1])
+                i += 2
+                continue
+            out.append(None if ch == "%" else "" if ch == "_" else ch)
+            i += 1
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Func(Expr):
+    name: str
+    args: tuple[Expr, ...]
+    pos: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Case(Expr):
+    whens: tuple[tuple[Expr, Expr], ...]
+    default: Expr | None
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    x: Expr
+    to: str
+    pos: int = 0
+
+
+def columns_of(e: Expr) -> set[str]:
+    """Every column name the expression reads."""
+    if isinstance(e, Col):
+        return {e.name}
+    out: set[str] = set()
+    for child in children(e):
+        out |= columns_of(child)
+    return out
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, Neg | Not | IsNull | Like | Cast):
+        return (e.x,)
+    if isinstance(e, Binary):
+        return (e.a, e.b)
+    if isinstance(e, In):
+        return (e.x, *e.items)
+    if isinstance(e, Between):
+        return (e.x, e.low, e.high)
+    if isinstance(e, Func):
+        return e.args
+    if isinstance(e, Case):
+        parts = [x for pair in e.whens for x in pair]
+        return (*parts, e.default) if e.default is not None else tuple(parts)
+    return ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokens
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<num>\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)
+  | (?P<str>'(?:[^']|'')*')
+  | (?P<qid>`(?:[^`]|``)+`|"(?:[^"]|"")+")
+  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op><=|>=|<>|!=|[-+*/%=<>(),])
+""", re.VERBOSE)
+
+KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "BETWEEN", "IS", "NULL", "LIKE", "TRUE", "FALSE", "CASE", "WHEN",
+                      "THEN", "ELSE", "END", "CAST", "AS", "DATE", "TIMESTAMP"})
+CAST_TYPES = frozenset({"int", "float", "decimal", "string", "bool", "date", "datetime"})
+_TYPE_WORDS = {"int": "int", "integer": "int", "bigint": "int", "float": "float", "double": "float",
+               "real": "float", "decimal": "decimal", "numeric": "decimal", "string": "string", "text": "string",
+               "varchar": "string", "bool": "bool", "boolean": "bool", "date": "date", "datetime": "datetime",
+               "timestamp": "datetime"}
+INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tok:
+    kind: str  # num str id qid op kw end
+    text: str
+    pos: int
+
+
+def _tokens(text: str) -> list[_Tok]:
+    out: list[_Tok] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise ExprError(f"unexpected character {text[pos]!r}", pos)
+        kind = m.lastgroup
+        assert kind is not None
+        if kind != "ws":
+            word = m.group()
+            if kind == "id" and word.upper() in KEYWORDS:
+                out.append(_Tok("kw", word.upper(), pos))
+            else:
+                out.append(_Tok(kind, word, pos))
+        pos = m.end()
+    out.append(_Tok("end", "", len(text)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Parser
+
+
+def parse(text: Any) -> Expr:
+    """The tree of ``text``, or ExprError saying what is wrong and where."""
+    if not isinstance(text, str):
+        raise ExprError(f"must be an expression string, not {type(text).__name__}")
+    if not text.strip():
+        raise ExprError("is empty")
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ExprError(f"is longer than {MAX_EXPRESSION_CHARS} characters")
+    return _Parser(_tokens(text)).whole()
+
+
+class _Parser:
+    def __init__(self, toks: list[_Tok]) -> None:
+        self.toks = toks
+        self.i = 0
+        self.depth = 0
+
+    # -- helpers
+
+    @property
+    def tok(self) -> _Tok:
+        return self.toks[self.i]
+
+    def take(self) -> _Tok:
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def at(self, kind: str, text: str | None = None) -> bool:
+        t = self.tok
+        return t.kind == kind and (text is None or t.text == text)
+
+    def accept(self, kind: str, text: str | None = None) -> bool:
+        if self.at(kind, text):
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, kind: str, text: str, what: str | None = None) -> _Tok:
+        if not self.at(kind, text):
+            raise ExprError(f"expected {what or repr(text)}, found {self._show(self.tok)}", self.tok.pos)
+        return self.take()
+
+    @staticmethod
+    def _show(t: _Tok) -> str:
+        return "the end of the expression" if t.kind == "end" else repr(t.text)
+
+    # -- grammar
+
+    def whole(self) -> Expr:
+        e = self.expr()
+        if not self.at("end"):
+            raise ExprError(f"unexpected {self._show(self.tok)}", self.tok.pos)
+        return e
+
+    def expr(self) -> Expr:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise ExprError(f"nests deeper than {MAX_NESTING} levels", self.tok.pos)
+        try:
+            e = self.conj()
+            while self.accept("kw", "OR"):
+                e = Binary("OR", e, self.conj())
+            return e
+        finally:
+            self.depth -= 1
+
+    def conj(self) -> Expr:
+        e = self.negation()
+        while self.accept("kw", "AND"):
+            e = Binary("AND", e, self.negation())
+        return e
+
+    def negation(self) -> Expr:
+        if self.accept("kw", "NOT"):
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise ExprError(f"nests deeper than {MAX_NESTING} levels", self.tok.pos)
+            try:
+                return Not(self.negation())
+            finally:
+                self.depth -= 1
+        return self.predicate()
+
+    def predicate(self) -> Expr:
+        e = self.sum()
+        t = self.tok
+        if t.kind == "op" and t.text in ("=", "!=", "<>", "<", "<=", ">", ">="):
+            self.take()
+            return Binary("!=" if t.text == "<>" else t.text, e, self.sum())
+        if self.accept("kw", "IS"):
+            negated = self.accept("kw", "NOT")
+            self.expect("kw", "NULL", "NULL after IS")
+            return IsNull(e, negated)
+        negated = self.accept("kw", "NOT")
+        if self.accept("kw", "IN"):
+            return In(e, self.in_list(), negated)
+        if self.accept("kw", "BETWEEN"):
+            low = self.sum()
+            self.expect("kw", "AND", "AND in BETWEEN")
+            return Between(e, low, self.sum(), negated)
+        if self.accept("kw", "LIKE"):
+            pat = self.tok
+            if pat.kind != "str":
+                raise ExprError("LIKE takes a string literal pattern", pat.pos)
+            self.take()
+            return Like(e, _unquote(pat.text), negated)
+        if negated:
+            raise ExprError(f"expected IN, BETWEEN or LIKE after NOT, found {self._show(self.tok)}", self.tok.pos)
+        return e
+
+    def in_list(self) -> tuple[Lit, ...]:
+        self.expect("op", "(", "'(' after IN")
+        items: list[Lit] = []
+        while True:
+            item = self.unary()
+            if not isinstance(item, Lit):
+                raise ExprError("IN takes a list of literals", self.toks[self.i - 1].pos)
+            items.append(item)
+            if len(items) > 10_000:
+                raise ExprError("IN lists at most 10000 values", self.tok.pos)
+            if not self.accept("op", ","):
+                break
+        self.expect("op", ")", "')' closing the IN list")
+        return tuple(items)
+
+    def sum(self) -> Expr:
+        e = self.product()
+        while self.tok.kind == "op" and self.tok.text in ("+", "-"):
+            e = Binary(self.take().text, e, self.product())
+        return e
+
+    def product(self) -> Expr:
+        e = self.unary()
+        while self.tok.kind == "op" and self.tok.text in ("*", "/", "%"):
+            e = Binary(self.take().text, e, self.unary())
+        return e
+
+    def unary(self) -> Expr:
+        if self.accept("op", "-"):
+            x = self.unary()
+            if isinstance(x, Lit) and isinstance(x.value, int | float | Decimal) and not isinstance(x.value, bool):
+                return Lit(_check_int(-x.value, self.tok.pos))
+            return Neg(x)
+        return self.primary()
+
+    def primary(self) -> Expr:
+        t = self.take()
+        if t.kind == "num":
+            return Lit(_number(t))
+        if t.kind == "str":
+            return Lit(_unquote(t.text))
+        if t.kind == "qid":
+            return Col(t.text[1:-1].replace(t.text[0] * 2, t.text[0]), t.pos)
+        if t.kind == "op" and t.text == "(":
+            e = self.expr()
+            self.expect("op", ")", "')'")
+            return e
+        if t.kind == "kw":
+            return self.keyword(t)
+        if t.kind == "id":
+            if self.accept("op", "("):
+                return self.call(t)
+            return Col(t.text, t.pos)
+        raise ExprError(f"unexpected {self._show(t)}", t.pos)
+
+    def keyword(self, t: _Tok) -> Expr:
+        if t.text in ("TRUE", "FALSE"):
+            return Lit(t.text == "TRUE")
+        if t.text == "NULL":
+            return Lit(None)
+        if t.text in ("DATE", "TIMESTAMP"):
+            s = self.tok
+            if s.kind != "str":
+                raise ExprError(f"{t.text} takes a string literal", s.pos)
+            self.take()
+            try:
+                value: Any = date.fromisoformat(_unquote(s.text)) if t.text == "DATE" else \
+                    datetime.fromisoformat(_unquote(s.text))
+            except ValueError as exc:
+                raise ExprError(f"bad {t.text} literal {s.text}: {exc}", s.pos) from None
+            if isinstance(value, datetime) and value.tzinfo is not None:
+                raise ExprError("TIMESTAMP literals have no time zone", s.pos)
+            return Lit(value)
+        if t.text == "CAST":
+            self.expect("op", "(", "'(' after CAST")
+            x = self.expr()
+            self.expect("kw", "AS", "AS in CAST")
+            name = self.take()
+            to = _TYPE_WORDS.get(name.text.lower()) if name.kind in ("id", "kw") else None
+            if to is None:
+                raise ExprError(f"unknown type {name.text!r} in CAST (types: {', '.join(sorted(CAST_TYPES))})",
+                                name.pos)
+            self.expect("op", ")", "')' closing CAST")
+            return Cast(x, to, t.pos)
+        if t.text == "CASE":
+            return self.case()
+        raise ExprError(f"unexpected keyword {t.text}", t.pos)
+
+    def case(self) -> Expr:
+        subject = None if self.at("kw", "WHEN") else self.expr()
+        whens: list[tuple[Expr, Expr]] = []
+        while self.accept("kw", "WHEN"):
+            cond = self.expr()
+            self.expect("kw", "THEN", "THEN")
+            whens.append((cond if subject is None else Binary("=", subject, cond), self.expr()))
+        if not whens:
+            raise ExprError("CASE needs at least one WHEN", self.tok.pos)
+        default = self.expr() if self.accept("kw", "ELSE") else None
+        self.expect("kw", "END", "END closing CASE")
+        return Case(tuple(whens), default)
+
+    def call(self, name: _Tok) -> Expr:
+        args: list[Expr] = []
+        if not self.accept("op", ")"):
+            while True:
+                args.append(self.expr())
+                if not self.accept("op", ","):
+                    break
+            self.expect("op", ")", f"')' closing {name.text}(")
+        return Func(name.text.lower(), tuple(args), name.pos)
+
+
+def _unquote(text: str) -> str:
+    return text[1:-1].replace("''", "'")
+
+
+def _number(t: _Tok) -> Any:
+    text = t.text
+    if re.fullmatch(r"\d+", text):
+        return _check_int(int(text), t.pos)
+    if "e" in text.lower():
+        return float(text)
+    return Decimal(text)  # 2.50 is exact, as in SQL; it becomes a float next to a float column
+
+
+def _check_int(value: Any, pos: int) -> Any:
+    if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+        raise ExprError(f"integer {value} is out of the 64-bit range", pos)
+    return value

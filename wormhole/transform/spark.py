@@ -1,0 +1,180 @@
+"""Expressions compiled to Spark Columns, with the meaning :mod:`.pyfn` gives them.
+
+Imported only in Spark mode (and by tests): it needs pyspark. Spark's own semantics are steered
+where they would differ: integer literals are 64-bit, division is in doubles with NULL for a zero
+divisor (also under ANSI mode), LIKE is a case-sensitive regular expression anchored at both ends,
+and casts from text are ``try_cast`` (NULL when the text does not convert).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from wormhole.transform.check import Typed
+from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
+
+SPARK_TYPES: dict[str, T.DataType] = {
+    "int": T.LongType(), "float": T.DoubleType(), "decimal": T.DecimalType(38, 18), "string": T.StringType(),
+    "bool": T.BooleanType(), "date": T.DateType(), "datetime": T.TimestampType(), "bytes": T.BinaryType(),
+    "json": T.StringType()}
+
+Resolve = Callable[[str], Column]
+
+
+def column(name: str) -> Column:
+    """A column by name, whatever characters it holds (a dot is no struct access here)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def compile_spark(e: Expr, typed: Typed, resolve: Resolve = column) -> Column:
+    """The Spark Column of a checked expression; ``resolve`` gives each source column (so a frame
+    that carries a column as text can hand it over in its logical type)."""
+    return _Gen(typed, resolve).col(e)
+
+
+def java_like_regex(parts: tuple[str | None, ...]) -> str:
+    def piece(p: str | None) -> str:
+        if p is None:
+            return ".*"
+        if p == "":
+            return "."
+        return p if p.isascii() and p.isalnum() else "\\x{%x}" % ord(p)
+    return "(?s)^" + "".join(piece(p) for p in parts) + "\\z"
+
+
+class _Gen:
+    def __init__(self, typed: Typed, resolve: Resolve) -> None:
+        self.typed = typed
+        self.resolve = resolve
+
+    def as_type(self, e: Expr, kind: str) -> Column:
+        c = self.col(e)
+        return c if self.typed.of(e) == kind else c.cast(SPARK_TYPES[kind])
+
+    def col(self, e: Expr) -> Column:  # noqa: PLR0911 (one branch per node kind)
+        if isinstance(e, Lit):
+            return _literal(e.value)
+        if isinstance(e, Col):
+            return self.resolve(e.name)
+        if isinstance(e, Neg):
+            return -self.col(e.x)
+        if isinstance(e, Binary):
+            return self._binary(e)
+        if isinstance(e, Not):
+            return ~self.col(e.x)
+        if isinstance(e, IsNull):
+            x = self.col(e.x)
+            return x.isNotNull() if e.negated else x.isNull()
+        if isinstance(e, In):
+            kinds = {self.typed.of(e.x), *(self.typed.of(i) for i in e.items)}
+            as_double = {"decimal", "float"} <= kinds
+            x = self.col(e.x).cast("double") if as_double else self.col(e.x)
+            items = [_literal(float(i.value) if as_double and i.value is not None else i.value) for i in e.items]
+            found = x.isin(*items)
+            return ~found if e.negated else found
+        if isinstance(e, Between):
+            inside = self._compare(">=", e.x, e.low) & self._compare("<=", e.x, e.high)
+            return ~inside if e.negated else inside
+        if isinstance(e, Like):
+            found = self.col(e.x).rlike(java_like_regex(e.parts()))
+            return ~found if e.negated else found
+        if isinstance(e, Func):
+            return self._func(e)
+        if isinstance(e, Case):
+            kind = self.typed.of(e)
+            out: Any = F
+            for cond, value in e.whens:
+                out = out.when(self.col(cond) == F.lit(True), self.as_type(value, kind) if kind != "null" else
+                               self.col(value))
+            default = self.as_type(e.default, kind) if e.default is not None and kind != "null" else \
+                F.lit(None).cast(SPARK_TYPES.get(kind, T.StringType()))
+            return out.otherwise(default)
+        if isinstance(e, Cast):
+            return self._cast(e)
+        raise AssertionError(f"unknown node {type(e).__name__}")
+
+    def _compare(self, op: str, a: Expr, b: Expr) -> Column:
+        x, y = self.col(a), self.col(b)
+        if {self.typed.of(a), self.typed.of(b)} == {"decimal", "float"}:
+            x, y = x.cast("double"), y.cast("double")
+        if op == "=":
+            return x == y
+        if op == "!=":
+            return x != y
+        if op == "<":
+            return x < y
+        if op == "<=":
+            return x <= y
+        if op == ">":
+            return x > y
+        return x >= y
+
+    def _binary(self, e: Binary) -> Column:
+        op = e.op
+        if op == "AND":
+            return self.col(e.a) & self.col(e.b)
+        if op == "OR":
+            return self.col(e.a) | self.col(e.b)
+        if op in ("=", "!=", "<", "<=", ">", ">="):
+            return self._compare(op, e.a, e.b)
+        if op == "/":
+            b = self.col(e.b)
+            return F.when(b == 0, F.lit(None)).otherwise(self.col(e.a).cast("double") / b.cast("double"))
+        if op == "%":
+            b = self.col(e.b)
+            return F.when(b == 0, F.lit(None)).otherwise(self.col(e.a) % b)
+        kind = self.typed.of(e)
+        a, b = self.as_type(e.a, kind), self.as_type(e.b, kind)
+        out = a + b if op == "+" else a - b if op == "-" else a * b
+        return out if kind != "decimal" else out.cast(SPARK_TYPES["decimal"])
+
+    def _func(self, e: Func) -> Column:
+        name = e.name
+        if name == "coalesce":
+            kind = self.typed.of(e)
+            return F.coalesce(*(self.as_type(a, kind) if kind != "null" else self.col(a) for a in e.args))
+        args = [self.col(a) for a in e.args]
+        if name == "concat":
+            return F.concat(*args)
+        if name == "substr":
+            start = e.args[1].value  # type: ignore[attr-defined]
+            length = e.args[2].value if len(e.args) > 2 else 2**31 - 1  # type: ignore[attr-defined]
+            return F.substring(args[0], start, length)
+        one: dict[str, Callable[[Column], Column]] = {
+            "lower": F.lower, "upper": F.upper, "length": F.char_length, "trim": F.trim, "ltrim": F.ltrim,
+            "rtrim": F.rtrim, "abs": F.abs, "year": F.year, "month": F.month, "day": F.dayofmonth,
+            "date": lambda c: c.cast("date")}
+        out = one[name](args[0])
+        return out.cast("long") if name in ("length", "year", "month", "day") else out
+
+    def _cast(self, e: Cast) -> Column:
+        source = self.typed.of(e.x)
+        x = self.col(e.x)
+        if source == e.to:
+            return x
+        if source == "string" and e.to == "bool":
+            t = F.lower(F.trim(x))
+            return F.when(t.isin("true", "t", "yes", "y", "1"), F.lit(True)) \
+                .when(t.isin("false", "f", "no", "n", "0"), F.lit(False)).otherwise(F.lit(None).cast("boolean"))
+        if source == "string":
+            return x.try_cast(SPARK_TYPES[e.to])
+        if source == "float" and e.to == "int":
+            return F.when(F.isnan(x) | (F.abs(x) >= 9.223372036854775807e18), F.lit(None).cast("long")) \
+                .otherwise(x.cast("long"))
+        return x.cast(SPARK_TYPES[e.to])
+
+
+def _literal(value: Any) -> Column:
+    if isinstance(value, bool) or value is None:
+        return F.lit(value)
+    if isinstance(value, int):
+        return F.lit(value).cast("long")
+    if isinstance(value, Decimal):
+        return F.lit(value)
+    return F.lit(value)

@@ -1,0 +1,196 @@
+"""Expressions compiled to SQL for a source to evaluate (push-down): MySQL/MariaDB and SQLite.
+
+Every literal is a bound parameter and every identifier is a checked column name, quoted: user text
+never reaches the SQL as text. The SQL means exactly what :mod:`.pyfn` computes, so where a database
+would differ it is told precisely (strings compared as UTF-8 bytes, not by a collation; division
+in doubles; LIKE case-sensitive), and where it cannot be told, the expression is not pushed
+(:class:`NotPushable`) and runs in wormhole instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from wormhole.transform.check import Typed
+from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
+
+Dialect = Literal["mysql", "sqlite"]
+PARAM = "\x00"
+"""Where a bound parameter goes, before the dialect's placeholder replaces it (no identifier holds NUL)."""
+
+
+class NotPushable(Exception):
+    """The expression has no exact equivalent in this dialect; it runs in wormhole instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class SqlText:
+    """SQL with :data:`PARAM` marks and the values bound to them, in order."""
+
+    text: str
+    args: tuple[Any, ...]
+
+    def render(self, placeholder: str, escape_percent: bool = False) -> str:
+        text = self.text.replace("%", "%%") if escape_percent else self.text
+        return text.replace(PARAM, placeholder)
+
+
+def compile_sql(e: Expr, typed: Typed, dialect: Dialect) -> SqlText:
+    """SQL for ``e`` (a checked expression) in ``dialect``; NotPushable when it has no exact one."""
+    gen = _Gen(typed, dialect)
+    text = gen.sql(e)
+    return SqlText(text, tuple(gen.args))
+
+
+def quote_name(name: str, dialect: Dialect) -> str:
+    if "\x00" in name:
+        raise NotPushable("a column name holds NUL")
+    if dialect == "mysql":
+        return "`" + name.replace("`", "``") + "`"
+    return '"' + name.replace('"', '""') + '"'
+
+
+_MYSQL_FUNCS = {"lower": "LOWER", "upper": "UPPER", "length": "CHAR_LENGTH", "ltrim": "LTRIM", "rtrim": "RTRIM",
+                "abs": "ABS", "year": "YEAR", "month": "MONTH", "day": "DAYOFMONTH", "date": "DATE"}
+_SQLITE_FUNCS = {"length": "length", "ltrim": "ltrim", "rtrim": "rtrim", "abs": "abs"}
+_SQLITE_DATE_PART = {"year": (1, 4), "month": (6, 2), "day": (9, 2)}
+
+
+class _Gen:
+    def __init__(self, typed: Typed, dialect: Dialect) -> None:
+        self.typed = typed
+        self.dialect = dialect
+        self.args: list[Any] = []
+
+    def bind(self, value: Any) -> str:
+        if self.dialect == "sqlite":
+            if isinstance(value, date):
+                if isinstance(value, datetime):
+                    raise NotPushable("SQLite holds datetimes as text in more than one form")
+                value = value.isoformat()
+            elif isinstance(value, Decimal):
+                value = float(value)  # sqlite3 binds no Decimal; SQLite compares numbers as doubles
+        self.args.append(value)
+        return PARAM
+
+    def sql(self, e: Expr) -> str:  # noqa: PLR0911 (one branch per node kind)
+        if self.dialect == "sqlite" and self.typed.of(e) == "datetime":
+            raise NotPushable("SQLite holds datetimes as text in more than one form")
+        if isinstance(e, Lit):
+            if e.value is None:
+                return "NULL"
+            if isinstance(e.value, bool):
+                return "1" if e.value else "0"
+            return self.bind(e.value)
+        if isinstance(e, Col):
+            return quote_name(e.name, self.dialect)
+        if isinstance(e, Neg):
+            return f"(-{self.sql(e.x)})"
+        if isinstance(e, Binary):
+            return self._binary(e)
+        if isinstance(e, Not):
+            return f"(NOT {self.sql(e.x)})"
+        if isinstance(e, IsNull):
+            return f"({self.sql(e.x)} IS {'NOT ' if e.negated else ''}NULL)"
+        if isinstance(e, In):
+            return self._in(e)
+        if isinstance(e, Between):
+            x, lo, hi = self.operand(e.x, e.low), self.operand(e.low, e.x), self.operand(e.high, e.x)
+            return f"({'NOT ' if e.negated else ''}({x} >= {lo} AND {x} <= {hi}))"
+        if isinstance(e, Like):
+            return self._like(e)
+        if isinstance(e, Func):
+            return self._func(e)
+        if isinstance(e, Case):
+            whens = " ".join(f"WHEN {self.sql(c)} THEN {self.sql(v)}" for c, v in e.whens)
+            default = f" ELSE {self.sql(e.default)}" if e.default is not None else ""
+            return f"(CASE {whens}{default} END)"
+        if isinstance(e, Cast):
+            return self._cast(e)
+        raise AssertionError(f"unknown node {type(e).__name__}")
+
+    def operand(self, e: Expr, other: Expr | None = None) -> str:
+        """``e`` as one side of a comparison: MySQL strings as UTF-8 bytes (code point order, case and
+        trailing spaces significant), as Python, SQLite and Spark compare them."""
+        text = self.sql(e)
+        kinds = {self.typed.of(e)} | ({self.typed.of(other)} if other is not None else set())
+        if self.dialect == "mysql" and "string" in kinds and text != "NULL":
+            return f"CAST(CONVERT({text} USING utf8mb4) AS BINARY)"
+        return text
+
+    def _binary(self, e: Binary) -> str:
+        op = e.op
+        if op in ("AND", "OR"):
+            return f"({self.sql(e.a)} {op} {self.sql(e.b)})"
+        if op in ("=", "!=", "<", "<=", ">", ">="):
+            sql_op = "<>" if op == "!=" else op
+            return f"({self.operand(e.a, e.b)} {sql_op} {self.operand(e.b, e.a)})"
+        a, b = self.sql(e.a), self.sql(e.b)
+        if op == "/":
+            # Double division in both (MySQL divides integers as decimals, SQLite truncates); a zero
+            # divisor gives NULL in both.
+            left = f"({a} + 0e0)" if self.dialect == "mysql" else f"CAST({a} AS REAL)"
+            return f"({left} / {b})"
+        if op == "%":
+            return f"MOD({a}, {b})" if self.dialect == "mysql" else f"({a} % {b})"
+        if self.typed.of(e) == "decimal" and self.dialect == "sqlite":
+            raise NotPushable("SQLite computes decimals as doubles")
+        return f"({a} {op} {b})"
+
+    def _in(self, e: In) -> str:
+        x = self.operand(e.x, e.items[0] if e.items else None)
+        items = ", ".join(self.operand(i, e.x) for i in e.items)
+        return f"({x} {'NOT ' if e.negated else ''}IN ({items}))"
+
+    def _like(self, e: Like) -> str:
+        parts = e.parts()
+        x = self.sql(e.x)
+        neg = "NOT " if e.negated else ""
+        if self.dialect == "sqlite":
+            # SQLite's LIKE ignores ASCII case; GLOB does not.
+            glob = "".join("*" if p is None else "?" if p == "" else f"[{p}]" if p in "*?[" else p for p in parts)
+            return f"({neg}({x} GLOB {self.bind(glob)}))"
+        pattern = "".join("%" if p is None else "_" if p == "" else "!" + p if p in "%_!" else p for p in parts)
+        return f"({neg}(CONVERT({x} USING utf8mb4) COLLATE utf8mb4_bin LIKE {self.bind(pattern)} ESCAPE '!'))"
+
+    def _func(self, e: Func) -> str:
+        name = e.name
+        args = [self.sql(a) for a in e.args]
+        if name == "coalesce":
+            return f"COALESCE({', '.join(args)})"
+        if name == "concat":
+            return f"CONCAT({', '.join(args)})" if self.dialect == "mysql" else f"({' || '.join(args)})"
+        if name == "substr":
+            fn = "SUBSTRING" if self.dialect == "mysql" else "substr"
+            return f"{fn}({', '.join(args)})"
+        if name == "trim":
+            return f"TRIM({args[0]})" if self.dialect == "mysql" else f"trim({args[0]}, ' ')"
+        if self.dialect == "mysql":
+            return f"{_MYSQL_FUNCS[name]}({args[0]})"
+        if name in _SQLITE_FUNCS:
+            return f"{_SQLITE_FUNCS[name]}({args[0]})"
+        if name in _SQLITE_DATE_PART:
+            start, length = _SQLITE_DATE_PART[name]
+            return f"CAST(substr({args[0]}, {start}, {length}) AS INTEGER)"
+        if name == "date":
+            return f"substr({args[0]}, 1, 10)"
+        raise NotPushable(f"SQLite's {name}() differs from wormhole's outside ASCII")
+
+    def _cast(self, e: Cast) -> str:
+        source, target = self.typed.of(e.x), e.to
+        x = self.sql(e.x)
+        if source == target:
+            return x
+        pushable: dict[tuple[str, str], Callable[[str], str]] = (
+            {("int", "float"): lambda v: f"({v} + 0e0)", ("int", "decimal"): lambda v: f"CAST({v} AS DECIMAL(65, 0))",
+             ("int", "string"): lambda v: f"CAST({v} AS CHAR)", ("date", "string"): lambda v: f"CAST({v} AS CHAR)"}
+            if self.dialect == "mysql" else
+            {("int", "float"): lambda v: f"CAST({v} AS REAL)", ("int", "string"): lambda v: f"CAST({v} AS TEXT)",
+             ("date", "string"): lambda v: v, ("float", "int"): lambda v: f"CAST({v} AS INTEGER)"})
+        if (source, target) not in pushable:
+            raise NotPushable(f"a CAST from {source} to {target} is not exact in {self.dialect}")
+        return pushable[(source, target)](x)
