@@ -12,10 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from wormhole.destination_checks import check_owned_paths as _check_owned_paths
+from wormhole.destination_checks import check_single_writers as _check_single_writers
 from wormhole.errors import ConfigError, InvalidTaskConfig, PluginError
 from wormhole.options import Problems, join_path, opt, parse_options, show_value
 from wormhole.plugins import registry
 from wormhole.plugins.base import Plugin
+from wormhole.transform.conf import PushUpConf
 from wormhole.transform.operators import OpSpec, parse_transforms
 
 MAX_CHANNELS = 1024
@@ -144,21 +147,6 @@ class SparkConf:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PushUpConf:
-    """Adaptive push-up (``settings.pushup = adaptive``): :mod:`wormhole.transform.pushup`."""
-
-    interval_s: float = opt(0.5, min=0.01)
-    """How often the scheduler takes the reader threads' snapshots and decides."""
-    min_rows: int = opt(20_000, min=1)
-    """Rows an operator must have seen before its selectivity is trusted."""
-    min_selectivity: float = opt(1.25, min=1.0)
-    """A filter moves into the source only when rows in / rows out reaches this (1.25: it drops 20 %)."""
-    busy_threads: int = opt(8, min=0)
-    """The source is busy (nothing moves in, and what did moves out) when more than this many of its
-    threads run queries besides the task's own readers (MySQL's Threads_running)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineConf:
     monitor: MonitorConf = field(default_factory=MonitorConf)
     exchange: ExchangeConf = field(default_factory=ExchangeConf)
@@ -226,10 +214,8 @@ class SettingsSpec:
     speed: SpeedSpec = field(default_factory=SpeedSpec)
     error_limit: ErrorLimit | None = None
     pushup: Literal["off", "static", "adaptive"] = "static"
-    """Where the task's leading filters and projections run: ``off`` in wormhole only; ``static`` in
-    the source query whenever the source can evaluate them (push-down); ``adaptive`` starts in
-    wormhole and moves them into the source, split by split, once measured selectivity and cost say
-    it pays and the source has spare capacity (seed 004)."""
+    """Leading filters/projections run in wormhole (off), in the source query (static), or move there
+    split by split when measured selectivity and cost say it pays (adaptive): wormhole.transform."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -273,8 +259,7 @@ class DestinationSpec:
     concurrency: int
     error_limit: ErrorLimit | None
     """Overrides the task's limit as a whole (DataX's rule): unset keys mean no limit."""
-    transforms: tuple[OpSpec, ...] = ()
-    """This destination's operators, run in its writer path after the task's."""
+    transforms: tuple[OpSpec, ...] = ()  # this destination's own, run in its writer path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -283,8 +268,7 @@ class TaskSpec:
     source: SourceSpec
     destinations: tuple[DestinationSpec, ...]
     settings: SettingsSpec
-    transforms: tuple[OpSpec, ...] = ()
-    """The task's operators, run once per row before the fan-out."""
+    transforms: tuple[OpSpec, ...] = ()  # the task's, run once per row before the fan-out
 
     def error_limit_for(self, dest: DestinationSpec, engine: EngineConf) -> ErrorLimit:
         return dest.error_limit or self.settings.error_limit or engine.error_limit
@@ -452,60 +436,6 @@ def _check_destination_ids(ids: list[Any], problems: Problems) -> None:
             seen[key] = i
 
 
-def _sink_hook(dest: DestinationSpec, hook: str) -> str | None:
-    """What the optional SinkRole ``hook`` (``single_writer_key``, ``owned_path``) says of ``dest``."""
-    sink = registry.get(dest.plugin).sink
-    fn = getattr(sink, hook) if sink is not None else None
-    return fn(dest.options) if fn is not None else None
-
-
-def _check_single_writers(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
-    taken: dict[str, int] = {}
-    for i, dest in enumerate(destinations):
-        key = _sink_hook(dest, "single_writer_key") if dest is not None else None
-        if key is None:
-            continue
-        if key in taken:
-            problems.add(f"destinations[{i}].params",
-                         f"writes {key} like destinations[{taken[key]}]; it admits one writing destination per task")
-        else:
-            taken[key] = i
-
-
-def _check_owned_paths(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
-    """Two destinations writing the same path, or one inside the other's directory, write over each
-    other: refused, naming both. Paths are compared resolved (relative to the working directory,
-    ``..``, trailing slashes and symbolic links resolved); pairs ``_check_single_writers`` already
-    reports are left to it."""
-    owned: list[tuple[int, Path, str | None]] = []
-    for i, dest in enumerate(destinations):
-        raw = _sink_hook(dest, "owned_path") if dest is not None else None
-        if dest is None or raw is None:
-            continue
-        try:
-            path = Path(raw).resolve()
-        except (OSError, RuntimeError):  # a symbolic link loop: compare it as written
-            path = Path(raw).absolute()
-        key = _sink_hook(dest, "single_writer_key")
-        for j, other, other_key in owned:
-            if key is not None and key == other_key:
-                continue
-            if path == other:
-                relation, detail = "the same path as", str(path)
-            elif path.is_relative_to(other):
-                relation, detail = "inside the path of", f"{path} is in {other}"
-            elif other.is_relative_to(path):
-                relation, detail = "a directory holding the path of", f"{other} is in {path}"
-            else:
-                continue
-            # Both key paths first: a long path at the end may be cut (MAX_MESSAGE).
-            problems.add(f"destinations[{i}].params.path",
-                         f"is {relation} destinations[{j}].params.path; two destinations may not write the "
-                         f"same path or one inside the other ({detail})")
-            break
-        owned.append((i, path, key))
-
-
 def _check_partial(raw: Any, problems: Problems) -> None:
     """Validate plugin params even when the task's outer shape is wrong."""
     if not isinstance(raw, dict):
@@ -513,6 +443,7 @@ def _check_partial(raw: Any, problems: Problems) -> None:
     src = raw.get("source")
     if isinstance(src, dict) and isinstance(src.get("plugin"), str) and isinstance(src.get("params", {}), dict):
         _parse_source(_PluginRef(plugin=src["plugin"], params=src.get("params", {})), problems)
+    parse_transforms(raw.get("transforms"), "transforms", "task", problems)
     dests = raw.get("destinations")
     if isinstance(dests, list):
         _check_destination_ids([d.get("id") if isinstance(d, dict) else None for d in dests], problems)

@@ -44,6 +44,7 @@ from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.splits import split_order, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
+from wormhole.spark.transforms import apply_chain
 from wormhole.spark.types import (
     RowReaderPlan,
     exact_columns,
@@ -54,6 +55,7 @@ from wormhole.spark.types import (
     to_arrow_batches,
 )
 from wormhole.split_lane import SplitTarget
+from wormhole.transform.plan import TransformPlan
 
 DirtyEntry = tuple[str, str | None, str, Row]
 """(origin, split id, reason, row): a rejected row on its way from an executor to the dirty file."""
@@ -131,6 +133,8 @@ class SparkExecution:
         self.sc = self.spark.sparkContext
         self.group = f"wormhole-{ctx.task_id}-{ctx.run_id}"
         self.frame: DataFrame | None = None
+        self.transforms: TransformPlan | None = None
+        """The run's transforms (set by the engine after planning), as Spark Columns here."""
         self.partitions = 0
         self.split_ids: list[str] = []
         """The split of each partition of ``frame``, in order."""
@@ -258,6 +262,9 @@ class SparkExecution:
         assert self.frame is not None
         self._groups.add(f"{self.group}:read")
         self.sc.setJobGroup(f"{self.group}:read", "wormhole: read the source", interruptOnCancel=True)
+        if self.transforms is not None and self.transforms.task_ops:
+            # The task's operators, once, before the fan-out (every one keeps a partition a split).
+            self.frame = apply_chain(self.frame, self.transforms.residual(()))
         self.frame = self.frame.persist(StorageLevel.MEMORY_AND_DISK)
         t0 = time.monotonic()
         rows = self.frame.count()
@@ -285,7 +292,8 @@ class SparkExecution:
             raise TaskAborted(f"write of {dest.id} cancelled", reason="stopped")
         self.sc.setLocalProperty("spark.scheduler.pool", dest.id)
         self.sc.setJobGroup(f"{self.group}:{dest.id}", f"wormhole: write {dest.id}", interruptOnCancel=True)
-        frame = self.frame
+        chain = self.transforms.destination_chain(dest.id) if self.transforms is not None else None
+        frame = apply_chain(self.frame, chain) if chain is not None else self.frame
         t0 = time.monotonic()
         try:
             if dest.durable:
@@ -295,7 +303,7 @@ class SparkExecution:
                                      f"{len(self.split_ids)} splits", destination=dest.id, plugin=dest.plugin)
                 if dest.sink.spark_partitions:
                     how = "partitions"  # in the executors, a partition (a split) per task
-                    self._write_partitions(dest, counters, self._coordinator)
+                    self._write_partitions(dest, counters, frame, self._coordinator)
                 else:
                     how = "driver"  # a store with one writer (a SQLite file): split by split on the driver
                     write_splits(naive_timestamps(frame), self.split_ids, dest, counters, self._coordinator,
@@ -303,13 +311,16 @@ class SparkExecution:
             elif dest.sink.spark_write is not None and load(dest.sink.spark_write)(frame, dest.options, dest.ctx,
                                                                                     dest.periphery):
                 how = "native"
-                counters.delivered = counters.written = rows
+                counters.delivered = counters.written = rows if chain is None or not chain.ops else frame.count()
             elif dest.sink.spark_partitions:
                 how = "partitions"
-                self._write_partitions(dest, counters)
+                self._write_partitions(dest, counters, frame)
             else:
                 how = "driver"
-                self._write_on_driver(dest, counters)
+                self._write_on_driver(dest, counters, frame)
+            if not dest.durable and chain is not None and chain.ops:  # what its own filters dropped
+                counters.filtered = rows - counters.delivered
+                counters.delivered = rows
         except (WriteError, DirtyLimitExceeded):
             raise
         except Exception as exc:
@@ -324,7 +335,7 @@ class SparkExecution:
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
 
-    def _write_partitions(self, dest: Any, counters: WriterCounters,
+    def _write_partitions(self, dest: Any, counters: WriterCounters, frame: DataFrame,
                           coordinator: SplitCoordinator | None = None) -> None:
         """The row writers in the executors, one per partition. With ``coordinator`` (a destination that
         makes splits durable) each partition is one split the destination lacks, written with
@@ -392,7 +403,7 @@ class SparkExecution:
             dirty.add(bad)
             yield from ()
 
-        naive_timestamps(self.frame).mapInArrow(write_partition, "n long").collect()
+        naive_timestamps(frame).mapInArrow(write_partition, "n long").collect()
         counters.delivered, counters.written, counters.rejected = totals.value
         self._flush_dirty(dirty.value)
         if coordinator is not None:
@@ -401,15 +412,15 @@ class SparkExecution:
                 coordinator.sealed(split_id, dest.id, rows)
         _check_record_limit(dest, counters)
 
-    def _write_on_driver(self, dest: Any, counters: WriterCounters) -> None:
+    def _write_on_driver(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> None:
         # Stores whose writes cannot be replayed per partition (a SQLite file): the rows come to the
         # driver partition by partition, in order, and one writer writes them there.
         assert self.frame is not None
         writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, 0)
         try:
             writer.open()
-            rows = naive_timestamps(self.frame).toLocalIterator(prefetchPartitions=True)
-            exact = exact_columns(self.frame.schema)
+            rows = naive_timestamps(frame).toLocalIterator(prefetchPartitions=True)
+            exact = exact_columns(frame.schema)
             for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
                 if write_counted(writer, batch, counters, lambda bad: self._dirty.reject(dest.id, bad),
                                  destination=dest.id, plugin=dest.plugin):

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from wormhole.config import PushUpConf
 from wormhole.log import Logger
 from wormhole.transform.chain import ChainRunner
+from wormhole.transform.conf import PushUpConf
 from wormhole.transform.plan import Placement, TransformPlan, placement_id
 
 

@@ -1,0 +1,66 @@
+"""Checks across a task's destinations: resources that admit one writer, and paths two destinations share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wormhole.options import Problems
+from wormhole.plugins import registry
+
+if TYPE_CHECKING:
+    from wormhole.config import DestinationSpec
+
+
+def _sink_hook(dest: DestinationSpec, hook: str) -> str | None:
+    """What the optional SinkRole ``hook`` (``single_writer_key``, ``owned_path``) says of ``dest``."""
+    sink = registry.get(dest.plugin).sink
+    fn = getattr(sink, hook) if sink is not None else None
+    return fn(dest.options) if fn is not None else None
+
+
+def check_single_writers(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
+    taken: dict[str, int] = {}
+    for i, dest in enumerate(destinations):
+        key = _sink_hook(dest, "single_writer_key") if dest is not None else None
+        if key is None:
+            continue
+        if key in taken:
+            problems.add(f"destinations[{i}].params",
+                         f"writes {key} like destinations[{taken[key]}]; it admits one writing destination per task")
+        else:
+            taken[key] = i
+
+
+def check_owned_paths(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
+    """Two destinations writing the same path, or one inside the other's directory, write over each
+    other: refused, naming both. Paths are compared resolved (relative to the working directory,
+    ``..``, trailing slashes and symbolic links resolved); pairs ``_check_single_writers`` already
+    reports are left to it."""
+    owned: list[tuple[int, Path, str | None]] = []
+    for i, dest in enumerate(destinations):
+        raw = _sink_hook(dest, "owned_path") if dest is not None else None
+        if dest is None or raw is None:
+            continue
+        try:
+            path = Path(raw).resolve()
+        except (OSError, RuntimeError):  # a symbolic link loop: compare it as written
+            path = Path(raw).absolute()
+        key = _sink_hook(dest, "single_writer_key")
+        for j, other, other_key in owned:
+            if key is not None and key == other_key:
+                continue
+            if path == other:
+                relation, detail = "the same path as", str(path)
+            elif path.is_relative_to(other):
+                relation, detail = "inside the path of", f"{path} is in {other}"
+            elif other.is_relative_to(path):
+                relation, detail = "a directory holding the path of", f"{other} is in {path}"
+            else:
+                continue
+            # Both key paths first: a long path at the end may be cut (MAX_MESSAGE).
+            problems.add(f"destinations[{i}].params.path",
+                         f"is {relation} destinations[{j}].params.path; two destinations may not write the "
+                         f"same path or one inside the other ({detail})")
+            break
+        owned.append((i, path, key))
