@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from wormhole.options import Problems
 from wormhole.plugins import registry
-
-if TYPE_CHECKING:
-    from wormhole.config import DestinationSpec
 
 
 def _sink_hook(dest: DestinationSpec, hook: str) -> str | None:
@@ -19,7 +16,7 @@ def _sink_hook(dest: DestinationSpec, hook: str) -> str | None:
     return fn(dest.options) if fn is not None else None
 
 
-def check_single_writers(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
+def check_single_writers(destinations: tuple[Any, ...], problems: Problems) -> None:
     taken: dict[str, int] = {}
     for i, dest in enumerate(destinations):
         key = _sink_hook(dest, "single_writer_key") if dest is not None else None
@@ -32,7 +29,7 @@ def check_single_writers(destinations: tuple[DestinationSpec | None, ...], probl
             taken[key] = i
 
 
-def check_owned_paths(destinations: tuple[DestinationSpec | None, ...], problems: Problems) -> None:
+def check_owned_paths(destinations: tuple[Any, ...], problems: Problems) -> None:
     """Two destinations writing the same path, or one inside the other's directory, write over each
     other: refused, naming both. Paths are compared resolved (relative to the working directory,
     ``..``, trailing slashes and symbolic links resolved); pairs ``_check_single_writers`` already
