@@ -9,7 +9,7 @@ from wormhole.options import Problems
 from wormhole.plugins import registry
 
 
-def _sink_hook(dest: DestinationSpec, hook: str) -> str | None:
+def _sink_hook(dest: Any, hook: str) -> str | None:
     """What the optional SinkRole ``hook`` (``single_writer_key``, ``owned_path``) says of ``dest``."""
     sink = registry.get(dest.plugin).sink
     fn = getattr(sink, hook) if sink is not None else None
