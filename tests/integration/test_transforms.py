@@ -1,0 +1,207 @@
+"""Transforms end to end through the CLI: task-level and destination-level operators on sqlite and
+MySQL sources, push-down (plan, the server's query log, equal output on and off), adaptive push-up
+moving a filter into the source mid-run, and bad transforms refused with exit 204."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Workspace, log_events, make_workspace
+from tests.mysql_helpers import Databases, execute, fill_from_sequence
+from tests.transform_helpers import (
+    EVEN_TRANSFORMS,
+    HASH_TRANSFORMS,
+    SALT,
+    SALT_ENV,
+    expected_all,
+    expected_even,
+    expected_hashes,
+    source_rows,
+    task,
+)
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    monkeypatch.setenv(SALT_ENV, SALT)
+    return make_workspace(tmp_path)
+
+
+def sqlite_source(path: Path) -> dict[str, Any]:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE src (id INTEGER PRIMARY KEY, name TEXT, amount REAL, status TEXT, grp INTEGER)")
+    conn.executemany("INSERT INTO src VALUES (?, ?, ?, ?, ?)", source_rows())
+    conn.commit()
+    conn.close()
+    return {"plugin": "sqlite", "params": {"path": str(path), "table": "src"}}
+
+
+def jsonl_rows(directory: Path) -> list[tuple[Any, ...]]:
+    out = []
+    for part in sorted(directory.glob("*.jsonl")):
+        out += [tuple(json.loads(line).values()) for line in part.read_text().splitlines()]
+    return sorted(out)
+
+
+def sqlite_rows(path: Path, table: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return sorted(conn.execute(f"SELECT * FROM {table}").fetchall())
+    finally:
+        conn.close()
+
+
+def three_destinations(root: Path) -> list[dict[str, Any]]:
+    return [{"id": "all", "plugin": "file", "params": {"path": str(root / "all"), "format": "jsonl"}},
+            {"id": "even", "plugin": "sqlite", "params": {"path": str(root / "even.db"), "table": "even"},
+             "transforms": EVEN_TRANSFORMS},
+            {"id": "hashes", "plugin": "file", "params": {"path": str(root / "hashes"), "format": "jsonl"},
+             "transforms": HASH_TRANSFORMS}]
+
+
+def check_three(root: Path) -> None:
+    rows = source_rows()
+    assert jsonl_rows(root / "all") == sorted(expected_all(rows))
+    assert sqlite_rows(root / "even.db", "even") == sorted(expected_even(rows))
+    assert jsonl_rows(root / "hashes") == sorted(expected_hashes(rows))
+
+
+@pytest.mark.parametrize("pushup", ["static", "off", "adaptive"])
+def test_three_destinations_with_their_own_transforms_from_sqlite(ws: Workspace, pushup: str) -> None:
+    spec = task(sqlite_source(ws.root / "src.db"), three_destinations(ws.root), pushup=pushup)
+    task_id = ws.submit(spec)
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_three(ws.root)
+    result = ws.show(task_id)["result"]
+    assert result["destinations"]["even"]["rows_filtered"] > 0
+    assert result["destinations"]["all"]["rows_filtered"] == 0
+    pushed = result["transforms"]["placements"][result["transforms"]["splits"]["sqlite:src"]]
+    assert (len(pushed) == 3) == (pushup == "static")  # two filters and the projection in the query
+    expected_read = len(expected_all(source_rows())) if pushup == "static" else len(source_rows())
+    assert result["source"]["rows_read"] == expected_read
+
+
+def test_plan_shows_the_push_down(ws: Workspace) -> None:
+    path = ws.root / "task.json"
+    path.write_text(json.dumps(task(sqlite_source(ws.root / "src.db"), three_destinations(ws.root))))
+    proc = ws.run("plan", str(path), "--json", check=True)
+    t = json.loads(proc.stdout)["transforms"]
+    assert [o["path"] for o in t["source_chain"]["operators"]] == \
+        ["transforms[0].filter", "transforms[1].filter", "transforms[2].project"]
+    assert t["source_query"]["where"] == '("status" <> ?) AND ("amount" >= ?)'
+    assert t["source_query"]["columns"] == ["id", "name", "amount", "grp"]
+    assert {c["placement"] for c in t["chains"]} == {"task", "destination:even", "destination:hashes"}
+    text = ws.run("plan", str(path), check=True).stdout
+    assert "in the source query: filter" in text
+
+
+@pytest.mark.parametrize(("transforms", "where", "message"), [
+    ([{"filter": "amount >>= 3"}], "transforms[0].filter", "unexpected"),
+    ([{"filter": "amount > 3; DROP TABLE src"}], "transforms[0].filter", "unexpected character"),
+    ([{"filter": "amout > 3"}, {"derive": {"x": "name + 1"}}], "transforms[0].filter", "unknown column 'amout'"),
+    ([{"derive": {"x": "name + 1"}}], "transforms[0].derive.x", "needs numbers"),
+    ([{"filter": "`id; DROP TABLE src` = 1"}], "transforms[0].filter", "unknown column"),
+])
+def test_bad_transforms_exit_204_naming_the_path_and_write_nothing(ws: Workspace, transforms: list[Any],
+                                                                    where: str, message: str) -> None:
+    spec = task(sqlite_source(ws.root / "src.db"), three_destinations(ws.root))
+    spec["transforms"] = transforms
+    task_id = ws.submit(spec)
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode == 204, proc.stderr[-2000:]
+    shown = ws.show(task_id)
+    assert shown["status"] == "failed"
+    assert where in shown["error"] and message in shown["error"], shown["error"]
+    assert not (ws.root / "all").exists() and not (ws.root / "even.db").exists()
+    assert sqlite_rows(ws.root / "src.db", "src")  # the source table is still there
+
+
+def test_every_problem_of_every_transform_is_listed(ws: Workspace) -> None:
+    spec = task(sqlite_source(ws.root / "src.db"), three_destinations(ws.root))
+    spec["transforms"] = [{"filter": "nope = 1"}]
+    spec["destinations"][1]["transforms"] = [{"derive": {"x": "upper(1)"}}]
+    proc = ws.run("--task-id", str(ws.submit(spec)))
+    assert proc.returncode == 204
+    invalid = next(e for e in log_events(proc.stderr) if e["event"] == "task.invalid")
+    assert any(p.startswith("transforms[0].filter: unknown column 'nope'") for p in invalid["problems"])
+
+
+def test_a_quote_in_a_literal_is_data_not_sql(ws: Workspace) -> None:
+    spec = task(sqlite_source(ws.root / "src.db"), three_destinations(ws.root)[:1])
+    spec["transforms"] = [{"filter": "name = 'x'' OR 1=1 --'"}]
+    proc = ws.run("--task-id", str(ws.submit(spec)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert jsonl_rows(ws.root / "all") == []
+
+
+# -- MySQL --------------------------------------------------------------------------------------
+
+
+def mysql_source(dbs: Databases, rows: int = 3000, **params: Any) -> tuple[dict[str, Any], str]:
+    db = dbs.create("tsrc")
+    conn = dbs.server.connect(db)
+    execute(conn, "CREATE TABLE src (id BIGINT PRIMARY KEY, name VARCHAR(40), amount DOUBLE, status VARCHAR(8), "
+                  "grp INT)")
+    fill_from_sequence(conn, db, "src", rows, {
+        "id": "seq", "name": "IF(seq % 7 = 0, NULL, CONCAT('user', seq))", "amount": "seq * 0.5",
+        "status": "IF(seq % 10 = 0, 'test', 'ok')", "grp": "seq % 5"})
+    conn.close()
+    return {"plugin": "mysql", "params": dbs.server.params(db, table="src", split_pk="id", **params)}, db
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize("pushup", ["static", "off"])
+def test_three_destinations_from_mysql_and_the_pushed_query_in_the_server_log(
+        ws: Workspace, dbs: Databases, pushup: str) -> None:
+    source, db = mysql_source(dbs)
+    admin = dbs.server.connect()
+    execute(admin, "SET GLOBAL log_output = 'TABLE'")
+    execute(admin, "SET GLOBAL general_log = 'ON'")
+    try:
+        proc = ws.run("--task-id", str(ws.submit(task(source, three_destinations(ws.root), pushup=pushup))))
+    finally:
+        execute(admin, "SET GLOBAL general_log = 'OFF'")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_three(ws.root)
+    logged = execute(admin, "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log "
+                            "WHERE argument LIKE %s AND command_type = 'Query'", (f"%{db}%wh_push%",))
+    execute(admin, "TRUNCATE TABLE mysql.general_log")
+    admin.close()
+    if pushup == "static":
+        assert logged, "no pushed query reached the server"
+        assert all("WHERE (CAST(CONVERT(`status` USING utf8mb4) AS BINARY) <> CAST(CONVERT('test'" in r[0]
+                   for r in logged), logged[0][0]
+    else:
+        assert not logged
+
+
+@pytest.mark.mysql
+def test_adaptive_push_up_moves_a_selective_filter_into_an_idle_source_mid_run(
+        ws: Workspace, dbs: Databases) -> None:
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, pushup={"interval_s": 0.05, "min_rows": 2000})
+    rows = 60_000
+    source, _ = mysql_source(dbs, rows=rows, split_factor=40)
+    spec = {"source": source, "transforms": [{"filter": "grp = 3"}],
+            "destinations": [{"id": "out", "plugin": "file", "params": {"path": str(ws.root / "adaptive"),
+                                                                       "format": "jsonl"}}],
+            "settings": {"pushup": "adaptive", "speed": {"channel": 2}}}
+    task_id = ws.submit(spec)
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = ws.show(task_id)["result"]["transforms"]
+    assert result["moves"], "the filter never moved into the source"
+    plans = set(result["splits"].values())
+    assert "none" in plans and len(plans) == 2, result["splits"]  # some splits before the move, some after
+    moved = next(e for e in log_events(proc.stderr) if e["event"] == "pushup.moved")
+    assert moved["stats"][moved["pushed"][0]]["selectivity"] == pytest.approx(5.0, rel=0.05)
+    off = dict(spec, settings={"pushup": "off"})
+    off["destinations"] = [{"id": "out", "plugin": "file", "params": {"path": str(ws.root / "off"), "format": "jsonl"}}]
+    assert ws.run("--task-id", str(ws.submit(off))).returncode == 0
+    got, want = jsonl_rows(ws.root / "adaptive"), jsonl_rows(ws.root / "off")
+    assert got == want and len(got) == rows // 5
