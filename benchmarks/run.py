@@ -16,6 +16,10 @@ PySpark script, 1M and 5M rows) takes long, so it runs only with ``--only spark`
 ``--only speed`` (benchmarks/speed.py) checks the speed limits instead of throughput: stream and MySQL
 tasks run at record and byte limits (and one Spark task), each about 10 s, with the measured rate
 against its limit. It runs only when asked for (``make bench BENCH_ARGS="--only speed"``).
+
+``--only pushup`` (benchmarks/pushup.py) compares ``settings.pushup`` off, adaptive and static on a
+10%-selective filter over a 1M-row MySQL source: rows/s of each mode and the ratios to off. It runs
+only when asked for (``make bench BENCH_ARGS="--only pushup"``).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import mysql_scenario, spark_scenario, speed
+from benchmarks import mysql_scenario, pushup, spark_scenario, speed
 
 RESULTS = Path("benchmarks/results/latest.json")
 
@@ -82,16 +86,17 @@ def save(results: list[dict], parts: set[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed"],
-                        help="run one part (default: stream, then mysql; spark only with --with-spark, speed only "
-                             "with --only speed)")
+    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup"],
+                        help="run one part (default: stream, then mysql; spark only with --with-spark, speed and "
+                             "pushup only with --only)")
     parser.add_argument("--with-spark", action="store_true", help="run the (long) Spark scenario after the others")
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000], help="stream rows")
     parser.add_argument("--repeat", type=int,
-                        help="runs per scenario, the best counts (default: 3 for stream, 1 for mysql)")
+                        help="runs per scenario, the best counts (default: 3 for stream and pushup, 1 for mysql)")
     mysql_scenario.add_arguments(parser, prefix="mysql-")
     spark_scenario.add_arguments(parser, prefix="spark-")
     speed.add_arguments(parser)
+    pushup.add_arguments(parser)
     args = parser.parse_args()
     parts = {args.only} if args.only else {"stream", "mysql"} | ({"spark"} if args.with_spark else set())
     results: list[dict] = []
@@ -129,6 +134,13 @@ def main() -> None:
             results += speed.run_all(opts)
         except mysql_scenario.BenchmarkFailure as exc:
             raise SystemExit(f"SPEED BENCHMARK FAILED: {exc}") from None
+        save(results, parts)
+    if "pushup" in parts:
+        try:
+            results += pushup.run_all(pushup.options_from(args, args.repeat or 3, mysql_scenario.Server.of(args),
+                                                          args.keep))
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"PUSHUP BENCHMARK FAILED: {exc}") from None
         save(results, parts)
 
 
