@@ -173,8 +173,11 @@ class _Checker:
         self.out.types[id(e)] = t
         return t
 
-    def _type(self, e: Expr) -> str:  # noqa: PLR0911, PLR0912 (one branch per node kind)
+    def _type(self, e: Expr) -> str:
         if isinstance(e, Lit):
+            if isinstance(e.value, Decimal) and len(e.value.as_tuple().digits) > 38:
+                return self.problem(f"the number {e.value} has more than 38 digits (write it with an exponent "
+                                    "for a float)")
             return literal_type(e.value)
         if isinstance(e, Col):
             found = self.schema.get(e.name)

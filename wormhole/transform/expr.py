@@ -10,12 +10,12 @@ Grammar, loosest binding first::
     expr     := or
     or       := and ('OR' and)*
     and      := not ('AND' not)*
-    not      := 'NOT' not | pred
+    not      := 'NOT'* pred
     pred     := sum [ cmp sum | ['NOT'] 'IN' '(' literal (',' literal)* ')'
                     | ['NOT'] 'BETWEEN' sum 'AND' sum | 'IS' ['NOT'] 'NULL' | ['NOT'] 'LIKE' string ]
     sum      := product (('+' | '-') product)*
     product  := unary (('*' | '/' | '%') unary)*
-    unary    := '-' unary | primary
+    unary    := '-'* primary
     primary  := number | string | 'TRUE' | 'FALSE' | 'NULL' | 'DATE' string | 'TIMESTAMP' string
               | name | function '(' [expr (',' expr)*] ')' | 'CAST' '(' expr 'AS' type ')'
               | 'CASE' ['expr'] ('WHEN' expr 'THEN' expr)+ ['ELSE' expr] 'END' | '(' expr ')'
@@ -31,6 +31,9 @@ from typing import Any
 
 MAX_EXPRESSION_CHARS = 10_000
 MAX_NESTING = 64
+"""Parentheses, CASE, CAST and calls inside one another (the parser recurses on them)."""
+MAX_DEPTH = 200
+"""Levels of the tree, which every compiler walks recursively (AND and OR chains are built balanced)."""
 
 
 class ExprError(ValueError):
@@ -182,7 +185,7 @@ _TOKEN = re.compile(r"""
   | (?P<qid>`(?:[^`]|``)+`|"(?:[^"]|"")+")
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op><=|>=|<>|!=|[-+*/%=<>(),])
-""", re.VERBOSE)
+""", re.VERBOSE | re.ASCII)  # ASCII: \d is 0-9 only (int() would read other scripts' digits)
 
 KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "BETWEEN", "IS", "NULL", "LIKE", "TRUE", "FALSE", "CASE", "WHEN",
                       "THEN", "ELSE", "END", "CAST", "AS", "DATE", "TIMESTAMP"})
@@ -233,7 +236,19 @@ def parse(text: Any) -> Expr:
         raise ExprError("is empty")
     if len(text) > MAX_EXPRESSION_CHARS:
         raise ExprError(f"is longer than {MAX_EXPRESSION_CHARS} characters")
-    return _Parser(_tokens(text)).whole()
+    tree = _Parser(_tokens(text)).whole()
+    if depth(tree) > MAX_DEPTH:
+        raise ExprError(f"nests deeper than {MAX_DEPTH} levels (a long chain of operators?)")
+    return tree
+
+
+def depth(e: Expr) -> int:
+    """The number of levels of the tree (found without recursion: it guards the recursive walks)."""
+    level, deepest = [e], 0
+    while level:
+        deepest += 1
+        level = [c for node in level for c in children(node)]
+    return deepest
 
 
 class _Parser:
@@ -285,29 +300,27 @@ class _Parser:
         if self.depth > MAX_NESTING:
             raise ExprError(f"nests deeper than {MAX_NESTING} levels", self.tok.pos)
         try:
-            e = self.conj()
+            terms = [self.conj()]
             while self.accept("kw", "OR"):
-                e = Binary("OR", e, self.conj())
-            return e
+                terms.append(self.conj())
+            return _balanced("OR", terms)
         finally:
             self.depth -= 1
 
     def conj(self) -> Expr:
-        e = self.negation()
+        terms = [self.negation()]
         while self.accept("kw", "AND"):
-            e = Binary("AND", e, self.negation())
-        return e
+            terms.append(self.negation())
+        return _balanced("AND", terms)
 
     def negation(self) -> Expr:
-        if self.accept("kw", "NOT"):
-            self.depth += 1
-            if self.depth > MAX_NESTING:
-                raise ExprError(f"nests deeper than {MAX_NESTING} levels", self.tok.pos)
-            try:
-                return Not(self.negation())
-            finally:
-                self.depth -= 1
-        return self.predicate()
+        nots = 0
+        while self.accept("kw", "NOT"):  # a loop, not recursion, as unary minus
+            nots += 1
+        e = self.predicate()
+        for _ in range(nots):
+            e = Not(e)
+        return e
 
     def predicate(self) -> Expr:
         e = self.sum()
@@ -364,12 +377,19 @@ class _Parser:
         return e
 
     def unary(self) -> Expr:
-        if self.accept("op", "-"):
-            x = self.unary()
+        signs = []
+        while self.at("op", "-"):  # a loop, not recursion: the depth check bounds - - - ... x
+            signs.append(self.take())
+        if signs and self.at("num"):  # -9223372036854775808 is in range, though its digits alone are not
+            x: Expr = Lit(_check_int(-_number(self.take(), checked=False), signs.pop().pos))
+        else:
+            x = self.primary()
+        for minus in reversed(signs):
             if isinstance(x, Lit) and isinstance(x.value, int | float | Decimal) and not isinstance(x.value, bool):
-                return Lit(_check_int(-x.value, self.tok.pos))
-            return Neg(x)
-        return self.primary()
+                x = Lit(_check_int(-x.value, minus.pos))
+            else:
+                x = Neg(x)
+        return x
 
     def primary(self) -> Expr:
         t = self.take()
@@ -391,11 +411,23 @@ class _Parser:
             return Col(t.text, t.pos)
         raise ExprError(f"unexpected {self._show(t)}", t.pos)
 
+    def call(self, name: _Tok) -> Expr:
+        args: list[Expr] = []
+        if not self.accept("op", ")"):
+            while True:
+                args.append(self.expr())
+                if not self.accept("op", ","):
+                    break
+            self.expect("op", ")", f"')' closing {name.text}(")
+        return Func(name.text.lower(), tuple(args), name.pos)
+
     def keyword(self, t: _Tok) -> Expr:
         if t.text in ("TRUE", "FALSE"):
             return Lit(t.text == "TRUE")
         if t.text == "NULL":
             return Lit(None)
+        if t.text == "DATE" and self.accept("op", "("):  # the function date(x), not a DATE '...' literal
+            return self.call(t)
         if t.text in ("DATE", "TIMESTAMP"):
             s = self.tok
             if s.kind != "str":
@@ -437,27 +469,28 @@ class _Parser:
         self.expect("kw", "END", "END closing CASE")
         return Case(tuple(whens), default)
 
-    def call(self, name: _Tok) -> Expr:
-        args: list[Expr] = []
-        if not self.accept("op", ")"):
-            while True:
-                args.append(self.expr())
-                if not self.accept("op", ","):
-                    break
-            self.expect("op", ")", f"')' closing {name.text}(")
-        return Func(name.text.lower(), tuple(args), name.pos)
+
+def _balanced(op: str, terms: list[Expr]) -> Expr:
+    """``a op b op c ...`` as a balanced tree (AND and OR are associative in three-valued logic too)."""
+    if len(terms) == 1:
+        return terms[0]
+    mid = len(terms) // 2
+    return Binary(op, _balanced(op, terms[:mid]), _balanced(op, terms[mid:]))
 
 
 def _unquote(text: str) -> str:
     return text[1:-1].replace("''", "'")
 
 
-def _number(t: _Tok) -> Any:
+def _number(t: _Tok, checked: bool = True) -> Any:
     text = t.text
-    if re.fullmatch(r"\d+", text):
-        return _check_int(int(text), t.pos)
+    if text.isdigit():
+        return _check_int(int(text), t.pos) if checked else int(text)
     if "e" in text.lower():
-        return float(text)
+        value = float(text)
+        if value in (float("inf"), float("-inf")):
+            raise ExprError(f"number {text} is out of the range of a float", t.pos)
+        return value
     return Decimal(text)  # 2.50 is exact, as in SQL; it becomes a float next to a float column
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -246,8 +247,8 @@ def _bind_one(spec: OpSpec, schema: Schema, problems: Problems) -> BoundOp | Non
         if dupes:
             problems.add(spec.path, f"would give two columns the name {dupes[0]!r}")
             return None
-        columns = tuple(Column(body.get(c.name, c.name), c.type, c.nullable) for c in schema.columns)
-        return BoundOp(spec, schema, Schema(columns), detail={"names": tuple(names)})
+        renamed = tuple(Column(body.get(c.name, c.name), c.type, c.nullable) for c in schema.columns)
+        return BoundOp(spec, schema, Schema(renamed), detail={"names": tuple(names)})
     if spec.kind == "cast":
         if not _column_check(list(body), schema, spec.path, problems):
             return None
@@ -259,13 +260,13 @@ def _bind_one(spec: OpSpec, schema: Schema, problems: Problems) -> BoundOp | Non
             casts[name] = (source, to)
         if problems:
             return None
-        columns = tuple(Column(c.name, casts[c.name][1], True) if c.name in casts else c  # type: ignore[arg-type]
+        cast_to = tuple(Column(c.name, casts[c.name][1], True) if c.name in casts else c  # type: ignore[arg-type]
                         for c in schema.columns)
-        return BoundOp(spec, schema, Schema(columns), detail={"casts": casts})
+        return BoundOp(spec, schema, Schema(cast_to), detail={"casts": casts})
     return _bind_mask(spec, schema, types, problems)
 
 
-def _bind_mask(spec: OpSpec, schema: Schema, types: dict[str, str], problems: Problems) -> BoundOp | None:
+def _bind_mask(spec: OpSpec, schema: Schema, types: Mapping[str, str], problems: Problems) -> BoundOp | None:
     body = spec.raw
     names = body["columns"]
     if not _column_check(names, schema, join_path(spec.path, "columns"), problems):

@@ -9,11 +9,12 @@ NULL out) as :mod:`wormhole.transform.check` states.
 from __future__ import annotations
 
 import hashlib
+import math
 import operator
 import re
 from collections.abc import Callable
 from datetime import date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any, Protocol
 
 from wormhole.transform.check import Typed
@@ -47,8 +48,9 @@ def _numeric(kind: str) -> Callable[[Any], Any]:
     return lambda v: v
 
 
+# Truthiness, not identity with True/False: a bool column may hold 1 and 0 (MySQL's TINYINT(1)).
 def _kleene_and(a: Any, b: Any) -> Any:
-    if a is False or b is False:
+    if (a is not None and not a) or (b is not None and not b):
         return False
     if a is None or b is None:
         return None
@@ -56,7 +58,7 @@ def _kleene_and(a: Any, b: Any) -> Any:
 
 
 def _kleene_or(a: Any, b: Any) -> Any:
-    if a is True or b is True:
+    if (a is not None and a) or (b is not None and b):
         return True
     if a is None or b is None:
         return None
@@ -79,7 +81,7 @@ class _Compiler:
     def __init__(self, typed: Typed) -> None:
         self.typed = typed
 
-    def build(self, e: Expr) -> Vector:  # noqa: PLR0911 (one branch per node kind)
+    def build(self, e: Expr) -> Vector:
         if isinstance(e, Lit):
             value = e.value
             return lambda cols: [value] * cols.n
@@ -220,12 +222,13 @@ class _Compiler:
         default = self.build(e.default) if e.default is not None else None
 
         def run(cols: Columns) -> list[Any]:
-            out: list[Any] = default(cols) if default is not None else [None] * cols.n
+            # A copy: a column's own list must not be written to (the default may be a column).
+            out: list[Any] = list(default(cols)) if default is not None else [None] * cols.n
             done = [False] * cols.n
             for cond, value in zip(conds, values, strict=True):
                 c, v = cond(cols), value(cols)
                 for i in range(cols.n):
-                    if not done[i] and c[i] is True:
+                    if not done[i] and c[i] is not None and c[i]:
                         out[i] = v[i]
                         done[i] = True
             return [None if v is None else conv(v) for v in out]
@@ -244,10 +247,21 @@ _SCALAR: dict[str, Callable[[Any], Any]] = {
     "date": lambda d: d.date() if isinstance(d, datetime) else d,
 }
 
-_INT_TEXT = re.compile(r"[ \t\n\r]*[+-]?\d+[ \t\n\r]*")
-_NUMBER_TEXT = re.compile(r"[ \t\n\r]*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[ \t\n\r]*")
-_DATE_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DATETIME_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?")
+# The texts each cast accepts (anything else is NULL); Spark's compiler checks the same patterns
+# before its try_cast, which alone would take far more (' 2024-1-5 x' as a date, '1.5d', '٣').
+_WS = "[ \t\n\r]*"
+TEXT_PATTERNS = {
+    "int": f"{_WS}[+-]?[0-9]+{_WS}",
+    "float": f"{_WS}[+-]?(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?{_WS}",
+    "date": "[0-9]{4}-[0-9]{2}-[0-9]{2}",
+    "datetime": "[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\\.[0-9]{1,6})?)?",
+}
+TEXT_PATTERNS["decimal"] = TEXT_PATTERNS["float"]
+_INT_TEXT, _NUMBER_TEXT, _DATE_TEXT, _DATETIME_TEXT = (
+    re.compile(TEXT_PATTERNS[k]) for k in ("int", "float", "date", "datetime"))
+DECIMAL_SCALE = 18
+"""A decimal made by a CAST is DECIMAL(38, 18), as Spark holds it: rounded half up to 18 places, and
+NULL from 10^20 on."""
 _TRUE = frozenset({"true", "t", "yes", "y", "1"})
 _FALSE = frozenset({"false", "f", "no", "n", "0"})
 INT64 = (-(2**63), 2**63 - 1)
@@ -269,8 +283,29 @@ def _parse(pattern: re.Pattern[str], parse: Callable[[str], Any]) -> Callable[[s
 
 
 def _bool_text(s: str) -> bool | None:
-    t = s.strip().lower()
+    t = s.strip(" \t\n\r").lower()
     return True if t in _TRUE else False if t in _FALSE else None
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def to_decimal(v: Decimal) -> Decimal | None:
+    """A decimal as a CAST makes it (:data:`DECIMAL_SCALE`)."""
+    try:
+        q = v.quantize(Decimal(1).scaleb(-DECIMAL_SCALE), ROUND_HALF_UP, Context(prec=80))
+    except InvalidOperation:
+        return None
+    return q if abs(q) < 10**20 else None
+
+
+def decimal_text(v: Decimal) -> str:
+    """A decimal as text: plain digits, no trailing zeros after the point (the scale is each engine's own)."""
+    text = format(v, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def _float_to_int(v: float) -> int | None:
@@ -282,10 +317,10 @@ def _float_to_int(v: float) -> int | None:
 _CASTS: dict[tuple[str, str], Callable[[Any], Any]] = {
     ("int", "float"): float, ("int", "decimal"): Decimal, ("int", "string"): str, ("int", "bool"): bool,
     ("float", "int"): _float_to_int,
-    ("decimal", "float"): float, ("decimal", "int"): lambda v: _int64(int(v)), ("decimal", "string"): str,
+    ("decimal", "float"): float, ("decimal", "int"): lambda v: _int64(int(v)), ("decimal", "string"): decimal_text,
     ("string", "int"): _parse(_INT_TEXT, lambda s: _int64(int(s))),
-    ("string", "float"): _parse(_NUMBER_TEXT, float),
-    ("string", "decimal"): _parse(_NUMBER_TEXT, Decimal),
+    ("string", "float"): _parse(_NUMBER_TEXT, lambda s: _finite(float(s))),
+    ("string", "decimal"): _parse(_NUMBER_TEXT, lambda s: to_decimal(Decimal(s))),
     ("string", "date"): _parse(_DATE_TEXT, date.fromisoformat),
     ("string", "datetime"): _parse(_DATETIME_TEXT, datetime.fromisoformat),
     ("string", "bool"): _bool_text,

@@ -18,6 +18,7 @@ from pyspark.sql import types as T
 
 from wormhole.transform.check import Typed
 from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
+from wormhole.transform.pyfn import TEXT_PATTERNS
 
 SPARK_TYPES: dict[str, T.DataType] = {
     "int": T.LongType(), "float": T.DoubleType(), "decimal": T.DecimalType(38, 18), "string": T.StringType(),
@@ -44,7 +45,7 @@ def java_like_regex(parts: tuple[str | None, ...]) -> str:
             return ".*"
         if p == "":
             return "."
-        return p if p.isascii() and p.isalnum() else "\\x{%x}" % ord(p)
+        return p if p.isascii() and p.isalnum() else f"\\x{{{ord(p):x}}}"
     return "(?s)^" + "".join(piece(p) for p in parts) + "\\z"
 
 
@@ -57,7 +58,7 @@ class _Gen:
         c = self.col(e)
         return c if self.typed.of(e) == kind else c.cast(SPARK_TYPES[kind])
 
-    def col(self, e: Expr) -> Column:  # noqa: PLR0911 (one branch per node kind)
+    def col(self, e: Expr) -> Column:
         if isinstance(e, Lit):
             return _literal(e.value)
         if isinstance(e, Col):
@@ -154,20 +155,25 @@ class _Gen:
         return out.cast("long") if name in ("length", "year", "month", "day") else out
 
     def _cast(self, e: Cast) -> Column:
-        source = self.typed.of(e.x)
+        source, to = self.typed.of(e.x), e.to
         x = self.col(e.x)
-        if source == e.to:
+        if source == to:
             return x
-        if source == "string" and e.to == "bool":
-            t = F.lower(F.trim(x))
+        none = F.lit(None).cast(SPARK_TYPES[to])
+        if source == "string" and to == "bool":
+            t = F.lower(F.trim(x, F.lit(" \t\n\r")))
             return F.when(t.isin("true", "t", "yes", "y", "1"), F.lit(True)) \
-                .when(t.isin("false", "f", "no", "n", "0"), F.lit(False)).otherwise(F.lit(None).cast("boolean"))
+                .when(t.isin("false", "f", "no", "n", "0"), F.lit(False)).otherwise(none)
         if source == "string":
-            return x.try_cast(SPARK_TYPES[e.to])
-        if source == "float" and e.to == "int":
-            return F.when(F.isnan(x) | (F.abs(x) >= 9.223372036854775807e18), F.lit(None).cast("long")) \
+            # Only the texts pyfn takes: try_cast alone reads ' 2024-1-5 x' as a date, '1.5d' as a number.
+            value = F.when(x.rlike(f"^(?:{TEXT_PATTERNS[to]})\\z"), x.try_cast(SPARK_TYPES[to])).otherwise(none)
+            return F.when(F.abs(value) == float("inf"), none).otherwise(value) if to == "float" else value
+        if source == "float" and to == "int":  # NULL outside the 64-bit range, as -2^63 <= x < 2^63 in pyfn
+            return F.when(F.isnan(x) | (x < -9.223372036854775808e18) | (x >= 9.223372036854775808e18), none) \
                 .otherwise(x.cast("long"))
-        return x.cast(SPARK_TYPES[e.to])
+        if source == "decimal" and to == "string":  # pyfn.decimal_text: no trailing zeros after the point
+            return F.regexp_replace(F.regexp_replace(x.cast("string"), r"(\.[0-9]*?)0+$", "$1"), r"\.$", "")
+        return x.try_cast(SPARK_TYPES[to])  # a decimal beyond 64 bits to int: NULL, not an error
 
 
 def _literal(value: Any) -> Column:

@@ -54,8 +54,10 @@ def quote_name(name: str, dialect: Dialect) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-_MYSQL_FUNCS = {"lower": "LOWER", "upper": "UPPER", "length": "CHAR_LENGTH", "ltrim": "LTRIM", "rtrim": "RTRIM",
-                "abs": "ABS", "year": "YEAR", "month": "MONTH", "day": "DAYOFMONTH", "date": "DATE"}
+# No lower() or upper() in either: MariaDB maps case one character to one ('ß' stays 'ß', Python
+# and Spark make 'SS'; 'İ' lowers to 'i', not 'i̇'; no final sigma), SQLite only in ASCII.
+_MYSQL_FUNCS = {"length": "CHAR_LENGTH", "ltrim": "LTRIM", "rtrim": "RTRIM", "abs": "ABS", "year": "YEAR",
+                "month": "MONTH", "day": "DAYOFMONTH", "date": "DATE"}
 _SQLITE_FUNCS = {"length": "length", "ltrim": "ltrim", "rtrim": "rtrim", "abs": "abs"}
 _SQLITE_DATE_PART = {"year": (1, 4), "month": (6, 2), "day": (9, 2)}
 
@@ -73,11 +75,15 @@ class _Gen:
                     raise NotPushable("SQLite holds datetimes as text in more than one form")
                 value = value.isoformat()
             elif isinstance(value, Decimal):
-                value = float(value)  # sqlite3 binds no Decimal; SQLite compares numbers as doubles
+                # sqlite3 binds no Decimal, and SQLite compares numbers as doubles: exact (in order
+                # against ints and other such literals) up to 15 significant digits.
+                if len(value.normalize().as_tuple().digits) > 15:
+                    raise NotPushable("SQLite holds decimals as doubles: more than 15 digits are not exact")
+                value = float(value)
         self.args.append(value)
         return PARAM
 
-    def sql(self, e: Expr) -> str:  # noqa: PLR0911 (one branch per node kind)
+    def sql(self, e: Expr) -> str:
         if self.dialect == "sqlite" and self.typed.of(e) == "datetime":
             raise NotPushable("SQLite holds datetimes as text in more than one form")
         if isinstance(e, Lit):
@@ -89,7 +95,7 @@ class _Gen:
         if isinstance(e, Col):
             return quote_name(e.name, self.dialect)
         if isinstance(e, Neg):
-            return f"(-{self.sql(e.x)})"
+            return f"(- {self.sql(e.x)})"  # the space: MySQL would read `--1` (a bound -1) as a comment
         if isinstance(e, Binary):
             return self._binary(e)
         if isinstance(e, Not):
@@ -99,8 +105,10 @@ class _Gen:
         if isinstance(e, In):
             return self._in(e)
         if isinstance(e, Between):
-            x, lo, hi = self.operand(e.x, e.low), self.operand(e.low, e.x), self.operand(e.high, e.x)
-            return f"({'NOT ' if e.negated else ''}({x} >= {lo} AND {x} <= {hi}))"
+            # Each use of x renders it again: its parameters are bound once per occurrence, in order.
+            x, lo = self.operand(e.x, e.low), self.operand(e.low, e.x)
+            x2, hi = self.operand(e.x, e.high), self.operand(e.high, e.x)
+            return f"({'NOT ' if e.negated else ''}({x} >= {lo} AND {x2} <= {hi}))"
         if isinstance(e, Like):
             return self._like(e)
         if isinstance(e, Func):
@@ -169,28 +177,34 @@ class _Gen:
             return f"{fn}({', '.join(args)})"
         if name == "trim":
             return f"TRIM({args[0]})" if self.dialect == "mysql" else f"trim({args[0]}, ' ')"
-        if self.dialect == "mysql":
+        if self.dialect == "mysql" and name in _MYSQL_FUNCS:
             return f"{_MYSQL_FUNCS[name]}({args[0]})"
-        if name in _SQLITE_FUNCS:
+        if self.dialect == "sqlite" and name in _SQLITE_FUNCS:
             return f"{_SQLITE_FUNCS[name]}({args[0]})"
         if name in _SQLITE_DATE_PART:
             start, length = _SQLITE_DATE_PART[name]
             return f"CAST(substr({args[0]}, {start}, {length}) AS INTEGER)"
-        if name == "date":
+        if name == "date" and self.dialect == "sqlite":
             return f"substr({args[0]}, 1, 10)"
-        raise NotPushable(f"SQLite's {name}() differs from wormhole's outside ASCII")
+        raise NotPushable(f"{self.dialect}'s {name}() differs from wormhole's outside ASCII")
 
     def _cast(self, e: Cast) -> str:
         source, target = self.typed.of(e.x), e.to
         x = self.sql(e.x)
         if source == target:
             return x
+        if source == "null":
+            return x  # NULL whatever it is (and its parameters stay bound)
+        if (source, target) == ("float", "int") and self.dialect == "sqlite":
+            # SQLite saturates a double beyond the 64-bit range, wormhole gives NULL (x rendered per use).
+            return (f"(CASE WHEN {x} >= -9223372036854775808.0 AND {self.sql(e.x)} < 9223372036854775808.0 "
+                    f"THEN CAST({self.sql(e.x)} AS INTEGER) END)")
         pushable: dict[tuple[str, str], Callable[[str], str]] = (
             {("int", "float"): lambda v: f"({v} + 0e0)", ("int", "decimal"): lambda v: f"CAST({v} AS DECIMAL(65, 0))",
              ("int", "string"): lambda v: f"CAST({v} AS CHAR)", ("date", "string"): lambda v: f"CAST({v} AS CHAR)"}
             if self.dialect == "mysql" else
             {("int", "float"): lambda v: f"CAST({v} AS REAL)", ("int", "string"): lambda v: f"CAST({v} AS TEXT)",
-             ("date", "string"): lambda v: v, ("float", "int"): lambda v: f"CAST({v} AS INTEGER)"})
+             ("date", "string"): lambda v: v})
         if (source, target) not in pushable:
             raise NotPushable(f"a CAST from {source} to {target} is not exact in {self.dialect}")
         return pushable[(source, target)](x)
