@@ -1,9 +1,11 @@
 """Type checking of expressions against a schema: every problem at once, and each node's type.
 
 The logical types are the schema's (DESIGN §2) plus ``null`` for a bare NULL literal. The rules are
-the ones every compiler implements (:mod:`.pyfn`, :mod:`.sql`, :mod:`.spark`):
+the ones every compiler implements (:mod:`.pyfn`, :mod:`.sqlgen`, :mod:`.spark`):
 
-- ``+ - *``: numbers; int with int is int, anything with float is float, else decimal;
+- ``+ - *``: numbers; int with int is int, anything with float is float, else decimal (exact, but
+  Spark holds a decimal as DECIMAL(38, 18) and rounds a product of two to 6 places: its precision-loss
+  rule, which no cast avoids without losing range);
 - ``/`` is always float division, and ``%`` takes ints (the remainder has the dividend's sign); a
   zero divisor gives NULL;
 - comparisons, IN and BETWEEN: numbers with numbers, else the same type (strings compare by code

@@ -164,7 +164,7 @@ class _Compiler:
         else:
             conv = _same
         known = frozenset(v for v in values if v is not None)
-        has_null = len(known) < len(values)
+        has_null = any(v is None for v in values)  # not len(known) < len(values): IN (0, 0) has no NULL
         miss = None if has_null else False
         negated = e.negated
 
@@ -253,8 +253,9 @@ _WS = "[ \t\n\r]*"
 TEXT_PATTERNS = {
     "int": f"{_WS}[+-]?[0-9]+{_WS}",
     "float": f"{_WS}[+-]?(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?{_WS}",
-    "date": "[0-9]{4}-[0-9]{2}-[0-9]{2}",
-    "datetime": "[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\\.[0-9]{1,6})?)?",
+    # Not the year 0, which Python's dates do not have (Spark's do).
+    "date": "(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}",
+    "datetime": "(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\\.[0-9]{1,6})?)?",
 }
 TEXT_PATTERNS["decimal"] = TEXT_PATTERNS["float"]
 _INT_TEXT, _NUMBER_TEXT, _DATE_TEXT, _DATETIME_TEXT = (

@@ -9,7 +9,7 @@ and casts from text are ``try_cast`` (NULL when the text does not convert).
 from __future__ import annotations
 
 from collections.abc import Callable
-from decimal import Decimal
+from datetime import datetime
 from typing import Any
 
 from pyspark.sql import Column
@@ -181,6 +181,8 @@ def _literal(value: Any) -> Column:
         return F.lit(value)
     if isinstance(value, int):
         return F.lit(value).cast("long")
-    if isinstance(value, Decimal):
-        return F.lit(value)
+    if isinstance(value, datetime):
+        # From text, read in the session's time zone as a timestamp column is: F.lit(datetime) would
+        # read it in the driver process's zone, and TIMESTAMP '2024-01-05 10:00' could shift by hours.
+        return F.lit(value.isoformat(" ")).cast(T.TimestampType())
     return F.lit(value)

@@ -81,6 +81,9 @@ class _Gen:
                     raise NotPushable("SQLite holds decimals as doubles: more than 15 digits are not exact")
                 value = float(value)
         self.args.append(value)
+        if self.dialect == "mysql" and isinstance(value, date):
+            # A bound date is a quoted string to MySQL: typed here, or a CASE of it would be a string.
+            return f"CAST({PARAM} AS {'DATETIME(6)' if isinstance(value, datetime) else 'DATE'})"
         return PARAM
 
     def sql(self, e: Expr) -> str:
