@@ -306,10 +306,8 @@ class Engine:
         if transforms is None:
             return
         run.writers.transforms = transforms
-        assert run.execution is not None
         if self._engine == "spark":
-            run.execution.transforms = transforms  # type: ignore[attr-defined]
-            return
+            return  # SparkExecution applies them as Spark Columns (it got them when it was made)
         probe = getattr(run.readers.periphery, "busy_threads", None)  # optional (ReaderPeriphery)
         run.readers.pushup = PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe)
 
@@ -420,7 +418,7 @@ class Engine:
         from wormhole.spark.runner import SparkExecution
 
         return SparkExecution(self._conf, run.ctx, run.dirty, run.counters, self._spec.source, self._log,
-                              run.throttle)
+                              run.throttle, run.plan.transforms if run.plan is not None else None)
 
     # -- the result ----------------------------------------------------------------------------
 
@@ -450,7 +448,7 @@ class Engine:
             dirty_file=str(run.dirty.path) if run.dirty.counts else None,
             spark=run.execution.describe() if run.execution is not None else None,
             plan=run.plan.to_dict() if run.plan is not None else None, resumed_from_run=self._resume_from,
-            transforms=transform_report(run.readers, run.writers, run.execution), error=error)
+            transforms=transform_report(run.readers, run.writers), error=error)
         return RunResult(report, run_status="interrupted" if interrupted else status)
 
     @staticmethod

@@ -72,6 +72,19 @@ class Split:
     params: Mapping[str, Any] = field(default_factory=dict)
 
 
+PARAM_MARK = "\x00"
+"""Where a bound parameter goes in pushed-down SQL, before the driver's placeholder replaces it (no
+identifier holds NUL)."""
+
+
+def render_marks(text: str, placeholder: str, escape_percent: bool = False) -> str:
+    """``text`` with each :data:`PARAM_MARK` replaced by ``placeholder``; ``escape_percent`` doubles every
+    other ``%`` (a driver that formats with ``%`` once there are arguments, as pymysql)."""
+    if escape_percent:
+        text = text.replace("%", "%%")
+    return text.replace(PARAM_MARK, placeholder)
+
+
 @dataclass(frozen=True, slots=True)
 class PushedQuery:
     """The leading filters and projections of the task's transforms, for the source to evaluate
@@ -89,10 +102,7 @@ class PushedQuery:
     """The placement's id, for logs."""
 
     def render(self, placeholder: str, escape_percent: bool = False) -> str | None:
-        if self.where is None:
-            return None
-        text = self.where.replace("%", "%%") if escape_percent else self.where
-        return text.replace("\x00", placeholder)
+        return None if self.where is None else render_marks(self.where, placeholder, escape_percent)
 
 
 @dataclass(frozen=True, slots=True)

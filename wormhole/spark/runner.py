@@ -117,7 +117,9 @@ class SparkExecution:
     name = "spark"
 
     def __init__(self, conf: EngineConf, ctx: ReadContext, dirty: DirtyFile, counters: Counters,
-                 source: SourceSpec, log: Logger, throttle: Throttle | None = None) -> None:
+                 source: SourceSpec, log: Logger, throttle: Throttle | None = None,
+                 transforms: TransformPlan | None = None) -> None:
+        """``transforms``: the run's transforms, run here as Spark Columns (None: the task has none)."""
         self._conf = conf
         self._ctx = ctx
         self._dirty = dirty
@@ -133,8 +135,7 @@ class SparkExecution:
         self.sc = self.spark.sparkContext
         self.group = f"wormhole-{ctx.task_id}-{ctx.run_id}"
         self.frame: DataFrame | None = None
-        self.transforms: TransformPlan | None = None
-        """The run's transforms (set by the engine after planning), as Spark Columns here."""
+        self.transforms = transforms
         self.partitions = 0
         self.split_ids: list[str] = []
         """The split of each partition of ``frame``, in order."""

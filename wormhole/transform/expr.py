@@ -29,6 +29,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from wormhole.options import INT64
+
 MAX_EXPRESSION_CHARS = 10_000
 MAX_NESTING = 64
 """Parentheses, CASE, CAST and calls inside one another (the parser recurses on them)."""
@@ -148,16 +150,6 @@ class Cast(Expr):
     pos: int = 0
 
 
-def columns_of(e: Expr) -> set[str]:
-    """Every column name the expression reads."""
-    if isinstance(e, Col):
-        return {e.name}
-    out: set[str] = set()
-    for child in children(e):
-        out |= columns_of(child)
-    return out
-
-
 def children(e: Expr) -> tuple[Expr, ...]:
     if isinstance(e, Neg | Not | IsNull | Like | Cast):
         return (e.x,)
@@ -194,7 +186,6 @@ _TYPE_WORDS = {"int": "int", "integer": "int", "bigint": "int", "float": "float"
                "real": "float", "decimal": "decimal", "numeric": "decimal", "string": "string", "text": "string",
                "varchar": "string", "bool": "bool", "boolean": "bool", "date": "date", "datetime": "datetime",
                "timestamp": "datetime"}
-INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from wormhole.options import Problems, join_path
 from wormhole.plugins.base import Column, Schema
 from wormhole.transform.check import CASTS, Typed, check
-from wormhole.transform.expr import Expr, ExprError, columns_of, parse
+from wormhole.transform.expr import Expr, ExprError, parse
 
 KINDS = ("filter", "project", "rename", "cast", "derive", "mask")
 MASK_METHODS = ("hash", "redact", "partial")
@@ -286,10 +286,3 @@ def _bind_mask(spec: OpSpec, schema: Schema, types: Mapping[str, str], problems:
                                                           "keep": body.get("keep", 4), "salt": salt,
                                                           "with": body.get("with", "***")})
 
-
-def columns_read(op: BoundOp) -> set[str]:
-    """The input columns an operator reads."""
-    out: set[str] = set()
-    for _, e in op.spec.exprs:
-        out |= columns_of(e)
-    return out

@@ -47,10 +47,6 @@ class TransformPlan:
     def destination_schema(self, dest_id: str) -> Schema:
         return self.destination_chain(dest_id).output
 
-    @property
-    def active(self) -> bool:
-        return bool(self.task_ops) or any(self.destinations.values())
-
     # -- placements --------------------------------------------------------------------------
 
     def widest(self) -> Placement:
@@ -89,9 +85,6 @@ class TransformPlan:
         where = " AND ".join(w.text for w in wheres) or None
         args = tuple(a for w in wheres for a in w.args)
         return PushedQuery(keep=keep, where=where, args=args, plan=placement_id(self, placement))
-
-    def describe_placement(self, placement: Placement) -> dict[str, Any]:
-        return {"plan": placement_id(self, placement), "pushed": [self.task_ops[i].id for i in placement]}
 
     def describe(self, placement: Placement) -> dict[str, Any]:
         """What ``wormhole plan`` and the run's log show: chains, their operators, and the push-down."""

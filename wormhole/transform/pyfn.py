@@ -17,6 +17,7 @@ from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any, Protocol
 
+from wormhole.options import INT64
 from wormhole.transform.check import Typed
 from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
 
@@ -265,7 +266,6 @@ DECIMAL_SCALE = 18
 NULL from 10^20 on."""
 _TRUE = frozenset({"true", "t", "yes", "y", "1"})
 _FALSE = frozenset({"false", "f", "no", "n", "0"})
-INT64 = (-(2**63), 2**63 - 1)
 
 
 def _int64(v: int) -> int | None:

@@ -12,7 +12,7 @@ def _stats(runners: list[ChainRunner]) -> dict[str, dict[str, Any]]:
     return {op_id: s.to_dict() for op_id, s in total([r.snapshot() for r in runners]).items()}
 
 
-def transform_report(readers: Any, writers: Any, execution: Any) -> dict[str, Any] | None:
+def transform_report(readers: Any, writers: Any) -> dict[str, Any] | None:
     """None when the task has no transforms (the key is left out of the result)."""
     plan = writers.transforms
     if plan is None:
@@ -31,7 +31,4 @@ def transform_report(readers: Any, writers: Any, execution: Any) -> dict[str, An
         out["placements"] = dict(pushup.placements)
         out["splits"] = dict(sorted(pushup.splits.items()))
         out["moves"] = list(pushup.moves)
-    spark = getattr(execution, "transform_report", None)
-    if callable(spark):
-        out.update(spark())
     return out

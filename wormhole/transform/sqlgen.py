@@ -15,12 +15,12 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
+from wormhole.plugins.base import PARAM_MARK, render_marks
 from wormhole.transform.check import Typed
 from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
 
 Dialect = Literal["mysql", "sqlite"]
-PARAM = "\x00"
-"""Where a bound parameter goes, before the dialect's placeholder replaces it (no identifier holds NUL)."""
+PARAM = PARAM_MARK
 
 
 class NotPushable(Exception):
@@ -35,8 +35,7 @@ class SqlText:
     args: tuple[Any, ...]
 
     def render(self, placeholder: str, escape_percent: bool = False) -> str:
-        text = self.text.replace("%", "%%") if escape_percent else self.text
-        return text.replace(PARAM, placeholder)
+        return render_marks(self.text, placeholder, escape_percent)
 
 
 def compile_sql(e: Expr, typed: Typed, dialect: Dialect) -> SqlText:
