@@ -4,8 +4,10 @@ moving a filter into the source mid-run, and bad transforms refused with exit 20
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +207,38 @@ def test_adaptive_push_up_moves_a_selective_filter_into_an_idle_source_mid_run(
     assert ws.run("--task-id", str(ws.submit(off))).returncode == 0
     got, want = jsonl_rows(ws.root / "adaptive"), jsonl_rows(ws.root / "off")
     assert got == want and len(got) == rows // 5
+
+
+def _sleep(conn: Any) -> None:
+    with contextlib.suppress(Exception):  # killed at the end of the test
+        execute(conn, "SELECT SLEEP(60)")
+
+
+@pytest.mark.mysql
+def test_adaptive_push_up_leaves_a_busy_source_alone(ws: Workspace, dbs: Databases) -> None:
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20},
+                  pushup={"interval_s": 0.05, "min_rows": 2000, "busy_threads": 2})
+    rows = 60_000
+    source, _ = mysql_source(dbs, rows=rows, split_factor=40)
+    spec = {"source": source, "transforms": [{"filter": "grp = 3"}],
+            "destinations": [{"id": "out", "plugin": "file", "params": {"path": str(ws.root / "busy"),
+                                                                       "format": "jsonl"}}],
+            "settings": {"pushup": "adaptive", "speed": {"channel": 2}}}
+    sleepers = [dbs.server.connect() for _ in range(5)]  # five statements running on the server all along
+    threads = [threading.Thread(target=_sleep, args=(c,), daemon=True) for c in sleepers]
+    for t in threads:
+        t.start()
+    admin = dbs.server.connect()
+    try:
+        task_id = ws.submit(spec)
+        proc = ws.run("--task-id", str(task_id))
+    finally:
+        for c in sleepers:
+            execute(admin, f"KILL {c.thread_id()}")
+        admin.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = ws.show(task_id)["result"]["transforms"]
+    assert result["moves"] == [] and set(result["splits"].values()) == {"none"}
+    held = next(e for e in log_events(proc.stderr) if e["event"] == "pushup.held")
+    assert held["busy_threads"] > held["limit"] == 2
+    assert len(jsonl_rows(ws.root / "busy")) == rows // 5

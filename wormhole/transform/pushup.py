@@ -84,6 +84,7 @@ class PushUp:
         """Placement id -> the ids of the operators it runs in the source, in order."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._held = False
 
     @property
     def adaptive(self) -> bool:
@@ -146,7 +147,11 @@ class PushUp:
         if busy is not None and busy > self.conf.busy_threads:
             if self.placement:
                 self._move((), f"the source is busy ({busy} other threads running)", stats)
+            elif not self._held:  # said once per busy spell, not every round
+                self._log.info("pushup.held", busy_threads=busy, limit=self.conf.busy_threads)
+            self._held = True
             return
+        self._held = False
         chosen = self._candidates(stats)
         if chosen:
             self._move((*self.placement, *chosen), "selective and cheap enough to run in the source", stats)

@@ -56,6 +56,26 @@ class MysqlReaderPeriphery:
             size = None if size is None or b is None else size + b
         return SourceInfo(estimated_rows=rows, estimated_bytes=size)
 
+    def busy_threads(self) -> int | None:
+        """Threads running statements on the busiest of the source's servers, this one's own excluded
+        (MySQL's Threads_running): what adaptive push-up asks before it moves work into the source.
+        None when a server cannot say (the push-up then treats the source as idle)."""
+        busiest: int | None = None
+        for ep, _ in endpoints(self.source):
+            try:
+                conn = source_connection(self.source, ep, ReadError, self.ctx)
+            except ReadError:
+                return None
+            try:
+                found = fetch_one(conn, "SHOW GLOBAL STATUS LIKE 'Threads_running'")
+            except pymysql.err.MySQLError:
+                return None
+            finally:
+                close_quietly(conn)
+            running = int(found[1]) - 1 if found else 0
+            busiest = running if busiest is None else max(busiest, running)
+        return busiest
+
     def _estimate(self, conn: pymysql.Connection, ep: Endpoint, tables: tuple[str, ...]) -> tuple[int | None,
                                                                                                  int | None]:
         source = self.source
@@ -99,7 +119,9 @@ def pushed_sql(split: Split, pushed: PushedQuery) -> tuple[str, tuple[Any, ...],
     if all_args and not args:  # the driver formats with % once there are arguments
         inner = inner.replace("%", "%%")
     where = pushed.render("%s", escape_percent=bool(all_args))
-    select = ", ".join(quote(names[k]).replace("%", "%%") if all_args else quote(names[k]) for k in pushed.keep)
+    select = ", ".join(quote(names[k]) for k in pushed.keep)
+    if all_args:
+        select = select.replace("%", "%%")
     sql = f"SELECT {select} FROM ({inner}) AS wh_push" + (f" WHERE {where}" if where else "")
     kinds = tuple(split.params["kinds"][k] for k in pushed.keep)
     return sql, all_args, kinds
