@@ -38,7 +38,8 @@ class _NoRows:
 @global_options
 @click.pass_context
 def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: bool) -> None:
-    """Show how a task would run: engine, channels, splits, task groups, destinations; moves no row."""
+    """Show how a task would run: engine, channels, splits, task groups, destinations, and where each
+    transform runs (the source query, the reader threads, a destination); moves no row."""
     if (file is None) == (task_id is None):
         raise click.UsageError("give a task FILE or --task-id N (one of them)")
     spec = read_spec(file)[1] if file is not None else _stored_spec(ctx, task_id or 0)
