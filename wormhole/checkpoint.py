@@ -52,7 +52,8 @@ class CheckpointRow:
     origin_run_id: int
     rows: int | None = None
     payload: str | None = None
-    """The split as JSON (plan rows only): :func:`split_to_json`."""
+    """A plan row's split as JSON (:func:`split_to_json`); a durable row's transform placement, the one the
+    split was read under, as JSON (:meth:`Checkpointer.sealed`), or None."""
 
 
 class CheckpointStore(Protocol):
@@ -76,6 +77,18 @@ class CheckpointStore(Protocol):
     def resumed_from(self, run_id: int) -> int | None:
         """The run that run ``run_id`` resumed, else None."""
         ...
+
+
+def recorded_placements(rows: Sequence[CheckpointRow]) -> dict[str, dict[str, Any]]:
+    """Split id -> the transform placement its durable rows record (the first row that names one wins:
+    every destination of a split records the same one, and a resumed run re-reads it under that)."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.destination != PLAN_ROW and row.split_id != COMMITTED and row.payload and row.split_id not in out:
+            recorded = json.loads(row.payload)
+            if isinstance(recorded, dict) and isinstance(recorded.get("plan"), str):
+                out[row.split_id] = recorded
+    return out
 
 
 def split_to_json(split: Split) -> str:

@@ -15,8 +15,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from wormhole.checkpoint import COMMITTED, PLAN_ROW, Checkpointer, CheckpointRow, CheckpointStore, split_from_json
+from wormhole.checkpoint import (
+    COMMITTED,
+    PLAN_ROW,
+    Checkpointer,
+    CheckpointRow,
+    CheckpointStore,
+    recorded_placements,
+    split_from_json,
+)
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
 from wormhole.coordinator import CoordinatorStats, SplitCoordinator
 from wormhole.counters import Counters, percentage_limit, record_limit
@@ -46,7 +55,7 @@ from wormhole.result import (
     task_outcome,
 )
 from wormhole.split_lane import makes_splits_durable
-from wormhole.transform.pushup import PushUp
+from wormhole.transform.pushup import PushUp, restore_placements
 from wormhole.transform.report import transform_report
 from wormhole.writer_manager import DestinationRun, WriterManager, describe
 
@@ -72,6 +81,8 @@ class _Restored:
     """The splits the chain planned (None: split the source)."""
     committed: dict[str, int] = field(default_factory=dict)
     """Destinations a run of the chain committed (per the checkpoint): destination -> rows."""
+    placements: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Split -> the transform placement a run of the chain read it under (its durable rows record it)."""
 
 
 class _ReadFailed(Exception):
@@ -151,6 +162,7 @@ class Engine:
         self._invalid: InvalidTaskConfig | None = None
         """The task's transforms do not fit the source's schema (exit 204)."""
         self._run: _Run | None = None
+        self._restored = _Restored(run_id)
         self._engine = spec.settings.engine if spec.settings.engine != "auto" else "local"
         self._engine_reason = "not chosen yet"
 
@@ -179,7 +191,7 @@ class Engine:
         from wormhole import spark
 
         spark.configure(self._conf.spark)
-        restored = self._restore()
+        restored = self._restored = self._restore()
         origin = restored.origin
         run = self._run = self._assemble(origin)
         run.readers.resumed = restored.splits
@@ -229,9 +241,12 @@ class Engine:
         run: int | None = self._resume_from
         plan: list[CheckpointRow] = []
         committed: dict[str, int] = {}
+        placements: dict[str, dict[str, Any]] = {}
         root, plan_of, durable = self._resume_from, None, 0
         while run is not None:
             rows = self._checkpoints.checkpoint(run)
+            for split_id, recorded in recorded_placements(rows).items():
+                placements.setdefault(split_id, recorded)  # the newest run's record of a split
             for row in rows:
                 if row.split_id == COMMITTED and row.destination != PLAN_ROW:
                     committed.setdefault(row.destination, row.rows or 0)
@@ -242,8 +257,9 @@ class Engine:
         origin = plan[0].origin_run_id if plan else root
         splits = [split_from_json(r.payload) for r in plan if r.payload is not None] or None
         self._log.info("task.resuming", resumed_from_run=self._resume_from, origin_run=origin, plan_of_run=plan_of,
-                       planned_splits=len(plan), durable_in_checkpoint=durable, committed=sorted(committed))
-        return _Restored(origin, splits, committed)
+                       planned_splits=len(plan), durable_in_checkpoint=durable, committed=sorted(committed),
+                       placements_recorded=len(placements))
+        return _Restored(origin, splits, committed, placements)
 
     def _assemble(self, origin: int) -> _Run:
         conf, spec = self._conf, self._spec
@@ -306,10 +322,16 @@ class Engine:
         if transforms is None:
             return
         run.writers.transforms = transforms
-        if self._engine == "spark":
-            return  # SparkExecution applies them as Spark Columns (it got them when it was made)
+        if self._engine == "spark":  # SparkExecution applies them as Spark Columns (it got them when it was made)
+            if self._restored.placements:
+                self._log.info("pushup.not_reproduced", splits=len(self._restored.placements),
+                               reason="Spark runs the task's operators itself; the output is the same")
+            return
         probe = getattr(run.readers.periphery, "busy_threads", None)  # optional (ReaderPeriphery)
-        run.readers.pushup = PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe)
+        # A resumed run re-reads each split some destination holds under the placement it was read under.
+        pinned = restore_placements(transforms, self._restored.placements, self._log)
+        run.readers.pushup = PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe,
+                                    pinned=pinned)
 
     def _transfer(self, run: _Run, schema: Schema) -> str | None:
         """Prepare the destinations, start reading and writing, and watch; why the task aborts, or None."""

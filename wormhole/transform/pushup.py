@@ -10,15 +10,17 @@ that reduce the data (selectivity >= ``min_selectivity``) move into the source, 
 first; when the source is busy, everything moves back out.
 
 A placement changes only between splits: :meth:`PushUp.placement_for` fixes a split's placement
-when a reader starts it, and the split keeps it to its end (it is recorded with the split's
-checkpoint and in the result), so no row is filtered twice or skipped.
+when a reader first starts it, and the split keeps it to its end and in every later read of it (a
+read that failed and is tried again, a resumed run): it is recorded with the split's checkpoint and
+in the result, so no row is filtered twice or skipped, and a resumed run re-reads each split some
+destination holds under the placement it was read under (:func:`restore_placements`).
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +68,9 @@ class PushUp:
     """The placement of the task's operators, split by split."""
 
     def __init__(self, plan: TransformPlan, conf: PushUpConf, log: Logger, *, channels: int,
-                 probe: Callable[[], int | None] | None = None, start: Placement | None = None) -> None:
+                 probe: Callable[[], int | None] | None = None, start: Placement | None = None,
+                 pinned: Mapping[str, Placement] | None = None) -> None:
+        """``pinned``: split -> the placement an earlier run of the chain read it under (a resumed run)."""
         self.plan = plan
         self.conf = conf
         self._log = log
@@ -77,8 +81,12 @@ class PushUp:
         self._offers: queue.SimpleQueue[tuple[tuple[int, str], dict[str, tuple[int, int, int, int]]]] = \
             queue.SimpleQueue()
         self._latest: dict[tuple[int, str], dict[str, tuple[int, int, int, int]]] = {}
+        self._restored = frozenset(pinned or ())
+        self._fixed: dict[str, Placement] = dict(pinned or {})
         self.splits: dict[str, str] = {}
         """Split id -> the id of the placement it was read under."""
+        self.reproduced: list[str] = []
+        """Splits read again under the placement a crashed run of the chain read them under."""
         self.moves: list[dict[str, Any]] = []
         self.placements: dict[str, list[str]] = {}
         """Placement id -> the ids of the operators it runs in the source, in order."""
@@ -93,8 +101,13 @@ class PushUp:
     # -- reader threads ------------------------------------------------------------------------
 
     def placement_for(self, split_id: str) -> Placement:
-        """The placement split ``split_id`` is read under (fixed now, at its start)."""
-        placement = self.placement
+        """The placement split ``split_id`` is read under: fixed at its first start (in this run or, for a
+        resumed run, in the run that read it first), the same in every read of it."""
+        placement = self._fixed.get(split_id)
+        if placement is None:
+            placement = self._fixed[split_id] = self.placement
+        elif split_id in self._restored and split_id not in self.splits:
+            self.reproduced.append(split_id)
         pid = placement_id(self.plan, placement)
         self.splits[split_id] = pid
         if pid not in self.placements:
@@ -198,3 +211,28 @@ class PushUp:
                           for i in (*before, *to) if self.plan.task_ops[i].id in stats}}
         self.moves.append(move)
         self._log.info("pushup.moved", **move)
+
+
+def restore_placements(plan: TransformPlan, recorded: Mapping[str, Mapping[str, Any]],
+                       log: Logger) -> dict[str, Placement]:
+    """Split -> the placement the checkpoint records it was read under, as this run's plan's operator
+    indices. A record this plan cannot reproduce (the task's transforms or the source's dialect changed
+    since) is logged and the split placed afresh: its output is the same under any placement."""
+    index = {op.id: i for i, op in enumerate(plan.task_ops)}
+    out: dict[str, Placement] = {}
+    refused: dict[str, str] = {}
+    for split_id, record in recorded.items():
+        pushed = record.get("pushed") or []
+        placement = tuple(index.get(op_id, -1) for op_id in pushed)
+        if -1 in placement or any(i not in plan.pushable for i in placement):
+            refused[split_id] = f"operators {pushed} are not all in this run's plan, or not pushable"
+        elif placement_id(plan, placement) != record.get("plan"):
+            refused[split_id] = f"placement {record.get('plan')} does not match operators {pushed}"
+        else:
+            out[split_id] = placement
+    if refused:
+        log.warning("pushup.not_reproduced", splits=len(refused), first=next(iter(refused.items())))
+    if out:
+        log.info("pushup.restored", splits=len(out),
+                 placements=sorted({placement_id(plan, p) for p in out.values()}))
+    return out

@@ -31,4 +31,5 @@ def transform_report(readers: Any, writers: Any) -> dict[str, Any] | None:
         out["placements"] = dict(pushup.placements)
         out["splits"] = dict(sorted(pushup.splits.items()))
         out["moves"] = list(pushup.moves)
+        out["reproduced"] = sorted(pushup.reproduced)
     return out
