@@ -44,7 +44,7 @@ from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.splits import split_order, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
-from wormhole.spark.transforms import apply_chain
+from wormhole.spark.transforms import account_filtered, apply_chain, count_rows
 from wormhole.spark.types import (
     RowReaderPlan,
     exact_columns,
@@ -143,6 +143,8 @@ class SparkExecution:
         self._lease: Lease | None = None
         self._source_dirty = self.sc.accumulator([], _ListParam())
         self._totals: dict[str, Any] = {}
+        self._split_rows: dict[str, int] | None = None
+        """Rows of each split after the task's operators (when a destination's own chain needs them)."""
         self._cancelled = False
         self._throttle = throttle
         self._pacer: TokenServer | None = None
@@ -268,7 +270,8 @@ class SparkExecution:
             self.frame = apply_chain(self.frame, self.transforms.residual(()))
         self.frame = self.frame.persist(StorageLevel.MEMORY_AND_DISK)
         t0 = time.monotonic()
-        rows = self.frame.count()
+        per_split = self.transforms is not None and any(self.transforms.destinations.values())
+        rows, self._split_rows = count_rows(self.frame, self.split_ids, per_split)
         self._read_s = time.monotonic() - t0
         entries: list[DirtyEntry] = self._source_dirty.value
         self._flush_dirty(entries)
@@ -295,6 +298,7 @@ class SparkExecution:
         self.sc.setJobGroup(f"{self.group}:{dest.id}", f"wormhole: write {dest.id}", interruptOnCancel=True)
         chain = self.transforms.destination_chain(dest.id) if self.transforms is not None else None
         frame = apply_chain(self.frame, chain) if chain is not None else self.frame
+        wanted = self._coordinator.missing(dest.id) if dest.durable and self._coordinator is not None else None
         t0 = time.monotonic()
         try:
             if dest.durable:
@@ -319,9 +323,7 @@ class SparkExecution:
             else:
                 how = "driver"
                 self._write_on_driver(dest, counters, frame)
-            if not dest.durable and chain is not None and chain.ops:  # what its own filters dropped
-                counters.filtered = rows - counters.delivered
-                counters.delivered = rows
+            account_filtered(counters, chain, rows, self._split_rows, wanted)
         except (WriteError, DirtyLimitExceeded):
             raise
         except Exception as exc:

@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from wormhole.counters import WriterCounters
 from wormhole.transform.chain import Chain
 from wormhole.transform.check import check
 from wormhole.transform.expr import Cast, Col
@@ -25,6 +26,29 @@ def apply_chain(frame: DataFrame, chain: Chain) -> DataFrame:
     for op in chain.ops:
         frame = _apply(frame, op)
     return frame
+
+
+def count_rows(frame: DataFrame, split_ids: list[str], per_split: bool) -> tuple[int, dict[str, int] | None]:
+    """The frame's rows, and with ``per_split`` (when each partition is one split) each split's: what a
+    destination whose chain filters is offered of each split it writes."""
+    if not per_split or frame.rdd.getNumPartitions() != len(split_ids):
+        return frame.count(), None
+    counts = {split_ids[int(r[0])]: int(r[1]) for r in frame.groupBy(F.spark_partition_id()).count().collect()}
+    return sum(counts.values()), counts
+
+
+def account_filtered(counters: WriterCounters, chain: Chain | None, rows: int, split_rows: dict[str, int] | None,
+                     wanted: list[str] | None) -> None:
+    """What a destination's own filters dropped: the rows offered to it (every row of the source; for a
+    destination written split by split, the rows of each split it wrote) minus those its writers got."""
+    if chain is None or not chain.ops:
+        return
+    if wanted is not None:
+        if split_rows is None:
+            return  # not known per split: the destination reports no filtered rows
+        rows = sum(split_rows.get(s, 0) for s in wanted)
+    counters.filtered = rows - counters.delivered
+    counters.delivered = rows
 
 
 def _resolver(frame: DataFrame, op: BoundOp) -> Any:
