@@ -146,7 +146,10 @@ def read(spark: SparkSession, options: MysqlSource, splits: list[Split], schema:
 def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Split], dates: frozenset[str],
               schema: Schema) -> DataFrame:
     """One table of one shard over JDBC, a partition per split; dates as the text of a CAST."""
-    props = {**_properties(ep), "fetchsize": "10000", "preferTimestampNTZ": "true"}
+    # No predicate push-down: Spark would hand the task's filters to MySQL as plain SQL, compared under
+    # the column's collation ('TEST' = 'test', 'ok ' = 'ok') and not checked again; Spark evaluates them
+    # itself, comparing strings by code point as local mode does.
+    props = {**_properties(ep), "fetchsize": "10000", "preferTimestampNTZ": "true", "pushDownPredicate": "false"}
     predicates = [s.params["predicate"] or "1=1" for s in members]
     columns = list(members[0].params["columns"])
     cast = {c: f"__wh_text_{i}" for i, c in enumerate(columns) if c.lower() in dates}
