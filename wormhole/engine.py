@@ -323,8 +323,9 @@ class Engine:
             return
         run.writers.transforms = transforms
         if self._engine == "spark":  # SparkExecution applies them as Spark Columns (it got them when it was made)
-            if self._restored.placements:
-                self._log.info("pushup.not_reproduced", splits=len(self._restored.placements),
+            pushed = [s for s, p in self._restored.placements.items() if p.get("pushed")]
+            if pushed:
+                self._log.info("pushup.not_reproduced", splits=len(pushed),
                                reason="Spark runs the task's operators itself; the output is the same")
             return
         probe = getattr(run.readers.periphery, "busy_threads", None)  # optional (ReaderPeriphery)
