@@ -326,7 +326,7 @@ class Engine:
             pushed = [s for s, p in self._restored.placements.items() if p.get("pushed")]
             if pushed:
                 self._log.info("pushup.not_reproduced", splits=len(pushed),
-                               reason="Spark runs the task's operators itself; the output is the same")
+                               reason="Spark reads every split under the static placement; the output is the same")
             return
         probe = getattr(run.readers.periphery, "busy_threads", None)  # optional (ReaderPeriphery)
         # A resumed run re-reads each split some destination holds under the placement it was read under.

@@ -242,3 +242,32 @@ def test_adaptive_push_up_leaves_a_busy_source_alone(ws: Workspace, dbs: Databas
     held = next(e for e in log_events(proc.stderr) if e["event"] == "pushup.held")
     assert held["busy_threads"] > held["limit"] == 2
     assert len(jsonl_rows(ws.root / "busy")) == rows // 5
+
+
+@pytest.mark.mysql
+def test_spark_reads_literals_mean_what_bound_parameters_mean(dbs: Databases) -> None:
+    """Spark's JDBC predicates take no parameters: the pushed SQL's arguments are written in as literals,
+    which must select exactly what the same SQL with bound parameters selects (and no text can end one)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from wormhole.plugins.base import PushedQuery
+    from wormhole.plugins.mysql.spark import inline_where
+
+    values = ["", "it's", 'a"b', "back\\slash", "100%", "x'; DROP TABLE t; --", "ünï €𝄞", "tab\there",
+              0, -7, 2**62, 0.5, 1e-05, -2.5e300, Decimal("12345.678901234567890123"), Decimal("-0.001"),
+              dt.date(2024, 2, 29), dt.datetime(2024, 2, 29, 23, 59, 58, 123456)]
+    conn = dbs.server.connect()
+    try:
+        for value in values:
+            pushed = PushedQuery(keep=(0,), where="\x00 = \x00 AND CAST(\x00 AS CHAR) = CAST(\x00 AS CHAR)",
+                                 args=(value,) * 4, plan="p")
+            bound = execute(conn, "SELECT %s = %s AND CAST(%s AS CHAR) = CAST(%s AS CHAR), CAST(%s AS CHAR)",
+                            (value,) * 5)
+            inline = inline_where(pushed)
+            assert inline is not None
+            literal = inline.split(" = ")[0]
+            written = execute(conn, f"SELECT {inline}, CAST({literal} AS CHAR)")
+            assert written == bound == [(1, written[0][1])], (value, inline, written, bound)
+    finally:
+        conn.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_transforms import check_three, sqlite_source, three_destinations
-from tests.mysql_helpers import Databases, create_table, insert_rows
+from tests.mysql_helpers import Databases, create_table, execute, insert_rows
 from tests.spark_helpers import run_task
 from tests.transform_helpers import SALT, SALT_ENV, expected_even, source_rows, task
 from wormhole.config import EngineConf
@@ -24,15 +24,20 @@ def test_three_destinations_with_their_own_transforms_in_spark(spark_conf: Engin
     check_three(tmp_path)
     assert result.result["engine"] == "spark"
     assert result.result["destinations"]["even"]["rows_written"] == len(expected_even(source_rows()))
-    assert result.result["plan"]["transforms"]["dialect"] is None  # Spark evaluates them as Columns
+    planned = result.result["plan"]["transforms"]
+    # The leading filters and the projection go into the sqlite reader's query, as in local mode.
+    assert planned["dialect"] == "sqlite" and planned["source_query"]["where"], planned
 
 
 @pytest.mark.mysql
+@pytest.mark.parametrize("pushup", ["static", "off"])
 @pytest.mark.parametrize("engine", ["local", "spark"])
 def test_string_filters_on_mysql_compare_by_code_point_in_both_engines(spark_conf: EngineConf, tmp_path: Path,
-                                                                         dbs: Databases, engine: str) -> None:
+                                                                         dbs: Databases, engine: str,
+                                                                         pushup: str) -> None:
     """The column's collation is case- and trailing-space-insensitive ('TEST' = 'test', 'ok ' = 'ok' in
-    MySQL); a filter means code points in both engines, wherever it runs (Spark must not hand it to MySQL)."""
+    MySQL); a filter means code points in both engines, wherever it runs: Spark must not push its own
+    SQL for it, and the SQL wormhole pushes (the query log shows it) compares bytes."""
     db = dbs.create("coll")
     admin = dbs.server.connect()
     create_table(admin, db, "src", "id INT PRIMARY KEY, status VARCHAR(8) COLLATE utf8mb4_general_ci")
@@ -42,10 +47,24 @@ def test_string_filters_on_mysql_compare_by_code_point_in_both_engines(spark_con
             "transforms": [{"filter": "status = 'ok' OR status = 'test'"}],
             "destinations": [{"id": "js", "plugin": "file", "params": {"path": str(tmp_path / "js"),
                                                                       "format": "jsonl"}}],
-            "settings": {"engine": engine}}
-    result, _ = run_task(spark_conf, spec)
+            "settings": {"engine": engine, "pushup": pushup}}
+    admin = dbs.server.connect()
+    execute(admin, "SET GLOBAL log_output = 'TABLE'")
+    execute(admin, "SET GLOBAL general_log = 'ON'")
+    try:
+        result, _ = run_task(spark_conf, spec)
+    finally:
+        execute(admin, "SET GLOBAL general_log = 'OFF'")
+    logged = [r[0] for r in execute(admin, "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log WHERE "
+                                           "command_type IN ('Query', 'Execute') AND argument LIKE %s",
+                                    (f"%`{db}`%src%WHERE%",))]
+    execute(admin, "TRUNCATE TABLE mysql.general_log")
+    admin.close()
     assert result.exit_code == 0, result.result
     assert result.result["engine"] == engine
     got = sorted(json.loads(line)["id"] for p in (tmp_path / "js").glob("*.jsonl")
                  for line in p.read_text().splitlines())
     assert got == [1, 3]
+    pushed = [q for q in logged if "AS BINARY" in q]
+    assert bool(pushed) == (pushup == "static"), logged
+    assert not [q for q in logged if "`status` = '" in q]  # never Spark's own, collated, SQL

@@ -8,7 +8,7 @@ JSON keys (:meth:`Plan.to_dict`) are documented in the README and stable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from wormhole.config import EngineConf, TaskSpec
@@ -95,16 +95,17 @@ def make_plan(spec: TaskSpec, conf: EngineConf, readers: ReaderManager, log: Log
 
 
 def _transforms(spec: TaskSpec, readers: ReaderManager, engine: EngineName) -> TransformPlan | None:
-    """The task's transforms bound to the source schema (InvalidTaskConfig lists every problem). In
-    Spark mode the task's operators run as Spark Columns on the source's DataFrame, where Spark
-    pushes filters into the scan itself; locally a source with a SQL dialect takes the leading
-    filters and projections into its query."""
+    """The task's transforms bound to the source schema (InvalidTaskConfig lists every problem). A
+    source with a SQL dialect takes the leading filters and projections into its query, in both
+    engines (Spark: always the widest placement, no adaptive moves); the rest run in the reader
+    threads, or as Spark Columns on the source's DataFrame."""
     if not spec.transforms and not any(d.transforms for d in spec.destinations):
         return None
     assert readers.schema is not None
     role = registry.get(spec.source.plugin).source
-    dialect = role.pushdown if role is not None and engine == "local" else None
-    return build_plan(spec, readers.schema, dialect)
+    dialect = role.pushdown if role is not None else None
+    plan = build_plan(spec, readers.schema, dialect)
+    return replace(plan, mode="static") if engine == "spark" and plan.mode == "adaptive" else plan
 
 
 def task_groups(splits: list[Split], spec: TaskSpec, count: ChannelCount, per_group: int) -> list[TaskGroup]:

@@ -44,7 +44,7 @@ from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.splits import split_order, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
-from wormhole.spark.transforms import account_filtered, apply_chain, count_rows
+from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
 from wormhole.spark.types import (
     RowReaderPlan,
     exact_columns,
@@ -55,7 +55,7 @@ from wormhole.spark.types import (
     to_arrow_batches,
 )
 from wormhole.split_lane import SplitTarget
-from wormhole.transform.plan import TransformPlan
+from wormhole.transform.plan import Placement, TransformPlan
 
 DirtyEntry = tuple[str, str | None, str, Row]
 """(origin, split id, reason, row): a rejected row on its way from an executor to the dirty file."""
@@ -143,8 +143,8 @@ class SparkExecution:
         self._lease: Lease | None = None
         self._source_dirty = self.sc.accumulator([], _ListParam())
         self._totals: dict[str, Any] = {}
-        self._split_rows: dict[str, int] | None = None
-        """Rows of each split after the task's operators (when a destination's own chain needs them)."""
+        self._split_rows: dict[str, int] | None = None  # after the task's operators, for destination chains
+        self._placement: Placement = ()  # the task's operators pushed into the source's read
         self._cancelled = False
         self._throttle = throttle
         self._pacer: TokenServer | None = None
@@ -186,6 +186,7 @@ class SparkExecution:
 
     def source_frame(self, source: SourceSpec, splits: list[Split], schema: Schema) -> tuple[DataFrame, Schema]:
         """The source as a DataFrame (not yet read) and the schema the writers get."""
+        splits, schema, self._placement = push_down(self.transforms, splits, schema)
         role = registry.get(source.plugin).source
         assert role is not None
         planned = load(role.spark_read)(self.spark, source.options, splits, schema) if role.spark_read else None
@@ -267,7 +268,7 @@ class SparkExecution:
         self.sc.setJobGroup(f"{self.group}:read", "wormhole: read the source", interruptOnCancel=True)
         if self.transforms is not None and self.transforms.task_ops:
             # The task's operators, once, before the fan-out (every one keeps a partition a split).
-            self.frame = apply_chain(self.frame, self.transforms.residual(()))
+            self.frame = apply_chain(self.frame, self.transforms.residual(self._placement))
         self.frame = self.frame.persist(StorageLevel.MEMORY_AND_DISK)
         t0 = time.monotonic()
         per_split = self.transforms is not None and any(self.transforms.destinations.values())

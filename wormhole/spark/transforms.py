@@ -8,6 +8,7 @@ text (exact values, decimals from a row reader) is handed to expressions in its 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -15,10 +16,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.counters import WriterCounters
+from wormhole.plugins.base import Schema, Split
 from wormhole.transform.chain import Chain
 from wormhole.transform.check import check
 from wormhole.transform.expr import Cast, Col
 from wormhole.transform.operators import BoundOp
+from wormhole.transform.plan import Placement, TransformPlan
 from wormhole.transform.spark import SPARK_TYPES, column, compile_spark
 
 
@@ -26,6 +29,22 @@ def apply_chain(frame: DataFrame, chain: Chain) -> DataFrame:
     for op in chain.ops:
         frame = _apply(frame, op)
     return frame
+
+
+def push_down(plan: TransformPlan | None, splits: list[Split],
+              schema: Schema) -> tuple[list[Split], Schema, Placement]:
+    """The splits with the task's pushed-down filters and projection (``pushdown``: the source's Spark
+    read, or its row reader, evaluates them as local mode's reader does), the schema they read, and the
+    placement (``()`` when nothing is pushed). Spark has no per-thread measurements: ``adaptive`` pushes
+    what ``static`` does."""
+    if plan is None or plan.dialect is None or plan.mode == "off":
+        return splits, schema, ()
+    placement = plan.widest()
+    pushed = plan.pushed_query(placement)
+    if pushed is None:
+        return splits, schema, ()
+    return ([dataclasses.replace(s, params={**s.params, "pushdown": pushed}) for s in splits],
+            Schema(tuple(schema.columns[k] for k in pushed.keep)), placement)
 
 
 def count_rows(frame: DataFrame, split_ids: list[str], per_split: bool) -> tuple[int, dict[str, int] | None]:

@@ -11,6 +11,8 @@ with its marker row), not JDBC.
 
 from __future__ import annotations
 
+from datetime import date, datetime
+from decimal import Decimal
 from functools import reduce
 from typing import Any
 
@@ -18,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wormhole.errors import SplitError
-from wormhole.plugins.base import Schema, Split
+from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split
 from wormhole.plugins.mysql.catalog import choose_columns, describe_table
 from wormhole.plugins.mysql.connection import close_quietly, connect, fetch_all, text
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource, resolve_password
@@ -143,15 +145,52 @@ def read(spark: SparkSession, options: MysqlSource, splits: list[Split], schema:
                             [s.id for members in groups.values() for s in members])
 
 
+def literal(value: Any) -> str:
+    """A bound parameter of pushed-down SQL as a MySQL literal of the same meaning (Spark's JDBC
+    predicates take no parameters). Strings go as hex with their character set: nothing in them can
+    end the literal."""
+    if isinstance(value, bool) or value is None:
+        raise TypeError(f"pushed-down SQL binds no {value!r}")  # sqlgen writes these inline
+    if isinstance(value, (int, Decimal)):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)  # finite: the parser refuses what a double cannot hold
+    if isinstance(value, datetime):
+        return f"'{value.isoformat(sep=' ')}'"
+    if isinstance(value, date):
+        return f"'{value.isoformat()}'"
+    if isinstance(value, str):
+        return f"_utf8mb4 X'{value.encode().hex()}'" if value else "_utf8mb4 ''"
+    raise TypeError(f"pushed-down SQL binds no {type(value).__name__}")
+
+
+def inline_where(pushed: PushedQuery) -> str | None:
+    """The pushed-down condition with its parameters written in as literals."""
+    if pushed.where is None:
+        return None
+    parts = pushed.where.split(PARAM_MARK)
+    out = [parts[0]]
+    for arg, part in zip(pushed.args, parts[1:], strict=True):
+        out += [literal(arg), part]
+    return "".join(out)
+
+
 def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Split], dates: frozenset[str],
               schema: Schema) -> DataFrame:
-    """One table of one shard over JDBC, a partition per split; dates as the text of a CAST."""
-    # No predicate push-down: Spark would hand the task's filters to MySQL as plain SQL, compared under
-    # the column's collation ('TEST' = 'test', 'ok ' = 'ok') and not checked again; Spark evaluates them
-    # itself, comparing strings by code point as local mode does.
+    """One table of one shard over JDBC, a partition per split; dates as the text of a CAST. The task's
+    pushed-down filters (``pushdown``, the SQL local mode sends) are ANDed to each split's predicate."""
+    # No predicate push-down by Spark: it would hand the task's filters to MySQL as plain SQL, compared
+    # under the column's collation ('TEST' = 'test', 'ok ' = 'ok') and not checked again. What goes to
+    # MySQL is ``pushdown``, the SQL that means what Spark and local mode mean.
     props = {**_properties(ep), "fetchsize": "10000", "preferTimestampNTZ": "true", "pushDownPredicate": "false"}
     predicates = [s.params["predicate"] or "1=1" for s in members]
     columns = list(members[0].params["columns"])
+    pushed: PushedQuery | None = members[0].params.get("pushdown")
+    if pushed is not None:
+        columns = [columns[k] for k in pushed.keep]
+        where = inline_where(pushed)
+        if where is not None:
+            predicates = [f"({p}) AND ({where})" for p in predicates]
     cast = {c: f"__wh_text_{i}" for i, c in enumerate(columns) if c.lower() in dates}
     if cast:
         # The original columns stay for the split predicates and the task's where; Spark
