@@ -185,8 +185,10 @@ def snapshot(cur: Any, db: str, table: str) -> Snapshot:
     return Snapshot(rows=rows, checksum=int(checksum))
 
 
-def ensure_source(cur: Any, table: str, rows: int) -> Snapshot:
-    """``whb_src.<table>`` with ``rows`` rows: reused when its recorded recipe, count and checksum hold."""
+def ensure_source(cur: Any, table: str, rows: int, *, schema: str = SCHEMA, fill: str = FILL,
+                  recipe: str = RECIPE) -> Snapshot:
+    """``whb_src.<table>`` with ``rows`` rows, made by ``schema`` and ``fill`` (templates of ``db``, ``table``
+    and ``rows``): reused when its recorded ``recipe``, count and checksum hold."""
     cur.execute(f"CREATE DATABASE IF NOT EXISTS `{SRC_DB}` CHARACTER SET utf8mb4")
     cur.execute(f"CREATE TABLE IF NOT EXISTS `{SRC_DB}`.`{META_TABLE}` (tbl VARCHAR(64) PRIMARY KEY, "
                 "row_count BIGINT NOT NULL, recipe CHAR(40) NOT NULL, checksum BIGINT UNSIGNED NOT NULL)")
@@ -195,7 +197,7 @@ def ensure_source(cur: Any, table: str, rows: int) -> Snapshot:
     cur.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
                 (SRC_DB, table))
     exists = cur.fetchone()[0] == 1
-    if exists and recorded is not None and recorded[0] == rows and recorded[1] == RECIPE:
+    if exists and recorded is not None and recorded[0] == rows and recorded[1] == recipe:
         current = snapshot(cur, SRC_DB, table)
         if current == Snapshot(rows=rows, checksum=int(recorded[2])):
             say(f"  reusing {SRC_DB}.{table}: {rows:,} rows, checksum {current.checksum}")
@@ -203,13 +205,13 @@ def ensure_source(cur: Any, table: str, rows: int) -> Snapshot:
         say(f"  {SRC_DB}.{table} changed since it was built ({current}); rebuilding")
     start = time.perf_counter()
     cur.execute(f"DROP TABLE IF EXISTS `{SRC_DB}`.`{table}`")
-    cur.execute(SCHEMA.format(db=SRC_DB, table=table))
-    cur.execute(FILL.format(db=SRC_DB, table=table, rows=rows))
+    cur.execute(schema.format(db=SRC_DB, table=table))
+    cur.execute(fill.format(db=SRC_DB, table=table, rows=rows))
     built = snapshot(cur, SRC_DB, table)
     if built.rows != rows:
         raise BenchmarkFailure(f"building {SRC_DB}.{table}: {built.rows:,} rows instead of {rows:,}")
     cur.execute(f"REPLACE INTO `{SRC_DB}`.`{META_TABLE}` VALUES (%s, %s, %s, %s)",
-                (table, rows, RECIPE, built.checksum))
+                (table, rows, recipe, built.checksum))
     say(f"  built {SRC_DB}.{table}: {rows:,} rows in {time.perf_counter() - start:.1f} s, "
         f"checksum {built.checksum}")
     return built
@@ -327,6 +329,22 @@ class Workspace:
         conn.close()
         assert cur.lastrowid is not None
         return cur.lastrowid
+
+    def run(self, spec: dict[str, Any], label: str, env: dict[str, str] | None = None) -> tuple[Timed, dict[str, Any]]:
+        """Submit ``spec``, run it with the real CLI, and return the run's timing and its result row;
+        BenchmarkFailure (the workspace kept, the log's tail) when it fails or records no result."""
+        task_id = self.submit(spec)
+        run = timed([*wormhole_command(), "--task-id", str(task_id)], cwd=self.root, env=env or self.env)
+        conn = sqlite3.connect(self.db_path)
+        try:
+            row = conn.execute("SELECT result FROM wormhole_task WHERE id = ?", (task_id,)).fetchone()
+        finally:
+            conn.close()
+        if run.returncode != 0 or row is None or row[0] is None:
+            raise BenchmarkFailure(f"{label}: wormhole exited {run.returncode} (workspace {self.root} kept; "
+                                   f"`wormhole task show {task_id}` there has the result)\n"
+                                   + "\n".join(run.stderr.strip().splitlines()[-10:]))
+        return run, json.loads(row[0])
 
 
 

@@ -27,10 +27,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import shutil
-import sqlite3
 import tempfile
-import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,17 +37,15 @@ from typing import Any
 
 from benchmarks.mysql_scenario import (
     DEST_DBS,
-    META_TABLE,
     REPO,
     SRC_DB,
     BenchmarkFailure,
     Server,
     Snapshot,
     Workspace,
+    ensure_source,
     say,
     snapshot,
-    timed,
-    wormhole_command,
 )
 
 TABLE = "t_pushup"
@@ -76,7 +73,7 @@ CREATE TABLE `{db}`.`{table}` (
 FILL = """
 INSERT INTO `{db}`.`{table}`
 SELECT seq,
-       seq % {groups},
+       seq % GROUPS,
        (seq * 7919) % 1000003,
        CONCAT(ELT(1 + seq % 6, 'Ann', 'Zoë', 'Bob', 'Jürgen', 'Li Wei', 'Ørsted'), ' #', seq % 100003),
        IF(seq % 17 = 0, NULL, ((seq * 7127) % 100000000) / 100),
@@ -84,8 +81,8 @@ SELECT seq,
        TIMESTAMP'2020-01-01 00:00:00' + INTERVAL seq * 61 SECOND,
        IF(seq % 13 = 0, NULL, LEFT(SHA1(seq), 8 + seq % 33))
 FROM `{db}`.seq_1_to_{rows}
-"""
-RECIPE = hashlib.sha1((SCHEMA + FILL + str(GROUPS)).encode()).hexdigest()
+""".replace("GROUPS", str(GROUPS))
+RECIPE = hashlib.sha1((SCHEMA + FILL).encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,35 +109,6 @@ class Run:
 
 # ---------------------------------------------------------------------------------------------
 # Data set
-
-
-def ensure_source(cur: Any, rows: int) -> Snapshot:
-    """``whb_src.t_pushup`` with ``rows`` rows: reused when its recorded recipe, count and checksum hold."""
-    cur.execute(f"CREATE DATABASE IF NOT EXISTS `{SRC_DB}` CHARACTER SET utf8mb4")
-    cur.execute(f"CREATE TABLE IF NOT EXISTS `{SRC_DB}`.`{META_TABLE}` (tbl VARCHAR(64) PRIMARY KEY, "
-                "row_count BIGINT NOT NULL, recipe CHAR(40) NOT NULL, checksum BIGINT UNSIGNED NOT NULL)")
-    cur.execute(f"SELECT row_count, recipe, checksum FROM `{SRC_DB}`.`{META_TABLE}` WHERE tbl = %s", (TABLE,))
-    recorded = cur.fetchone()
-    cur.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s AND table_name = %s",
-                (SRC_DB, TABLE))
-    if cur.fetchone()[0] == 1 and recorded is not None and recorded[0] == rows and recorded[1] == RECIPE:
-        current = snapshot(cur, SRC_DB, TABLE)
-        if current == Snapshot(rows=rows, checksum=int(recorded[2])):
-            say(f"  reusing {SRC_DB}.{TABLE}: {rows:,} rows, checksum {current.checksum}")
-            return current
-        say(f"  {SRC_DB}.{TABLE} changed since it was built ({current}); rebuilding")
-    start = time.perf_counter()
-    cur.execute(f"DROP TABLE IF EXISTS `{SRC_DB}`.`{TABLE}`")
-    cur.execute(SCHEMA.format(db=SRC_DB, table=TABLE))
-    cur.execute(FILL.format(db=SRC_DB, table=TABLE, rows=rows, groups=GROUPS))
-    built = snapshot(cur, SRC_DB, TABLE)
-    if built.rows != rows:
-        raise BenchmarkFailure(f"building {SRC_DB}.{TABLE}: {built.rows:,} rows instead of {rows:,}")
-    cur.execute(f"REPLACE INTO `{SRC_DB}`.`{META_TABLE}` VALUES (%s, %s, %s, %s)",
-                (TABLE, rows, RECIPE, built.checksum))
-    say(f"  built {SRC_DB}.{TABLE}: {rows:,} rows in {time.perf_counter() - start:.1f} s, "
-        f"checksum {built.checksum}")
-    return built
 
 
 def prepare_destination(cur: Any) -> Snapshot:
@@ -171,10 +139,12 @@ def drop_destination(cur: Any) -> None:
 
 
 def conf_dir(root: Path, interval_s: float) -> Path:
-    """The repository's engine.toml with a ``[pushup]`` section of its own (a shorter scheduler interval)."""
-    text = (REPO / "conf" / "engine.toml").read_text(encoding="utf-8").rstrip("\n")
-    text += f"\n\n[pushup]\ninterval_s = {interval_s}\n"
-    tomllib.loads(text)
+    """The repository's engine.toml with its ``[pushup]`` interval_s replaced (a shorter scheduler interval)."""
+    text = (REPO / "conf" / "engine.toml").read_text(encoding="utf-8")
+    text, n = re.subn(r"(?m)^(\[pushup\].*\n(?:(?!\[).*\n)*?)interval_s = [^#\n]*",
+                      lambda m: f"{m.group(1)}interval_s = {interval_s} ", text, count=1)
+    if n != 1 or tomllib.loads(text)["pushup"]["interval_s"] != interval_s:
+        raise BenchmarkFailure("conf/engine.toml has no [pushup] interval_s to replace")
     conf = root / "conf-pushup"
     conf.mkdir(exist_ok=True)
     (conf / "engine.toml").write_text(text, encoding="utf-8")
@@ -196,19 +166,7 @@ def spec(mode: str, opts: Options) -> dict[str, Any]:
 
 
 def run_mode(ws: Workspace, env: dict[str, str], mode: str, opts: Options, expected: Snapshot) -> Run:
-    task_id = ws.submit(spec(mode, opts))
-    cmd = [*wormhole_command(), "--task-id", str(task_id)]
-    run = timed(cmd, cwd=ws.root, env=env)
-    conn = sqlite3.connect(ws.db_path)
-    try:
-        row = conn.execute("SELECT result FROM wormhole_task WHERE id = ?", (task_id,)).fetchone()
-    finally:
-        conn.close()
-    if run.returncode != 0 or row is None or row[0] is None:
-        raise BenchmarkFailure(f"pushup {mode}: wormhole exited {run.returncode} (workspace {ws.root} kept; "
-                               f"`wormhole task show {task_id}` there has the result)\n"
-                               + "\n".join(run.stderr.strip().splitlines()[-10:]))
-    result = json.loads(row[0])
+    run, result = ws.run(spec(mode, opts), f"pushup {mode}", env)
     written = result["destinations"][DEST_DB]["rows_written"]
     if written != expected.rows:
         raise BenchmarkFailure(f"pushup {mode}: {written:,} rows written, the filter keeps {expected.rows:,}")
@@ -237,7 +195,7 @@ def run_all(opts: Options) -> list[dict[str, Any]]:
             cur.execute("SELECT VERSION()")
             say(f"MariaDB {cur.fetchone()[0]}")
             say(f"preparing {SRC_DB}.{TABLE} on {opts.server.host}:{opts.server.port}")
-            ensure_source(cur, opts.rows)
+            ensure_source(cur, TABLE, opts.rows, schema=SCHEMA, fill=FILL, recipe=RECIPE)
             expected = prepare_destination(cur)
             say(f"  filter {FILTER!r} keeps {expected.rows:,} rows; channels {opts.channels}, split_factor "
                 f"{opts.split_factor}, [pushup] interval_s {opts.interval_s}")

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sqlite3
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
@@ -45,9 +44,7 @@ from benchmarks.mysql_scenario import (
     empty_destinations,
     ensure_source,
     say,
-    timed,
     verify,
-    wormhole_command,
 )
 
 TABLE = "t_speed"
@@ -141,21 +138,10 @@ def spark_conf_dir(root: Path) -> Path:
 
 
 def run_case(ws: Workspace, case: Case, server: Server) -> dict[str, Any]:
-    task_id = ws.submit(spec(case, server))
     env = dict(ws.env)
     if case.part == "spark":
         env["WORMHOLE_CONF"] = str(spark_conf_dir(ws.root))
-    cmd = [*wormhole_command(), "--task-id", str(task_id)]
-    run = timed(cmd, cwd=ws.root, env=env)
-    conn = sqlite3.connect(ws.db_path)
-    try:
-        row = conn.execute("SELECT result FROM wormhole_task WHERE id = ?", (task_id,)).fetchone()
-    finally:
-        conn.close()
-    if run.returncode != 0 or row is None or row[0] is None:
-        raise BenchmarkFailure(f"{case.label}: wormhole exited {run.returncode} (workspace {ws.root} kept)\n"
-                               + "\n".join(run.stderr.strip().splitlines()[-10:]))
-    result = json.loads(row[0])
+    _, result = ws.run(spec(case, server), case.label, env)
     moved = [d["rows_written"] for d in result["destinations"].values()]
     if moved != [result["source"]["rows_read"]] * case.destinations:
         raise BenchmarkFailure(f"{case.label}: rows written {moved}, read {result['source']['rows_read']}")
