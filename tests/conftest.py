@@ -121,6 +121,15 @@ class Workspace:
         conn.close()
         return int(task_id)
 
+    def taskdb_id(self) -> str:
+        """The id ``db init`` gave this workspace's (SQLite) task database: destinations name their kept
+        state (staging tables, markers, temporary directories) by it."""
+        conn = sqlite3.connect(self.root / "var" / "wormhole.db")
+        try:
+            return str(conn.execute("SELECT value FROM wormhole_meta WHERE name = 'taskdb_id'").fetchone()[0])
+        finally:
+            conn.close()
+
     def show(self, task_id: int) -> dict[str, Any]:
         return json.loads(self.run("task", "show", str(task_id), check=True).stdout)
 

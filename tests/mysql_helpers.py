@@ -6,7 +6,9 @@ what the tests see is what a user querying the database would see.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -257,3 +259,63 @@ def assert_json_lines(stderr: str) -> None:
         except ValueError:
             bad.append(line)
     assert not bad, f"{len(bad)} stderr line(s) are not JSON log events:\n" + "\n".join(bad[:40])
+
+
+class VanishingServer:
+    """A TCP relay to the test server that can make the server vanish: ``cut()`` drops every relayed
+    connection and refuses new ones (as a stopped or unreachable server does), ``restore()`` brings it
+    back. Destinations reach the server through ``port`` to be cut off while others stay healthy."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self.down = False
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True, name="vanishing-accept").start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.down:
+                client.close()  # refused: the client sees its connection closed at once
+                continue
+            upstream = socket.create_connection((self.server.host, self.server.port))
+            with self._lock:
+                self._open += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        self.down = True
+        with self._lock:
+            for s in self._open:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            self._open = []
+
+    def restore(self) -> None:
+        self.down = False
+
+    def close(self) -> None:
+        self._closed = True
+        self.cut()
+        self._listener.close()

@@ -44,6 +44,9 @@ class MonitorConf:
 class ExchangeConf:
     batch_rows: int = opt(4096, min=1)
     """Rows per batch crossing from reader threads to writer threads."""
+    batch_bytes: int = opt(4 * 1024 * 1024, min=1)
+    """At most this many (estimated) bytes per batch as well: wide rows make smaller batches, so memory
+    follows ``queue_bytes`` whatever the rows' size (one row is always a batch of its own)."""
     queue_rows: int = opt(65536, min=1)
     """Capacity of the write side of each destination's DoubleQueue, in rows."""
     queue_bytes: int = opt(64 * 1024 * 1024, min=1)

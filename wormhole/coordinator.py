@@ -124,6 +124,9 @@ class SplitCoordinator:
                     return None
                 now = time.monotonic()
                 found = self._pick(group, now)
+                if found is not None and self._needed_by_nobody(self._states[found]):
+                    self._drop(self._states[found])
+                    continue
                 if found is not None:
                     state = self._states[found]
                     state.attempt += 1
@@ -214,9 +217,25 @@ class SplitCoordinator:
                 state.lacking.discard(destination)
                 state.waiting_on.discard(destination)
                 state.lost.pop(destination, None)
-                if not state.done and not state.reading:
+                if state.done or state.reading:
+                    continue
+                if not state.read_done and self._needed_by_nobody(state):
+                    self._drop(state)  # queued for a re-read only this destination needed
+                else:
                     self._settle(state)
             self._cond.notify_all()
+
+    def _needed_by_nobody(self, state: _SplitState) -> bool:
+        """No destination would get the split: every one that lacked it failed, and the others have it."""
+        return not state.lacking and (state.fire_sent or not self._fire)
+
+    def _drop(self, state: _SplitState) -> None:
+        state.done = True
+        queue = self._queues[state.group]
+        if state.split.id in queue:
+            queue.remove(state.split.id)
+        self._log.info("coordinator.split_dropped", split_id=state.split.id,
+                       reason="every destination that lacked it has failed")
 
     def _settle(self, state: _SplitState) -> None:
         """Once the read is done and every destination of the attempt has reported: done, or again."""

@@ -2,8 +2,8 @@
 
 The task is already validated (``TaskSpec``) when the Engine gets it. ``run()`` never raises for a
 store failure: every outcome becomes a :class:`RunResult` with per-destination statuses and the
-exit code of DESIGN §11. ``stop()`` (SIGTERM) makes a running ``run()`` roll back and return.
-The steps are the same for both engines; where the rows move is an :class:`Execution`.
+exit code of DESIGN §11. ``stop()`` (SIGTERM) makes a running ``run()`` roll back and return. The
+steps are the same for both engines; where the rows move is an :class:`Execution`.
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ class _Restored:
     """Destinations a run of the chain committed (per the checkpoint): destination -> rows."""
     placements: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Split -> the transform placement a run of the chain read it under (its durable rows record it)."""
+    committed_by: dict[str, int] = field(default_factory=dict)  # destination -> the run that committed it
 
 
 class _ReadFailed(Exception):
@@ -90,8 +91,7 @@ class _ReadFailed(Exception):
 
     def __init__(self, abort: str | None, error: str | None) -> None:
         super().__init__(abort)
-        self.abort = abort
-        self.error = error
+        self.abort, self.error = abort, error
 
 
 @dataclass(eq=False)
@@ -137,7 +137,8 @@ class _Run:
 class Engine:
     def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger,
                  listeners: Sequence[ProgressListener] = (), checkpoints: CheckpointStore | None = None,
-                 resume_from: int | None = None, lease: Lease | None = None) -> None:
+                 resume_from: int | None = None, lease: Lease | None = None, taskdb_id: str = "",
+                 retried: bool = False) -> None:
         """``listeners`` see the run's progress snapshots (a live display, a metrics endpoint).
 
         ``checkpoints``: where the run records its plan and each split's durability (a task-database
@@ -145,8 +146,12 @@ class Engine:
         without checkpoints (``run FILE``). ``resume_from``: the run this one takes over (a crashed run
         of the same task): its planned splits are read, except those every destination already holds.
         ``lease``: the run's claim on its task; splits become durable and destinations are committed or
-        rolled back only while it is live (None: nobody else can hold the task).
+        rolled back only while it is live (None: nobody else can hold the task). ``taskdb_id``: the task
+        database's id (destinations name their kept state by it). ``retried``: ``resume_from`` ended
+        partial (a retry): what its chain committed is skipped, durable or not.
         """
+        self._retried = retried
+        self._taskdb_id = taskdb_id
         self._lease = lease
         self._checkpoints = checkpoints
         self._resume_from = resume_from
@@ -196,6 +201,7 @@ class Engine:
         run = self._run = self._assemble(origin)
         run.readers.resumed = restored.splits
         run.writers.committed_before = restored.committed
+        run.writers.settled = self._retried
         if self._checkpoints is not None:
             checkpointer = Checkpointer(self._checkpoints, self._task_id, self._run_id, origin, self._log, self._stop)
             run.checkpointer = run.writers.checkpointer = checkpointer
@@ -235,12 +241,12 @@ class Engine:
         destinations a run of the chain committed already."""
         if self._resume_from is None or self._checkpoints is None:
             return _Restored(self._run_id)
-        # The plan of the newest run of the chain that recorded one (a run killed before it planned
-        # recorded none, and no destination holds anything of it): every run of a chain reads the same
-        # splits. Commit rows of every run of the chain.
+        # The plan of the newest run of the chain that recorded one (a run killed before it planned recorded
+        # none, and no destination holds anything of it): every run of a chain reads the same splits.
         run: int | None = self._resume_from
         plan: list[CheckpointRow] = []
         committed: dict[str, int] = {}
+        committed_by: dict[str, int] = {}
         placements: dict[str, dict[str, Any]] = {}
         root, plan_of, durable = self._resume_from, None, 0
         while run is not None:
@@ -250,6 +256,7 @@ class Engine:
             for row in rows:
                 if row.split_id == COMMITTED and row.destination != PLAN_ROW:
                     committed.setdefault(row.destination, row.rows or 0)
+                    committed_by.setdefault(row.destination, run)
             if not plan:
                 plan = [r for r in rows if r.destination == PLAN_ROW and r.payload is not None]
                 plan_of, durable = (run, len(rows) - len(plan)) if plan else (None, 0)
@@ -259,7 +266,7 @@ class Engine:
         self._log.info("task.resuming", resumed_from_run=self._resume_from, origin_run=origin, plan_of_run=plan_of,
                        planned_splits=len(plan), durable_in_checkpoint=durable, committed=sorted(committed),
                        placements_recorded=len(placements))
-        return _Restored(origin, splits, committed, placements)
+        return _Restored(origin, splits, committed, placements, committed_by)
 
     def _assemble(self, origin: int) -> _Run:
         conf, spec = self._conf, self._spec
@@ -273,11 +280,12 @@ class Engine:
                          plugins={d.id: d.plugin for d in spec.destinations},
                          queue_rows=2 * conf.exchange.queue_rows)  # both arrays of a DoubleQueue hold rows
         monitor = MonitorManager(conf.monitor, counters, self._log, names=names, listeners=self._listeners)
-        ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=conf.exchange.batch_rows,
-                          dirty=dirty, plugin=spec.source.plugin, stop=threading.Event())
+        ex = conf.exchange
+        ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=ex.batch_rows,
+                          batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, stop=threading.Event())
         readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log)
         writers = WriterManager(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id,
-                                self._log, origin_run_id=origin, lease=self._lease)
+                                self._log, origin_run_id=origin, lease=self._lease, taskdb_id=self._taskdb_id)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
                     writers=writers, source_limit=spec.settings.error_limit or conf.error_limit,
                     throttle=Throttle.of(spec.settings.speed))
@@ -446,7 +454,8 @@ class Engine:
     # -- the result ----------------------------------------------------------------------------
 
     def _result(self, run: _Run, abort: str | None, read_error: str | None) -> RunResult:
-        destinations = {d.id: self._destination_result(run, d) for d in run.writers.destinations.values()}
+        destinations = {d.id: self._destination_result(run, d, self._restored.committed_by)
+                        for d in run.writers.destinations.values()}
         rejected = any(d.rows_rejected for d in destinations.values()) or run.dirty.count("source") > 0
         status, exit_code = task_outcome([d.status for d in destinations.values()], rejected)
         if self._invalid is not None:
@@ -475,7 +484,7 @@ class Engine:
         return RunResult(report, run_status="interrupted" if interrupted else status)
 
     @staticmethod
-    def _destination_result(run: _Run, dest: DestinationRun) -> DestinationResult:
+    def _destination_result(run: _Run, dest: DestinationRun, run_by: dict[str, int]) -> DestinationResult:
         totals = run.counters.totals(dest.id)
         end = dest.finished or time.monotonic()
         return DestinationResult(
@@ -486,5 +495,6 @@ class Engine:
             rollback_error=dest.rollback_error, error=dest.error, error_code=dest.error_code,
             rows_filtered=totals.filtered,
             rows_resumed=sum(dest.held.values()) if dest.committed_before is None else dest.committed_before,
-            splits_resumed=len(dest.held) if dest.committed_before is None else len(run.readers.splits))
+            splits_resumed=len(dest.held) if dest.committed_before is None else len(run.readers.splits),
+            skipped=None if dest.committed_before is None else f"committed by run {run_by.get(dest.id)}")
 

@@ -15,11 +15,12 @@ from wormhole.plugins.base import LeftoverPeriphery, Schema, WriteContext
 from wormhole.taskdb import CRASHED, SqlTaskStore
 
 
-def resumable_chain(store: SqlTaskStore, task_id: int) -> list[int]:
+def resumable_chain(store: SqlTaskStore, task_id: int, *, retried: bool = False) -> list[int]:
     """The runs a later run of the task would resume (the latest, when it is running or crashed, and the
-    runs it resumed, newest first), else []; the last names the destinations' state (``state_run``)."""
+    runs it resumed, newest first), else []; the last names the destinations' state (``state_run``).
+    ``retried``: a partial latest run counts too (a retry resumes it: its commit rows say what is done)."""
     runs = store.runs(task_id)
-    if not runs or runs[-1].status not in ("running", CRASHED):
+    if not runs or runs[-1].status not in ("running", CRASHED, *(("partial",) if retried else ())):
         return []
     chain: list[int] = []
     run: int | None = runs[-1].id
@@ -35,14 +36,15 @@ def resumable_run(store: SqlTaskStore, task_id: int) -> int | None:
     return chain[-1] if chain else None
 
 
-def leftovers(spec: TaskSpec, task_id: int, keep_run: int | None, *, remove: bool) -> dict[str, list[str]]:
+def leftovers(spec: TaskSpec, task_id: int, keep_run: int | None, *, remove: bool,
+              taskdb_id: str = "") -> dict[str, list[str]]:
     """Per destination, what is left (or what was removed); a destination that cannot be asked says why."""
     found: dict[str, list[str]] = {}
     for dest in spec.destinations:
         sink = registry.get(dest.plugin).sink
         assert sink is not None  # validated with the task
         ctx = WriteContext(task_id=task_id, run_id=keep_run or 0, destination=dest.id, schema=Schema(()),
-                           batch_rows=1, concurrency=1, plugin=dest.plugin)
+                           batch_rows=1, concurrency=1, plugin=dest.plugin, taskdb_id=taskdb_id)
         try:
             periphery = sink.periphery(dest.options, ctx)
             if not isinstance(periphery, LeftoverPeriphery):

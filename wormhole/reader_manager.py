@@ -120,7 +120,8 @@ class ReaderManager:
         for group in self.groups:
             for _ in range(group.channels):
                 worker = len(self._futures)
-                sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop, throttle)
+                sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop, throttle,
+                                               batch_bytes=self._ctx.batch_bytes)
                 self._senders.append(sender)
                 future = spawn(self._run, worker, group.id, self._counters.new_reader(), sender,
                                name=f"reader-{worker}")
@@ -164,7 +165,12 @@ class ReaderManager:
                     if self.stop.is_set():
                         raise TaskAborted("reading stopped", reason="stopped")
                 sender.end_split()
-            except (TaskAborted, DirtyLimitExceeded):
+            except TaskAborted as exc:
+                if not self._abandoned(exc, split.id, rows, sender, log):
+                    raise
+                coordinator.read_done(taken, rows)
+                continue
+            except DirtyLimitExceeded:
                 raise
             except Exception as exc:
                 if self.stop.is_set():
@@ -180,6 +186,16 @@ class ReaderManager:
             log.debug("reader.split_done", split_id=split.id, rows=rows, attempt=taken.attempt)
         if coordinator.error is not None:
             raise ReadError(coordinator.error, plugin=self._plugin)
+
+    def _abandoned(self, exc: TaskAborted, split_id: str, rows: int, sender: BufferedLineExchanger,
+                   log: Logger) -> bool:
+        """Every destination of this split has failed (others may be healthy): the split is done for
+        nobody, and the thread goes on with the next one instead of ending unseen. False: the task stops."""
+        if exc.reason != "no_destination" or self.stop.is_set():
+            return False
+        log.warning("reader.split_abandoned", split_id=split_id, rows=rows, error=str(exc))
+        sender.abort_split(str(exc))
+        return True
 
     def _placed(self, pushup: PushUp, split: Split,
                 runners: dict[tuple[int, ...], ChainRunner]) -> tuple[Split, ChainRunner]:
@@ -213,12 +229,25 @@ class ReaderManager:
             exc = future.exception()
             if exc is not None:
                 if self.error is None:
-                    self.error = exc
-                    if not isinstance(exc, TaskAborted):
-                        self._log.error("reader.failed", error=str(exc), error_code=getattr(exc, "code", None),
-                                        split_id=getattr(exc, "details", {}).get("split_id"))
+                    self._failed(exc)
                 return "failed"
-        return "done" if done == len(self._futures) else "running"
+        if done < len(self._futures):
+            return "running"
+        left = self.coordinator.remaining if self.coordinator is not None else 0
+        if left and not self.stop.is_set():
+            # Never wait on a read side that has nobody left to read: the run fails, saying why.
+            if self.error is None:
+                self._failed(ReadError(f"every reader thread has ended, but {left} split(s) were neither read nor "
+                                       f"given up; this is a wormhole bug: please report it",
+                                       plugin=self._plugin))
+            return "failed"
+        return "done"
+
+    def _failed(self, exc: BaseException) -> None:
+        self.error = exc
+        if not isinstance(exc, TaskAborted):
+            self._log.error("reader.failed", error=str(exc), error_code=getattr(exc, "code", None),
+                            split_id=getattr(exc, "details", {}).get("split_id"))
 
     def join(self, deadline: float) -> bool:
         """Wait for the reader threads until ``deadline`` (monotonic); False if some still run."""

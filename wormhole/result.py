@@ -41,6 +41,8 @@ class DestinationResult:
     """Splits it already held durably when this run started."""
     rows_filtered: int = 0
     """Rows its own transforms dropped (delivered = written + rejected + filtered)."""
+    skipped: str | None = None
+    """Why it was not written in this run (an earlier run of the task committed it), else None."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

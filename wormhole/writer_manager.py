@@ -136,9 +136,11 @@ class DestinationRun:
 class WriterManager:
     def __init__(self, spec: TaskSpec, conf: EngineConf, storage: StorageManager, counters: Counters,
                  notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Logger,
-                 origin_run_id: int | None = None, lease: Lease | None = None) -> None:
+                 origin_run_id: int | None = None, lease: Lease | None = None, taskdb_id: str = "") -> None:
         """``origin_run_id``: the run whose destination state this run continues (a resumed run);
-        ``lease``: the run's claim on its task (None: no task database, nobody else can hold it)."""
+        ``lease``: the run's claim on its task (None: no task database, nobody else can hold it);
+        ``taskdb_id``: the task database's id, which destinations name their kept state by."""
+        self._taskdb_id = taskdb_id
         self._spec = spec
         self._conf = conf
         self._counters = counters
@@ -154,6 +156,9 @@ class WriterManager:
         self.lease = lease
         self.committed_before: dict[str, int] = {}
         """Destinations a run of the resumed chain committed (the checkpoint's commit rows)."""
+        self.settled = False
+        """The run resumes a run that ended (a retried partial task): every destination its chain committed
+        is skipped, durable or not (their own records went when that run's outcome was recorded)."""
         self.checkpointer: Checkpointer | None = None
         self.transforms: TransformPlan | None = None
         """The run's transform plan (set before ``prepare``): each destination's schema and chain."""
@@ -180,9 +185,9 @@ class WriterManager:
     def prepare(self, schema: Schema) -> None:
         timeout = self._conf.timeouts.writer_prepare_s
         for dest in self.destinations.values():
-            if dest.id in self.committed_before and not dest.durable:
-                # Committed before the crash, and nothing of its own to ask: loading it again would
-                # write its rows twice (a hive append), so it is left as the crashed run committed it.
+            if dest.id in self.committed_before and (self.settled or not dest.durable):
+                # Committed before the crash (or by the partial run a retry resumes), and nothing of its own
+                # to ask: loading it again would write its rows twice (an append), so it is left as it is.
                 dest.committed_before = self.committed_before[dest.id]
                 dest.state = "done"
                 dest.log.info("destination.committed_before", rows=dest.committed_before)
@@ -195,7 +200,7 @@ class WriterManager:
             ctx = WriteContext(task_id=self._task_id, run_id=self._run_id, destination=dest.id, schema=schema_here,
                                batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
                                plugin=dest.plugin, stop=dest.stop,
-                               origin_run_id=None if dest.fresh else self._origin_run_id)
+                               origin_run_id=None if dest.fresh else self._origin_run_id, taskdb_id=self._taskdb_id)
             dest.ctx = ctx
             try:
                 dest.periphery = dest.sink.periphery(dest.options, ctx)

@@ -102,7 +102,7 @@ def target(dbs: Databases, label: str, ddl: str = FANOUT_DDL, old_rows: int = 0)
 
 
 def staging_leftovers(conn: Connection, db: str) -> list[str]:
-    """Staging tables (``t__wh<task>_<run>``) still present in ``db``."""
+    """Staging tables (``t__wh<task>_<run>_<task database id>``) still present in ``db``."""
     return [name for name in tables(conn, db) if name.startswith("t__wh")]
 
 
@@ -421,10 +421,11 @@ def test_staging_table_naming_a_user_table_fails_only_that_destination(ws: Works
                              mysql_dest("defaulted", defaulted, load="staging"),
                              mysql_dest("ok", good, load="staging")]}
     task_id = ws.submit(spec)
-    # The default staging name is `t__wh<task>_<run>`: a fresh workspace's first run is run 1.
-    execute(admin, f"RENAME TABLE {q(defaulted)}.`mine` TO {q(defaulted)}.{q(f't__wh{task_id}_1')}")
+    # The default staging name is `t__wh<task>_<run>_<task database id>`: a fresh workspace's first run is run 1.
+    staging = f"t__wh{task_id}_1_{ws.taskdb_id()}"
+    execute(admin, f"RENAME TABLE {q(defaulted)}.`mine` TO {q(defaulted)}.{q(staging)}")
     kept = {(named, "mine"): fingerprint(admin, named, "mine", FANOUT_COLUMNS),
-            (defaulted, f"t__wh{task_id}_1"): fingerprint(admin, defaulted, f"t__wh{task_id}_1", FANOUT_COLUMNS),
+            (defaulted, staging): fingerprint(admin, defaulted, staging, FANOUT_COLUMNS),
             (named, "t"): fingerprint(admin, named, "t", FANOUT_COLUMNS),
             (defaulted, "t"): fingerprint(admin, defaulted, "t", FANOUT_COLUMNS)}
 
@@ -435,7 +436,7 @@ def test_staging_table_naming_a_user_table_fails_only_that_destination(ws: Works
     dests = task["result"]["destinations"]
     assert dests["ok"]["status"] == "success"
     assert fingerprint(admin, good, "t", FANOUT_COLUMNS) == fingerprint(admin, src, "src", FANOUT_COLUMNS)
-    for dest_id, table in (("named", "mine"), ("defaulted", f"t__wh{task_id}_1")):
+    for dest_id, table in (("named", "mine"), ("defaulted", staging)):
         hit = dests[dest_id]
         assert hit["status"] == "failed" and hit["rows_written"] == 0, hit
         assert f"`{table}`" in hit["error"] and "already exists" in hit["error"], hit["error"]
@@ -444,7 +445,7 @@ def test_staging_table_naming_a_user_table_fails_only_that_destination(ws: Works
     for (db, table), want in kept.items():
         assert fingerprint(admin, db, table, FANOUT_COLUMNS) == want, (db, table)
     assert sorted(user_tables(admin, named)) == ["mine", "t"]
-    assert sorted(user_tables(admin, defaulted)) == ["t", f"t__wh{task_id}_1"]
+    assert sorted(user_tables(admin, defaulted)) == ["t", staging]
     assert_json_lines(stderr)
 
 
@@ -473,7 +474,7 @@ def test_staging_table_of_a_killed_run_is_adopted_by_the_retried_run(ws: Workspa
         proc.kill()  # no rollback, no commit: the staging table stays behind
     finally:
         proc.communicate(timeout=30)
-    assert table_comment(admin, db, "t_stage") == f"wormhole:task={task_id},run=1,dest=stg"
+    assert table_comment(admin, db, "t_stage") == f"wormhole:db={ws.taskdb_id()},task={task_id},run=1,dest=stg"
     staged = count(admin, db, "t_stage")
     assert 0 < staged < ROWS
 

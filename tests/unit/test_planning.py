@@ -169,3 +169,23 @@ def test_every_split_is_taken_exactly_once_by_concurrent_channels() -> None:
     for t in threads:
         t.join()
     assert Counter(taken) == Counter(s.id for s in splits) and board.remaining == 0 and board.stats.rows_reread == 0
+
+
+def test_a_split_waiting_to_be_read_again_is_dropped_when_its_only_destination_fails() -> None:
+    """``db`` lost split s0 and fails while s0 waits for its re-read: nobody needs s0 any more, so no
+    reader gets it (it used to be handed out with no destination, which ended that reader thread)."""
+    splits = [Split("s0", "m"), Split("s1", "m")]
+    groups = [TaskGroup(id=0, splits=("s0", "s1"), channels=1)]
+    board = SplitCoordinator(splits, groups, durable=["db", "js"], fire_and_forget=[], held={}, retries=3,
+                             retry_wait_s=0, stop=threading.Event(), log=structlog.get_logger("test"))
+    first = board.request(0)
+    assert first is not None and first.split.id == "s0" and first.destinations == {"db", "js"}
+    board.read_done(first, 10)
+    board.sealed("s0", "js", 10)
+    board.lost("s0", "db", "connection lost")  # queued again, for db only
+    board.destination_failed("db")
+    second = board.request(0)
+    assert second is not None and second.split.id == "s1" and second.destinations == {"js"}
+    board.read_done(second, 10)
+    board.sealed("s1", "js", 10)
+    assert board.request(0) is None and board.remaining == 0

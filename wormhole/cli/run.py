@@ -154,12 +154,15 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
         logger.warning("task.taken_over", claimed_by=claimed_by, previous_claimed_by=current.claimed_by,
                        heartbeat_age_s=None if age is None else round(age, 3), stale_s=conf.claim.stale_s,
                        resumed_from=resume_from)
+    retried = False
     if resume_from is None:
         # A run that crashed before (taken over later by `task retry --force`, or settled by the
-        # daemon) left durable state: the next run resumes it instead of writing it all again.
+        # daemon) left durable state: the next run resumes it instead of writing it all again. A
+        # partial run (the task retried) is resumed too: what its chain committed is not loaded twice.
         runs = store.runs(task_id)
-        if runs and runs[-1].status == CRASHED:
+        if runs and runs[-1].status in (CRASHED, "partial"):
             resume_from = runs[-1].id
+            retried = runs[-1].status == "partial"
     run_id = store.start_run(task_id, claimed_by, resumed_from=resume_from)
     logger = logger.bind(run_id=run_id)
     logger.info("task.claimed", claimed_by=claimed_by, name=record.name, resumed_from=resume_from)
@@ -177,7 +180,7 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
             return _claim_lost(claim, logger, observers)
         observers.set_state("failed")
         return EXIT_BAD_TASK
-    return _run_engine(store, checkpoints, conf, spec, claim, run_id, resume_from, logger, observers)
+    return _run_engine(store, checkpoints, conf, spec, claim, run_id, (resume_from, retried), logger, observers)
 
 
 def _refused(store: TaskStore, task_id: int, logger: Any, wanted: str, stale_s: float | None = None) -> int:
@@ -209,11 +212,14 @@ def _claim_lost(claim: _Claim, logger: Any, observers: Observers) -> int:
 
 
 def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, spec: TaskSpec, claim: _Claim,
-                run_id: int, resume_from: int | None, logger: Any, observers: Observers) -> int:
+                run_id: int, resume: tuple[int | None, bool], logger: Any, observers: Observers) -> int:
+    """``resume``: the run this one resumes (or None), and whether that run ended partial (a retry)."""
     task_id, claimed_by = claim.task_id, claim.claimed_by
+    resume_from, retried = resume
     with observers.watching() as listeners:
         engine = Engine(conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=listeners,
-                        checkpoints=checkpoints, resume_from=resume_from, lease=claim.lease(logger))
+                        checkpoints=checkpoints, resume_from=resume_from, lease=claim.lease(logger),
+                        taskdb_id=checkpoints.taskdb_id(), retried=retried)
         previous = _install_signal_handlers(engine, logger)
         claim.start_heartbeat(engine, logger)
         try:

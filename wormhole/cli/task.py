@@ -127,7 +127,7 @@ def _leftovers(store: SqlTaskStore, record: TaskRecord, *, remove: bool) -> dict
         spec = TaskSpec.from_json(record.spec)
     except InvalidTaskConfig:
         return {}  # a task that never validated never wrote anything
-    return leftovers(spec, record.id, resumable_run(store, record.id), remove=remove)
+    return leftovers(spec, record.id, resumable_run(store, record.id), remove=remove, taskdb_id=store.taskdb_id())
 
 
 @task.command("clean")
@@ -148,8 +148,9 @@ def task_clean(ctx: click.Context, task_id: int) -> None:
                        f"in use, nothing is removed", err=True)
             sys.exit(EXIT_CLAIMED)
         removed = _leftovers(store, record, remove=True)
-        # The checkpoints a resumed run reads (its chain's plan and commit rows) stay while it can be resumed.
-        store.delete_checkpoints(task_id, keep_runs=resumable_chain(store, task_id))
+        # The checkpoints a resumed run reads (its chain's plan and commit rows) stay while it can be resumed,
+        # a partial task's too (a retry resumes it).
+        store.delete_checkpoints(task_id, keep_runs=resumable_chain(store, task_id, retried=True))
     except WormholeError as exc:
         fail(exc)
     finally:
@@ -180,12 +181,17 @@ def task_list(ctx: click.Context, status: str | None, limit: int) -> None:
 @task.command("retry")
 @click.argument("task_id", type=int)
 @click.option("--force", is_flag=True,
-              help="Also reset a successful task, or a running one whose process is gone (its heartbeat is older "
-                   "than claim.stale_s); it will be read again.")
+              help="Also reset a successful task (the one way to load its destinations again), or a running one "
+                   "whose process is gone (its heartbeat is older than claim.stale_s: it resumes).")
 @global_options
 @click.pass_context
 def task_retry(ctx: click.Context, task_id: int, force: bool) -> None:
-    """Make a failed or partial task pending again, so `wormhole --task-id N` can run it."""
+    """Make a failed or partial task pending again, so `wormhole --task-id N` can run it.
+
+    The next run resumes the task: destinations an earlier run of it committed are not written again
+    (the result names them as skipped); the others are written. To load every destination again, submit
+    the task anew, or use --force on a successful task.
+    """
     store = task_store(ctx)
     try:
         stale_s = EngineConf.load(ctx.obj.conf_dir).claim.stale_s

@@ -68,7 +68,8 @@ class DoubleQueue:
         self._input_closed = False
         self._closed = False
         self._urgent = False
-        """A control item waits in the write array: consumers swap without waiting for spill_rows."""
+        """A control item waits in the write array, or a producer waits for room (the write array is full
+        by bytes before it holds spill_rows rows): consumers swap without waiting for spill_rows."""
         # Counters; each is written under one lock and read without it (ints are atomic to read).
         self.rows_in = 0
         self.bytes_in = 0
@@ -103,6 +104,10 @@ class DoubleQueue:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
+                # Full with fewer than spill_rows rows (wide rows): a consumer waiting for rows would
+                # never swap, and this push would never get in. Ask for the swap.
+                self._urgent = True
+                self._awake.notify_all()
                 self._not_full.wait(remaining)
             if self._closed or self._input_closed:
                 return False

@@ -34,10 +34,12 @@ def estimate_row_bytes(row: Row) -> int:
 
 class BufferedLineExchanger:
     def __init__(self, storages: Sequence[RAMStorage], batch_rows: int, stop: threading.Event,
-                 throttle: Throttle | None = None) -> None:
-        """``throttle``: the task's speed limits, shared by every reader (None: no limit, no cost)."""
+                 throttle: Throttle | None = None, batch_bytes: int = 1 << 62) -> None:
+        """``throttle``: the task's speed limits, shared by every reader (None: no limit, no cost);
+        ``batch_bytes``: a batch's (estimated) bytes at most, whatever its rows (one row at least)."""
         self._storages = list(storages)
         self._batch_rows = batch_rows
+        self._batch_bytes = batch_bytes
         self._stop = stop
         self._throttle = throttle
         self._buffer: list[Row] = []
@@ -56,6 +58,14 @@ class BufferedLineExchanger:
 
     def send(self, rows: Sequence[Row]) -> None:
         if not rows:
+            return
+        # Wide rows: the batch's rows are cut to what batch_bytes holds, so a queue's byte bound is
+        # what bounds memory (rows of 16 MB used to travel 4,096 at a time).
+        fits = max(self._batch_bytes // max(estimate_row_bytes(rows[0]), 1), 1)
+        if fits < self._batch_rows:
+            self.flush()
+            for start in range(0, len(rows), fits):
+                self._push(Rows(rows[start:start + fits]))
             return
         if not self._buffer and len(rows) >= self._batch_rows // 2:
             # Already batch-sized: hand it on without copying it through the buffer.

@@ -168,6 +168,8 @@ class ReadContext:
     run_id: int
     batch_rows: int
     dirty: DirtySink
+    batch_bytes: int = 4 * 1024 * 1024
+    """Readers that can see row sizes as they read cut batches by bytes too (``exchange.batch_bytes``)."""
     """Readers report rows they cannot convert here (origin ``source``) and skip them."""
     plugin: str = ""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
@@ -196,6 +198,10 @@ class WriteContext:
     plugin: str = ""
     origin_run_id: int | None = None
     """The run whose durable state this run continues (see :attr:`state_run`): set when resuming."""
+    taskdb_id: str = ""
+    """The id of the task database the task lives in (``db init`` made it; '' when there is none):
+    task and run ids are only unique within one task database, so the state a destination keeps
+    (split markers, staging tables, temporary directories) is named by this id too."""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops or this destination fails: retry waits end at once."""
     log: Logger = field(init=False, compare=False, repr=False)

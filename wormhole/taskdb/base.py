@@ -9,6 +9,7 @@ rows are mixins of their own (``claims.py``, ``checkpoints.py``) on the plumbing
 from __future__ import annotations
 
 import builtins
+import secrets
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -19,7 +20,15 @@ from wormhole.checkpoint import CheckpointRow
 from wormhole.errors import TaskDbError
 from wormhole.taskdb.checkpoints import CheckpointsMixin
 from wormhole.taskdb.claims import CRASHED, ClaimsMixin
-from wormhole.taskdb.schema import CLAIMED_BY_MAX, ERROR_MAX, NAME_MAX, RUN_TABLE, STATUS_MAX, TASK_TABLE
+from wormhole.taskdb.schema import (
+    CLAIMED_BY_MAX,
+    ERROR_MAX,
+    META_TABLE,
+    NAME_MAX,
+    RUN_TABLE,
+    STATUS_MAX,
+    TASK_TABLE,
+)
 from wormhole.taskdb.sql import clip, format_ts, parse_ts, utcnow
 
 __all__ = ["CRASHED", "DEFAULT_STALE_S", "TASK_STATUSES", "RunRecord", "SqlTaskStore", "TaskRecord", "TaskStore"]
@@ -85,6 +94,7 @@ class TaskStore(Protocol):
     url: str  # redacted: safe for messages and logs
 
     def init_schema(self) -> None: ...
+    def taskdb_id(self) -> str: ...
     def submit(self, name: str, spec: str, priority: int = 0) -> int: ...
     def get(self, task_id: int) -> TaskRecord | None: ...
     def list(self, status: str | None = None, limit: int = 100) -> builtins.list[TaskRecord]: ...
@@ -115,6 +125,16 @@ class TaskStore(Protocol):
     def close(self) -> None: ...
 
 
+_ID_KEY = "taskdb_id"
+_META_DDL = -1
+"""``wormhole_meta``'s CREATE TABLE is the last statement of both dialects' DDL."""
+
+
+def new_id() -> str:
+    """8 characters, a letter then hex digits: short enough for table names, and never read as a task id."""
+    return "abcdef"[secrets.randbelow(6)] + secrets.token_hex(4)[:7]
+
+
 def _check_status(status: str, what: str = "status") -> None:
     if status not in TASK_STATUSES:
         raise ValueError(f"unknown task {what} {status!r}: expected one of {', '.join(TASK_STATUSES)}")
@@ -125,6 +145,7 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
 
     ddl: ClassVar[tuple[str, ...]] = ()
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    _taskdb_id: str | None = None
 
     # -- the store ----------------------------------------------------------------------------------
 
@@ -136,6 +157,32 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
             with self._guard(f"add the column {table}.{column}"):
                 if column not in self._columns(table):
                     self._execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}", ())
+        self.taskdb_id()
+
+    def taskdb_id(self) -> str:
+        """This task database's id, made once (by ``db init``, or by the first run on a database from an
+        older version) and kept in ``wormhole_meta``. Task and run ids are unique only within one task
+        database: destinations name what they keep for a run (split markers, staging tables) by this id
+        too, so two deployments writing one table never take each other's state for their own."""
+        if self._taskdb_id is None:
+            self._taskdb_id = self._read_or_make_id()
+        return self._taskdb_id
+
+    def _read_or_make_id(self) -> str:
+        select = f"SELECT value FROM {META_TABLE} WHERE name = ?"
+        with self._guard("read the task database id"):
+            try:
+                found = self._execute(select, (_ID_KEY,)).rows
+            except self.driver_errors as exc:
+                if not self._is_missing_table(exc):
+                    raise
+                self._execute(self.ddl[_META_DDL], ())  # a database from before wormhole_meta, as db init would
+                found = []
+            if found:
+                return str(found[0][0])
+            # Concurrent first runs: the first INSERT wins, every process reads back the same id.
+            self._execute(f"{self.insert_ignore} INTO {META_TABLE} (name, value) VALUES (?, ?)", (_ID_KEY, new_id()))
+            return str(self._execute(select, (_ID_KEY,)).rows[0][0])
 
     def submit(self, name: str, spec: str, priority: int = 0) -> int:
         # Same shape as the upstream INSERT: the column defaults make it pending.

@@ -14,6 +14,8 @@ TASK_TABLE = "wormhole_task"
 RUN_TABLE = "wormhole_task_run"
 DAEMON_TABLE = "wormhole_daemon"
 CHECKPOINT_TABLE = "wormhole_checkpoint"
+META_TABLE = "wormhole_meta"
+"""Facts about the task database itself: ``taskdb_id`` (see ``SqlTaskStore.taskdb_id``)."""
 
 # Lengths enforced by the VARCHAR/TEXT columns on MySQL; the store clips values to them so that
 # SQLite (which does not enforce lengths) keeps exactly the same data.
@@ -98,6 +100,7 @@ SQLITE_DDL: tuple[str, ...] = (
     UNIQUE (run_id, split_id, destination)
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{CHECKPOINT_TABLE}_task_id ON {CHECKPOINT_TABLE} (task_id)",
+    f"CREATE TABLE IF NOT EXISTS {META_TABLE} (name VARCHAR(64) PRIMARY KEY, value VARCHAR(255) NOT NULL)",
 )
 
 # Indexes are declared inline: MySQL (unlike MariaDB) has no CREATE INDEX IF NOT EXISTS.
@@ -159,5 +162,10 @@ MYSQL_DDL: tuple[str, ...] = (
     PRIMARY KEY (id),
     UNIQUE KEY ux_{CHECKPOINT_TABLE}_split (run_id, split_id, destination),
     KEY ix_{CHECKPOINT_TABLE}_task_id (task_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
+    f"""CREATE TABLE IF NOT EXISTS {META_TABLE} (
+    name  VARCHAR(64) NOT NULL,
+    value VARCHAR(255) NOT NULL,
+    PRIMARY KEY (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
 )

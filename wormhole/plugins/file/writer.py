@@ -1,7 +1,9 @@
 """The file store's sink role: part files in a temporary directory, renamed into the target on commit.
 
 Layout, for a target ``<parent>/<name>`` written by task T whose state run is R (``ctx.state_run``:
-the run id, or the crashed run's a resumed run continues)::
+the run id, or the crashed run's a resumed run continues), from the task database whose id is D
+(``ctx.taskdb_id``; every name below that has ``T-R`` has ``T-R-D``: task ids repeat across task
+databases, so without D two deployments would take each other's directories and parts for their own)::
 
     <parent>/.<name>.wormhole-T-R.tmp/_WORMHOLE          the marker: task and run (leftovers need it)
     <parent>/.<name>.wormhole-T-R.tmp/part-00000.csv     plain writers: one part per worker
@@ -83,13 +85,18 @@ class FileWriterPeriphery:
         parent, name = os.path.split(self.target)
         self.parent = parent
         self._name = name
-        stem = f".{name}.wormhole-{ctx.task_id}-{ctx.state_run}"
+        stem = f".{name}.wormhole-{ctx.task_id}-{ctx.state_run}{self._db}"
         self.tmp_dir = os.path.join(parent, stem + ".tmp")
         self.old_dir = os.path.join(parent, stem + ".old")
         self._committed = False
         self._durable: dict[str, int] = {}
         self._committed_before = False
         """Resuming: the crashed run had swapped its output in (its outcome was not recorded)."""
+
+    @property
+    def _db(self) -> str:
+        """``-<task database id>`` in the names of what this run keeps: task ids repeat across task databases."""
+        return f"-{self.ctx.taskdb_id}" if self.ctx.taskdb_id else ""
 
     def _error(self, cls: type[StorageError], message: str) -> StorageError:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
@@ -127,7 +134,7 @@ class FileWriterPeriphery:
                 remove(self.tmp_dir)
             os.mkdir(self.tmp_dir)
             marker = {"task_id": self.ctx.task_id, "state_run": self.ctx.state_run,
-                      "destination": self.ctx.destination}
+                      "destination": self.ctx.destination, "taskdb": self.ctx.taskdb_id}
             write_durably(os.path.join(self.tmp_dir, RUN_MARKER), json.dumps(marker).encode())
             fsync_dir(self.tmp_dir)
             fsync_dir(self.parent)
@@ -179,6 +186,7 @@ class FileWriterPeriphery:
             with open(os.path.join(directory, RUN_MARKER), "rb") as f:
                 marker = json.loads(f.read())
             return (isinstance(marker, dict) and marker.get("task_id") == self.ctx.task_id
+                    and marker.get("taskdb", "") == self.ctx.taskdb_id
                     and (run is None or (marker.get("state_run") == run
                                          and marker.get("destination") == self.ctx.destination)))
         except (OSError, ValueError):
@@ -187,7 +195,8 @@ class FileWriterPeriphery:
     def _leftover_runs(self, keep_run: int | None) -> list[tuple[int, str, str]]:
         """``(run, kind, path)`` of the other runs' temporary directories (with our marker) and
         ``.old`` directories (by name: they hold a previous target, not ours to mark)."""
-        pattern = re.compile(re.escape(f".{self._name}.wormhole-{self.ctx.task_id}-") + r"([0-9]+)\.(tmp|old)")
+        pattern = re.compile(re.escape(f".{self._name}.wormhole-{self.ctx.task_id}-") + r"([0-9]+)"
+                             + re.escape(self._db) + r"\.(tmp|old)")
         try:
             names = sorted(os.listdir(self.parent))
         except FileNotFoundError:
@@ -325,7 +334,7 @@ class FileWriterPeriphery:
             fsync_dir(self.target)
 
     def _append_prefix(self) -> str:
-        return f"part-{self.ctx.task_id}-{self.ctx.state_run}-"
+        return f"part-{self.ctx.task_id}-{self.ctx.state_run}{self._db}-"
 
     def _append(self) -> None:
         prefix = self._append_prefix()

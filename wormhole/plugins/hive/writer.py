@@ -64,7 +64,8 @@ class HiveWriterPeriphery:
         self.options = options
         self.ctx = ctx
         root = Path(current_conf().metastore_dir).resolve().parent / "staging"
-        self.tmp_dir = str(root / f"{options.table}.{ctx.destination}.task-{ctx.task_id}-run-{ctx.run_id}")
+        db = f"-{ctx.taskdb_id}" if ctx.taskdb_id else ""  # task and run ids repeat across task databases
+        self.tmp_dir = str(root / f"{options.table}.{ctx.destination}.task-{ctx.task_id}-run-{ctx.run_id}{db}")
         self._select: list[str] = []
         self._committed = False
         self._created = False

@@ -303,9 +303,10 @@ class MysqlWriterOptions(ServerOptions):
     """``count``: at commit, the table written must hold exactly the rows written (plus, for append,
     the rows it held before); a difference fails the destination. Needs write_mode insert."""
     staging_table: str | None = opt(None, nonempty=True)
-    """Name of the staging table; default ``<table>__wh<task id>_<run id>`` (cut to 64 characters). An
-    existing table by that name fails the destination at prepare unless it is a marked leftover of this
-    task and destination (see :mod:`.writer`): wormhole never drops a table it did not create."""
+    """Name of the staging table; default ``<table>__wh<task id>_<run id>_<task database id>`` (cut to 64
+    characters). An existing table by that name fails the destination at prepare unless it is a marked
+    leftover of this task and destination (see :mod:`.writer`): wormhole never drops a table it did not
+    create."""
     strict: bool = True
     """Run the session in strict SQL mode, so a value the column cannot hold is an error (a rejected
     row), never silently truncated."""

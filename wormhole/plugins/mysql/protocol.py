@@ -61,14 +61,15 @@ class ColumnStream:
         self._result.unbuffered_active = False
         self._result.rows = None
 
-    def next_batch(self, max_rows: int) -> tuple[int, list[list[Any]]]:
-        """Up to ``max_rows`` rows as ``(count, columns)``; count 0 at the end of the result."""
+    def next_batch(self, max_rows: int, max_bytes: int = 1 << 62) -> tuple[int, list[list[Any]]]:
+        """Up to ``max_rows`` rows as ``(count, columns)``, fewer once their packets reach ``max_bytes``
+        (wide rows: memory follows bytes, not rows); count 0 at the end of the result."""
         columns: list[list[Any]] = [[] for _ in range(self._ncols)]
         if self.done:
             return 0, columns
         appends = [c.append for c in columns]
-        count = 0
-        while count < max_rows:
+        count = size = 0
+        while count < max_rows and size < max_bytes:
             buf, pos = self._buf, self._pos
             end = len(buf)
             if end - pos < 4:
@@ -78,6 +79,7 @@ class ColumnStream:
             if end - pos - 4 < length:
                 self._more()
                 continue
+            size += length
             seq = buf[pos + 3]
             if seq != self._seq:
                 self._finish()
@@ -157,12 +159,14 @@ class ColumnStream:
             raise mysql_err.InternalError("data after the end of the result set")
 
 
-def column_batches(cursor: Any, batch_rows: int) -> Iterator[tuple[int, list[list[Any]]]]:
-    """Batches of ``(rows, columns)`` of raw values from an executed unbuffered cursor."""
+def column_batches(cursor: Any, batch_rows: int,
+                   batch_bytes: int = 1 << 62) -> Iterator[tuple[int, list[list[Any]]]]:
+    """Batches of ``(rows, columns)`` of raw values from an executed unbuffered cursor: at most
+    ``batch_rows`` rows, and no more rows once their wire bytes reach ``batch_bytes``."""
     if ColumnStream.usable(cursor):
         stream = ColumnStream(cursor)
         while True:
-            count, columns = stream.next_batch(batch_rows)
+            count, columns = stream.next_batch(batch_rows, batch_bytes)
             if count:
                 yield count, columns
             if stream.done:

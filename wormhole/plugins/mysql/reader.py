@@ -164,7 +164,7 @@ class MysqlReader:
             cur = conn.cursor(pymysql.cursors.SSCursor)
             try:
                 cur.execute(sql, args or None)
-                for count, columns in column_batches(cur, self.ctx.batch_rows):
+                for count, columns in column_batches(cur, self.ctx.batch_rows, self.ctx.batch_bytes):
                     if len(columns) != len(kinds):
                         raise ReadError(f"split {split.id} returned {len(columns)} columns, expected {len(kinds)}",
                                         plugin=PLUGIN_NAME)

@@ -6,10 +6,11 @@ one, never a half-loaded one), then the old table is dropped; rollback swaps bac
 done (post_sql failed after it) and drops the staging table, leaving the target untouched.
 
 wormhole never drops a table it did not create: the staging table it creates carries the comment
-``wormhole:task=<id>,run=<id>,dest=<id>``; at prepare, an existing table by the staging name is
-dropped only when it carries that marker for the same task and destination (the leftover of a
-crashed run), and any other existing table fails the destination and stays as it is. Commit and
-rollback drop only the staging table this run created and the old table this run renamed.
+``wormhole:db=<task database id>,task=<id>,run=<id>,dest=<id>``; at prepare, an existing table by the
+staging name is dropped only when it carries that marker for the same task database, task and
+destination (the leftover of a crashed run), and any other existing table fails the destination and
+stays as it is. Commit and rollback drop only the staging table this run created and the old table
+this run renamed.
 
 The staging table is named and marked by the destination's *state run* (``ctx.state_run``): a run
 that resumes a crashed one adopts the staging table that run left (its durable splits are in it)
@@ -29,18 +30,21 @@ from wormhole.plugins.mysql.connection import PLUGIN_NAME, describe, fetch_all, 
 from wormhole.plugins.mysql.options import MAX_IDENTIFIER, Endpoint
 from wormhole.plugins.sql import backquote as quote
 
-_MARKER = re.compile(r"wormhole:task=(\d+),run=(\d+),dest=(\S+)")
+_MARKER = re.compile(r"wormhole:(?:db=([0-9A-Za-z_-]+),)?task=(\d+),run=(\d+),dest=(\S+)")
 
 
-def staging_marker(task_id: int, run_id: int, destination: str) -> str:
-    """The table comment of a staging table wormhole created (destination ids hold no comma or space)."""
-    return f"wormhole:task={task_id},run={run_id},dest={destination}"
+def staging_marker(ctx: WriteContext) -> str:
+    """The table comment of a staging table wormhole created (destination ids hold no comma or space);
+    without a task database id, the comment of the versions before it."""
+    db = f"db={ctx.taskdb_id}," if ctx.taskdb_id else ""
+    return f"wormhole:{db}task={ctx.task_id},run={ctx.state_run},dest={ctx.destination}"
 
 
-def parse_marker(comment: str) -> tuple[int, int, str] | None:
-    """``(task, run, destination)`` of a staging marker, or None when the comment is not one."""
+def parse_marker(comment: str) -> tuple[str, int, int, str] | None:
+    """``(task database id, task, run, destination)`` of a staging marker ('' for a marker without a
+    task database id), or None when the comment is not one."""
     found = _MARKER.fullmatch(comment.strip())
-    return None if found is None else (int(found[1]), int(found[2]), found[3])
+    return None if found is None else (found[1] or "", int(found[2]), int(found[3]), found[4])
 
 
 def derived_name(table: str, suffix: str) -> str:
@@ -48,9 +52,13 @@ def derived_name(table: str, suffix: str) -> str:
     return table[: MAX_IDENTIFIER - len(suffix)] + suffix
 
 
-def default_name(target: str, task_id: int, state_run: int) -> str:
+def default_name(target: str, ctx: WriteContext, state_run: int) -> str:
     """The staging table of ``target`` for a task's state run, when ``staging_table`` names none."""
-    return derived_name(target, f"__wh{task_id}_{state_run}")
+    return derived_name(target, f"__wh{_tag(ctx, state_run)}")
+
+
+def _tag(ctx: WriteContext, state_run: int) -> str:
+    return f"{ctx.task_id}_{state_run}" + (f"_{ctx.taskdb_id}" if ctx.taskdb_id else "")
 
 
 def staging_leftovers(sql: TargetSql, conn: pymysql.Connection, ctx: WriteContext, target: str,
@@ -60,14 +68,15 @@ def staging_leftovers(sql: TargetSql, conn: pymysql.Connection, ctx: WriteContex
     (``named``, or the default one), so a user's table is never taken for one."""
     found = fetch_all(conn, "SELECT TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
                             "AND TABLE_COMMENT LIKE %s ORDER BY TABLE_NAME",
-                      (sql.endpoint.database, f"wormhole:task={int(ctx.task_id)},%"))
+                      (sql.endpoint.database, "wormhole:%"))
     leftovers = []
     for name, comment in found:
         marker = parse_marker(str(comment or ""))
-        if marker is None or marker[0] != ctx.task_id or marker[2] != ctx.destination or marker[1] == keep_run:
+        if marker is None or marker[:2] != (ctx.taskdb_id, ctx.task_id) or marker[3] != ctx.destination \
+                or marker[2] == keep_run:
             continue
-        if str(name) == (named or default_name(target, ctx.task_id, marker[1])):
-            leftovers.append((str(name), marker[1]))
+        if str(name) == (named or default_name(target, ctx, marker[2])):
+            leftovers.append((str(name), marker[2]))
     return leftovers
 
 
@@ -114,8 +123,8 @@ class Staging:
         self.ctx = ctx
         self.target = target
         self.named = name is not None
-        self.name = name or default_name(target, ctx.task_id, ctx.state_run)
-        self.old = derived_name(target, f"__whold{ctx.task_id}_{ctx.state_run}")
+        self.name = name or default_name(target, ctx, ctx.state_run)
+        self.old = derived_name(target, f"__whold{_tag(ctx, ctx.state_run)}")
         self.created = False
         """This run created (or adopted) the staging table: only then may commit or rollback drop it."""
         self.adopted = False
@@ -145,7 +154,7 @@ class Staging:
         sql.run(conn, f"CREATE TABLE {sql.ref(self.name)} LIKE {sql.ref(self.target)}", "staging", PrepareError)
         self.created = True
         sql.run(conn, f"ALTER TABLE {sql.ref(self.name)} COMMENT = "
-                      f"{conn.escape(staging_marker(ctx.task_id, ctx.state_run, ctx.destination))}",
+                      f"{conn.escape(staging_marker(ctx))}",
                 "marking the staging table", PrepareError)
 
     def _resume_swap(self, conn: pymysql.Connection, phase: str) -> None:
@@ -167,7 +176,7 @@ class Staging:
         """Take over the staging table of the state run, when it is there and carries its marker."""
         sql, ctx = self.sql, self.ctx
         comment = sql.table_comment(conn, self.name)
-        if comment is None or parse_marker(comment) != (ctx.task_id, ctx.state_run, ctx.destination):
+        if comment is None or parse_marker(comment) != (ctx.taskdb_id, ctx.task_id, ctx.state_run, ctx.destination):
             return False
         if sql.table_comment(conn, self.old) is not None:
             # The crashed run died inside its commit's swap: the target is already the loaded table.
@@ -186,19 +195,22 @@ class Staging:
         if comment is None:
             return
         marker = parse_marker(comment)
-        if marker is None or marker[0] != ctx.task_id or marker[2] != ctx.destination:
-            # A user's table (or another task's or destination's staging table): never ours to drop.
+        if marker is None or marker[:2] != (ctx.taskdb_id, ctx.task_id) or marker[3] != ctx.destination:
+            # A user's table (or another task database's, task's or destination's staging table): never
+            # ours to drop.
             where = (f"params.staging_table of destination {ctx.destination!r}" if self.named else
                      f"the default staging name of destination {ctx.destination!r}, derived from params.table; "
                      f"params.staging_table can name another")
             whose = ("it carries no wormhole staging marker" if marker is None else
-                     f"it is the staging table of task {marker[0]}, destination {marker[2]!r}")
+                     f"it is the staging table of task {marker[1]}, destination {marker[3]!r} of "
+                     + (f"task database {marker[0]}" if marker[0] else "a task database without an id")
+                     + f" (this task database is {ctx.taskdb_id or 'without an id'})")
             raise sql.error(PrepareError, f"staging table {sql.ref(self.name)} ({where}) already exists on "
                                           f"{sql.endpoint.mark} and {whose}; it is left untouched: drop or rename "
                                           f"it, or choose another staging_table")
         # Ours, left by a run of this task and destination that never finished: reclaim it.
         sql.run(conn, f"DROP TABLE {sql.ref(self.name)}", "dropping a leftover staging table", PrepareError)
-        ctx.log.info("writer.staging_reclaimed", table=self.name, left_by_run=marker[1])
+        ctx.log.info("writer.staging_reclaimed", table=self.name, left_by_run=marker[2])
 
     def swap(self, conn: pymysql.Connection) -> None:
         sql = self.sql

@@ -28,13 +28,14 @@ from wormhole.plugins.sql import quote
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, table_columns
 from wormhole.plugins.sqlite.options import SqliteWriterOptions
 from wormhole.plugins.sqlite.staging import (
-    MARKERS_DDL,
     SPLIT_COLUMN,
     MarkerKey,
+    Owner,
     clean,
     clean_file,
     committed,
     drop_stage,
+    ensure_markers,
     file_leftovers,
     find_leftovers,
     forget_run,
@@ -67,7 +68,7 @@ class SqliteWriterPeriphery:
         """The batch statement tried on the target (and undone); empty when the target is created at commit."""
         self.stage_sql = ""
         self.columns: tuple[str, ...] = ()
-        self.stage = stage_name(ctx.task_id, ctx.state_run, ctx.destination)
+        self.stage = stage_name(self._marker_key())
         self.broken: str | None = None
         """Why the transaction cannot be committed any more (set by a writer that hit a database error)."""
         self._created_file = False
@@ -81,7 +82,11 @@ class SqliteWriterPeriphery:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     def _marker_key(self) -> MarkerKey:
-        return self.ctx.task_id, self.ctx.state_run, self.ctx.destination
+        return self.ctx.taskdb_id, self.ctx.task_id, self.ctx.state_run, self.ctx.destination
+
+    @property
+    def _owner(self) -> Owner:
+        return self.ctx.taskdb_id, self.ctx.task_id
 
     # -- prepare --------------------------------------------------------------------------------
 
@@ -173,7 +178,8 @@ class SqliteWriterPeriphery:
 
     def _prepare_stage(self, conn: sqlite3.Connection) -> None:
         key = self._marker_key()
-        for removed in clean(conn, self.path, self.ctx.task_id, self.ctx.state_run):  # other runs' leftovers
+        ensure_markers(conn)  # an older version's table gains its taskdb column before anything reads it
+        for removed in clean(conn, self.path, self._owner, self.ctx.state_run):  # other runs' leftovers
             self.ctx.log.info("sqlite.leftover_removed", leftover=removed)
         if not self.ctx.resuming:
             forget_run(conn, self.stage, key)
@@ -183,7 +189,7 @@ class SqliteWriterPeriphery:
             self.ctx.log.info("sqlite.committed_before", state_run=self.ctx.state_run,
                               durable_splits=len(self._durable))
             return
-        conn.execute(MARKERS_DDL)
+        ensure_markers(conn)
         if has_table(conn, self.stage):
             self._durable = resume_stage(conn, self.stage, key)
             self.ctx.log.info("sqlite.resumed", table=self.stage, durable_splits=len(self._durable))
@@ -221,14 +227,14 @@ class SqliteWriterPeriphery:
     def leftovers(self, keep_run: int | None) -> list[str]:
         if self.conn is not None:
             with self.lock:
-                return [d for d, _, _ in find_leftovers(self.conn, self.path, self.ctx.task_id, keep_run)]
-        return file_leftovers(self.path, self.ctx.task_id, keep_run)
+                return [d for d, _, _ in find_leftovers(self.conn, self.path, self._owner, keep_run)]
+        return file_leftovers(self.path, self._owner, keep_run)
 
     def clean_leftovers(self, keep_run: int | None) -> list[str]:
         if self.conn is not None:
             with self.lock:  # inside the destination's transaction: it commits with the next split
-                return clean(self.conn, self.path, self.ctx.task_id, keep_run)
-        removed = clean_file(self.path, self.ctx.task_id, keep_run)
+                return clean(self.conn, self.path, self._owner, keep_run)
+        removed = clean_file(self.path, self._owner, keep_run)
         for description in removed:
             self.ctx.log.info("sqlite.leftover_removed", leftover=description)
         return removed

@@ -1,7 +1,8 @@
 """The sqlite sink's staging table and its ``_wh_splits`` markers: names, DDL, resume and leftovers.
 
-A destination stages its rows in ``_wh_stage_<task>_<state run>_<destination>`` (the written columns
-plus ``_wh_split``) and records each durable split as one row of ``_wh_splits``. These helpers run
+A destination stages its rows in ``_wh_stage_<task database id>_<task>_<state run>_<destination>`` (the
+written columns plus ``_wh_split``) and records each durable split as one row of ``_wh_splits``, keyed
+by the task database id too: task ids are only unique within one task database. These helpers run
 inside the caller's transaction on the caller's connection; the periphery in ``writer.py`` decides
 when to begin and commit. Apart from the writer because a resumed or fresh run reads and cleans these
 tables without writing a row.
@@ -27,18 +28,38 @@ resumed without loading the rows again."""
 SPLIT_COLUMN = "_wh_split"
 STAGE_PREFIX = "_wh_stage_"
 
-MARKERS_DDL = (f"CREATE TABLE IF NOT EXISTS {MARKERS} (task_id INTEGER NOT NULL, state_run INTEGER NOT NULL, "
-               f"destination TEXT NOT NULL, split_id TEXT NOT NULL, rows INTEGER NOT NULL, "
-               f"PRIMARY KEY (task_id, state_run, destination, split_id))")
+MARKERS_DDL = (f"CREATE TABLE IF NOT EXISTS {MARKERS} (taskdb TEXT NOT NULL DEFAULT '', task_id INTEGER NOT NULL, "
+               f"state_run INTEGER NOT NULL, destination TEXT NOT NULL, split_id TEXT NOT NULL, "
+               f"rows INTEGER NOT NULL, PRIMARY KEY (taskdb, task_id, state_run, destination, split_id))")
 
-MarkerKey = tuple[int, int, str]
-"""``(task_id, state_run, destination)``: whose markers a row of ``_wh_splits`` is."""
+MarkerKey = tuple[str, int, int, str]
+"""``(taskdb, task_id, state_run, destination)``: whose markers a row of ``_wh_splits`` is."""
 
-_OF_KEY = "task_id = ? AND state_run = ? AND destination = ?"
+Owner = tuple[str, int]
+"""``(task database id, task id)``: whose leftovers are looked for."""
+
+_OF_KEY = "taskdb = ? AND task_id = ? AND state_run = ? AND destination = ?"
 
 
-def stage_name(task_id: int, state_run: int, destination: str) -> str:
-    return f"{STAGE_PREFIX}{task_id}_{state_run}_{re.sub(r'[^0-9A-Za-z_]', '_', destination)}"
+def stage_name(key: MarkerKey) -> str:
+    taskdb, task_id, state_run, destination = key
+    return f"{_stage_prefix((taskdb, task_id))}{state_run}_{re.sub(r'[^0-9A-Za-z_]', '_', destination)}"
+
+
+def _stage_prefix(owner: Owner) -> str:
+    # Task database ids start with a letter, so no task id of a database without one reads as one.
+    return f"{STAGE_PREFIX}{owner[0]}_{owner[1]}_" if owner[0] else f"{STAGE_PREFIX}{owner[1]}_"
+
+
+def ensure_markers(conn: sqlite3.Connection) -> None:
+    """Create ``_wh_splits``, or upgrade one made before task database ids (its rows keep ``''``)."""
+    if has_table(conn, MARKERS) and "taskdb" not in {c for c, _ in table_columns(conn, MARKERS)}:
+        conn.execute(f"ALTER TABLE {MARKERS} RENAME TO {MARKERS}_old")
+        conn.execute(MARKERS_DDL)
+        conn.execute(f"INSERT INTO {MARKERS} (task_id, state_run, destination, split_id, rows) "
+                     f"SELECT task_id, state_run, destination, split_id, rows FROM {MARKERS}_old")
+        conn.execute(f"DROP TABLE {MARKERS}_old")
+    conn.execute(MARKERS_DDL)
 
 
 def has_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -104,8 +125,8 @@ def committed(conn: sqlite3.Connection, key: MarkerKey) -> bool:
 def mark_committed(conn: sqlite3.Connection, stage: str, key: MarkerKey, rows: int) -> None:
     """Inside the commit's transaction: the staging table goes, the markers stay, the committed row is added."""
     conn.execute(f"DROP TABLE IF EXISTS {quote(stage)}")
-    conn.execute(f"INSERT OR REPLACE INTO {MARKERS} (task_id, state_run, destination, split_id, rows) "
-                 f"VALUES (?, ?, ?, ?, ?)", (*key, COMMITTED, rows))
+    conn.execute(f"INSERT OR REPLACE INTO {MARKERS} (taskdb, task_id, state_run, destination, split_id, rows) "
+                 f"VALUES (?, ?, ?, ?, ?, ?)", (*key, COMMITTED, rows))
 
 
 def has_markers(conn: sqlite3.Connection, key: MarkerKey) -> bool:
@@ -120,11 +141,11 @@ def drop_stage(conn: sqlite3.Connection, stage: str, key: MarkerKey) -> None:
     drop_markers_if_empty(conn)
 
 
-def find_leftovers(conn: sqlite3.Connection, path: str, task_id: int,
+def find_leftovers(conn: sqlite3.Connection, path: str, owner: Owner,
                    keep_run: int | None) -> list[tuple[str, str | None, int]]:
-    """``(description, staging table or None for marker rows, run)`` of task ``task_id``'s other runs."""
+    """``(description, staging table or None for marker rows, run)`` of the task's other runs."""
     found: list[tuple[str, str | None, int]] = []
-    pattern = re.compile(rf"{STAGE_PREFIX}{task_id}_([0-9]+)_.*")
+    pattern = re.compile(rf"{re.escape(_stage_prefix(owner))}([0-9]+)_.*")
     for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"):
         m = pattern.fullmatch(name)
         if m is None or int(m.group(1)) == keep_run:
@@ -133,38 +154,38 @@ def find_leftovers(conn: sqlite3.Connection, path: str, task_id: int,
         if SPLIT_COLUMN not in {c for c, _ in table_columns(conn, name)}:
             continue
         found.append((f"table {name} in {path} (staging of run {m.group(1)})", name, int(m.group(1))))
-    if has_table(conn, MARKERS):
-        for run, count in conn.execute(f"SELECT state_run, COUNT(*) FROM {MARKERS} WHERE task_id = ? "
-                                       f"GROUP BY state_run ORDER BY state_run", (task_id,)):
+    if has_table(conn, MARKERS) and "taskdb" in {c for c, _ in table_columns(conn, MARKERS)}:
+        for run, count in conn.execute(f"SELECT state_run, COUNT(*) FROM {MARKERS} WHERE taskdb = ? AND task_id = ? "
+                                       f"GROUP BY state_run ORDER BY state_run", owner):
             if run != keep_run:
                 found.append((f"{count} split marker(s) of run {run} in {path} ({MARKERS})", None, int(run)))
     return found
 
 
-def clean(conn: sqlite3.Connection, path: str, task_id: int, keep_run: int | None) -> list[str]:
+def clean(conn: sqlite3.Connection, path: str, owner: Owner, keep_run: int | None) -> list[str]:
     """Drop the leftovers inside the caller's transaction."""
-    found = find_leftovers(conn, path, task_id, keep_run)
+    found = find_leftovers(conn, path, owner, keep_run)
     for _, table, run in found:
         if table is not None:
             conn.execute(f"DROP TABLE {quote(table)}")
         else:
-            conn.execute(f"DELETE FROM {MARKERS} WHERE task_id = ? AND state_run = ?", (task_id, run))
+            conn.execute(f"DELETE FROM {MARKERS} WHERE taskdb = ? AND task_id = ? AND state_run = ?", (*owner, run))
     drop_markers_if_empty(conn)
     return [description for description, _, _ in found]
 
 
-def file_leftovers(path: str, task_id: int, keep_run: int | None) -> list[str]:
+def file_leftovers(path: str, owner: Owner, keep_run: int | None) -> list[str]:
     """The leftovers in the file at ``path`` (none when there is no file), read on a connection of its own."""
     if not os.path.isfile(path):
         return []
     conn = sqlite3.connect(path, timeout=30)
     try:
-        return [d for d, _, _ in find_leftovers(conn, path, task_id, keep_run)]
+        return [d for d, _, _ in find_leftovers(conn, path, owner, keep_run)]
     finally:
         conn.close()
 
 
-def clean_file(path: str, task_id: int, keep_run: int | None) -> list[str]:
+def clean_file(path: str, owner: Owner, keep_run: int | None) -> list[str]:
     """Drop the leftovers in the file at ``path`` in a transaction of their own; what went."""
     if not os.path.isfile(path):
         return []
@@ -172,7 +193,7 @@ def clean_file(path: str, task_id: int, keep_run: int | None) -> list[str]:
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            removed = clean(conn, path, task_id, keep_run)
+            removed = clean(conn, path, owner, keep_run)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -77,8 +77,8 @@ class SqliteWriter:
         with p.lock:
             conn = self._connection()
             try:
-                conn.execute(f"INSERT OR REPLACE INTO {MARKERS} (task_id, state_run, destination, split_id, rows) "
-                             f"VALUES (?, ?, ?, ?, ?)", (*p._marker_key(), split_id, rows))
+                conn.execute(f"INSERT OR REPLACE INTO {MARKERS} (taskdb, task_id, state_run, destination, split_id, "
+                             f"rows) VALUES (?, ?, ?, ?, ?, ?)", (*p._marker_key(), split_id, rows))
                 # Other splits' rows are committed too, without a marker: a resumed run deletes them.
                 conn.execute("COMMIT")
                 conn.execute("BEGIN IMMEDIATE")
