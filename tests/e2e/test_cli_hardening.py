@@ -122,6 +122,26 @@ def test_task_subcommands_with_an_unreachable_task_db_exit_203(ws: Workspace, tm
         _no_traceback(proc)
 
 
+def test_a_task_id_out_of_the_id_range_exits_204_naming_the_parameter(ws: Workspace) -> None:
+    """No OverflowError traceback (exit 1, in no table): a number no task can have is "no such task id"."""
+    huge = "99999999999999999999999"
+    runs = [(("--task-id", huge), "'--task-id'"), (("plan", "--task-id", huge), "'--task-id'"),
+            (("task", "show", huge), "'TASK_ID'"), (("task", "retry", huge), "'TASK_ID'"),
+            (("task", "clean", huge), "'TASK_ID'")]
+    runs += [(("task", "show", "--", n), "'TASK_ID'") for n in ("9223372036854775808", "-9223372036854775809")]
+    runs += [(("--task-id", "9" * 5000), "'--task-id'")]  # past Python's 4300-digit int() limit too
+    for args, hint in runs:
+        proc = ws.run(*args)
+        assert proc.returncode == 204, (args, proc.stderr)
+        assert f"Invalid value for {hint}: " in proc.stderr, (args, proc.stderr)
+        assert "is out of range: a task id is a 64-bit integer, from -9223372036854775808 to 9223372036854775807" \
+            in proc.stderr
+        assert len(proc.stderr) < 1000
+        _no_traceback(proc)
+    assert ws.run("task", "show", "9223372036854775807").returncode == 204  # in range, but no such task
+    assert ws.run("task", "show", "twelve").returncode == 2  # not a number: bad usage, as before
+
+
 # -- item 7: read-only commands create nothing -----------------------------------------------------------
 
 

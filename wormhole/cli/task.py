@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, submit, task_store
+from wormhole.cli.common import NAME_OPTION, TASK_ID, fail, global_options, read_spec, submit, task_store
 from wormhole.config import EngineConf, TaskSpec, load_spec_json
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
@@ -73,7 +73,7 @@ def _loads_redacted(text: str | bytes | None) -> Any:
 
 
 @task.command("show")
-@click.argument("task_id", type=int)
+@click.argument("task_id", type=TASK_ID)
 @global_options
 @click.pass_context
 def task_show(ctx: click.Context, task_id: int) -> None:
@@ -125,7 +125,7 @@ def _leftovers(store: SqlTaskStore, record: TaskRecord, *, remove: bool) -> dict
 
 
 @task.command("clean")
-@click.argument("task_id", type=int)
+@click.argument("task_id", type=TASK_ID)
 @global_options
 @click.pass_context
 def task_clean(ctx: click.Context, task_id: int) -> None:
@@ -172,7 +172,7 @@ def task_list(ctx: click.Context, status: str | None, limit: int) -> None:
 
 
 @task.command("retry")
-@click.argument("task_id", type=int)
+@click.argument("task_id", type=TASK_ID)
 @click.option("--force", is_flag=True,
               help="Also reset a successful task, or a running one whose process is gone (its heartbeat is older "
                    "than claim.stale_s); it will be read again.")
