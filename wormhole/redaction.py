@@ -193,7 +193,10 @@ def split_url(url: str) -> SplitResult | None:
 def redact_url(url: str) -> str:
     """``url`` for a message: the password and every query value as ``***``
     (``mysql://root:***@host:3306/db?connect_timeout=***``); a URL that :func:`split_url` cannot read
-    shows nothing after its scheme (``mysql://***``), since any of it may be a piece of a password."""
+    shows nothing after its scheme (``mysql://***``), since any of it may be a piece of a password.
+    A JDBC URL is shown the same way after its ``jdbc:`` (``jdbc:mysql://***``)."""
+    if url[:5].lower() == "jdbc:":
+        return url[:5] + redact_url(url[5:])
     parts = split_url(url)
     if parts is None:
         scheme = url_scheme(url)
