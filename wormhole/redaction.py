@@ -17,6 +17,7 @@ Words that only share letters (``author``, ``key_column``, ``primary_key``, ``by
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -70,6 +71,7 @@ def _secret_word(word: str) -> bool:
             or word.endswith(SECRET_ENDINGS) or _near_password(word))
 
 
+@functools.lru_cache(maxsize=4096)  # every key of every log event asks: the same few keys
 def is_secret_key(key: str) -> bool:
     """Whether the value under ``key`` (or a key path, ``source.params.password``) is never shown."""
     words = key_words(key)
@@ -96,6 +98,7 @@ def redact(value: Any) -> Any:
 # -- JSON text that does not parse (a task row written by another system) -----------------------------
 
 _JSON_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:\s*')
+_JSON_SCALAR = re.compile(r"[^,}\]\s]*")
 
 
 def _string_end(text: str, start: int) -> int:
@@ -118,7 +121,7 @@ def _value_end(text: str, start: int) -> int:
     if text[start] == '"':
         return _string_end(text, start)
     if text[start] not in "[{":
-        match = re.compile(r"[^,}\]\s]*").match(text, start)
+        match = _JSON_SCALAR.match(text, start)
         return match.end() if match else start
     depth, i = 0, start
     while i < len(text):
