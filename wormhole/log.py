@@ -1,13 +1,13 @@
 """structlog set-up: JSON lines by default, a console renderer on a TTY, and secret redaction.
 
-``configure()`` is called by the CLI (and tests), never at import. Every key that looks like a
-secret is replaced by ``***`` wherever it appears in an event, nested mappings included.
+``configure()`` is called by the CLI (and tests), never at import. Every secret key (the one rule of
+:mod:`wormhole.redaction`) has its value replaced by ``***`` wherever it appears in an event, nested
+mappings included.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any, TextIO
@@ -15,37 +15,16 @@ from typing import Any, TextIO
 import structlog
 from structlog.typing import FilteringBoundLogger
 
+from wormhole.redaction import MASK, is_secret_key, redact
+
 Logger = FilteringBoundLogger
 """What :func:`get_logger` returns and what the engine passes around: a bound structlog logger."""
 
-SECRET_KEY = re.compile(r"pass(word|wd)?($|_)|secret|token|credential|api_?key|private_?key", re.IGNORECASE)
-"""Keys whose values are never logged, printed (``task show``) nor echoed in validation messages."""
-
-
-def is_secret_key(key: str) -> bool:
-    return bool(SECRET_KEY.search(key))
-
-
-def redact(value: Any) -> Any:
-    """``value`` (a JSON-like document) with the value of every secret-looking key replaced by ``***``."""
-    return _redact_value(value)
-
-
-def _redact_value(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: "***" if isinstance(k, str) and SECRET_KEY.search(k) else _redact_value(v)
-                for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_redact_value(v) for v in value]
-    return value
-
 
 def redact_secrets(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """structlog processor: every secret key's value, at any depth, as ``***`` (the rule: :mod:`wormhole.redaction`)."""
     for key in list(event):
-        if SECRET_KEY.search(key):
-            event[key] = "***"
-        else:
-            event[key] = _redact_value(event[key])
+        event[key] = MASK if is_secret_key(key) else redact(event[key])
     return event
 
 

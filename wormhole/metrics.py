@@ -62,8 +62,9 @@ def _states(name: str, doc: str, labels: list[str], values: list[str], current: 
 class RunMetrics(Collector):
     """One task run's metrics, from its latest progress snapshot."""
 
-    def __init__(self, task_id: int) -> None:
+    def __init__(self, task_id: int | None) -> None:
         self.task_id = task_id
+        """None until the task is recorded (``run FILE`` binds its port first): nothing to report yet."""
         self.state = "pending"
         self._snapshot: ProgressSnapshot | None = None
         self.registry = CollectorRegistry()
@@ -74,6 +75,8 @@ class RunMetrics(Collector):
         self.state = snapshot.state
 
     def collect(self) -> Iterator[Metric]:
+        if self.task_id is None:
+            return
         task = str(self.task_id)
         yield _states("wormhole_run_state", "The run's state: 1 for the current one.", ["task_id"], [task],
                       self.state, RUN_STATES)

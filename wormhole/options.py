@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any, Literal
 
-from wormhole.log import is_secret_key
+from wormhole.redaction import MASK, is_secret_key
 
 MAX_MESSAGE = 400
 """Longest problem text kept (values inside it are already cut by :func:`show_value`)."""
@@ -57,11 +57,10 @@ INT64 = (-(2**63), 2**63 - 1)
 """Integer options fit a signed 64-bit integer unless they set their own bounds (SQL and Spark do)."""
 
 def show_value(value: Any, path: str = "") -> str:
-    """``value`` for a message: never the value of a secret-looking key, long values cut."""
-    names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path)
-    last = names[-1] if names else ""
-    if last and is_secret_key(last):
-        return "***"
+    """``value`` for a message: never a value under a secret key (anywhere on its path: the whole
+    value of a secret key is hidden, nested ones included), long values cut."""
+    if any(is_secret_key(key) for key in re.split(r"[.\[\]]+", path) if key):
+        return MASK
     text = repr(value)
     if len(text) > SHOWN_CHARS:
         text = f"{text[:SHOWN_CHARS]}... ({len(text)} characters)"

@@ -122,6 +122,26 @@ def test_task_subcommands_with_an_unreachable_task_db_exit_203(ws: Workspace, tm
         _no_traceback(proc)
 
 
+def test_a_task_id_out_of_the_id_range_exits_204_naming_the_parameter(ws: Workspace) -> None:
+    """No OverflowError traceback (exit 1, in no table): a number no task can have is "no such task id"."""
+    huge = "99999999999999999999999"
+    runs = [(("--task-id", huge), "'--task-id'"), (("plan", "--task-id", huge), "'--task-id'"),
+            (("task", "show", huge), "'TASK_ID'"), (("task", "retry", huge), "'TASK_ID'"),
+            (("task", "clean", huge), "'TASK_ID'")]
+    runs += [(("task", "show", "--", n), "'TASK_ID'") for n in ("9223372036854775808", "-9223372036854775809")]
+    runs += [(("--task-id", "9" * 5000), "'--task-id'")]  # past Python's 4300-digit int() limit too
+    for args, hint in runs:
+        proc = ws.run(*args)
+        assert proc.returncode == 204, (args, proc.stderr)
+        assert f"Invalid value for {hint}: " in proc.stderr, (args, proc.stderr)
+        assert "is out of range: a task id is a 64-bit integer, from -9223372036854775808 to 9223372036854775807" \
+            in proc.stderr
+        assert len(proc.stderr) < 1000
+        _no_traceback(proc)
+    assert ws.run("task", "show", "9223372036854775807").returncode == 204  # in range, but no such task
+    assert ws.run("task", "show", "twelve").returncode == 2  # not a number: bad usage, as before
+
+
 # -- item 7: read-only commands create nothing -----------------------------------------------------------
 
 
@@ -140,12 +160,21 @@ def test_read_only_commands_in_an_empty_directory_create_no_files(tmp_path: Path
 # -- items 8 and 9: secrets ------------------------------------------------------------------------------
 
 
+SECRET_KEYS = ("pwd", "passphrase", "auth", "authentication_string", "pasword", "dbPassword", "privateKey",
+               "x-api-key", "accessToken", "client_secret", "credentials")
+"""Keys whose values `task show` hides: words of the key, not a list of keys (README, Secrets)."""
+PLAIN_KEYS = ("author", "key_column", "primary_key", "keys", "password_env", "auth_plugin", "bypass", "user")
+"""Keys that only share letters with a secret word, or name where a secret is: shown as they are."""
+
+
 def test_task_show_redacts_every_secret_in_the_spec(ws: Workspace) -> None:
+    extra: dict[str, Any] = {k: f"hunter2-{i}" for i, k in enumerate(SECRET_KEYS)}
+    extra |= {k: f"plain-{i}" for i, k in enumerate(PLAIN_KEYS)}
     spec = {"source": {"plugin": "mysql", "params": {
         "user": "etl", "password": "hunter2-src", "database": "d", "table": "t",
         "connections": [{"host": "h", "database": "d", "password": "hunter2-shard"}]}},
         "destinations": [{"id": "n", "plugin": "stream", "params": {"api_key": "hunter2-key"}}],
-        "settings": {"token": "hunter2-token"}}
+        "settings": {"token": "hunter2-token", "extra": extra}}
     task_id = ws.submit(json.dumps(spec))
     proc = ws.run("task", "show", str(task_id), check=True)
     assert "hunter2" not in proc.stdout
@@ -153,9 +182,38 @@ def test_task_show_redacts_every_secret_in_the_spec(ws: Workspace) -> None:
     assert shown["source"]["params"]["password"] == "***"
     assert shown["source"]["params"]["connections"][0]["password"] == "***"
     assert shown["source"]["params"]["user"] == "etl"  # only secrets are hidden
-    broken = ws.submit('{"source": {"password": "hunter2-broken", "x": ')  # not JSON: redacted as text
+    assert shown["settings"]["extra"] == {**dict.fromkeys(SECRET_KEYS, "***"),
+                                          **{k: f"plain-{i}" for i, k in enumerate(PLAIN_KEYS)}}
+    # Not JSON: redacted as text, by the same rule (a number, an array and an escaped key too).
+    broken = ws.submit('{"source": {"password": "hunter2-broken", "pwd": 12345, "auth": ["hunter2-arr"], '
+                       '"pa\\u0073sword": "hunter2-esc", "author": "plain-a", "x": ')
     out = ws.run("task", "show", str(broken), check=True).stdout
-    assert "hunter2" not in out and '\\"password\\": \\"***\\"' in out
+    assert "hunter2" not in out and "12345" not in out and '\\"password\\": \\"***\\"' in out
+    assert '\\"auth\\": \\"***\\"' in out and "plain-a" in out
+
+
+UNREADABLE_PASSWORD = "Tk#p@ss:w/rd?x=1"
+"""Unencoded, it cuts the URL in pieces: '#' starts a fragment, '/' a path, '?' a query, '@' and ':' as ever."""
+
+
+@pytest.mark.parametrize("url", [
+    f"mysql://user:{UNREADABLE_PASSWORD}@host/db",
+    f"mysql://user:{UNREADABLE_PASSWORD}@127.0.0.1:1/db?connect_timeout=1",
+    f"mysql://{UNREADABLE_PASSWORD}@host/db",  # the password where the user goes
+    f"{UNREADABLE_PASSWORD}@host/db",  # no scheme at all
+])
+def test_a_task_db_url_with_an_unencoded_password_shows_no_piece_of_it(ws: Workspace, url: str) -> None:
+    """No three consecutive characters of the password in anything printed, whatever the command."""
+    pieces = {UNREADABLE_PASSWORD[i:i + 3] for i in range(len(UNREADABLE_PASSWORD) - 2)}
+    ws.task_db = url  # through WORMHOLE_TASK_DB, as a daemon's children get it
+    for args in (("db", "init"), ("--task-id", "1"), ("task", "show", "1"),
+                 ("task", "list", "--task-db", url)):
+        proc = ws.run(*args, timeout=60)
+        assert proc.returncode == 203, (args, proc.stderr)
+        assert "invalid task database URL" in proc.stderr, (args, proc.stderr)
+        _no_traceback(proc)
+        printed = proc.stdout + proc.stderr
+        assert not [p for p in pieces if p in printed], (args, printed)
 
 
 def test_validation_never_echoes_a_secret_and_cuts_long_values(ws: Workspace, tmp_path: Path) -> None:

@@ -105,16 +105,24 @@ def test_a_run_serves_rising_counters_that_end_equal_to_the_result(ws: Workspace
 
 
 def test_a_port_in_use_refuses_the_run_before_the_claim(ws: Workspace) -> None:
-    """--metrics-port on a taken port: exit 203 with the reason, and the task stays pending."""
+    """--metrics-port on a taken port: exit 203 with the reason, and the task stays pending; `run FILE`
+    binds before it records the task, so its attempts leave no task behind for a daemon to run."""
     task_id = ws.submit(TASK)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        proc = ws.run("--task-id", str(task_id), "--metrics-port", str(taken.getsockname()[1]))
-    assert proc.returncode == 203, proc.stderr
-    assert [e["error_code"] for e in log_events(proc.stderr) if e["event"] == "metrics.not_started"] == [
-        "METRICS_UNAVAILABLE"]
+        port = str(taken.getsockname()[1])
+        procs = [ws.run("--task-id", str(task_id), "--metrics-port", port),
+                 ws.run("run", "task.json", "--metrics-port", port),
+                 ws.run("--metrics-port", port, "run", "task.json")]
+    for proc in procs:
+        assert proc.returncode == 203, proc.stderr
+        assert [e["error_code"] for e in log_events(proc.stderr) if e["event"] == "metrics.not_started"] == [
+            "METRICS_UNAVAILABLE"]
+        assert "task.submitted" not in [e["event"] for e in log_events(proc.stderr)]
     assert ws.show(task_id)["status"] == "pending"
+    listed = ws.run("task", "list", check=True).stdout.splitlines()[1:]
+    assert [line.split()[:2] for line in listed] == [[str(task_id), "pending"]]  # the only task
 
 
 def test_the_daemon_counts_tasks_by_status(ws: Workspace) -> None:

@@ -144,10 +144,12 @@ def test_jdbc_url_properties_failover_and_defaults_are_reported() -> None:
 
 
 @pytest.mark.parametrize("url", ["jdbc:postgresql://h/db", "jdbc:mysql://h/", "jdbc:mysql://h:99999/db",
-                                 "jdbc:mysql://u:p@h/db"])
+                                 "jdbc:mysql://u:p@h/db", "jdbc:mysql://u:Tk#p@ss:w/rd?x=1@h/db",
+                                 "jdbc:mysql://h1,u:Tk#p@ss@h2/db", "jdbc:mysql://u:Tk#p@ss:w/"])
 def test_bad_jdbc_urls_are_refused(url: str) -> None:
-    with pytest.raises(DataxImportError, match=r"connection\[0\]\.jdbcUrl"):
+    with pytest.raises(DataxImportError, match=r"connection\[0\]\.jdbcUrl") as info:
         one(job(mysql_reader(connection=[{"table": ["t"], "jdbcUrl": [url]}])))
+    assert "Tk#" not in str(info.value) and "@ss" not in str(info.value)  # no piece of a password shown
 
 
 def test_mysqlreader_settings_without_equivalent_are_reported() -> None:

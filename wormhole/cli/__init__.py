@@ -13,7 +13,7 @@ from __future__ import annotations
 import click
 
 from wormhole import __version__
-from wormhole.cli.common import CliState, configure_log
+from wormhole.cli.common import TASK_ID, CliState, configure_log
 from wormhole.cli.daemon import daemon
 from wormhole.cli.importing import import_group
 from wormhole.cli.observe import ObserveOptions, root_options
@@ -26,7 +26,7 @@ __all__ = ["cli", "main", "run_task"]
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--task-id", type=int, help="Run this task from the task database, then exit with its status.")
+@click.option("--task-id", type=TASK_ID, help="Run this task from the task database, then exit with its status.")
 @click.option("--claimed-by", metavar="TOKEN", hidden=True,
               help="Run a task already claimed under TOKEN (how `wormhole daemon` hands a task to its child).")
 @click.option("--task-db", envvar="WORMHOLE_TASK_DB", metavar="URL",

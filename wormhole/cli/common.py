@@ -7,6 +7,7 @@ tools type them.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -135,3 +136,39 @@ def submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskS
 
 
 NAME_OPTION = click.option("--name", help="Task name (default: the spec's name, else the file name).")
+
+TASK_ID_RANGE = (-(2**63), 2**63 - 1)
+"""What a task id can be: both task databases keep ids in a signed 64-bit column (an upstream INSERT may
+choose 0 or a negative one)."""
+
+
+class BadTaskId(click.BadParameter):
+    """A number no task can have: "no such task id", exit 204 like one that is missing, not click's 2."""
+
+    exit_code = 204
+
+
+class TaskIdType(click.ParamType):
+    """A task id argument or option: text that is no integer is bad usage (2); an integer out of the
+    id column's range names the parameter and exits 204, never reaching a driver (sqlite's OverflowError)."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            number = value
+        else:
+            text = str(value).strip()
+            if not re.fullmatch(r"[+-]?[0-9]+", text):
+                self.fail(f"{value!r} is not a valid integer", param, ctx)
+            digits = len(text.lstrip("+-").lstrip("0"))
+            # Past 20 digits it is out of range anyway: never converted (Python refuses over 4300 digits).
+            number = int(text) if digits <= 20 else TASK_ID_RANGE[1] + 1
+        if not TASK_ID_RANGE[0] <= number <= TASK_ID_RANGE[1]:
+            shown = str(value) if len(str(value)) <= 30 else f"a {len(str(value))}-character number"
+            raise BadTaskId(f"{shown} is out of range: a task id is a 64-bit integer, from {TASK_ID_RANGE[0]} "
+                            f"to {TASK_ID_RANGE[1]}", ctx=ctx, param=param)
+        return number
+
+
+TASK_ID = TaskIdType()

@@ -79,17 +79,25 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
 class Observers:
     """The display and the metrics endpoint of one ``run_task``."""
 
-    def __init__(self, options: ObserveOptions, task_id: int, logger: Any) -> None:
+    def __init__(self, options: ObserveOptions, task_id: int | None, logger: Any) -> None:
         self.options = options
         self._task_id = task_id
         self._log = logger
         self._metrics: RunMetrics | None = None
         self._server: MetricsServer | None = None
 
+    def for_task(self, task_id: int, logger: Any) -> None:
+        """The task these observers watch, once it is recorded (``run FILE`` serves before it records)."""
+        self._task_id = task_id
+        self._log = logger
+        if self._metrics is not None:
+            self._metrics.task_id = task_id
+
     def start(self) -> bool:
-        """Serve the metrics when asked; False (logged) when the port cannot be had."""
+        """Serve the metrics when asked (once: a second call keeps the endpoint); False (logged) when
+        the port cannot be had."""
         o = self.options
-        if o.metrics_port is None:
+        if o.metrics_port is None or self._server is not None:
             return True
         from wormhole.metrics import RunMetrics, serve
 
@@ -131,17 +139,17 @@ class Observers:
 
         return TtyProgress(sys.stderr, force=mode == "tty")
 
-    def close(self) -> None:
+    def close(self, *, hold: bool = True) -> None:
         """Hold the endpoint for ``--metrics-hold-s`` (SIGTERM/SIGINT end it early), then close it."""
         if self._server is None:
             return
-        hold = self.options.metrics_hold_s
-        if hold > 0:
+        seconds = self.options.metrics_hold_s if hold else 0.0
+        if seconds > 0:
             done = threading.Event()
             previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-            self._log.info("metrics.holding", seconds=hold, port=self._server.port)
+            self._log.info("metrics.holding", seconds=seconds, port=self._server.port)
             try:
-                done.wait(hold)
+                done.wait(seconds)
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)

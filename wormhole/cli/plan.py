@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from wormhole import log
-from wormhole.cli.common import fail, global_options, read_spec, task_store
+from wormhole.cli.common import TASK_ID, fail, global_options, read_spec, task_store
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.counters import Counters
 from wormhole.errors import ConfigError, InvalidTaskConfig, TaskNotFound, WormholeError
@@ -33,7 +33,7 @@ class _NoRows:
 
 @click.command("plan")
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
-@click.option("--task-id", type=int, help="Plan this task of the task database (it stays as it is).")
+@click.option("--task-id", type=TASK_ID, help="Plan this task of the task database (it stays as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the keys the README documents).")
 @global_options
 @click.pass_context

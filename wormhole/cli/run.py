@@ -34,17 +34,22 @@ from wormhole.taskdb import CRASHED, SqlTaskStore, TaskStore, open_store
 
 
 def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: str | None = None,
-             observe: ObserveOptions | None = None) -> int:
+             observe: ObserveOptions | None = None, observers: Observers | None = None) -> int:
     """Claim (or, with ``adopt``, take over the claim made under that token) and run one task; return
-    the exit code. Every outcome is written to the task row."""
+    the exit code. Every outcome is written to the task row. ``observers`` already started (``run
+    FILE``'s) are used, and closed, instead of ones made from ``observe``."""
     logger = log.get_logger(task_id=task_id)
+    if observers is None:
+        observers = Observers(observe or ObserveOptions(), task_id, logger)
+    else:
+        observers.for_task(task_id, logger)
     try:
         conf = EngineConf.load(conf_dir)
         store = open_store(task_db)
     except WormholeError as exc:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
+        observers.close(hold=False)  # nothing ran: nothing for a scraper to read
         return exc.exit_code
-    observers = Observers(observe or ObserveOptions(), task_id, logger)
     checkpoints: SqlTaskStore | None = None
     try:
         if not observers.start():
@@ -288,14 +293,28 @@ def run_file(ctx: click.Context, file: str, name: str | None) -> None:
     exist (`wormhole db init`). An invalid file exits 204 and records nothing.
     """
     text, spec = read_spec(file)  # loads engine.toml too: a broken one leaves no recorded task behind
+    # The metrics port is bound before the task is recorded: a busy one exits 203 leaving no task
+    # behind (a pending one would be run later by a daemon, once per attempt).
+    observers = Observers(ObserveOptions.of(ctx.obj), None, log.get_logger())
+    if not observers.start():
+        ctx.exit(EXIT_FAILED)
+    try:
+        task_id, task_db = _record(ctx, file, name, text, spec)
+    except BaseException:  # fail() exits: nothing ran, so the endpoint is closed, not held
+        observers.close(hold=False)
+        raise
+    log.get_logger(task_id=task_id).info("task.submitted", file=file, task_db=task_db)
+    ctx.exit(run_task(task_id, ctx.obj.task_db, ctx.obj.conf_dir, observers=observers))
+
+
+def _record(ctx: click.Context, file: str, name: str | None, text: str, spec: TaskSpec) -> tuple[int, str]:
+    """Record the file as a pending task: its id, and the task database as messages show it."""
     store = task_store(ctx, create=True)
     try:
         if store.url.lower().startswith("sqlite:"):
             store.init_schema()  # idempotent: the one-step run needs no `db init` on the embedded store
-        task_id = submit(store, file, name, text, spec)
+        return submit(store, file, name, text, spec), store.url
     except WormholeError as exc:
         fail(exc)
     finally:
         store.close()
-    log.get_logger(task_id=task_id).info("task.submitted", file=file, task_db=store.url)
-    ctx.exit(run_task(task_id, ctx.obj.task_db, ctx.obj.conf_dir, observe=ObserveOptions.of(ctx.obj)))

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Any
 
 import click
 
-from wormhole import log
-from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, submit, task_store
+from wormhole.cli.common import NAME_OPTION, TASK_ID, fail, global_options, read_spec, submit, task_store
 from wormhole.config import EngineConf, TaskSpec, load_spec_json
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.leftovers import leftovers, resumable_chain, resumable_run
+from wormhole.redaction import redact, redact_json_text
 from wormhole.taskdb import SqlTaskStore, TaskRecord
 
 
@@ -61,25 +60,20 @@ def task_submit(ctx: click.Context, file: str, name: str | None, priority: int) 
     click.echo(task_id)
 
 
-# A secret inside a stored spec that is not valid JSON (so cannot be redacted key by key).
-_SECRET_IN_TEXT = re.compile(r'("[^"\\]*(?:pass(?:word|wd)?|secret|token|credential|api_?key|private_?key)'
-                             r'[^"\\]*"\s*:\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE)
-
-
 def _loads_redacted(text: str | bytes | None) -> Any:
-    """A stored JSON document for display, every secret-looking key's value replaced by ``***``."""
+    """A stored JSON document for display, every secret key's value replaced by ``***``."""
     if text is None:
         return None
     try:
-        return log.redact(load_spec_json(text))
+        return redact(load_spec_json(text))
     except InvalidTaskConfig:
         if isinstance(text, bytes):  # an upstream system stored bytes that are not UTF-8: show them escaped
             text = text.decode("utf-8", "backslashreplace")
-        return _SECRET_IN_TEXT.sub(r'\1"***"', text)
+        return redact_json_text(text)  # not JSON, so not redacted key by key: as text
 
 
 @task.command("show")
-@click.argument("task_id", type=int)
+@click.argument("task_id", type=TASK_ID)
 @global_options
 @click.pass_context
 def task_show(ctx: click.Context, task_id: int) -> None:
@@ -131,7 +125,7 @@ def _leftovers(store: SqlTaskStore, record: TaskRecord, *, remove: bool) -> dict
 
 
 @task.command("clean")
-@click.argument("task_id", type=int)
+@click.argument("task_id", type=TASK_ID)
 @global_options
 @click.pass_context
 def task_clean(ctx: click.Context, task_id: int) -> None:
@@ -179,7 +173,7 @@ def task_list(ctx: click.Context, status: str | None, limit: int) -> None:
 
 
 @task.command("retry")
-@click.argument("task_id", type=int)
+@click.argument("task_id", type=TASK_ID)
 @click.option("--force", is_flag=True,
               help="Also reset a successful task (the one way to load its destinations again), or a running one "
                    "whose process is gone (its heartbeat is older than claim.stale_s: it resumes).")

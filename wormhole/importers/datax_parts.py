@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from wormhole.errors import ConfigError
+from wormhole.redaction import redact_url
 
 MAX_CHANNELS = 1024
 """wormhole's bound on ``settings.speed.channel``."""
@@ -151,11 +152,14 @@ def parse_jdbc_url(url: str, p: Params, key: str | int) -> Server:
     settings (utf8mb4), so they change nothing it does.
     """
     match = _JDBC.fullmatch(url.strip())
+    shown = redact_url(url.strip())  # a password typed into the URL (unencoded, even) is never echoed
     if match is None:
-        raise p.fail(key, f"{url!r} is not a MySQL JDBC URL (jdbc:mysql://host:port/database)")
+        raise p.fail(key, f"{shown!r} is not a MySQL JDBC URL (jdbc:mysql://host:port/database)")
+    if "@" in match["hosts"]:
+        raise p.fail(key, "credentials inside the jdbcUrl are not supported; use username/password")
     database = unquote(match["db"])
     if not database:
-        raise p.fail(key, f"{url!r} names no database; wormhole needs jdbc:mysql://host:port/database")
+        raise p.fail(key, f"{shown!r} names no database; wormhole needs jdbc:mysql://host:port/database")
     hosts = [h.strip() for h in match["hosts"].split(",") if h.strip()]
     host, port = _host_port(hosts[0], p, key)
     if len(hosts) > 1:
@@ -168,8 +172,6 @@ def parse_jdbc_url(url: str, p: Params, key: str | int) -> Server:
 
 
 def _host_port(text: str, p: Params, key: str | int) -> tuple[str, int]:
-    if "@" in text:
-        raise p.fail(key, "credentials inside the jdbcUrl are not supported; use username/password")
     if text.startswith("["):  # [IPv6]:port
         host, _, rest = text[1:].partition("]")
         port_text = rest.removeprefix(":")

@@ -6,20 +6,21 @@ URLs::
     sqlite:////srv/wormhole/tasks.db   absolute (four slashes)
     mysql://user:pass@host:3306/db?connect_timeout=10
 
-Special characters in a MySQL user or password must be percent-encoded. Without a password in the
-URL, ``WORMHOLE_TASK_DB_PASSWORD`` is used when set. Passwords never appear in messages: every
-message names the URL through :func:`redact_url`.
+Special characters in a MySQL user or password must be percent-encoded (an ``@`` or ``:`` is read
+right; a ``/ ? #`` makes the URL unreadable, refused). Without a password in the URL,
+``WORMHOLE_TASK_DB_PASSWORD`` is used when set. Passwords never appear in messages: every message
+names the URL through :func:`redact_url`, which shows nothing after the scheme of a URL it cannot read.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import NoReturn
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote
 
 from wormhole.errors import TaskDbError
+from wormhole.redaction import redact_url, split_url, url_scheme
 from wormhole.taskdb.base import (
     CRASHED,
     DEFAULT_STALE_S,
@@ -49,26 +50,9 @@ __all__ = [
     "redact_url",
 ]
 
-# Every query value is redacted, not only password=: drivers take tokens and keys under many names.
-_QUERY_VALUE = re.compile(r"([?&][^=&#]*=)[^&#]*")
 _MYSQL_QUERY_KEYS = frozenset({"connect_timeout"})
-
-
-def redact_url(url: str) -> str:
-    """The URL with any password and every query value replaced by ``***``
-    (``mysql://root:***@host:3306/db?connect_timeout=***``)."""
-    url = _QUERY_VALUE.sub(r"\1***", url)
-    scheme, sep, rest = url.partition("://")
-    if not sep:  # no scheme (a typo): still treat user:password@ as credentials
-        scheme, rest = "", url
-    # The last '@' ends the credentials: an unencoded '@' inside a password must not leak its tail.
-    at = rest.rfind("@")
-    if at < 0:
-        return url
-    user, colon, _password = rest[:at].partition(":")
-    if not colon:
-        return url
-    return f"{scheme}{sep}{user}:***@{rest[at + 1:]}"
+_UNREADABLE = ("cannot be read: percent-encode the special characters (such as @ : / ? # %) in the user "
+               "and the password")
 
 
 def open_store(url: str | None = None, *, create: bool = False) -> SqlTaskStore:
@@ -82,7 +66,7 @@ def open_store(url: str | None = None, *, create: bool = False) -> SqlTaskStore:
     if url is None:
         url = os.environ.get(TASK_DB_ENV) or DEFAULT_TASK_DB_URL
     url = url.strip()
-    scheme = url.partition(":")[0].lower() if ":" in url else ""
+    scheme = (url_scheme(url) or "").lower()  # text before a ':' that is no scheme may be a password
     if scheme == "sqlite":
         return _open_sqlite(url, create)
     if scheme == "mysql":
@@ -116,13 +100,11 @@ def _open_sqlite(url: str, create: bool) -> SqlTaskStore:
 def _open_mysql(url: str) -> SqlTaskStore:
     from wormhole.taskdb.mysql import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_PORT, MysqlTaskStore
 
-    try:
-        parts = urlsplit(url)
-        port = parts.port or DEFAULT_PORT
-    except ValueError as exc:
-        _bad(url, f"{exc} (percent-encode special characters in the user and password)")
-    if parts.fragment:
-        _bad(url, "unexpected '#' (percent-encode special characters in the user and password)")
+    # Read the way redact_url shows it: a URL it cannot show is not guessed at, nor echoed in part.
+    parts = split_url(url)
+    if parts is None:
+        _bad(url, _UNREADABLE)
+    port = parts.port or DEFAULT_PORT
     if not parts.hostname:
         _bad(url, "no host")
     database = unquote(parts.path[1:]) if parts.path.startswith("/") else ""
@@ -144,6 +126,6 @@ def _open_mysql(url: str) -> SqlTaskStore:
         except ValueError:
             connect_timeout = -1.0
         if not connect_timeout > 0 or connect_timeout == float("inf"):
-            _bad(url, f"connect_timeout must be a positive number of seconds, not {text!r}")
+            _bad(url, "connect_timeout must be a positive number of seconds")  # its value, like all, is ***
     return MysqlTaskStore(redact_url(url), host=parts.hostname, port=port, user=user, password=password,
                           database=database, connect_timeout=connect_timeout)
