@@ -11,10 +11,11 @@ import click
 
 from wormhole import log
 from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, submit, task_store
-from wormhole.config import EngineConf, TaskSpec, load_spec_json
+from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.leftovers import leftovers, resumable_chain, resumable_run
+from wormhole.spec_json import load_spec_json
 from wormhole.taskdb import SqlTaskStore, TaskRecord
 
 
