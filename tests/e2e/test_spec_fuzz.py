@@ -129,8 +129,9 @@ CONTROL = ["\x00", "\x01", "\x1b", "\x7f", "\n", "\r", "\t", "\u2028", "\ufeff",
 INTERESTING: list[Any] = [
     None, True, False, 0, -1, 1, 2, 7, 4096, 2**31, 2**63 - 1, 0.5, -0.0, 3.5e-320, *HUGE, "", " ", "\t", "x",
     "id", "csv", "insert", "overwrite", "append", "force", "local", "spark", "auto", "int", "string", "partial",
-    "é☃𝄞", "\x00", "a\x00b", "out/\x00x", "a" * 3000, "CSV", "Id", "t", [], [1], ["id"], [[]], [{}], [None], {},
-    {"a": 1}, {"name": "id"}, {"name": "x", "type": "int"}, {"": []},
+    "é☃𝄞", "\x00", "a\x00b", "out/\x00x", "a" * 3000, f"id > {'9' * 5000}", "id > 1e999", "id IN (" * 70, "CSV",
+    "Id", "t", [], [1], ["id"], [[]], [{}], [None], {}, {"a": 1}, {"name": "id"}, {"name": "x", "type": "int"},
+    {"": []},
 ]
 
 PLUGINS = ["stream", "file", "sqlite", "mysql", "hive", "nosuch", "FILE", ""]
@@ -171,7 +172,7 @@ def _reshape(rng: random.Random, value: Any) -> Any:
     if choice == 1:
         return {"k": value} if not isinstance(value, dict) else list(value.values())
     if choice == 2:
-        return list(value.items()) if isinstance(value, dict) else [value, value]
+        return list(value.items()) if isinstance(value, dict) else [value, copy.deepcopy(value)]
     if choice == 3 and isinstance(value, str):
         at = rng.randrange(len(value) + 1)
         return value[:at] + rng.choice(CONTROL) + value[at:]
@@ -199,7 +200,8 @@ def mutate_tree(rng: random.Random, spec: dict[str, Any]) -> Any:
             key = rng.choice(keys)
             node[key] = _reshape(rng, node[key])
         elif action == 5 and isinstance(node, dict):  # an unknown key
-            node[rng.choice(["extra", "Path", "passwd", "id", "params", "settings"])] = rng.choice(INTERESTING)
+            node[rng.choice(["extra", "Path", "passwd", "id", "params", "settings"])] = copy.deepcopy(
+                rng.choice(INTERESTING))
         elif action == 6 and keys:  # nesting, sometimes past the limit
             node[rng.choice(keys)] = _deep(rng.choice([3, 30, 70, 400]))
         elif action == 7 and isinstance(node, dict) and "plugin" in node:
@@ -402,7 +404,7 @@ def test_runs_of_mutated_specs_end_with_a_documented_code(tmp_path: Path, monkey
         outcomes[f"exit_{result.exit_code}"] = outcomes.get(f"exit_{result.exit_code}", 0) + 1
     print("run outcomes", outcomes)
     ran = sum(v for k, v in outcomes.items() if k.startswith("exit_"))
-    assert ran >= RUN_SPECS // 10 and outcomes.get("invalid_run", 0) and outcomes.get("invalid_row", 0), outcomes
+    assert ran >= RUN_SPECS // 15 and outcomes.get("invalid_run", 0) and outcomes.get("invalid_row", 0), outcomes
 
 
 def _spec_text(transforms: list[Any] | None = None, **dest_params: Any) -> str:
@@ -416,6 +418,7 @@ def _spec_text(transforms: list[Any] | None = None, **dest_params: Any) -> str:
     (_spec_text(null="\x00"), "destinations[0].params.null: must not contain a NUL character"),
     (_spec_text([{"cast": {"id": []}}]), "transforms[0].cast.id: unknown type []"),
     (_spec_text([{"cast": {"id": {"to": "int"}}}]), "transforms[0].cast.id: unknown type {'to': 'int'}"),
+    (_spec_text([{"filter": f"id > {'9' * 5000}"}]), "transforms[0].filter: number 99999999999999999999... has more"),
     (_spec_text([{"rename": {"name": "a\x00"}}]), "transforms[0].rename.name: must be the new column name"),
     (_spec_text([{"mask": {"columns": ["name"], "method": ["redact"]}}]),
      "transforms[0].mask.method: must be one of hash, redact, partial, not ['redact']"),
