@@ -11,10 +11,14 @@ SALT = "pepper-42"
 ROWS = 3000
 
 
+SHORT_NAMES = {22: "a", 24: "ab", 26: "abc"}
+"""Names no longer than the partial mask's ``keep`` (2), and one just longer, in the rows it masks."""
+
+
 def source_rows(n: int = ROWS) -> list[tuple[Any, ...]]:
-    """id, name (NULL every 7th), amount, status ('test' every 10th), grp."""
-    return [(i, None if i % 7 == 0 else f"user{i}", i * 0.5, "test" if i % 10 == 0 else "ok", i % 5)
-            for i in range(1, n + 1)]
+    """id, name (NULL every 7th, a few short ones), amount, status ('test' every 10th), grp."""
+    return [(i, None if i % 7 == 0 else SHORT_NAMES.get(i, f"user{i}"), i * 0.5, "test" if i % 10 == 0 else "ok",
+             i % 5) for i in range(1, n + 1)]
 
 
 TASK_TRANSFORMS = [{"filter": "status != 'test'"}, {"filter": "amount >= 10"},
@@ -37,11 +41,13 @@ def expected_all(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def _partial(s: str) -> str:
+    """All but the last 2 characters masked; a value no longer than 2 masked whole ('ab' -> '**')."""
     return "*" * (len(s) - 2) + s[-2:] if len(s) > 2 else "*" * len(s)
 
 
 def expected_even(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """id, who (masked but its last 2), amount, grp, amount2."""
+    assert {i: _partial(SHORT_NAMES[i]) for i in SHORT_NAMES} == {22: "*", 24: "**", 26: "*bc"}
     return [(i, _partial(name), amount, grp, a2) for i, name, amount, grp, a2 in after_task(rows)
             if i % 2 == 0 and name is not None]
 

@@ -6,7 +6,6 @@ unknown keys are rejected, types are checked, and each problem carries its key p
 
 from __future__ import annotations
 
-import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +17,13 @@ from wormhole.errors import ConfigError, InvalidTaskConfig, PluginError
 from wormhole.options import Problems, join_path, opt, parse_options, show_value
 from wormhole.plugins import registry
 from wormhole.plugins.base import Plugin
+from wormhole.spec_json import load_spec_json
 from wormhole.transform.conf import PushUpConf
-from wormhole.transform.operators import OpSpec, parse_transforms
+from wormhole.transform.operators import OpSpec, bind_task, parse_transforms
 
 MAX_CHANNELS = 1024
 """Most channels a task may have, however they are set: SQL splitters cut ``channels x split_factor``
 ranges, so a typo of 10**9 must be an error (or a cap), not a hung planner."""
-
-MAX_DEPTH = 64
-"""Deepest nesting a task spec may have; deeper documents are refused before anything walks them."""
 
 # ---------------------------------------------------------------------------------------------
 # Engine configuration (conf/engine.toml)
@@ -319,72 +316,10 @@ class TaskSpec:
         parsed = tuple(d for d in destinations if d is not None)
         if problems or source is None or len(parsed) < len(destinations):
             raise InvalidTaskConfig(problems.items)
+        _check_transform_types(source, transforms, parsed, problems)
+        if problems:
+            raise InvalidTaskConfig(problems.items)
         return cls(name=ref.name, source=source, destinations=parsed, settings=ref.settings, transforms=transforms)
-
-
-def load_spec_json(text: str | bytes | None) -> Any:
-    """The JSON document of a spec, or InvalidTaskConfig saying why it is not one.
-
-    A spec comes from a file or a task row written by another system, so anything can be there:
-    bytes that are not UTF-8, NaN, numbers too large for a float, nesting deep enough to exhaust the
-    interpreter's stack. Each is refused with a message, never a traceback.
-    """
-    if text is None:
-        raise InvalidTaskConfig(["<root>: the spec is empty (NULL)"])
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidTaskConfig([f"<root>: not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset "
-                                     f"{exc.start} cannot be decoded"]) from None
-    if not isinstance(text, str):
-        raise InvalidTaskConfig([f"<root>: expected JSON text, got {type(text).__name__}"])
-    text = text.removeprefix("\ufeff")  # a BOM written by some editors is not an error
-    if not text.strip():
-        raise InvalidTaskConfig(["<root>: the spec is empty"])
-    depth = _nesting_depth(text)
-    if depth > MAX_DEPTH:
-        raise InvalidTaskConfig([f"<root>: nested {depth} levels deep; a task spec nests at most {MAX_DEPTH}"])
-    try:
-        raw = json.loads(text, parse_constant=_reject_constant)
-        # "\ud800" escapes decode to lone surrogates: not text any store, file or terminal can take.
-        json.dumps(raw, ensure_ascii=False).encode("utf-8")
-        return raw
-    except UnicodeEncodeError as exc:
-        raise InvalidTaskConfig([f"<root>: a string holds a lone UTF-16 surrogate "
-                                 f"({exc.object[exc.start:exc.end]!a}), which is not text"]) from None
-    except json.JSONDecodeError as exc:
-        raise InvalidTaskConfig([f"<root>: malformed JSON: {exc}"]) from None
-    except ValueError as exc:  # NaN/Infinity, or an integer with too many digits
-        raise InvalidTaskConfig([f"<root>: malformed JSON: {exc}"]) from None
-    except RecursionError:  # unreachable after the depth check; kept so no input ever gives a traceback
-        raise InvalidTaskConfig(["<root>: nested too deeply"]) from None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _nesting_depth(text: str) -> int:
-    """The deepest bracket nesting outside strings, without recursion (the parser would recurse)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
 
 
 def _parse_source(ref: _PluginRef, problems: Problems) -> SourceSpec | None:
@@ -413,6 +348,17 @@ def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> 
     transforms = parse_transforms(ref.transforms, f"{path}.transforms", f"destination:{ref.id}", problems)
     return DestinationSpec(id=ref.id, plugin=ref.plugin, options=options, concurrency=concurrency,
                            error_limit=ref.error_limit, transforms=transforms)
+
+
+def _check_transform_types(source: SourceSpec, transforms: tuple[OpSpec, ...],
+                           destinations: tuple[DestinationSpec, ...], problems: Problems) -> None:
+    """Where the source's options declare its schema (a stream, csv or jsonl files with columns), bind the
+    transforms now, as the run would: an unknown column or a type error is refused before anything is
+    recorded. Other sources are checked when the run reads their schema (still before any write)."""
+    role = registry.get(source.plugin).source
+    schema = role.declared_schema(source.options) if role is not None and role.declared_schema else None
+    if schema is not None:
+        bind_task(transforms, {d.id: d.transforms for d in destinations}, schema, problems)
 
 
 def _plugin(name: str, path: str, problems: Problems) -> Plugin | None:

@@ -9,6 +9,7 @@ collected, never raised one by one. Plugins import this module, never the task m
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import types
@@ -140,6 +141,10 @@ def _convert(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping
         if not isinstance(value, str):
             problems.add(path, f"expected a string, got {_type_name(value)} {show_value(value, path)}")
             return _MISSING
+        if "\x00" in value:
+            # No path, host, name or SQL text takes a NUL: the OS and the drivers refuse it (ValueError).
+            problems.add(path, "must not contain a NUL character (\\u0000)")
+            return _MISSING
         if meta.get("nonempty") and not value.strip():
             # " " as a host or a path only fails later, deep in a driver: refuse it here.
             problems.add(path, "must not be empty or blank")
@@ -170,8 +175,7 @@ def parse_options(cls: type, raw: Any, path: str, problems: Problems) -> Any:
     if not isinstance(raw, dict):
         problems.add(path, f"expected an object, got {_type_name(raw)}")
         return None
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    hints, fields = _shape(cls)
     ok = True
     for key in raw:
         if key not in fields:
@@ -201,6 +205,12 @@ def parse_options(cls: type, raw: Any, path: str, problems: Problems) -> Any:
     # Options whose keys describe one of several shapes (a tagged union) resolve into that shape.
     resolve = getattr(instance, "resolve", None)
     return instance if resolve is None else resolve()
+
+
+@functools.cache
+def _shape(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """The field types and init fields of an options dataclass (resolving the hints is costly)."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
 
 
 def opt(default: Any = dataclasses.MISSING, **meta: Any) -> Any:

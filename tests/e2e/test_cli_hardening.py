@@ -100,6 +100,36 @@ def test_values_that_would_fail_at_run_time_are_validation_errors(ws: Workspace,
     assert "settings.speed.channel: must be <= 1024, got 5000" in proc.stderr
 
 
+_CSV_COLUMNS = [{"name": "id", "type": "int"}, {"name": "amount", "type": "float"}, {"name": "who", "type": "string"}]
+
+
+@pytest.mark.parametrize(("source", "transforms", "problem"), [
+    ({"plugin": "stream", "params": {"rows": 50}}, [{"filter": "amout > 1"}],
+     "transforms[0].filter: unknown column 'amout' (columns: id, name, amount, day)"),
+    # csv with declared columns: known without opening the file (which does not even exist)
+    ({"plugin": "file", "params": {"path": "in.csv", "format": "csv", "columns": _CSV_COLUMNS}},
+     [{"derive": {"x": "who + 1"}}], "transforms[0].derive.x: '+' needs numbers, not a string and a int"),
+])
+def test_transforms_over_a_schema_known_without_connecting_are_checked_at_validation(
+        ws: Workspace, tmp_path: Path, source: dict[str, Any], transforms: list[Any], problem: str) -> None:
+    """validate refuses them, and run refuses them before anything is recorded in the task db."""
+    spec = _spec()
+    spec["source"] = source
+    spec["destinations"][0]["transforms"] = [{"filter": "id > 1"}]
+    spec["transforms"] = transforms
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(spec))
+    for args in (("validate", str(path)), ("run", str(path))):
+        proc = ws.run(*args)
+        assert proc.returncode == 204, (args, proc.stderr)
+        assert problem in proc.stderr, (args, proc.stderr)
+        _no_traceback(proc)
+    assert ws.run("task", "list", check=True).stdout.strip().count("\n") == 0  # nothing was recorded
+    spec["transforms"] = []
+    path.write_text(json.dumps(spec))
+    assert ws.run("validate", str(path)).returncode == 0
+
+
 # -- item 6: exit codes follow the table ----------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from tests.transform_helpers import (
     HASH_TRANSFORMS,
     SALT,
     SALT_ENV,
+    SHORT_NAMES,
     expected_all,
     expected_even,
     expected_hashes,
@@ -153,6 +154,8 @@ def mysql_source(dbs: Databases, rows: int = 3000, **params: Any) -> tuple[dict[
     fill_from_sequence(conn, db, "src", rows, {
         "id": "seq", "name": "IF(seq % 7 = 0, NULL, CONCAT('user', seq))", "amount": "seq * 0.5",
         "status": "IF(seq % 10 = 0, 'test', 'ok')", "grp": "seq % 5"})
+    for i, name in SHORT_NAMES.items():  # source_rows()'s short names
+        execute(conn, "UPDATE src SET name = %s WHERE id = %s", (name, i))
     conn.close()
     return {"plugin": "mysql", "params": dbs.server.params(db, table="src", split_pk="id", **params)}, db
 

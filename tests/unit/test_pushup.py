@@ -18,7 +18,9 @@ SOURCE = Schema((Column("id", "int"), Column("grp", "int"), Column("name", "stri
 
 
 def plan(transforms: list[Any], pushup: str = "adaptive") -> TransformPlan:
-    spec = TaskSpec.from_mapping({"source": {"plugin": "stream", "params": {"rows": 10}}, "transforms": transforms,
+    columns = [{"name": c.name, "type": c.type} for c in SOURCE.columns]  # validation binds to them
+    spec = TaskSpec.from_mapping({"source": {"plugin": "stream", "params": {"rows": 10, "columns": columns}},
+                                  "transforms": transforms,
                                   "destinations": [{"id": "js", "plugin": "file",
                                                     "params": {"path": "/tmp/x", "format": "jsonl"}}],
                                   "settings": {"pushup": pushup}})

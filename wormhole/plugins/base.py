@@ -387,6 +387,10 @@ class SourceRole:
     pushdown: Literal["mysql", "sqlite"] | None = None
     """The SQL dialect in which the reader takes a :class:`PushedQuery` (``split.params["pushdown"]``);
     None: the store evaluates no transform, they all run in wormhole."""
+    declared_schema: Callable[[Any], Schema | None] | None = None
+    """Optional: the schema these options declare, known without connecting or opening a file (the
+    reader's ``schema()`` returns exactly it); None when only the store can say. Validation type-checks
+    the transforms against it, so a typo in a column name is refused before anything is recorded."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -473,8 +473,14 @@ def _unquote(text: str) -> str:
     return text[1:-1].replace("''", "'")
 
 
+MAX_NUMBER_CHARS = 100
+"""Longest number literal: past DECIMAL(65)'s digits, and short of what int() refuses to convert (4300)."""
+
+
 def _number(t: _Tok, checked: bool = True) -> Any:
     text = t.text
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ExprError(f"number {text[:20]}... has more than {MAX_NUMBER_CHARS} characters", t.pos)
     if text.isdigit():
         return _check_int(int(text), t.pos) if checked else int(text)
     if "e" in text.lower():

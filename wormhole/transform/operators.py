@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from wormhole.options import Problems, join_path
+from wormhole.options import Problems, join_path, show_value
 from wormhole.plugins.base import Column, Schema
 from wormhole.transform.check import CASTS, Typed, check
 from wormhole.transform.expr import Expr, ExprError, parse
@@ -83,8 +83,13 @@ def _expr(text: Any, path: str, problems: Problems) -> Expr | None:
         return None
 
 
+def _text(value: Any) -> bool:
+    """A JSON string a name or a type can be: checked before it is looked up (a list is unhashable)."""
+    return isinstance(value, str) and bool(value) and "\x00" not in value
+
+
 def _names(value: Any, path: str, problems: Problems) -> list[str] | None:
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+    if not isinstance(value, list) or not value or not all(_text(v) for v in value):
         problems.add(path, "must be a non-empty list of column names")
         return None
     return list(value)
@@ -106,16 +111,16 @@ def _parse_one(kind: str, body: Any, path: str, oid: str, problems: Problems) ->
         problems.add(path, "must be a non-empty object")
         return None
     if kind == "rename":
-        bad = [k for k, v in body.items() if not isinstance(v, str) or not v]
+        bad = [k for k, v in body.items() if not _text(v)]
         for k in bad:
             problems.add(join_path(path, k), "must be the new column name (a non-empty string)")
         return None if bad else OpSpec(kind, body, path, oid)
     if kind == "cast":
-        for k, v in body.items():
-            if v not in CASTS or v == "null":
-                problems.add(join_path(path, k), f"unknown type {v!r} (types: int, float, decimal, string, bool, "
-                                                 "date, datetime)")
-        return OpSpec(kind, body, path, oid)
+        bad = [k for k, v in body.items() if not _text(v) or v not in CASTS or v == "null"]
+        for k in bad:
+            problems.add(join_path(path, k), f"unknown type {show_value(body[k])} (types: int, float, decimal, "
+                                             "string, bool, date, datetime)")
+        return None if bad else OpSpec(kind, body, path, oid)
     if kind == "derive":
         exprs = [(name, _expr(text, join_path(path, name), problems)) for name, text in body.items()]
         if any(e is None for _, e in exprs):
@@ -130,20 +135,24 @@ def _parse_mask(body: dict[str, Any], path: str, oid: str, problems: Problems) -
         problems.add(join_path(path, k), "unknown key (mask takes columns, method, keep, salt_env, with)")
     ok = not unknown and _names(body.get("columns"), join_path(path, "columns"), problems) is not None
     method = body.get("method", "hash")
-    if method not in MASK_METHODS:
-        problems.add(join_path(path, "method"), f"must be one of {', '.join(MASK_METHODS)}, not {method!r}")
+    if not isinstance(method, str) or method not in MASK_METHODS:
+        problems.add(join_path(path, "method"), f"must be one of {', '.join(MASK_METHODS)}, "
+                                                f"not {show_value(method)}")
         ok = False
     keep = body.get("keep", 4)
     if not isinstance(keep, int) or isinstance(keep, bool) or not 0 <= keep <= 1000:
         problems.add(join_path(path, "keep"), "must be an integer from 0 to 1000")
         ok = False
     salt_env = body.get("salt_env", DEFAULT_SALT_ENV)
-    if method == "hash" and (not isinstance(salt_env, str) or not os.environ.get(salt_env)):
+    if not _text(salt_env):
+        problems.add(join_path(path, "salt_env"), "must name an environment variable (a non-empty string)")
+        ok = False
+    elif method == "hash" and not os.environ.get(salt_env):
         problems.add(join_path(path, "salt_env"), f"the environment variable {salt_env!r} holding the hash's salt "
                                                   "is not set (a hash without a secret salt is reversible)")
         ok = False
-    if not isinstance(body.get("with", "***"), str):
-        problems.add(join_path(path, "with"), "must be a string")
+    if not isinstance(body.get("with", "***"), str) or "\x00" in body.get("with", ""):
+        problems.add(join_path(path, "with"), "must be a string without NUL characters")
         ok = False
     return OpSpec("mask", body, path, oid) if ok else None
 
@@ -187,6 +196,14 @@ def bind(specs: tuple[OpSpec, ...], schema: Schema, problems: Problems) -> tuple
         out.append(op)
         current = op.output
     return tuple(out)
+
+
+def bind_task(task: tuple[OpSpec, ...], destinations: Mapping[str, tuple[OpSpec, ...]], schema: Schema,
+              problems: Problems) -> tuple[tuple[BoundOp, ...], dict[str, tuple[BoundOp, ...]]]:
+    """The task's operators bound to the source schema, each destination's to the task's output."""
+    task_ops = bind(task, schema, problems)
+    after = task_ops[-1].output if task_ops else schema
+    return task_ops, {dest: bind(ops, after, problems) for dest, ops in destinations.items()}
 
 
 def _column_check(names: list[str], schema: Schema, path: str, problems: Problems) -> bool:

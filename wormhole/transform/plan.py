@@ -18,7 +18,7 @@ from wormhole.errors import InvalidTaskConfig
 from wormhole.options import Problems
 from wormhole.plugins.base import PushedQuery, Schema
 from wormhole.transform.chain import Chain
-from wormhole.transform.operators import BoundOp, bind
+from wormhole.transform.operators import BoundOp, bind_task
 from wormhole.transform.sqlgen import Dialect, NotPushable, SqlText, compile_sql
 
 Placement = tuple[int, ...]
@@ -130,9 +130,8 @@ def build_plan(spec: TaskSpec, source: Schema, dialect: Dialect | None) -> Trans
     """Bind every operator (the task's to the source schema, each destination's to the task's output);
     InvalidTaskConfig lists every problem, each with its transform path."""
     problems = Problems()
-    task_ops = bind(spec.transforms, source, problems)
-    after = task_ops[-1].output if task_ops else source
-    destinations = {d.id: bind(d.transforms, after, problems) for d in spec.destinations}
+    task_ops, destinations = bind_task(spec.transforms, {d.id: d.transforms for d in spec.destinations}, source,
+                                       problems)
     if problems:
         raise InvalidTaskConfig(problems.items)
     groups: list[tuple[int, ...]] = []

@@ -21,7 +21,13 @@ from __future__ import annotations
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
 from wormhole.plugins.file.layout import SUCCESS_MARKER
 from wormhole.plugins.file.options import ColumnOption, FileReaderOptions, FileWriterOptions
-from wormhole.plugins.file.reader import FileReader, FileReaderPeriphery, FileSplitter, resolve_files
+from wormhole.plugins.file.reader import (
+    FileReader,
+    FileReaderPeriphery,
+    FileSplitter,
+    declared_schema,
+    resolve_files,
+)
 from wormhole.plugins.file.writer import FileWriter, FileWriterPeriphery
 
 __all__ = [
@@ -51,6 +57,7 @@ PLUGIN = Plugin(
         splitter=FileSplitter,
         reader=FileReader,
         periphery=FileReaderPeriphery,
+        declared_schema=declared_schema,  # csv and jsonl with columns
     ),
     sink=SinkRole(
         options=FileWriterOptions,

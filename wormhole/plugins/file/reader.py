@@ -73,6 +73,13 @@ class FileReaderPeriphery:
         return SourceInfo(estimated_rows=footer_rows(files), estimated_bytes=size)
 
 
+def declared_schema(options: FileReaderOptions) -> Schema | None:
+    """csv and jsonl with ``columns``: those columns, known at validation; parquet's types are the file's."""
+    if options.format == "parquet" or options.columns is None:
+        return None
+    return Schema(tuple(Column(c.name, c.type) for c in options.columns))
+
+
 class FileReader:
     """Reads csv, jsonl or parquet files; one instance per reader thread."""
 
@@ -96,8 +103,9 @@ class FileReader:
         opts = self.options
         if self._parquet is not None:
             return self._parquet.schema()
-        if opts.columns is not None:
-            return Schema(tuple(Column(c.name, c.type) for c in opts.columns))
+        declared = declared_schema(opts)
+        if declared is not None:
+            return declared
         if opts.format == "csv":
             if not opts.header:
                 raise ReadError(f"{opts.path}: columns are required when header is false", plugin=PLUGIN_NAME)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
 from wormhole.plugins.stream.options import ColumnOption, NullWriterOptions, StreamReaderOptions
-from wormhole.plugins.stream.reader import DIRTY_MARK, StreamSource
+from wormhole.plugins.stream.reader import DIRTY_MARK, StreamSource, declared_schema
 from wormhole.plugins.stream.writer import NullPeriphery, NullWriter
 
 __all__ = [
@@ -27,6 +27,6 @@ PLUGIN = Plugin(
     name="stream",
     description="deterministic row generator (reader) and null sink (writer), for tests and benchmarks",
     source=SourceRole(options=StreamReaderOptions, splitter=StreamSource, reader=StreamSource,
-                      periphery=StreamSource),
+                      periphery=StreamSource, declared_schema=declared_schema),
     sink=SinkRole(options=NullWriterOptions, periphery=NullPeriphery, writer=NullWriter, spark_partitions=True),
 )

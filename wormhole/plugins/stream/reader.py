@@ -44,6 +44,11 @@ def _pool(column: ColumnOption, index: int, seed: int) -> list[Any]:
     return values
 
 
+def declared_schema(options: StreamReaderOptions) -> Schema:
+    """The generated columns, as the options declare them: known at validation."""
+    return Schema(tuple(Column(c.name, c.type, c.name != "id") for c in options.columns))
+
+
 class StreamSource:
     """Splitter, Reader and ReaderPeriphery of the generator in one object."""
 
@@ -64,7 +69,7 @@ class StreamSource:
         return SourceInfo(estimated_rows=self._o.rows)
 
     def schema(self) -> Schema:
-        return Schema(tuple(Column(c.name, c.type, c.name != "id") for c in self._o.columns))
+        return declared_schema(self._o)
 
     def split(self, advice: int) -> list[Split]:
         n, rows = self._o.splits, self._o.rows
