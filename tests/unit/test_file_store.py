@@ -445,11 +445,14 @@ def test_a_full_disk_raises_write_error_not_dirty_rows(tmp_path: Path) -> None:
 
 
 def test_csv_header_gives_string_columns(tmp_path: Path) -> None:
-    (tmp_path / "a.csv").write_text("id,name\n1,ann\n2,\n", encoding="utf-8")
+    (tmp_path / "a.csv").write_text("id,name\n1,ann\n2,\n3,\\N\n", encoding="utf-8")
     options = FileReaderOptions(path=str(tmp_path / "a.csv"), format="csv")
     reader = FileReader(options, read_ctx())
     assert reader.schema() == Schema((Column("id", "string"), Column("name", "string")))
-    assert read_all(options) == [("1", "ann"), ("2", None)]
+    # The default null text is \N: an empty string field is '', not NULL (issue 23).
+    assert read_all(options) == [("1", "ann"), ("2", ""), ("3", None)]
+    old_style = FileReaderOptions(path=str(tmp_path / "a.csv"), format="csv", null="")
+    assert read_all(old_style) == [("1", "ann"), ("2", None), ("3", "\\N")]
 
 
 def test_csv_columns_type_the_values_and_skip_the_header(tmp_path: Path) -> None:

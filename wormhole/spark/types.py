@@ -9,7 +9,6 @@ integer beyond 64 bits) are rejected as dirty rows at the source instead.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal
@@ -22,6 +21,7 @@ from pyspark.sql import types as T
 
 from wormhole.plugins.base import Column, Rejected, Row, Schema
 from wormhole.plugins.file.parquet_format import arrow_types, json_text
+from wormhole.plugins.values import json_dumps, json_loads
 
 DECIMAL = T.DecimalType(38, 18)
 
@@ -135,7 +135,7 @@ def _exact_decimal_text(v: Any) -> str:
 def _exact_json_text(v: Any) -> str:
     # Always the value's JSON, a str included ('"a"'): json_text would take a str as JSON text
     # already, and a MySQL writer stores a JSON string value quoted.
-    return json.dumps(v, ensure_ascii=False, allow_nan=False)
+    return json_dumps(v)
 
 
 _TO_EXACT: dict[str, Callable[[Any], str]] = {"int": int.__repr__, "decimal": _exact_decimal_text,
@@ -204,7 +204,7 @@ def rows_from_arrow(schema: Schema, batch: pa.RecordBatch) -> list[Row]:
 
 
 def _from_json(v: Any) -> Any:
-    return json.loads(v) if isinstance(v, str) else v
+    return json_loads(v) if isinstance(v, str) else v
 
 
 def _from_decimal_text(v: Any) -> Any:
