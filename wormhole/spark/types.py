@@ -59,10 +59,19 @@ class RowReaderPlan:
     exact: frozenset[str] = frozenset()
 
 
+UNSIGNED = T.DecimalType(20, 0)
+"""An unsigned 64-bit column in Spark: what Spark reads a parquet uint64 as."""
+
+
+def spark_type(column: Column) -> T.DataType:
+    """The Spark type a column is written as (:data:`TO_SPARK`, an unsigned 64-bit int as decimal(20,0))."""
+    return UNSIGNED if column.unsigned and column.type == "int" else TO_SPARK[column.type]
+
+
 def spark_schema(schema: Schema, transport: bool = False, exact: frozenset[str] = frozenset()) -> T.StructType:
-    types = TRANSPORT_SPARK if transport else TO_SPARK
     return T.StructType([T.StructField(c.name, T.StringType(), c.nullable, {EXACT: True}) if c.name in exact
-                         else T.StructField(c.name, types[c.type], c.nullable) for c in schema.columns])
+                         else T.StructField(c.name, TRANSPORT_SPARK[c.type] if transport else spark_type(c),
+                                            c.nullable) for c in schema.columns])
 
 
 def exact_columns(struct: T.StructType) -> frozenset[str]:
@@ -262,4 +271,4 @@ def from_spark_rows(schema: Schema, rows: Iterator[Any], batch_rows: int,
 
 def canonical(frame: DataFrame, schema: Schema) -> DataFrame:
     """The frame with each column cast to its logical type's Spark type (what local mode writes)."""
-    return frame.select([F.col(f"`{c.name}`").cast(TO_SPARK[c.type]).alias(c.name) for c in schema.columns])
+    return frame.select([F.col(f"`{c.name}`").cast(spark_type(c)).alias(c.name) for c in schema.columns])

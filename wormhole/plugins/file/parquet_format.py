@@ -87,7 +87,8 @@ def arrow_logical_type(pa: ModuleType, atype: Any) -> str:
 
 
 def _arrow_columns(pa: ModuleType, arrow_schema: Any) -> tuple[Column, ...]:
-    return tuple(Column(f.name, arrow_logical_type(pa, f.type), f.nullable) for f in arrow_schema)  # type: ignore[arg-type]
+    return tuple(Column(f.name, arrow_logical_type(pa, f.type), f.nullable,  # type: ignore[arg-type]
+                        unsigned=pa.types.is_uint64(f.type)) for f in arrow_schema)
 
 
 def _describe(columns: Sequence[Column]) -> str:

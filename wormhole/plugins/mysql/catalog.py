@@ -22,11 +22,14 @@ class ColumnInfo:
     nullable: bool
     charset: str | None
     collation: str | None
+    unsigned: bool = False
+    """A BIGINT UNSIGNED (values beyond int64)."""
 
 
 def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[ColumnInfo]:
     """The columns of ``table`` in order; SplitError naming it when it does not exist."""
-    found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME "
+    found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
+                            "COLUMN_TYPE "
                             "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
                             "ORDER BY ORDINAL_POSITION", (ep.database, table))
     if not found:
@@ -38,8 +41,9 @@ def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[C
         for (clause,) in checks:
             json_columns.update(m.replace("``", "`").lower() for m in JSON_CHECK.findall(str(clause)))
     return [ColumnInfo(name=str(name), kind=kind_of_data_type(str(dt), str(name).lower() in json_columns),
-                       data_type=str(dt).lower(), nullable=nullable == "YES", charset=cs, collation=coll)
-            for name, dt, nullable, cs, coll in found]
+                       data_type=str(dt).lower(), nullable=nullable == "YES", charset=cs, collation=coll,
+                       unsigned=str(dt).lower() == "bigint" and "unsigned" in str(ctype).lower())
+            for name, dt, nullable, cs, coll, ctype in found]
 
 
 def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
