@@ -575,3 +575,21 @@ def test_unreadable_files_are_read_errors(tmp_path: Path) -> None:
     reader = FileReader(typed, ctx)
     with pytest.raises(ReadError, match=r"a\.csv"):
         list(reader.read(split))
+
+
+def test_text_formats_write_decimals_plainly_and_json_null_apart_from_null() -> None:
+    """Issue 23: no exponent (0E-18 was written), negative zero as zero; JSON null is not SQL NULL."""
+    from wormhole.plugins.file.csv_format import CsvEncoder
+    from wormhole.plugins.file.jsonl_format import JsonlEncoder
+    from wormhole.plugins.file.options import FileWriterOptions
+    from wormhole.plugins.values import JSON_NULL
+
+    schema = Schema((Column("d", "decimal"), Column("j", "json"), Column("s", "string")))
+    rows = [(Decimal("-0E-18"), JSON_NULL, ""), (Decimal("1E-30"), None, None), (Decimal("-1.50"), {"a": None}, "x"),
+            (None, [1], "y")]
+    csv_text = CsvEncoder(FileWriterOptions(path="x", format="csv"), schema).encode(rows).decode()
+    assert csv_text.splitlines() == ["0.000000000000000000,null,", "0.000000000000000000000000000001,\\N,\\N",
+                                     '-1.50,"{""a"": null}",x', "\\N,[1],y"]
+    jsonl = JsonlEncoder(schema).encode(rows).decode().splitlines()
+    assert [json.loads(line)["d"] for line in jsonl] == ["0.000000000000000000", "0.000000000000000000000000000001",
+                                                         "-1.50", None]
