@@ -15,7 +15,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.mysql_helpers import Databases, Server, execute, q
-from tests.mysql_types_table import TYPE_COLUMNS, TYPE_ROWS, TYPES_DDL
+from tests.mysql_types_table import (
+    TYPE_COLUMNS,
+    TYPE_ROWS,
+    TYPES_DDL,
+    check_readme_table,
+    measure_roundtrip,
+    roundtrip_markdown,
+)
 from tests.spark_helpers import dirty_lines, run_task
 from wormhole.config import EngineConf
 
@@ -149,3 +156,14 @@ def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
     assert spark.schema == local.schema and spark.equals(local)
     assert local.num_rows == 5
     admin.close()
+
+
+@pytest.mark.timeout(300)
+def test_type_round_trip_table_spark(spark_conf: EngineConf, dbs: Databases, server: Server, tmp_path: Path) -> None:
+    """README's Spark type round-trip table: Spark mode writes every store's copy, local mode reads it back."""
+    outcomes = measure_roundtrip(spark_conf, "spark", server, dbs, tmp_path)
+    check_readme_table("spark", roundtrip_markdown(outcomes))
+    for store in ("mysql", "csv", "jsonl", "parquet", "sqlite"):
+        assert outcomes[store]["fl"] == "exact" and outcomes[store]["es"] == "exact", store
+    for store in ("mysql", "csv", "jsonl", "parquet"):
+        assert outcomes[store]["bu"] == "exact", (store, outcomes[store]["bu"])
