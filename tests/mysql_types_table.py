@@ -210,4 +210,5 @@ def check_readme_table(name: str, table: str) -> None:
     if os.environ.get(WRITE_ENV) == "1":
         README.write_text(before + start + table + end + after, encoding="utf-8")
         return
-    assert current == table, f"README.md's {name} type table is not what the test measured: rerun it with {WRITE_ENV}=1"
+    assert current == table, (f"README.md's {name} type table is not what the test measured (rerun it with "
+                              f"{WRITE_ENV}=1 if the change is meant):\n{table}")
