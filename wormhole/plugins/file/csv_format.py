@@ -166,10 +166,12 @@ class CsvEncoder:
     def __init__(self, options: FileWriterOptions, schema: Schema) -> None:
         self._delimiter = options.delimiter
         self._names = schema.names if options.header else None
-        # Fast path: with the default null text and no bool/bytes/json column, batches go to the
-        # csv module untouched (it writes None as an empty field).
-        fns = [(i, column_formatter(c.type, options.null)) for i, c in enumerate(schema.columns)]
+        # Fast path: with no bool/bytes/json/decimal column, batches go to the csv module as they are
+        # (it writes None as an empty field), only rows holding a NULL rebuilt with the null text.
+        typed = any(column_formatter(c.type, "") is not None for c in schema.columns)
+        fns = [(i, column_formatter(c.type, options.null)) for i, c in enumerate(schema.columns)] if typed else []
         self._fns = [(i, fn) for i, fn in fns if fn is not None]
+        self._null = options.null
 
     def text(self, rows: Sequence[Sequence[Any]]) -> bytes:
         buf = io.StringIO()
@@ -182,6 +184,9 @@ class CsvEncoder:
 
     def encode(self, rows: Sequence[Row]) -> bytes:
         if not self._fns:
+            null = self._null
+            if null:  # ``None in r`` is a C-level scan: a row without NULL is passed as it is
+                rows = [tuple([null if v is None else v for v in r]) if None in r else r for r in rows]
             return self.text(rows)
         cols: list[Sequence[Any]] = list(zip(*rows, strict=True))
         for i, fn in self._fns:
