@@ -151,7 +151,19 @@ def roundtrip_markdown(outcomes: dict[str, dict[str, str]]) -> str:
 ROUNDTRIP_STORES = ("mysql", "sqlite", "csv", "jsonl", "parquet")
 
 
-def _file_back_source(store: str, root: Path) -> dict[str, Any]:
+def _store_destination(store: str, root: Path, server: Server, db: str) -> dict[str, Any]:
+    if store == "mysql":
+        return {"id": store, "plugin": "mysql", "params": server.params(db, table="back_mysql")}
+    if store == "sqlite":
+        return {"id": store, "plugin": "sqlite", "params": {"path": str(root / "copy.sqlite"), "table": "t"}}
+    if store == "hive":
+        return {"id": store, "plugin": "hive", "params": {"table": f"default.{db}_copy", "create": True}}
+    return {"id": store, "plugin": "file", "params": {"path": str(root / store), "format": store}}
+
+
+def _back_source(store: str, root: Path, db: str) -> dict[str, Any]:
+    if store == "hive":
+        return {"plugin": "hive", "params": {"table": f"default.{db}_copy"}}
     if store == "sqlite":
         return {"plugin": "sqlite", "params": {"path": str(root / "copy.sqlite"), "table": "t"}}
     params: dict[str, Any] = {"path": str(root / store), "format": store}
@@ -161,36 +173,33 @@ def _file_back_source(store: str, root: Path) -> dict[str, Any]:
     return {"plugin": "file", "params": params}
 
 
-def measure_roundtrip(conf: EngineConf, engine: str, server: Server, dbs: Databases,
-                      root: Path) -> dict[str, dict[str, str]]:
-    """Copy the round-trip table to every store in ``engine``, read each copy back into MySQL in
-    local mode, and say per store and column what arrived (:func:`roundtrip_outcome`)."""
+def measure_roundtrip(conf: EngineConf, engine: str, server: Server, dbs: Databases, root: Path,
+                      stores: tuple[str, ...] = ROUNDTRIP_STORES) -> dict[str, dict[str, str]]:
+    """Copy the round-trip table to ``stores`` in ``engine``, read each copy back into MySQL (local
+    mode; hive in Spark mode, its only one), and say per store and column what arrived
+    (:func:`roundtrip_outcome`)."""
     admin = server.connect()
     db = dbs.create("roundtrip")
-    for table in ("src", *(f"back_{s}" for s in ROUNDTRIP_STORES)):
+    for table in ("src", *(f"back_{s}" for s in stores)):
         execute(admin, f"USE {q(db)}")
         execute(admin, roundtrip_ddl(table))
     execute(admin, "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES'")
     marks = ", ".join(["%s"] * (len(ROUNDTRIP_COLUMNS) + 1))
     with admin.cursor() as cur:
         cur.executemany(f"INSERT INTO {q(db)}.src VALUES ({marks})", roundtrip_rows())
-    destinations: list[dict[str, Any]] = [
-        {"id": "mysql", "plugin": "mysql", "params": server.params(db, table="back_mysql")},
-        {"id": "sqlite", "plugin": "sqlite", "params": {"path": str(root / "copy.sqlite"), "table": "t"}},
-        *({"id": f, "plugin": "file", "params": {"path": str(root / f), "format": f}} for f in ("csv", "jsonl",
-                                                                                                 "parquet"))]
+    destinations = [_store_destination(s, root, server, db) for s in stores]
     settings = {"speed": {"channel": 2}, "error_limit": {"record": 100}}
     result, _ = run_task(conf, {"source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
                                 "destinations": destinations, "settings": {**settings, "engine": engine}})
     assert result.exit_code in (0, 201), result.result
-    for store in ROUNDTRIP_STORES[1:]:
-        back, _ = run_task(conf, {"source": _file_back_source(store, root), "destinations": [
+    for store in stores[1:]:
+        back, _ = run_task(conf, {"source": _back_source(store, root, db), "destinations": [
             {"id": "back", "plugin": "mysql", "params": server.params(db, table=f"back_{store}")}],
-            "settings": {**settings, "engine": "local"}})
+            "settings": {**settings, "engine": "spark" if store == "hive" else "local"}})
         assert back.exit_code in (0, 201), (store, back.result)
     source = roundtrip_cells(admin, db, "src")
     assert len(source) == NULL_ROW
-    outcomes = {s: roundtrip_outcome(source, roundtrip_cells(admin, db, f"back_{s}")) for s in ROUNDTRIP_STORES}
+    outcomes = {s: roundtrip_outcome(source, roundtrip_cells(admin, db, f"back_{s}")) for s in stores}
     admin.close()
     return outcomes
 

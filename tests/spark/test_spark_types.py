@@ -16,6 +16,7 @@ import pytest
 
 from tests.mysql_helpers import Databases, Server, execute, q
 from tests.mysql_types_table import (
+    ROUNDTRIP_STORES,
     TYPE_COLUMNS,
     TYPE_ROWS,
     TYPES_DDL,
@@ -165,10 +166,11 @@ def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
 
 @pytest.mark.timeout(300)
 def test_type_round_trip_table_spark(spark_conf: EngineConf, dbs: Databases, server: Server, tmp_path: Path) -> None:
-    """README's Spark type round-trip table: Spark mode writes every store's copy, local mode reads it back."""
-    outcomes = measure_roundtrip(spark_conf, "spark", server, dbs, tmp_path)
-    for store in ("mysql", "csv", "jsonl", "parquet", "sqlite"):
+    """README's Spark type round-trip table: Spark mode writes every store's copy, local mode reads it
+    back (hive: Spark mode, a table the destination creates)."""
+    outcomes = measure_roundtrip(spark_conf, "spark", server, dbs, tmp_path, (*ROUNDTRIP_STORES, "hive"))
+    for store in ("mysql", "csv", "jsonl", "parquet", "sqlite", "hive"):
         assert outcomes[store]["fl"] == "exact" and outcomes[store]["es"] == "exact", store
-    for store in ("mysql", "csv", "jsonl", "parquet"):
+    for store in ("mysql", "csv", "jsonl", "parquet", "hive"):
         assert outcomes[store]["bu"] == "exact", (store, outcomes[store]["bu"])
     check_readme_table("spark", roundtrip_markdown(outcomes))
