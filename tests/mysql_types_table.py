@@ -8,7 +8,13 @@ type-equality test (tests/spark/test_spark_types.py), so both engines are held t
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
+
+from tests.mysql_helpers import Databases, Server, execute, q
+from tests.spark_helpers import run_task
+from wormhole.config import EngineConf
 
 TYPES_DDL = """CREATE TABLE `{name}` (
   id INT PRIMARY KEY,
@@ -43,3 +49,175 @@ TYPE_COLUMNS: list[str] = ["id", "ti", "tu", "si", "su", "mi", "mu", "i", "iu", 
                            "c", "vc", "tx", "mt", "bn", "vb", "bl", "dt", "dtm", "dt0", "ts", "tm", "yr", "js", "en",
                            "st", "bt", "b1"]
 """The columns of TYPES_DDL in order."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The type round-trip table (README "Type round trip"): one awkward value per row, so a store that
+# refuses a row refuses that value only; each store's copy is read back into MySQL by wormhole and
+# compared with the source cell by cell, exactly (tests/integration/test_type_table.py: local mode;
+# tests/spark/test_spark_types.py: Spark mode).
+
+ROUNDTRIP_COLUMNS: dict[str, tuple[str, str, str]] = {
+    # column: (MySQL type, logical type the files are read back as, the cell's exact text in SQL)
+    "fl": ("FLOAT", "float", "CAST(CAST({c} AS DOUBLE) AS CHAR)"),
+    "db": ("DOUBLE", "float", "CAST({c} AS CHAR)"),
+    "dec": ("DECIMAL(65,30)", "decimal", "CAST({c} AS CHAR)"),
+    "d18": ("DECIMAL(38,18)", "decimal", "CAST({c} AS CHAR)"),
+    "bu": ("BIGINT UNSIGNED", "int", "CAST({c} AS CHAR)"),
+    "bt": ("BIT(10)", "int", "CAST({c} + 0 AS CHAR)"),
+    "zd": ("DATE", "date", "CAST({c} AS CHAR)"),
+    "tm": ("TIME(6)", "string", "CAST({c} AS CHAR)"),
+    "js": ("JSON", "json", "JSON_COMPACT({c})"),
+    "bn": ("VARBINARY(16)", "bytes", "HEX({c})"),
+    "u8": ("VARCHAR(40)", "string", "HEX({c})"),
+    "es": ("VARCHAR(10)", "string", "HEX({c})"),
+}
+ROUNDTRIP_LABELS: dict[str, str] = {
+    "fl": "FLOAT", "db": "DOUBLE", "dec": "DECIMAL(65,30)", "d18": "DECIMAL(38,18)", "bu": "BIGINT UNSIGNED",
+    "bt": "BIT(10)", "zd": "DATE (zero dates)", "tm": "TIME beyond 24 h", "js": "JSON (JSON null too)",
+    "bn": "VARBINARY", "u8": "VARCHAR utf8mb4", "es": "'' and NULL",
+}
+ROUNDTRIP_VALUES: list[tuple[str, Any]] = [
+    ("fl", 16777216.0), ("fl", 123456.7890625), ("fl", 3.4028234663852886e38), ("fl", -0.0), ("fl", 1.1),
+    ("db", 1.7976931348623157e308), ("db", 0.1), ("db", -2.2250738585072014e-308),
+    ("dec", "123456789012345678901234567890.123456789012345678901234567891"),
+    ("dec", "-0.000000000000000000000000000001"),
+    ("d18", "0"), ("d18", "-12345678901234567890.000000000000000001"),
+    ("bu", 18446744073709551615), ("bu", 9223372036854775808), ("bu", 0),
+    ("bt", 1023), ("bt", 0),
+    ("zd", "0000-00-00"), ("zd", "2024-00-10"), ("zd", "2024-02-29"),
+    ("tm", "838:59:59.000000"), ("tm", "-838:59:59.000000"), ("tm", "00:00:00.000001"),
+    ("js", '{"a": null, "b": [1, 2.5, "x\U0001f600"]}'), ("js", "null"), ("js", '"text"'), ("js", "[]"),
+    ("bn", b"\x00\xff\t\n\\N"), ("bn", b""),
+    ("u8", "\U0001f600 \U0001d11e \u00fc \u4e2d"), ("u8", "tab\there \\N"),
+    ("es", ""), ("es", " "),
+]
+"""(column, value): row ``id`` = position + 1 holds the value, every other column NULL; the last row
+(:data:`NULL_ROW`) is NULL throughout."""
+NULL_ROW = len(ROUNDTRIP_VALUES) + 1
+
+
+def roundtrip_ddl(table: str) -> str:
+    columns = ", ".join(f"`{c}` {t}" for c, (t, _, _) in ROUNDTRIP_COLUMNS.items())
+    return f"CREATE TABLE `{table}` (id INT PRIMARY KEY, {columns}) CHARACTER SET utf8mb4"
+
+
+def roundtrip_rows() -> list[tuple[Any, ...]]:
+    names = list(ROUNDTRIP_COLUMNS)
+    rows = [tuple([i] + [value if c == name else None for c in names])
+            for i, (name, value) in enumerate(ROUNDTRIP_VALUES, start=1)]
+    return [*rows, tuple([NULL_ROW] + [None] * len(names))]
+
+
+def roundtrip_cells(conn: Any, db: str, table: str) -> dict[int, dict[str, str | None]]:
+    """Per row, per column: the exact text of the cell (None for NULL)."""
+    exprs = ", ".join(sql.format(c=f"`{c}`") for c, (_, _, sql) in ROUNDTRIP_COLUMNS.items())
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT id, {exprs} FROM `{db}`.`{table}` ORDER BY id")
+        found = cur.fetchall()
+    return {int(r[0]): dict(zip(ROUNDTRIP_COLUMNS, r[1:], strict=True)) for r in found}
+
+
+Cells = dict[int, dict[str, str | None]]
+
+
+def roundtrip_outcome(source: Cells, copy: Cells) -> dict[str, str]:
+    """Per column: ``exact``, or what happened to which values (rejected rows, changed cells)."""
+    out: dict[str, list[str]] = {c: [] for c in ROUNDTRIP_COLUMNS}
+    for i, (name, _) in enumerate(ROUNDTRIP_VALUES, start=1):
+        want = source[i][name]
+        if i not in copy:
+            out[name].append(f"{want} rejected")
+        elif copy[i][name] != want:
+            got = copy[i][name]
+            out[name].append(f"{want} -> {'NULL' if got is None else got}")
+    for name in ROUNDTRIP_COLUMNS:
+        got = copy.get(NULL_ROW, {}).get(name, "row rejected")
+        if got is not None:
+            out[name].append(f"NULL -> {got}")
+    return {c: "exact" if not problems else "; ".join(problems) for c, problems in out.items()}
+
+
+def roundtrip_markdown(outcomes: dict[str, dict[str, str]]) -> str:
+    """The README table: a row per source type, a column per store."""
+    stores = list(outcomes)
+    lines = ["| MySQL source type | " + " | ".join(stores) + " |", "|---" * (len(stores) + 1) + "|"]
+    for c in ROUNDTRIP_COLUMNS:
+        cells = [outcomes[s][c].replace("|", "\\|") for s in stores]
+        lines.append(f"| {ROUNDTRIP_LABELS[c]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+ROUNDTRIP_STORES = ("mysql", "sqlite", "csv", "jsonl", "parquet")
+
+
+def _store_destination(store: str, root: Path, server: Server, db: str) -> dict[str, Any]:
+    if store == "mysql":
+        return {"id": store, "plugin": "mysql", "params": server.params(db, table="back_mysql")}
+    if store == "sqlite":
+        return {"id": store, "plugin": "sqlite", "params": {"path": str(root / "copy.sqlite"), "table": "t"}}
+    if store == "hive":
+        return {"id": store, "plugin": "hive", "params": {"table": f"default.{db}_copy", "create": True}}
+    return {"id": store, "plugin": "file", "params": {"path": str(root / store), "format": store}}
+
+
+def _back_source(store: str, root: Path, db: str) -> dict[str, Any]:
+    if store == "hive":
+        return {"plugin": "hive", "params": {"table": f"default.{db}_copy"}}
+    if store == "sqlite":
+        return {"plugin": "sqlite", "params": {"path": str(root / "copy.sqlite"), "table": "t"}}
+    params: dict[str, Any] = {"path": str(root / store), "format": store}
+    if store != "parquet":  # csv and jsonl are read back as the source's logical types
+        params["columns"] = [{"name": "id", "type": "int"}] + [
+            {"name": c, "type": t} for c, (_, t, _) in ROUNDTRIP_COLUMNS.items()]
+    return {"plugin": "file", "params": params}
+
+
+def measure_roundtrip(conf: EngineConf, engine: str, server: Server, dbs: Databases, root: Path,
+                      stores: tuple[str, ...] = ROUNDTRIP_STORES) -> dict[str, dict[str, str]]:
+    """Copy the round-trip table to ``stores`` in ``engine``, read each copy back into MySQL (local
+    mode; hive in Spark mode, its only one), and say per store and column what arrived
+    (:func:`roundtrip_outcome`)."""
+    admin = server.connect()
+    db = dbs.create("roundtrip")
+    for table in ("src", *(f"back_{s}" for s in stores)):
+        execute(admin, f"USE {q(db)}")
+        execute(admin, roundtrip_ddl(table))
+    execute(admin, "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES'")
+    marks = ", ".join(["%s"] * (len(ROUNDTRIP_COLUMNS) + 1))
+    with admin.cursor() as cur:
+        cur.executemany(f"INSERT INTO {q(db)}.src VALUES ({marks})", roundtrip_rows())
+    destinations = [_store_destination(s, root, server, db) for s in stores]
+    settings = {"speed": {"channel": 2}, "error_limit": {"record": 100}}
+    result, _ = run_task(conf, {"source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
+                                "destinations": destinations, "settings": {**settings, "engine": engine}})
+    assert result.exit_code in (0, 201), result.result
+    for store in stores[1:]:
+        back, _ = run_task(conf, {"source": _back_source(store, root, db), "destinations": [
+            {"id": "back", "plugin": "mysql", "params": server.params(db, table=f"back_{store}")}],
+            "settings": {**settings, "engine": "spark" if store == "hive" else "local"}})
+        assert back.exit_code in (0, 201), (store, back.result)
+    source = roundtrip_cells(admin, db, "src")
+    assert len(source) == NULL_ROW
+    outcomes = {s: roundtrip_outcome(source, roundtrip_cells(admin, db, f"back_{s}")) for s in stores}
+    admin.close()
+    return outcomes
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+WRITE_ENV = "WORMHOLE_WRITE_TYPE_TABLE"
+
+
+def check_readme_table(name: str, table: str) -> None:
+    """README's table ``name`` (between ``<!-- type-table:NAME -->`` and ``<!-- /type-table:NAME -->``)
+    must be what the test measured; with WORMHOLE_WRITE_TYPE_TABLE=1 the test writes it there."""
+    text = README.read_text(encoding="utf-8")
+    start, end = f"<!-- type-table:{name} -->\n", f"\n<!-- /type-table:{name} -->"
+    assert start in text and end in text, f"README.md has no {start.strip()} section"
+    before, rest = text.split(start, 1)
+    current, after = rest.split(end, 1)
+    if os.environ.get(WRITE_ENV) == "1":
+        README.write_text(before + start + table + end + after, encoding="utf-8")
+        return
+    assert current == table, (f"README.md's {name} type table is not what the test measured (rerun it with "
+                              f"{WRITE_ENV}=1 if the change is meant):\n{table}")

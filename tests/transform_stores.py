@@ -55,7 +55,8 @@ def make_source(store: str, rows: list[tuple[Any, ...]], root: Path, dbs: Databa
             out = csv.writer(f)
             out.writerow(NAMES)
             out.writerows(["" if v is None else v for v in r] for r in rows)
-        return {"plugin": "file", "params": {"path": str(path.parent), "format": "csv", "columns": [
+        # Written as other tools do, NULL an empty field: say so (wormhole's own default is \\N).
+        return {"plugin": "file", "params": {"path": str(path.parent), "format": "csv", "null": "", "columns": [
             {"name": n, "type": t} for n, t in zip(NAMES, TYPES, strict=True)]}}
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64()),
                         ("status", pa.string()), ("grp", pa.int64())])

@@ -39,8 +39,9 @@ def sqlite_dest(dest_id: str, path: str = "out/db.sqlite", **extra: Any) -> dict
 def canon(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """(id, name, amount, day) in one comparable form, whatever the store gave back."""
     rid, name, amount, day = row
-    return (int(rid), name if name not in ("", None) else None,
-            float(amount) if amount not in ("", None) else None, str(day) if day not in ("", None) else None)
+    empty = ("", None, "\\N")  # csv writes NULL as \N
+    return (int(rid), name if name not in empty else None,
+            float(amount) if amount not in empty else None, str(day) if day not in empty else None)
 
 
 def read_jsonl(path: Path) -> list[tuple[Any, ...]]:

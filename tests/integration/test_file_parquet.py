@@ -500,3 +500,24 @@ def test_a_stream_task_to_a_parquet_destination(tmp_path: Path) -> None:
     generated = [expected(r) for s in source.split(1) for b in source.read(s) for r in b]
     back = read_all(reader_options(tmp_path / "out"))
     assert sorted(back, key=lambda r: r[0]) == generated
+
+
+def test_a_uint64_column_is_read_and_written_as_uint64(tmp_path: Path) -> None:
+    """Issue 23: an unsigned 64-bit column keeps its type and its values above 2**63 - 1 (int64 refused them)."""
+    (tmp_path / "src").mkdir()
+    values = [18446744073709551615, 9223372036854775808, 0, None]
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "u": pa.array(values, pa.uint64())}),
+                   tmp_path / "src" / "a.parquet")
+    spec = TaskSpec.from_mapping({
+        "source": {"plugin": "file", "params": {"path": str(tmp_path / "src"), "format": "parquet"}},
+        "destinations": [{"id": "pq", "plugin": "file", "params": {"path": str(tmp_path / "out"), "format": "parquet"}},
+                         {"id": "renamed", "plugin": "file", "transforms": [{"rename": {"u": "v"}}],
+                          "params": {"path": str(tmp_path / "renamed"), "format": "parquet"}}],
+    })
+    conf = EngineConf(paths=PathsConf(dirty_dir=str(tmp_path / "dirty")))
+    result = Engine(conf, spec, task_id=1, run_id=1, log=structlog.get_logger()).run()
+    assert result.exit_code == 0, result.result
+    for out, name in (("out", "u"), ("renamed", "v")):
+        table = pq.read_table(str(tmp_path / out)).sort_by("id")
+        assert str(table.schema.field(name).type) == "uint64", out
+        assert table.column(name).to_pylist() == values

@@ -117,6 +117,9 @@ def test_every_type_round_trips_value_by_value(ws: Workspace, mysql_db: str) -> 
         cur.execute("SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES'")
         marks = ", ".join(["%s"] * 33)
         cur.executemany(f"INSERT INTO src VALUES ({marks})", TYPE_ROWS)
+        # FLOAT values the text protocol's 6 digits would change (16777216 read as 16777200): issue 23
+        cur.execute("UPDATE src SET fl = CASE id WHEN 1 THEN 16777216 WHEN 2 THEN 123456.7890625 "
+                    "WHEN 4 THEN 3.4028234663852886e38 END")
     conn.close()
     spec = {
         "source": {"plugin": "mysql", "params": source_params(mysql_db, table="src", split_pk="id")},
@@ -141,6 +144,10 @@ def test_every_type_round_trips_value_by_value(ws: Workspace, mysql_db: str) -> 
                     assert json.loads(a) == json.loads(b), (table, want[0], index)
                 else:
                     assert a == b and type(a) is type(b), (table, want[0], index, a, b)
+    exact_floats = {t: run_sql(mysql_db, f"SELECT id, CAST(CAST(fl AS DOUBLE) AS CHAR) FROM {t} ORDER BY id")
+                    for t in ("src", "by_load", "by_insert")}
+    assert exact_floats["src"][0] == (1, "16777216") and exact_floats["src"][1] == (2, "123456.7890625")
+    assert exact_floats["by_load"] == exact_floats["src"] and exact_floats["by_insert"] == exact_floats["src"]
     result = ws.show(1)["result"]
     assert result["destinations"]["by_load"]["rows_written"] == 4
     assert result["source"]["splits"] >= 2

@@ -15,7 +15,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.mysql_helpers import Databases, Server, execute, q
-from tests.mysql_types_table import TYPE_COLUMNS, TYPE_ROWS, TYPES_DDL
+from tests.mysql_types_table import (
+    ROUNDTRIP_STORES,
+    TYPE_COLUMNS,
+    TYPE_ROWS,
+    TYPES_DDL,
+    check_readme_table,
+    measure_roundtrip,
+    roundtrip_markdown,
+)
 from tests.spark_helpers import dirty_lines, run_task
 from wormhole.config import EngineConf
 
@@ -111,13 +119,14 @@ def test_awkward_mysql_types_copy_the_same_in_both_engines(spark_conf: EngineCon
     admin.close()
 
 
-DATED_COLUMNS = ["id", "bi", "d2", "db", "vc", "bl", "en", "yr", "dt", "dtm", "dt0", "ts"]
+DATED_COLUMNS = ["id", "bi", "d2", "db", "fl", "vc", "bl", "en", "yr", "dt", "dtm", "dt0", "ts"]
 
 
 @pytest.mark.timeout(300)
 def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
         spark_conf: EngineConf, dbs: Databases, server: Server, tmp_path: Path) -> None:
-    """Dates (zero, partial-zero, year 1000, TIMESTAMP) keep the fast JDBC read: cast to text in its query."""
+    """Dates (zero, partial-zero, year 1000, TIMESTAMP) keep the fast JDBC read: cast to text in its query;
+    FLOAT too, cast to DOUBLE (its 6-digit text would turn 16777216 into 16777200)."""
     admin = server.connect()
     db = dbs.create("dated")
     create_types_table(admin, db, "full")
@@ -127,6 +136,8 @@ def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
     execute(admin, "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES'")
     execute(admin, f"CREATE TABLE src AS SELECT {keep} FROM full")
     execute(admin, "ALTER TABLE src ADD PRIMARY KEY (id)")
+    execute(admin, "UPDATE src SET fl = CASE id WHEN 1 THEN 16777216 WHEN 2 THEN 123456.7890625 ELSE 1.1 END "
+                   "WHERE fl IS NOT NULL")
     for engine in ("local", "spark"):
         execute(admin, f"CREATE TABLE ins_{engine} LIKE src")
         result, events = run_task(spark_conf, {
@@ -142,10 +153,24 @@ def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
         if engine == "spark":
             planned = next(e for e in events if e["event"] == "spark.source_planned")
             assert planned["read"] == "native", planned
-    exprs = ", ".join(f"MD5(IFNULL(HEX(CAST({q(c)} AS CHAR)), 'NULL'))" for c in DATED_COLUMNS)
+    exprs = ", ".join(f"IFNULL(CAST(CAST({q(c)} AS DOUBLE) AS CHAR), 'NULL')" if c == "fl"
+                      else f"MD5(IFNULL(HEX(CAST({q(c)} AS CHAR)), 'NULL'))" for c in DATED_COLUMNS)
     tables = {t: execute(admin, f"SELECT {exprs} FROM {q(t)} ORDER BY id") for t in ("src", "ins_local", "ins_spark")}
     assert len(tables["src"]) == 6 and tables["ins_local"] == tables["src"] and tables["ins_spark"] == tables["src"]
+    assert {r[DATED_COLUMNS.index("fl")] for r in tables["src"]} >= {"16777216", "123456.7890625"}
     local, spark = (pq.read_table(str(tmp_path / e)).sort_by("id") for e in ("local", "spark"))
     assert spark.schema == local.schema and spark.equals(local)
     assert local.num_rows == 5
     admin.close()
+
+
+@pytest.mark.timeout(300)
+def test_type_round_trip_table_spark(spark_conf: EngineConf, dbs: Databases, server: Server, tmp_path: Path) -> None:
+    """README's Spark type round-trip table: Spark mode writes every store's copy, local mode reads it
+    back (hive: Spark mode, a table the destination creates)."""
+    outcomes = measure_roundtrip(spark_conf, "spark", server, dbs, tmp_path, (*ROUNDTRIP_STORES, "hive"))
+    for store in ("mysql", "csv", "jsonl", "parquet", "sqlite", "hive"):
+        assert outcomes[store]["fl"] == "exact" and outcomes[store]["es"] == "exact", store
+    for store in ("mysql", "csv", "jsonl", "parquet", "hive"):
+        assert outcomes[store]["bu"] == "exact", (store, outcomes[store]["bu"])
+    check_readme_table("spark", roundtrip_markdown(outcomes))

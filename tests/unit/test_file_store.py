@@ -445,11 +445,14 @@ def test_a_full_disk_raises_write_error_not_dirty_rows(tmp_path: Path) -> None:
 
 
 def test_csv_header_gives_string_columns(tmp_path: Path) -> None:
-    (tmp_path / "a.csv").write_text("id,name\n1,ann\n2,\n", encoding="utf-8")
+    (tmp_path / "a.csv").write_text("id,name\n1,ann\n2,\n3,\\N\n", encoding="utf-8")
     options = FileReaderOptions(path=str(tmp_path / "a.csv"), format="csv")
     reader = FileReader(options, read_ctx())
     assert reader.schema() == Schema((Column("id", "string"), Column("name", "string")))
-    assert read_all(options) == [("1", "ann"), ("2", None)]
+    # The default null text is \N: an empty string field is '', not NULL (issue 23).
+    assert read_all(options) == [("1", "ann"), ("2", ""), ("3", None)]
+    old_style = FileReaderOptions(path=str(tmp_path / "a.csv"), format="csv", null="")
+    assert read_all(old_style) == [("1", "ann"), ("2", None), ("3", "\\N")]
 
 
 def test_csv_columns_type_the_values_and_skip_the_header(tmp_path: Path) -> None:
@@ -572,3 +575,21 @@ def test_unreadable_files_are_read_errors(tmp_path: Path) -> None:
     reader = FileReader(typed, ctx)
     with pytest.raises(ReadError, match=r"a\.csv"):
         list(reader.read(split))
+
+
+def test_text_formats_write_decimals_plainly_and_json_null_apart_from_null() -> None:
+    """Issue 23: no exponent (0E-18 was written), negative zero as zero; JSON null is not SQL NULL."""
+    from wormhole.plugins.file.csv_format import CsvEncoder
+    from wormhole.plugins.file.jsonl_format import JsonlEncoder
+    from wormhole.plugins.file.options import FileWriterOptions
+    from wormhole.plugins.values import JSON_NULL
+
+    schema = Schema((Column("d", "decimal"), Column("j", "json"), Column("s", "string")))
+    rows = [(Decimal("-0E-18"), JSON_NULL, ""), (Decimal("1E-30"), None, None), (Decimal("-1.50"), {"a": None}, "x"),
+            (None, [1], "y")]
+    csv_text = CsvEncoder(FileWriterOptions(path="x", format="csv"), schema).encode(rows).decode()
+    assert csv_text.splitlines() == ["0.000000000000000000,null,", "0.000000000000000000000000000001,\\N,\\N",
+                                     '-1.50,"{""a"": null}",x', "\\N,[1],y"]
+    jsonl = JsonlEncoder(schema).encode(rows).decode().splitlines()
+    assert [json.loads(line)["d"] for line in jsonl] == ["0.000000000000000000", "0.000000000000000000000000000001",
+                                                         "-1.50", None]

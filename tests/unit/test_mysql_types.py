@@ -66,3 +66,14 @@ def test_shard_credentials_default_to_the_source_separately() -> None:
     assert got == [("etl", None, "SRC_PW", "a:3306/d1"), ("ro", None, "SRC_PW", "b:3306/d2"),
                    ("etl", "x", None, "c:3307/d3")]
     assert "x" not in repr(endpoints(options)[2][0])  # never in a log line or traceback
+
+
+def test_json_null_is_a_value_not_sql_null() -> None:
+    """Issue 23: a JSON column holding null reads as JSON_NULL and is written back as JSON null."""
+    from wormhole.plugins.values import JSON_NULL
+
+    assert convert_column("json", [b"null", None, b'{"a": null}']) == [JSON_NULL, None, {"a": None}]
+    assert convert_column("json", [b"null"]) == [JSON_NULL]
+    assert READ_CONVERTERS["json"] is not None and READ_CONVERTERS["json"](b"null") is JSON_NULL
+    assert sql_values(["json"], [(JSON_NULL,), (None,)]) == ["('null')", "(NULL)"]
+    assert load_payload(["json"], [(JSON_NULL,), (None,)]) == b"null\n\\N\n"

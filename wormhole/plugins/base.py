@@ -45,6 +45,9 @@ class Column:
     name: str
     type: LogicalType
     nullable: bool = True
+    unsigned: bool = False
+    """An int column whose values reach 2**64 - 1 (a BIGINT UNSIGNED, a parquet uint64): parquet
+    writes it as uint64, Spark carries it as decimal(20,0), so no value above 2**63 - 1 is refused."""
 
 
 @dataclass(frozen=True, slots=True)

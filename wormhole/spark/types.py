@@ -9,7 +9,6 @@ integer beyond 64 bits) are rejected as dirty rows at the source instead.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal
@@ -22,6 +21,7 @@ from pyspark.sql import types as T
 
 from wormhole.plugins.base import Column, Rejected, Row, Schema
 from wormhole.plugins.file.parquet_format import arrow_types, json_text
+from wormhole.plugins.values import json_dumps, json_loads
 
 DECIMAL = T.DecimalType(38, 18)
 
@@ -59,10 +59,19 @@ class RowReaderPlan:
     exact: frozenset[str] = frozenset()
 
 
+UNSIGNED = T.DecimalType(20, 0)
+"""An unsigned 64-bit column in Spark: what Spark reads a parquet uint64 as."""
+
+
+def spark_type(column: Column) -> T.DataType:
+    """The Spark type a column is written as (:data:`TO_SPARK`, an unsigned 64-bit int as decimal(20,0))."""
+    return UNSIGNED if column.unsigned and column.type == "int" else TO_SPARK[column.type]
+
+
 def spark_schema(schema: Schema, transport: bool = False, exact: frozenset[str] = frozenset()) -> T.StructType:
-    types = TRANSPORT_SPARK if transport else TO_SPARK
     return T.StructType([T.StructField(c.name, T.StringType(), c.nullable, {EXACT: True}) if c.name in exact
-                         else T.StructField(c.name, types[c.type], c.nullable) for c in schema.columns])
+                         else T.StructField(c.name, TRANSPORT_SPARK[c.type] if transport else spark_type(c),
+                                            c.nullable) for c in schema.columns])
 
 
 def exact_columns(struct: T.StructType) -> frozenset[str]:
@@ -135,7 +144,7 @@ def _exact_decimal_text(v: Any) -> str:
 def _exact_json_text(v: Any) -> str:
     # Always the value's JSON, a str included ('"a"'): json_text would take a str as JSON text
     # already, and a MySQL writer stores a JSON string value quoted.
-    return json.dumps(v, ensure_ascii=False, allow_nan=False)
+    return json_dumps(v)
 
 
 _TO_EXACT: dict[str, Callable[[Any], str]] = {"int": int.__repr__, "decimal": _exact_decimal_text,
@@ -204,7 +213,7 @@ def rows_from_arrow(schema: Schema, batch: pa.RecordBatch) -> list[Row]:
 
 
 def _from_json(v: Any) -> Any:
-    return json.loads(v) if isinstance(v, str) else v
+    return json_loads(v) if isinstance(v, str) else v
 
 
 def _from_decimal_text(v: Any) -> Any:
@@ -262,4 +271,4 @@ def from_spark_rows(schema: Schema, rows: Iterator[Any], batch_rows: int,
 
 def canonical(frame: DataFrame, schema: Schema) -> DataFrame:
     """The frame with each column cast to its logical type's Spark type (what local mode writes)."""
-    return frame.select([F.col(f"`{c.name}`").cast(TO_SPARK[c.type]).alias(c.name) for c in schema.columns])
+    return frame.select([F.col(f"`{c.name}`").cast(spark_type(c)).alias(c.name) for c in schema.columns])

@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from wormhole.options import Problems, join_path, show_value
@@ -264,7 +264,7 @@ def _bind_one(spec: OpSpec, schema: Schema, problems: Problems) -> BoundOp | Non
         if dupes:
             problems.add(spec.path, f"would give two columns the name {dupes[0]!r}")
             return None
-        renamed = tuple(Column(body.get(c.name, c.name), c.type, c.nullable) for c in schema.columns)
+        renamed = tuple(replace(c, name=body.get(c.name, c.name)) for c in schema.columns)
         return BoundOp(spec, schema, Schema(renamed), detail={"names": tuple(names)})
     if spec.kind == "cast":
         if not _column_check(list(body), schema, spec.path, problems):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import csv
 import io
-import json
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime
 from itertools import islice
@@ -28,6 +27,7 @@ from wormhole.plugins.file.convert import (
     parse_decimal,
 )
 from wormhole.plugins.file.options import FileReaderOptions, FileWriterOptions
+from wormhole.plugins.values import json_dumps, json_loads, plain_decimals
 
 PLUGIN_NAME = "file"
 
@@ -40,13 +40,21 @@ _TEXT_PARSERS: dict[str, Callable[[str], Any] | None] = {
     "bool": parse_bool,
     "date": date.fromisoformat,
     "datetime": datetime.fromisoformat,
-    "json": json.loads,
+    "json": json_loads,
 }
 
 
 def column_parser(ltype: str, null: str) -> ColumnFn:
-    """Converts a column of field texts to ``ltype`` values, ``null`` to None."""
+    """Converts a column of field texts to ``ltype`` values, ``null`` to None; an empty field too
+    where '' can be no value of ``ltype`` (a file written with ``null: ""``, or by another tool)."""
     parse = _TEXT_PARSERS[ltype]
+    if ltype not in ("string", "bytes") and null != "":
+        def convert_empty(col: Sequence[Any]) -> Sequence[Any]:
+            if "" in col or null in col:
+                return [None if v == null or v == "" else parse(v) for v in col]  # type: ignore[misc]
+            return list(map(parse, col))  # type: ignore[arg-type]
+
+        return convert_empty
 
     def convert(col: Sequence[Any]) -> Sequence[Any]:
         # ``null in col`` is one C-level scan; the comprehension runs only when NULLs are present.
@@ -128,7 +136,7 @@ def _text_bytes(v: Any) -> Any:
 
 
 def _text_json(v: Any) -> Any:
-    return v if v is None else json.dumps(v, ensure_ascii=False)
+    return v if v is None else json_dumps(v)
 
 
 _FORMAT: dict[str, Callable[[Any], Any]] = {"bool": _text_bool, "bytes": _text_bytes, "json": _text_json}
@@ -137,6 +145,10 @@ _FORMAT: dict[str, Callable[[Any], Any]] = {"bool": _text_bool, "bytes": _text_b
 
 def column_formatter(ltype: str, null: str) -> ColumnFn | None:
     """Formats a column of ``ltype`` values as the csv module should see them; None: as they are."""
+    if ltype == "decimal":  # str() would write 0E-18: plain notation, column-wise
+        if null:
+            return lambda col: [null if v is None else v for v in plain_decimals(col)]
+        return plain_decimals
     fmt = _FORMAT.get(ltype)
     if fmt is not None:
         if null:
@@ -154,10 +166,12 @@ class CsvEncoder:
     def __init__(self, options: FileWriterOptions, schema: Schema) -> None:
         self._delimiter = options.delimiter
         self._names = schema.names if options.header else None
-        # Fast path: with the default null text and no bool/bytes/json column, batches go to the
-        # csv module untouched (it writes None as an empty field).
-        fns = [(i, column_formatter(c.type, options.null)) for i, c in enumerate(schema.columns)]
+        # Fast path: with no bool/bytes/json/decimal column, batches go to the csv module as they are
+        # (it writes None as an empty field), only rows holding a NULL rebuilt with the null text.
+        typed = any(column_formatter(c.type, "") is not None for c in schema.columns)
+        fns = [(i, column_formatter(c.type, options.null)) for i, c in enumerate(schema.columns)] if typed else []
         self._fns = [(i, fn) for i, fn in fns if fn is not None]
+        self._null = options.null
 
     def text(self, rows: Sequence[Sequence[Any]]) -> bytes:
         buf = io.StringIO()
@@ -170,6 +184,9 @@ class CsvEncoder:
 
     def encode(self, rows: Sequence[Row]) -> bytes:
         if not self._fns:
+            null = self._null
+            if null:  # ``None in r`` is a C-level scan: a row without NULL is passed as it is
+                rows = [tuple([null if v is None else v for v in r]) if None in r else r for r in rows]
             return self.text(rows)
         cols: list[Sequence[Any]] = list(zip(*rows, strict=True))
         for i, fn in self._fns:

@@ -29,6 +29,7 @@ from wormhole.plugins.file.convert import (
     parse_bytes,
     parse_decimal,
 )
+from wormhole.plugins.values import JSON_NULL, plain_decimal
 
 PLUGIN_NAME = "file"
 
@@ -215,7 +216,9 @@ def _default(v: Any) -> Any:
     if isinstance(v, date):  # datetime too
         return v.isoformat()
     if isinstance(v, Decimal):
-        return str(v)
+        return plain_decimal(v)
+    if v is JSON_NULL:
+        return None  # JSON has one null: a json column's null and SQL NULL read back alike (README)
     if isinstance(v, (bytes, bytearray, memoryview)):
         return base64.b64encode(v).decode("ascii")
     raise TypeError(f"cannot write a value of type {type(v).__name__} as JSON")

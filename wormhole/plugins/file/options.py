@@ -63,8 +63,9 @@ class FileReaderOptions:
     """csv: the first line of every file is a header (it names the columns unless ``columns`` does)."""
     delimiter: str = ","
     """csv: the field separator, one character."""
-    null: str = ""
-    """csv: the field text that means NULL (an empty field by default)."""
+    null: str = "\\N"
+    """csv: the field text that means NULL (``\\N``, as MySQL and DataX write it, so '' and NULL stay
+    apart); an empty field is NULL too where it can be no value (numbers, dates, bool, json)."""
     columns: tuple[ColumnOption, ...] | None = opt(None, min_items=1)
     """Names and types of the columns; default: the csv header (all strings) or the first JSON object.
     parquet: the columns to read, in this order; their types come from the file, not from here."""
@@ -92,8 +93,9 @@ class FileWriterOptions:
     """csv: write a header line with the column names first in every part."""
     delimiter: str = ","
     """csv: the field separator, one character."""
-    null: str = ""
-    """csv: the field text written for NULL (an empty field by default)."""
+    null: str = "\\N"
+    """csv: the field text written for NULL (``\\N``, as MySQL and DataX write it; ``""`` writes NULL and
+    '' alike, and reads both back as NULL)."""
 
     def check(self, path: str, problems: Problems) -> None:
         _check_csv_text(self, path, problems)

@@ -10,7 +10,6 @@ writer and Spark-written parquet share.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
@@ -19,6 +18,7 @@ from wormhole.errors import ReadError
 from wormhole.plugins.base import Column, Rejected, Row, Schema
 from wormhole.plugins.file.convert import Converted
 from wormhole.plugins.file.options import PYARROW_MISSING, FileReaderOptions, import_pyarrow
+from wormhole.plugins.values import json_dumps
 
 PLUGIN_NAME = "file"
 
@@ -40,7 +40,7 @@ def arrow_types(pa: ModuleType) -> dict[str, Any]:
 
 def json_text(v: Any) -> Any:
     """A json value as parquet (and Spark) hold it: its JSON text; a str is taken as text already."""
-    return v if v is None or isinstance(v, str) else json.dumps(v, ensure_ascii=False, allow_nan=False)
+    return v if v is None or isinstance(v, str) else json_dumps(v)
 
 
 def _pyarrow() -> tuple[ModuleType, ModuleType]:
@@ -87,7 +87,8 @@ def arrow_logical_type(pa: ModuleType, atype: Any) -> str:
 
 
 def _arrow_columns(pa: ModuleType, arrow_schema: Any) -> tuple[Column, ...]:
-    return tuple(Column(f.name, arrow_logical_type(pa, f.type), f.nullable) for f in arrow_schema)  # type: ignore[arg-type]
+    return tuple(Column(f.name, arrow_logical_type(pa, f.type), f.nullable,  # type: ignore[arg-type]
+                        unsigned=pa.types.is_uint64(f.type)) for f in arrow_schema)
 
 
 def _describe(columns: Sequence[Column]) -> str:

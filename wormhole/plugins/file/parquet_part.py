@@ -79,8 +79,9 @@ class ParquetPart:
             raise self._error(PYARROW_MISSING) from exc
         self._pa = pa
         types = arrow_types(pa)
-        self._arrow_schema = pa.schema([pa.field(c.name, types[c.type], nullable=c.nullable)
-                                        for c in self._columns])
+        # A BIGINT UNSIGNED as uint64 (Spark reads it as decimal(20,0)): int64 would refuse 2**63 and up.
+        self._arrow_schema = pa.schema([pa.field(c.name, pa.uint64() if c.unsigned else types[c.type],
+                                                 nullable=c.nullable) for c in self._columns])
         try:
             self._file = create_part(self.path)
             self._writer = pq.ParquetWriter(self._file, self._arrow_schema, compression="snappy")

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from wormhole.plugins.base import Column
+
 HIVE_TYPES = {"int": "BIGINT", "float": "DOUBLE", "decimal": "DECIMAL(38,18)", "string": "STRING",
               "bytes": "BINARY", "bool": "BOOLEAN", "date": "DATE", "datetime": "TIMESTAMP", "json": "STRING"}
 """The column type ``create: true`` gives each logical type (the types parquet staging holds)."""
+
+
+def hive_type(column: Column) -> str:
+    """A created table's column type: :data:`HIVE_TYPES`, an unsigned 64-bit int DECIMAL(20,0) (what
+    Spark reads the staged uint64 as; BIGINT would refuse 2**63 and up)."""
+    return "DECIMAL(20,0)" if column.unsigned and column.type == "int" else HIVE_TYPES[column.type]
 
 
 def quote(name: str) -> str:

@@ -25,10 +25,10 @@ from wormhole.plugins.base import WriteContext
 from wormhole.plugins.file.options import FileWriterOptions
 from wormhole.plugins.file.writer import FileWriter
 from wormhole.plugins.hive.options import HiveWriterOptions
-from wormhole.plugins.hive.sql import HIVE_TYPES, partition_spec, quote, table_ref
+from wormhole.plugins.hive.sql import hive_type, partition_spec, quote, table_ref
 from wormhole.spark import current_conf, spark_session
 from wormhole.spark.session import describe_spark_error
-from wormhole.spark.types import canonical, spark_schema
+from wormhole.spark.types import canonical, exact_columns, spark_schema
 
 PLUGIN_NAME = "hive"
 
@@ -99,7 +99,7 @@ class HiveWriterPeriphery:
     def _create(self, spark: SparkSession) -> None:
         opts = self.options
         parts = {k.lower() for k in (opts.partition or {})}
-        cols = ", ".join(f"{quote(c.name)} {HIVE_TYPES[c.type]}" for c in self.ctx.schema.columns
+        cols = ", ".join(f"{quote(c.name)} {hive_type(c)}" for c in self.ctx.schema.columns
                          if c.name.lower() not in parts)
         partitioned = ""
         if opts.partition:
@@ -153,6 +153,10 @@ def staging_writer(options: HiveWriterOptions, ctx: WriteContext, periphery: Hiv
 
 
 def write(frame: DataFrame, options: HiveWriterOptions, ctx: WriteContext, periphery: HiveWriterPeriphery) -> bool:
-    """Spark mode: Spark writes the staging Parquet (its commit protocol makes task retries safe)."""
+    """Spark mode: Spark writes the staging Parquet (its commit protocol makes task retries safe);
+    False (the parquet row writer on the driver, as in local mode) for a frame with exact-text
+    columns, whose cast would fail the whole destination on one value that does not fit."""
+    if exact_columns(frame.schema):
+        return False
     canonical(frame, ctx.schema).write.mode("overwrite").option("compression", "snappy").parquet(periphery.tmp_dir)
     return True

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pymysql
+from pymysql.constants.FLAG import UNSIGNED as UNSIGNED_FLAG
 
 from wormhole.errors import SplitError
 from wormhole.plugins.mysql.connection import PLUGIN_NAME, fetch_all
@@ -26,7 +27,8 @@ class ColumnInfo:
 
 def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[ColumnInfo]:
     """The columns of ``table`` in order; SplitError naming it when it does not exist."""
-    found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME "
+    found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
+                            "COLUMN_TYPE "
                             "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
                             "ORDER BY ORDINAL_POSITION", (ep.database, table))
     if not found:
@@ -37,9 +39,10 @@ def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[C
                                  "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s", (ep.database, table))
         for (clause,) in checks:
             json_columns.update(m.replace("``", "`").lower() for m in JSON_CHECK.findall(str(clause)))
-    return [ColumnInfo(name=str(name), kind=kind_of_data_type(str(dt), str(name).lower() in json_columns),
+    return [ColumnInfo(name=str(name), kind=kind_of_data_type(str(dt), str(name).lower() in json_columns,
+                                                              "unsigned" in str(ctype).lower()),
                        data_type=str(dt).lower(), nullable=nullable == "YES", charset=cs, collation=coll)
-            for name, dt, nullable, cs, coll in found]
+            for name, dt, nullable, cs, coll, ctype in found]
 
 
 def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
@@ -59,4 +62,5 @@ def describe_query(conn: pymysql.Connection, query: str) -> list[tuple[str, str]
         cur.execute(f"SELECT * FROM ({query}) AS wh_q LIMIT 0")
         result = cur._result  # type: ignore[attr-defined]  # pymysql's metadata of a LIMIT 0 result
         fields = result.fields if result is not None else []
-        return [(str(f.name), kind_of_field(f.type_code, f.charsetnr)) for f in fields]
+        return [(str(f.name), kind_of_field(f.type_code, f.charsetnr, bool(f.flags & UNSIGNED_FLAG)))
+                for f in fields]

@@ -142,9 +142,9 @@ class MysqlReader:
         try:
             if isinstance(source, QuerySource):
                 cols = query_columns(conn, ep, source.query)
-                return Schema(tuple(Column(name, KIND_TYPES[kind]) for name, kind in cols))
+                return Schema(tuple(Column(name, KIND_TYPES[kind], unsigned=kind == "uint64") for name, kind in cols))
             chosen = choose_columns(describe_table(conn, ep, tables[0]), source.selection.columns, ep, tables[0])
-            return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable) for c in chosen))
+            return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable, c.kind == "uint64") for c in chosen))
         finally:
             close_quietly(conn)
 

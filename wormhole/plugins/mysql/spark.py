@@ -57,8 +57,8 @@ _JDBC_EXACT_TYPES = frozenset({
 """MySQL types Spark's JDBC read carries exactly as local mode reads them, measured with Connector/J 2.7
 (BIGINT UNSIGNED and DECIMAL are checked apart). Not: DATE/DATETIME/TIMESTAMP (zero dates become NULL,
 ``2024-00-10`` becomes 2023-12-10, DATETIME ``1000-01-01`` becomes 1000-01-06), TIME (a timestamp),
-FLOAT (widened from float32: 0.1 becomes 0.10000000149011612), BIT(n) (its text as bytes), JSON
-(local mode re-serialises the text), spatial and MariaDB's UUID/INET types."""
+FLOAT (the text protocol's 6 digits: read as a CAST to DOUBLE, as the row reader reads it), BIT(n) (its
+text as bytes), JSON (local mode re-serialises the text), spatial and MariaDB's UUID/INET types."""
 
 
 def _column_facts(conn: Any, database: str, table: str) -> dict[str, tuple[str, int | None, int | None]]:
@@ -76,7 +76,8 @@ class _Plan:
         self.keep_zero_dates = keep_zero_dates
         self.exact: set[str] = set()
         self.awkward: set[str] = set()
-        self.dates: set[str] = set()
+        self.casts: dict[str, str] = {}
+        """Lower-case column name -> the SQL type JDBC reads it as (a CAST in the query)."""
 
     def table(self, conn: Any, ep: Endpoint, table: str, columns: tuple[str, ...] | None) -> None:
         facts = _column_facts(conn, ep.database, table)
@@ -88,7 +89,10 @@ class _Plan:
                                                       or int(scale) > 18 or int(precision) - int(scale) > 20)
             if col.kind in ("date", "datetime") and self.keep_zero_dates:
                 # CAST(... AS CHAR) is the text the row reader gets, zero dates included.
-                self.dates.add(col.name.lower())
+                self.casts[col.name.lower()] = "CHAR"
+                continue
+            if col.kind == "float32":  # the stored single exactly, as the row reader selects it
+                self.casts[col.name.lower()] = "DOUBLE"
                 continue
             if col.kind in ("date", "datetime", "bit", "json") or wide_int or wide_decimal:
                 # Zero dates kept as text; numbers beyond int64 or decimal(38,18), which the
@@ -98,26 +102,27 @@ class _Plan:
                 continue
             self.awkward.add(f"{col.name} {column_type}")
 
-    def result(self) -> tuple[RowReaderPlan | None, frozenset[str]]:
+    def result(self) -> tuple[RowReaderPlan | None, dict[str, str]]:
         if not self.awkward:
-            return None, frozenset(self.dates)
+            return None, self.casts
         texts = {c.name for c in self.schema.columns if c.type in EXACT_TEXT_TYPES}
-        exact = self.exact | {c.name for c in self.schema.columns if c.name.lower() in self.dates}
+        exact = self.exact | {c.name for c in self.schema.columns if self.casts.get(c.name.lower()) == "CHAR"}
         shown = sorted(self.awkward)
         more = f" and {len(shown) - 6} more" if len(shown) > 6 else ""
         return (RowReaderPlan(f"JDBC would not carry {', '.join(shown[:6])}{more} exactly", frozenset(exact & texts)),
-                frozenset())
+                {})
 
 
-def _plan(source: MysqlSource, schema: Schema) -> tuple[RowReaderPlan | None, frozenset[str]]:
-    """``(None, dates)`` when every column of every table travels exactly over JDBC, the DATE and
-    DATETIME columns ``dates`` (lower-case) as the text of a cast in the query; else the row reader's
+def _plan(source: MysqlSource, schema: Schema) -> tuple[RowReaderPlan | None, dict[str, str]]:
+    """``(None, casts)`` when every column of every table travels exactly over JDBC, the columns
+    ``casts`` names (lower-case) as a CAST in the query (DATE and DATETIME to their text, FLOAT
+    to DOUBLE); else the row reader's
     plan, with the columns that must travel as exact text (see :class:`RowReaderPlan`)."""
     if isinstance(source, QuerySource):
         # A query's columns say their kind only, not UNSIGNED or the decimal's size: every column
         # that may need it travels as text.
         texts = frozenset(c.name for c in schema.columns if c.type in EXACT_TEXT_TYPES)
-        return RowReaderPlan("a query source (its column types are not known exactly)", texts), frozenset()
+        return RowReaderPlan("a query source (its column types are not known exactly)", texts), {}
     plan = _Plan(schema, keep_zero_dates=source.zero_dates == "keep")
     for shard in source.shards:
         conn = connect(shard.endpoint, SplitError, attempts=source.connect_retries, timeout=source.connect_timeout_s)
@@ -132,13 +137,13 @@ def _plan(source: MysqlSource, schema: Schema) -> tuple[RowReaderPlan | None, fr
 def read(spark: SparkSession, options: MysqlSource, splits: list[Split], schema: Schema) -> DataFrame | RowReaderPlan:
     """One JDBC relation per shard table, one partition per split, unioned by column name; the row
     reader per split (:class:`RowReaderPlan`) when a column would not travel exactly over JDBC."""
-    plan, dates = _plan(options, schema)
+    plan, casts = _plan(options, schema)
     if plan is not None:
         return plan
     groups: dict[tuple[int, str], list[Split]] = {}
     for split in splits:
         groups.setdefault((split.params["shard"], split.params["relation"]), []).append(split)
-    frames = [_relation(spark, options.shards[shard].endpoint, relation, members, dates, schema)
+    frames = [_relation(spark, options.shards[shard].endpoint, relation, members, casts, schema)
               for (shard, relation), members in groups.items()]
     # The union's partitions are the groups' in turn: say which split each is (resumable writes).
     return with_split_order(reduce(lambda a, b: a.unionByName(b), frames),
@@ -175,9 +180,10 @@ def inline_where(pushed: PushedQuery) -> str | None:
     return "".join(out)
 
 
-def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Split], dates: frozenset[str],
+def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Split], casts: dict[str, str],
               schema: Schema) -> DataFrame:
-    """One table of one shard over JDBC, a partition per split; dates as the text of a CAST. The task's
+    """One table of one shard over JDBC, a partition per split; dates as the text of a CAST, FLOAT as
+    a DOUBLE. The task's
     pushed-down filters (``pushdown``, the SQL local mode sends) are ANDed to each split's predicate."""
     # No predicate push-down by Spark: it would hand the task's filters to MySQL as plain SQL, compared
     # under the column's collation ('TEST' = 'test', 'ok ' = 'ok') and not checked again. What goes to
@@ -191,15 +197,15 @@ def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Sp
         where = inline_where(pushed)
         if where is not None:
             predicates = [f"({p}) AND ({where})" for p in predicates]
-    cast = {c: f"__wh_text_{i}" for i, c in enumerate(columns) if c.lower() in dates}
+    cast = {c: f"__wh_text_{i}" for i, c in enumerate(columns) if c.lower() in casts}
     if cast:
         # The original columns stay for the split predicates and the task's where; Spark
         # selects only the ones it needs (column pruning), the dates as their text.
-        texts = ", ".join(f"CAST({quote(c)} AS CHAR) AS {quote(t)}" for c, t in cast.items())
+        texts = ", ".join(f"CAST({quote(c)} AS {casts[c.lower()]}) AS {quote(t)}" for c, t in cast.items())
         relation = f"(SELECT *, {texts} FROM {relation}) wh_r"
     frame = spark.read.jdbc(jdbc_url(ep.host, ep.port, ep.database), relation, predicates=predicates,
                             properties=props)
-    frame = frame.select([F.col(f"`{cast[c]}`").alias(c, metadata={EXACT: True}) if c in cast
-                          else F.col(f"`{c}`") for c in columns])
+    frame = frame.select([F.col(f"`{cast[c]}`").alias(c, metadata={EXACT: casts[c.lower()] == "CHAR"})
+                          if c in cast else F.col(f"`{c}`") for c in columns])
     return frame.toDF(*schema.names)  # the names the reader's schema gives (case kept)
 

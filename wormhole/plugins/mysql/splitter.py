@@ -30,7 +30,7 @@ from wormhole.plugins.mysql.connection import (
     source_connection,
 )
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource, Selection
-from wormhole.plugins.mysql.types import KIND_TYPES
+from wormhole.plugins.mysql.types import KIND_TYPES, select_expr
 from wormhole.plugins.sql import ascii_points, int_points, key_ranges
 from wormhole.plugins.sql import backquote as quote
 
@@ -74,8 +74,11 @@ class MysqlSplitter:
             shape = query_columns(conn, ep, source.query)
         finally:
             close_quietly(conn)
+        sql = source.query
+        if any(k == "float32" for _, k in shape):
+            sql = f"SELECT {', '.join(select_expr(quote(n), k) for n, k in shape)} FROM ({sql}) AS wh_q"
         return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
-                     params={"shard": index, "sql": source.query, "args": (), "kinds": tuple(k for _, k in shape),
+                     params={"shard": index, "sql": sql, "args": (), "kinds": tuple(k for _, k in shape),
                              "relation": f"({source.query}) wormhole_query", "predicate": None,
                              "columns": tuple(n for n, _ in shape)})
 
@@ -129,7 +132,7 @@ class _TableCutter:
         for arg in args:
             assert predicate is not None
             predicate = predicate.replace(_ARG, self.conn.escape(arg), 1)
-        sql = f"SELECT {', '.join(quote(c.name) for c in self.chosen)} FROM {self.relation}"
+        sql = f"SELECT {', '.join(select_expr(quote(c.name), c.kind) for c in self.chosen)} FROM {self.relation}"
         sql += f" WHERE {' AND '.join(conditions)}" if conditions else ""
         if order:
             sql += f" ORDER BY {order}"

@@ -1,12 +1,13 @@
 """MySQL column types <-> wormhole's logical types, and the column-wise value conversions both ways.
 
 A column has a *kind* (how its values travel) derived from its MySQL type: ``int`` (every integer
-width, signed or unsigned, and YEAR), ``bit`` (BIT(n) as an unsigned int), ``decimal`` (full
-precision), ``float``, ``string`` (CHAR/VARCHAR/TEXT, ENUM, SET, TIME as MySQL's own text), ``bytes``
-(BINARY/VARBINARY/BLOB, spatial types), ``date``, ``datetime`` (DATETIME/TIMESTAMP with fractions)
-and ``json``. Readers get raw bytes from the wire and convert a whole column at a time with C-level
-functions; writers turn each column into text (LOAD DATA) or SQL literals the same way, and the
-encoded batch is shared by every MySQL destination that encodes it alike.
+width, signed or unsigned, and YEAR), ``uint64`` (BIGINT UNSIGNED: an int beyond int64), ``bit``
+(BIT(n) as an unsigned int), ``decimal`` (full precision), ``float`` (DOUBLE), ``float32`` (FLOAT,
+selected as DOUBLE: :func:`select_expr`), ``string`` (CHAR/VARCHAR/TEXT, ENUM, SET, TIME as MySQL's
+own text), ``bytes`` (BINARY/VARBINARY/BLOB, spatial types), ``date``, ``datetime``
+(DATETIME/TIMESTAMP with fractions) and ``json``. Readers get raw bytes from the wire and convert a
+whole column at a time with C-level functions; writers turn each column into text (LOAD DATA) or SQL
+literals the same way, and the encoded batch is shared by every MySQL destination that encodes it alike.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from typing import Any
 from pymysql.constants import FIELD_TYPE
 
 from wormhole.plugins.base import LogicalType
+from wormhole.plugins.values import json_column, json_dumps, json_loads
 
 KIND_TYPES: dict[str, LogicalType] = {
-    "int": "int", "bit": "int", "decimal": "decimal", "float": "float", "string": "string", "bytes": "bytes",
+    "int": "int", "uint64": "int", "bit": "int", "decimal": "decimal", "float": "float", "float32": "float",
+    "string": "string", "bytes": "bytes",
     "date": "date", "datetime": "datetime", "json": "json",
 }
 
@@ -33,7 +36,8 @@ _DATA_TYPE_KINDS: dict[str, str] = {
     **dict.fromkeys(("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"), "int"),
     "bit": "bit",
     **dict.fromkeys(("decimal", "numeric", "dec", "fixed"), "decimal"),
-    **dict.fromkeys(("float", "double", "real", "double precision"), "float"),
+    "float": "float32",
+    **dict.fromkeys(("double", "real", "double precision"), "float"),
     "date": "date",
     **dict.fromkeys(("datetime", "timestamp"), "datetime"),
     **dict.fromkeys(("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point",
@@ -44,9 +48,11 @@ _DATA_TYPE_KINDS: dict[str, str] = {
 """information_schema DATA_TYPE -> kind; anything else (char, text, enum, set, time, uuid, inet6) is a string."""
 
 
-def kind_of_data_type(data_type: str, is_json: bool = False) -> str:
+def kind_of_data_type(data_type: str, is_json: bool = False, unsigned: bool = False) -> str:
     if is_json:
         return "json"
+    if unsigned and data_type.lower() == "bigint":
+        return "uint64"
     return _DATA_TYPE_KINDS.get(data_type.lower(), "string")
 
 
@@ -55,7 +61,7 @@ _FIELD_KINDS: dict[int, str] = {
                      FIELD_TYPE.YEAR), "int"),
     FIELD_TYPE.BIT: "bit",
     FIELD_TYPE.DECIMAL: "decimal", FIELD_TYPE.NEWDECIMAL: "decimal",
-    FIELD_TYPE.FLOAT: "float", FIELD_TYPE.DOUBLE: "float",
+    FIELD_TYPE.FLOAT: "float32", FIELD_TYPE.DOUBLE: "float",
     FIELD_TYPE.DATE: "date", FIELD_TYPE.NEWDATE: "date",
     FIELD_TYPE.DATETIME: "datetime", FIELD_TYPE.TIMESTAMP: "datetime",
     FIELD_TYPE.JSON: "json",
@@ -64,12 +70,23 @@ _FIELD_KINDS: dict[int, str] = {
 _BINARY_CHARSET = 63
 
 
-def kind_of_field(type_code: int, charsetnr: int) -> str:
+def kind_of_field(type_code: int, charsetnr: int, unsigned: bool = False) -> str:
     """The kind of a result-set column (for ``query`` sources, where no table describes it)."""
+    if unsigned and type_code == FIELD_TYPE.LONGLONG:
+        return "uint64"
     kind = _FIELD_KINDS.get(type_code)
     if kind is not None:
         return kind
     return "bytes" if charsetnr == _BINARY_CHARSET else "string"
+
+
+def select_expr(quoted: str, kind: str) -> str:
+    """How a split query selects a column (``quoted``, backquoted). The text protocol sends a FLOAT
+    with 6 significant digits (16777216 arrives as 16777200): CAST AS DOUBLE sends the stored single
+    exactly (the shortest double text of it, 1.1 as 1.100000023841858), which a FLOAT destination
+    stores as the same single again. The alias keeps the name, so pushed-down SQL around the split
+    query compares that double, as MySQL compares a FLOAT column itself."""
+    return f"CAST({quoted} AS DOUBLE) AS {quoted}" if kind == "float32" else quoted
 
 
 JSON_CHECK = re.compile(r"json_valid\(`((?:[^`]|``)+)`\)", re.IGNORECASE)
@@ -111,8 +128,9 @@ def _utf8(v: bytes) -> str:
 
 
 READ_CONVERTERS: dict[str, Callable[[bytes], Any] | None] = {
-    "int": int, "bit": _bit, "decimal": _decimal, "float": float, "string": _utf8, "bytes": None,
-    "date": _date, "datetime": _datetime, "json": json.loads,
+    "int": int, "uint64": int, "bit": _bit, "decimal": _decimal, "float": float, "float32": float, "string": _utf8,
+    "bytes": None,
+    "date": _date, "datetime": _datetime, "json": json_loads,
 }
 """kind -> converter of one raw value (None: keep the bytes)."""
 
@@ -124,7 +142,10 @@ _FAST: dict[str, Callable[[Any], Any]] = {
     "datetime": lambda vs: map(datetime.fromisoformat, map(bytes.decode, vs)),
     "string": lambda vs: map(bytes.decode, vs),
     "int": lambda vs: map(int, vs),
+    "uint64": lambda vs: map(int, vs),
     "float": lambda vs: map(float, vs),
+    "float32": lambda vs: map(float, vs),
+    "json": lambda vs: json_column(map(json.loads, vs)),  # the JSON literal null is JSON_NULL, not NULL
 }
 
 
@@ -186,7 +207,7 @@ def _datetime_texts(values: Sequence[Any]) -> list[str]:
 
 
 def _json_text(v: Any) -> str:
-    return json.dumps(v, ensure_ascii=False, allow_nan=False)
+    return json_dumps(v)
 
 
 def _bool_text(v: Any) -> str:

@@ -6,11 +6,12 @@ SQLite returns int, float, str, bytes and None; only the columns whose logical t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
+
+from wormhole.plugins.values import json_dumps, json_loads, plain_decimal
 
 
 def logical_type(declared: str) -> Literal["int", "float", "decimal", "string", "bytes", "bool", "date",
@@ -85,7 +86,7 @@ def _to_bool(v: Any) -> bool:
 
 def _to_json(v: Any) -> Any:
     if type(v) in (str, bytes):
-        return json.loads(v)
+        return json_loads(v)
     return v  # a number stored under NUMERIC affinity is already the JSON value
 
 
@@ -120,13 +121,13 @@ def _iso_datetime(v: Any) -> Any:
 
 
 def _json_text(v: Any) -> Any:
-    return json.dumps(v, ensure_ascii=False)
+    return json_dumps(v)
 
 
 WRITE_CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "date": _iso_date,
     "datetime": _iso_datetime,
-    "decimal": str,
+    "decimal": plain_decimal,
     "json": _json_text,
 }
 """Values sqlite3 cannot bind as wanted. bool needs nothing: it is an int, bound as 0/1."""
