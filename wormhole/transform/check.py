@@ -273,3 +273,27 @@ class _Checker:
             results.append(self.out.types[id(e.default)])
         unified = unify(results)
         return unified if unified is not None else self.problem(f"CASE results mix {', '.join(results)}")
+
+
+def int_bound(e: Expr, typed: Typed, column: int) -> int:
+    """An upper bound of ``|value|`` of an int expression, every int column at most ``column`` (the store's
+    widest integer): where a SQL or Spark compiler must widen its integers to compute what Python's
+    unbounded ints compute (an int made by a CAST is 64-bit; wormhole's functions give small ones)."""
+    if isinstance(e, Lit):
+        return abs(e.value) if isinstance(e.value, int) else 1
+    if isinstance(e, Col):
+        return column
+    if typed.of(e) not in ("int", "null"):
+        return 1 if typed.of(e) == "bool" else column
+    if isinstance(e, Neg) or (isinstance(e, Func) and e.name == "abs"):
+        return int_bound(e.x if isinstance(e, Neg) else e.args[0], typed, column)
+    if isinstance(e, Binary):
+        a, b = int_bound(e.a, typed, column), int_bound(e.b, typed, column)
+        return a * b if e.op == "*" else min(a, b) if e.op == "%" else a + b
+    if isinstance(e, Func) and e.name == "coalesce":
+        return max(int_bound(a, typed, column) for a in e.args)
+    if isinstance(e, Func):
+        return 2**32  # length(), year(), month(), day()
+    if isinstance(e, Case):
+        return max(int_bound(v, typed, column) for v in [v for _, v in e.whens] + [e.default] if v is not None)
+    return 2**63  # a CAST to int: 64-bit, or NULL
