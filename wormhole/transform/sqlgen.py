@@ -153,13 +153,16 @@ class _Gen:
         text = self.sql(e)
         return f"CAST({text} AS DECIMAL(65, 0))" if self.dialect == "mysql" and text != "NULL" else text
 
-    def operand(self, e: Expr, other: Expr | None = None) -> str:
-        """``e`` as one side of a comparison: MySQL strings as UTF-8 bytes (code point order, case and
-        trailing spaces significant), as Python, SQLite and Spark compare them."""
+    def operand(self, e: Expr, *others: Expr) -> str:
+        """``e`` as one side of a comparison with ``others``: MySQL strings as UTF-8 bytes (code point order,
+        case and trailing spaces significant), as Python, SQLite and Spark compare them; an int against a
+        float as a double in SQLite too (it compares them exactly, the others as doubles)."""
         text = self.sql(e)
-        kinds = {self.typed.of(e)} | ({self.typed.of(other)} if other is not None else set())
+        kinds = {self.typed.of(e)} | {self.typed.of(o) for o in others}
         if self.dialect == "mysql" and "string" in kinds and text != "NULL":
             return f"CAST(CONVERT({text} USING utf8mb4) AS BINARY)"
+        if self.dialect == "sqlite" and self.typed.of(e) == "int" and "float" in kinds and text != "NULL":
+            return f"CAST({text} AS REAL)"
         return text
 
     def _binary(self, e: Binary) -> str:
@@ -184,8 +187,8 @@ class _Gen:
         return f"({a} {op} {b})"
 
     def _in(self, e: In) -> str:
-        x = self.operand(e.x, e.items[0] if e.items else None)
-        items = ", ".join(self.operand(i, e.x) for i in e.items)
+        x = self.operand(e.x, *e.items)
+        items = ", ".join(self.operand(i, e.x, *e.items) for i in e.items)
         return f"({x} {'NOT ' if e.negated else ''}IN ({items}))"
 
     def _like(self, e: Like) -> str:
