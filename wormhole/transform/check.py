@@ -3,12 +3,14 @@
 The logical types are the schema's (DESIGN §2) plus ``null`` for a bare NULL literal. The rules are
 the ones every compiler implements (:mod:`.pyfn`, :mod:`.sqlgen`, :mod:`.spark`):
 
-- ``+ - *``: numbers; int with int is int, anything with float is float, else decimal (exact, but
+- ``+ - *``: numbers; int with int is int (unbounded: SQL and Spark widen it, see :func:`int_bound`),
+  anything with float is float, else decimal (exact, every digit kept: pyfn.EXACT; but
   Spark holds a decimal as DECIMAL(38, 18) and rounds a product of two to 6 places: its precision-loss
   rule, which no cast avoids without losing range);
 - ``/`` is always float division, and ``%`` takes ints (the remainder has the dividend's sign); a
   zero divisor gives NULL;
-- comparisons, IN and BETWEEN: numbers with numbers, else the same type (strings compare by code
+- comparisons, IN and BETWEEN: numbers with numbers (an int or decimal with a float as doubles), else
+  the same type (a zero date is NULL; strings compare by code
   point, case-sensitive: never by a database collation);
 - AND, OR, NOT: SQL's three-valued logic; a filter keeps the rows whose predicate is TRUE.
 """
