@@ -23,6 +23,8 @@ from tests.integration.test_expr_agree import (
     assert_filter_agrees,
     python_values,
 )
+from wormhole.transform.check import int_bound
+from wormhole.transform.expr import Expr, children
 
 pytestmark = [pytest.mark.spark]
 
@@ -30,10 +32,27 @@ SPARK_SCHEMA = ("id long, i long, j long, f double, m decimal(38, 18), s string,
                 "ts timestamp")
 
 
+def _in_spark_range(c: Case) -> bool:
+    """Spark computes integer arithmetic in 38 digits and holds a decimal as DECIMAL(38, 18) (README): an
+    int that may reach 10^20 (a product of two BIGINTs) is beyond what it casts to a decimal exactly."""
+    todo: list[Expr] = [c.tree]
+    while todo:
+        e = todo.pop()
+        if c.typed.of(e) == "int" and int_bound(e, c.typed, 2**63) >= 10**20:
+            return False
+        todo.extend(children(e))
+    return True
+
+
 @settings(max_examples=int(40 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=ROWS)
 def test_spark_agrees_with_python(spark_session: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
+    """On the rows of the SQL tests, BIGINT's limits included (not the MariaDB-only DECIMAL(65,30) and zero dates)."""
     from wormhole.transform.spark import compile_spark
+
+    cases = [c for c in cases if _in_spark_range(c)]
+    if not cases:
+        return
 
     df = spark_session.createDataFrame(rows, SPARK_SCHEMA)
     columns = [compile_spark(c.tree, c.typed) for c in cases]

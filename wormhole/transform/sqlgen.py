@@ -93,9 +93,9 @@ class _Gen:
     def sql(self, e: Expr) -> str:
         if self.dialect == "sqlite" and self.typed.of(e) == "datetime":
             raise NotPushable("SQLite holds datetimes as text in more than one form")
+        if self.typed.of(e) == "null":
+            return "NULL"  # always NULL; MySQL would type -(NULL) as a double and widen a COALESCE with it
         if isinstance(e, Lit):
-            if e.value is None:
-                return "NULL"
             if isinstance(e.value, bool):
                 return "1" if e.value else "0"
             return self.bind(e.value)
@@ -123,12 +123,20 @@ class _Gen:
         if isinstance(e, Func):
             return self._func(e)
         if isinstance(e, Case):
+            self.branches(e, [v for _, v in e.whens] + ([e.default] if e.default is not None else []))
             whens = " ".join(f"WHEN {self.sql(c)} THEN {self.sql(v)}" for c, v in e.whens)
             default = f" ELSE {self.sql(e.default)}" if e.default is not None else ""
             return f"(CASE {whens}{default} END)"
         if isinstance(e, Cast):
             return self._cast(e)
         raise AssertionError(f"unknown node {type(e).__name__}")
+
+    def branches(self, e: Expr, values: list[Expr]) -> None:
+        """A decimal CASE or coalesce in MySQL is DECIMAL(65, 30) at most: 35 digits before the point."""
+        if self.dialect == "mysql" and self.typed.of(e) == "decimal" and any(
+                self.typed.of(v) == "int" and int_bound(v, self.typed, _INT_COLUMN["mysql"]) >= 10**35
+                for v in values):
+            raise NotPushable("MySQL's decimal result would not hold this integer")
 
     def _column(self, e: Col) -> str:
         name = quote_name(e.name, self.dialect)
@@ -145,6 +153,8 @@ class _Gen:
 
     def wide(self, e: Expr, result: Expr) -> str:
         """``e`` as an operand of integer arithmetic whose result is ``result``: in MySQL as DECIMAL(65, 0)."""
+        if self.dialect == "sqlite" and self.typed.of(result) == "decimal":
+            raise NotPushable("SQLite computes decimals as doubles")  # and -(-2^63) of an int is an error
         if self.typed.of(result) != "int":
             return self.sql(e)
         never = self.dialect == "sqlite" and isinstance(result, Binary) and result.op == "%"  # |r| < |divisor|
@@ -155,13 +165,14 @@ class _Gen:
 
     def operand(self, e: Expr, *others: Expr) -> str:
         """``e`` as one side of a comparison with ``others``: MySQL strings as UTF-8 bytes (code point order,
-        case and trailing spaces significant), as Python, SQLite and Spark compare them; an int against a
-        float as a double in SQLite too (it compares them exactly, the others as doubles)."""
+        case and trailing spaces significant), as Python, SQLite and Spark compare them; an int (or a decimal,
+        which may hold one) against a float as a double in SQLite too (it compares them exactly, the others
+        as doubles)."""
         text = self.sql(e)
         kinds = {self.typed.of(e)} | {self.typed.of(o) for o in others}
         if self.dialect == "mysql" and "string" in kinds and text != "NULL":
             return f"CAST(CONVERT({text} USING utf8mb4) AS BINARY)"
-        if self.dialect == "sqlite" and self.typed.of(e) == "int" and "float" in kinds and text != "NULL":
+        if self.dialect == "sqlite" and self.typed.of(e) in ("int", "decimal") and "float" in kinds and text != "NULL":
             return f"CAST({text} AS REAL)"
         return text
 
@@ -206,6 +217,7 @@ class _Gen:
         name = e.name
         args = [self.wide(a, e) if name == "abs" else self.sql(a) for a in e.args]
         if name == "coalesce":
+            self.branches(e, list(e.args))
             return f"COALESCE({', '.join(args)})"
         if name == "concat":
             return f"CONCAT({', '.join(args)})" if self.dialect == "mysql" else f"({' || '.join(args)})"
