@@ -106,9 +106,15 @@ class _Gen:
     def wide(self, e: Expr, result: Expr) -> Column:
         """``e`` as an operand of ``result``: as DECIMAL(38, 0) when ``result`` is an int that may leave 64 bits."""
         c = self.col(e)
-        if self.typed.of(result) == "int" and int_bound(result, self.typed, 2**63) >= 2**63:
+        if self.widened(result) and not self.widened(e):  # one cast per operand, not per level
             return c.cast(WIDE_INT)
         return c
+
+    def widened(self, e: Expr) -> bool:
+        """Whether ``e`` is integer arithmetic computed as DECIMAL(38, 0)."""
+        arithmetic = isinstance(e, Neg) or (isinstance(e, Binary) and e.op in "+-*") or (
+            isinstance(e, Func) and e.name == "abs")
+        return arithmetic and self.typed.of(e) == "int" and int_bound(e, self.typed, 2**63) >= 2**63
 
     def _compare(self, op: str, a: Expr, b: Expr) -> Column:
         x, y = self.col(a), self.col(b)
