@@ -173,6 +173,9 @@ class _Gen:
         if self.dialect == "mysql" and "string" in kinds and text != "NULL":
             return f"CAST(CONVERT({text} USING utf8mb4) AS BINARY)"
         if self.dialect == "sqlite" and self.typed.of(e) in ("int", "decimal") and "float" in kinds and text != "NULL":
+            if isinstance(e, Lit):
+                self.args[-1] = float(self.args[-1])  # its one bound parameter, bound as a double
+                return text
             return f"CAST({text} AS REAL)"
         return text
 
