@@ -65,8 +65,27 @@ _moments = st.one_of(st.datetimes(datetime(1990, 1, 1), datetime(2040, 1, 1)),
                      st.sampled_from([datetime(2024, 2, 29, 23, 59, 59, 999999), datetime(2000, 1, 1)]))
 _dates = st.one_of(st.dates(date(1900, 1, 1), date(2100, 12, 31)),
                    st.sampled_from([date(2024, 2, 29), date(2000, 1, 1), date(1999, 12, 31)]))
-ROW = st.tuples(_nullable(_ints), _nullable(_ints), _nullable(_floats), _nullable(_decimals), _nullable(_texts),
-                _nullable(_texts), _nullable(st.booleans()), _nullable(_dates), _nullable(_moments))
+# Edge values (issue 23): BIGINT's limits in every engine; DECIMAL(65,30)'s extremes and zero or partial
+# dates (a mysql source's zero_dates: keep carries their text) where the store holds them: MariaDB.
+INT_EDGES = (2**63 - 1, -(2**63), -(2**63) + 1, 2**62)
+DECIMAL_EDGES = (Decimal("1E-30"), Decimal("-1E-30"), Decimal("-0"),
+                 Decimal("123456789012345678901234567890.123456789012345678901234567891"),
+                 Decimal("-99999999999999999999999999999999999.999999999999999999999999999999"))
+ZERO_DATES = ("0000-00-00", "2024-00-10")
+ZERO_MOMENTS = ("0000-00-00 00:00:00", "2024-01-00 10:00:00")
+
+
+def row_strategy(edges: bool = True, wide: bool = False) -> st.SearchStrategy[tuple[Any, ...]]:
+    """A row; ``edges``: with BIGINT's limits, ``wide``: with DECIMAL(65,30) values and zero dates too."""
+    ints = st.one_of(_ints, st.sampled_from(INT_EDGES)) if edges else _ints
+    decimals = st.one_of(_decimals, st.sampled_from(DECIMAL_EDGES)) if wide else _decimals
+    dates = st.one_of(_dates, st.sampled_from(ZERO_DATES)) if wide else _dates
+    moments = st.one_of(_moments, st.sampled_from(ZERO_MOMENTS)) if wide else _moments
+    return st.tuples(_nullable(ints), _nullable(ints), _nullable(_floats), _nullable(decimals), _nullable(_texts),
+                     _nullable(_texts), _nullable(st.booleans()), _nullable(dates), _nullable(moments))
+
+
+ROW = row_strategy()
 BASE_ROWS: list[tuple[Any, ...]] = [
     (None, None, None, None, None, None, None, None, None),
     (0, 0, 0.0, Decimal("0"), "", "", False, date(2024, 2, 29), datetime(2024, 2, 29, 12, 0)),
@@ -75,8 +94,26 @@ BASE_ROWS: list[tuple[Any, ...]] = [
     (1, None, 0.1, Decimal("1.001"), "é%_", "É", None, None, None),
     (None, 3, None, None, " 12 ", "2024-01-05", False, date(2024, 1, 5), datetime(2024, 1, 5, 10, 30)),
 ]
-ROWS = st.lists(ROW, max_size=20).map(lambda extra: [(k, *r) for k, r in enumerate(BASE_ROWS + extra)])
-"""Rows as tuples: id first, then the columns of SCHEMA in order."""
+EDGE_ROWS: list[tuple[Any, ...]] = [
+    (2**63 - 1, -(2**63), -0.0, Decimal("0.001"), "A", "a", None, None, None),
+    (-(2**63), -1, 0.0, Decimal("-0"), "ß", "SS", False, None, None),
+]
+WIDE_ROWS: list[tuple[Any, ...]] = [
+    (1, 2**63 - 1, None, DECIMAL_EDGES[3], "x", "X", True, "0000-00-00", "0000-00-00 00:00:00"),
+    (None, 0, 1.5, DECIMAL_EDGES[4], None, "", None, "2024-00-10", "2024-01-00 10:00:00"),
+]
+
+
+def rows_strategy(edges: bool = True, wide: bool = False) -> st.SearchStrategy[list[tuple[Any, ...]]]:
+    base = BASE_ROWS + (EDGE_ROWS if edges else []) + (WIDE_ROWS if wide else [])
+    return st.lists(row_strategy(edges, wide), max_size=20).map(
+        lambda extra: [(k, *r) for k, r in enumerate(base + extra)])
+
+
+ROWS = rows_strategy()
+"""Rows as tuples: id first, then the columns of SCHEMA in order (with BIGINT's limits)."""
+WIDE = rows_strategy(wide=True)
+"""Also DECIMAL(65,30) extremes and zero dates: MariaDB's rows."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,7 +186,7 @@ ORDERED_CASE = frozenset({"int", "string", "date"})
 def _int_rules(draw: st.DrawFn, sub: Callable[[str], str], depth: int) -> list[Callable[[], str]]:
     num = st.sampled_from(["int", "int", "float", "decimal"])
     return [lambda: f"({sub('int')} + {sub('int')})", lambda: f"({sub('int')} - {sub('int')})",
-            # Products of leaves only: values stay far from the 64-bit limits (overflow is not compared).
+            # Products of leaves only: Spark holds integer arithmetic in 38 digits (README).
             lambda: f"({_leaf(draw, 'int')} * {_leaf(draw, 'int')})",
             lambda: f"({sub('int')} % {sub('int')})", lambda: f"-({sub('int')})", lambda: f"abs({sub('int')})",
             lambda: f"length({sub('string')})", lambda: f"{draw(st.sampled_from(['year', 'month', 'day']))}"
@@ -315,7 +352,7 @@ def assert_filter_agrees(engine: str, c: Case, rows: list[tuple[Any, ...]], expe
 # SQL engines
 
 SQL_TYPES = {"sqlite": ("INTEGER", "INTEGER", "REAL", "REAL", "TEXT", "TEXT", "INTEGER", "TEXT", "TEXT"),
-             "mysql": ("BIGINT", "BIGINT", "DOUBLE", "DECIMAL(20, 4)", "VARCHAR(64) COLLATE utf8mb4_general_ci",
+             "mysql": ("BIGINT", "BIGINT", "DOUBLE", "DECIMAL(65, 30)", "VARCHAR(64) COLLATE utf8mb4_general_ci",
                        "VARCHAR(64) COLLATE utf8mb4_unicode_ci", "BOOLEAN", "DATE", "DATETIME(6)")}
 """The string columns have case-insensitive collations (two different ones) on purpose."""
 TABLE = "x_rows"
@@ -388,7 +425,7 @@ def fixture_mysql_conn() -> Iterator[Any]:
 
 @pytest.mark.mysql
 @settings(max_examples=int(250 * SCALE), **SETTINGS)  # type: ignore[arg-type]
-@given(cases=CASES, rows=ROWS)
+@given(cases=CASES, rows=WIDE)
 def test_mysql_agrees_with_python(mysql_conn: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
     def query(text: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with mysql_conn.cursor() as cur:

@@ -145,7 +145,7 @@ def test_nesting_and_chains_are_bounded_without_recursion_errors() -> None:
     deepest = " + ".join(["i"] * MAX_DEPTH)
     assert run(deepest, i=[1]) == [MAX_DEPTH]
     tree = parse(deepest)
-    assert compile_sql(tree, check(tree, SCHEMA), "sqlite").text.count('"i"') == MAX_DEPTH
+    assert compile_sql(tree, check(tree, SCHEMA), "mysql").text.count('`i`') == MAX_DEPTH
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,7 +357,7 @@ def _sqlite(text: str, rows: list[tuple[Any, ...]]) -> list[Any]:
 
 
 def test_sql_binds_repeated_operands_once_per_use() -> None:
-    assert _sqlite("i + 1 BETWEEN 2 AND 5", [(0, None), (1, None), (4, None), (5, None)]) == [0, 1, 1, 0]
+    assert _sqlite("i % 10 + 1 BETWEEN 2 AND 5", [(0, None), (1, None), (4, None), (5, None)]) == [0, 1, 1, 0]
     assert _sqlite("CAST(f + 0.5e0 AS int)", [(0, 1.0), (0, -2.0), (0, 1e300), (0, None)]) == [1, -1, None, None]
     tree = parse("-(i - -1)")
     mysql = compile_sql(tree, check(tree, SCHEMA), "mysql")
@@ -368,8 +368,38 @@ def test_sql_binds_repeated_operands_once_per_use() -> None:
     ("lower(s) = 'a'", "mysql"), ("upper(s) = 'A'", "sqlite"), ("ts IS NULL", "sqlite"),
     ("m + 1 > 0", "sqlite"), ("i = 1.0000000000000001", "sqlite"), ("CAST(s AS int) = 1", "mysql"),
     ("CAST(f AS int) = 1", "mysql"), ("CAST(m AS string) = '1'", "mysql"),
+    # issue 23: a FLOAT column (item 6), arithmetic that could overflow the store's integers (7), decimal
+    # arithmetic beyond MySQL's 30 places and 65 digits (8)
+    ("f = 0.1", "mysql"), ("abs(f) > 1", "mysql"), ("i + 1000 > 0", "sqlite"), ("-i > 0", "sqlite"),
+    ("abs(i) > 0", "sqlite"), ("i * i * i * i > 0", "mysql"), ("m * m > 0", "mysql"), ("m + 1 > 1", "mysql"),
 ])
 def test_not_pushable(text: str, dialect: Any) -> None:
     tree = parse(text)
     with pytest.raises(NotPushable):
         compile_sql(tree, check(tree, SCHEMA), dialect)
+
+
+def test_decimal_arithmetic_keeps_every_digit_and_ints_have_no_limit() -> None:
+    """Issue 23 items 2 and 7: Python's default context rounded to 28 significant digits."""
+    big = Decimal("123456789012345678901234567890.123456789012345678901234567891")
+    tiny = Decimal("1E-30")
+    assert run("m * 1", m=[big, tiny, None]) == [big, tiny, None]
+    assert run("-m", m=[big]) == [big.copy_negate()] and run("abs(m)", m=[big.copy_negate()]) == [big]
+    assert run("m + 1 > 1", m=[tiny]) == [True] and run("m * m > 0", m=[tiny]) == [True]
+    digits = int(str(big).replace(".", ""))
+    assert run("m * m", m=[big]) == [Decimal(f"{digits * digits}E-60")]  # 120 digits, exact
+    assert run("i + 1000 > 0", i=[2**63 - 1]) == [True] and run("-i", i=[-(2**63)]) == [2**63]
+    # An int against a float compares as a double, as MySQL and Spark compare them.
+    assert run("i = 9.223372036854775807e18", i=[2**63 - 1]) == [True]
+    assert run("i IN (9.223372036854775807e18, 1.5e0)", i=[2**63 - 1]) == [True]
+
+
+def test_a_zero_date_is_null_in_an_expression() -> None:
+    """Issue 23 item 9: a zero date kept as text (zero_dates: keep) raised TypeError/AttributeError."""
+    zd = ["0000-00-00", "2024-00-10", date(2024, 1, 5), None]
+    assert run("d >= DATE '2000-01-01'", d=zd) == [None, None, True, None]
+    assert run("year(d)", d=zd) == [None, None, 2024, None]
+    assert run("CAST(d AS string)", d=zd) == [None, None, "2024-01-05", None]
+    assert run("d IS NULL", d=zd) == [True, True, False, True]
+    assert run("coalesce(ts, TIMESTAMP '2000-01-01 00:00:00') < TIMESTAMP '2001-01-01 00:00:00'",
+               ts=["0000-00-00 00:00:00", datetime(2024, 1, 5)]) == [True, False]

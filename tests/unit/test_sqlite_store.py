@@ -202,6 +202,23 @@ def test_only_the_unencodable_row_is_rejected(tmp_path: Path) -> None:
     assert query(db, "SELECT id, name FROM t ORDER BY id") == rows[:2] + rows[3:]
 
 
+def test_a_zero_date_is_rejected_with_a_clean_reason(tmp_path: Path) -> None:
+    """Issue 23 item 9: a mysql source's zero date kept as text (zero_dates: keep) was rejected with
+    "AttributeError: 'str' object has no attribute 'isoformat'"."""
+    db = tmp_path / "out.db"
+    schema = Schema((Column("id", "int"), Column("d", "date"), Column("ts", "datetime")))
+    rows = [(1, dt.date(2024, 1, 5), dt.datetime(2024, 1, 5, 10, 0)), (2, "0000-00-00", None),
+            (3, None, "2024-00-10 10:00:00")]
+    (result,) = run_destination(SqliteWriterOptions(path=str(db), table="t"), [rows], schema=schema)
+    assert result.written == 1
+    assert [(r.row[0], r.reason) for r in result.rejected] == [
+        (2, "ValueError: the zero date '0000-00-00' has no SQLite value (a mysql source's zero_dates: null reads "
+            "it as NULL)"),
+        (3, "ValueError: the zero date '2024-00-10 10:00:00' has no SQLite value (a mysql source's zero_dates: "
+            "null reads it as NULL)")]
+    assert query(db, "SELECT id, d, ts FROM t") == [(1, "2024-01-05", "2024-01-05 10:00:00")]
+
+
 def test_insert_rejects_a_duplicate_key_as_a_dirty_row(tmp_path: Path) -> None:
     db = make_db(tmp_path / "out.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)",
                  "INSERT INTO t VALUES (1, 'old')")

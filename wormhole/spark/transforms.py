@@ -22,6 +22,7 @@ from wormhole.transform.check import check
 from wormhole.transform.expr import Cast, Col
 from wormhole.transform.operators import BoundOp
 from wormhole.transform.plan import Placement, TransformPlan
+from wormhole.transform.pyfn import TEXT_PATTERNS
 from wormhole.transform.spark import SPARK_TYPES, column, compile_spark
 
 
@@ -78,6 +79,9 @@ def _resolver(frame: DataFrame, op: BoundOp) -> Any:
         c = column(name)
         kind = logical.get(name)
         if isinstance(carried.get(name), T.StringType) and kind not in (None, "string", "json"):
+            if kind in ("date", "datetime"):
+                # A zero or partial date (and the year 0, which Spark would take) is NULL, as in pyfn.
+                return F.when(c.rlike(f"^(?:{TEXT_PATTERNS[kind]})"), c.try_cast(SPARK_TYPES[kind]))
             return c.try_cast(SPARK_TYPES[kind])
         return c
     return resolve

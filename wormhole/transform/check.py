@@ -3,12 +3,14 @@
 The logical types are the schema's (DESIGN §2) plus ``null`` for a bare NULL literal. The rules are
 the ones every compiler implements (:mod:`.pyfn`, :mod:`.sqlgen`, :mod:`.spark`):
 
-- ``+ - *``: numbers; int with int is int, anything with float is float, else decimal (exact, but
+- ``+ - *``: numbers; int with int is int (unbounded: SQL and Spark widen it, see :func:`int_bound`),
+  anything with float is float, else decimal (exact, every digit kept: pyfn.EXACT; but
   Spark holds a decimal as DECIMAL(38, 18) and rounds a product of two to 6 places: its precision-loss
   rule, which no cast avoids without losing range);
 - ``/`` is always float division, and ``%`` takes ints (the remainder has the dividend's sign); a
   zero divisor gives NULL;
-- comparisons, IN and BETWEEN: numbers with numbers, else the same type (strings compare by code
+- comparisons, IN and BETWEEN: numbers with numbers (an int or decimal with a float as doubles), else
+  the same type (a zero date is NULL; strings compare by code
   point, case-sensitive: never by a database collation);
 - AND, OR, NOT: SQL's three-valued logic; a filter keeps the rows whose predicate is TRUE.
 """
@@ -273,3 +275,27 @@ class _Checker:
             results.append(self.out.types[id(e.default)])
         unified = unify(results)
         return unified if unified is not None else self.problem(f"CASE results mix {', '.join(results)}")
+
+
+def int_bound(e: Expr, typed: Typed, column: int) -> int:
+    """An upper bound of ``|value|`` of an int expression, every int column at most ``column`` (the store's
+    widest integer): where a SQL or Spark compiler must widen its integers to compute what Python's
+    unbounded ints compute (an int made by a CAST is 64-bit; wormhole's functions give small ones)."""
+    if isinstance(e, Lit):
+        return abs(e.value) if isinstance(e.value, int) else 1
+    if isinstance(e, Col):
+        return column
+    if typed.of(e) not in ("int", "null"):
+        return 1 if typed.of(e) == "bool" else column
+    if isinstance(e, Neg) or (isinstance(e, Func) and e.name == "abs"):
+        return int_bound(e.x if isinstance(e, Neg) else e.args[0], typed, column)
+    if isinstance(e, Binary):
+        a, b = int_bound(e.a, typed, column), int_bound(e.b, typed, column)
+        return a * b if e.op == "*" else min(a, b) if e.op == "%" else a + b
+    if isinstance(e, Func) and e.name == "coalesce":
+        return max(int_bound(a, typed, column) for a in e.args)
+    if isinstance(e, Func):
+        return 2**32  # length(), year(), month(), day()
+    if isinstance(e, Case):
+        return max(int_bound(v, typed, column) for v in [v for _, v in e.whens] + [e.default] if v is not None)
+    return 2**63  # a CAST to int: 64-bit, or NULL

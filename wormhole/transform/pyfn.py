@@ -14,7 +14,7 @@ import operator
 import re
 from collections.abc import Callable
 from datetime import date, datetime
-from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from typing import Any, Protocol
 
 from wormhole.options import INT64
@@ -34,6 +34,27 @@ Vector = Callable[[Columns], list[Any]]
 
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+"""Decimal ``+ - *``, negation and abs are exact: every digit of the operands is kept (Python's default
+context would round to 28 significant digits). No decimal is divided here (``/`` is in doubles)."""
+_DECIMAL_OPS: dict[str, Callable[[Any, Any], Any]] = {"+": EXACT.add, "-": EXACT.subtract, "*": EXACT.multiply}
+_NUMBER_OPS: dict[str, Callable[[Any, Any], Any]] = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+
+
+def _negate(v: Any) -> Any:
+    return EXACT.minus(v) if isinstance(v, Decimal) else -v
+
+
+def _abs(v: Any) -> Any:
+    return EXACT.abs(v) if isinstance(v, Decimal) else abs(v)
+
+
+def _temporal(v: Any) -> Any:
+    """A date or datetime column's value in an expression: a zero or partial date (``0000-00-00``,
+    which a mysql source with ``zero_dates: keep`` carries as its text) is NULL, in every placement."""
+    return None if type(v) is str else v
 
 
 def compile_py(e: Expr, typed: Typed) -> Vector:
@@ -88,10 +109,12 @@ class _Compiler:
             return lambda cols: [value] * cols.n
         if isinstance(e, Col):
             name = e.name
+            if self.typed.of(e) in ("date", "datetime"):
+                return lambda cols: list(map(_temporal, cols.get(name)))
             return lambda cols: cols.get(name)
         if isinstance(e, Neg):
             x = self.build(e.x)
-            return lambda cols: [None if v is None else -v for v in x(cols)]
+            return lambda cols: [None if v is None else _negate(v) for v in x(cols)]
         if isinstance(e, Binary):
             return self._binary(e)
         if isinstance(e, Not):
@@ -134,7 +157,7 @@ class _Compiler:
         if op == "%":
             return lambda cols: [None if x is None or y is None else _remainder(x, y) for x, y in zip(a(cols), b(cols))]
         conv = _numeric(result)
-        fn = {"+": operator.add, "-": operator.sub, "*": operator.mul}[op]
+        fn = (_DECIMAL_OPS if result == "decimal" else _NUMBER_OPS)[op]
         return lambda cols: [None if x is None or y is None else fn(conv(x), conv(y)) for x, y in zip(a(cols), b(cols))]
 
     def _compare(self, op: str, ea: Expr, eb: Expr) -> Vector:
@@ -150,8 +173,9 @@ class _Compiler:
 
     @staticmethod
     def _comparable_values(ta: str, tb: str) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
-        # A decimal against a float compares as doubles, as MySQL and Spark do.
-        if {ta, tb} == {"decimal", "float"}:
+        # A decimal or an int against a float compares as doubles, as MySQL and Spark do (Python would
+        # compare 2**63 - 1 with 2.0**63 exactly).
+        if "float" in (ta, tb) and {ta, tb} <= {"decimal", "float", "int"}:
             return float, float
         same: Callable[[Any], Any] = _same
         return same, same
@@ -159,7 +183,8 @@ class _Compiler:
     def _in(self, e: In) -> Vector:
         x = self.build(e.x)
         values = [i.value for i in e.items]
-        if {self.typed.of(e.x), *(self.typed.of(i) for i in e.items)} >= {"decimal", "float"}:
+        kinds = {self.typed.of(e.x), *(self.typed.of(i) for i in e.items)}
+        if "float" in kinds and kinds & {"decimal", "int"}:
             values = [None if v is None else float(v) for v in values]
             conv: Callable[[Any], Any] = float
         else:
@@ -243,7 +268,7 @@ def _same(v: Any) -> Any:
 _SCALAR: dict[str, Callable[[Any], Any]] = {
     "lower": str.lower, "upper": str.upper, "length": len,
     "trim": lambda s: s.strip(" "), "ltrim": lambda s: s.lstrip(" "), "rtrim": lambda s: s.rstrip(" "),
-    "abs": abs,
+    "abs": _abs,
     "year": lambda d: d.year, "month": lambda d: d.month, "day": lambda d: d.day,
     "date": lambda d: d.date() if isinstance(d, datetime) else d,
 }

@@ -16,7 +16,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from wormhole.transform.check import Typed
+from wormhole.transform.check import Typed, int_bound
 from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
 from wormhole.transform.pyfn import TEXT_PATTERNS
 
@@ -26,6 +26,9 @@ SPARK_TYPES: dict[str, T.DataType] = {
     "json": T.StringType()}
 
 Resolve = Callable[[str], Column]
+WIDE_INT = T.DecimalType(38, 0)
+"""Integer arithmetic that could leave 64 bits (ANSI mode raises there, Python's ints do not): exact to
+38 digits."""
 
 
 def column(name: str) -> Column:
@@ -64,7 +67,7 @@ class _Gen:
         if isinstance(e, Col):
             return self.resolve(e.name)
         if isinstance(e, Neg):
-            return -self.col(e.x)
+            return -self.wide(e.x, e)
         if isinstance(e, Binary):
             return self._binary(e)
         if isinstance(e, Not):
@@ -74,7 +77,7 @@ class _Gen:
             return x.isNotNull() if e.negated else x.isNull()
         if isinstance(e, In):
             kinds = {self.typed.of(e.x), *(self.typed.of(i) for i in e.items)}
-            as_double = {"decimal", "float"} <= kinds
+            as_double = "float" in kinds and bool(kinds & {"decimal", "int"})
             x = self.col(e.x).cast("double") if as_double else self.col(e.x)
             items = [_literal(float(i.value) if as_double and i.value is not None else i.value) for i in e.items]
             found = x.isin(*items)
@@ -100,9 +103,23 @@ class _Gen:
             return self._cast(e)
         raise AssertionError(f"unknown node {type(e).__name__}")
 
+    def wide(self, e: Expr, result: Expr) -> Column:
+        """``e`` as an operand of ``result``: as DECIMAL(38, 0) when ``result`` is an int that may leave 64 bits."""
+        c = self.col(e)
+        if self.widened(result) and not self.widened(e):  # one cast per operand, not per level
+            return c.cast(WIDE_INT)
+        return c
+
+    def widened(self, e: Expr) -> bool:
+        """Whether ``e`` is integer arithmetic computed as DECIMAL(38, 0)."""
+        arithmetic = isinstance(e, Neg) or (isinstance(e, Binary) and e.op in "+-*") or (
+            isinstance(e, Func) and e.name == "abs")
+        return arithmetic and self.typed.of(e) == "int" and int_bound(e, self.typed, 2**63) >= 2**63
+
     def _compare(self, op: str, a: Expr, b: Expr) -> Column:
         x, y = self.col(a), self.col(b)
-        if {self.typed.of(a), self.typed.of(b)} == {"decimal", "float"}:
+        kinds = {self.typed.of(a), self.typed.of(b)}
+        if "float" in kinds and kinds <= {"decimal", "float", "int"}:
             x, y = x.cast("double"), y.cast("double")
         if op == "=":
             return x == y
@@ -131,7 +148,10 @@ class _Gen:
             b = self.col(e.b)
             return F.when(b == 0, F.lit(None)).otherwise(self.col(e.a) % b)
         kind = self.typed.of(e)
-        a, b = self.as_type(e.a, kind), self.as_type(e.b, kind)
+        if kind == "int":
+            a, b = self.wide(e.a, e), self.wide(e.b, e)
+        else:
+            a, b = self.as_type(e.a, kind), self.as_type(e.b, kind)
         out = a + b if op == "+" else a - b if op == "-" else a * b
         return out if kind != "decimal" else out.cast(SPARK_TYPES["decimal"])
 
@@ -140,7 +160,7 @@ class _Gen:
         if name == "coalesce":
             kind = self.typed.of(e)
             return F.coalesce(*(self.as_type(a, kind) if kind != "null" else self.col(a) for a in e.args))
-        args = [self.col(a) for a in e.args]
+        args = [self.wide(a, e) if name == "abs" else self.col(a) for a in e.args]
         if name == "concat":
             return F.concat(*args)
         if name == "substr":

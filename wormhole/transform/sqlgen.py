@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from wormhole.plugins.base import PARAM_MARK, render_marks
-from wormhole.transform.check import Typed
+from wormhole.transform.check import Typed, int_bound
 from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
 
 Dialect = Literal["mysql", "sqlite"]
@@ -59,6 +59,11 @@ _MYSQL_FUNCS = {"length": "CHAR_LENGTH", "ltrim": "LTRIM", "rtrim": "RTRIM", "ab
                 "month": "MONTH", "day": "DAYOFMONTH", "date": "DATE"}
 _SQLITE_FUNCS = {"length": "length", "ltrim": "ltrim", "rtrim": "rtrim", "abs": "abs"}
 _SQLITE_DATE_PART = {"year": (1, 4), "month": (6, 2), "day": (9, 2)}
+# Integer arithmetic must not overflow where Python's ints do not: MySQL computes it in DECIMAL(65, 0)
+# (BIGINT UNSIGNED 1 - 2 and BIGINT -(-2^63) are errors there), SQLite in 64 bits only when the result
+# cannot leave them (it turns an overflow into a double).
+_INT_COLUMN = {"mysql": 2**64, "sqlite": 2**63}
+_INT_LIMIT = {"mysql": 10**65, "sqlite": 2**63}
 
 
 class _Gen:
@@ -88,22 +93,24 @@ class _Gen:
     def sql(self, e: Expr) -> str:
         if self.dialect == "sqlite" and self.typed.of(e) == "datetime":
             raise NotPushable("SQLite holds datetimes as text in more than one form")
+        if self.typed.of(e) == "null":
+            return "NULL"  # always NULL; MySQL would type -(NULL) as a double and widen a COALESCE with it
         if isinstance(e, Lit):
-            if e.value is None:
-                return "NULL"
             if isinstance(e.value, bool):
                 return "1" if e.value else "0"
             return self.bind(e.value)
         if isinstance(e, Col):
-            return quote_name(e.name, self.dialect)
+            return self._column(e)
         if isinstance(e, Neg):
-            return f"(- {self.sql(e.x)})"  # the space: MySQL would read `--1` (a bound -1) as a comment
+            return f"(- {self.wide(e.x, e)})"  # the space: MySQL would read `--1` (a bound -1) as a comment
         if isinstance(e, Binary):
             return self._binary(e)
         if isinstance(e, Not):
             return f"(NOT {self.sql(e.x)})"
         if isinstance(e, IsNull):
-            return f"({self.sql(e.x)} IS {'NOT ' if e.negated else ''}NULL)"
+            x = quote_name(e.x.name, self.dialect) if isinstance(e.x, Col) and self.typed.of(e.x) == "float" \
+                else self.sql(e.x)  # a FLOAT is NULL or not exactly (see _column)
+            return f"({x} IS {'NOT ' if e.negated else ''}NULL)"
         if isinstance(e, In):
             return self._in(e)
         if isinstance(e, Between):
@@ -116,6 +123,7 @@ class _Gen:
         if isinstance(e, Func):
             return self._func(e)
         if isinstance(e, Case):
+            self.branches(e, [v for _, v in e.whens] + ([e.default] if e.default is not None else []))
             whens = " ".join(f"WHEN {self.sql(c)} THEN {self.sql(v)}" for c, v in e.whens)
             default = f" ELSE {self.sql(e.default)}" if e.default is not None else ""
             return f"(CASE {whens}{default} END)"
@@ -123,13 +131,52 @@ class _Gen:
             return self._cast(e)
         raise AssertionError(f"unknown node {type(e).__name__}")
 
-    def operand(self, e: Expr, other: Expr | None = None) -> str:
-        """``e`` as one side of a comparison: MySQL strings as UTF-8 bytes (code point order, case and
-        trailing spaces significant), as Python, SQLite and Spark compare them."""
+    def branches(self, e: Expr, values: list[Expr]) -> None:
+        """A decimal CASE or coalesce in MySQL is DECIMAL(65, 30) at most: 35 digits before the point."""
+        if self.dialect == "mysql" and self.typed.of(e) == "decimal" and any(
+                self.typed.of(v) == "int" and int_bound(v, self.typed, _INT_COLUMN["mysql"]) >= 10**35
+                for v in values):
+            raise NotPushable("MySQL's decimal result would not hold this integer")
+
+    def _column(self, e: Col) -> str:
+        name = quote_name(e.name, self.dialect)
+        kind = self.typed.of(e)
+        if self.dialect == "mysql" and kind == "float":
+            # A FLOAT column holds single-precision values that MySQL compares as they are stored, and the
+            # schema cannot tell FLOAT from DOUBLE: what reads one runs in wormhole, on the value it read.
+            raise NotPushable("MySQL's FLOAT is single precision (a float column is not pushed)")
+        if self.dialect == "mysql" and kind in ("date", "datetime"):
+            # A zero or partial date is NULL in an expression, as wormhole reads it (pyfn._temporal).
+            return (f"(CASE WHEN YEAR({name}) > 0 AND MONTH({name}) > 0 AND DAYOFMONTH({name}) > 0 "
+                    f"THEN {name} END)")
+        return name
+
+    def wide(self, e: Expr, result: Expr) -> str:
+        """``e`` as an operand of integer arithmetic whose result is ``result``: in MySQL as DECIMAL(65, 0)."""
+        if self.dialect == "sqlite" and self.typed.of(result) == "decimal":
+            raise NotPushable("SQLite computes decimals as doubles")  # and -(-2^63) of an int is an error
+        if self.typed.of(result) != "int":
+            return self.sql(e)
+        never = self.dialect == "sqlite" and isinstance(result, Binary) and result.op == "%"  # |r| < |divisor|
+        if not never and int_bound(result, self.typed, _INT_COLUMN[self.dialect]) >= _INT_LIMIT[self.dialect]:
+            raise NotPushable(f"{self.dialect} cannot hold every value of this integer arithmetic")
         text = self.sql(e)
-        kinds = {self.typed.of(e)} | ({self.typed.of(other)} if other is not None else set())
+        return f"CAST({text} AS DECIMAL(65, 0))" if self.dialect == "mysql" and text != "NULL" else text
+
+    def operand(self, e: Expr, *others: Expr) -> str:
+        """``e`` as one side of a comparison with ``others``: MySQL strings as UTF-8 bytes (code point order,
+        case and trailing spaces significant), as Python, SQLite and Spark compare them; an int (or a decimal,
+        which may hold one) against a float as a double in SQLite too (it compares them exactly, the others
+        as doubles)."""
+        text = self.sql(e)
+        kinds = {self.typed.of(e)} | {self.typed.of(o) for o in others}
         if self.dialect == "mysql" and "string" in kinds and text != "NULL":
             return f"CAST(CONVERT({text} USING utf8mb4) AS BINARY)"
+        if self.dialect == "sqlite" and self.typed.of(e) in ("int", "decimal") and "float" in kinds and text != "NULL":
+            if isinstance(e, Lit):
+                self.args[-1] = float(self.args[-1])  # its one bound parameter, bound as a double
+                return text
+            return f"CAST({text} AS REAL)"
         return text
 
     def _binary(self, e: Binary) -> str:
@@ -139,21 +186,23 @@ class _Gen:
         if op in ("=", "!=", "<", "<=", ">", ">="):
             sql_op = "<>" if op == "!=" else op
             return f"({self.operand(e.a, e.b)} {sql_op} {self.operand(e.b, e.a)})"
-        a, b = self.sql(e.a), self.sql(e.b)
+        if self.typed.of(e) == "decimal":
+            # MySQL keeps at most 65 digits and 30 places (1e-30 * 1e-30 is 0 there); SQLite has doubles.
+            raise NotPushable(f"{self.dialect} does not compute decimals exactly")
         if op == "/":
+            a, b = self.sql(e.a), self.sql(e.b)
             # Double division in both (MySQL divides integers as decimals, SQLite truncates); a zero
             # divisor gives NULL in both.
             left = f"({a} + 0e0)" if self.dialect == "mysql" else f"CAST({a} AS REAL)"
             return f"({left} / {b})"
+        a, b = self.wide(e.a, e), self.wide(e.b, e)
         if op == "%":
             return f"MOD({a}, {b})" if self.dialect == "mysql" else f"({a} % {b})"
-        if self.typed.of(e) == "decimal" and self.dialect == "sqlite":
-            raise NotPushable("SQLite computes decimals as doubles")
         return f"({a} {op} {b})"
 
     def _in(self, e: In) -> str:
-        x = self.operand(e.x, e.items[0] if e.items else None)
-        items = ", ".join(self.operand(i, e.x) for i in e.items)
+        x = self.operand(e.x, *e.items)
+        items = ", ".join(self.operand(i, e.x, *e.items) for i in e.items)
         return f"({x} {'NOT ' if e.negated else ''}IN ({items}))"
 
     def _like(self, e: Like) -> str:
@@ -169,8 +218,9 @@ class _Gen:
 
     def _func(self, e: Func) -> str:
         name = e.name
-        args = [self.sql(a) for a in e.args]
+        args = [self.wide(a, e) if name == "abs" else self.sql(a) for a in e.args]
         if name == "coalesce":
+            self.branches(e, list(e.args))
             return f"COALESCE({', '.join(args)})"
         if name == "concat":
             return f"CONCAT({', '.join(args)})" if self.dialect == "mysql" else f"({' || '.join(args)})"

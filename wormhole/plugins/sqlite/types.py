@@ -112,11 +112,22 @@ READ_CONVERTERS: dict[str, Callable[[Any], Any]] = {
 # -- writing: logical type -> a value sqlite3 binds ----------------------------------------------
 
 
+def _zero_date(v: str) -> ValueError:
+    # A mysql source's zero or partial date, kept as its text (zero_dates: keep): SQLite's dates are ISO
+    # text of real dates, so the row is rejected with this reason.
+    return ValueError(f"the zero date {v[:40]!r} has no SQLite value (a mysql source's zero_dates: null "
+                      "reads it as NULL)")
+
+
 def _iso_date(v: Any) -> Any:
+    if type(v) is str:
+        raise _zero_date(v)
     return v.isoformat()
 
 
 def _iso_datetime(v: Any) -> Any:
+    if type(v) is str:
+        raise _zero_date(v)
     return v.isoformat(" ")
 
 
