@@ -164,6 +164,17 @@ def brief(text: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "\u2026"
 
 
+def output_of(options: Any) -> str | None:
+    """Where a destination's rows go, as the outcome table names them: its path and/or table (from its
+    options, or its ``params`` mapping)."""
+    def get(key: str) -> Any:
+        return options.get(key) if isinstance(options, Mapping) else getattr(options, key, None)
+
+    parts = [str(get("path"))] if get("path") else []
+    parts += [f"table {get('table')}"] if get("table") else []
+    return ", ".join(parts) or None
+
+
 def outcome_lines(task_id: int, status: str, exit_code: int, result: Mapping[str, Any],
                   outputs: Mapping[str, str | None]) -> list[str]:
     """A finished run as a short table: one line per destination (its outcome, rejected rows, where its

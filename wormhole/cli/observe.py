@@ -132,9 +132,9 @@ class Observers:
         """The outcome table, under the display's last frame, and where the full log is."""
         if self._terminal is None or self._task_id is None:
             return
-        from wormhole.progress import outcome_lines
+        from wormhole.progress import outcome_lines, output_of
 
-        outputs = {d.id: _output(d.options) for d in spec.destinations}
+        outputs = {d.id: output_of(d.options) for d in spec.destinations}
         lines = outcome_lines(self._task_id, status, exit_code, result, outputs)
         if self._terminal.path is not None:
             lines.append(f"full log: {self._terminal.path}")
@@ -217,9 +217,3 @@ class Observers:
         self._server.close()
         self._server = None
 
-
-def _output(options: Any) -> str | None:
-    """Where a destination's rows went, as the outcome table shows it: its path and/or table."""
-    parts = [str(v) for v in (getattr(options, "path", None),) if v]
-    parts += [f"table {v}" for v in (getattr(options, "table", None),) if v]
-    return ", ".join(parts) or None
