@@ -2,14 +2,15 @@
 
 ``configure()`` is called by the CLI (and tests), never at import. Every secret key (the one rule of
 :mod:`wormhole.redaction`) has its value replaced by ``***`` wherever it appears in an event, nested
-mappings included.
+mappings included. While a live display shows (:func:`divert`), every event is handed, redacted, to
+the display's log instead of being rendered to the stream: it keeps them all and shows a few.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -28,6 +29,44 @@ def redact_secrets(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableM
     return event
 
 
+Event = MutableMapping[str, Any]
+Render = Callable[[Event], str]
+Diversion = Callable[[Event, Render], str | None]
+"""Takes every event (after redaction) and the configured renderer; returns the text for the stream,
+or None to write nothing there."""
+
+_JSON = structlog.processors.JSONRenderer()
+
+
+def json_line(event: Event) -> str:
+    """An event as the JSON line written off a terminal."""
+    return str(_JSON(None, "", event))
+
+
+class _Router:
+    """The last processor: the configured renderer, unless a diversion is set (looked up per event, so
+    loggers bound before a live display started are diverted too)."""
+
+    diversion: Diversion | None = None
+
+    def __init__(self, renderer: Any) -> None:
+        self._renderer = renderer
+
+    def __call__(self, logger: Any, method: str, event: Event) -> str:
+        diversion = _Router.diversion
+        if diversion is None:
+            return str(self._renderer(logger, method, event))
+        text = diversion(event, lambda e: str(self._renderer(logger, method, e)))
+        if text is None:
+            raise structlog.DropEvent
+        return text
+
+
+def divert(diversion: Diversion | None) -> None:
+    """Hand every event to ``diversion`` from now on (None: render to the stream again)."""
+    _Router.diversion = diversion
+
+
 def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = None) -> None:
     """Log to ``stream`` (stderr): ``json``, ``console``, or ``auto`` (console on a TTY)."""
     stream = stream or sys.stderr
@@ -39,7 +78,7 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             redact_secrets,
             structlog.processors.format_exc_info,
-            renderer,
+            _Router(renderer),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
         # One write per line (print() writes the newline apart): the daemon's task processes share

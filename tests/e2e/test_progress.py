@@ -6,11 +6,17 @@ so it runs for about six seconds: long enough to watch the counts rise.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
 import re
+import select
 import shlex
 import shutil
+import struct
 import subprocess
+import termios
 import time
 import uuid
 from collections.abc import Iterator
@@ -103,9 +109,11 @@ def test_a_terminal_shows_one_updating_line_per_destination(ws: Workspace, tmux:
     assert final == {"fast": [("success", ROWS)], "slow": [("success", ROWS)]}, screen
     task_lines = [m.groups() for m in map(TASK_LINE.match, screen) if m]
     assert task_lines == [("success", f"{ROWS:,}")], screen
-    # Log lines are printed above the display, not through it: the last ones come after the final frame.
-    assert any("task.finished" in line for line in screen[screen.index(next(
-        line for line in screen if line.startswith("-> slow"))):]), screen
+    # Info lines stay off the screen (they go to the log file); the outcome table comes after the final frame.
+    assert not any("task.claimed" in line or "task.finished" in line for line in screen), screen
+    after = screen[screen.index(next(line for line in screen if line.startswith("-> slow"))):]
+    assert any(line.startswith("== task 1: status success, exit code 0") for line in after), screen
+    assert "full log: var/logs/task-1-run-1.jsonl" in after, screen
 
 
 def test_off_a_terminal_stderr_is_json_lines_only(ws: Workspace) -> None:
@@ -119,3 +127,75 @@ def test_off_a_terminal_stderr_is_json_lines_only(ws: Workspace) -> None:
     assert len(events) == len(lines)
     assert any(e["event"] == "monitor.progress" for e in events)
     assert [e["status"] for e in events if e["event"] == "task.finished"] == ["success"]
+    assert not (ws.root / "var" / "logs").exists()  # the log is stderr's, no file besides
+
+
+DIRTY_TASK = {"name": "terminal", "source": {"plugin": "stream", "params": {"rows": 20_000, "splits": 2,
+                                                                            "dirty_every": 4_000}},
+              "destinations": [{"id": "lake", "plugin": "file", "params": {"path": "out/lake", "format": "jsonl"},
+                                "error_limit": {"record": 10}},
+                               {"id": "report", "plugin": "sqlite", "params": {"path": "r.sqlite", "table": "t"},
+                                "error_limit": {"record": 2}}]}
+
+
+def run_on_a_terminal(ws: Workspace, *args: str, timeout: float = 90) -> tuple[int, str]:
+    """Run the CLI with stdin, stdout and stderr a pseudo-terminal (160x50, log format auto, as a user
+    has it): its exit code and all it wrote, escape codes and carriage returns removed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+    env = {**{k: v for k, v in ws.env().items() if k != "WORMHOLE_LOG_FORMAT"}, "TERM": "xterm"}
+    proc = subprocess.Popen([*wormhole_command(), *args], cwd=ws.root, env=env, stdin=slave, stdout=slave,
+                            stderr=slave, close_fds=True)
+    os.close(slave)
+    out = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the process closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+            pytest.fail(f"no end within {timeout} s:\n{out.decode(errors='replace')}")
+        code = proc.wait(timeout=10)
+    finally:
+        os.close(master)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
+    return code, text.replace("\r", "")
+
+
+def test_a_terminal_shows_the_plan_errors_and_the_outcome_and_the_log_goes_to_a_file(ws: Workspace) -> None:
+    """On a terminal: the plan as a few lines, no info line, the error of the destination over its budget,
+    the outcome table naming the log file; the file holds every event as the JSON line it is off a terminal."""
+    (ws.root / "dirty.json").write_text(json.dumps(DIRTY_TASK))
+    code, screen = run_on_a_terminal(ws, "run", "dirty.json")
+    lines = screen.splitlines()
+    assert code == 202, screen
+    start = next(i for i, line in enumerate(lines) if line.startswith("plan: "))
+    assert re.match(r"plan: local engine \(.+\), 2 channels \(.+\)$", lines[start]), screen
+    assert re.match(r"  read 2 splits in 1 task group, 20,000 rows estimated$", lines[start + 1]), screen
+    assert re.match(r"  -> lake    file    1 writer +writer threads; format=jsonl", lines[start + 2]), screen
+    assert re.match(r"  -> report  sqlite  1 writer +writer threads; write_mode=insert", lines[start + 3]), screen
+    assert lines[start + 4] == "  full log: var/logs/task-1-run-1.jsonl", screen
+    assert "[info" not in screen and "task.claimed" not in screen and "task.finished" not in screen, screen
+    assert re.search(r"\[error +\] destination.failed .*record limit of 2", screen), screen
+    table = lines[lines.index("== task 1: status partial, exit code 202, 20,000 rows read once in "
+                              + re.search(r"rows read once in ([\d.]+) s", screen).group(1) + " s"):]
+    assert re.match(r"lake +file +committed \([\d,]+ written\) +\d+  output: out/lake$", table[2]), table
+    assert re.match(r"report +sqlite +rolled back \([\d,]+ written, undone\) +3  error: 3 rejected", table[3]), table
+    assert table[4:6] == ["rejected rows and their reasons: var/dirty/task-1/run-1.jsonl",
+                          "full log: var/logs/task-1-run-1.jsonl"], table
+
+    events = [json.loads(line) for line in (ws.root / "var/logs/task-1-run-1.jsonl").read_text().splitlines()]
+    names = [e["event"] for e in events]
+    assert names[:2] == ["task.submitted", "task.claimed"] and names[-1] == "task.finished", names
+    assert {"plan.made", "destination.prepared", "destination.failed", "destination.committed"} <= set(names)
+    plan = next(e for e in events if e["event"] == "plan.made")
+    assert plan["task_id"] == 1 and plan["run_id"] == 1 and len(plan["splits"]) == 2, plan

@@ -3,6 +3,9 @@
 Both are progress listeners handed to the Engine; rich and prometheus_client are imported only
 when one is wanted. Options: ``--progress auto|tty|plain`` and ``--metrics-port/-host/-hold-s``,
 given before the subcommand (``wormhole --task-id N``) or after ``run``.
+
+With the live display the log is diverted (:class:`wormhole.progress.TerminalLog`): the screen shows
+the plan, warnings and errors, then an outcome table; every event goes to ``var/logs/task-<id>-run-<id>.jsonl``.
 """
 
 from __future__ import annotations
@@ -13,16 +16,23 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from wormhole import log
 from wormhole.cli.common import LOG_STREAM, CliState, set_state
 from wormhole.monitor import ProgressListener
 
 if TYPE_CHECKING:
+    from wormhole.config import TaskSpec
     from wormhole.metrics import MetricsServer, RunMetrics
-    from wormhole.progress import TtyProgress
+    from wormhole.progress import TerminalLog, TtyProgress
+
+LOG_DIR = Path("var/logs")
+"""Where a run with the live display keeps its full log, relative to the working directory (as
+``paths.dirty_dir``'s default is)."""
 
 PROGRESS_HELP = "auto: a live display when stderr is a terminal; tty: always; plain: log lines only."
 PORT_HELP = "Serve Prometheus metrics on this port (0: any free port, logged) while the task runs."
@@ -35,14 +45,15 @@ HOLD_TYPE = click.FloatRange(0, 86_400)
 @dataclass(frozen=True, slots=True)
 class ObserveOptions:
     progress: str = "auto"
+    log_format: str = "auto"
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
     metrics_hold_s: float = 0.0
 
     @classmethod
     def of(cls, state: CliState) -> ObserveOptions:
-        return cls(progress=state.progress, metrics_port=state.metrics_port, metrics_host=state.metrics_host,
-                   metrics_hold_s=state.metrics_hold_s)
+        return cls(progress=state.progress, log_format=state.log_format, metrics_port=state.metrics_port,
+                   metrics_host=state.metrics_host, metrics_hold_s=state.metrics_hold_s)
 
 
 def root_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -85,6 +96,8 @@ class Observers:
         self._log = logger
         self._metrics: RunMetrics | None = None
         self._server: MetricsServer | None = None
+        self._terminal: TerminalLog | None = None
+        self._outcome_shown = False
 
     def for_task(self, task_id: int, logger: Any) -> None:
         """The task these observers watch, once it is recorded (``run FILE`` serves before it records)."""
@@ -95,7 +108,40 @@ class Observers:
 
     def start(self) -> bool:
         """Serve the metrics when asked (once: a second call keeps the endpoint); False (logged) when
-        the port cannot be had."""
+        the port cannot be had. With the live display, divert the log from now on."""
+        if not self._serve():
+            return False
+        if self._terminal is None and self._live():
+            from wormhole.progress import TerminalLog
+
+            fmt = self.options.log_format
+            self._terminal = TerminalLog(compact=fmt == "console" or (fmt == "auto" and sys.stderr.isatty()))
+            log.divert(self._terminal)
+        return True
+
+    def for_run(self, run_id: int) -> None:
+        """The run has its id: the diverted log goes to its file from now on."""
+        if self._terminal is None or self._terminal.path is not None:
+            return
+        path = LOG_DIR / f"task-{self._task_id}-run-{run_id}.jsonl"
+        problem = self._terminal.open(path)
+        if problem is not None:
+            self._log.warning("log.file_not_written", path=str(path), error=problem)
+
+    def show_outcome(self, status: str, exit_code: int, result: dict[str, Any], spec: TaskSpec) -> None:
+        """The outcome table, under the display's last frame, and where the full log is."""
+        if self._terminal is None or self._task_id is None:
+            return
+        from wormhole.progress import outcome_lines, output_of
+
+        outputs = {d.id: output_of(d.options) for d in spec.destinations}
+        lines = outcome_lines(self._task_id, status, exit_code, result, outputs)
+        if self._terminal.path is not None:
+            lines.append(f"full log: {self._terminal.path}")
+        click.echo("\n".join(lines), err=True)
+        self._outcome_shown = True
+
+    def _serve(self) -> bool:
         o = self.options
         if o.metrics_port is None or self._server is not None:
             return True
@@ -131,16 +177,31 @@ class Observers:
             LOG_STREAM.target = None
             display.stop()
 
+    def _live(self) -> bool:
+        mode = self.options.progress
+        return mode == "tty" or (mode == "auto" and sys.stderr.isatty())
+
     def _display(self) -> TtyProgress | None:
         mode = self.options.progress
-        if mode == "plain" or (mode == "auto" and not sys.stderr.isatty()):
+        if not self._live():
             return None
         from wormhole.progress import TtyProgress
 
         return TtyProgress(sys.stderr, force=mode == "tty")
 
     def close(self, *, hold: bool = True) -> None:
-        """Hold the endpoint for ``--metrics-hold-s`` (SIGTERM/SIGINT end it early), then close it."""
+        """Hold the endpoint for ``--metrics-hold-s`` (SIGTERM/SIGINT end it early), then close it; the
+        log is rendered to the stream again."""
+        self._close_server(hold)
+        if self._terminal is None:
+            return
+        log.divert(None)
+        self._terminal.close()
+        if not self._outcome_shown and self._terminal.path is not None:
+            click.echo(f"full log: {self._terminal.path}", err=True)
+        self._terminal = None
+
+    def _close_server(self, hold: bool) -> None:
         if self._server is None:
             return
         seconds = self.options.metrics_hold_s if hold else 0.0
@@ -155,3 +216,4 @@ class Observers:
                     signal.signal(sig, handler)
         self._server.close()
         self._server = None
+

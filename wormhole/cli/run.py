@@ -169,6 +169,7 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
             resume_from = runs[-1].id
             retried = runs[-1].status == "partial"
     run_id = store.start_run(task_id, claimed_by, resumed_from=resume_from)
+    observers.for_run(run_id)
     logger = logger.bind(run_id=run_id)
     logger.info("task.claimed", claimed_by=claimed_by, name=record.name, resumed_from=resume_from)
     observers.set_state("running")
@@ -247,6 +248,7 @@ def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, s
         return _claim_lost(claim, logger, observers)
     engine.release()  # the outcome is recorded: no run resumes this one, so the destinations' records go
     observers.set_state(outcome.run_status)
+    observers.show_outcome(outcome.status, outcome.exit_code, outcome.result, spec)
     logger.info("task.finished", status=outcome.status, exit_code=outcome.exit_code,
                 duration_s=outcome.result["duration_s"], rows_read=outcome.result["source"]["rows_read"],
                 destinations={k: {"status": v["status"], "written": v["rows_written"], "rejected": v["rows_rejected"],
