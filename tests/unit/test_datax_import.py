@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 import structlog
 
+from tests.plugin_helpers import parse, run_destination
 from wormhole.config import TaskSpec
 from wormhole.importers.datax import DataxImportError, Translation, log_report, translate
+from wormhole.plugins import registry
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "datax"
 URL = "jdbc:mysql://db1.example:3307/shop"
@@ -311,6 +315,25 @@ def test_streamwriter_print(parameter: dict[str, Any], params: dict[str, Any]) -
     assert tr.task["destinations"] == [{"id": "stream", "plugin": "stream", "params": params}]
     assert f"{W}.print" not in notes(tr)
     TaskSpec.from_mapping(tr.task)
+
+
+@pytest.mark.parametrize(("params", "lines"), [
+    ({"print": True}, ["1\ta\\tb\\nc\\\\\ttrue\t2024-01-02 03:04:05\tnull", "2\tnull\tfalse\t2024-01-02\t1.50"]),
+    ({"print": True, "delimiter": "|", "null": "\\N"}, ["1|a\\tb\\nc\\\\|true|2024-01-02 03:04:05|\\N",
+                                                     "2|\\N|false|2024-01-02|1.50"]),
+    ({}, []),
+])
+def test_stream_destination_prints_rows_on_stdout_only(
+        capsys: pytest.CaptureFixture[str], params: dict[str, Any], lines: list[str]) -> None:
+    stream = registry.get("stream").sink
+    assert stream is not None
+    options, problems = parse(stream.options, params)
+    assert not problems
+    rows = [[(1, "a\tb\nc\\", True, datetime(2024, 1, 2, 3, 4, 5), None)],
+            [(2, None, False, date(2024, 1, 2), Decimal("1.50"))]]  # two writers, one row each
+    run_destination(stream, options, rows)
+    out, err = capsys.readouterr()
+    assert sorted(out.splitlines()) == lines and err == ""
 
 
 # ---------------------------------------------------------------------------------------------
