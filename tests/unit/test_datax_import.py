@@ -140,9 +140,9 @@ def test_mysqlreader_queries_wormhole_cannot_run_as_one_are_refused(conns: list[
     (["id", "name", "1", "'bazhen.csy'", "null"], ["id", "name"],
      [{"derive": {"col3": "1", "col4": "'bazhen.csy'", "col5": "CAST(NULL AS string)"}}]),
     # a constant ahead of a column is put back in its place; a name taken by a column is not reused
-    (["-2.5", "col1", "'it''s'", "TRUE"], ["col1"],
-     [{"derive": {"col1_": "-2.5", "col3": "'it''s'", "col4": "TRUE"}},
-      {"project": {"keep": ["col1_", "col1", "col3", "col4"]}}]),
+    (["-2.5", "col1", "'it''s'", "TRUE", "+7"], ["col1"],
+     [{"derive": {"col1_": "-2.5", "col3": "'it''s'", "col4": "TRUE", "col5": "7"}},
+      {"project": {"keep": ["col1_", "col1", "col3", "col4", "col5"]}}]),
 ])
 def test_mysqlreader_constant_columns_are_derived_and_keep_the_split(
         column: list[str], columns: list[str], transforms: list[dict[str, Any]]) -> None:
@@ -153,6 +153,12 @@ def test_mysqlreader_constant_columns_are_derived_and_keep_the_split(
     assert "query" not in params and tr.task["transforms"] == transforms
     assert f"{R}.splitPk" not in notes(tr)
     TaskSpec.from_mapping(tr.task)
+
+
+@pytest.mark.parametrize("other", ["'a\\nb'", "1.5e3", "12345678901234567890", "\"x\""])
+def test_mysqlreader_constants_mysql_reads_otherwise_become_a_query(other: str) -> None:
+    # Backslash escapes, exponents, numbers beyond 64 bits, double quotes: MySQL's own reading is kept.
+    assert "query" in source(job(mysql_reader(column=["id", other])))
 
 
 def test_mysqlreader_expression_columns_become_a_query() -> None:

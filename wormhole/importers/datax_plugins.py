@@ -187,7 +187,8 @@ def _table_source(p: Params, shards: list[_Shard], params: dict[str, Any],
     return tuple(n for n in names if n is not None)
 
 
-_NUMBER = re.compile(r"[+-]?\d+(\.\d+)?")
+_NUMBER = re.compile(r"[+-]?\d{1,18}(\.\d{1,18})?")
+"""A number a transform literal holds exactly (longer ones are read through a query, as MySQL reads them)."""
 _STRING = re.compile(r"'(?:[^'\\]|'')*'")
 """A MySQL string literal without backslash escapes: the same text means the same in wormhole's grammar."""
 
@@ -195,7 +196,9 @@ _STRING = re.compile(r"'(?:[^'\\]|'')*'")
 def _constant(text: str) -> str | None:
     """A DataX constant column as a transform expression; None for any other SQL (read through a query)."""
     value = text.strip()
-    if _NUMBER.fullmatch(value) or _STRING.fullmatch(value):
+    if _NUMBER.fullmatch(value):
+        return value.removeprefix("+")  # the expression grammar has a unary minus only
+    if _STRING.fullmatch(value):
         return value
     if value.lower() == "null":
         return "CAST(NULL AS string)"  # a column needs a type; DataX hands a null constant on as a string
