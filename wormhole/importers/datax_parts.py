@@ -209,7 +209,7 @@ def _host_port(text: str, p: Params, key: str | int) -> tuple[str, int]:
         host, _, port_text = text.partition(":")
     if not port_text:
         return host, 3306
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise p.fail(key, f"port {port_text!r} is not a TCP port")
     return host, int(port_text)
 

@@ -52,7 +52,7 @@ def parse_server(text: str, default_port: int) -> tuple[str, int] | None:
         host, port_text = text, ""
     else:
         host, _, port_text = text.partition(":")
-    if not host or (port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536)):
+    if not host or (port_text and not (port_text.isascii() and port_text.isdigit() and 0 < int(port_text) < 65536)):
         return None
     return host, int(port_text) if port_text else default_port
 
