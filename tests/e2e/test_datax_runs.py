@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import socket
 import subprocess
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -72,10 +73,15 @@ def import_jobs(ws: Workspace, job: str, *merged: str) -> tuple[dict[str, Any], 
 
 def run(ws: Workspace, env: dict[str, str]) -> tuple[int, dict[str, Any]]:
     """``wormhole run task.json`` with the password variables set: (exit code, the task's result)."""
+    code, result, _proc = run_proc(ws, env)
+    return code, result
+
+
+def run_proc(ws: Workspace, env: dict[str, str]) -> tuple[int, dict[str, Any], subprocess.CompletedProcess[str]]:
     proc = wormhole(ws, "run", "task.json", env=env)
     task_id = next(e["task_id"] for e in log_events(proc.stderr) if e["event"] == "task.finished")
     shown = json.loads(wormhole(ws, "task", "show", str(task_id)).stdout)
-    return proc.returncode, shown["result"]
+    return proc.returncode, shown["result"], proc
 
 
 def untranslated(events: list[dict[str, Any]]) -> dict[str, str]:
@@ -266,3 +272,92 @@ def test_a_translation_that_does_not_validate_exits_204(ws: Workspace) -> None:
     (ws.root / "job.json").write_text(json.dumps(job))
     proc = wormhole(ws, "import", "datax", "job.json")
     assert proc.returncode == 204 and "'oraclereader' is not supported" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# DataX's mysqlreader documentation examples, as written (the password is the test server's, empty)
+
+DOC_CONSTANTS = ["id", "name", "1", "'bazhen.csy'", "null"]
+"""The constant columns of the documentation's ``column`` description."""
+
+
+@pytest.mark.parametrize("column", [None, DOC_CONSTANTS], ids=["as_documented", "constant_columns"])
+def test_documented_table_example_prints_its_rows_split_by_its_split_pk(
+        ws: Workspace, dbs: Databases, column: list[str] | None) -> None:
+    db = dbs.create("dxdoc")
+    create_table(dbs.admin, db, "table", "id INT NOT NULL PRIMARY KEY, name VARCHAR(40) NULL, db_id INT NOT NULL")
+    rows = [(i, None if i % 50 == 0 else "tab\there" if i == 7 else f"n-{i}", 1000 - i) for i in range(1, 301)]
+    insert_rows(dbs.admin, db, "table", ("id", "name", "db_id"), rows)
+    job = render(ws, "doc_mysqlreader_table.json", src_db=db)
+    if column is not None:
+        doc = json.loads((ws.root / job).read_text())
+        doc["job"]["content"][0]["reader"]["parameter"]["column"] = column
+        (ws.root / job).write_text(json.dumps(doc))
+
+    task, events = import_jobs(ws, job)
+
+    source = task["source"]["params"]
+    assert (source["table"], source["split_pk"], source["columns"]) == ("table", "db_id", ["id", "name"])
+    assert "password_env" not in source  # DataX's empty password: nothing to export
+    assert not any(k.endswith(".splitPk") for k in untranslated(events))
+
+    code, result, proc = run_proc(ws, {})
+
+    assert code == 0, proc.stderr
+    assert result["source"]["splits"] > 1  # split on db_id as DataX would
+    constants = "\t1\tbazhen.csy\tnull" if column else ""
+    expected = [f"{i}\t{'null' if name is None else name.replace(chr(9), chr(92) + 't')}{constants}"
+                for i, name, _ in rows]
+    assert sorted(proc.stdout.splitlines()) == sorted(expected)  # stdout holds the rows, nothing else
+
+
+def refused_address() -> str:
+    """A loopback address where nothing answers on the server's port (DataX's ``bad_ip``), never a remote one."""
+    for address in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+        with socket.socket() as probe:
+            probe.settimeout(1)
+            if probe.connect_ex((address, SERVER.port)) != 0:
+                return address
+    raise AssertionError("every loopback address answers on the server's port: no bad ip to test with")
+
+
+def closed_port() -> int:
+    """A port on the server's host where nothing listens (DataX's ``bad_port``)."""
+    with socket.socket() as sock:
+        sock.bind((SERVER.host, 0))
+        return int(sock.getsockname()[1])
+
+
+def test_documented_query_example_fails_over_to_the_good_url(ws: Workspace, dbs: Databases) -> None:
+    db = dbs.create("dxdoc")
+    create_table(dbs.admin, db, "db_info", "db_id INT NOT NULL PRIMARY KEY, on_line_flag TINYINT NOT NULL")
+    insert_rows(dbs.admin, db, "db_info", ("db_id", "on_line_flag"), [(i, i % 2) for i in range(1, 31)])
+    bad_ip, bad_port = refused_address(), closed_port()
+    job = render(ws, "doc_mysqlreader_query.json", src_db=db, bad_ip=bad_ip, bad_port=str(bad_port))
+
+    task, _events = import_jobs(ws, job)
+
+    source = task["source"]["params"]
+    assert (source["host"], source["port"]) == (bad_ip, SERVER.port)
+    good = f"{SERVER.host}:{SERVER.port}"
+    assert source["failover_hosts"] == [f"{SERVER.host}:{bad_port}", good]
+
+    code, result, proc = run_proc(ws, {})
+
+    assert code == 0, proc.stderr
+    assert result["destinations"]["stream"]["rows_written"] == 9
+    assert proc.stdout == ""  # print: false
+    chosen = [e for e in log_events(proc.stderr) if e["event"] == "connection.server_chosen"]
+    assert [e["server"] for e in chosen] == [good]  # chosen once, then used first
+    failed = chosen[0]["failed"]
+    assert [f.split(": ")[0] for f in failed] == [f"{bad_ip}:{SERVER.port}", f"{SERVER.host}:{bad_port}"]
+    assert all("(2003)" in f for f in failed)
+    assert chosen[0]["level"] == "warning"
+
+    doc = json.loads((ws.root / job).read_text())  # the same job printing: the rows themselves
+    doc["job"]["content"][0]["writer"]["parameter"]["print"] = True
+    (ws.root / job).write_text(json.dumps(doc))
+    import_jobs(ws, job)
+    code, _result, proc = run_proc(ws, {})
+    assert code == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"{i}\t{i % 2}" for i in range(1, 10)]

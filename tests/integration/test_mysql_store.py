@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import Counter
@@ -556,9 +557,60 @@ def test_options_reject_contradictions() -> None:
     assert "method: load_data cannot upsert" in text
     assert "rollback_sql: not with load 'staging'" in text
     _, problems = parse(MysqlReaderOptions, {"user": "u", "database": "d", "table": "t", "query": "SELECT 1",
-                                             "connections": [{"host": "h", "database": "x"}]})
+                                             "connections": [{"host": "h", "database": "x",
+                                                              "failover_hosts": ["h2:0", "[::1]x"]}]})
     text = "\n".join(problems.items)
     assert "database: not with connections" in text and "table: not with query" in text
+    assert "connections[0].failover_hosts[0]: 'h2:0' is not host" in text
+    assert "connections[0].failover_hosts[1]: '[::1]x' is not host" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# failover_hosts: the first server that answers is used (DataX's jdbcUrl lists)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_failover_hosts_source_and_destination_use_the_first_that_answers(target: str) -> None:
+    port = urlparse(target).port or 3306
+    run_sql(target, "INSERT INTO t VALUES (1, 'a', 1.5), (2, NULL, 2.5)")
+    run_sql(target, "CREATE TABLE t2 LIKE t")
+    dead = f"127.0.0.1:{_closed_port()}"
+    failover = {"host": "127.0.0.1", "port": _closed_port(), "failover_hosts": [dead, f"127.0.0.1:{port}"],
+                "connect_timeout_s": 1.0}
+    with capture_logs() as logs:
+        _splits, rows = read_splits(reader_options(target, table="t", **failover))
+        lifecycle(writer_options(target, table="t2", **failover), [rows])
+    assert sorted(rows) == [(1, "a", Decimal("1.50")), (2, None, Decimal("2.50"))]
+    assert rows_of(target, "t2") == sorted(rows)
+    chosen = [e for e in logs if e["event"] == "connection.server_chosen"]
+    assert chosen and {e["server"] for e in chosen} == {f"127.0.0.1:{port}"}
+    assert len(chosen[0]["failed"]) == 2 and chosen[0]["log_level"] == "warning"
+
+
+def test_failover_hosts_none_answering_names_every_reason(mysql_db: str) -> None:
+    first, second = _closed_port(), _closed_port()
+    options = reader_options(mysql_db, table="t", port=first, failover_hosts=[f"127.0.0.2:{second}"],
+                             connect_retries=1, connect_timeout_s=1.0)
+    with pytest.raises(SplitError) as info:
+        read_splits(options)
+    message = str(info.value)
+    assert "tried 2 of 2 servers in order" in message
+    assert f"127.0.0.1:{first}: (2003)" in message and f"127.0.0.2:{second}: (2003)" in message
+
+
+def test_a_server_that_answers_and_refuses_ends_the_failover(mysql_db: str) -> None:
+    port = urlparse(mysql_db).port or 3306
+    options = reader_options(mysql_db, table="t", user="wh_no_such_user", port=_closed_port(),
+                             failover_hosts=[f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"], connect_retries=3)
+    started = time.monotonic()
+    with pytest.raises(SplitError, match=r"tried 2 of 3 servers in order.*Access denied"):
+        read_splits(options)
+    assert time.monotonic() - started < 0.5  # bad credentials are not retried
 
 
 def test_rollback_sql_does_not_run_when_prepare_failed(target: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import socket
 import threading
 import time
 import uuid
@@ -151,9 +152,13 @@ def test_sharded_mysql_source_to_hive_and_mysql(spark_conf: EngineConf, spark_se
     target = dbs.create("target")
     create_table(admin, target, "t", ddl)
     table = hive_table("shards")
-    source = {"plugin": "mysql", "params": {
-        "user": server.user, "split_pk": "id",
-        "connections": [{"host": server.host, "port": server.port, "database": db, "tables": ["t"]} for db in shards]}}
+    connections: list[dict[str, Any]] = [
+        {"host": server.host, "port": server.port, "database": db, "tables": ["t"]} for db in shards]
+    # The first shard's server fails over from a closed port: Spark's JDBC read must use the one that answered.
+    with socket.socket() as closed:
+        closed.bind((server.host, 0))
+        connections[0].update(port=closed.getsockname()[1], failover_hosts=[f"{server.host}:{server.port}"])
+    source = {"plugin": "mysql", "params": {"user": server.user, "split_pk": "id", "connections": connections}}
     result, events = run_task(spark_conf, {
         "source": source,
         "destinations": [

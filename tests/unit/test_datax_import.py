@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 import structlog
 
+from tests.plugin_helpers import parse, run_destination
 from wormhole.config import TaskSpec
 from wormhole.importers.datax import DataxImportError, Translation, log_report, translate
+from wormhole.plugins import registry
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "datax"
 URL = "jdbc:mysql://db1.example:3307/shop"
@@ -81,6 +85,14 @@ def test_mysqlreader_table_keys() -> None:
     assert "DATAX_READER_PASSWORD" in notes(tr)[f"{R}.password"]
 
 
+def test_empty_password_needs_no_variable() -> None:
+    # DataX connects with the empty password: the task must run without anything exported.
+    tr = one(job(mysql_reader(password=""), mysql_writer(password="")))
+    assert "password_env" not in tr.task["source"]["params"]
+    assert "password_env" not in tr.task["destinations"][0]["params"]
+    assert not any(i.path.endswith(".password") for i in tr.untranslated)
+
+
 def test_mysqlreader_star_column_reads_every_column() -> None:
     assert "columns" not in source(job(mysql_reader(column=["*"])))
 
@@ -123,6 +135,32 @@ def test_mysqlreader_queries_wormhole_cannot_run_as_one_are_refused(conns: list[
         one(job(mysql_reader(connection=conns)))
 
 
+@pytest.mark.parametrize(("column", "columns", "transforms"), [
+    # DataX's documentation example: the constants follow the columns
+    (["id", "name", "1", "'bazhen.csy'", "null"], ["id", "name"],
+     [{"derive": {"col3": "1", "col4": "'bazhen.csy'", "col5": "CAST(NULL AS string)"}}]),
+    # a constant ahead of a column is put back in its place; a name taken by a column is not reused
+    (["-2.5", "col1", "'it''s'", "TRUE", "+7"], ["col1"],
+     [{"derive": {"col1_": "-2.5", "col3": "'it''s'", "col4": "TRUE", "col5": "7"}},
+      {"project": {"keep": ["col1_", "col1", "col3", "col4", "col5"]}}]),
+])
+def test_mysqlreader_constant_columns_are_derived_and_keep_the_split(
+        column: list[str], columns: list[str], transforms: list[dict[str, Any]]) -> None:
+    tr = one(job(mysql_reader(column=column, splitPk="id", where="id > 1")))
+    params = tr.task["source"]["params"]
+    assert (params["table"], params["split_pk"], params["where"], params["columns"]) == (
+        "orders", "id", "id > 1", columns)
+    assert "query" not in params and tr.task["transforms"] == transforms
+    assert f"{R}.splitPk" not in notes(tr)
+    TaskSpec.from_mapping(tr.task)
+
+
+@pytest.mark.parametrize("other", ["'a\\nb'", "1.5e3", "12345678901234567890", "\"x\""])
+def test_mysqlreader_constants_mysql_reads_otherwise_become_a_query(other: str) -> None:
+    # Backslash escapes, exponents, numbers beyond 64 bits, double quotes: MySQL's own reading is kept.
+    assert "query" in source(job(mysql_reader(column=["id", other])))
+
+
 def test_mysqlreader_expression_columns_become_a_query() -> None:
     tr = one(job(mysql_reader(column=["id", "upper(name)", "'x'"], where="id > 1", splitPk="id")))
     params = tr.task["source"]["params"]
@@ -131,16 +169,33 @@ def test_mysqlreader_expression_columns_become_a_query() -> None:
     assert {f"{R}.column", f"{R}.splitPk"} <= set(notes(tr))
 
 
-def test_jdbc_url_properties_failover_and_defaults_are_reported() -> None:
+def test_jdbc_url_list_becomes_failover_hosts_and_properties_are_reported() -> None:
+    # DataX tries a connection's URLs (and a URL's comma-separated hosts) in order: all of them are kept.
     conns = [{"table": ["t"], "jdbcUrl": ["jdbc:mysql://h1,h2:3306/db?useSSL=false&characterEncoding=utf8",
-                                           "jdbc:mysql://h3/db"]}]
+                                           "jdbc:mysql://h3/db", "jdbc:mysql://[::1]:3310/db", "jdbc:mysql://h2/db"]}]
     tr = one(job(mysql_reader(connection=conns)))
     params = tr.task["source"]["params"]
     assert (params["host"], params["port"], params["database"]) == ("h1", 3306, "db")
-    reason = [i.reason for i in tr.untranslated if i.path == f"{R}.connection[0].jdbcUrl"]
-    assert any("useSSL, characterEncoding" in r for r in reason)
-    assert any("failover hosts h2:3306" in r for r in reason)
-    assert any("other 1 URL(s)" in r for r in reason)
+    assert params["failover_hosts"] == ["h2:3306", "h3:3306", "[::1]:3310"]
+    assert "useSSL, characterEncoding" in notes(tr)[f"{R}.connection[0].jdbcUrl"]
+    TaskSpec.from_mapping(tr.task)
+
+
+def test_jdbc_url_list_on_shards_and_writer() -> None:
+    conns = [{"table": ["a"], "jdbcUrl": [URL, "jdbc:mysql://db1b.example:3307/shop"]},
+             {"table": ["b"], "jdbcUrl": ["jdbc:mysql://db2.example/shop2"]}]
+    writer = mysql_writer(connection=[{"table": ["t"], "jdbcUrl": ["jdbc:mysql://w1/dw", "jdbc:mysql://w2:3307/dw"]}])
+    tr = one(job(mysql_reader(connection=conns), writer))
+    first, second = tr.task["source"]["params"]["connections"]
+    assert first["failover_hosts"] == ["db1b.example:3307"] and "failover_hosts" not in second
+    assert tr.task["destinations"][0]["params"]["failover_hosts"] == ["w2:3307"]
+    TaskSpec.from_mapping(tr.task)
+
+
+def test_jdbc_url_list_naming_different_databases_is_refused() -> None:
+    conns = [{"table": ["t"], "jdbcUrl": [URL, "jdbc:mysql://h2/other"]}]
+    with pytest.raises(DataxImportError, match="different databases"):
+        one(job(mysql_reader(connection=conns)))
 
 
 @pytest.mark.parametrize("url", ["jdbc:postgresql://h/db", "jdbc:mysql://h/", "jdbc:mysql://h:99999/db",
@@ -255,11 +310,36 @@ def test_txtfilewriter_bad_values_are_refused(bad: dict[str, Any]) -> None:
         one(job(writer=txt_writer(**bad)))
 
 
-def test_streamwriter_print_is_reported() -> None:
-    tr = one(job(writer={"name": "streamwriter", "parameter": {"print": True}}))
-    assert tr.task["destinations"] == [{"id": "stream", "plugin": "stream", "params": {}}]
-    assert "not printed" in notes(tr)[f"{W}.print"]
-    assert f"{W}.print" not in notes(one(job()))
+@pytest.mark.parametrize(("parameter", "params"), [
+    ({"print": True}, {"print": True}),
+    ({}, {"print": True}),  # DataX prints unless print is false
+    ({"print": False}, {}),
+    ({"print": True, "fieldDelimiter": ",", "encoding": "UTF-8"}, {"print": True, "delimiter": ","}),
+])
+def test_streamwriter_print(parameter: dict[str, Any], params: dict[str, Any]) -> None:
+    tr = one(job(writer={"name": "streamwriter", "parameter": parameter}))
+    assert tr.task["destinations"] == [{"id": "stream", "plugin": "stream", "params": params}]
+    assert f"{W}.print" not in notes(tr)
+    TaskSpec.from_mapping(tr.task)
+
+
+@pytest.mark.parametrize(("params", "lines"), [
+    ({"print": True}, ["1\ta\\tb\\nc\\\\\ttrue\t2024-01-02 03:04:05\tnull", "2\tnull\tfalse\t2024-01-02\t1.50"]),
+    ({"print": True, "delimiter": "|", "null": "\\N"}, ["1|a\\tb\\nc\\\\|true|2024-01-02 03:04:05|\\N",
+                                                     "2|\\N|false|2024-01-02|1.50"]),
+    ({}, []),
+])
+def test_stream_destination_prints_rows_on_stdout_only(
+        capsys: pytest.CaptureFixture[str], params: dict[str, Any], lines: list[str]) -> None:
+    stream = registry.get("stream").sink
+    assert stream is not None
+    options, problems = parse(stream.options, params)
+    assert not problems
+    rows = [[(1, "a\tb\nc\\", True, datetime(2024, 1, 2, 3, 4, 5), None)],
+            [(2, None, False, date(2024, 1, 2), Decimal("1.50"))]]  # two writers, one row each
+    run_destination(stream, options, rows)
+    out, err = capsys.readouterr()
+    assert sorted(out.splitlines()) == lines and err == ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,7 +505,7 @@ def rendered(path: Path) -> Any:
     text = path.read_text(encoding="utf-8")
     for key in ("USER", "PASSWORD", "HOST", "SRC_DB", "DST_DB", "SHARD1_DB", "SHARD2_DB"):
         text = text.replace("{{" + key + "}}", key.lower())
-    return json.loads(text.replace("{{PORT}}", "3306"))
+    return json.loads(text.replace("{{PORT}}", "3306").replace("{{BAD_IP}}", "127.0.0.2").replace("{{BAD_PORT}}", "1"))
 
 
 @pytest.mark.parametrize("path", sorted(DATA.glob("*.json")), ids=lambda p: p.name)
@@ -437,10 +517,10 @@ def test_every_job_file_translates_to_a_valid_task(path: Path) -> None:
 
 
 def test_log_report_emits_one_event_per_untranslated_setting() -> None:
-    tr = one(job(mysql_reader(session=["x"]), writer={"name": "streamwriter", "parameter": {}}))
+    tr = one(job(mysql_reader(session=["x"]), writer={"name": "streamwriter", "parameter": {"other": 1}}))
     with structlog.testing.capture_logs() as logs:
         log_report(tr, structlog.get_logger())
     events = [e for e in logs if e["event"] == "datax.untranslated"]
-    assert {(e["job"], e["key"]) for e in events} == {("job.json", f"{R}.session"), ("job.json", f"{W}.print")}
+    assert {(e["job"], e["key"]) for e in events} == {("job.json", f"{R}.session"), ("job.json", f"{W}.other")}
     summary = next(e for e in logs if e["event"] == "datax.imported")
     assert summary["untranslated"] == 2 and summary["destinations"] == ["stream"]

@@ -87,8 +87,10 @@ def translate(jobs: Sequence[tuple[str, Any]], *, name: str = "") -> Translation
     if not merged:
         settings["error_limit"] = parsed[0].error_limit
     first = parsed[0].source
-    task = {"name": name, "source": {"plugin": first.plugin, "params": first.params},
-            "destinations": destinations, "settings": settings}
+    task: dict[str, Any] = {"name": name, "source": {"plugin": first.plugin, "params": first.params}}
+    if first.transforms:
+        task["transforms"] = list(first.transforms)
+    task.update(destinations=destinations, settings=settings)
     return Translation(task=task, untranslated=tuple(notes))
 
 

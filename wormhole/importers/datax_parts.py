@@ -143,13 +143,45 @@ class Server:
     host: str
     port: int
     database: str
+    failover: tuple[str, ...] = ()
+    """Further servers (``host:port``) in the order DataX tries them: the mysql store's ``failover_hosts``."""
+
+    def params(self) -> dict[str, Any]:
+        """The mysql store's connection keys for this server."""
+        out: dict[str, Any] = {"host": self.host, "port": self.port}
+        if self.failover:
+            out["failover_hosts"] = list(self.failover)
+        out["database"] = self.database
+        return out
+
+
+def parse_jdbc_urls(p: Params, key: str) -> Server:
+    """A connection's ``jdbcUrl`` list: DataX tries its URLs in order (and a URL's comma-separated hosts,
+    as Connector/J does) until one answers; the mysql store does the same with ``failover_hosts``.
+    Every URL must name the same database."""
+    urls = p.texts(key)
+    if not urls:
+        raise p.fail(key, "is required")
+    servers = [parse_jdbc_url(url, p, key) for url in urls]
+    databases = {s.database for s in servers}
+    if len(databases) > 1:
+        raise p.fail(key, f"the URLs name different databases ({', '.join(sorted(databases))}); wormhole's "
+                          f"failover hosts share one database: give one database, or split the connection")
+    first = servers[0]
+    entries = [e for s in servers for e in (f"{_bracket(s.host)}:{s.port}", *s.failover)]
+    failover = [e for i, e in enumerate(entries) if i > 0 and e not in entries[:i]]  # in order, once each
+    return Server(first.host, first.port, first.database, tuple(failover))
+
+
+def _bracket(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def parse_jdbc_url(url: str, p: Params, key: str | int) -> Server:
-    """``jdbc:mysql://host[:port][,host2...]/database[?props]`` as host, port and database.
+    """``jdbc:mysql://host[:port][,host2...]/database[?props]`` as host, port, failover hosts and database.
 
-    Properties and further hosts are reported: wormhole connects to one host with its own session
-    settings (utf8mb4), so they change nothing it does.
+    Properties are reported: wormhole connects with its own session settings (utf8mb4), so they
+    change nothing it does.
     """
     match = _JDBC.fullmatch(url.strip())
     shown = redact_url(url.strip())  # a password typed into the URL (unencoded, even) is never echoed
@@ -160,15 +192,13 @@ def parse_jdbc_url(url: str, p: Params, key: str | int) -> Server:
     database = unquote(match["db"])
     if not database:
         raise p.fail(key, f"{shown!r} names no database; wormhole needs jdbc:mysql://host:port/database")
-    hosts = [h.strip() for h in match["hosts"].split(",") if h.strip()]
-    host, port = _host_port(hosts[0], p, key)
-    if len(hosts) > 1:
-        p.note(key, f"failover hosts {', '.join(hosts[1:])}: wormhole connects to {hosts[0]} only")
+    hosts = [_host_port(h.strip(), p, key) for h in match["hosts"].split(",") if h.strip()]
     if match["props"]:
         names = [prop.split("=", 1)[0] for prop in re.split(r"[&;]", match["props"]) if prop]
         p.note(key, f"connection properties {', '.join(names)} are not used: wormhole's mysql store "
                     f"connects with its own settings (utf8mb4, strict mode for writes)")
-    return Server(host=host, port=port, database=database)
+    host, port = hosts[0]
+    return Server(host, port, database, tuple(f"{_bracket(h)}:{pt}" for h, pt in hosts[1:]))
 
 
 def _host_port(text: str, p: Params, key: str | int) -> tuple[str, int]:
@@ -179,7 +209,7 @@ def _host_port(text: str, p: Params, key: str | int) -> tuple[str, int]:
         host, _, port_text = text.partition(":")
     if not port_text:
         return host, 3306
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise p.fail(key, f"port {port_text!r} is not a TCP port")
     return host, int(port_text)
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wormhole.importers.datax_parts import Params, parse_jdbc_url
+from wormhole.importers.datax_parts import Params, Server, parse_jdbc_urls
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]+")
 _RANGE = re.compile(r"(\w+\.)?(\w+)\[(\d+)-(\d+)\](.*)")
@@ -29,6 +29,8 @@ class Source:
     """Column names the source yields, when known (a txtfilewriter header is checked against them)."""
     identity: dict[str, Any]
     """What makes two jobs read the same rows (``--merge``): the source without its split settings."""
+    transforms: tuple[dict[str, Any], ...] = ()
+    """The task's transforms: constant columns (``"1"``, ``'x'``, ``null``) derived after the read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +49,8 @@ def plain_name(text: str) -> str | None:
     if len(name) > 1 and name.startswith("`") and name.endswith("`"):
         name = name[1:-1].replace("``", "`")
         return name or None
-    if _IDENTIFIER.fullmatch(name) and not name.isdigit():
-        return name
+    if _IDENTIFIER.fullmatch(name) and not name.isdigit() and name.lower() not in ("null", "true", "false"):
+        return name  # NULL, TRUE and FALSE unquoted are SQL's literals, never names
     return None
 
 
@@ -73,7 +75,8 @@ def secret(p: Params, params: dict[str, Any], env: str) -> None:
     """A password never goes into the task: the task names an environment variable to hold it."""
     if not p.has("password"):
         return
-    p.get("password")
+    if p.get("password", "") == "":
+        return  # DataX connects without a password: so does the task, with no variable to set
     params["password_env"] = env
     p.note("password", f"not written to the task: set the environment variable {env} to the password "
                        f"before running it (password_env)")
@@ -91,22 +94,14 @@ _MYSQL_READER_REASONS = {
 
 @dataclass(frozen=True, slots=True)
 class _Shard:
-    host: str
-    port: int
-    database: str
+    server: Server
     tables: list[str]
     queries: list[str]
 
 
 def _reader_shard(c: Params) -> _Shard:
-    urls = c.texts("jdbcUrl")
-    if not urls:
-        raise c.fail("jdbcUrl", "is required")
-    server = parse_jdbc_url(urls[0], c, "jdbcUrl")
-    if len(urls) > 1:
-        c.note("jdbcUrl", f"DataX tries the other {len(urls) - 1} URL(s) when the first is unreachable; "
-                          f"wormhole connects to the first only")
-    shard = _Shard(server.host, server.port, server.database, expand_tables(c.texts("table")), c.texts("querySql"))
+    server = parse_jdbc_urls(c, "jdbcUrl")  # DataX's URL list: tried in order (failover_hosts)
+    shard = _Shard(server, expand_tables(c.texts("table")), c.texts("querySql"))
     c.report_rest()
     return shard
 
@@ -116,27 +111,30 @@ def mysql_reader(p: Params, channels: int | None) -> Source:
     params: dict[str, Any] = {"user": p.text("username", required=True)}
     secret(p, params, READER_PASSWORD_ENV)
     shards = [_reader_shard(c) for c in p.objects("connection", required=True)]
+    transforms: list[dict[str, Any]] = []
     if any(s.queries for s in shards):
         _query_source(p, shards, params)
         columns = None
     else:
-        columns = _table_source(p, shards, params)
+        columns = _table_source(p, shards, params, transforms)
     p.report_rest(_MYSQL_READER_REASONS)
     identity = {k: v for k, v in params.items() if k not in ("split_pk", "split_factor")}
-    return Source("mysql", params, columns, {"plugin": "mysql", **identity})
+    if transforms:
+        identity["transforms"] = transforms
+    return Source("mysql", params, columns, {"plugin": "mysql", **identity}, tuple(transforms))
 
 
 def _place(shards: list[_Shard], params: dict[str, Any], tables: bool) -> None:
     """One connection reading one table is the flat form; anything more is ``connections``."""
     if len(shards) == 1 and (not tables or len(shards[0].tables) == 1):
         s = shards[0]
-        params.update(host=s.host, port=s.port, database=s.database)
+        params.update(s.server.params())
         if tables:
             params["table"] = s.tables[0]
         return
     conns = []
     for s in shards:
-        conn: dict[str, Any] = {"host": s.host, "port": s.port, "database": s.database}
+        conn: dict[str, Any] = s.server.params()
         if tables:
             conn["tables"] = s.tables
         conns.append(conn)
@@ -161,7 +159,8 @@ def _query_source(p: Params, shards: list[_Shard], params: dict[str, Any]) -> No
             p.note("connection", f"connection[{i}].table ignored with querySql, as DataX ignores it")
 
 
-def _table_source(p: Params, shards: list[_Shard], params: dict[str, Any]) -> tuple[str, ...] | None:
+def _table_source(p: Params, shards: list[_Shard], params: dict[str, Any],
+                  transforms: list[dict[str, Any]]) -> tuple[str, ...] | None:
     if any(not s.tables for s in shards):
         raise p.fail("connection", "every connection needs a table (or querySql)")
     raw_columns = p.texts("column")
@@ -170,17 +169,64 @@ def _table_source(p: Params, shards: list[_Shard], params: dict[str, Any]) -> tu
     where = p.text("where")
     split_pk = p.text("splitPk")
     names = None if raw_columns == ["*"] else [plain_name(c) for c in raw_columns]
-    if names is not None and None in names:
+    constants = {} if names is None else {i: _constant(c) for i, c in enumerate(raw_columns) if names[i] is None}
+    if names is not None and (None in constants.values() or all(n is None for n in names)):
         _expression_query(p, shards, params, raw_columns, where, split_pk)
         return None  # read through a query: its columns are not known here, as with querySql
     _place(shards, params, tables=True)
     if names is not None:
-        params["columns"] = names
+        params["columns"] = [n for n in names if n is not None]
     if where is not None:
         params["where"] = where
     if split_pk is not None:
         params["split_pk"] = plain_name(split_pk) or split_pk
-    return None if names is None else tuple(n for n in names if n is not None)
+    if names is None:
+        return None
+    if constants:
+        names = _derive_constants(p, names, constants, transforms)
+    return tuple(n for n in names if n is not None)
+
+
+_NUMBER = re.compile(r"[+-]?\d{1,18}(\.\d{1,18})?")
+"""A number a transform literal holds exactly (longer ones are read through a query, as MySQL reads them)."""
+_STRING = re.compile(r"'(?:[^'\\]|'')*'")
+"""A MySQL string literal without backslash escapes: the same text means the same in wormhole's grammar."""
+
+
+def _constant(text: str) -> str | None:
+    """A DataX constant column as a transform expression; None for any other SQL (read through a query)."""
+    value = text.strip()
+    if _NUMBER.fullmatch(value):
+        return value.removeprefix("+")  # the expression grammar has a unary minus only
+    if _STRING.fullmatch(value):
+        return value
+    if value.lower() == "null":
+        return "CAST(NULL AS string)"  # a column needs a type; DataX hands a null constant on as a string
+    if value.lower() in ("true", "false"):
+        return value.upper()
+    return None
+
+
+def _derive_constants(p: Params, names: list[str | None], constants: dict[int, str | None],
+                      transforms: list[dict[str, Any]]) -> list[str | None]:
+    """Constant columns are derived after the read (``colN``, N their position), so the table keeps its
+    splitPk; a ``project`` puts them back in their place when real columns follow them."""
+    taken = {n.lower() for n in names if n is not None}
+    out = list(names)
+    derived: dict[str, str] = {}
+    for i, expression in constants.items():
+        name = f"col{i + 1}"
+        while name.lower() in taken:
+            name += "_"
+        taken.add(name.lower())
+        out[i] = name
+        derived[name] = str(expression)
+    transforms.append({"derive": derived})
+    if out != [n for n in names if n is not None] + list(derived):
+        transforms.append({"project": {"keep": out}})
+    p.note("column", f"constants {', '.join(f'{n} = {e}' for n, e in derived.items())} are derived after the "
+                     f"read (the task's transforms); the table and its splitPk are kept")
+    return out
 
 
 def _expression_query(p: Params, shards: list[_Shard], params: dict[str, Any], raw_columns: list[str],
@@ -246,15 +292,14 @@ def mysql_writer(p: Params, source: Source) -> Destination:
     params: dict[str, Any] = {"user": p.text("username", required=True)}
     conns = p.objects("connection", required=True)
     c = conns[0]
-    urls = c.texts("jdbcUrl")
     tables = expand_tables(c.texts("table"))
-    if len(conns) > 1 or len(tables) != 1 or len(urls) != 1:
+    if len(conns) > 1 or len(tables) != 1:
         raise p.fail("connection", "DataX spreads the rows over several tables or connections; a wormhole "
-                                   "destination writes one table: give one jdbcUrl and one table")
-    server = parse_jdbc_url(urls[0], c, "jdbcUrl")
+                                   "destination writes one table: give one connection and one table")
+    server = parse_jdbc_urls(c, "jdbcUrl")  # a list of URLs: tried in order (failover_hosts)
     c.report_rest()
     table = plain_name(tables[0]) or tables[0]
-    params.update(host=server.host, port=server.port, database=server.database, table=table)
+    params.update(server.params(), table=table)
     columns = p.texts("column")
     if columns and columns != ["*"]:
         names = [plain_name(col) for col in columns]
@@ -269,8 +314,7 @@ def mysql_writer(p: Params, source: Source) -> Destination:
     batch = p.integer("batchSize")
     if batch is not None and batch > 0:
         params["batch_size"] = batch
-    has_password = p.has("password")
-    p.get("password")  # reported with its variable name once the destination id is known
+    has_password = p.get("password", "") != ""  # named with its variable once the destination id is known
     p.report_rest({"session": "session statements are not run: wormhole's mysql destination sets its own "
                               "session (strict SQL mode)",
                    "batchByteSize": "wormhole batches by rows only (batchSize)"})
@@ -346,10 +390,14 @@ def _header(p: Params, params: dict[str, Any], source: Source) -> None:
 
 def stream_writer(p: Params, source: Source) -> Destination:
     del source
-    if p.get("print", True) is not False:
-        p.note("print", "rows are not printed: wormhole's stream destination discards them")
-    p.report_rest()
-    return Destination("stream", {}, "stream")
+    params: dict[str, Any] = {}
+    if p.get("print", True) is not False:  # DataX prints unless told not to
+        params["print"] = True
+    delimiter = p.get("fieldDelimiter")
+    if isinstance(delimiter, str) and delimiter and delimiter != "\t":
+        params["delimiter"] = delimiter
+    p.report_rest({"encoding": "rows print as UTF-8"})
+    return Destination("stream", params, "stream")
 
 
 WRITERS = {"mysqlwriter": mysql_writer, "txtfilewriter": txtfile_writer, "streamwriter": stream_writer}

@@ -40,6 +40,34 @@ def _check_credentials(password: str | None, password_env: str | None, path: str
         problems.add(join_path(path, "password_env"), "give either password or password_env, not both")
 
 
+def parse_server(text: str, default_port: int) -> tuple[str, int] | None:
+    """``host``, ``host:port`` or ``[ipv6]:port`` as (host, port); None when it is neither."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            return None
+        port_text = rest[1:]
+    elif text.count(":") > 1:  # a bare IPv6 address
+        host, port_text = text, ""
+    else:
+        host, _, port_text = text.partition(":")
+    if not host or (port_text and not (port_text.isascii() and port_text.isdigit() and 0 < int(port_text) < 65536)):
+        return None
+    return host, int(port_text) if port_text else default_port
+
+
+def _check_failover(entries: tuple[str, ...], path: str, problems: Problems) -> None:
+    for i, entry in enumerate(entries):
+        if parse_server(entry, 3306) is None:
+            problems.add(join_path(join_path(path, "failover_hosts"), i),
+                         f"{entry!r} is not host, host:port or [ipv6]:port")
+
+
+def _servers(entries: tuple[str, ...], port: int) -> tuple[tuple[str, int], ...]:
+    return tuple(s for s in (parse_server(e, port) for e in entries) if s is not None)
+
+
 def resolve_password(password: str | None, password_env: str | None) -> str:
     """The password to connect with; ``password_env`` names an environment variable holding it."""
     if password_env is not None:
@@ -61,6 +89,13 @@ class Endpoint:
     password: str | None
     password_env: str | None
     database: str
+    failover: tuple[tuple[str, int], ...] = ()
+    """Servers tried in order when host:port does not answer (``failover_hosts``)."""
+
+    @property
+    def servers(self) -> tuple[tuple[str, int], ...]:
+        """Every server of this endpoint, in the order they are tried."""
+        return ((self.host, self.port), *self.failover)
 
     @property
     def mark(self) -> str:
@@ -79,6 +114,8 @@ class ShardConnection:
     """This shard's host."""
     port: int = opt(3306, min=1, max=65535)
     """This shard's port."""
+    failover_hosts: tuple[str, ...] = ()
+    """Servers tried in order when host:port does not answer (``host:port``; without a port, ``port``)."""
     database: str = opt(nonempty=True)
     """This shard's database."""
     tables: tuple[str, ...] | None = opt(None, min_items=1)
@@ -94,6 +131,7 @@ class ShardConnection:
         check_identifier(self.database, join_path(path, "database"), problems)
         _check_names(self.tables, join_path(path, "tables"), problems)
         _check_credentials(self.password, self.password_env, path, problems)
+        _check_failover(self.failover_hosts, path, problems)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +142,9 @@ class ServerOptions:
     """The server's host name or address."""
     port: int = opt(3306, min=1, max=65535)
     """The server's TCP port."""
+    failover_hosts: tuple[str, ...] = ()
+    """Servers tried in order when host:port does not answer (``host:port``; without a port, ``port``):
+    the first that answers is used and named in the log; when none does, the error gives each one's reason."""
     user: str = opt(nonempty=True)
     """The user to connect as."""
     password: str | None = None
@@ -129,7 +170,8 @@ class MysqlReaderOptions(ServerOptions):
     split_factor: int = opt(5, min=1, max=100)
     """A single table with ``split_pk`` is cut into channels x split_factor ranges (DataX: 5)."""
     query: str | None = opt(None, nonempty=True)
-    """A SELECT read as it is, without splitting (one split per connection); excludes table/columns/where/split_pk."""
+    """A SELECT read as it is, without splitting (one split per connection); excludes table/columns/where/split_pk.
+    A trailing ``;`` is dropped (the query is read as a subquery)."""
     connections: tuple[ShardConnection, ...] | None = opt(None, min_items=1)
     """A sharded source: several hosts/databases, each with its tables; excludes host/port/database/table."""
     estimate: Literal["stats", "count", "none"] = "stats"
@@ -145,6 +187,7 @@ class MysqlReaderOptions(ServerOptions):
 
     def check(self, path: str, problems: Problems) -> None:
         _check_credentials(self.password, self.password_env, path, problems)
+        _check_failover(self.failover_hosts, path, problems)
         _check_names(self.columns, join_path(path, "columns"), problems)
         for key in ("table", "split_pk", "database"):
             value = getattr(self, key)
@@ -177,16 +220,18 @@ class MysqlReaderOptions(ServerOptions):
         settings: dict[str, Any] = {
             "connect_timeout_s": self.connect_timeout_s, "connect_retries": self.connect_retries,
             "estimate": self.estimate, "count_timeout_s": self.count_timeout_s, "zero_dates": self.zero_dates}
+        query = None if self.query is None else self.query.rstrip().rstrip(";").rstrip() or self.query
         if self.connections is None:
             assert self.database is not None  # check() requires it
-            endpoint = Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database)
-            if self.query is not None:
-                return QuerySource(endpoints=(endpoint,), query=self.query, **settings)
+            endpoint = Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database,
+                                _servers(self.failover_hosts, self.port))
+            if query is not None:
+                return QuerySource(endpoints=(endpoint,), query=query, **settings)
             assert self.table is not None  # check() requires a table or a query
             return TableSource(endpoint=endpoint, table=self.table, selection=self._selection(), **settings)
         endpoints = tuple(self._shard_endpoint(c) for c in self.connections)
-        if self.query is not None:
-            return QuerySource(endpoints=endpoints, query=self.query, **settings)
+        if query is not None:
+            return QuerySource(endpoints=endpoints, query=query, **settings)
         shards = tuple(Shard(ep, c.tables or ()) for ep, c in zip(endpoints, self.connections, strict=True))
         return ShardedSource(shards=shards, selection=self._selection(), **settings)
 
@@ -199,7 +244,8 @@ class MysqlReaderOptions(ServerOptions):
         # replaces the source's pair as a whole.
         own_secret = c.password is not None or c.password_env is not None
         return Endpoint(c.host, c.port, c.user or self.user, c.password if own_secret else self.password,
-                        c.password_env if own_secret else self.password_env, c.database)
+                        c.password_env if own_secret else self.password_env, c.database,
+                        _servers(c.failover_hosts, c.port))
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +363,7 @@ class MysqlWriterOptions(ServerOptions):
 
     def check(self, path: str, problems: Problems) -> None:
         _check_credentials(self.password, self.password_env, path, problems)
+        _check_failover(self.failover_hosts, path, problems)
         _check_names(self.columns, join_path(path, "columns"), problems)
         check_identifier(self.database, join_path(path, "database"), problems)
         check_identifier(self.table, join_path(path, "table"), problems)
@@ -337,7 +384,8 @@ class MysqlWriterOptions(ServerOptions):
 
     @property
     def endpoint(self) -> Endpoint:
-        return Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database)
+        return Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database,
+                        _servers(self.failover_hosts, self.port))
 
 
 def single_writer_key(options: MysqlWriterOptions) -> str | None:

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from wormhole.errors import SplitError
 from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split
 from wormhole.plugins.mysql.catalog import choose_columns, describe_table
-from wormhole.plugins.mysql.connection import close_quietly, connect, fetch_all, text
+from wormhole.plugins.mysql.connection import answering_server, close_quietly, connect, fetch_all, text
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource, resolve_password
 from wormhole.plugins.sql import backquote as quote
 from wormhole.spark.splits import with_split_order
@@ -203,7 +203,8 @@ def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Sp
         # selects only the ones it needs (column pruning), the dates as their text.
         texts = ", ".join(f"CAST({quote(c)} AS {casts[c.lower()]}) AS {quote(t)}" for c, t in cast.items())
         relation = f"(SELECT *, {texts} FROM {relation}) wh_r"
-    frame = spark.read.jdbc(jdbc_url(ep.host, ep.port, ep.database), relation, predicates=predicates,
+    host, port = answering_server(ep)  # _plan connected to each shard here: a failover list's choice is known
+    frame = spark.read.jdbc(jdbc_url(host, port, ep.database), relation, predicates=predicates,
                             properties=props)
     frame = frame.select([F.col(f"`{cast[c]}`").alias(c, metadata={EXACT: casts[c.lower()] == "CHAR"})
                           if c in cast else F.col(f"`{c}`") for c in columns])

@@ -1,7 +1,7 @@
-"""The stream store: a deterministic row generator (reader) and a null sink (writer), for tests and benchmarks.
+"""The stream store: a deterministic row generator (reader) and a null or printing sink (writer).
 
 Any row's contents depend only on the spec (``seed``, ``columns``) and the row number, never on how
-the rows were split (``reader``); the null sink counts and drops rows, and can be made slow or
+the rows were split (``reader``); the sink counts and drops (or prints) rows, and can be made slow or
 broken for tests (``writer``); their parameters are in ``options``.
 """
 
@@ -25,7 +25,7 @@ __all__ = [
 
 PLUGIN = Plugin(
     name="stream",
-    description="deterministic row generator (reader) and null sink (writer), for tests and benchmarks",
+    description="deterministic row generator (reader) and null or printing sink (writer), for tests and benchmarks",
     source=SourceRole(options=StreamReaderOptions, splitter=StreamSource, reader=StreamSource,
                       periphery=StreamSource, declared_schema=declared_schema),
     sink=SinkRole(options=NullWriterOptions, periphery=NullPeriphery, writer=NullWriter, spark_partitions=True),

@@ -56,3 +56,11 @@ class NullWriterOptions:
     """Raise once the destination has taken this many rows (a broken destination, for tests)."""
     delay_ms: float = opt(0.0, min=0.0, max=3_600_000.0)
     """Sleep this long per batch (a slow destination, for tests of back-pressure)."""
+    print: bool = False
+    """Write every row to standard output as one line, fields joined by ``delimiter`` (DataX's streamwriter
+    ``print``); logs and the live view stay on standard error. Rows print as they are written, before commit."""
+    delimiter: str = opt("\t", pattern=r"[^\r\n\\]+")
+    r"""Field separator of printed rows; a tab, newline, carriage return or backslash inside a value is
+    printed as ``\t``, ``\n``, ``\r``, ``\\``, so a row is always one line."""
+    null: str = "null"
+    r"""How a NULL prints (DataX prints ``null``; ``\N`` tells it from the text 'null')."""
