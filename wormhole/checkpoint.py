@@ -210,6 +210,12 @@ class Checkpointer:
                 self._log.warning("checkpoint.write_failed", error=str(exc))
 
 
+TASKDB_WRITES = threading.RLock()
+"""Held by each write of an embedded (SQLite) task database in this process, statement or transaction. A
+process paused mid-write would keep the file's write lock, so no other process could claim or take over
+anything (a real pause has that risk too; the test hook's pause takes this lock first, so it never does)."""
+
+
 class CrashHook:
     """A test hook: ``WORMHOLE_TEST_CRASH=<point>:<destination>:<n>`` SIGKILLs the process at the
     n-th split of that destination, at ``before_seal`` (its rows written, the split's transaction
@@ -241,4 +247,5 @@ class CrashHook:
         if count == self._point[2]:
             self._log.warning("test.crash", point=point, destination=destination, split_id=split_id,
                               signal=self._signal.name)
-            os.kill(os.getpid(), self._signal)
+            with TASKDB_WRITES:  # never paused inside a task-database write (SIGKILL ends it anyway)
+                os.kill(os.getpid(), self._signal)

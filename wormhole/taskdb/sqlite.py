@@ -8,6 +8,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, ClassVar
 
+from wormhole.checkpoint import TASKDB_WRITES
 from wormhole.errors import TaskDbError
 from wormhole.taskdb.base import SqlTaskStore
 from wormhole.taskdb.schema import SQLITE_ADDED_COLUMNS, SQLITE_DDL
@@ -53,25 +54,37 @@ class SqliteTaskStore(SqlTaskStore):
         self._conn = conn
 
     def _execute(self, sql: str, params: Sequence[Any]) -> Result:
-        cur = self._conn.execute(sql, tuple(params))
-        try:
-            rows = cur.fetchall()
-            return Result(rows=rows, rowcount=cur.rowcount, lastrowid=cur.lastrowid)
-        finally:
-            cur.close()
+        with TASKDB_WRITES:  # (reentrant: inside a transaction this thread holds it already)
+            cur = self._conn.execute(sql, tuple(params))
+            try:
+                rows = cur.fetchall()
+                return Result(rows=rows, rowcount=cur.rowcount, lastrowid=cur.lastrowid)
+            finally:
+                cur.close()
 
     def _ensure_connected(self) -> None:
         pass  # a local file: nothing to reconnect
 
     def _begin(self) -> None:
         # IMMEDIATE takes the write lock up front, so the transaction never fails half-way on a lock upgrade.
-        self._conn.execute("BEGIN IMMEDIATE")
+        TASKDB_WRITES.acquire()  # released by _commit or _rollback
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            TASKDB_WRITES.release()
+            raise
 
     def _commit(self) -> None:
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        finally:
+            TASKDB_WRITES.release()
 
     def _rollback(self) -> None:
-        self._conn.execute("ROLLBACK")
+        try:
+            self._conn.execute("ROLLBACK")
+        finally:
+            TASKDB_WRITES.release()
 
     def _is_missing_table(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)
