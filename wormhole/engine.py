@@ -138,7 +138,7 @@ class Engine:
     def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger,
                  listeners: Sequence[ProgressListener] = (), checkpoints: CheckpointStore | None = None,
                  resume_from: int | None = None, lease: Lease | None = None, taskdb_id: str = "",
-                 retried: bool = False) -> None:
+                 finished_runs: frozenset[int] = frozenset()) -> None:
         """``listeners`` see the run's progress snapshots (a live display, a metrics endpoint).
 
         ``checkpoints``: where the run records its plan and each split's durability (a task-database
@@ -147,10 +147,10 @@ class Engine:
         of the same task): its planned splits are read, except those every destination already holds.
         ``lease``: the run's claim on its task; splits become durable and destinations are committed or
         rolled back only while it is live (None: nobody else can hold the task). ``taskdb_id``: the task
-        database's id (destinations name their kept state by it). ``retried``: ``resume_from`` ended
-        partial (a retry): what its chain committed is skipped, durable or not.
+        database's id (destinations name their kept state by it). ``finished_runs``: runs that ended
+        partial (their outcome recorded): what they committed is skipped, durable or not (a retry).
         """
-        self._retried = retried
+        self._finished_runs = finished_runs
         self._taskdb_id = taskdb_id
         self._lease = lease
         self._checkpoints = checkpoints
@@ -201,7 +201,7 @@ class Engine:
         run = self._run = self._assemble(origin)
         run.readers.resumed = restored.splits
         run.writers.committed_before = restored.committed
-        run.writers.settled = self._retried
+        run.writers.settled = {d for d, by in restored.committed_by.items() if by in self._finished_runs}
         if self._checkpoints is not None:
             checkpointer = Checkpointer(self._checkpoints, self._task_id, self._run_id, origin, self._log, self._stop)
             run.checkpointer = run.writers.checkpointer = checkpointer

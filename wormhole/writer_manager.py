@@ -156,9 +156,9 @@ class WriterManager:
         self.lease = lease
         self.committed_before: dict[str, int] = {}
         """Destinations a run of the resumed chain committed (the checkpoint's commit rows)."""
-        self.settled = False
-        """The run resumes a run that ended (a retried partial task): every destination its chain committed
-        is skipped, durable or not (their own records went when that run's outcome was recorded)."""
+        self.settled: set[str] = set()
+        """Destinations a run of the chain whose outcome was recorded committed (a retried partial task):
+        skipped, durable or not (their own records went when that run's outcome was recorded)."""
         self.checkpointer: Checkpointer | None = None
         self.transforms: TransformPlan | None = None
         """The run's transform plan (set before ``prepare``): each destination's schema and chain."""
@@ -185,7 +185,7 @@ class WriterManager:
     def prepare(self, schema: Schema) -> None:
         timeout = self._conf.timeouts.writer_prepare_s
         for dest in self.destinations.values():
-            if dest.id in self.committed_before and (self.settled or not dest.durable):
+            if dest.id in self.committed_before and (dest.id in self.settled or not dest.durable):
                 # Committed before the crash (or by the partial run a retry resumes), and nothing of its own
                 # to ask: loading it again would write its rows twice (an append), so it is left as it is.
                 dest.committed_before = self.committed_before[dest.id]

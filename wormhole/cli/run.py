@@ -159,15 +159,16 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
         logger.warning("task.taken_over", claimed_by=claimed_by, previous_claimed_by=current.claimed_by,
                        heartbeat_age_s=None if age is None else round(age, 3), stale_s=conf.claim.stale_s,
                        resumed_from=resume_from)
-    retried = False
+    runs = store.runs(task_id)
     if resume_from is None:
         # A run that crashed before (taken over later by `task retry --force`, or settled by the
         # daemon) left durable state: the next run resumes it instead of writing it all again. A
         # partial run (the task retried) is resumed too: what its chain committed is not loaded twice.
-        runs = store.runs(task_id)
         if runs and runs[-1].status in (CRASHED, "partial"):
             resume_from = runs[-1].id
-            retried = runs[-1].status == "partial"
+    # Runs whose outcome was recorded: their destinations released their own records, so what they
+    # committed is known from the checkpoint alone (also after a crash of the retry that resumed them).
+    finished = frozenset(r.id for r in runs if r.status == "partial")
     run_id = store.start_run(task_id, claimed_by, resumed_from=resume_from)
     observers.for_run(run_id)
     logger = logger.bind(run_id=run_id)
@@ -186,7 +187,7 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
             return _claim_lost(claim, logger, observers)
         observers.set_state("failed")
         return EXIT_BAD_TASK
-    return _run_engine(store, checkpoints, conf, spec, claim, run_id, (resume_from, retried), logger, observers)
+    return _run_engine(store, checkpoints, conf, spec, claim, run_id, (resume_from, finished), logger, observers)
 
 
 def _refused(store: TaskStore, task_id: int, logger: Any, wanted: str, stale_s: float | None = None) -> int:
@@ -218,14 +219,14 @@ def _claim_lost(claim: _Claim, logger: Any, observers: Observers) -> int:
 
 
 def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, spec: TaskSpec, claim: _Claim,
-                run_id: int, resume: tuple[int | None, bool], logger: Any, observers: Observers) -> int:
-    """``resume``: the run this one resumes (or None), and whether that run ended partial (a retry)."""
+                run_id: int, resume: tuple[int | None, frozenset[int]], logger: Any, observers: Observers) -> int:
+    """``resume``: the run this one resumes (or None), and the task's runs that ended partial."""
     task_id, claimed_by = claim.task_id, claim.claimed_by
-    resume_from, retried = resume
+    resume_from, finished = resume
     with observers.watching() as listeners:
         engine = Engine(conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=listeners,
                         checkpoints=checkpoints, resume_from=resume_from, lease=claim.lease(logger),
-                        taskdb_id=checkpoints.taskdb_id(), retried=retried)
+                        taskdb_id=checkpoints.taskdb_id(), finished_runs=finished)
         previous = _install_signal_handlers(engine, logger)
         claim.start_heartbeat(engine, logger)
         try:
