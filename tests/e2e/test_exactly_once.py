@@ -4,6 +4,7 @@ retried partial task, a destination that fails while its lost split waits, rows 
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,5 @@ def test_rows_wider_than_a_lanes_share_of_the_queue_flow(dbs: Databases, ws: Wor
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert execute(dbs.admin, f"SELECT COUNT(*), SUM(CRC32(body)) FROM {q(dst)}.t") == execute(
         dbs.admin, f"SELECT COUNT(*), SUM(CRC32(body)) FROM {q(src)}.t")
-    import json
     lines = [json.loads(line) for p in (ws.root / "out").glob("part-*") for line in p.read_text().splitlines()]
     assert sorted((r["id"], r["body"]) for r in lines) == rows
