@@ -52,6 +52,18 @@ class TestDoubleQueue:
         assert tags == sorted(p * 1000 + i for p in range(8) for i in range(500))
         assert q.rows_in == q.rows_out == 8 * 500 * 10
 
+    def test_a_lane_full_by_bytes_below_spill_rows_is_swapped_for_a_waiting_producer(self) -> None:
+        """A wide batch fills the write side by bytes with fewer rows than spill_rows: the split's end
+        marker behind it must still get in (it used to wait for room while the consumer waited for rows)."""
+        q = DoubleQueue(capacity_rows=10_000, capacity_bytes=1_000, spill_rows=4_096)
+        assert q.push(Batch(((1, "x"),) * 5, nbytes=5_000, split_id="s"), timeout=1)
+        got: list[Batch] = []
+        consumer = threading.Thread(target=lambda: got.append(q.pull(timeout=5)))  # type: ignore[arg-type]
+        consumer.start()
+        assert q.push(Batch((), 0, "s", "end"), timeout=5), "the end marker never got in"
+        consumer.join(5)
+        assert got and len(got[0]) == 5
+
     def test_push_blocks_when_full_and_honours_timeout(self) -> None:
         """A full write side refuses a push after the timeout instead of blocking forever."""
         q = DoubleQueue(capacity_rows=20, capacity_bytes=10**9, spill_rows=20)
@@ -148,6 +160,23 @@ class TestStorageAndExchanger:
         batches = list(BufferedLineExchanger.receive(storage, 0.05))
         assert [len(b) for b in batches] == [100] * 10 + [50]
         assert [r[0] for b in batches for r in b.rows] == list(range(1050))
+
+    def test_sender_cuts_wide_rows_by_bytes_and_still_buffers_small_reads(self) -> None:
+        """Rows of about 1 KB with batch_bytes 10 KB: batches of at most 10 rows, whether the reader
+        sends them 3 at a time or 100 at once, every row once and in order."""
+        conf = ExchangeConf(queue_rows=10**6, spill_rows=1)
+        storage = RAMStorage("d", conf)
+        sender = BufferedLineExchanger([storage], batch_rows=100, stop=threading.Event(), batch_bytes=10_000)
+        rows = [(i, "x" * 1000) for i in range(130)]
+        for i in range(0, 30, 3):
+            sender.send(rows[i:i + 3])
+        sender.send(rows[30:130])
+        sender.flush()
+        storage.close_input()
+        batches = list(BufferedLineExchanger.receive(storage, 0.05))
+        sizes = [len(b) for b in batches]
+        assert max(sizes) <= 10 and min(sizes[:-1]) >= 5, sizes  # cut by bytes, yet 3-row reads buffered
+        assert [r[0] for b in batches for r in b.rows] == list(range(130))
 
     def test_every_destination_failed_stops_the_reader(self) -> None:
         """When no storage accepts a batch any more, the sender raises instead of reading on."""

@@ -59,22 +59,17 @@ class BufferedLineExchanger:
     def send(self, rows: Sequence[Row]) -> None:
         if not rows:
             return
-        # Wide rows: the batch's rows are cut to what batch_bytes holds, so a queue's byte bound is
-        # what bounds memory (rows of 16 MB used to travel 4,096 at a time).
-        fits = max(self._batch_bytes // max(estimate_row_bytes(rows[0]), 1), 1)
-        if fits < self._batch_rows:
-            self.flush()
-            for start in range(0, len(rows), fits):
-                self._push(Rows(rows[start:start + fits]))
-            return
-        if not self._buffer and len(rows) >= self._batch_rows // 2:
+        # A batch holds batch_rows rows, and fewer when they are wide: at most what batch_bytes holds
+        # (one row at least), so a queue's byte bound is what bounds memory.
+        limit = min(self._batch_rows, max(self._batch_bytes // max(estimate_row_bytes(rows[0]), 1), 1))
+        if not self._buffer and limit // 2 <= len(rows) <= limit:
             # Already batch-sized: hand it on without copying it through the buffer.
             self._push(Rows(rows))
             return
         self._buffer.extend(rows)
-        while len(self._buffer) >= self._batch_rows:
-            chunk = Rows(self._buffer[: self._batch_rows])
-            del self._buffer[: self._batch_rows]
+        while len(self._buffer) >= limit:
+            chunk = Rows(self._buffer[:limit])
+            del self._buffer[:limit]
             self._push(chunk)
 
     def flush(self) -> None:
