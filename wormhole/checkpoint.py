@@ -211,9 +211,10 @@ class Checkpointer:
 
 
 TASKDB_WRITES = threading.RLock()
-"""Held by each write of an embedded (SQLite) task database in this process, statement or transaction. A
-process paused mid-write would keep the file's write lock, so no other process could claim or take over
-anything (a real pause has that risk too; the test hook's pause takes this lock first, so it never does)."""
+"""Held by each statement and transaction of an embedded (SQLite) task database in this process (reads
+too: they are short, and one rule is simpler). A process paused mid-write would keep the file's write
+lock, so no other process could claim or take over anything (a real pause has that risk too; the test
+hook's pause takes this lock first, so it never does)."""
 
 
 class CrashHook:
