@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# Test workers (pytest-xdist). Most tests wait on MariaDB, subprocesses or a JVM, so three keep two cores busy.
+PYTEST_WORKERS ?= 3
+XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 
 .PHONY: help install demo test test-unit test-integration lint bench docker clean
 
@@ -23,13 +26,13 @@ demo: $(STAMP)  ## run a real fan-out task on the embedded defaults and show its
 	$(BIN)/python scripts/demo.py
 
 test: $(STAMP)  ## run every test (MariaDB and Docker tests skip unless WORMHOLE_REQUIRE_MYSQL=1 / WORMHOLE_REQUIRE_DOCKER=1)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-unit: $(STAMP)  ## fast tests only
-	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) tests/unit $(PYTEST_ARGS)
 
 test-integration: $(STAMP)  ## tests against the local MariaDB
-	$(BIN)/python -m pytest -m mysql $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m mysql $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff, then mypy (strict on the core modules; setup.cfg [mypy] sections)
 	$(BIN)/ruff check wormhole tests benchmarks scripts

@@ -23,6 +23,37 @@ REPO = Path(__file__).resolve().parent.parent
 MYSQL_URL = os.environ.get("WORMHOLE_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``-n N --dist loadgroup`` (``make test``): tests that share an expensive fixture run on one
+    worker, so it is made once per run: the Docker image, the run's one SparkSession, a module's source."""
+    ranks: dict[str, int] = {}
+    for item in items:
+        group = _xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        ranks[item.nodeid] = _START_RANK.get(group or "", 2 if group or item.get_closest_marker("slow") else 3)
+    # Longest first: one worker takes the Spark group, another the Docker group, at once; module groups and
+    # slow tests come next, so no long unit starts last. A stable sort: the order is the same on every
+    # worker, as xdist requires.
+    items.sort(key=lambda item: ranks[item.nodeid])
+
+
+_START_RANK = {"spark": 0, "docker": 1}
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    if item.get_closest_marker("docker"):
+        return "docker"
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs if info is not None else {}
+    if "spark_conf" in defs:
+        return "spark"
+    if any(fixturedefs[-1].scope == "module" for fixturedefs in defs.values()):
+        return item.nodeid.split("::")[0]
+    return None
+
+
 @pytest.fixture(autouse=True)
 def _reset_structlog() -> Iterator[None]:
     yield
