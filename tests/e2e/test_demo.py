@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sqlite3
 from types import ModuleType
 
 import pytest
@@ -56,3 +57,16 @@ def test_the_demo_table_says_a_rolled_back_destination_was_undone(ws: Workspace)
         written = task["result"]["destinations"][dest_id]["rows_written"]
         assert f"committed ({written:,} written)" in lines[dest_id], table
         assert "rolled back" not in lines[dest_id], table
+
+
+def test_the_readme_quick_start_task_runs(ws: Workspace) -> None:
+    """The README's first screen promises: `wormhole run conf/examples/quickstart.json` exits 0 with the
+    rows in a csv directory and a sqlite table (tests/unit/test_docs.py keeps the README's copy equal)."""
+    proc = ws.run("run", str(REPO / "conf" / "examples" / "quickstart.json"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = ws.root / "var" / "quickstart"
+    assert (out / "orders_csv" / "_SUCCESS").is_file()
+    csv_rows = sum(len(p.read_text(encoding="utf-8").splitlines()) - 1 for p in (out / "orders_csv").glob("part-*.csv"))
+    with sqlite3.connect(out / "report.db") as conn:
+        table_rows = conn.execute("SELECT COUNT(*) FROM orders").fetchone()[0]
+    assert csv_rows == table_rows == 100_000

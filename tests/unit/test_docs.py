@@ -1,12 +1,14 @@
 """The documentation stays inside the repository and names files that exist.
 
 README.md and docs/*.md may link only to files of this repository (a reader of a checkout has nothing
-else), and every module path docs/architecture.md names must exist, so the document cannot drift
-silently from the code it describes.
+else), and every repository path they name must exist, so no document can drift silently from the
+code it describes. The README is a user's guide that reaches a working task on its first screen; the
+architecture, the decisions and the benchmark history live in docs/, linked from it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -34,9 +36,31 @@ def anchors(path: Path) -> set[str]:
     return slugs
 
 
-def test_the_docs_exist() -> None:
-    assert (REPO / "docs" / "architecture.md").is_file()
-    assert "docs/architecture.md" in [m for m in LINK.findall(prose(REPO / "README.md"))]
+FIRST_SCREEN = 40  # lines a terminal or a repository page shows before one scrolls
+QUICKSTART = REPO / "conf" / "examples" / "quickstart.json"
+
+
+@pytest.mark.parametrize("name", ["architecture.md", "decisions.md", "benchmarks.md"])
+def test_the_docs_exist_and_the_readme_links_them(name: str) -> None:
+    assert (REPO / "docs" / name).is_file()
+    assert f"docs/{name}" in LINK.findall(prose(REPO / "README.md"))
+
+
+def test_the_readme_reaches_a_working_task_on_its_first_screen() -> None:
+    """The first screen holds the shipped quick-start task, verbatim, and the command that runs it
+    (tests/e2e/test_demo.py runs that command)."""
+    first = "\n".join((REPO / "README.md").read_text(encoding="utf-8").splitlines()[:FIRST_SCREEN])
+    assert "make demo" in first
+    block = re.search(r"^```json\n(.*?)^```", first, re.MULTILINE | re.DOTALL)
+    assert block is not None, "no task JSON on the README's first screen"
+    assert json.loads(block.group(1)) == json.loads(QUICKSTART.read_text(encoding="utf-8"))
+    assert f"wormhole run {QUICKSTART.relative_to(REPO)}" in first
+
+
+def test_the_readme_is_a_guide_not_a_history() -> None:
+    """The benchmark figures and the decisions log moved to docs/; the README links them."""
+    headings = re.findall(r"^#+\s+(.+?)\s*$", prose(REPO / "README.md"), re.MULTILINE)
+    assert not [h for h in headings if h.startswith(("Performance", "Decisions", "Benchmarks"))], headings
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
@@ -68,4 +92,10 @@ def test_every_module_path_in_the_architecture_exists() -> None:
     named = set(REPO_PATH.findall((REPO / "docs" / "architecture.md").read_text(encoding="utf-8")))
     assert len(named) >= 20, sorted(named)  # the document names the code it describes
     missing = sorted(p for p in named if not (REPO / p).exists())
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_repository_path_a_doc_names_exists(doc: Path) -> None:
+    missing = sorted(p for p in set(REPO_PATH.findall(doc.read_text(encoding="utf-8"))) if not (REPO / p).exists())
     assert not missing, missing
