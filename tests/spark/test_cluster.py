@@ -35,7 +35,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def task(out: Path, hive_table: str | None = None) -> dict[str, Any]:
     return {
-        "source": {"plugin": "stream", "params": {"rows": 120_000, "splits": 3, "columns": [
+        "source": {"plugin": "stream", "params": {"rows": 30_000, "splits": 3, "columns": [
             {"name": "id", "type": "int"}, {"name": "name", "type": "string"}, {"name": "price", "type": "decimal"},
             {"name": "ts", "type": "datetime"}, {"name": "doc", "type": "json"}]}},
         "destinations": [
@@ -68,16 +68,16 @@ def test_a_task_on_the_standalone_cluster_equals_local(cluster: str, spark_conf:
     written = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
     # The row writer ran in the worker's executors; Spark wrote the Hive staging Parquet there too.
     assert written == {"parquet": "native", "jsonl": "partitions", "warehouse": "native"}
-    assert result["destinations"]["warehouse"]["rows_written"] == 120_000
+    assert result["destinations"]["warehouse"]["rows_written"] == 30_000
 
     local, _ = run_task(spark_conf, task(tmp_path / "local"))
     assert local.exit_code == 0 and local.result["spark"]["master"] == "local[2,3]"
     a = pq.read_table(str(tmp_path / "cluster" / "parquet")).sort_by("id")
     b = pq.read_table(str(tmp_path / "local" / "parquet")).sort_by("id")
-    assert a.num_rows == b.num_rows == 120_000
+    assert a.num_rows == b.num_rows == 30_000
     assert a.equals(b)
     assert jsonl_lines(tmp_path / "cluster" / "jsonl") == jsonl_lines(tmp_path / "local" / "jsonl")
     # The cluster run's Hive table (its own embedded metastore) holds the same rows as its parquet.
     warehouse = tmp_path / "ws" / "var" / "warehouse" / "wh_cluster.db" / "t"
     c = pq.read_table(str(warehouse)).sort_by("id")
-    assert c.num_rows == 120_000 and c.column("name").equals(a.column("name"))
+    assert c.num_rows == 30_000 and c.column("name").equals(a.column("name"))

@@ -191,7 +191,7 @@ def test_sharded_mysql_source_to_hive_and_mysql(spark_conf: EngineConf, spark_se
 
 def test_a_destination_failing_inside_its_spark_job_rolls_back_alone(spark_conf: EngineConf, dbs: Databases,
                                                                      server: Server, tmp_path: Path) -> None:
-    rows = 200_000
+    rows = 50_000
     admin = server.connect()
     db = dbs.create("fail")
     create_table(admin, db, "good", MYSQL_DDL)
@@ -228,7 +228,7 @@ def test_a_partition_killed_once_is_retried_without_duplicates(spark_conf: Engin
                                                                server: Server) -> None:
     """KILL one partition writer's connection mid-split: Spark retries that partition (split); its first
     attempt's transaction is gone with the connection, so the table holds every row exactly once."""
-    rows = 400_000
+    rows = 200_000  # two splits of 100,000: the kill lands mid-split
     admin = server.connect()
     db = dbs.create("retry")
     for table in ("victim", "control"):  # no primary key: a duplicate would go unnoticed by MySQL
