@@ -32,12 +32,12 @@ from wormhole.counters import Counters, percentage_limit, record_limit
 from wormhole.dirty import DirtyFile
 from wormhole.errors import ConfigError, InvalidTaskConfig, SplitLost
 from wormhole.exchange import StorageManager
+from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.execution import Execution, LocalExecution
 from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
 from wormhole.planning.plan import Plan, make_plan
-from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Schema, SinkRole, Split
 from wormhole.reader_manager import ReaderManager
