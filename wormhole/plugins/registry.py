@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 
 from wormhole.errors import PluginError, UnknownPlugin
 from wormhole.plugins.base import Plugin
+from wormhole.plugins.capabilities import Capabilities
 
 BUILTIN: dict[str, str] = {
     "stream": "wormhole.plugins.stream:PLUGIN",
@@ -55,3 +56,8 @@ def get(name: str) -> Plugin:
         raise PluginError(f"{target} is not a wormhole Plugin named {name!r}")
     _loaded[name] = plugin
     return plugin
+
+
+def capabilities(name: str) -> Capabilities:
+    """What the store registered under ``name`` declares it can do (read instead of probing it)."""
+    return get(name).capabilities

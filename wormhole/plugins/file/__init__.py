@@ -19,6 +19,7 @@ and ``parquet_part`` (the parquet part writer); ``convert`` (batch conversion cs
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.file.capabilities import CAPABILITIES
 from wormhole.plugins.file.layout import SUCCESS_MARKER
 from wormhole.plugins.file.options import ColumnOption, FileReaderOptions, FileWriterOptions
 from wormhole.plugins.file.reader import (
@@ -66,6 +67,6 @@ PLUGIN = Plugin(
         owned_path=_owned_path,  # the target directory: no other destination may write in or over it
         spark_write="wormhole.plugins.file.spark:write",  # parquet; csv and jsonl keep the row writer's text
         spark_replaces=lambda options: options.format == "parquet",
-        spark_partitions=True,  # a part per partition, created afresh: a retried partition replaces it
     ),
+    capabilities=CAPABILITIES,
 )

@@ -10,6 +10,7 @@ and write (loaded in Spark mode only).
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.mysql.capabilities import CAPABILITIES
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions, single_writer_key
 from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
 from wormhole.plugins.mysql.reader import MysqlReader, MysqlReaderPeriphery
@@ -25,18 +26,12 @@ PLUGIN = Plugin(
         reader=MysqlReader,
         periphery=MysqlReaderPeriphery,
         spark_read="wormhole.plugins.mysql.spark:read",
-        pushdown="mysql",
     ),
     sink=SinkRole(
         options=MysqlWriterOptions,
         periphery=MysqlWriterPeriphery,
         writer=MysqlWriter,
-        # Three connections keep the server busy while each writer encodes its next piece; one
-        # leaves the server idle half the time (make bench).
-        default_concurrency=3,
         single_writer_key=single_writer_key,
-        # In Spark mode the row writers run in the executors, a split per partition, each made
-        # durable with its marker row in one transaction: a retried task finds it there.
-        spark_partitions=True,
     ),
+    capabilities=CAPABILITIES,
 )

@@ -15,6 +15,7 @@ the type mapping and :mod:`.connection` how files are opened.
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.sqlite.capabilities import CAPABILITIES
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions, owned_path, single_writer_key
 from wormhole.plugins.sqlite.periphery import SqliteWriterPeriphery
 from wormhole.plugins.sqlite.reader import SqliteReader, SqliteReaderPeriphery, SqliteSplitter
@@ -28,7 +29,6 @@ PLUGIN = Plugin(
         splitter=SqliteSplitter,
         reader=SqliteReader,
         periphery=SqliteReaderPeriphery,
-        pushdown="sqlite",
     ),
     sink=SinkRole(
         options=SqliteWriterOptions,
@@ -37,4 +37,5 @@ PLUGIN = Plugin(
         single_writer_key=single_writer_key,
         owned_path=owned_path,  # so no file destination's directory holds the database
     ),
+    capabilities=CAPABILITIES,
 )

@@ -8,6 +8,7 @@ broken for tests (``writer``); their parameters are in ``options``.
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.stream.capabilities import CAPABILITIES
 from wormhole.plugins.stream.options import ColumnOption, NullWriterOptions, StreamReaderOptions
 from wormhole.plugins.stream.reader import DIRTY_MARK, StreamSource, declared_schema
 from wormhole.plugins.stream.writer import NullPeriphery, NullWriter
@@ -28,5 +29,6 @@ PLUGIN = Plugin(
     description="deterministic row generator (reader) and null or printing sink (writer), for tests and benchmarks",
     source=SourceRole(options=StreamReaderOptions, splitter=StreamSource, reader=StreamSource,
                       periphery=StreamSource, declared_schema=declared_schema),
-    sink=SinkRole(options=NullWriterOptions, periphery=NullPeriphery, writer=NullWriter, spark_partitions=True),
+    sink=SinkRole(options=NullWriterOptions, periphery=NullPeriphery, writer=NullWriter),
+    capabilities=CAPABILITIES,
 )
