@@ -7,6 +7,7 @@ what breaks them, so a change that slips one back in fails here with the module 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "wormhole"
@@ -224,3 +225,23 @@ def test_stores_import_nothing_of_the_engines_runtime() -> None:
             if found:
                 offenders[name] = found
     assert offenders == {}
+
+
+STORE_MODULES = {"__init__.py", "capabilities.py", "options.py", "splitter.py", "reader.py", "periphery.py",
+                 "writer.py"}
+"""The files every store package has, each role in its own module (short ones too), so a store is
+read the same way whichever it is; ``spark.py`` only where the store has a Spark adapter."""
+
+
+def test_every_store_package_has_the_same_modules() -> None:
+    packages = store_packages()
+    assert {p.name for p in packages} >= {"file", "hive", "mysql", "sqlite", "stream"}
+    missing = {p.name: sorted(STORE_MODULES - {f.name for f in p.glob("*.py")}) for p in packages}
+    assert {k: v for k, v in missing.items() if v} == {}
+    for package in packages:
+        entry = (package / "__init__.py").read_text(encoding="utf-8")
+        adapter = f"wormhole.plugins.{package.name}.spark:"
+        assert (package / "spark.py").exists() == (adapter in entry), \
+            f"{package.name}: spark.py is the Spark adapter its entry names (spark_read/spark_write)"
+        spark_hooks = re.findall(r'spark_(?:read|write)="([^"]+)"', entry)
+        assert all(h.startswith(adapter) for h in spark_hooks), f"{package.name}: {spark_hooks} not in spark.py"
