@@ -1,7 +1,11 @@
 """The plugin contracts: rows and schemas, splits, and the Protocols every store implements.
 
-A store is a :class:`Plugin` bundle with an optional source role (Splitter, Reader, ReaderPeriphery)
-and an optional sink role (WriterPeriphery, Writer). Plugins inherit nothing (bar the optional
+A store is a :class:`Plugin` bundle (the :class:`Store` the engine reads) with an optional source role
+(Splitter, Reader, ReaderPeriphery), an optional sink role (WriterPeriphery, Writer) and the
+:class:`~wormhole.plugins.capabilities.Capabilities` it declares, which the engine reads instead of
+probing the roles' objects. Spark mode reaches a store only through this contract: the roles'
+``spark_read``/``spark_write`` name its Spark adapter (``plugins/<store>/spark.py``), which imports
+nothing of the engine's runtime. Plugins inherit nothing (bar the optional
 ShippedWithoutLock helper): they satisfy these Protocols structurally. Options are frozen dataclasses
 parsed from the task's ``params`` by :func:`wormhole.options.parse_options`, so unknown keys and wrong
 types are rejected with key paths.

@@ -11,7 +11,7 @@ import importlib
 from importlib.metadata import entry_points
 
 from wormhole.errors import PluginError, UnknownPlugin
-from wormhole.plugins.base import Plugin
+from wormhole.plugins.base import Plugin, Store
 from wormhole.plugins.capabilities import Capabilities
 
 BUILTIN: dict[str, str] = {
@@ -60,4 +60,5 @@ def get(name: str) -> Plugin:
 
 def capabilities(name: str) -> Capabilities:
     """What the store registered under ``name`` declares it can do (read instead of probing it)."""
-    return get(name).capabilities
+    store: Store = get(name)
+    return store.capabilities
