@@ -18,7 +18,7 @@ from wormhole import log
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import Engine
 from wormhole.plugins.base import ReadContext
-from wormhole.plugins.stream import StreamReaderOptions, StreamSource
+from wormhole.plugins.stream import StreamReader, StreamReaderOptions, StreamSplitter
 
 
 def run_exchange(rows: int, destinations: int, splits: int) -> float:
@@ -38,11 +38,12 @@ def run_exchange(rows: int, destinations: int, splits: int) -> float:
 
 
 def run_generator(rows: int, splits: int) -> float:
-    source = StreamSource(StreamReaderOptions(rows=rows, splits=splits),
-                          ReadContext(task_id=0, run_id=0, batch_rows=EngineConf().exchange.batch_rows,
-                                      dirty=None))  # type: ignore[arg-type]
+    options = StreamReaderOptions(rows=rows, splits=splits)
+    ctx = ReadContext(task_id=0, run_id=0, batch_rows=EngineConf().exchange.batch_rows,
+                      dirty=None)  # type: ignore[arg-type]
+    source = StreamReader(options, ctx)
     start = time.perf_counter()
-    n = sum(len(batch) for split in source.split(splits) for batch in source.read(split))
+    n = sum(len(batch) for split in StreamSplitter(options, ctx).split(splits) for batch in source.read(split))
     assert n == rows
     return time.perf_counter() - start
 

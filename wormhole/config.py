@@ -309,8 +309,7 @@ class TaskSpec:
         _check_single_writers(destinations, problems)
         _check_owned_paths(destinations, problems)
         if source is not None and ref.settings.engine == "local":
-            role = registry.get(source.plugin).source
-            if role is not None and role.spark_only:
+            if registry.capabilities(source.plugin).spark_only:
                 problems.add("settings.engine", f"source plugin {source.plugin!r} is read by Spark only: "
                                                 f"use engine 'spark' or 'auto'")
         parsed = tuple(d for d in destinations if d is not None)
@@ -344,7 +343,7 @@ def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> 
     options = parse_options(plugin.sink.options, ref.params, f"{path}.params", problems)
     if options is None:
         return None
-    concurrency = ref.concurrency if ref.concurrency is not None else plugin.sink.default_concurrency
+    concurrency = ref.concurrency if ref.concurrency is not None else plugin.capabilities.default_concurrency
     transforms = parse_transforms(ref.transforms, f"{path}.transforms", f"destination:{ref.id}", problems)
     return DestinationSpec(id=ref.id, plugin=ref.plugin, options=options, concurrency=concurrency,
                            error_limit=ref.error_limit, transforms=transforms)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from wormhole.checkpoint import (
     COMMITTED,
@@ -32,14 +32,14 @@ from wormhole.counters import Counters, percentage_limit, record_limit
 from wormhole.dirty import DirtyFile
 from wormhole.errors import ConfigError, InvalidTaskConfig, SplitLost
 from wormhole.exchange import StorageManager
+from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.execution import Execution, LocalExecution
 from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
 from wormhole.planning.plan import Plan, make_plan
-from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Schema, SinkRole, Split
+from wormhole.plugins.base import BusySource, ReadContext, Schema, Split
 from wormhole.reader_manager import ReaderManager
 from wormhole.result import (
     EXIT_BAD_TASK,
@@ -54,19 +54,12 @@ from wormhole.result import (
     SourceResult,
     task_outcome,
 )
-from wormhole.split_lane import makes_splits_durable
 from wormhole.transform.pushup import PushUp, restore_placements
 from wormhole.transform.report import transform_report
 from wormhole.writer_manager import DestinationRun, WriterManager, describe
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
            "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
-
-
-def _sink(plugin: str) -> SinkRole:
-    sink = registry.get(plugin).sink
-    assert sink is not None  # validated with the task
-    return sink
 
 
 def _now() -> str:
@@ -273,7 +266,7 @@ class Engine:
         dirty = DirtyFile(Path(conf.paths.dirty_dir) / f"task-{self._task_id}" / f"run-{self._run_id}.jsonl")
         # A destination whose writers make splits durable gets a queue (lane) per writer thread: every
         # batch of a split reaches the one writer that holds the split's transaction.
-        lanes = {d.id: d.concurrency for d in spec.destinations if makes_splits_durable(_sink(d.plugin))}
+        lanes = {d.id: d.concurrency for d in spec.destinations if registry.capabilities(d.plugin).durable_splits}
         storage = StorageManager([d.id for d in spec.destinations], conf.exchange, lanes)
         counters = Counters()
         names = RunNames(task_id=self._task_id, source=spec.source.plugin,
@@ -336,7 +329,8 @@ class Engine:
                 self._log.info("pushup.not_reproduced", splits=len(pushed),
                                reason="Spark reads every split under the static placement; the output is the same")
             return
-        probe = getattr(run.readers.periphery, "busy_threads", None)  # optional (ReaderPeriphery)
+        busy = registry.capabilities(self._spec.source.plugin).busy_threads  # the store declares it
+        probe = cast(BusySource, run.readers.periphery).busy_threads if busy else None
         # A resumed run re-reads each split some destination holds under the placement it was read under.
         pinned = restore_placements(transforms, self._restored.placements, self._log)
         run.readers.pushup = PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe,

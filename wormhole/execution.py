@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from wormhole.exchange import StorageManager
+from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.monitor import ReadSide
-from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins.base import Schema
 
 if TYPE_CHECKING:

@@ -9,6 +9,8 @@ marker) is a leftover.
 
 from __future__ import annotations
 
+from typing import cast
+
 from wormhole.config import TaskSpec
 from wormhole.plugins import registry
 from wormhole.plugins.base import LeftoverPeriphery, Schema, WriteContext
@@ -43,12 +45,12 @@ def leftovers(spec: TaskSpec, task_id: int, keep_run: int | None, *, remove: boo
     for dest in spec.destinations:
         sink = registry.get(dest.plugin).sink
         assert sink is not None  # validated with the task
+        if not registry.capabilities(dest.plugin).leftovers:
+            continue
         ctx = WriteContext(task_id=task_id, run_id=keep_run or 0, destination=dest.id, schema=Schema(()),
                            batch_rows=1, concurrency=1, plugin=dest.plugin, taskdb_id=taskdb_id)
         try:
-            periphery = sink.periphery(dest.options, ctx)
-            if not isinstance(periphery, LeftoverPeriphery):
-                continue
+            periphery = cast(LeftoverPeriphery, sink.periphery(dest.options, ctx))
             found[dest.id] = (periphery.clean_leftovers(keep_run) if remove else periphery.leftovers(keep_run))
         except Exception as exc:  # one unreachable destination does not hide the others' leftovers
             found[dest.id] = [f"error: cannot {'clean' if remove else 'inspect'} it: {exc}"]

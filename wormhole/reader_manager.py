@@ -24,9 +24,9 @@ from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, ReaderCounters
 from wormhole.errors import DirtyLimitExceeded, ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
+from wormhole.exchange.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.log import Logger
 from wormhole.planning.assign import TaskGroup, dispatch_order
-from wormhole.planning.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn

@@ -23,12 +23,7 @@ from wormhole.errors import SplitLost
 from wormhole.exchange.double_queue import Batch
 from wormhole.lease import Lease
 from wormhole.log import Logger
-from wormhole.plugins.base import Rejected, Row, SinkRole, SplitWriter, WriteResult
-
-
-def makes_splits_durable(sink: SinkRole) -> bool:
-    """The sink's writers are SplitWriters (checked on the class, before any is made)."""
-    return all(callable(getattr(sink.writer, m, None)) for m in ("write_split", "end_split", "abort_split"))
+from wormhole.plugins.base import Rejected, Row, SplitWriter, WriteResult
 
 
 @dataclass(eq=False)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from wormhole.checkpoint import Checkpointer, CrashHook
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
@@ -58,7 +58,7 @@ from wormhole.plugins.base import (
     WriterPeriphery,
 )
 from wormhole.pool import run_with_timeout, spawn
-from wormhole.split_lane import SplitLane, makes_splits_durable
+from wormhole.split_lane import SplitLane
 from wormhole.transform.chain import Chain, ChainRunner
 from wormhole.transform.plan import TransformPlan
 from wormhole.transform.writer import transforming
@@ -163,12 +163,12 @@ class WriterManager:
         self.transforms: TransformPlan | None = None
         """The run's transform plan (set before ``prepare``): each destination's schema and chain."""
         for dest in spec.destinations:
-            sink = registry.get(dest.plugin).sink
+            sink, caps = registry.get(dest.plugin).sink, registry.capabilities(dest.plugin)
             assert sink is not None  # validated with the task
             self.destinations[dest.id] = DestinationRun(
                 id=dest.id, plugin=dest.plugin, options=dest.options, concurrency=dest.concurrency, sink=sink,
                 storage=storage.for_writer(dest.id), limit=spec.error_limit_for(dest, conf),
-                log=log.bind(destination=dest.id, plugin=dest.plugin), durable=makes_splits_durable(sink))
+                log=log.bind(destination=dest.id, plugin=dest.plugin), durable=caps.durable_splits)
 
     # -- start-up ------------------------------------------------------------------------------
 
@@ -205,11 +205,8 @@ class WriterManager:
             try:
                 dest.periphery = dest.sink.periphery(dest.options, ctx)
                 run_with_timeout(dest.periphery.prepare, timeout, f"prepare-{dest.id}")
-                if dest.durable and isinstance(dest.periphery, DurablePeriphery):
-                    # The destination's own record: the truth on resume, whatever the checkpoint says.
-                    dest.held = dict(dest.periphery.durable_splits())
-                elif dest.durable:
-                    dest.durable = False  # writers without the periphery's record cannot resume
+                if dest.durable:  # the destination's own record: the truth on resume, whatever the checkpoint says
+                    dest.held = dict(cast(DurablePeriphery, dest.periphery).durable_splits())
             except TimeoutError:
                 dest.fail(f"preparing the destination did not finish within {timeout:g} s", PrepareTimeout.code)
             except Exception as exc:
@@ -253,8 +250,7 @@ class WriterManager:
         try:
             writer.open()  # inside the try: the contract says close() always runs, also after a failed open
             if dest.durable:
-                assert isinstance(writer, SplitWriter)
-                self._write_splits(dest, worker, writer, counters)
+                self._write_splits(dest, worker, cast(SplitWriter, writer), counters)
                 return
             for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s, worker):
                 if batch.control == "abort":
@@ -400,10 +396,10 @@ class WriterManager:
         run's splits (kept through commit, so a crash before the outcome is recorded resumes as
         committed). A failure leaves that record as a leftover, which the next run removes."""
         for dest in self.destinations.values():
-            if dest.outcome != "success" or not isinstance(dest.periphery, DurablePeriphery):
+            if dest.outcome != "success" or not registry.capabilities(dest.plugin).durable_splits:
                 continue
             try:
-                dest.periphery.release()
+                cast(DurablePeriphery, dest.periphery).release()
             except Exception as exc:
                 dest.log.warning("destination.release_failed", error=describe(exc))
 

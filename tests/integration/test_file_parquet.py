@@ -35,7 +35,7 @@ from wormhole.plugins.file import (
     FileWriterPeriphery,
 )
 from wormhole.plugins.stream import ColumnOption as StreamColumn
-from wormhole.plugins.stream import StreamReaderOptions, StreamSource
+from wormhole.plugins.stream import StreamReader, StreamReaderOptions, StreamSplitter
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -494,10 +494,10 @@ def test_a_stream_task_to_a_parquet_destination(tmp_path: Path) -> None:
     # id is not nullable in the generator's schema: the parquet column is required
     assert not pq.read_schema(tmp_path / "out" / parts[0]).field("id").nullable
 
-    source = StreamSource(StreamReaderOptions(rows=rows, splits=3, seed=11,
-                                              columns=tuple(StreamColumn(**c) for c in columns)),
-                          ReadContext(task_id=0, run_id=0, batch_rows=4096, dirty=ListDirtySink()))
-    generated = [expected(r) for s in source.split(1) for b in source.read(s) for r in b]
+    stream = StreamReaderOptions(rows=rows, splits=3, seed=11, columns=tuple(StreamColumn(**c) for c in columns))
+    ctx = ReadContext(task_id=0, run_id=0, batch_rows=4096, dirty=ListDirtySink())
+    source = StreamReader(stream, ctx)
+    generated = [expected(r) for s in StreamSplitter(stream, ctx).split(1) for b in source.read(s) for r in b]
     back = read_all(reader_options(tmp_path / "out"))
     assert sorted(back, key=lambda r: r[0]) == generated
 

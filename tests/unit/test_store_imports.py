@@ -1,5 +1,5 @@
 """pyspark is loaded only by tasks that use Spark: the store entries, ``wormhole plugins`` and a local
-task between non-Spark stores never import it (the hive store's reader and writer do, on demand)."""
+task between non-Spark stores never import it (the hive store's modules that reach the session do, on demand)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ def test_store_entries_and_a_local_task_never_import_pyspark(tmp_path: Path) -> 
         result = Engine(conf, spec, task_id=1, run_id=1, log=structlog.get_logger()).run()
         loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j")
                         or m in ("wormhole.plugins.hive.reader", "wormhole.plugins.hive.writer",
+                                 "wormhole.plugins.hive.periphery", "wormhole.plugins.hive.spark",
+                                 "wormhole.plugins.mysql.spark",
                                  "wormhole.plugins.file.spark", "wormhole.spark.session"))
         sys.stderr.flush()
         print(json.dumps({{"exit_code": result.exit_code, "loaded": loaded}}))

@@ -1,4 +1,4 @@
-"""The task-wide speed limits (wormhole/planning/throttle.py): the rate held, waits ended by a stop,
+"""The task-wide speed limits (wormhole/exchange/throttle.py): the rate held, waits ended by a stop,
 no reader blocked by another's wait.
 
 The exact arithmetic runs on a fake clock (no sleeping, nothing to flake); the threaded tests use the
@@ -14,7 +14,7 @@ import time
 import pytest
 
 from wormhole.config import SpeedSpec
-from wormhole.planning.throttle import ReadMeasure, Throttle, measure_senders
+from wormhole.exchange.throttle import ReadMeasure, Throttle, measure_senders
 
 
 class FakeTime:

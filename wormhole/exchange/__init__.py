@@ -1,4 +1,5 @@
-"""The local data plane: DoubleQueue, RAMStorage, StorageManager, BufferedLineExchanger."""
+"""The local data plane: DoubleQueue, RAMStorage, StorageManager, BufferedLineExchanger, and the
+task-wide speed limits every reader waits on (:mod:`wormhole.exchange.throttle`)."""
 
 from wormhole.exchange.double_queue import Batch, DoubleQueue, QueueClosed
 from wormhole.exchange.exchanger import BufferedLineExchanger

@@ -18,7 +18,7 @@ from wormhole.exchange.storage import RAMStorage
 from wormhole.plugins.base import Row, Rows
 
 if TYPE_CHECKING:
-    from wormhole.planning.throttle import Throttle
+    from wormhole.exchange.throttle import Throttle
 
 
 def estimate_row_bytes(row: Row) -> int:

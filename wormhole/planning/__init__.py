@@ -3,6 +3,5 @@
 - :mod:`wormhole.planning.channels`: the channel count from the speed settings (adjustChannelNumber);
 - :mod:`wormhole.planning.assign`: splits to task groups over resource marks (assignFairly/doAssign)
   and channels to groups (adjustChannelNumPerTaskGroup);
-- :mod:`wormhole.planning.throttle`: the task-wide speed limits, enforced on the read side;
 - :mod:`wormhole.planning.plan`: the :class:`Plan` a run follows, shown by ``wormhole plan``.
 """

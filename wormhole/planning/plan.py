@@ -102,8 +102,7 @@ def _transforms(spec: TaskSpec, readers: ReaderManager, engine: EngineName) -> T
     if not spec.transforms and not any(d.transforms for d in spec.destinations):
         return None
     assert readers.schema is not None
-    role = registry.get(spec.source.plugin).source
-    dialect = role.pushdown if role is not None else None
+    dialect = registry.capabilities(spec.source.plugin).pushdown
     plan = build_plan(spec, readers.schema, dialect)
     return replace(plan, mode="static") if engine == "spark" and plan.mode == "adaptive" else plan
 
@@ -132,9 +131,9 @@ def choose_engine(spec: TaskSpec, conf: EngineConf, info: SourceInfo | None) -> 
     setting = spec.settings.engine
     if setting != "auto":
         return setting, f"settings.engine is {setting!r}"
-    source = registry.get(spec.source.plugin).source
-    needs = [f"source {spec.source.plugin!r}"] if source is not None and source.spark_only else []
-    needs += [f"destination {d.id!r} ({d.plugin})" for d in spec.destinations if _sink(d.plugin).needs_spark]
+    needs = [f"source {spec.source.plugin!r}"] if registry.capabilities(spec.source.plugin).spark_only else []
+    needs += [f"destination {d.id!r} ({d.plugin})" for d in spec.destinations
+              if registry.capabilities(d.plugin).needs_spark]
     if needs:
         return "spark", f"{', '.join(needs)} needs Spark"
     threshold = conf.spark.auto_rows
@@ -164,7 +163,7 @@ def _destination(dest_id: str, plugin: str, options: Any, concurrency: int, engi
         writers, where = concurrency, "writer threads"
     elif sink.spark_write is not None:
         writers, where = partitions, "spark native write (else row writers)"
-    elif sink.spark_partitions:
+    elif registry.capabilities(plugin).spark_partitions:
         writers, where = partitions, "spark partitions, a row writer each"
     else:
         writers, where = 1, "one row writer on the Spark driver"

@@ -1,7 +1,11 @@
 """The plugin contracts: rows and schemas, splits, and the Protocols every store implements.
 
-A store is a :class:`Plugin` bundle with an optional source role (Splitter, Reader, ReaderPeriphery)
-and an optional sink role (WriterPeriphery, Writer). Plugins inherit nothing (bar the optional
+A store is a :class:`Plugin` bundle (the :class:`Store` the engine reads) with an optional source role
+(Splitter, Reader, ReaderPeriphery), an optional sink role (WriterPeriphery, Writer) and the
+:class:`~wormhole.plugins.capabilities.Capabilities` it declares, which the engine reads instead of
+probing the roles' objects. Spark mode reaches a store only through this contract: the roles'
+``spark_read``/``spark_write`` name its Spark adapter (``plugins/<store>/spark.py``), which imports
+nothing of the engine's runtime. Plugins inherit nothing (bar the optional
 ShippedWithoutLock helper): they satisfy these Protocols structurally. Options are frozen dataclasses
 parsed from the task's ``params`` by :func:`wormhole.options.parse_options`, so unknown keys and wrong
 types are rejected with key paths.
@@ -17,6 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import structlog
 
 from wormhole.log import Logger
+from wormhole.plugins.capabilities import Capabilities
 
 Row = tuple[Any, ...]
 """A row is an immutable tuple of Python values, positionally matching the source schema."""
@@ -91,7 +96,7 @@ def render_marks(text: str, placeholder: str, escape_percent: bool = False) -> s
 @dataclass(frozen=True, slots=True)
 class PushedQuery:
     """The leading filters and projections of the task's transforms, for the source to evaluate
-    (push-down). A reader whose ``SourceRole.pushdown`` names a dialect finds it in
+    (push-down). A reader whose ``Capabilities.pushdown`` names a dialect finds it in
     ``split.params["pushdown"]`` and must return only the rows ``where`` holds for, with only the
     ``keep`` columns of its schema, in that order."""
 
@@ -250,9 +255,18 @@ class Reader(Protocol):
 
 
 class ReaderPeriphery(Protocol):
-    """Pre-processing of the source: reachability and size; bounded by a timeout and skippable."""
+    """Pre-processing of the source: reachability and size; bounded by a timeout and skippable.
+    A store declaring ``Capabilities.busy_threads`` is a :class:`BusySource` too."""
 
     def prepare(self) -> SourceInfo: ...
+
+
+class BusySource(Protocol):
+    """The reader periphery of a store declaring ``Capabilities.busy_threads``."""
+
+    def busy_threads(self) -> int | None:
+        """Statements the source's busiest server is running (not this one's own), None when it cannot say."""
+        ...
 
 
 class WriterPeriphery(Protocol):
@@ -265,9 +279,10 @@ class WriterPeriphery(Protocol):
        ``rollback()`` (leave the target as it was before ``prepare``). ``rollback`` may follow a
        partial ``prepare`` or a failed ``commit``.
 
-    A periphery that keeps its own count of rows written (for ``verify`` or rollback messages) may
-    define ``add_written(rows)``: in Spark mode the rows are written by executors, on copies of the
-    periphery, so the engine reports the destination's total to it once its job has succeeded.
+    A periphery that keeps its own count of rows written (for ``verify`` or rollback messages)
+    defines ``add_written(rows)`` and declares ``Capabilities.counts_written``: in Spark mode the rows
+    are written by executors, on copies of the periphery, so the engine reports the destination's
+    total to it once its job has succeeded.
     """
 
     def prepare(self) -> None: ...
@@ -359,7 +374,7 @@ class LeftoverPeriphery(Protocol):
 
 
 class ShippedWithoutLock:
-    """For a writer periphery that Spark ships to its executors (``SinkRole.spark_partitions``): its
+    """For a writer periphery that Spark ships to its executors (``Capabilities.spark_partitions``): its
     ``lock`` attribute stays behind and each copy makes its own (a lock cannot be pickled)."""
 
     lock: threading.Lock
@@ -374,6 +389,23 @@ class ShippedWithoutLock:
         self.lock = threading.Lock()
 
 
+SPLIT_ORDER = "wh_split_order"
+"""The attribute a native Spark read sets on its DataFrame: the split id of each partition, in order."""
+
+
+def with_split_order(frame: Any, split_ids: Sequence[str]) -> Any:
+    """``frame`` (a DataFrame of a native Spark read), marked as holding one partition per split, in
+    the order of ``split_ids``: Spark mode then writes it split by split to destinations that resume."""
+    frame.__dict__[SPLIT_ORDER] = list(split_ids)
+    return frame
+
+
+def split_order(frame: Any) -> list[str] | None:
+    """The split of each partition of a native read's DataFrame, when the read said (:func:`with_split_order`)."""
+    order = frame.__dict__.get(SPLIT_ORDER)
+    return list(order) if order is not None else None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SourceRole:
     options: type
@@ -383,13 +415,9 @@ class SourceRole:
     periphery: Callable[[Any, ReadContext], ReaderPeriphery]
     spark_read: str | None = None
     """Optional ``module:function`` of a native Spark read, loaded only in Spark mode:
-    ``read(spark, options, splits, schema) -> DataFrame`` (one partition per split where it can).
+    ``read(spark, options, splits, schema) -> DataFrame`` (one partition per split where it can; when
+    the partitions are the splits in another order, it says so with :func:`with_split_order`).
     Without it, Spark runs ``reader.read(split)`` per split inside the executors."""
-    spark_only: bool = False
-    """The store can only be read through Spark (its reader's ``read`` is never called)."""
-    pushdown: Literal["mysql", "sqlite"] | None = None
-    """The SQL dialect in which the reader takes a :class:`PushedQuery` (``split.params["pushdown"]``);
-    None: the store evaluates no transform, they all run in wormhole."""
     declared_schema: Callable[[Any], Schema | None] | None = None
     """Optional: the schema these options declare, known without connecting or opening a file (the
     reader's ``schema()`` returns exactly it); None when only the store can say. Validation type-checks
@@ -404,8 +432,6 @@ class SinkRole:
     writer: Callable[[Any, WriteContext, Any, int], Writer]
     """``writer(options, context, prepared_periphery, worker_index)``: writers share the
     periphery's state (temporary directory, open transaction)."""
-    default_concurrency: int = 1
-    """Writer threads of a destination that does not set ``concurrency``."""
     single_writer_key: Callable[[Any], str | None] | None = None
     """Optional: a key naming a resource that admits one writing destination per run (a SQLite
     file); two destinations with the same key are a configuration error."""
@@ -421,18 +447,32 @@ class SinkRole:
     """Optional: for these options the native Spark write replaces the destination's whole output
     at commit (a temporary directory swapped in), so in Spark mode it writes every row each run and
     needs no split records: the destination is prepared afresh, never resumed."""
-    spark_partitions: bool = False
-    """In Spark mode the row writer may run inside the executors, one writer per partition with
-    ``worker_index`` = partition id: a partition written twice (a task retry) leaves its rows once.
-    Otherwise the destination's rows are written from the driver (``toLocalIterator``)."""
-    needs_spark: bool = False
-    """The store needs a SparkSession even when the rows move in local mode (a Hive catalog), so
-    ``settings.engine = auto`` chooses Spark."""
+
+
+class Store(Protocol):
+    """A store as the engine sees it: its roles and what it can do. The engine, the planner and Spark
+    mode read :attr:`capabilities` (dlt's ``capabilities()``) instead of probing the store's classes."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source(self) -> SourceRole | None: ...
+
+    @property
+    def sink(self) -> SinkRole | None: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plugin:
+    """The :class:`Store` every store module exports as ``PLUGIN``."""
+
     name: str
     description: str
     source: SourceRole | None = None
     sink: SinkRole | None = None
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    """What the store declares it can do (its package's ``capabilities.py``)."""

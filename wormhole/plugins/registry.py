@@ -11,7 +11,8 @@ import importlib
 from importlib.metadata import entry_points
 
 from wormhole.errors import PluginError, UnknownPlugin
-from wormhole.plugins.base import Plugin
+from wormhole.plugins.base import Plugin, Store
+from wormhole.plugins.capabilities import Capabilities
 
 BUILTIN: dict[str, str] = {
     "stream": "wormhole.plugins.stream:PLUGIN",
@@ -55,3 +56,9 @@ def get(name: str) -> Plugin:
         raise PluginError(f"{target} is not a wormhole Plugin named {name!r}")
     _loaded[name] = plugin
     return plugin
+
+
+def capabilities(name: str) -> Capabilities:
+    """What the store registered under ``name`` declares it can do (read instead of probing it)."""
+    store: Store = get(name)
+    return store.capabilities

@@ -1,4 +1,5 @@
-"""Values every store writes alike: JSON null apart from SQL NULL, decimals in plain notation.
+"""Values every store writes alike: JSON null apart from SQL NULL, decimals in plain notation, and
+the Arrow form of the logical types (the file store's parquet and Spark share it, neither imports the other).
 
 A json column's value is the parsed JSON (dict, list, str, number, bool); SQL NULL is ``None``. The
 JSON literal ``null`` is :data:`JSON_NULL`, so a column holding it is not taken for a NULL column
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
+from types import ModuleType
 from typing import Any
 
 
@@ -85,3 +87,23 @@ def plain_decimals(values: Sequence[Any]) -> list[Any]:
         return texts
     it = iter(texts)
     return [None if v is None else next(it) for v in values]
+
+
+def arrow_types(pa: ModuleType) -> dict[str, Any]:
+    """Logical type -> Arrow type of a parquet column: the contract Spark-written parquet shares."""
+    return {
+        "int": pa.int64(),
+        "float": pa.float64(),
+        "decimal": pa.decimal128(38, 18),
+        "string": pa.string(),
+        "bytes": pa.binary(),
+        "bool": pa.bool_(),
+        "date": pa.date32(),
+        "datetime": pa.timestamp("us"),  # naive; pyarrow converts an aware value to UTC first
+        "json": pa.string(),
+    }
+
+
+def json_text(v: Any) -> Any:
+    """A json value as parquet (and Spark) hold it: its JSON text; a str is taken as text already."""
+    return v if v is None or isinstance(v, str) else json_dumps(v)

@@ -1,5 +1,5 @@
 """Spark execution mode. Its modules import pyspark (this one does not), as do the stores' Spark
-modules (``wormhole.plugins.file.spark``, the hive store's reader and writer), loaded only on demand.
+adapters (``wormhole.plugins.<store>.spark``), loaded only on demand.
 
 ``configure`` records the ``[spark]`` configuration of the running engine, so stores that need the
 session outside the data plane (the Hive catalog at prepare and commit) build the same one.

@@ -35,14 +35,14 @@ from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
+from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
-from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
+from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split, split_order
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
-from wormhole.spark.splits import split_order, write_splits
+from wormhole.spark.splits import write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
 from wormhole.spark.types import (
@@ -307,7 +307,7 @@ class SparkExecution:
                 if self.partitions != len(self.split_ids):  # a split's rows must be one partition's
                     raise WriteError(f"the source's {self.partitions} partitions are not its "
                                      f"{len(self.split_ids)} splits", destination=dest.id, plugin=dest.plugin)
-                if dest.sink.spark_partitions:
+                if registry.capabilities(dest.plugin).spark_partitions:
                     how = "partitions"  # in the executors, a partition (a split) per task
                     self._write_partitions(dest, counters, frame, self._coordinator)
                 else:
@@ -318,7 +318,7 @@ class SparkExecution:
                                                                                     dest.periphery):
                 how = "native"
                 counters.delivered = counters.written = rows if chain is None or not chain.ops else frame.count()
-            elif dest.sink.spark_partitions:
+            elif registry.capabilities(dest.plugin).spark_partitions:
                 how = "partitions"
                 self._write_partitions(dest, counters, frame)
             else:
@@ -333,9 +333,8 @@ class SparkExecution:
             raise WriteError(describe_spark_error(exc), destination=dest.id, plugin=dest.plugin) from exc
         finally:
             self.sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
-        add_written = getattr(dest.periphery, "add_written", None)  # optional (WriterPeriphery)
-        if add_written is not None and how != "driver":  # on the driver the writers told it already
-            add_written(counters.written)
+        if registry.capabilities(dest.plugin).counts_written and how != "driver":  # the driver's writers told it
+            dest.periphery.add_written(counters.written)
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
 

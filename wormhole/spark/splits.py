@@ -1,11 +1,11 @@
 """Spark mode for destinations whose writers make splits durable: the driver writes them split by split.
 
 Each partition of the persisted source is one split (the row reader's frame, or a native read that
-says its partitions' order, ``wh_split_order``). The driver streams only the partitions of the splits
-the destination lacks, tagged with ``spark_partition_id()``, and writes each through one SplitWriter:
-``write_split`` per batch, ``end_split`` at the partition's end (durable with its marker), then the
-coordinator records it (the checkpoint). A split the destination loses (``SplitLost``) is streamed
-again, up to ``recovery.split_retries`` times.
+says its partitions' order, :func:`wormhole.plugins.base.with_split_order`). The driver streams only
+the partitions of the splits the destination lacks, tagged with ``spark_partition_id()``, and writes
+each through one SplitWriter: ``write_split`` per batch, ``end_split`` at the partition's end (durable
+with its marker), then the coordinator records it (the checkpoint). A split the destination loses
+(``SplitLost``) is streamed again, up to ``recovery.split_retries`` times.
 """
 
 from __future__ import annotations
@@ -28,20 +28,6 @@ from wormhole.spark.types import exact_columns, from_spark_rows
 from wormhole.split_lane import SplitTarget
 
 PARTITION = "__wh_partition"
-ORDER = "wh_split_order"
-"""Attribute a native read sets on its DataFrame: the split id of each partition, in order."""
-
-
-def split_order(frame: DataFrame) -> list[str] | None:
-    order = frame.__dict__.get(ORDER)
-    return list(order) if order is not None else None
-
-
-def with_split_order(frame: DataFrame, split_ids: list[str]) -> DataFrame:
-    frame.__dict__[ORDER] = list(split_ids)
-    return frame
-
-
 def write_splits(frame: DataFrame, split_ids: list[str], dest: Any, counters: WriterCounters,
                  coordinator: SplitCoordinator, lease: Lease | None, dirty: DirtyFile, conf: EngineConf) -> None:
     """Write every split ``dest`` lacks, split by split, from the driver (each made durable only while

@@ -1,7 +1,7 @@
 """Speed limits in Spark mode: the task's one Throttle stays on the driver, behind a token server.
 
 Executors are separate Python processes (on a cluster, separate machines), so they cannot share the
-driver's lock. The driver serves its :class:`~wormhole.planning.throttle.Throttle` on a TCP socket
+driver's lock. The driver serves its :class:`~wormhole.exchange.throttle.Throttle` on a TCP socket
 (:class:`TokenServer`, bound to the address executors reach the driver at, ``spark.driver.host``);
 a picklable :class:`TokenClient` travels in the read stage's closure. :func:`throttled` adds that
 stage to the source DataFrame: it cuts Arrow batches into at most ``batch_rows`` rows, estimates
@@ -28,8 +28,8 @@ from pyspark.sql import DataFrame
 
 from wormhole.errors import ReadError, TaskAborted
 from wormhole.exchange.exchanger import estimate_row_bytes
+from wormhole.exchange.throttle import Throttle
 from wormhole.log import Logger
-from wormhole.planning.throttle import Throttle
 
 _GO, _STOP = b"go\n", b"stop\n"
 _LOOPBACK = "127.0.0.1"

@@ -1,9 +1,10 @@
 """Logical types <-> Spark SQL types, and the row conversions at the Python/JVM boundary.
 
-The mapping is the one the file store's parquet writer uses in local mode (decimal(38,18),
-naive microsecond timestamps, JSON as its text), so a destination holds the same values whichever
-engine wrote it. Values Spark would silently alter (a decimal beyond 38 digits or 18 decimals, an
-integer beyond 64 bits) are rejected as dirty rows at the source instead.
+The mapping is the one the file store's parquet writer uses in local mode
+(:func:`wormhole.plugins.values.arrow_types`: decimal(38,18), naive microsecond timestamps, JSON as
+its text), so a destination holds the same values whichever engine wrote it. Values Spark would
+silently alter (a decimal beyond 38 digits or 18 decimals, an integer beyond 64 bits) are rejected as
+dirty rows at the source instead.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.plugins.base import Column, Rejected, Row, Schema
-from wormhole.plugins.file.parquet_format import arrow_types, json_text
-from wormhole.plugins.values import json_dumps, json_loads
+from wormhole.plugins.values import arrow_types, json_dumps, json_loads, json_text
 
 DECIMAL = T.DecimalType(38, 18)
 

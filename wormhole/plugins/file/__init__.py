@@ -10,25 +10,24 @@ missing directory) unless ``overwrite: force``; two destinations may not write t
 one inside the other (``owned_path``). parquet goes through pyarrow (the ``parquet`` extra), imported
 only when a task uses that format.
 
-Modules: ``options``; ``reader`` (files, splits, the dispatching reader) and ``writer`` (periphery,
-part writers); per format ``csv_format``, ``jsonl_format``, ``parquet_format`` (values both ways)
-and ``parquet_part`` (the parquet part writer); ``convert`` (batch conversion csv and jsonl share),
-``layout`` (part names, the marker, foreign entries); ``spark`` (the native parquet write).
+Modules: ``capabilities``, ``options``; ``splitter`` (the files, a split each), ``reader`` (the
+dispatching reader), ``periphery`` (the files sized; the temporary directory, commit, rollback, the
+record of durable splits, leftovers) and ``writer`` (part writers); per format ``csv_format``,
+``jsonl_format``, ``parquet_format`` (values both ways) and ``parquet_part`` (the parquet part writer);
+``convert`` (batch conversion csv and jsonl share), ``layout`` (part names, the marker, foreign
+entries); ``spark`` (the Spark adapter: the native parquet write).
 """
 
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.file.capabilities import CAPABILITIES
 from wormhole.plugins.file.layout import SUCCESS_MARKER
 from wormhole.plugins.file.options import ColumnOption, FileReaderOptions, FileWriterOptions
-from wormhole.plugins.file.reader import (
-    FileReader,
-    FileReaderPeriphery,
-    FileSplitter,
-    declared_schema,
-    resolve_files,
-)
-from wormhole.plugins.file.writer import FileWriter, FileWriterPeriphery
+from wormhole.plugins.file.periphery import FileReaderPeriphery, FileWriterPeriphery
+from wormhole.plugins.file.reader import FileReader, declared_schema
+from wormhole.plugins.file.splitter import FileSplitter, resolve_files
+from wormhole.plugins.file.writer import FileWriter
 
 __all__ = [
     "PLUGIN",
@@ -66,6 +65,6 @@ PLUGIN = Plugin(
         owned_path=_owned_path,  # the target directory: no other destination may write in or over it
         spark_write="wormhole.plugins.file.spark:write",  # parquet; csv and jsonl keep the row writer's text
         spark_replaces=lambda options: options.format == "parquet",
-        spark_partitions=True,  # a part per partition, created afresh: a retried partition replaces it
     ),
+    capabilities=CAPABILITIES,
 )

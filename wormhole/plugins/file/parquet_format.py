@@ -4,8 +4,8 @@ pyarrow (the ``parquet`` extra) is imported only when a task uses this format. F
 record batches of ``batch_rows``; the schema is the first file's, its Arrow types mapped to logical
 types, and every other file must have the same columns. A column converts with one ``to_pylist``; a
 value Python cannot hold (a timestamp beyond year 9999) sends its row to the dirty sink with
-``<file>: row <n>``. :func:`arrow_types` is the other direction, the contract the parquet part
-writer and Spark-written parquet share.
+``<file>: row <n>``. The other direction, logical types to Arrow types, is
+:func:`wormhole.plugins.values.arrow_types`, the contract the parquet part writer and Spark share.
 """
 
 from __future__ import annotations
@@ -18,29 +18,8 @@ from wormhole.errors import ReadError
 from wormhole.plugins.base import Column, Rejected, Row, Schema
 from wormhole.plugins.file.convert import Converted
 from wormhole.plugins.file.options import PYARROW_MISSING, FileReaderOptions, import_pyarrow
-from wormhole.plugins.values import json_dumps
 
 PLUGIN_NAME = "file"
-
-
-def arrow_types(pa: ModuleType) -> dict[str, Any]:
-    """Logical type -> Arrow type of a parquet column: the contract Spark-written parquet shares."""
-    return {
-        "int": pa.int64(),
-        "float": pa.float64(),
-        "decimal": pa.decimal128(38, 18),
-        "string": pa.string(),
-        "bytes": pa.binary(),
-        "bool": pa.bool_(),
-        "date": pa.date32(),
-        "datetime": pa.timestamp("us"),  # naive; pyarrow converts an aware value to UTC first
-        "json": pa.string(),
-    }
-
-
-def json_text(v: Any) -> Any:
-    """A json value as parquet (and Spark) hold it: its JSON text; a str is taken as text already."""
-    return v if v is None or isinstance(v, str) else json_dumps(v)
 
 
 def _pyarrow() -> tuple[ModuleType, ModuleType]:

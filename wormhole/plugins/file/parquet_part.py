@@ -1,7 +1,7 @@
 """The parquet part writer: batches become Arrow tables, written as snappy row groups.
 
 Each batch converts column-wise to Arrow arrays of the contract types
-(:func:`~wormhole.plugins.file.parquet_format.arrow_types`); a batch with a value its Arrow type
+(:func:`~wormhole.plugins.values.arrow_types`); a batch with a value its Arrow type
 cannot hold is converted again row by row, to reject exactly those rows. Converted batches are
 buffered and written as one row group once they hold :data:`ROW_GROUP_ROWS` rows.
 """
@@ -17,7 +17,7 @@ from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, Schema, WriteResult
 from wormhole.plugins.file.layout import create_part
 from wormhole.plugins.file.options import PYARROW_MISSING, import_pyarrow
-from wormhole.plugins.file.parquet_format import arrow_types, json_text
+from wormhole.plugins.values import arrow_types, json_text
 
 ARROW_ERRORS = (ValueError, TypeError, ArithmeticError, RecursionError, NotImplementedError)
 """What converting a value pyarrow's type cannot hold raises: ArrowInvalid is a ValueError,

@@ -1,6 +1,6 @@
-"""The file store's source role: find the files, split by file, and read each through its format.
+"""The file store's reader: each split (a file) read through its format.
 
-One split per file, sorted by path. The reader settles the schema (``columns``, the csv header, the
+The reader settles the schema (``columns``, the csv header, the
 first JSON object, or the first parquet file's columns) and hands each file to its format's reader
 (:mod:`~wormhole.plugins.file.csv_format`, :mod:`~wormhole.plugins.file.jsonl_format`,
 :mod:`~wormhole.plugins.file.parquet_format`), which yields typed rows and the rows it rejected;
@@ -9,68 +9,18 @@ the rejected go to the dirty sink with the split's id.
 
 from __future__ import annotations
 
-import glob
-import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
-from wormhole.errors import ReadError, SplitError, StorageError
-from wormhole.plugins.base import Column, ReadContext, Row, Schema, SourceInfo, Split
+from wormhole.errors import ReadError
+from wormhole.plugins.base import Column, ReadContext, Row, Schema, Split
 from wormhole.plugins.file import csv_format, jsonl_format
 from wormhole.plugins.file.convert import FormatReader
-from wormhole.plugins.file.options import EXTENSIONS, FileReaderOptions
-from wormhole.plugins.file.parquet_format import ParquetReader, footer_rows
+from wormhole.plugins.file.options import FileReaderOptions
+from wormhole.plugins.file.parquet_format import ParquetReader
+from wormhole.plugins.file.splitter import resolve_files
 
 PLUGIN_NAME = "file"
-
-
-def resolve_files(path: str, fmt: str, error: type[StorageError]) -> list[str]:
-    """Absolute paths of the regular files ``path`` names, sorted; ``error`` when there are none."""
-    if os.path.isdir(path):
-        ext = "." + EXTENSIONS[fmt]
-        try:
-            with os.scandir(path) as entries:
-                found = [e.path for e in entries
-                         if e.name.endswith(ext) and not e.name.startswith(("_", ".")) and e.is_file()]
-        except OSError as exc:
-            raise error(f"cannot list directory {path}: {exc}", plugin=PLUGIN_NAME) from exc
-    elif os.path.isfile(path):
-        found = [path]
-    else:
-        # Hadoop-style markers (_SUCCESS) and hidden files are never data, even when a glob matches.
-        found = [p for p in glob.glob(path, recursive=True)
-                 if not os.path.basename(p).startswith(("_", ".")) and os.path.isfile(p)]
-    if not found:
-        raise error(f"no {fmt} file matches {path}", plugin=PLUGIN_NAME)
-    return sorted(os.path.abspath(p) for p in found)
-
-
-class FileSplitter:
-    """One split per file, sorted by path."""
-
-    def __init__(self, options: FileReaderOptions, ctx: ReadContext) -> None:
-        self.options = options
-
-    def split(self, advice: int) -> list[Split]:
-        files = resolve_files(self.options.path, self.options.format, SplitError)
-        return [Split(id=p, resource_mark="file:" + os.path.dirname(p), params={"path": p}) for p in files]
-
-
-class FileReaderPeriphery:
-    """Checks that the files exist; sizes them (and counts parquet rows from the footers)."""
-
-    def __init__(self, options: FileReaderOptions, ctx: ReadContext) -> None:
-        self.options = options
-
-    def prepare(self) -> SourceInfo:
-        files = resolve_files(self.options.path, self.options.format, ReadError)
-        try:
-            size = sum(os.path.getsize(p) for p in files)
-        except OSError as exc:
-            raise ReadError(f"cannot stat {self.options.path}: {exc}", plugin=PLUGIN_NAME) from exc
-        if self.options.format != "parquet":
-            return SourceInfo(estimated_bytes=size)
-        return SourceInfo(estimated_rows=footer_rows(files), estimated_bytes=size)
 
 
 def declared_schema(options: FileReaderOptions) -> Schema | None:

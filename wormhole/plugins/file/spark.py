@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame
 
 from wormhole.plugins.base import WriteContext
 from wormhole.plugins.file.options import FileWriterOptions
-from wormhole.plugins.file.writer import FileWriterPeriphery
+from wormhole.plugins.file.periphery import FileWriterPeriphery
 from wormhole.spark.types import canonical, exact_columns
 
 

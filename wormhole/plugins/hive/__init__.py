@@ -7,9 +7,11 @@ the table at commit with one ``INSERT INTO|OVERWRITE TABLE ... [PARTITION (stati
 rollback removes the staging directory, so a failed destination never touches the table. The
 catalog needs the SparkSession in both engines, which is why ``auto`` picks Spark for it.
 
-Modules: ``options``, ``sql`` (quoting, literals, created column types), ``reader`` and ``writer``.
-The reader and writer import pyspark, so this entry loads them only when a task uses the store:
-``wormhole plugins hive`` and a task naming no Spark store never import pyspark.
+Modules: ``capabilities``, ``options``, ``sql`` (quoting, literals, created column types),
+``splitter``, ``reader``, ``periphery``, ``writer`` and ``spark`` (the Spark adapter: the native read
+and write, the only one importing pyspark). All but ``options`` and ``sql`` reach the Spark session,
+so this entry loads them only when a task uses the store: ``wormhole plugins hive`` and a task naming
+no Spark store never import pyspark.
 """
 
 from __future__ import annotations
@@ -17,19 +19,32 @@ from __future__ import annotations
 from typing import Any
 
 from wormhole.plugins.base import Plugin, ReadContext, SinkRole, SourceRole, WriteContext
+from wormhole.plugins.hive.capabilities import CAPABILITIES
 from wormhole.plugins.hive.options import HiveReaderOptions, HiveWriterOptions
 
 __all__ = ["PLUGIN", "HiveReaderOptions", "HiveWriterOptions"]
 
 
-def _source(options: HiveReaderOptions, ctx: ReadContext) -> Any:
-    from wormhole.plugins.hive.reader import HiveSource
+def _splitter(options: HiveReaderOptions, ctx: ReadContext) -> Any:
+    from wormhole.plugins.hive.splitter import HiveSplitter
 
-    return HiveSource(options, ctx)
+    return HiveSplitter(options, ctx)
+
+
+def _reader(options: HiveReaderOptions, ctx: ReadContext) -> Any:
+    from wormhole.plugins.hive.reader import HiveReader
+
+    return HiveReader(options, ctx)
+
+
+def _reader_periphery(options: HiveReaderOptions, ctx: ReadContext) -> Any:
+    from wormhole.plugins.hive.periphery import HiveReaderPeriphery
+
+    return HiveReaderPeriphery(options, ctx)
 
 
 def _writer_periphery(options: HiveWriterOptions, ctx: WriteContext) -> Any:
-    from wormhole.plugins.hive.writer import HiveWriterPeriphery
+    from wormhole.plugins.hive.periphery import HiveWriterPeriphery
 
     return HiveWriterPeriphery(options, ctx)
 
@@ -43,8 +58,9 @@ def _writer(options: HiveWriterOptions, ctx: WriteContext, periphery: Any, worke
 PLUGIN = Plugin(
     name="hive",
     description="Hive tables of the Spark catalog: read through Spark; write staged Parquet, INSERT at commit",
-    source=SourceRole(options=HiveReaderOptions, splitter=_source, reader=_source, periphery=_source,
-                      spark_read="wormhole.plugins.hive.reader:read", spark_only=True),
+    source=SourceRole(options=HiveReaderOptions, splitter=_splitter, reader=_reader, periphery=_reader_periphery,
+                      spark_read="wormhole.plugins.hive.spark:read"),
     sink=SinkRole(options=HiveWriterOptions, periphery=_writer_periphery, writer=_writer,
-                  spark_write="wormhole.plugins.hive.writer:write", needs_spark=True),
+                  spark_write="wormhole.plugins.hive.spark:write"),
+    capabilities=CAPABILITIES,
 )

@@ -1,18 +1,20 @@
 """The mysql store (MySQL and MariaDB through pymysql): split reads of tables or sharded tables, and
 loads by LOAD DATA or multi-row INSERT with append, truncate or atomic staging-table replace.
 
-:mod:`.options` holds the parameters users write (and the source shapes they resolve to),
-:mod:`.splitter` and :mod:`.reader` the source role, :mod:`.periphery`, :mod:`.staging` and
-:mod:`.writer` the sink role, :mod:`.types` the type mapping, :mod:`.spark` the native Spark read
-and write (loaded in Spark mode only).
+:mod:`.capabilities` says what the store can do, :mod:`.options` holds the parameters users write (and
+the source shapes they resolve to), :mod:`.splitter` and :mod:`.reader` the source role,
+:mod:`.periphery` both roles' peripheries, :mod:`.staging` and :mod:`.writer` the sink role,
+:mod:`.types` the type mapping, :mod:`.spark` the native Spark read and write (loaded in Spark mode
+only).
 """
 
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.mysql.capabilities import CAPABILITIES
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions, single_writer_key
-from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
-from wormhole.plugins.mysql.reader import MysqlReader, MysqlReaderPeriphery
+from wormhole.plugins.mysql.periphery import MysqlReaderPeriphery, MysqlWriterPeriphery
+from wormhole.plugins.mysql.reader import MysqlReader
 from wormhole.plugins.mysql.splitter import MysqlSplitter
 from wormhole.plugins.mysql.writer import MysqlWriter
 
@@ -25,18 +27,12 @@ PLUGIN = Plugin(
         reader=MysqlReader,
         periphery=MysqlReaderPeriphery,
         spark_read="wormhole.plugins.mysql.spark:read",
-        pushdown="mysql",
     ),
     sink=SinkRole(
         options=MysqlWriterOptions,
         periphery=MysqlWriterPeriphery,
         writer=MysqlWriter,
-        # Three connections keep the server busy while each writer encodes its next piece; one
-        # leaves the server idle half the time (make bench).
-        default_concurrency=3,
         single_writer_key=single_writer_key,
-        # In Spark mode the row writers run in the executors, a split per partition, each made
-        # durable with its marker row in one transaction: a retried task finds it there.
-        spark_partitions=True,
     ),
+    capabilities=CAPABILITIES,
 )

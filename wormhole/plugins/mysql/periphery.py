@@ -1,4 +1,8 @@
-"""The mysql store's writer periphery: prepares the target, then commits or rolls back the load.
+"""The mysql store's peripheries: the source's reachability, size and load; the target prepared, then
+the load committed or rolled back.
+
+The reader periphery (:class:`MysqlReaderPeriphery`) checks every shard answers and estimates rows and
+bytes, and says how busy the servers are (``busy_threads``, for adaptive push-up). The writer's:
 
 Loads (``load``):
 - ``append``: rows are committed batch by batch (or split by split) into the target; rollback runs
@@ -24,12 +28,33 @@ import threading
 from typing import Any
 
 import pymysql
+import pymysql.cursors
 
-from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
-from wormhole.plugins.base import ShippedWithoutLock, WriteContext
-from wormhole.plugins.mysql.connection import close_quietly, connect, describe, fetch_all, fetch_one
+from wormhole.errors import (
+    CommitError,
+    PeripheryError,
+    PrepareError,
+    ReadError,
+    RollbackError,
+    StorageError,
+)
+from wormhole.plugins.base import (
+    ReadContext,
+    ShippedWithoutLock,
+    SourceInfo,
+    WriteContext,
+)
+from wormhole.plugins.mysql.connection import (
+    close_quietly,
+    connect,
+    describe,
+    fetch_all,
+    fetch_one,
+    source_connection,
+)
 from wormhole.plugins.mysql.markers import COMMITTED, SWAPPED, SWAPPING, SplitMarkers
-from wormhole.plugins.mysql.options import MysqlWriterOptions
+from wormhole.plugins.mysql.options import Endpoint, MysqlSource, MysqlWriterOptions, QuerySource
+from wormhole.plugins.mysql.reader import endpoints
 from wormhole.plugins.mysql.staging import Staging, TargetSql, staging_leftovers
 from wormhole.plugins.sql import backquote as quote
 
@@ -393,3 +418,77 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             raise self.sql.error(PeripheryError, f"looking for leftovers on {self.endpoint.mark} failed: "
                                                  f"{describe(exc)}") from exc
         return found
+
+
+class MysqlReaderPeriphery:
+    """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
+
+    def __init__(self, options: MysqlSource, ctx: ReadContext) -> None:
+        self.source = options
+        self.ctx = ctx
+
+    def prepare(self) -> SourceInfo:
+        rows: int | None = 0
+        size: int | None = 0
+        for ep, tables in endpoints(self.source):
+            conn = source_connection(self.source, ep, ReadError, self.ctx)
+            try:
+                r, b = self._estimate(conn, ep, tables)
+            finally:
+                close_quietly(conn)
+            rows = None if rows is None or r is None else rows + r
+            size = None if size is None or b is None else size + b
+        return SourceInfo(estimated_rows=rows, estimated_bytes=size)
+
+    def busy_threads(self) -> int | None:
+        """Threads running statements on the busiest of the source's servers, this one's own excluded
+        (MySQL's Threads_running): what adaptive push-up asks before it moves work into the source.
+        None when a server cannot say (the push-up then treats the source as idle)."""
+        busiest: int | None = None
+        for ep, _ in endpoints(self.source):
+            try:
+                conn = source_connection(self.source, ep, ReadError, self.ctx)
+            except ReadError:
+                return None
+            try:
+                found = fetch_one(conn, "SHOW GLOBAL STATUS LIKE 'Threads_running'")
+            except pymysql.err.MySQLError:
+                return None
+            finally:
+                close_quietly(conn)
+            running = int(found[1]) - 1 if found else 0
+            busiest = running if busiest is None else max(busiest, running)
+        return busiest
+
+    def _estimate(self, conn: pymysql.Connection, ep: Endpoint, tables: tuple[str, ...]) -> tuple[int | None,
+                                                                                                 int | None]:
+        source = self.source
+        where = None if isinstance(source, QuerySource) else source.selection.where
+        if source.estimate == "none":
+            return None, None
+        if source.estimate == "stats" and tables and where is None:
+            marks = ", ".join(["%s"] * len(tables))
+            found = fetch_one(conn, f"SELECT SUM(TABLE_ROWS), SUM(DATA_LENGTH) FROM information_schema.TABLES "
+                                    f"WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ({marks})", (ep.database, *tables))
+            return (None if found[0] is None else int(found[0])), (None if found[1] is None else int(found[1]))
+        if source.estimate == "stats":
+            return None, None  # a where or a query: statistics say nothing about the rows selected
+        total = 0
+        selects = [f"SELECT * FROM ({source.query}) AS wh_q"] if isinstance(source, QuerySource) else \
+            [f"SELECT * FROM {quote(ep.database)}.{quote(t)}" + (f" WHERE ({where})" if where else "")
+             for t in tables]
+        for sql in selects:
+            try:
+                found = fetch_one(conn, self._with_timeout(conn, f"SELECT COUNT(*) FROM ({sql}) AS wh_c"))
+            except pymysql.err.MySQLError as exc:
+                # Too slow (max_statement_time) or not countable: the estimate is only a hint.
+                self.ctx.log.warning("reader.estimate_skipped", resource=ep.mark, reason=describe(exc))
+                return None, None
+            total += int(found[0])
+        return total, None
+
+    def _with_timeout(self, conn: pymysql.Connection, sql: str) -> str:
+        seconds = self.source.count_timeout_s
+        if "mariadb" in conn.get_server_info().lower():
+            return f"SET STATEMENT max_statement_time = {seconds:g} FOR {sql}"
+        return sql.replace("SELECT", f"SELECT /*+ MAX_EXECUTION_TIME({int(seconds * 1000)}) */", 1)

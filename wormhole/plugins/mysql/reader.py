@@ -1,6 +1,7 @@
-"""The mysql store's source role: reachability and size, and streaming reads of each split.
+"""The mysql store's reader: streaming reads of each split.
 
-Splits are cut by :mod:`.splitter`. Reads stream (unbuffered cursor) and parse rows column-major
+Splits are cut by :mod:`.splitter`; reachability, size and the servers' load are the reader
+periphery's (:mod:`.periphery`). Reads stream (unbuffered cursor) and parse rows column-major
 off the wire (:mod:`.protocol`); values are converted a column at a time. A value the reader
 cannot convert rejects its row to the dirty-record file (origin ``source``) instead of failing the split.
 """
@@ -14,14 +15,13 @@ import pymysql
 import pymysql.cursors
 
 from wormhole.errors import ReadError, SplitError
-from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, SourceInfo, Split
+from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, Split
 from wormhole.plugins.mysql.catalog import choose_columns, describe_table
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
     abandon,
     close_quietly,
     describe,
-    fetch_one,
     source_connection,
 )
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource
@@ -34,80 +34,6 @@ from wormhole.plugins.sql import backquote as quote
 def endpoints(source: MysqlSource) -> list[tuple[Endpoint, tuple[str, ...]]]:
     """Every (endpoint, tables) the source reads; tables is empty for a ``query`` source."""
     return [(shard.endpoint, shard.tables) for shard in source.shards]
-
-
-class MysqlReaderPeriphery:
-    """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
-
-    def __init__(self, options: MysqlSource, ctx: ReadContext) -> None:
-        self.source = options
-        self.ctx = ctx
-
-    def prepare(self) -> SourceInfo:
-        rows: int | None = 0
-        size: int | None = 0
-        for ep, tables in endpoints(self.source):
-            conn = source_connection(self.source, ep, ReadError, self.ctx)
-            try:
-                r, b = self._estimate(conn, ep, tables)
-            finally:
-                close_quietly(conn)
-            rows = None if rows is None or r is None else rows + r
-            size = None if size is None or b is None else size + b
-        return SourceInfo(estimated_rows=rows, estimated_bytes=size)
-
-    def busy_threads(self) -> int | None:
-        """Threads running statements on the busiest of the source's servers, this one's own excluded
-        (MySQL's Threads_running): what adaptive push-up asks before it moves work into the source.
-        None when a server cannot say (the push-up then treats the source as idle)."""
-        busiest: int | None = None
-        for ep, _ in endpoints(self.source):
-            try:
-                conn = source_connection(self.source, ep, ReadError, self.ctx)
-            except ReadError:
-                return None
-            try:
-                found = fetch_one(conn, "SHOW GLOBAL STATUS LIKE 'Threads_running'")
-            except pymysql.err.MySQLError:
-                return None
-            finally:
-                close_quietly(conn)
-            running = int(found[1]) - 1 if found else 0
-            busiest = running if busiest is None else max(busiest, running)
-        return busiest
-
-    def _estimate(self, conn: pymysql.Connection, ep: Endpoint, tables: tuple[str, ...]) -> tuple[int | None,
-                                                                                                 int | None]:
-        source = self.source
-        where = None if isinstance(source, QuerySource) else source.selection.where
-        if source.estimate == "none":
-            return None, None
-        if source.estimate == "stats" and tables and where is None:
-            marks = ", ".join(["%s"] * len(tables))
-            found = fetch_one(conn, f"SELECT SUM(TABLE_ROWS), SUM(DATA_LENGTH) FROM information_schema.TABLES "
-                                    f"WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ({marks})", (ep.database, *tables))
-            return (None if found[0] is None else int(found[0])), (None if found[1] is None else int(found[1]))
-        if source.estimate == "stats":
-            return None, None  # a where or a query: statistics say nothing about the rows selected
-        total = 0
-        selects = [f"SELECT * FROM ({source.query}) AS wh_q"] if isinstance(source, QuerySource) else \
-            [f"SELECT * FROM {quote(ep.database)}.{quote(t)}" + (f" WHERE ({where})" if where else "")
-             for t in tables]
-        for sql in selects:
-            try:
-                found = fetch_one(conn, self._with_timeout(conn, f"SELECT COUNT(*) FROM ({sql}) AS wh_c"))
-            except pymysql.err.MySQLError as exc:
-                # Too slow (max_statement_time) or not countable: the estimate is only a hint.
-                self.ctx.log.warning("reader.estimate_skipped", resource=ep.mark, reason=describe(exc))
-                return None, None
-            total += int(found[0])
-        return total, None
-
-    def _with_timeout(self, conn: pymysql.Connection, sql: str) -> str:
-        seconds = self.source.count_timeout_s
-        if "mariadb" in conn.get_server_info().lower():
-            return f"SET STATEMENT max_statement_time = {seconds:g} FOR {sql}"
-        return sql.replace("SELECT", f"SELECT /*+ MAX_EXECUTION_TIME({int(seconds * 1000)}) */", 1)
 
 
 def pushed_sql(split: Split, pushed: PushedQuery) -> tuple[str, tuple[Any, ...], tuple[str, ...]]:

@@ -20,12 +20,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wormhole.errors import SplitError
-from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split
+from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split, with_split_order
 from wormhole.plugins.mysql.catalog import choose_columns, describe_table
 from wormhole.plugins.mysql.connection import answering_server, close_quietly, connect, fetch_all, text
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource, resolve_password
 from wormhole.plugins.sql import backquote as quote
-from wormhole.spark.splits import with_split_order
 from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan
 
 MARIADB_DRIVER = "org.mariadb.jdbc.Driver"

@@ -8,16 +8,19 @@ writing destination per task (``single_writer_key``), since the destination hold
 Missing parent directories are created; a database file the run created is removed on rollback
 (with its ``-journal``/``-wal``/``-shm``), one that existed is left as it was.
 
-:mod:`.options` holds the parameters, :mod:`.reader` and :mod:`.writer` the roles, :mod:`.types`
-the type mapping and :mod:`.connection` how files are opened.
+:mod:`.capabilities` says what the store can do, :mod:`.options` holds the parameters,
+:mod:`.splitter`, :mod:`.reader`, :mod:`.periphery` (both roles'), :mod:`.writer` and :mod:`.staging`
+the roles, :mod:`.types` the type mapping and :mod:`.connection` how files are opened.
 """
 
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.sqlite.capabilities import CAPABILITIES
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions, owned_path, single_writer_key
-from wormhole.plugins.sqlite.periphery import SqliteWriterPeriphery
-from wormhole.plugins.sqlite.reader import SqliteReader, SqliteReaderPeriphery, SqliteSplitter
+from wormhole.plugins.sqlite.periphery import SqliteReaderPeriphery, SqliteWriterPeriphery
+from wormhole.plugins.sqlite.reader import SqliteReader
+from wormhole.plugins.sqlite.splitter import SqliteSplitter
 from wormhole.plugins.sqlite.writer import SqliteWriter
 
 PLUGIN = Plugin(
@@ -28,7 +31,6 @@ PLUGIN = Plugin(
         splitter=SqliteSplitter,
         reader=SqliteReader,
         periphery=SqliteReaderPeriphery,
-        pushdown="sqlite",
     ),
     sink=SinkRole(
         options=SqliteWriterOptions,
@@ -37,4 +39,5 @@ PLUGIN = Plugin(
         single_writer_key=single_writer_key,
         owned_path=owned_path,  # so no file destination's directory holds the database
     ),
+    capabilities=CAPABILITIES,
 )

@@ -1,18 +1,20 @@
-"""The sqlite store's writer periphery: rows staged in the destination's file, split by split, loaded at commit.
+"""The sqlite store's peripheries: the source's rows estimated; the destination's rows staged in its file,
+split by split, loaded at commit.
 
-The periphery opens the connection and ``BEGIN IMMEDIATE`` (taking the file's write lock up front).
-Rows go into a staging table in the same file, ``_wh_stage_<task>_<state run>_<destination>``, with
-the written columns (the target's declared types) and ``_wh_split``, the split each row belongs to.
-The writers (:mod:`.writer`) stage the rows; ``end_split`` inserts the split's row into the marker table
+The reader periphery estimates the rows cheaply (:class:`SqliteReaderPeriphery`). The writer periphery
+opens the connection and ``BEGIN IMMEDIATE`` (taking the file's write lock up front). Rows go into a
+staging table in the same file, ``_wh_stage_<task>_<state run>_<destination>``, with the written columns
+(the target's declared types) and ``_wh_split``, the split each row belongs to. The writers
+(:mod:`.writer`) stage the rows; ``end_split`` inserts the split's row into the marker table
 ``_wh_splits`` and COMMITs the shared transaction (then begins the next): the split's rows and its
 marker are durable together. Rows of other splits committed with it carry no marker yet, so a resumed
 run deletes them and ``durable_splits`` is read from the markers. The final ``commit`` is one
-transaction: the target is created when asked (never before, so a rolled-back run leaves no table),
-the staging rows are inserted in their order with the mode's verb, the staging table is dropped and a
+transaction: the target is created when asked (never before, so a rolled-back run leaves no table), the
+staging rows are inserted in their order with the mode's verb, the staging table is dropped and a
 committed row joins the markers, which stay until ``release`` (the task's outcome recorded): a run
 resuming after a crash in between finds the load committed and does not load it again. ``rollback``
-drops the staging table and markers and leaves the target as it was.
-The staging table's and markers' own SQL (names, resume, leftovers) is in ``staging.py``.
+drops the staging table and markers and leaves the target as it was. The staging table's and markers'
+own SQL (names, resume, leftovers) is in ``staging.py``.
 """
 
 from __future__ import annotations
@@ -22,11 +24,23 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 
-from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
-from wormhole.plugins.base import WriteContext
+from wormhole.errors import (
+    CommitError,
+    PeripheryError,
+    PrepareError,
+    ReadError,
+    RollbackError,
+    StorageError,
+)
+from wormhole.plugins.base import (
+    ReadContext,
+    SourceInfo,
+    WriteContext,
+)
 from wormhole.plugins.sql import quote
-from wormhole.plugins.sqlite.connection import PLUGIN_NAME, table_columns
-from wormhole.plugins.sqlite.options import SqliteWriterOptions
+from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
+from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions
+from wormhole.plugins.sqlite.reader import resolve_schema
 from wormhole.plugins.sqlite.staging import (
     SPLIT_COLUMN,
     MarkerKey,
@@ -328,3 +342,35 @@ class SqliteWriterPeriphery:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+
+class SqliteReaderPeriphery:
+    """Estimates rows cheaply.
+
+    Without ``where``: ``MAX(rowid)``, one b-tree descent (exact unless rows were deleted); a
+    ``WITHOUT ROWID`` table or a view falls back to ``COUNT(*)``. With ``where``: ``COUNT(*)`` of the
+    selection, bounded by the engine's periphery timeout.
+    """
+
+    def __init__(self, options: SqliteReaderOptions, ctx: ReadContext) -> None:
+        self.options = options
+
+    def prepare(self) -> SourceInfo:
+        opts = self.options
+        conn = connect_readonly(opts.path, ReadError)
+        try:
+            resolve_schema(conn, opts, ReadError)
+            table = quote(opts.table)
+            if opts.where is None:
+                try:
+                    (rows,) = conn.execute(f"SELECT MAX(rowid) FROM {table}").fetchone()
+                except sqlite3.OperationalError:
+                    (rows,) = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
+            else:
+                (rows,) = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {opts.where}").fetchone()
+        except sqlite3.Error as exc:
+            raise ReadError(f"cannot count the rows of {opts.table} in {opts.path}: {exc}",
+                            plugin=PLUGIN_NAME) from exc
+        finally:
+            conn.close()
+        return SourceInfo(estimated_rows=int(rows or 0))

@@ -1,4 +1,4 @@
-"""The sqlite store's source role: one split per table, read-only connection, typed batches.
+"""The sqlite store's reader: the schema the table declares, read-only connection, typed batches.
 
 SQLite returns int, float, str, bytes and None; only the columns whose logical type differs
 (decimal, bool, date, datetime, json) are converted (:mod:`.types`), column by column over each batch.
@@ -6,13 +6,12 @@ SQLite returns int, float, str, bytes and None; only the columns whose logical t
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from wormhole.errors import ReadError, SplitError, StorageError
-from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, SourceInfo, Split
+from wormhole.errors import ReadError, StorageError
+from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, Split
 from wormhole.plugins.sql import VALUE_ERRORS, quote
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
 from wormhole.plugins.sqlite.options import SqliteReaderOptions
@@ -38,54 +37,6 @@ def resolve_schema(conn: sqlite3.Connection, options: SqliteReaderOptions,
                         plugin=PLUGIN_NAME)
         chosen = [by_name[c.lower()] for c in options.columns]
     return Schema(tuple(Column(name, logical_type(decl)) for name, decl in chosen))
-
-
-class SqliteSplitter:
-    """The whole table (or the ``where`` selection) is one split: SQLite has a single reader file."""
-
-    def __init__(self, options: SqliteReaderOptions, ctx: ReadContext) -> None:
-        self.options = options
-
-    def split(self, advice: int) -> list[Split]:
-        conn = connect_readonly(self.options.path, SplitError)
-        try:
-            resolve_schema(conn, self.options, SplitError)  # fail here, before anything is written
-        finally:
-            conn.close()
-        return [Split(id=f"sqlite:{self.options.table}",
-                      resource_mark="sqlite:" + os.path.abspath(self.options.path))]
-
-
-class SqliteReaderPeriphery:
-    """Estimates rows cheaply.
-
-    Without ``where``: ``MAX(rowid)``, one b-tree descent (exact unless rows were deleted); a
-    ``WITHOUT ROWID`` table or a view falls back to ``COUNT(*)``. With ``where``: ``COUNT(*)`` of the
-    selection, bounded by the engine's periphery timeout.
-    """
-
-    def __init__(self, options: SqliteReaderOptions, ctx: ReadContext) -> None:
-        self.options = options
-
-    def prepare(self) -> SourceInfo:
-        opts = self.options
-        conn = connect_readonly(opts.path, ReadError)
-        try:
-            resolve_schema(conn, opts, ReadError)
-            table = quote(opts.table)
-            if opts.where is None:
-                try:
-                    (rows,) = conn.execute(f"SELECT MAX(rowid) FROM {table}").fetchone()
-                except sqlite3.OperationalError:
-                    (rows,) = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
-            else:
-                (rows,) = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {opts.where}").fetchone()
-        except sqlite3.Error as exc:
-            raise ReadError(f"cannot count the rows of {opts.table} in {opts.path}: {exc}",
-                            plugin=PLUGIN_NAME) from exc
-        finally:
-            conn.close()
-        return SourceInfo(estimated_rows=int(rows or 0))
 
 
 class SqliteReader:

@@ -1,16 +1,20 @@
 """The stream store: a deterministic row generator (reader) and a null or printing sink (writer).
 
 Any row's contents depend only on the spec (``seed``, ``columns``) and the row number, never on how
-the rows were split (``reader``); the sink counts and drops (or prints) rows, and can be made slow or
-broken for tests (``writer``); their parameters are in ``options``.
+the rows were split (``reader``; ``splitter`` cuts equal row ranges); the sink counts and drops (or
+prints) rows, and can be made slow or broken for tests (``writer``); ``periphery`` holds both roles'
+peripheries, ``options`` their parameters, ``capabilities`` what the store can do.
 """
 
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.stream.capabilities import CAPABILITIES
 from wormhole.plugins.stream.options import ColumnOption, NullWriterOptions, StreamReaderOptions
-from wormhole.plugins.stream.reader import DIRTY_MARK, StreamSource, declared_schema
-from wormhole.plugins.stream.writer import NullPeriphery, NullWriter
+from wormhole.plugins.stream.periphery import NullPeriphery, StreamReaderPeriphery
+from wormhole.plugins.stream.reader import DIRTY_MARK, StreamReader, declared_schema
+from wormhole.plugins.stream.splitter import StreamSplitter
+from wormhole.plugins.stream.writer import NullWriter
 
 __all__ = [
     "DIRTY_MARK",
@@ -19,14 +23,17 @@ __all__ = [
     "NullPeriphery",
     "NullWriter",
     "NullWriterOptions",
+    "StreamReader",
     "StreamReaderOptions",
-    "StreamSource",
+    "StreamReaderPeriphery",
+    "StreamSplitter",
 ]
 
 PLUGIN = Plugin(
     name="stream",
     description="deterministic row generator (reader) and null or printing sink (writer), for tests and benchmarks",
-    source=SourceRole(options=StreamReaderOptions, splitter=StreamSource, reader=StreamSource,
-                      periphery=StreamSource, declared_schema=declared_schema),
-    sink=SinkRole(options=NullWriterOptions, periphery=NullPeriphery, writer=NullWriter, spark_partitions=True),
+    source=SourceRole(options=StreamReaderOptions, splitter=StreamSplitter, reader=StreamReader,
+                      periphery=StreamReaderPeriphery, declared_schema=declared_schema),
+    sink=SinkRole(options=NullWriterOptions, periphery=NullPeriphery, writer=NullWriter),
+    capabilities=CAPABILITIES,
 )

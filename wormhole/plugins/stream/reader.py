@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
-from wormhole.plugins.base import Column, ReadContext, Row, Schema, SourceInfo, Split
+from wormhole.plugins.base import Column, ReadContext, Row, Schema, Split
 from wormhole.plugins.stream.options import ColumnOption, StreamReaderOptions
 
 DIRTY_MARK = "\udcff"
@@ -49,8 +49,8 @@ def declared_schema(options: StreamReaderOptions) -> Schema:
     return Schema(tuple(Column(c.name, c.type, c.name != "id") for c in options.columns))
 
 
-class StreamSource:
-    """Splitter, Reader and ReaderPeriphery of the generator in one object."""
+class StreamReader:
+    """The generator: rows ``lo`` to ``hi`` of a split, in batches of ``batch_rows``."""
 
     def __init__(self, options: StreamReaderOptions, ctx: ReadContext) -> None:
         self._o = options
@@ -65,17 +65,8 @@ class StreamSource:
                 self._pools.append((len(pool), pool * (ctx.batch_rows // len(pool) + 2)))
         self._dirty_col = next((i for i, c in enumerate(options.columns) if c.type == "string"), None)
 
-    def prepare(self) -> SourceInfo:
-        return SourceInfo(estimated_rows=self._o.rows)
-
     def schema(self) -> Schema:
         return declared_schema(self._o)
-
-    def split(self, advice: int) -> list[Split]:
-        n, rows = self._o.splits, self._o.rows
-        bounds = [rows * i // n for i in range(n + 1)]
-        return [Split(id=f"stream-{i}", resource_mark="stream", params={"lo": bounds[i], "hi": bounds[i + 1]})
-                for i in range(n)]
 
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         lo, hi = split.params["lo"], split.params["hi"]

@@ -11,27 +11,9 @@ from datetime import date, datetime
 from typing import Any
 
 from wormhole.errors import WriteError
-from wormhole.plugins.base import Row, ShippedWithoutLock, WriteContext, WriteResult
+from wormhole.plugins.base import Row, WriteContext, WriteResult
 from wormhole.plugins.stream.options import NullWriterOptions
-
-
-class NullPeriphery(ShippedWithoutLock):
-    def __init__(self, options: NullWriterOptions, ctx: WriteContext) -> None:
-        self.options = options
-        self.ctx = ctx
-        self.rows = 0
-        self.committed = False
-        self.rolled_back = False
-        self.lock = threading.Lock()
-
-    def prepare(self) -> None:
-        pass
-
-    def commit(self) -> None:
-        self.committed = True
-
-    def rollback(self) -> None:
-        self.rolled_back = True
+from wormhole.plugins.stream.periphery import NullPeriphery
 
 
 class NullWriter:
