@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import threading
 import uuid
@@ -319,3 +320,33 @@ class VanishingServer:
         self._closed = True
         self.cut()
         self._listener.close()
+
+
+@contextmanager
+def general_log(server: Server) -> Iterator[list[tuple[str, str]]]:
+    """The server's general query log, on while the block runs; on exit the list holds what it logged
+    (command type, statement). The log is server-wide, so a named lock keeps a test on another worker from
+    switching it off or emptying it meanwhile."""
+    admin = server.connect()
+    entries: list[tuple[str, str]] = []
+    try:
+        assert execute(admin, "SELECT GET_LOCK('wormhole_test_general_log', 900)") == [(1,)]
+        execute(admin, "SET GLOBAL log_output = 'TABLE'")
+        execute(admin, "TRUNCATE TABLE mysql.general_log")
+        execute(admin, "SET GLOBAL general_log = 'ON'")
+        try:
+            yield entries
+        finally:
+            execute(admin, "SET GLOBAL general_log = 'OFF'")
+            entries.extend((str(kind), str(text)) for kind, text in execute(
+                admin, "SELECT command_type, CONVERT(argument USING utf8mb4) FROM mysql.general_log"))
+            execute(admin, "TRUNCATE TABLE mysql.general_log")
+            execute(admin, "SELECT RELEASE_LOCK('wormhole_test_general_log')")
+    finally:
+        admin.close()
+
+
+def logged_like(entries: list[tuple[str, str]], kinds: Sequence[str], pattern: str) -> list[str]:
+    """The statements of ``kinds`` matching a SQL LIKE ``pattern`` (``%`` any text)."""
+    regex = re.compile(".*".join(re.escape(part) for part in pattern.split("%")), re.DOTALL)
+    return [text for kind, text in entries if kind in kinds and regex.fullmatch(text)]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Workspace, log_events, make_workspace
-from tests.mysql_helpers import Databases, execute, fill_from_sequence
+from tests.mysql_helpers import Databases, execute, fill_from_sequence, general_log, logged_like
 from tests.transform_helpers import (
     EVEN_TRANSFORMS,
     HASH_TRANSFORMS,
@@ -165,19 +165,11 @@ def mysql_source(dbs: Databases, rows: int = 3000, **params: Any) -> tuple[dict[
 def test_three_destinations_from_mysql_and_the_pushed_query_in_the_server_log(
         ws: Workspace, dbs: Databases, pushup: str) -> None:
     source, db = mysql_source(dbs)
-    admin = dbs.server.connect()
-    execute(admin, "SET GLOBAL log_output = 'TABLE'")
-    execute(admin, "SET GLOBAL general_log = 'ON'")
-    try:
+    with general_log(dbs.server) as entries:
         proc = ws.run("--task-id", str(ws.submit(task(source, three_destinations(ws.root), pushup=pushup))))
-    finally:
-        execute(admin, "SET GLOBAL general_log = 'OFF'")
     assert proc.returncode == 0, proc.stderr[-3000:]
     check_three(ws.root)
-    logged = execute(admin, "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log "
-                            "WHERE argument LIKE %s AND command_type = 'Query'", (f"%{db}%wh_push%",))
-    execute(admin, "TRUNCATE TABLE mysql.general_log")
-    admin.close()
+    logged = [(text,) for text in logged_like(entries, ("Query",), f"%{db}%wh_push%")]
     if pushup == "static":
         assert logged, "no pushed query reached the server"
         assert all("WHERE (CAST(CONVERT(`status` USING utf8mb4) AS BINARY) <> CAST(CONVERT('test'" in r[0]

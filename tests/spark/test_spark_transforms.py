@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_transforms import check_three, sqlite_source, three_destinations
-from tests.mysql_helpers import Databases, create_table, execute, insert_rows
+from tests.mysql_helpers import Databases, create_table, general_log, insert_rows, logged_like
 from tests.spark_helpers import run_task
 from tests.transform_helpers import SALT, SALT_ENV, expected_even, source_rows, task
 from wormhole.config import EngineConf
@@ -48,18 +48,9 @@ def test_string_filters_on_mysql_compare_by_code_point_in_both_engines(spark_con
             "destinations": [{"id": "js", "plugin": "file", "params": {"path": str(tmp_path / "js"),
                                                                       "format": "jsonl"}}],
             "settings": {"engine": engine, "pushup": pushup}}
-    admin = dbs.server.connect()
-    execute(admin, "SET GLOBAL log_output = 'TABLE'")
-    execute(admin, "SET GLOBAL general_log = 'ON'")
-    try:
+    with general_log(dbs.server) as entries:
         result, _ = run_task(spark_conf, spec)
-    finally:
-        execute(admin, "SET GLOBAL general_log = 'OFF'")
-    logged = [r[0] for r in execute(admin, "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log WHERE "
-                                           "command_type IN ('Query', 'Execute') AND argument LIKE %s",
-                                    (f"%`{db}`%src%WHERE%",))]
-    execute(admin, "TRUNCATE TABLE mysql.general_log")
-    admin.close()
+    logged = logged_like(entries, ("Query", "Execute"), f"%`{db}`%src%WHERE%")
     assert result.exit_code == 0, result.result
     assert result.result["engine"] == engine
     got = sorted(json.loads(line)["id"] for p in (tmp_path / "js").glob("*.jsonl")
