@@ -17,7 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wormhole.checkpoint import (
+from wormhole.config import EngineConf, ErrorLimit, TaskSpec
+from wormhole.counters import Counters, percentage_limit, record_limit
+from wormhole.dirty import DirtyFile
+from wormhole.errors import ConfigError, InvalidTaskConfig, SplitLost
+from wormhole.exchange import StorageManager
+from wormhole.execution import Execution, LocalExecution
+from wormhole.log import Logger
+from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
+from wormhole.planning.plan import Plan, make_plan
+from wormhole.planning.throttle import ReadMeasure, Throttle
+from wormhole.plugins import registry
+from wormhole.plugins.base import ReadContext, Schema, SinkRole, Split
+from wormhole.reader_manager import ReaderManager
+from wormhole.recovery.checkpoint import (
     COMMITTED,
     PLAN_ROW,
     Checkpointer,
@@ -26,21 +39,9 @@ from wormhole.checkpoint import (
     recorded_placements,
     split_from_json,
 )
-from wormhole.config import EngineConf, ErrorLimit, TaskSpec
-from wormhole.coordinator import CoordinatorStats, SplitCoordinator
-from wormhole.counters import Counters, percentage_limit, record_limit
-from wormhole.dirty import DirtyFile
-from wormhole.errors import ConfigError, InvalidTaskConfig, SplitLost
-from wormhole.exchange import StorageManager
-from wormhole.execution import Execution, LocalExecution
-from wormhole.lease import Lease
-from wormhole.log import Logger
-from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
-from wormhole.planning.plan import Plan, make_plan
-from wormhole.planning.throttle import ReadMeasure, Throttle
-from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Schema, SinkRole, Split
-from wormhole.reader_manager import ReaderManager
+from wormhole.recovery.coordinator import CoordinatorStats, SplitCoordinator
+from wormhole.recovery.lease import Lease
+from wormhole.recovery.split_lane import makes_splits_durable
 from wormhole.result import (
     EXIT_BAD_TASK,
     EXIT_CLAIMED,
@@ -54,7 +55,6 @@ from wormhole.result import (
     SourceResult,
     task_outcome,
 )
-from wormhole.split_lane import makes_splits_durable
 from wormhole.transform.pushup import PushUp, restore_placements
 from wormhole.transform.report import transform_report
 from wormhole.writer_manager import DestinationRun, WriterManager, describe

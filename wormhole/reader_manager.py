@@ -5,7 +5,7 @@
 2. ``split(advice)``: the schema and the splits; must succeed within its timeout;
 3. ``assign(groups)``: the planned task groups (:mod:`wormhole.planning`);
 4. ``start(storages, coordinator)``: each group's channels are reader threads taking splits from the
-   :class:`~wormhole.coordinator.SplitCoordinator` (their group's first, then the others') and pushing
+   :class:`~wormhole.recovery.coordinator.SplitCoordinator` (their group's first, then the others') and pushing
    every batch, once, to the storage of every destination that lacks the split; a split whose read
    breaks is handed back (addSplitsBack) and read again.
 """
@@ -20,7 +20,6 @@ from concurrent.futures import Future
 from typing import Any, Literal
 
 from wormhole.config import EngineConf, SourceSpec
-from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, ReaderCounters
 from wormhole.errors import DirtyLimitExceeded, ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
@@ -30,6 +29,7 @@ from wormhole.planning.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
+from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.transform.chain import ChainRunner
 from wormhole.transform.pushup import PushUp
 

@@ -18,7 +18,6 @@ with the final total, so the message, ``rows_rejected`` and the dirty-file lines
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -27,9 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
-from wormhole.checkpoint import Checkpointer, CrashHook
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
-from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, WriterCounters, judge, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import (
@@ -46,7 +43,6 @@ from wormhole.errors import (
     WritersUnfinished,
 )
 from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
-from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.plugins import registry
 from wormhole.plugins.base import (
@@ -58,7 +54,11 @@ from wormhole.plugins.base import (
     WriterPeriphery,
 )
 from wormhole.pool import run_with_timeout, spawn
-from wormhole.split_lane import SplitLane, makes_splits_durable
+from wormhole.recovery.checkpoint import Checkpointer
+from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.recovery.crash import crash_points
+from wormhole.recovery.lease import Lease
+from wormhole.recovery.split_lane import SplitLane, makes_splits_durable
 from wormhole.transform.chain import Chain, ChainRunner
 from wormhole.transform.plan import TransformPlan
 from wormhole.transform.writer import transforming
@@ -152,7 +152,7 @@ class WriterManager:
         self._aborting: str | None = None
         self._origin_run_id = origin_run_id
         self.coordinator: SplitCoordinator | None = None
-        self.crash_hook = CrashHook(os.environ.get("WORMHOLE_TEST_CRASH"), log)
+        self.crash_hook = crash_points(log)  # a no-op unless a test installed crash points
         self.lease = lease
         self.committed_before: dict[str, int] = {}
         """Destinations a run of the resumed chain committed (the checkpoint's commit rows)."""

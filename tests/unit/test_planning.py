@@ -9,7 +9,6 @@ import pytest
 import structlog
 
 from wormhole.config import EngineConf, SpeedConf, SpeedSpec
-from wormhole.coordinator import SplitCoordinator
 from wormhole.errors import InvalidTaskConfig
 from wormhole.planning.assign import (
     TaskGroup,
@@ -22,6 +21,7 @@ from wormhole.planning.assign import (
 )
 from wormhole.planning.channels import SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
 from wormhole.plugins.base import Split
+from wormhole.recovery.coordinator import SplitCoordinator
 
 
 def limits(**kw: int | None) -> SpeedLimits:

@@ -31,16 +31,17 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.config import EngineConf, SourceSpec
-from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
-from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.planning.throttle import ReadMeasure, Throttle
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split
+from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.recovery.lease import Lease
+from wormhole.recovery.split_lane import SplitTarget
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.splits import split_order, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
@@ -54,7 +55,6 @@ from wormhole.spark.types import (
     spark_schema,
     to_arrow_batches,
 )
-from wormhole.split_lane import SplitTarget
 from wormhole.transform.plan import Placement, TransformPlan
 
 DirtyEntry = tuple[str, str | None, str, Row]

@@ -18,14 +18,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wormhole.config import EngineConf
-from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, SplitLost
-from wormhole.lease import Lease
 from wormhole.plugins.base import Rejected, SplitWriter
+from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.recovery.lease import Lease
+from wormhole.recovery.split_lane import SplitTarget
 from wormhole.spark.types import exact_columns, from_spark_rows
-from wormhole.split_lane import SplitTarget
 
 PARTITION = "__wh_partition"
 ORDER = "wh_split_order"

@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from wormhole.checkpoint import CrashHook
-from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import WriterCounters, write_counted
 from wormhole.errors import SplitLost
 from wormhole.exchange.double_queue import Batch
-from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.plugins.base import Rejected, Row, SinkRole, SplitWriter, WriteResult
+from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.recovery.crash import CrashPoints
+from wormhole.recovery.lease import Lease
 
 
 def makes_splits_durable(sink: SinkRole) -> bool:
@@ -41,7 +41,7 @@ class _OpenSplit:
 class SplitLane:
     def __init__(self, destination: str, plugin: str, log: Logger, worker: int, writer: SplitWriter,
                  counters: WriterCounters, coordinator: SplitCoordinator, *,
-                 reject: Callable[..., None], check_limit: Callable[[], None], crash_hook: CrashHook,
+                 reject: Callable[..., None], check_limit: Callable[[], None], crash_hook: CrashPoints,
                  sealed: dict[str, int], lease: Lease | None = None) -> None:
         """``reject(rows, split_id=...)`` writes rejected rows to the dirty file; ``check_limit`` raises
         when the destination's rejected rows exceed its record limit; ``sealed`` collects the splits
