@@ -42,6 +42,14 @@ def with_split_order(frame: DataFrame, split_ids: list[str]) -> DataFrame:
     return frame
 
 
+def check_record_limit(dest: Any, counters: WriterCounters) -> None:
+    """Raise once the destination's rejected rows (``counters``: all of them) exceed its record limit."""
+    verdict = record_limit(counters.rejected, dest.limit.record)
+    if verdict is not None:
+        raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=counters.rejected,
+                                 destination=dest.id)
+
+
 def write_splits(frame: DataFrame, split_ids: list[str], dest: Any, counters: WriterCounters,
                  coordinator: SplitCoordinator, lease: Lease | None, dirty: DirtyFile, conf: EngineConf) -> None:
     """Write every split ``dest`` lacks, split by split, from the driver (each made durable only while
@@ -91,10 +99,7 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
                 into.delivered += one.delivered
                 into.written += one.written
                 into.rejected += one.rejected
-            verdict = record_limit(counters.rejected, dest.limit.record)
-            if verdict is not None:
-                raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=counters.rejected,
-                                         destination=dest.id)
+            check_record_limit(dest, counters)
         if lease is not None:
             lease.hold(f"split {split_id} of destination {dest.id}")
         writer.end_split(split_id, part.written)
@@ -111,6 +116,6 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
         raise
     if bad:
         dirty.reject(dest.id, bad, split_id=split_id)
-    dest.sealed[split_id] = part.written
+    dest.sealed(split_id, part.written)
     coordinator.sealed(split_id, dest.id, part.written)
     return True
