@@ -48,7 +48,7 @@ from wormhole.result import (
 )
 from wormhole.transform.pushup import PushUp, restore_placements
 from wormhole.transform.report import transform_report
-from wormhole.writer_manager import Destination, WriterManager, WriteSide, describe
+from wormhole.writer_manager import Destination, WriterManager, WriterSetup, describe
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
            "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
@@ -101,7 +101,7 @@ class _Run:
     monitor: MonitorManager
     ctx: ReadContext
     readers: ReaderManager
-    side: WriteSide
+    side: WriterSetup
     """What the write side is made with, once the plan says how (its transforms, the execution)."""
     source_limit: ErrorLimit
     plan: Plan | None = None
@@ -253,7 +253,7 @@ class Engine:
         ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=ex.batch_rows,
                           batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, stop=threading.Event())
         readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log, recovery)
-        side = WriteSide(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id, self._log)
+        side = WriterSetup(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id, self._log)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
                     side=side, source_limit=spec.settings.error_limit or conf.error_limit,
                     throttle=Throttle.of(spec.settings.speed))

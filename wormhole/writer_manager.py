@@ -45,11 +45,11 @@ from wormhole.recovery.state import RecoveryState
 from wormhole.transform.plan import TransformPlan
 from wormhole.transform.writer import transforming
 
-__all__ = ["Destination", "WriteSide", "WriterManager", "describe"]
+__all__ = ["Destination", "WriterManager", "WriterSetup", "describe"]
 
 
 @dataclass(frozen=True, slots=True)
-class WriteSide:
+class WriterSetup:
     """What the write side of a run is made with (besides its recovery state)."""
 
     spec: TaskSpec
@@ -75,7 +75,7 @@ class _Local:
 
 
 class WriterManager:
-    def __init__(self, side: WriteSide, recovery: RecoveryState, *, transforms: TransformPlan | None = None,
+    def __init__(self, side: WriterSetup, recovery: RecoveryState, *, transforms: TransformPlan | None = None,
                  plane: WritePlane | None = None, started: float | None = None) -> None:
         """``recovery``: what the chain of runs already holds, the checkpointer and the lease;
         ``transforms``: the run's transform plan (each destination's schema and chain); ``plane``: the
