@@ -196,3 +196,11 @@ def test_no_manager_attribute_is_assigned_from_outside_its_class() -> None:
                 if target.attr in attrs:
                     offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {ast.unparse(target)} ({cls})")
     assert offenders == []
+
+
+def test_the_product_reads_no_test_setting() -> None:
+    """Crash injection is a test seam (wormhole.recovery.crash, installed by tests/crash_entry.py): no module
+    of the package reads a crash setting from the environment."""
+    readers = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
+               if "WORMHOLE_TEST_" in p.read_text(encoding="utf-8")]
+    assert readers == []
