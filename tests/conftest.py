@@ -97,6 +97,12 @@ def wormhole_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "wormhole"]
 
 
+def crashing_command(crash: str) -> list[str]:
+    """``wormhole`` that SIGKILLs (or SIGSTOPs) itself at a crash point (tests/crash_entry.py: ``crash`` is
+    ``<point>:<destination>:<n>[:stop]``); the CLI's arguments follow."""
+    return [sys.executable, str(Path(__file__).with_name("crash_entry.py")), crash]
+
+
 @dataclass
 class Workspace:
     """A working directory with its own task DB (var/wormhole.db) where the CLI runs as a subprocess."""

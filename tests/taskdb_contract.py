@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from wormhole.checkpoint import PLAN_ROW, CheckpointRow
 from wormhole.errors import TaskDbError
+from wormhole.recovery.checkpoint import PLAN_ROW, CheckpointRow
 from wormhole.taskdb import TASK_STATUSES, RunRecord, TaskRecord, TaskStore, open_store
 
 SPEC = '{"name": "orders", "source": {"plugin": "sqlite", "params": {}}, "destinations": []}'

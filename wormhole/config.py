@@ -99,7 +99,7 @@ class ClaimConf:
     """A running task whose heartbeat is older than this is stale: its process is gone, and
     ``wormhole --task-id N`` takes it over and resumes it. A fresher claim is never taken. The
     running process itself makes splits durable only within ``stale_s - heartbeat_s`` of its last
-    heartbeat (:mod:`wormhole.lease`)."""
+    heartbeat (:mod:`wormhole.recovery.lease`)."""
 
     def check(self, path: str, problems: Problems) -> None:
         if self.stale_s < 2 * self.heartbeat_s:

@@ -11,36 +11,29 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
-from wormhole.checkpoint import (
-    COMMITTED,
-    PLAN_ROW,
-    Checkpointer,
-    CheckpointRow,
-    CheckpointStore,
-    recorded_placements,
-    split_from_json,
-)
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
-from wormhole.coordinator import CoordinatorStats, SplitCoordinator
 from wormhole.counters import Counters, percentage_limit, record_limit
 from wormhole.dirty import DirtyFile
 from wormhole.errors import ConfigError, InvalidTaskConfig, SplitLost
 from wormhole.exchange import StorageManager
 from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.execution import Execution, LocalExecution
-from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins import registry
-from wormhole.plugins.base import BusySource, ReadContext, Schema, Split
-from wormhole.reader_manager import ReaderManager
+from wormhole.plugins.base import BusySource, ReadContext, Schema
+from wormhole.reader_manager import ReaderManager, SplitFeed
+from wormhole.recovery.checkpoint import CheckpointStore
+from wormhole.recovery.coordinator import CoordinatorStats, RetryPolicy, SplitCoordinator
+from wormhole.recovery.lease import Lease
+from wormhole.recovery.state import RecoveryState
 from wormhole.result import (
     EXIT_BAD_TASK,
     EXIT_CLAIMED,
@@ -56,7 +49,7 @@ from wormhole.result import (
 )
 from wormhole.transform.pushup import PushUp, restore_placements
 from wormhole.transform.report import transform_report
-from wormhole.writer_manager import DestinationRun, WriterManager, describe
+from wormhole.writer_manager import Destination, WriterManager, WriterSetup, describe
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
            "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
@@ -66,17 +59,23 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
-@dataclass(frozen=True, slots=True)
-class _Restored:
-    origin: int
-    """The run whose destination state this run continues (its own id unless it resumes)."""
-    splits: list[Split] | None = None
-    """The splits the chain planned (None: split the source)."""
-    committed: dict[str, int] = field(default_factory=dict)
-    """Destinations a run of the chain committed (per the checkpoint): destination -> rows."""
-    placements: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Split -> the transform placement a run of the chain read it under (its durable rows record it)."""
-    committed_by: dict[str, int] = field(default_factory=dict)  # destination -> the run that committed it
+class _RunContext:
+    """The split coordinator's context for this run (:class:`~wormhole.recovery.coordinator.CoordinatorContext`):
+    a sealed split goes to the checkpoint, a destination lost for good fails on the write side."""
+
+    def __init__(self, writers: WriterManager, recovery: RecoveryState, pushup: PushUp | None) -> None:
+        self._writers = writers
+        self._checkpointer = recovery.checkpointer
+        self._pushup = pushup
+
+    def split_sealed(self, split_id: str, destination: str, rows: int) -> None:
+        if self._checkpointer is not None:
+            # Each split's checkpoint names the transform placement it was read under.
+            self._checkpointer.sealed(split_id, destination, rows,
+                                      self._pushup.record(split_id) if self._pushup is not None else None)
+
+    def destination_lost(self, destination: str, reason: str) -> None:
+        self._writers.fail(destination, reason, SplitLost.code)
 
 
 class _ReadFailed(Exception):
@@ -97,18 +96,27 @@ class _Run:
     monitor: MonitorManager
     ctx: ReadContext
     readers: ReaderManager
-    writers: WriterManager
+    side: WriterSetup
+    """What the write side is made with, once the plan says how (its transforms, the execution)."""
     source_limit: ErrorLimit
     plan: Plan | None = None
     throttle: Throttle | None = None
     """The task's speed limits (None: it sets none)."""
     execution: Execution | None = None
-    checkpointer: Checkpointer | None = None
+    made: WriterManager | None = None
+    """The write side, made after the plan (or, when planning failed, with nothing to write)."""
+    pushup: PushUp | None = None
+    coordinator: SplitCoordinator | None = None
     reads: ReadSide | None = None
     source_verdict: bool = False
     """The source went over its record limit during the run (the final count is named at the end)."""
     started_at: str = field(default_factory=_now)
     t0: float = field(default_factory=time.monotonic)
+
+    @property
+    def writers(self) -> WriterManager:
+        assert self.made is not None  # made by the plan step, or when it failed
+        return self.made
 
     def source_over_limit(self) -> str | None:
         verdict = record_limit(self.dirty.count("source"), self.source_limit.record, source=True)
@@ -160,7 +168,7 @@ class Engine:
         self._invalid: InvalidTaskConfig | None = None
         """The task's transforms do not fit the source's schema (exit 204)."""
         self._run: _Run | None = None
-        self._restored = _Restored(run_id)
+        self._recovery = RecoveryState(run_id, run_id)
         self._engine = spec.settings.engine if spec.settings.engine != "auto" else "local"
         self._engine_reason = "not chosen yet"
 
@@ -189,15 +197,11 @@ class Engine:
         from wormhole import spark
 
         spark.configure(self._conf.spark)
-        restored = self._restored = self._restore()
-        origin = restored.origin
-        run = self._run = self._assemble(origin)
-        run.readers.resumed = restored.splits
-        run.writers.committed_before = restored.committed
-        run.writers.settled = {d for d, by in restored.committed_by.items() if by in self._finished_runs}
-        if self._checkpoints is not None:
-            checkpointer = Checkpointer(self._checkpoints, self._task_id, self._run_id, origin, self._log, self._stop)
-            run.checkpointer = run.writers.checkpointer = checkpointer
+        recovery = self._recovery = RecoveryState.restore(
+            self._checkpoints, task_id=self._task_id, run_id=self._run_id, resume_from=self._resume_from,
+            finished_runs=self._finished_runs, log=self._log, stop=self._stop, lease=self._lease,
+            taskdb_id=self._taskdb_id)
+        run = self._run = self._assemble(recovery)
         self._log.info("task.started", source=self._spec.source.plugin,
                        destinations=[d.id for d in self._spec.destinations],
                        consistency=self._spec.settings.consistency)
@@ -209,8 +213,8 @@ class Engine:
             run.writers.abandon()
         else:
             run.writers.finalize(run.rows_sent, abort)
-        if run.checkpointer is not None:
-            run.checkpointer.close()
+        if recovery.checkpointer is not None:
+            recovery.checkpointer.close()
         run.dirty.close()
         result = self._result(run, abort, read_error)
         run.monitor.finish({d.id: d.outcome or d.state for d in run.writers.destinations.values()},
@@ -228,45 +232,13 @@ class Engine:
 
     # -- the steps -----------------------------------------------------------------------------
 
-    def _restore(self) -> _Restored:
-        """BitSail's restore: the run whose destination state this run continues, (resuming) the splits
-        the crashed run planned, which this run reads instead of splitting the source again, and the
-        destinations a run of the chain committed already."""
-        if self._resume_from is None or self._checkpoints is None:
-            return _Restored(self._run_id)
-        # The plan of the newest run of the chain that recorded one (a run killed before it planned recorded
-        # none, and no destination holds anything of it): every run of a chain reads the same splits.
-        run: int | None = self._resume_from
-        plan: list[CheckpointRow] = []
-        committed: dict[str, int] = {}
-        committed_by: dict[str, int] = {}
-        placements: dict[str, dict[str, Any]] = {}
-        root, plan_of, durable = self._resume_from, None, 0
-        while run is not None:
-            rows = self._checkpoints.checkpoint(run)
-            for split_id, recorded in recorded_placements(rows).items():
-                placements.setdefault(split_id, recorded)  # the newest run's record of a split
-            for row in rows:
-                if row.split_id == COMMITTED and row.destination != PLAN_ROW:
-                    committed.setdefault(row.destination, row.rows or 0)
-                    committed_by.setdefault(row.destination, run)
-            if not plan:
-                plan = [r for r in rows if r.destination == PLAN_ROW and r.payload is not None]
-                plan_of, durable = (run, len(rows) - len(plan)) if plan else (None, 0)
-            root, run = run, self._checkpoints.resumed_from(run)
-        origin = plan[0].origin_run_id if plan else root
-        splits = [split_from_json(r.payload) for r in plan if r.payload is not None] or None
-        self._log.info("task.resuming", resumed_from_run=self._resume_from, origin_run=origin, plan_of_run=plan_of,
-                       planned_splits=len(plan), durable_in_checkpoint=durable, committed=sorted(committed),
-                       placements_recorded=len(placements))
-        return _Restored(origin, splits, committed, placements, committed_by)
-
-    def _assemble(self, origin: int) -> _Run:
+    def _assemble(self, recovery: RecoveryState) -> _Run:
         conf, spec = self._conf, self._spec
         dirty = DirtyFile(Path(conf.paths.dirty_dir) / f"task-{self._task_id}" / f"run-{self._run_id}.jsonl")
         # A destination whose writers make splits durable gets a queue (lane) per writer thread: every
         # batch of a split reaches the one writer that holds the split's transaction.
-        lanes = {d.id: d.concurrency for d in spec.destinations if registry.capabilities(d.plugin).durable_splits}
+        lanes = {d.id: d.concurrency for d in spec.destinations
+                 if RecoveryState.durable(registry.capabilities(d.plugin))}
         storage = StorageManager([d.id for d in spec.destinations], conf.exchange, lanes)
         counters = Counters()
         names = RunNames(task_id=self._task_id, source=spec.source.plugin,
@@ -276,12 +248,17 @@ class Engine:
         ex = conf.exchange
         ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=ex.batch_rows,
                           batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, stop=threading.Event())
-        readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log)
-        writers = WriterManager(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id,
-                                self._log, origin_run_id=origin, lease=self._lease, taskdb_id=self._taskdb_id)
+        readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log, recovery)
+        side = WriterSetup(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id, self._log)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
-                    writers=writers, source_limit=spec.settings.error_limit or conf.error_limit,
+                    side=side, source_limit=spec.settings.error_limit or conf.error_limit,
                     throttle=Throttle.of(spec.settings.speed))
+
+    def _write_side(self, run: _Run) -> None:
+        """The write side, once the plan says how it writes (or with nothing to write: planning failed)."""
+        if run.made is None:
+            run.made = WriterManager(run.side, self._recovery, started=run.t0, plane=run.execution,
+                                     transforms=run.plan.transforms if run.plan is not None else None)
 
     def _move_rows(self, run: _Run) -> tuple[str | None, str | None]:
         """Every step that moves rows; (why the task aborts or None, the read side's error)."""
@@ -299,6 +276,7 @@ class Engine:
             if failed.error is not None:
                 return abort, failed.error
         finally:
+            self._write_side(run)
             self._shut_down(run, abort)
         return abort, None
 
@@ -309,85 +287,69 @@ class Engine:
         self._engine, self._engine_reason = plan.engine, plan.engine_reason
         self._log.info("engine.chosen", engine=self._engine, reason=self._engine_reason)
         run.readers.assign(plan.task_groups)
-        if run.checkpointer is not None:
-            run.checkpointer.save_plan(run.readers.splits)
+        if self._recovery.checkpointer is not None:
+            self._recovery.checkpointer.save_plan(run.readers.splits)
         run.execution = self._execution(run)
         schema = run.execution.prepare_source(run.readers)
-        self._place_transforms(run, plan)
+        self._write_side(run)
+        run.pushup = self._place_transforms(run, plan)
         return schema
 
-    def _place_transforms(self, run: _Run, plan: Plan) -> None:
+    def _place_transforms(self, run: _Run, plan: Plan) -> PushUp | None:
         """The destinations' chains, and where the task's operators run: in Spark, as Columns on the
         source's DataFrame; locally, split by split between the source query and the reader threads."""
         transforms = plan.transforms
         if transforms is None:
-            return
-        run.writers.transforms = transforms
+            return None
         if self._engine == "spark":  # SparkExecution applies them as Spark Columns (it got them when it was made)
-            pushed = [s for s, p in self._restored.placements.items() if p.get("pushed")]
+            pushed = [s for s, p in self._recovery.placements.items() if p.get("pushed")]
             if pushed:
                 self._log.info("pushup.not_reproduced", splits=len(pushed),
                                reason="Spark reads every split under the static placement; the output is the same")
-            return
+            return None
         busy = registry.capabilities(self._spec.source.plugin).busy_threads  # the store declares it
         probe = cast(BusySource, run.readers.periphery).busy_threads if busy else None
         # A resumed run re-reads each split some destination holds under the placement it was read under.
-        pinned = restore_placements(transforms, self._restored.placements, self._log)
-        run.readers.pushup = PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe,
-                                    pinned=pinned)
+        pinned = restore_placements(transforms, dict(self._recovery.placements), self._log)
+        return PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe, pinned=pinned)
 
     def _transfer(self, run: _Run, schema: Schema) -> str | None:
         """Prepare the destinations, start reading and writing, and watch; why the task aborts, or None."""
         if not self._stop.is_set():
-            run.writers.write_whole(self._engine)
             run.writers.prepare(schema)
         if self._stop.is_set():
             return self._stop_reason
         if run.writers.all_failed():
             return None
         assert run.execution is not None
-        self._coordinate(run)
-        if run.readers.pushup is not None:
-            run.readers.pushup.start()
+        coordinator = run.coordinator = self._coordinate(run)
+        if run.pushup is not None:
+            run.pushup.start()
         with self._reading():
-            run.reads = run.execution.start_reads(run.readers)
+            run.reads = run.execution.start_reads(run.readers, SplitFeed(coordinator, run.pushup))
         over = run.source_over_limit()  # Spark has read every row by now
         if over:
             return over
-        run.execution.start_writes(run.writers)
+        run.execution.start_writes(run.writers, coordinator)
         return run.monitor.watch(run.reads, run.writers, Watch(
             stop=self._stop, stop_reason=lambda: self._stop_reason, source_over_limit=run.source_over_limit,
             progress=run.execution.progress))
 
-    def _coordinate(self, run: _Run) -> None:
+    def _coordinate(self, run: _Run) -> SplitCoordinator:
         """The split coordinator, from what each prepared destination already holds."""
-        live = [d for d in run.writers.destinations.values() if d.state != "failed" and d.committed_before is None]
-        checkpointer = run.checkpointer
-
-        pushup = run.readers.pushup
-
-        def sealed(split_id: str, destination: str, rows: int) -> None:
-            if checkpointer is not None:
-                # Each split's checkpoint names the transform placement it was read under.
-                checkpointer.sealed(split_id, destination, rows,
-                                    pushup.record(split_id) if pushup is not None else None)
-
-        def lost_for_good(destination: str, reason: str) -> None:
-            run.writers.destinations[destination].fail(reason, SplitLost.code)
-
+        live = [d for d in run.writers.destinations.values() if d.live]
+        recovery = self._conf.recovery
         coordinator = SplitCoordinator(
             run.readers.splits, run.readers.groups, durable=[d.id for d in live if d.durable],
             fire_and_forget=[d.id for d in live if not d.durable], held={d.id: d.held for d in live},
-            retries=self._conf.recovery.split_retries, retry_wait_s=self._conf.recovery.retry_wait_s,
-            stop=run.readers.stop, log=self._log, on_sealed=sealed, on_destination_failed=lost_for_good)
-        run.readers.coordinator = run.writers.coordinator = coordinator
-        for dest in run.writers.destinations.values():
-            dest.on_fail = coordinator.destination_failed
+            retry=RetryPolicy(recovery.split_retries, recovery.retry_wait_s), stop=run.readers.stop, log=self._log,
+            context=_RunContext(run.writers, self._recovery, run.pushup))
         stats = coordinator.stats
         if self._resume_from is not None:
             self._log.info("task.resumed", splits=stats.splits, skipped=stats.skipped, resumed=stats.resumed,
                            held={d.id: len(d.held) for d in live if d.durable},
                            not_resumable=[d.id for d in live if not d.durable])
+        return coordinator
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
@@ -405,8 +367,8 @@ class Engine:
 
     def _shut_down(self, run: _Run, abort: str | None) -> None:
         run.readers.stop.set()
-        if run.readers.pushup is not None:
-            run.readers.pushup.stop()
+        if run.pushup is not None:
+            run.pushup.stop()
         if abort is not None:
             run.writers.abort(abort)
             if run.execution is not None:
@@ -448,7 +410,7 @@ class Engine:
     # -- the result ----------------------------------------------------------------------------
 
     def _result(self, run: _Run, abort: str | None, read_error: str | None) -> RunResult:
-        destinations = {d.id: self._destination_result(run, d, self._restored.committed_by)
+        destinations = {d.id: self._destination_result(run, d, self._recovery.committed_by)
                         for d in run.writers.destinations.values()}
         rejected = any(d.rows_rejected for d in destinations.values()) or run.dirty.count("source") > 0
         status, exit_code = task_outcome([d.status for d in destinations.values()], rejected)
@@ -457,7 +419,7 @@ class Engine:
         errors = [f"{k}: {d.error}" for k, d in destinations.items() if d.error and d.status == "failed"]
         error = abort or ("; ".join(errors) if errors else None)
         interrupted = self._stop_reason is not None
-        coordinator = run.readers.coordinator
+        coordinator = run.coordinator
         stats = coordinator.stats if coordinator is not None else CoordinatorStats()
         source = SourceResult(plugin=self._spec.source.plugin, rows_read=run.counters.rows_read,
                               rows_rejected=run.dirty.count("source"), splits=len(run.readers.splits),
@@ -478,7 +440,7 @@ class Engine:
         return RunResult(report, run_status="interrupted" if interrupted else status)
 
     @staticmethod
-    def _destination_result(run: _Run, dest: DestinationRun, run_by: dict[str, int]) -> DestinationResult:
+    def _destination_result(run: _Run, dest: Destination, run_by: Mapping[str, int]) -> DestinationResult:
         totals = run.counters.totals(dest.id)
         end = dest.finished or time.monotonic()
         return DestinationResult(

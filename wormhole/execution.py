@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from wormhole.exchange import StorageManager
+from wormhole.exchange import RAMStorage, StorageManager
 from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.monitor import ReadSide
-from wormhole.plugins.base import Schema
+from wormhole.plugins.base import Schema, SinkRole
+from wormhole.recovery.coordinator import SplitCoordinator
 
 if TYPE_CHECKING:
-    from wormhole.reader_manager import ReaderManager
+    from wormhole.reader_manager import ReaderManager, SplitFeed
     from wormhole.writer_manager import WriterManager
 
 
@@ -33,11 +34,20 @@ class Execution(Protocol):
     def prepare_source(self, readers: ReaderManager) -> Schema:
         """Ready the read of the planned splits; the schema the destinations get."""
 
-    def start_reads(self, readers: ReaderManager) -> ReadSide:
-        """Start reading (Spark: read the source once, now); what the monitor polls of it."""
+    def start_reads(self, readers: ReaderManager, feed: SplitFeed) -> ReadSide:
+        """Start reading the splits ``feed`` hands out (Spark: read the pending ones once, now); what the
+        monitor polls of it."""
 
-    def start_writes(self, writers: WriterManager) -> None:
+    def start_writes(self, writers: WriterManager, coordinator: SplitCoordinator) -> None:
         """Start every prepared destination's writers (Spark: its job)."""
+
+    def writes_whole(self, sink: SinkRole, options: Any) -> bool:
+        """The destination is written whole, not split by split, so it starts afresh every run (Spark:
+        a native write that replaces its output)."""
+
+    def handed(self, storage: RAMStorage, rows_sent: int) -> tuple[int, int]:
+        """(rows sent to a destination, rows queued for it), judged against what it wrote (Spark: the
+        source's count, both)."""
 
     def progress(self, destination: str) -> dict[str, Any]:
         """Extra keys for a running destination's progress line."""
@@ -70,14 +80,19 @@ class LocalExecution:
         assert readers.schema is not None  # split() succeeded
         return readers.schema
 
-    def start_reads(self, readers: ReaderManager) -> ReadSide:
+    def start_reads(self, readers: ReaderManager, feed: SplitFeed) -> ReadSide:
         self._readers = readers
-        assert readers.coordinator is not None  # the engine's, made once the destinations are prepared
-        readers.start(self._storage.for_reader(), readers.coordinator, self._throttle)
+        readers.start(self._storage.for_reader(), feed, self._throttle)
         return readers
 
-    def start_writes(self, writers: WriterManager) -> None:
-        writers.start()
+    def start_writes(self, writers: WriterManager, coordinator: SplitCoordinator) -> None:
+        writers.start(coordinator)
+
+    def writes_whole(self, sink: SinkRole, options: Any) -> bool:
+        return False
+
+    def handed(self, storage: RAMStorage, rows_sent: int) -> tuple[int, int]:
+        return storage.rows_offered, storage.rows_in
 
     def progress(self, destination: str) -> dict[str, Any]:
         return {"queued_rows": len(self._storage.for_writer(destination))}

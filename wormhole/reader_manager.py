@@ -5,7 +5,7 @@
 2. ``split(advice)``: the schema and the splits; must succeed within its timeout;
 3. ``assign(groups)``: the planned task groups (:mod:`wormhole.planning`);
 4. ``start(storages, coordinator)``: each group's channels are reader threads taking splits from the
-   :class:`~wormhole.coordinator.SplitCoordinator` (their group's first, then the others') and pushing
+   :class:`~wormhole.recovery.coordinator.SplitCoordinator` (their group's first, then the others') and pushing
    every batch, once, to the storage of every destination that lacks the split; a split whose read
    breaks is handed back (addSplitsBack) and read again.
 """
@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from wormhole.config import EngineConf, SourceSpec
-from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, ReaderCounters
 from wormhole.errors import DirtyLimitExceeded, ReadError, SplitError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
@@ -30,13 +30,25 @@ from wormhole.planning.assign import TaskGroup, dispatch_order
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
+from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.recovery.state import RecoveryState
 from wormhole.transform.chain import ChainRunner
 from wormhole.transform.pushup import PushUp
 
 
+@dataclass(frozen=True, slots=True)
+class SplitFeed:
+    """What reader threads take splits from: the coordinator, and where the task's operators run."""
+
+    coordinator: SplitCoordinator
+    pushup: PushUp | None = None
+
+
 class ReaderManager:
     def __init__(self, spec: SourceSpec, ctx: ReadContext, conf: EngineConf, counters: Counters,
-                 notify: Callable[[Any], None], log: Logger) -> None:
+                 notify: Callable[[Any], None], log: Logger, recovery: RecoveryState | None = None) -> None:
+        """``recovery``: what the chain of runs holds; a resumed run reads the splits it planned instead
+        of splitting the source again."""
         role = registry.get(spec.plugin).source
         assert role is not None  # validated with the task
         self._role = role
@@ -54,14 +66,11 @@ class ReaderManager:
         """Set to end reading (the task stops, or every destination failed)."""
         self.error: BaseException | None = None
         self.groups: tuple[TaskGroup, ...] = ()
-        self.coordinator: SplitCoordinator | None = None
-        self.resumed: list[Split] | None = None
-        """Set on a resumed run: the crashed run's splits, read instead of splitting the source again."""
+        self._feed: SplitFeed | None = None
+        self._resumed = recovery.splits if recovery is not None else None
         self._futures: list[Future[None]] = []
         self._senders: list[BufferedLineExchanger] = []
         self._storages: list[RAMStorage] = []
-        self.pushup: PushUp | None = None
-        """The task's transforms and their placement, split by split (None: the task has none)."""
         self.runners: list[ChainRunner] = []
         """Every reader thread's chain runners (one per placement it read under): their metrics."""
         self.periphery: ReaderPeriphery | None = None
@@ -81,8 +90,8 @@ class ReaderManager:
     def split(self, advice: int) -> list[Split]:
         def plan() -> tuple[Schema, list[Split]]:
             schema = self._role.reader(self._options, self._ctx).schema()
-            if self.resumed is not None:  # the ranges the crashed run planned (the source may have changed)
-                return schema, list(self.resumed)
+            if self._resumed is not None:  # the ranges the crashed run planned (the source may have changed)
+                return schema, list(self._resumed)
             return schema, self._role.splitter(self._options, self._ctx).split(advice)
 
         timeout = self._conf.timeouts.split_s
@@ -110,13 +119,22 @@ class ReaderManager:
         by_id = {s.id: s for s in self.splits}
         return [by_id[i] for i in dispatch_order(self.groups)]
 
-    def start(self, storages: list[RAMStorage], coordinator: SplitCoordinator,
-              throttle: Throttle | None = None) -> None:
-        """Start each planned group's channels, taking splits from ``coordinator``; ``throttle`` (the
+    @property
+    def coordinator(self) -> SplitCoordinator | None:
+        """Where the reader threads take splits from (None until they start)."""
+        return self._feed.coordinator if self._feed is not None else None
+
+    @property
+    def pushup(self) -> PushUp | None:
+        """The task's transforms and their placement, split by split (None: the task has none)."""
+        return self._feed.pushup if self._feed is not None else None
+
+    def start(self, storages: list[RAMStorage], feed: SplitFeed, throttle: Throttle | None = None) -> None:
+        """Start each planned group's channels, taking splits from ``feed``; ``throttle`` (the
         task's speed limits) paces every batch."""
         assert self.groups, "assign() the plan's task groups first"
         self._storages = storages
-        self.coordinator = coordinator
+        self._feed = feed
         for group in self.groups:
             for _ in range(group.channels):
                 worker = len(self._futures)
@@ -132,9 +150,8 @@ class ReaderManager:
     def _run(self, worker: int, group: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:
         reader = self._role.reader(self._options, self._ctx)
         log = self._log.bind(worker=worker, task_group=group)
-        coordinator = self.coordinator
-        assert coordinator is not None
-        pushup = self.pushup
+        assert self._feed is not None
+        coordinator, pushup = self._feed.coordinator, self._feed.pushup
         runners: dict[tuple[int, ...], ChainRunner] = {}
         seen = -1
         while True:

@@ -9,6 +9,9 @@ For each destination, in turn:
 4. ``finalize()``: judge every destination, then commit the succeeded ones and roll back the
    others (all of them under ``all_or_nothing``, or when the read side failed).
 
+Each destination is a :class:`~wormhole.destination.Destination`, whose transitions these steps call;
+what the chain of runs already holds comes in the :class:`~wormhole.recovery.state.RecoveryState`.
+
 Rejected rows and the record limit: the limit is judged on the destination's total. The writer
 thread whose rejections take the total over it stops the destination's queue at once, so no
 writer takes another batch; a batch another thread already holds is finished and accounted for
@@ -18,229 +21,137 @@ with the final total, so the message, ``rows_rejected`` and the dirty-file lines
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal, cast
+from typing import Any, cast
 
-from wormhole.checkpoint import Checkpointer, CrashHook
-from wormhole.config import EngineConf, ErrorLimit, TaskSpec
-from wormhole.coordinator import SplitCoordinator
-from wormhole.counters import Counters, WriterCounters, judge, record_limit, write_counted
+from wormhole.config import EngineConf, TaskSpec
+from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
+from wormhole.destination import Destination, DestinationSetup, Ending, WritePlane, describe
 from wormhole.dirty import DirtyFile
-from wormhole.errors import (
-    CommitError,
-    DirtyLimitExceeded,
-    PrepareError,
-    PrepareTimeout,
-    RolledBack,
-    RowsUnaccounted,
-    TaskAborted,
-    WormholeError,
-    WriteError,
-    WriterStalled,
-    WritersUnfinished,
-)
+from wormhole.errors import DirtyLimitExceeded, TaskAborted, WriteError, WriterStalled, WritersUnfinished
 from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
-from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.plugins import registry
-from wormhole.plugins.base import (
-    DurablePeriphery,
-    Schema,
-    SinkRole,
-    SplitWriter,
-    WriteContext,
-    WriterPeriphery,
-)
-from wormhole.pool import run_with_timeout, spawn
-from wormhole.split_lane import SplitLane
-from wormhole.transform.chain import Chain, ChainRunner
+from wormhole.plugins.base import Schema, SinkRole, SplitWriter, WriteContext
+from wormhole.pool import spawn
+from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.recovery.crash import crash_points
+from wormhole.recovery.lease import Lease
+from wormhole.recovery.split_lane import LaneHooks, LaneOf, SplitLane
+from wormhole.recovery.state import RecoveryState
 from wormhole.transform.plan import TransformPlan
 from wormhole.transform.writer import transforming
 
-Outcome = Literal["success", "failed", "rolled_back"]
+__all__ = ["Destination", "WriterManager", "WriterSetup", "describe"]
 
 
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, WormholeError) else f"{type(exc).__name__}: {text}"
+@dataclass(frozen=True, slots=True)
+class WriterSetup:
+    """What the write side of a run is made with (besides its recovery state)."""
 
-
-@dataclass(eq=False)
-class DestinationRun:
-    id: str
-    plugin: str
-    options: Any
-    concurrency: int
-    sink: SinkRole
-    storage: RAMStorage
-    limit: ErrorLimit
+    spec: TaskSpec
+    conf: EngineConf
+    storage: StorageManager
+    counters: Counters
+    notify: Callable[[Any], None]
+    """Called with each writer thread's future once it is done (wakes the monitor)."""
+    dirty: DirtyFile
+    task_id: int
+    run_id: int
     log: Logger
-    ctx: WriteContext | None = None
-    periphery: WriterPeriphery | None = None
-    futures: list[Future[None]] = field(default_factory=list)
-    state: Literal["pending", "running", "done", "failed"] = "pending"
-    outcome: Outcome | None = None
-    error: str | None = None
-    error_code: str | None = None
-    rollback_error: str | None = None
-    started: float = field(default_factory=time.monotonic)
-    finished: float | None = None
-    queued: int | None = None
-    """Rows handed to the destination when no queue carries them (Spark mode: the source's count)."""
-    over_limit_at: float | None = None
-    """When a writer's rejections took the total over the record limit (monotonic), else None."""
-    stop: threading.Event = field(default_factory=threading.Event)
-    """The destination's stop signal (its WriteContext's): set when it fails or the task aborts."""
-    durable: bool = False
-    """Its writers make each split durable (SplitWriter): it resumes, and a lost split is written again."""
-    held: dict[str, int] = field(default_factory=dict)
-    """Splits it held durably before this run started (resumed runs): split id -> rows."""
-    sealed: dict[str, int] = field(default_factory=dict)
-    """Splits it made durable in this run: split id -> rows written."""
-    fresh: bool = False
-    """Prepared as a fresh run even when the run resumes (it is written whole: Spark's native write)."""
-    on_fail: Callable[[str], None] | None = None
-    """Told when the destination fails (the split coordinator stops waiting for it)."""
-    left: bool = False
-    """Neither committed nor rolled back: the run lost (or could not confirm) its claim on the task."""
-    committed_before: int | None = None
-    """A run of the chain this run resumes committed it (rows, per the checkpoint), and it keeps no record
-    of its own: it is neither prepared nor written nor committed again."""
-    chain: Chain | None = None
-    """Its own transforms (run in its writer threads, local mode), else None."""
-    runners: list[ChainRunner] = field(default_factory=list)
-    """One per writer thread that ran the chain: their metrics."""
 
-    def fail(self, reason: str, code: str = WriteError.code) -> None:
-        """First failure wins; the queue is aborted so the readers never wait on this destination."""
-        self.stop.set()
-        if self.state != "failed":
-            self.state = "failed"
-            self.error = reason
-            self.error_code = code
-            self.finished = time.monotonic()
-            self.log.error("destination.failed", error=reason, error_code=code)
-        self.storage.fail(reason)
-        if self.on_fail is not None:
-            self.on_fail(self.id)
+
+class _Local:
+    """The write plane when the run has no execution (its plan failed): nothing written whole."""
+
+    def writes_whole(self, sink: SinkRole, options: Any) -> bool:
+        return False
+
+    def handed(self, storage: RAMStorage, rows_sent: int) -> tuple[int, int]:
+        return storage.rows_offered, storage.rows_in
 
 
 class WriterManager:
-    def __init__(self, spec: TaskSpec, conf: EngineConf, storage: StorageManager, counters: Counters,
-                 notify: Callable[[Any], None], dirty: DirtyFile, task_id: int, run_id: int, log: Logger,
-                 origin_run_id: int | None = None, lease: Lease | None = None, taskdb_id: str = "") -> None:
-        """``origin_run_id``: the run whose destination state this run continues (a resumed run);
-        ``lease``: the run's claim on its task (None: no task database, nobody else can hold it);
-        ``taskdb_id``: the task database's id, which destinations name their kept state by."""
-        self._taskdb_id = taskdb_id
-        self._spec = spec
-        self._conf = conf
-        self._counters = counters
-        self._notify = notify
-        self._dirty = dirty
-        self._task_id = task_id
-        self._run_id = run_id
-        self.destinations: dict[str, DestinationRun] = {}
+    def __init__(self, side: WriterSetup, recovery: RecoveryState, *, transforms: TransformPlan | None = None,
+                 plane: WritePlane | None = None, started: float | None = None) -> None:
+        """``recovery``: what the chain of runs already holds, the checkpointer and the lease;
+        ``transforms``: the run's transform plan (each destination's schema and chain); ``plane``: the
+        execution, asked which destinations are written whole and what each was handed; ``started``:
+        when the run started (monotonic), each destination's start."""
+        self._side = side
+        self._spec, self._conf, self._counters, self._dirty = side.spec, side.conf, side.counters, side.dirty
+        self._recovery = recovery
+        self._transforms = transforms
+        self._plane: WritePlane = plane if plane is not None else _Local()
         self._aborting: str | None = None
-        self._origin_run_id = origin_run_id
-        self.coordinator: SplitCoordinator | None = None
-        self.crash_hook = CrashHook(os.environ.get("WORMHOLE_TEST_CRASH"), log)
-        self.lease = lease
-        self.committed_before: dict[str, int] = {}
-        """Destinations a run of the resumed chain committed (the checkpoint's commit rows)."""
-        self.settled: set[str] = set()
-        """Destinations a run of the chain whose outcome was recorded committed (a retried partial task):
-        skipped, durable or not (their own records went when that run's outcome was recorded)."""
-        self.checkpointer: Checkpointer | None = None
-        self.transforms: TransformPlan | None = None
-        """The run's transform plan (set before ``prepare``): each destination's schema and chain."""
-        for dest in spec.destinations:
-            sink, caps = registry.get(dest.plugin).sink, registry.capabilities(dest.plugin)
+        self._coordinator: SplitCoordinator | None = None
+        self._ending = Ending(recovery.lease, recovery.checkpointer, crash_points(side.log))
+        self.destinations: dict[str, Destination] = {}
+        for dest in side.spec.destinations:
+            sink = registry.get(dest.plugin).sink
             assert sink is not None  # validated with the task
-            self.destinations[dest.id] = DestinationRun(
-                id=dest.id, plugin=dest.plugin, options=dest.options, concurrency=dest.concurrency, sink=sink,
-                storage=storage.for_writer(dest.id), limit=spec.error_limit_for(dest, conf),
-                log=log.bind(destination=dest.id, plugin=dest.plugin), durable=caps.durable_splits)
+            setup = DestinationSetup(id=dest.id, plugin=dest.plugin, options=dest.options,
+                                     concurrency=dest.concurrency, sink=sink,
+                                     limit=side.spec.error_limit_for(dest, side.conf),
+                                     log=side.log.bind(destination=dest.id, plugin=dest.plugin),
+                                     caps=registry.capabilities(dest.plugin))
+            self.destinations[dest.id] = Destination(
+                setup, side.storage.for_writer(dest.id), recovery,
+                written_whole=self._plane.writes_whole(sink, dest.options), started=started)
+
+    @property
+    def transforms(self) -> TransformPlan | None:
+        """The run's transform plan (None: the task has none)."""
+        return self._transforms
+
+    @property
+    def lease(self) -> Lease | None:
+        return self._recovery.lease
 
     # -- start-up ------------------------------------------------------------------------------
-
-    def write_whole(self, engine: str) -> None:
-        """Before ``prepare``: in Spark mode a destination whose native write replaces its whole output
-        is not written split by split; it starts afresh every run (a crashed run's state is a leftover)."""
-        if engine != "spark":
-            return
-        for dest in self.destinations.values():
-            if dest.durable and dest.sink.spark_replaces is not None and dest.sink.spark_replaces(dest.options):
-                dest.durable = False
-                dest.fresh = True
 
     def prepare(self, schema: Schema) -> None:
         timeout = self._conf.timeouts.writer_prepare_s
         for dest in self.destinations.values():
-            if dest.id in self.committed_before and (dest.id in self.settled or not dest.durable):
-                # Committed before the crash (or by the partial run a retry resumes), and nothing of its own
-                # to ask: loading it again would write its rows twice (an append), so it is left as it is.
-                dest.committed_before = self.committed_before[dest.id]
-                dest.state = "done"
-                dest.log.info("destination.committed_before", rows=dest.committed_before)
+            if dest.skip_committed(self._recovery):
                 continue
-            if self.transforms is not None:
-                dest.chain = self.transforms.destination_chain(dest.id)
-                schema_here = dest.chain.output
-            else:
-                schema_here = schema
-            ctx = WriteContext(task_id=self._task_id, run_id=self._run_id, destination=dest.id, schema=schema_here,
+            chain = self._transforms.destination_chain(dest.id) if self._transforms is not None else None
+            ctx = WriteContext(task_id=self._side.task_id, run_id=self._side.run_id, destination=dest.id,
+                               schema=chain.output if chain is not None else schema,
                                batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
-                               plugin=dest.plugin, stop=dest.stop,
-                               origin_run_id=None if dest.fresh else self._origin_run_id, taskdb_id=self._taskdb_id)
-            dest.ctx = ctx
-            try:
-                dest.periphery = dest.sink.periphery(dest.options, ctx)
-                run_with_timeout(dest.periphery.prepare, timeout, f"prepare-{dest.id}")
-                if dest.durable:  # the destination's own record: the truth on resume, whatever the checkpoint says
-                    dest.held = dict(cast(DurablePeriphery, dest.periphery).durable_splits())
-            except TimeoutError:
-                dest.fail(f"preparing the destination did not finish within {timeout:g} s", PrepareTimeout.code)
-            except Exception as exc:
-                dest.fail(f"prepare failed: {describe(exc)}", getattr(exc, "code", PrepareError.code))
-            else:
-                dest.log.info("destination.prepared", durable_splits=dest.durable,
-                              **({"resumed_splits": len(dest.held)} if ctx.resuming else {}))
+                               plugin=dest.plugin, stop=dest.stop, origin_run_id=self._recovery.origin_for(dest.fresh),
+                               taskdb_id=self._recovery.taskdb_id)
+            dest.prepare(ctx, chain, timeout, self._recovery)
 
-    def start(self) -> None:
+    def start(self, coordinator: SplitCoordinator) -> None:
+        """Local mode: each live destination's writer threads, taking batches from its queue."""
+        self._coordinator = coordinator
         for dest in self.destinations.values():
-            if dest.state == "failed" or dest.committed_before is not None:
+            if not dest.live:
                 continue
-            dest.state = "running"
+            futures = []
             for worker in range(dest.concurrency):
                 counters = self._counters.new_writer(dest.id)
                 future = spawn(self._write, dest, worker, counters, name=f"writer-{dest.id}-{worker}")
-                future.add_done_callback(self._notify)
-                dest.futures.append(future)
-            dest.log.info("destination.started", threads=dest.concurrency)
+                future.add_done_callback(self._side.notify)
+                futures.append(future)
+            dest.start(futures)
 
-    def start_jobs(self, job: Callable[[DestinationRun, WriterCounters], None], rows: int) -> None:
-        """Spark mode: one driver thread per destination runs ``job`` (its Spark job) over ``rows`` rows."""
+    def start_jobs(self, job: Callable[[Destination, WriterCounters], None], coordinator: SplitCoordinator) -> None:
+        """One driver thread per live destination runs ``job`` (Spark mode: its Spark job)."""
+        self._coordinator = coordinator
         for dest in self.destinations.values():
-            if dest.state == "failed" or dest.committed_before is not None:
+            if not dest.live:
                 continue
-            dest.state = "running"
-            dest.queued = rows
             counters = self._counters.new_writer(dest.id)
             future = spawn(job, dest, counters, name=f"writer-{dest.id}")
-            future.add_done_callback(self._notify)
-            dest.futures.append(future)
-            dest.log.info("destination.started", threads=1)
+            future.add_done_callback(self._side.notify)
+            dest.start([future])
 
-    def _write(self, dest: DestinationRun, worker: int, counters: WriterCounters) -> None:
+    def _write(self, dest: Destination, worker: int, counters: WriterCounters) -> None:
         assert dest.ctx is not None  # set when the destination was prepared, before any writer starts
         writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, worker)
         if dest.chain is not None and dest.chain.ops:
@@ -269,74 +180,79 @@ class WriterManager:
         finally:
             writer.close()
 
-    def _write_splits(self, dest: DestinationRun, worker: int, writer: SplitWriter,
+    def _write_splits(self, dest: Destination, worker: int, writer: SplitWriter,
                       counters: WriterCounters) -> None:
         """A SplitWriter's lane: each split's batches, then its end (made durable) or abort (discarded)."""
-        assert self.coordinator is not None
-        lane = SplitLane(dest.id, dest.plugin, dest.log, worker, writer, counters, self.coordinator,
-                         reject=partial(self._dirty.reject, dest.id), crash_hook=self.crash_hook, sealed=dest.sealed,
-                         check_limit=partial(self._check_record_limit, dest), lease=self.lease)
+        assert self._coordinator is not None
+        lane = SplitLane(LaneOf(dest.id, dest.plugin, dest.log, worker), writer, counters, self._coordinator,
+                         LaneHooks(reject=partial(self._dirty.reject, dest.id), sealed=dest.sealed,
+                                   check_limit=partial(self._check_record_limit, dest), crash=self._ending.crash,
+                                   lease=self._recovery.lease))
         try:
             for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s, worker):
                 lane.take(batch)
         finally:
             lane.close()
 
-    def _check_record_limit(self, dest: DestinationRun) -> None:
+    def _check_record_limit(self, dest: Destination) -> None:
         # Checked while running, so a hopeless destination stops early (DataX's rule).
         limit = dest.limit.record
         rejected = self._counters.totals(dest.id).rejected
         verdict = record_limit(rejected, limit)
         if verdict is not None and limit is not None:
-            if dest.over_limit_at is None:
-                dest.over_limit_at = time.monotonic()
+            dest.went_over_limit()
             # Stop the queue now: the other writer threads take no further batch (poll() may be a
             # monitor interval away). The message with the final total is built in poll().
             dest.storage.fail(f"over the record limit of {limit}")
             raise DirtyLimitExceeded(verdict.message, limit=limit, observed=rejected,
                                      destination=dest.id)
 
-    def _fail_over_limit(self, dest: DestinationRun) -> None:
+    def _fail_over_limit(self, dest: Destination) -> None:
         """Fail ``dest`` for its record limit, naming its total now that its writers have stopped."""
         rejected = self._counters.totals(dest.id).rejected
         verdict = record_limit(rejected, dest.limit.record)
         assert verdict is not None  # only called once the total went over the limit
-        dest.fail(verdict.message, verdict.code)
+        self.fail(dest.id, verdict.message, verdict.code)
+
+    def fail(self, destination: str, reason: str, code: str = WriteError.code) -> None:
+        """Fail a destination; the split coordinator waits for it no more."""
+        self.destinations[destination].fail(reason, code)
+        if self._coordinator is not None:
+            self._coordinator.destination_failed(destination)
 
     # -- monitoring ----------------------------------------------------------------------------
 
     def poll(self) -> None:
         for dest in self.destinations.values():
-            if dest.state != "running":
+            if dest.state == "running":
+                self._poll_one(dest)
+
+    def _poll_one(self, dest: Destination) -> None:
+        if dest.over_limit_at is None and any(f.done() and isinstance(f.exception(), DirtyLimitExceeded)
+                                              for f in dest.futures):
+            dest.went_over_limit()  # Spark mode: the job itself raised
+        if dest.over_limit_at is not None:
+            # Wait for every writer thread (each finishes at most the batch it holds), so the
+            # message names the final total; the queue is already stopped, so the readers do
+            # not wait on this destination. A hung writer is waited for shutdown_s at most.
+            waited = time.monotonic() - dest.over_limit_at
+            if all(f.done() for f in dest.futures) or waited > self._conf.timeouts.shutdown_s:
+                self._fail_over_limit(dest)
+            return
+        if dest.storage.failure is not None and self._aborting is None:
+            self.fail(dest.id, dest.storage.failure, WriterStalled.code)
+            return
+        finished = 0
+        for future in dest.futures:
+            if not future.done():
                 continue
-            if dest.over_limit_at is None and any(f.done() and isinstance(f.exception(), DirtyLimitExceeded)
-                                                  for f in dest.futures):
-                dest.over_limit_at = time.monotonic()  # Spark mode: the job itself raised
-            if dest.over_limit_at is not None:
-                # Wait for every writer thread (each finishes at most the batch it holds), so the
-                # message names the final total; the queue is already stopped, so the readers do
-                # not wait on this destination. A hung writer is waited for shutdown_s at most.
-                waited = time.monotonic() - dest.over_limit_at
-                if all(f.done() for f in dest.futures) or waited > self._conf.timeouts.shutdown_s:
-                    self._fail_over_limit(dest)
-                continue
-            if dest.storage.failure is not None and self._aborting is None:
-                dest.fail(dest.storage.failure, WriterStalled.code)
-                continue
-            finished = 0
-            for future in dest.futures:
-                if not future.done():
-                    continue
-                finished += 1
-                exc = future.exception()
-                if exc is not None and not isinstance(exc, TaskAborted):
-                    dest.fail(describe(exc), getattr(exc, "code", WriteError.code))
-                    break
-            else:
-                if finished == len(dest.futures):
-                    dest.state = "done"
-                    dest.finished = time.monotonic()
-                    dest.log.info("destination.written", **_totals(self._counters, dest.id))
+            finished += 1
+            exc = future.exception()
+            if exc is not None and not isinstance(exc, TaskAborted):
+                self.fail(dest.id, describe(exc), getattr(exc, "code", WriteError.code))
+                return
+        if finished == len(dest.futures):
+            dest.written(self._counters.totals(dest.id))
 
     def states(self) -> Mapping[str, str]:
         return {dest_id: dest.state for dest_id, dest in self.destinations.items()}
@@ -363,125 +279,43 @@ class WriterManager:
         """Stop every destination's writers (task-level abort); healthy ones will be rolled back."""
         self._aborting = reason
         for dest in self.destinations.values():
-            dest.stop.set()
-            dest.storage.fail(reason)
+            dest.abort(reason)
 
     def abandon(self) -> None:
         """Leave every destination as it is (another process resumes it): no commit, no rollback."""
         for dest in self.destinations.values():
-            self._leave(dest, "abandoned: another process took the task over and resumes it")
-
-    @staticmethod
-    def _leave(dest: DestinationRun, reason: str) -> None:
-        dest.outcome = "failed"
-        dest.left = True
-        dest.error = dest.error or reason
-        dest.log.warning("destination.abandoned", reason=reason)
-
-    def _hold(self, dest: DestinationRun) -> bool:
-        """Commit and rollback touch a destination only while the run's claim is live (the lease): once
-        it is lost, or not confirmed when the run stops, the destination is left as it is for the
-        process that holds the task next."""
-        if self.lease is None or dest.periphery is None:
-            return True
-        try:
-            self.lease.hold(f"destination {dest.id}")
-        except TaskAborted as exc:
-            self._leave(dest, str(exc))
-            return False
-        return True
+            dest.leave("abandoned: another process took the task over and resumes it")
 
     def release(self) -> None:
         """Once the run's outcome is recorded: each committed destination drops its own record of the
         run's splits (kept through commit, so a crash before the outcome is recorded resumes as
-        committed). A failure leaves that record as a leftover, which the next run removes."""
+        committed)."""
         for dest in self.destinations.values():
-            if dest.outcome != "success" or not registry.capabilities(dest.plugin).durable_splits:
-                continue
-            try:
-                cast(DurablePeriphery, dest.periphery).release()
-            except Exception as exc:
-                dest.log.warning("destination.release_failed", error=describe(exc))
+            dest.release()
 
     def finalize(self, rows_sent: int, abort_reason: str | None) -> None:
         """Judge, then commit or roll back every destination; sets each ``outcome``."""
         for dest in self.destinations.values():
-            if dest.state == "done" and abort_reason is None:
-                totals = self._counters.totals(dest.id)
-                if dest.durable:  # what it received of each split it sealed (checked batch by batch)
-                    sent = queued = totals.delivered
-                elif dest.queued is not None:  # Spark mode: the source's count
-                    sent, queued = rows_sent, dest.queued
-                else:
-                    sent, queued = dest.storage.rows_offered, dest.storage.rows_in
-                missing = self.coordinator.missing(dest.id) if self.coordinator is not None else []
-                verdict = judge(rows_sent=sent, rows_queued=queued, totals=totals, limit=dest.limit)
-                if missing:
-                    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-                    dest.fail(f"{len(missing)} split(s) never became durable here: {shown}", RowsUnaccounted.code)
-                elif verdict is not None:
-                    dest.fail(verdict.message, verdict.code)
-            elif dest.state == "running" and dest.over_limit_at is not None:
-                self._fail_over_limit(dest)  # a writer thread outlived the shutdown wait
-            elif dest.state in ("pending", "running") and abort_reason is None:
-                dest.fail("writers did not finish", WritersUnfinished.code)
+            self._judge(dest, rows_sent, abort_reason)
         failed = [d.id for d in self.destinations.values() if d.state == "failed"]
         if abort_reason is None and failed and self._spec.settings.consistency == "all_or_nothing":
             abort_reason = f"destination(s) {', '.join(failed)} failed and consistency is all_or_nothing"
         for dest in self.destinations.values():
-            if dest.state != "failed" and abort_reason is None:
-                self.crash_hook.reached("before_commit", dest.id, None)
-            if not self._hold(dest):
-                continue
-            if dest.committed_before is not None:
-                self._settle_committed_before(dest, abort_reason)
-            elif dest.state == "failed":
-                self._rollback(dest, healthy_reason=None)
-            elif abort_reason is not None:
-                self._rollback(dest, healthy_reason=abort_reason)
+            dest.end(abort_reason, self._ending, partial(self._written, dest.id))
+
+    def _judge(self, dest: Destination, rows_sent: int, abort_reason: str | None) -> None:
+        if dest.state == "done" and abort_reason is None and dest.committed_before is None:
+            totals = self._counters.totals(dest.id)
+            if dest.durable:  # what it received of each split it sealed (checked batch by batch)
+                sent = queued = totals.delivered
             else:
-                self._commit(dest)
+                sent, queued = self._plane.handed(dest.storage, rows_sent)
+            missing = self._coordinator.missing(dest.id) if self._coordinator is not None else []
+            dest.judge(sent, queued, totals, missing)
+        elif dest.state == "running" and dest.over_limit_at is not None:
+            self._fail_over_limit(dest)  # a writer thread outlived the shutdown wait
+        elif dest.state in ("pending", "running") and abort_reason is None:
+            self.fail(dest.id, "writers did not finish", WritersUnfinished.code)
 
-    @staticmethod
-    def _settle_committed_before(dest: DestinationRun, abort_reason: str | None) -> None:
-        if abort_reason is None:
-            dest.outcome = "success"
-            return
-        dest.outcome = "failed"
-        dest.error = f"rolled back: {abort_reason}"
-        dest.rollback_error = "not rolled back: an earlier run of the task committed it before it crashed"
-
-    def _commit(self, dest: DestinationRun) -> None:
-        try:
-            assert dest.periphery is not None  # a destination without one failed at prepare
-            dest.periphery.commit()
-            if self.checkpointer is not None:
-                self.checkpointer.committed(dest.id, self._counters.totals(dest.id).written)
-            self.crash_hook.reached("after_commit", dest.id, None)
-        except Exception as exc:
-            dest.fail(f"commit failed: {describe(exc)}", getattr(exc, "code", CommitError.code))
-            self._rollback(dest, healthy_reason=None)
-            return
-        dest.outcome = "success"
-        dest.log.info("destination.committed")
-
-    def _rollback(self, dest: DestinationRun, healthy_reason: str | None) -> None:
-        if healthy_reason is not None:
-            # The destination itself was fine; something else decided it must not keep its rows.
-            dest.error = f"rolled back: {healthy_reason}"
-            dest.error_code = RolledBack.code
-        dest.outcome = "rolled_back" if healthy_reason is not None else "failed"
-        if dest.periphery is None:
-            return
-        try:
-            dest.periphery.rollback()
-        except Exception as exc:
-            dest.rollback_error = describe(exc)
-            dest.log.error("destination.rollback_failed", error=dest.rollback_error)
-        else:
-            dest.log.info("destination.rolled_back", reason=dest.error)
-
-
-def _totals(counters: Counters, destination: str) -> dict[str, int]:
-    t = counters.totals(destination)
-    return {"delivered": t.delivered, "written": t.written, "rejected": t.rejected}
+    def _written(self, destination: str) -> int:
+        return self._counters.totals(destination).written

@@ -140,15 +140,16 @@ def durable_everywhere(ws: Workspace, task_id: int, destinations: int = 4) -> in
 
 
 def start(ws: Workspace, task_id: int, crash: str | None = None) -> subprocess.Popen[str]:
+    """``wormhole --task-id`` in the background; ``crash``: a crash point it stops at (tests/crash_entry.py)."""
     env = ws.env()
-    if crash is not None:
-        env["WORMHOLE_TEST_CRASH"] = crash
-    from tests.conftest import wormhole_command
+    from tests.conftest import crashing_command, wormhole_command
+
+    command = wormhole_command() if crash is None else crashing_command(crash)
 
     # Output to a file, not a pipe: a killed Spark driver's JVM may hold a pipe open after it dies.
     path = ws.root / f"run-{time.monotonic_ns()}.err"
     with path.open("w") as log:
-        proc = subprocess.Popen([*wormhole_command(), "--task-id", str(task_id)], cwd=ws.root, env=env,
+        proc = subprocess.Popen([*command, "--task-id", str(task_id)], cwd=ws.root, env=env,
                                 stdout=subprocess.DEVNULL, stderr=log, text=True)
     proc.log_path = path  # type: ignore[attr-defined]
     return proc

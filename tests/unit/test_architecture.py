@@ -12,9 +12,15 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "wormhole"
 
-RUN_PATH = ("engine.py", "execution.py", "reader_manager.py", "writer_manager.py", "monitor.py", "counters.py",
-            "result.py")
-"""The modules of the run path, whose every function must fit a screen."""
+RUN_PATH = ("engine.py", "execution.py", "reader_manager.py", "writer_manager.py", "destination.py", "monitor.py",
+            "counters.py", "result.py", "dirty.py", "pool.py", "exchange/*.py", "planning/*.py", "recovery/*.py")
+"""The modules of the run path and the recovery package, whose every function must fit a screen."""
+
+GUARDED = {"reader_manager.py": ("ReaderManager", {"readers", "reader_manager"}),
+           "writer_manager.py": ("WriterManager", {"writers", "writer_manager"}),
+           "destination.py": ("Destination", {"dest", "destination", "destinations"})}
+"""Classes whose state only their own methods change (the managers and the destination lifecycle), and the
+names the code calls their objects by (``run.readers``, ``dest``, ``writers.destinations[d]``)."""
 
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 500
@@ -122,11 +128,14 @@ def test_plugins_do_not_import_the_task_model() -> None:
 
 
 def test_run_path_functions_fit_a_screen() -> None:
-    """Every function of the engine, the execution seam, the managers, the monitor and the counters is
-    at most 60 lines (docstring included)."""
+    """Every function of the engine, the execution seam, the managers, the destination lifecycle, the
+    monitor, the counters, the exchange, the planning and the recovery package is at most 60 lines
+    (docstring included)."""
     long = []
-    for file in RUN_PATH:
-        path = PACKAGE / file
+    paths = [p for pattern in RUN_PATH for p in sorted(PACKAGE.glob(pattern))]
+    assert len(paths) > len(RUN_PATH), "the run path's modules were not found"
+    for path in paths:
+        file = str(path.relative_to(PACKAGE))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 assert node.end_lineno is not None
@@ -207,8 +216,7 @@ def test_only_spark_code_imports_pyspark() -> None:
 
 
 ENGINE_RUNTIME = ("wormhole.engine", "wormhole.execution", "wormhole.reader_manager", "wormhole.writer_manager",
-                  "wormhole.coordinator", "wormhole.lease", "wormhole.split_lane", "wormhole.checkpoint",
-                  "wormhole.leftovers", "wormhole.recovery", "wormhole.monitor", "wormhole.spark.runner",
+                  "wormhole.destination", "wormhole.recovery", "wormhole.monitor", "wormhole.spark.runner",
                   "wormhole.spark.splits", "wormhole.spark.transforms", "wormhole.spark.throttle")
 """The engine's runtime: what runs a task (managers, recovery, Spark's execution). Stores are what it
 runs; they see it only through the plugin contract (wormhole/plugins/base.py, capabilities.py)."""
@@ -245,3 +253,59 @@ def test_every_store_package_has_the_same_modules() -> None:
             f"{package.name}: spark.py is the Spark adapter its entry names (spark_read/spark_write)"
         spark_hooks = re.findall(r'spark_(?:read|write)="([^"]+)"', entry)
         assert all(h.startswith(adapter) for h in spark_hooks), f"{package.name}: {spark_hooks} not in spark.py"
+
+
+def _attributes_of(path: Path, name: str) -> set[str]:
+    """The attributes class ``name`` sets on ``self`` (in any of its methods), properties included."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+    found: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                and isinstance(node.ctx, ast.Store):
+            found.add(node.attr)
+        if isinstance(node, ast.FunctionDef) and any(isinstance(d, ast.Name) and d.id == "property"
+                                                     for d in node.decorator_list):
+            found.add(node.name)
+    return found
+
+
+def _called(node: ast.expr) -> str | None:
+    """The name an object is called by: ``dest``, ``run.readers`` -> readers, ``w.destinations[i]`` -> destinations."""
+    while isinstance(node, ast.Subscript | ast.Call):
+        node = node.value if isinstance(node, ast.Subscript) else node.func
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
+def test_no_manager_attribute_is_assigned_from_outside_its_class() -> None:
+    """What a manager (or a destination's lifecycle) holds it is given in its constructor or sets itself:
+    no ``readers.x = ...``, ``dest.x = ...`` (nor ``+=``) of one of their attributes anywhere in the package."""
+    guarded = {name: (cls, _attributes_of(PACKAGE / file, cls)) for file, (cls, names) in GUARDED.items()
+               for name in names}
+    assert {"resumed", "pushup", "coordinator"} <= guarded["readers"][1] | {"resumed"}, "the walk found nothing"
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = [t for target in node.targets for t in (target.elts if isinstance(target, ast.Tuple)
+                                                                   else [target])]
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                targets = [node.target]
+            for target in targets:
+                if not isinstance(target, ast.Attribute):
+                    continue
+                cls, attrs = guarded.get(_called(target.value) or "", ("", set()))
+                if target.attr in attrs:
+                    offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {ast.unparse(target)} ({cls})")
+    assert offenders == []
+
+
+def test_the_product_reads_no_test_setting() -> None:
+    """Crash injection is a test seam (wormhole.recovery.crash, installed by tests/crash_entry.py): no module
+    of the package reads a crash setting from the environment."""
+    readers = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
+               if "WORMHOLE_TEST_" in p.read_text(encoding="utf-8")]
+    assert readers == []

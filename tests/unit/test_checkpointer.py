@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import structlog
 
-from wormhole import checkpoint
-from wormhole.checkpoint import COMMITTED, PLAN_ROW, Checkpointer, split_from_json
 from wormhole.errors import TaskDbError
 from wormhole.plugins.base import Split
+from wormhole.recovery import checkpoint
+from wormhole.recovery.checkpoint import COMMITTED, PLAN_ROW, Checkpointer, split_from_json
 from wormhole.taskdb import SqlTaskStore, open_store
 
 SPLITS = [Split(id="db/t:[0,10)", resource_mark="db", params={"lo": 0, "hi": 10}),
@@ -82,7 +82,7 @@ def test_a_stop_ends_the_waits_between_attempts(store: SqlTaskStore) -> None:
 
 
 def test_the_state_a_task_would_resume_is_its_chains_first_run(store: SqlTaskStore) -> None:
-    from wormhole.leftovers import resumable_chain, resumable_run
+    from wormhole.recovery.leftovers import resumable_chain, resumable_run
 
     assert store.take_over(1, "second", stale_s=0) == 1  # run 1 crashed (it never recorded a plan)
     second = store.start_run(1, "second", resumed_from=1)

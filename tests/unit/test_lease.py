@@ -9,7 +9,7 @@ import pytest
 import structlog
 
 from wormhole.errors import TaskAborted
-from wormhole.lease import Lease
+from wormhole.recovery.lease import Lease
 
 
 def held_in_thread(lease: Lease) -> tuple[threading.Thread, list[object]]:

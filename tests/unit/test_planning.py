@@ -9,7 +9,6 @@ import pytest
 import structlog
 
 from wormhole.config import EngineConf, SpeedConf, SpeedSpec
-from wormhole.coordinator import SplitCoordinator
 from wormhole.errors import InvalidTaskConfig
 from wormhole.planning.assign import (
     TaskGroup,
@@ -22,6 +21,7 @@ from wormhole.planning.assign import (
 )
 from wormhole.planning.channels import SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
 from wormhole.plugins.base import Split
+from wormhole.recovery.coordinator import RetryPolicy, SplitCoordinator
 
 
 def limits(**kw: int | None) -> SpeedLimits:
@@ -126,7 +126,7 @@ def test_dispatch_order_interleaves_groups() -> None:
 # -- the split coordinator's requests: own splits first, then work stealing ----------------------
 
 def _coordinator(splits: list[Split], groups: list[TaskGroup]) -> SplitCoordinator:
-    return SplitCoordinator(splits, groups, durable=[], fire_and_forget=["d"], held={}, retries=0, retry_wait_s=0,
+    return SplitCoordinator(splits, groups, durable=[], fire_and_forget=["d"], held={}, retry=RetryPolicy(0, 0),
                             stop=threading.Event(), log=structlog.get_logger("test"))
 
 
@@ -176,8 +176,8 @@ def test_a_split_waiting_to_be_read_again_is_dropped_when_its_only_destination_f
     reader gets it (it used to be handed out with no destination, which ended that reader thread)."""
     splits = [Split("s0", "m"), Split("s1", "m")]
     groups = [TaskGroup(id=0, splits=("s0", "s1"), channels=1)]
-    board = SplitCoordinator(splits, groups, durable=["db", "js"], fire_and_forget=[], held={}, retries=3,
-                             retry_wait_s=0, stop=threading.Event(), log=structlog.get_logger("test"))
+    board = SplitCoordinator(splits, groups, durable=["db", "js"], fire_and_forget=[], held={},
+                             retry=RetryPolicy(3, 0), stop=threading.Event(), log=structlog.get_logger("test"))
     first = board.request(0)
     assert first is not None and first.split.id == "s0" and first.destinations == {"db", "js"}
     board.read_done(first, 10)

@@ -28,8 +28,8 @@ from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import InvalidTaskConfig, WormholeError
-from wormhole.lease import Lease
 from wormhole.planning.channels import speed_limits
+from wormhole.recovery.lease import Lease
 from wormhole.taskdb import CRASHED, SqlTaskStore, TaskStore, open_store
 
 

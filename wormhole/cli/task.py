@@ -12,7 +12,7 @@ from wormhole.cli.common import NAME_OPTION, TASK_ID, fail, global_options, read
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
-from wormhole.leftovers import leftovers, resumable_chain, resumable_run
+from wormhole.recovery.leftovers import leftovers, resumable_chain, resumable_run
 from wormhole.redaction import redact, redact_json_text
 from wormhole.spec_json import load_spec_json
 from wormhole.taskdb import SqlTaskStore, TaskRecord

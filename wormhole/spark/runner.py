@@ -31,18 +31,19 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.config import EngineConf, SourceSpec
-from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
 from wormhole.exchange.throttle import ReadMeasure, Throttle
-from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split, split_order
+from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.recovery.lease import Lease
+from wormhole.recovery.split_lane import SplitTarget
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
-from wormhole.spark.splits import write_splits
+from wormhole.spark.splits import check_record_limit, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
 from wormhole.spark.types import (
@@ -54,7 +55,6 @@ from wormhole.spark.types import (
     spark_schema,
     to_arrow_batches,
 )
-from wormhole.split_lane import SplitTarget
 from wormhole.transform.plan import Placement, TransformPlan
 
 DirtyEntry = tuple[str, str | None, str, Row]
@@ -163,10 +163,10 @@ class SparkExecution:
         _, schema = self.source_frame(self._source, readers.ordered_splits(), readers.schema)
         return schema
 
-    def start_reads(self, readers: Any) -> _FinishedRead:
-        self._coordinator = readers.coordinator
-        pending = set(readers.coordinator.pending()) if readers.coordinator is not None else None
-        if pending is not None and len(pending) < len(readers.splits):
+    def start_reads(self, readers: Any, feed: Any) -> _FinishedRead:
+        self._coordinator = feed.coordinator
+        pending = set(feed.coordinator.pending())
+        if len(pending) < len(readers.splits):
             # A resumed run reads only the splits some destination still lacks.
             self.source_frame(self._source, [s for s in readers.ordered_splits() if s.id in pending], readers.schema)
         try:
@@ -178,9 +178,16 @@ class SparkExecution:
         self._rows = rows
         return _FinishedRead(rows, readers.stop)
 
-    def start_writes(self, writers: Any) -> None:
+    def start_writes(self, writers: Any, coordinator: SplitCoordinator) -> None:
         self._lease = writers.lease
-        writers.start_jobs(lambda dest, counters: self.write(dest, counters, self._rows), self._rows)
+        writers.start_jobs(lambda dest, counters: self.write(dest, counters, self._rows), coordinator)
+
+    def writes_whole(self, sink: Any, options: Any) -> bool:
+        # A native write that replaces its whole output starts afresh every run (a crashed run's state is a leftover).
+        return sink.spark_replaces is not None and bool(sink.spark_replaces(options))
+
+    def handed(self, storage: Any, rows_sent: int) -> tuple[int, int]:
+        return rows_sent, self._rows  # no queue: each destination's job reads the whole persisted source
 
     # -- read side -----------------------------------------------------------------------------
 
@@ -411,9 +418,9 @@ class SparkExecution:
         self._flush_dirty(dirty.value)
         if coordinator is not None:
             for split_id, rows in sealed.value:
-                dest.sealed[split_id] = rows
+                dest.sealed(split_id, rows)
                 coordinator.sealed(split_id, dest.id, rows)
-        _check_record_limit(dest, counters)
+        check_record_limit(dest, counters)
 
     def _write_on_driver(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> None:
         # Stores whose writes cannot be replayed per partition (a SQLite file): the rows come to the
@@ -427,7 +434,7 @@ class SparkExecution:
             for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
                 if write_counted(writer, batch, counters, lambda bad: self._dirty.reject(dest.id, bad),
                                  destination=dest.id, plugin=dest.plugin):
-                    _check_record_limit(dest, counters)
+                    check_record_limit(dest, counters)
             writer.flush()
         finally:
             writer.close()
@@ -480,13 +487,6 @@ class SparkExecution:
         if self.frame is not None:
             self.frame.unpersist()
             self.frame = None
-
-
-def _check_record_limit(dest: Any, counters: WriterCounters) -> None:
-    verdict = record_limit(counters.rejected, dest.limit.record)
-    if verdict is not None:
-        raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=counters.rejected,
-                                 destination=dest.id)
 
 
 def naive_timestamps(frame: DataFrame) -> DataFrame:

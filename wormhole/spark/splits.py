@@ -18,16 +18,24 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wormhole.config import EngineConf
-from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, SplitLost
-from wormhole.lease import Lease
 from wormhole.plugins.base import Rejected, SplitWriter
+from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.recovery.lease import Lease
+from wormhole.recovery.split_lane import SplitTarget
 from wormhole.spark.types import exact_columns, from_spark_rows
-from wormhole.split_lane import SplitTarget
 
 PARTITION = "__wh_partition"
+def check_record_limit(dest: Any, counters: WriterCounters) -> None:
+    """Raise once the destination's rejected rows (``counters``: all of them) exceed its record limit."""
+    verdict = record_limit(counters.rejected, dest.limit.record)
+    if verdict is not None:
+        raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=counters.rejected,
+                                 destination=dest.id)
+
+
 def write_splits(frame: DataFrame, split_ids: list[str], dest: Any, counters: WriterCounters,
                  coordinator: SplitCoordinator, lease: Lease | None, dirty: DirtyFile, conf: EngineConf) -> None:
     """Write every split ``dest`` lacks, split by split, from the driver (each made durable only while
@@ -77,10 +85,7 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
                 into.delivered += one.delivered
                 into.written += one.written
                 into.rejected += one.rejected
-            verdict = record_limit(counters.rejected, dest.limit.record)
-            if verdict is not None:
-                raise DirtyLimitExceeded(verdict.message, limit=dest.limit.record, observed=counters.rejected,
-                                         destination=dest.id)
+            check_record_limit(dest, counters)
         if lease is not None:
             lease.hold(f"split {split_id} of destination {dest.id}")
         writer.end_split(split_id, part.written)
@@ -97,6 +102,6 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
         raise
     if bad:
         dirty.reject(dest.id, bad, split_id=split_id)
-    dest.sealed[split_id] = part.written
+    dest.sealed(split_id, part.written)
     coordinator.sealed(split_id, dest.id, part.written)
     return True

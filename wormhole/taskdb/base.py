@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
-from wormhole.checkpoint import CheckpointRow
 from wormhole.errors import TaskDbError
+from wormhole.recovery.checkpoint import CheckpointRow
 from wormhole.taskdb.checkpoints import CheckpointsMixin
 from wormhole.taskdb.claims import CRASHED, ClaimsMixin
 from wormhole.taskdb.schema import (

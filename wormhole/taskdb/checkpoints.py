@@ -1,4 +1,4 @@
-"""The store's checkpoint rows (``wormhole_checkpoint``): the :class:`~wormhole.checkpoint.CheckpointStore`
+"""The store's checkpoint rows (``wormhole_checkpoint``): the :class:`~wormhole.recovery.checkpoint.CheckpointStore`
 half of :class:`~wormhole.taskdb.base.SqlTaskStore`.
 
 Apart from the task rows because it serves a different reader: the resume logic of
@@ -11,7 +11,7 @@ import builtins
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from wormhole.checkpoint import PLAN_ROW, CheckpointRow
+from wormhole.recovery.checkpoint import PLAN_ROW, CheckpointRow
 from wormhole.taskdb.schema import CHECKPOINT_TABLE, DESTINATION_MAX, RUN_TABLE, SPLIT_ID_MAX
 from wormhole.taskdb.sql import SqlStoreBase, format_ts, utcnow
 

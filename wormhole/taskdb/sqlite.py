@@ -8,8 +8,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, ClassVar
 
-from wormhole.checkpoint import TASKDB_WRITES
 from wormhole.errors import TaskDbError
+from wormhole.recovery.checkpoint import TASKDB_WRITES
 from wormhole.taskdb.base import SqlTaskStore
 from wormhole.taskdb.schema import SQLITE_ADDED_COLUMNS, SQLITE_DDL
 from wormhole.taskdb.sql import Result

@@ -15,9 +15,7 @@ destination's commit and the checkpoint write neither loses nor duplicates a spl
 from __future__ import annotations
 
 import json
-import os
 import queue
-import signal
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -215,38 +213,3 @@ TASKDB_WRITES = threading.RLock()
 too: they are short, and one rule is simpler). A process paused mid-write would keep the file's write
 lock, so no other process could claim or take over anything (a real pause has that risk too; the test
 hook's pause takes this lock first, so it never does)."""
-
-
-class CrashHook:
-    """A test hook: ``WORMHOLE_TEST_CRASH=<point>:<destination>:<n>`` SIGKILLs the process at the
-    n-th split of that destination, at ``before_seal`` (its rows written, the split's transaction
-    or part not yet committed) or ``after_seal`` (committed in the destination, not yet in the
-    checkpoint: the window where only the destination's own record is true); or (n = 1) around the
-    destination's final commit, at ``before_commit`` or ``after_commit`` (committed, the task's
-    outcome not recorded). A fourth part ``:stop`` SIGSTOPs the process there instead (a paused
-    process, which another may take the task from). Unset: no cost."""
-
-    def __init__(self, spec: str | None, log: Logger) -> None:
-        self._log = log
-        self._point: tuple[str, str, int] | None = None
-        self._signal = signal.SIGKILL
-        self._counts: dict[str, int] = {}
-        self._lock = threading.Lock()
-        if spec:
-            parts = spec.split(":")
-            if parts[-1] == "stop":
-                self._signal = signal.SIGSTOP
-                parts = parts[:-1]
-            point, destination, n = parts[0], ":".join(parts[1:-1]), parts[-1]
-            self._point = (point, destination, int(n))
-
-    def reached(self, point: str, destination: str, split_id: str | None) -> None:
-        if self._point is None or self._point[:2] != (point, destination):
-            return
-        with self._lock:
-            count = self._counts[point] = self._counts.get(point, 0) + 1
-        if count == self._point[2]:
-            self._log.warning("test.crash", point=point, destination=destination, split_id=split_id,
-                              signal=self._signal.name)
-            with TASKDB_WRITES:  # never paused inside a task-database write (SIGKILL ends it anyway)
-                os.kill(os.getpid(), self._signal)

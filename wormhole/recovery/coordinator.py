@@ -17,6 +17,11 @@ SourceSplitCoordinator, for a bounded source).
 
 Split state is kept per split and destination, so a resumed run starts from what each destination
 already holds (BitSail's restore) and the checkpoint records what each one holds now (snapshotState).
+
+What the run must hear of (a split became durable somewhere; a destination lost a split for good) goes
+to the run's :class:`CoordinatorContext` (SeaTunnel's enumerator ``Context``): events are queued under
+the coordinator's lock and delivered after it is released, in order, by one thread at a time, so a
+handler may call the coordinator again (``destination_failed``) without a re-entrant call chain.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from wormhole.log import Logger
 from wormhole.planning.assign import TaskGroup
@@ -65,6 +71,54 @@ class _SplitState:
     """The fire-and-forget destinations got the split (they are never sent it again)."""
 
 
+class CoordinatorContext(Protocol):
+    """What the coordinator tells the run; called outside the coordinator's lock, in the order it happened."""
+
+    def split_sealed(self, split_id: str, destination: str, rows: int) -> None:
+        """``destination`` made the split durable (the checkpoint records it)."""
+
+    def destination_lost(self, destination: str, reason: str) -> None:
+        """``destination`` lost a split more than ``split_retries`` times: it fails (and the run then tells
+        the coordinator, ``destination_failed``)."""
+
+
+class NoContext:
+    """A coordinator nobody listens to (tests, a run without checkpoints that never loses a split)."""
+
+    def split_sealed(self, split_id: str, destination: str, rows: int) -> None:
+        pass
+
+    def destination_lost(self, destination: str, reason: str) -> None:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Sealed:
+    split_id: str
+    destination: str
+    rows: int
+
+    def send(self, context: CoordinatorContext) -> None:
+        context.split_sealed(self.split_id, self.destination, self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class _Lost:
+    destination: str
+    reason: str
+
+    def send(self, context: CoordinatorContext) -> None:
+        context.destination_lost(self.destination, self.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often a split is read again, and how long the first wait is (doubling, at most 30 s)."""
+
+    retries: int
+    wait_s: float
+
+
 @dataclass(slots=True)
 class CoordinatorStats:
     splits: int = 0
@@ -80,20 +134,20 @@ class CoordinatorStats:
 
 class SplitCoordinator:
     def __init__(self, splits: Sequence[Split], groups: Sequence[TaskGroup], *, durable: Collection[str],
-                 fire_and_forget: Collection[str], held: Mapping[str, Collection[str]], retries: int,
-                 retry_wait_s: float, stop: threading.Event, log: Logger,
-                 on_sealed: Callable[[str, str, int], None] = lambda split, dest, rows: None,
-                 on_destination_failed: Callable[[str, str], None] = lambda dest, reason: None) -> None:
-        """``held``: destination -> ids of splits it already holds durably (its own record, on resume)."""
+                 fire_and_forget: Collection[str], held: Mapping[str, Collection[str]], retry: RetryPolicy,
+                 stop: threading.Event, log: Logger, context: CoordinatorContext | None = None) -> None:
+        """``held``: destination -> ids of splits it already holds durably (its own record, on resume);
+        ``context``: who hears of sealed splits and destinations lost for good."""
         self._durable = set(durable)
         self._fire = set(fire_and_forget)
-        self._retries = retries
-        self._wait_s = retry_wait_s
+        self._retries = retry.retries
+        self._wait_s = retry.wait_s
         self._stop = stop
         self._log = log
-        self._on_sealed = on_sealed
-        self._on_destination_failed = on_destination_failed
+        self._context: CoordinatorContext = context if context is not None else NoContext()
         self._cond = threading.Condition()
+        self._events: deque[_Sealed | _Lost] = deque()
+        self._delivering = threading.Lock()
         self.stats = CoordinatorStats(splits=len(splits))
         self.error: str | None = None
         """Why the read side failed (a split's reads failed ``retries`` + 1 times), else None."""
@@ -164,6 +218,7 @@ class SplitCoordinator:
             state = self._states[assignment.split.id]
             state.reading, state.read_done = False, True
             self._settle(state)
+        self._deliver()
 
     def read_failed(self, assignment: Assignment, error: str, rows_sent: bool) -> None:
         """addSplitsBack: the read broke (after some rows were sent, or not); every destination of the
@@ -197,8 +252,9 @@ class SplitCoordinator:
             state = self._states[split_id]
             state.lacking.discard(destination)
             state.waiting_on.discard(destination)
-            self._on_sealed(split_id, destination, rows)
+            self._events.append(_Sealed(split_id, destination, rows))
             self._settle(state)
+        self._deliver()
 
     def lost(self, split_id: str, destination: str, reason: str) -> None:
         """``destination`` lost its transaction of the split and discarded what it had."""
@@ -207,6 +263,7 @@ class SplitCoordinator:
             state.waiting_on.discard(destination)
             state.lost[destination] = reason
             self._settle(state)
+        self._deliver()
 
     def destination_failed(self, destination: str) -> None:
         """A failed destination is waited for no more (its rows are rolled back with it)."""
@@ -224,6 +281,7 @@ class SplitCoordinator:
                 else:
                     self._settle(state)
             self._cond.notify_all()
+        self._deliver()
 
     def _needed_by_nobody(self, state: _SplitState) -> bool:
         """No destination would get the split: every one that lacked it failed, and the others have it."""
@@ -249,8 +307,8 @@ class SplitCoordinator:
         state.lost = {}
         for dest, reason in failed_for_good:
             state.lacking.discard(dest)
-            self._on_destination_failed(dest, f"split {state.split.id} was lost {state.failures[dest]} time(s), "
-                                              f"the last: {reason}")
+            self._events.append(_Lost(dest, f"split {state.split.id} was lost {state.failures[dest]} time(s), "
+                                            f"the last: {reason}"))
         if state.lacking:
             self._requeue(state, "lost by " + ", ".join(sorted(state.lacking)), max(state.failures.values()))
         else:
@@ -265,6 +323,25 @@ class SplitCoordinator:
         self.stats.retried += 1
         self._log.warning("coordinator.split_retry", split_id=state.split.id, why=why, attempt=state.attempt + 1,
                           wait_s=round(wait, 3), destinations=sorted(state.lacking | self._fire))
+
+    def _deliver(self) -> None:
+        """Hand the queued events to the context, outside the lock. One thread delivers at a time (in
+        order); a call made from a handler, or by another thread meanwhile, leaves its events to it."""
+        while True:
+            if not self._delivering.acquire(blocking=False):
+                return  # the deliverer checks the queue again after it lets go
+            try:
+                while True:
+                    with self._cond:
+                        if not self._events:
+                            break
+                        event = self._events.popleft()
+                    event.send(self._context)
+            finally:
+                self._delivering.release()
+            with self._cond:
+                if not self._events:
+                    return
 
     def missing(self, destination: str) -> list[str]:
         """Splits ``destination`` still lacks (none, once every split is settled and it did not fail)."""

@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from wormhole.checkpoint import CrashHook
-from wormhole.coordinator import SplitCoordinator
 from wormhole.counters import WriterCounters, write_counted
 from wormhole.errors import SplitLost
 from wormhole.exchange.double_queue import Batch
-from wormhole.lease import Lease
 from wormhole.log import Logger
 from wormhole.plugins.base import Rejected, Row, SplitWriter, WriteResult
+from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.recovery.crash import CrashPoints
+from wormhole.recovery.lease import Lease
 
 
 @dataclass(eq=False)
@@ -33,26 +33,46 @@ class _OpenSplit:
     """Rows the writer rejected, written to the dirty file once the split is durable."""
 
 
+@dataclass(frozen=True, slots=True)
+class LaneOf:
+    """Whose lane it is: a destination's writer thread ``worker``."""
+
+    destination: str
+    plugin: str
+    log: Logger
+    worker: int
+
+
+@dataclass(frozen=True, slots=True)
+class LaneHooks:
+    """What a lane reports to and asks of its destination and run."""
+
+    reject: Callable[..., None]
+    """``reject(rows, split_id=...)`` writes rejected rows to the dirty file."""
+    sealed: Callable[[str, int], None]
+    """Told of each split made durable (split id, rows): the destination's record of the run."""
+    check_limit: Callable[[], None]
+    """Raises when the destination's rejected rows exceed its record limit."""
+    crash: CrashPoints
+    lease: Lease | None = None
+    """A split is made durable only while it is live."""
+
+
 class SplitLane:
-    def __init__(self, destination: str, plugin: str, log: Logger, worker: int, writer: SplitWriter,
-                 counters: WriterCounters, coordinator: SplitCoordinator, *,
-                 reject: Callable[..., None], check_limit: Callable[[], None], crash_hook: CrashHook,
-                 sealed: dict[str, int], lease: Lease | None = None) -> None:
-        """``reject(rows, split_id=...)`` writes rejected rows to the dirty file; ``check_limit`` raises
-        when the destination's rejected rows exceed its record limit; ``sealed`` collects the splits
-        made durable (split id -> rows); ``lease``: a split is made durable only while it is live."""
-        self.destination = destination
-        self.plugin = plugin
-        self.log = log
-        self.worker = worker
+    def __init__(self, of: LaneOf, writer: SplitWriter, counters: WriterCounters, coordinator: SplitCoordinator,
+                 hooks: LaneHooks) -> None:
+        self.destination = of.destination
+        self.plugin = of.plugin
+        self.log = of.log
+        self.worker = of.worker
         self.writer = writer
         self.counters = counters
         self.coordinator = coordinator
-        self._reject = reject
-        self._check_limit = check_limit
-        self._hook = crash_hook
-        self._sealed = sealed
-        self._lease = lease
+        self._reject = hooks.reject
+        self._check_limit = hooks.check_limit
+        self._hook = hooks.crash
+        self._sealed = hooks.sealed
+        self._lease = hooks.lease
         self.open: dict[str, _OpenSplit] = {}
         self.lost: set[str] = set()
 
@@ -103,7 +123,7 @@ class SplitLane:
         self.open.pop(split_id, None)
         if split.rejected:
             self._reject(tuple(split.rejected), split_id=split_id)
-        self._sealed[split_id] = rows
+        self._sealed(split_id, rows)
         self.log.debug("writer.split_sealed", split_id=split_id, rows=rows, worker=self.worker)
         self.coordinator.sealed(split_id, self.destination, rows)
 

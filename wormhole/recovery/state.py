@@ -1,0 +1,126 @@
+"""RecoveryState: what the chain of runs this run continues already holds, known before anything is built.
+
+BitSail's restore, in one object: the run whose destination state this run continues (``origin``), the
+splits the chain planned (read instead of splitting the source again), the destinations a run of the
+chain committed, the ones a run whose outcome was recorded committed (``settled``), the transform
+placement each split was read under, the run's checkpointer, lease and task database id. The Engine
+builds it first and hands it to the managers' constructors; whether a destination makes splits durable,
+and whether it is skipped as committed before, is decided here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from wormhole.log import Logger
+from wormhole.plugins.base import DurablePeriphery, Split, WriterPeriphery
+from wormhole.plugins.capabilities import Capabilities
+from wormhole.recovery.checkpoint import (
+    COMMITTED,
+    PLAN_ROW,
+    Checkpointer,
+    CheckpointRow,
+    CheckpointStore,
+    recorded_placements,
+    split_from_json,
+)
+from wormhole.recovery.lease import Lease
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryState:
+    run_id: int
+    origin: int
+    """The run whose destination state this run continues (its own id unless it resumes)."""
+    resumed_from: int | None = None
+    splits: tuple[Split, ...] | None = None
+    """The splits the chain planned (None: split the source)."""
+    committed: Mapping[str, int] = field(default_factory=dict)
+    """Destinations a run of the chain committed (per the checkpoint): destination -> rows."""
+    committed_by: Mapping[str, int] = field(default_factory=dict)
+    """Destination -> the run of the chain that committed it."""
+    settled: frozenset[str] = frozenset()
+    """Destinations a run whose outcome was recorded committed (a retried partial task): skipped, durable or
+    not (their own records went when that run's outcome was recorded)."""
+    placements: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    """Split -> the transform placement a run of the chain read it under (its durable rows record it)."""
+    checkpointer: Checkpointer | None = None
+    """Writes this run's checkpoint rows (None: no task database, nothing resumes the run)."""
+    lease: Lease | None = None
+    """The run's claim on its task (None: nobody else can hold it)."""
+    taskdb_id: str = ""
+    """The task database's id, which destinations name their kept state by."""
+
+    # -- the decisions -------------------------------------------------------------------------
+
+    @staticmethod
+    def durable(caps: Capabilities, *, written_whole: bool = False) -> bool:
+        """Whether a destination makes each split durable, so it resumes and a lost split is written again:
+        its store declares it (SplitWriters, a periphery that keeps the record) and it is not written whole
+        (Spark's native write that replaces its output)."""
+        return not written_whole and caps.durable_splits
+
+    def committed_before(self, destination: str, durable: bool) -> int | None:
+        """Rows a run of the chain committed into ``destination`` when it is to be left as it is (nothing of
+        its own to ask, or a recorded run committed it: loading it again would write its rows twice)."""
+        if destination in self.committed and (destination in self.settled or not durable):
+            return self.committed[destination]
+        return None
+
+    def origin_for(self, fresh: bool) -> int | None:
+        """The ``origin_run_id`` a destination is prepared with (None: it starts afresh)."""
+        return None if fresh else self.origin
+
+    def held(self, periphery: WriterPeriphery) -> dict[str, int]:
+        """The splits a prepared durable destination holds (its own record: the truth on resume)."""
+        return dict(cast(DurablePeriphery, periphery).durable_splits())
+
+    # -- building it ---------------------------------------------------------------------------
+
+    @classmethod
+    def restore(cls, checkpoints: CheckpointStore | None, *, task_id: int, run_id: int, resume_from: int | None,
+                finished_runs: frozenset[int], log: Logger, stop: threading.Event, lease: Lease | None = None,
+                taskdb_id: str = "") -> RecoveryState:
+        """Walk the chain of runs ``resume_from`` continues; start the run's checkpointer."""
+        state = cls(run_id, run_id, lease=lease, taskdb_id=taskdb_id)
+        if checkpoints is not None and resume_from is not None:
+            state = _walk(checkpoints, state, resume_from, finished_runs, log)
+        if checkpoints is None:
+            return state
+        checkpointer = Checkpointer(checkpoints, task_id, run_id, state.origin, log, stop)
+        return dataclasses.replace(state, checkpointer=checkpointer)
+
+
+def _walk(checkpoints: CheckpointStore, state: RecoveryState, resume_from: int, finished_runs: frozenset[int],
+          log: Logger) -> RecoveryState:
+    # The plan of the newest run of the chain that recorded one (a run killed before it planned recorded
+    # none, and no destination holds anything of it): every run of a chain reads the same splits.
+    run: int | None = resume_from
+    plan: list[CheckpointRow] = []
+    committed: dict[str, int] = {}
+    committed_by: dict[str, int] = {}
+    placements: dict[str, dict[str, Any]] = {}
+    root, plan_of, durable = resume_from, None, 0
+    while run is not None:
+        rows = checkpoints.checkpoint(run)
+        for split_id, recorded in recorded_placements(rows).items():
+            placements.setdefault(split_id, recorded)  # the newest run's record of a split
+        for row in rows:
+            if row.split_id == COMMITTED and row.destination != PLAN_ROW:
+                committed.setdefault(row.destination, row.rows or 0)
+                committed_by.setdefault(row.destination, run)
+        if not plan:
+            plan = [r for r in rows if r.destination == PLAN_ROW and r.payload is not None]
+            plan_of, durable = (run, len(rows) - len(plan)) if plan else (None, 0)
+        root, run = run, checkpoints.resumed_from(run)
+    splits = tuple(split_from_json(r.payload) for r in plan if r.payload is not None) or None
+    log.info("task.resuming", resumed_from_run=resume_from, origin_run=plan[0].origin_run_id if plan else root,
+             plan_of_run=plan_of, planned_splits=len(plan), durable_in_checkpoint=durable,
+             committed=sorted(committed), placements_recorded=len(placements))
+    return RecoveryState(state.run_id, plan[0].origin_run_id if plan else root, resume_from, splits, committed,
+                         committed_by, frozenset(d for d, by in committed_by.items() if by in finished_runs),
+                         placements, lease=state.lease, taskdb_id=state.taskdb_id)
