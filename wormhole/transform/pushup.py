@@ -189,7 +189,7 @@ class PushUp:
                 if i not in widest:
                     continue
                 op = plan.task_ops[i]
-                if op.kind == "project":
+                if op.operator.free_in_source:
                     ready.append((float("inf"), i))
                     continue
                 s = stats.get(op.id)
