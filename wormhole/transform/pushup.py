@@ -90,6 +90,8 @@ class PushUp:
         self.moves: list[dict[str, Any]] = []
         self.placements: dict[str, list[str]] = {}
         """Placement id -> the ids of the operators it runs in the source, in order."""
+        self.runners: list[ChainRunner] = []
+        """Every reader thread's chain runners (one per placement it read under): their metrics."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._held = False
