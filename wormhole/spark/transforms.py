@@ -77,46 +77,49 @@ class _Gen:
         return c if self.typed.of(e) == kind else c.cast(SPARK_TYPES[kind])
 
     def col(self, e: Expr) -> Column:
-        if isinstance(e, Lit):
-            return _literal(e.value)
-        if isinstance(e, Col):
-            return self.resolve(e.name)
-        if isinstance(e, Neg):
-            return -self.wide(e.x, e)
-        if isinstance(e, Binary):
-            return self._binary(e)
-        if isinstance(e, Not):
-            return ~self.col(e.x)
-        if isinstance(e, IsNull):
-            x = self.col(e.x)
-            return x.isNotNull() if e.negated else x.isNull()
-        if isinstance(e, In):
-            kinds = {self.typed.of(e.x), *(self.typed.of(i) for i in e.items)}
-            as_double = "float" in kinds and bool(kinds & {"decimal", "int"})
-            x = self.col(e.x).cast("double") if as_double else self.col(e.x)
-            items = [_literal(float(i.value) if as_double and i.value is not None else i.value) for i in e.items]
-            found = x.isin(*items)
-            return ~found if e.negated else found
-        if isinstance(e, Between):
-            inside = self._compare(">=", e.x, e.low) & self._compare("<=", e.x, e.high)
-            return ~inside if e.negated else inside
-        if isinstance(e, Like):
-            found = self.col(e.x).rlike(java_like_regex(e.parts()))
-            return ~found if e.negated else found
-        if isinstance(e, Func):
-            return self._func(e)
-        if isinstance(e, Case):
-            kind = self.typed.of(e)
-            out: Any = F
-            for cond, value in e.whens:
-                out = out.when(self.col(cond) == F.lit(True), self.as_type(value, kind) if kind != "null" else
-                               self.col(value))
-            default = self.as_type(e.default, kind) if e.default is not None and kind != "null" else \
-                F.lit(None).cast(SPARK_TYPES.get(kind, T.StringType()))
-            return out.otherwise(default)
-        if isinstance(e, Cast):
-            return self._cast(e)
-        raise AssertionError(f"unknown node {type(e).__name__}")
+        return _COLUMN[type(e)](self, e)
+
+    def _literal(self, e: Lit) -> Column:
+        return _literal(e.value)
+
+    def _column(self, e: Col) -> Column:
+        return self.resolve(e.name)
+
+    def _neg(self, e: Neg) -> Column:
+        return -self.wide(e.x, e)
+
+    def _not(self, e: Not) -> Column:
+        return ~self.col(e.x)
+
+    def _is_null(self, e: IsNull) -> Column:
+        x = self.col(e.x)
+        return x.isNotNull() if e.negated else x.isNull()
+
+    def _in(self, e: In) -> Column:
+        kinds = {self.typed.of(e.x), *(self.typed.of(i) for i in e.items)}
+        as_double = "float" in kinds and bool(kinds & {"decimal", "int"})
+        x = self.col(e.x).cast("double") if as_double else self.col(e.x)
+        items = [_literal(float(i.value) if as_double and i.value is not None else i.value) for i in e.items]
+        found = x.isin(*items)
+        return ~found if e.negated else found
+
+    def _between(self, e: Between) -> Column:
+        inside = self._compare(">=", e.x, e.low) & self._compare("<=", e.x, e.high)
+        return ~inside if e.negated else inside
+
+    def _like(self, e: Like) -> Column:
+        found = self.col(e.x).rlike(java_like_regex(e.parts()))
+        return ~found if e.negated else found
+
+    def _case(self, e: Case) -> Column:
+        kind = self.typed.of(e)
+        out: Any = F
+        for cond, value in e.whens:
+            out = out.when(self.col(cond) == F.lit(True), self.as_type(value, kind) if kind != "null" else
+                           self.col(value))
+        default = self.as_type(e.default, kind) if e.default is not None and kind != "null" else \
+            F.lit(None).cast(SPARK_TYPES.get(kind, T.StringType()))
+        return out.otherwise(default)
 
     def wide(self, e: Expr, result: Expr) -> Column:
         """``e`` as an operand of ``result``: as DECIMAL(38, 0) when ``result`` is an int that may leave 64 bits."""
@@ -209,6 +212,13 @@ class _Gen:
         if source == "decimal" and to == "string":  # pyfn.decimal_text: no trailing zeros after the point
             return F.regexp_replace(F.regexp_replace(x.cast("string"), r"(\.[0-9]*?)0+$", "$1"), r"\.$", "")
         return x.try_cast(SPARK_TYPES[to])  # a decimal beyond 64 bits to int: NULL, not an error
+
+
+_COLUMN: dict[type[Expr], Callable[[Any, Any], Column]] = {
+    Lit: _Gen._literal, Col: _Gen._column, Neg: _Gen._neg, Binary: _Gen._binary, Not: _Gen._not,
+    IsNull: _Gen._is_null, In: _Gen._in, Between: _Gen._between, Like: _Gen._like, Func: _Gen._func,
+    Case: _Gen._case, Cast: _Gen._cast}
+"""Each node's Spark Column: a type-dispatch table."""
 
 
 def _literal(value: Any) -> Column:
