@@ -268,7 +268,7 @@ class Kit:
 
 def apply_chain(frame: DataFrame, chain: Chain) -> DataFrame:
     for op in chain.ops:
-        frame = op.operator.spark(op, frame, Kit(frame, op))
+        frame = op.spec.operator.spark(op, frame, Kit(frame, op))
     return frame
 
 

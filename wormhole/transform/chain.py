@@ -65,7 +65,7 @@ class ChainRunner:
     def __init__(self, chain: Chain) -> None:
         self.chain = chain
         self._names = chain.input.names
-        self._steps = [op.operator.python(op) for op in chain.ops]
+        self._steps = [op.spec.operator.python(op) for op in chain.ops]
         self.metrics = [OpMetrics() for _ in chain.ops]
 
     def run(self, rows: Sequence[Row]) -> list[Row]:

@@ -90,23 +90,16 @@ FUNCTIONS: dict[str, Signature] = {s.name: s for s in (
 )}
 
 
+_LITERALS: tuple[tuple[type, str], ...] = (
+    (type(None), "null"), (bool, "bool"), (int, "int"), (float, "float"), (Decimal, "decimal"), (str, "string"),
+    (datetime, "datetime"), (date, "date"))
+"""A literal's Python type -> its type, the first that matches (a bool is an int, a datetime a date)."""
+
+
 def literal_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, Decimal):
-        return "decimal"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, datetime):
-        return "datetime"
-    if isinstance(value, date):
-        return "date"
+    for kind, name in _LITERALS:
+        if isinstance(value, kind):
+            return name
     raise TypeError(f"no literal of {type(value).__name__}")
 
 

@@ -134,7 +134,7 @@ def _groups(ops: tuple[BoundOp, ...]) -> tuple[tuple[int, ...], ...]:
     """Ordering groups: a run of adjacent operators that commute is one, every other operator its own."""
     groups: list[tuple[int, ...]] = []
     for i, op in enumerate(ops):
-        if op.operator.commutes and groups and ops[groups[-1][0]].operator.commutes:
+        if op.spec.operator.commutes and groups and ops[groups[-1][0]].spec.operator.commutes:
             groups[-1] = (*groups[-1], i)
         else:
             groups.append((i,))
@@ -149,7 +149,7 @@ def _source_parts(ops: tuple[BoundOp, ...], dialect: Dialect | None) -> tuple[di
     why: dict[int, str] = {}
     for i, op in enumerate(ops):
         try:
-            parts[i] = op.operator.sql(op, dialect)
+            parts[i] = op.spec.operator.sql(op, dialect)
         except NotPushable as exc:
             why[i] = str(exc)
     return parts, why

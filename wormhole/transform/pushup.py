@@ -191,7 +191,7 @@ class PushUp:
                 if i not in widest:
                     continue
                 op = plan.task_ops[i]
-                if op.operator.free_in_source:
+                if op.spec.operator.free_in_source:
                     ready.append((float("inf"), i))
                     continue
                 s = stats.get(op.id)

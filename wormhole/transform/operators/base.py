@@ -65,10 +65,6 @@ class BoundOp:
     def id(self) -> str:
         return self.spec.op_id
 
-    @property
-    def operator(self) -> Operator:
-        return self.spec.operator
-
 
 @dataclass(frozen=True, slots=True)
 class SourcePart:
