@@ -4,8 +4,8 @@ Placement: the task's operators form *ordering groups*: a run of adjacent operat
 (filters) is one group, every other operator a group of its own. A placement pushes whole groups
 from the front, then any subset of the next group's operators, into the source query; only operators
 whose SQL form the source's dialect evaluates exactly (:meth:`~.operators.base.Operator.sql`: filters
-and projections) can go. The rest of the task's
-operators run as one chain in the reader threads; each destination's run as one chain in its writers.
+and projections) can go. The rest of the task's operators run as one chain in the reader threads;
+each destination's run as one chain in its writers.
 """
 
 from __future__ import annotations

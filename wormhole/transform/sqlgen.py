@@ -121,9 +121,18 @@ class _Gen:
 
     def _case(self, e: Case) -> str:
         self.branches(e, [v for _, v in e.whens] + ([e.default] if e.default is not None else []))
-        whens = " ".join(f"WHEN {self.sql(c)} THEN {self.sql(v)}" for c, v in e.whens)
-        default = f" ELSE {self.sql(e.default)}" if e.default is not None else ""
+        whens = " ".join(f"WHEN {self.sql(c)} THEN {self.branch(v, e)}" for c, v in e.whens)
+        default = f" ELSE {self.branch(e.default, e)}" if e.default is not None else ""
         return f"(CASE {whens}{default} END)"
+
+    def branch(self, e: Expr, result: Expr) -> str:
+        """``e`` as a value ``result`` (a CASE or coalesce) may give: a double in SQLite when ``result`` is a
+        float (SQLite gives an int branch back as it is; pyfn, MySQL and Spark make it a double)."""
+        text = self.sql(e)
+        if self.dialect == "sqlite" and self.typed.of(result) == "float" and self.typed.of(e) in ("int", "decimal") \
+                and text != "NULL":
+            return f"CAST({text} AS REAL)"
+        return text
 
     def branches(self, e: Expr, values: list[Expr]) -> None:
         """A decimal CASE or coalesce in MySQL is DECIMAL(65, 30) at most: 35 digits before the point."""
@@ -212,10 +221,10 @@ class _Gen:
 
     def _func(self, e: Func) -> str:
         name = e.name
-        args = [self.wide(a, e) if name == "abs" else self.sql(a) for a in e.args]
         if name == "coalesce":
             self.branches(e, list(e.args))
-            return f"COALESCE({', '.join(args)})"
+            return f"COALESCE({', '.join(self.branch(a, e) for a in e.args)})"
+        args = [self.wide(a, e) if name == "abs" else self.sql(a) for a in e.args]
         if name == "concat":
             return f"CONCAT({', '.join(args)})" if self.dialect == "mysql" else f"({' || '.join(args)})"
         if name == "substr":
