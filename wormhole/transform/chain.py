@@ -43,7 +43,7 @@ class Chain:
 
     def describe(self) -> dict[str, Any]:
         return {"chain": self.id, "placement": self.placement,
-                "operators": [{"id": op.id, "kind": op.kind, "path": op.spec.path} for op in self.ops]}
+                "operators": [op.describe() for op in self.ops]}
 
     def runner(self) -> ChainRunner:
         return ChainRunner(self)

@@ -97,9 +97,7 @@ class TransformPlan:
                                                          for d in self.destinations if self.destinations[d]]
         out: dict[str, Any] = {
             "pushup": self.mode, "dialect": self.dialect,
-            "source_chain": {"placement": "source", "operators": [
-                {"id": self.task_ops[i].id, "kind": self.task_ops[i].kind, "path": self.task_ops[i].spec.path}
-                for i in placement]},
+            "source_chain": {"placement": "source", "operators": [self.task_ops[i].describe() for i in placement]},
             "chains": chains,
             "not_pushable": {self.task_ops[i].id: why for i, why in sorted(self._why.items())},
         }

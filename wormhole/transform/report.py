@@ -30,8 +30,7 @@ def transform_report(plan: TransformPlan | None, pushup: PushUp | None,
     runners = [*(pushup.runners if pushup is not None else ()), *(r for d in destinations for r in d.runners)]
     out: dict[str, Any] = {
         "pushup": plan.mode,
-        "operators": [{"id": op.id, "kind": op.kind, "path": op.spec.path} for op in plan.task_ops]
-        + [{"id": op.id, "kind": op.kind, "path": op.spec.path} for ops in plan.destinations.values() for op in ops],
+        "operators": [op.describe() for ops in (plan.task_ops, *plan.destinations.values()) for op in ops],
         "metrics": _stats(runners),
     }
     if pushup is not None:

@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Protocol
 
 from wormhole.options import Problems, join_path
 from wormhole.plugins.base import Schema
@@ -58,12 +58,16 @@ class BoundOp:
     """Resolved parameters: ``keep`` (project), ``names`` (rename), ``casts``, ``mask`` settings."""
 
     @property
-    def kind(self) -> Literal["filter", "project", "rename", "cast", "derive", "mask"]:
-        return self.spec.kind  # type: ignore[return-value]
+    def kind(self) -> str:
+        return self.spec.kind
 
     @property
     def id(self) -> str:
         return self.spec.op_id
+
+    def describe(self) -> dict[str, str]:
+        """How the plan and the result name it."""
+        return {"id": self.id, "kind": self.kind, "path": self.spec.path}
 
 
 @dataclass(frozen=True, slots=True)
