@@ -51,12 +51,29 @@ class Chain:
 
 @dataclass(slots=True)
 class OpMetrics:
-    """One operator's counters in one thread (seed 004's MetricsRecorder): written by that thread only."""
+    """One operator's counters: in one thread (seed 004's MetricsRecorder), written by that thread only;
+    or summed over the threads' snapshots (:func:`wormhole.transform.pushup.total`)."""
 
     calls: int = 0
     rows_in: int = 0
     rows_out: int = 0
     nanos: int = 0
+
+    @property
+    def selectivity(self) -> float:
+        return self.rows_in / self.rows_out if self.rows_out else float(self.rows_in or 1)
+
+    @property
+    def cost_ns(self) -> float:
+        return self.nanos / self.rows_in if self.rows_in else 0.0
+
+    @property
+    def efficiency(self) -> float:
+        return self.selectivity / max(self.cost_ns, 1.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "rows_in": self.rows_in, "rows_out": self.rows_out,
+                "selectivity": round(self.selectivity, 4), "ns_per_row": round(self.cost_ns, 1)}
 
 
 class ChainRunner:

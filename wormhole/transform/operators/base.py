@@ -59,10 +59,12 @@ class BoundOp:
 
     @property
     def kind(self) -> str:
+        """Its key in the task (``filter``, ``project``, ...)."""
         return self.spec.kind
 
     @property
     def id(self) -> str:
+        """Stable across runs of the task: logs, metrics and checkpoints name it."""
         return self.spec.op_id
 
     def describe(self) -> dict[str, str]:
