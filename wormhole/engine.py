@@ -432,11 +432,11 @@ class Engine:
             task_id=self._task_id, run_id=self._run_id, status=status, exit_code=exit_code, engine=self._engine,
             engine_reason=self._engine_reason, consistency=self._spec.settings.consistency,
             started_at=run.started_at, finished_at=_now(), duration_s=round(time.monotonic() - run.t0, 3),
-            interrupted=interrupted, source=source, speed=speed, destinations=destinations,
+            interrupted=interrupted, source=source, speed=speed, destinations=destinations, error=error,
             dirty_file=str(run.dirty.path) if run.dirty.counts else None,
             spark=run.execution.describe() if run.execution is not None else None,
             plan=run.plan.to_dict() if run.plan is not None else None, resumed_from_run=self._resume_from,
-            transforms=transform_report(run.readers, run.writers), error=error)
+            transforms=transform_report(run.writers.transforms, run.readers.pushup, run.writers.destinations.values()))
         return RunResult(report, run_status="interrupted" if interrupted else status)
 
     @staticmethod

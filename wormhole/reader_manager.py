@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,8 +31,8 @@ from wormhole.plugins.base import ReadContext, ReaderPeriphery, Schema, SourceIn
 from wormhole.pool import run_with_timeout, spawn
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.state import RecoveryState
-from wormhole.transform.chain import ChainRunner
 from wormhole.transform.pushup import PushUp
+from wormhole.transform.reader import transforming_reader
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +70,6 @@ class ReaderManager:
         self._futures: list[Future[None]] = []
         self._senders: list[BufferedLineExchanger] = []
         self._storages: list[RAMStorage] = []
-        self.runners: list[ChainRunner] = []
-        """Every reader thread's chain runners (one per placement it read under): their metrics."""
         self.periphery: ReaderPeriphery | None = None
 
     def prepare(self) -> SourceInfo | None:
@@ -148,12 +145,11 @@ class ReaderManager:
         self._log.info("reader.started", threads=len(self._futures), task_groups=len(self.groups))
 
     def _run(self, worker: int, group: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:
-        reader = self._role.reader(self._options, self._ctx)
+        # The task's transforms and their placement, behind the store's reader (transform/reader.py).
+        source = transforming_reader(self._role.reader(self._options, self._ctx), self.pushup, worker)
         log = self._log.bind(worker=worker, task_group=group)
         assert self._feed is not None
-        coordinator, pushup = self._feed.coordinator, self._feed.pushup
-        runners: dict[tuple[int, ...], ChainRunner] = {}
-        seen = -1
+        coordinator = self._feed.coordinator
         while True:
             taken = coordinator.request(group)
             if taken is None:
@@ -161,24 +157,14 @@ class ReaderManager:
             split = taken.split
             if taken.planned_group != group:
                 log.info("reader.split_stolen", split_id=split.id, from_group=taken.planned_group)
-            runner: ChainRunner | None = None
-            if pushup is not None:
-                # The split's placement is fixed here, at its start, and kept to its end.
-                split, runner = self._placed(pushup, split, runners)
+            batches = source.read(split)
             rows = 0
             sender.begin_split(split.id, taken.destinations)
             try:
-                for batch in reader.read(split):
-                    rows += len(batch)
-                    counters.rows += len(batch)
-                    if runner is not None:
-                        assert pushup is not None
-                        sender.send(runner.run(batch))
-                        if pushup.generation != seen:  # the scheduler asks: this thread's counters, offered here
-                            seen = pushup.generation
-                            pushup.offer(worker, runner)
-                    else:
-                        sender.send(batch)
+                for read, batch in batches:
+                    rows += read
+                    counters.rows += read
+                    sender.send(batch)
                     if self.stop.is_set():
                         raise TaskAborted("reading stopped", reason="stopped")
                 sender.end_split()
@@ -213,18 +199,6 @@ class ReaderManager:
         log.warning("reader.split_abandoned", split_id=split_id, rows=rows, error=str(exc))
         sender.abort_split(str(exc))
         return True
-
-    def _placed(self, pushup: PushUp, split: Split,
-                runners: dict[tuple[int, ...], ChainRunner]) -> tuple[Split, ChainRunner]:
-        placement = pushup.placement_for(split.id)
-        pushed = pushup.plan.pushed_query(placement)
-        if pushed is not None:
-            split = dataclasses.replace(split, params={**split.params, "pushdown": pushed})
-        runner = runners.get(placement)
-        if runner is None:
-            runner = runners[placement] = pushup.plan.residual(placement).runner()
-            self.runners.append(runner)
-        return split, runner
 
     @property
     def rows_sent(self) -> int:

@@ -49,7 +49,7 @@ def _in_spark_range(c: Case) -> bool:
 @given(cases=CASES, rows=ROWS)
 def test_spark_agrees_with_python(spark_session: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
     """On the rows of the SQL tests, BIGINT's limits included (not the MariaDB-only DECIMAL(65,30) and zero dates)."""
-    from wormhole.transform.spark import compile_spark
+    from wormhole.spark.transforms import compile_spark
 
     cases = [c for c in cases if _in_spark_range(c)]
     if not cases:
@@ -69,9 +69,9 @@ def test_spark_agrees_with_python(spark_session: Any, cases: list[Case], rows: l
 
 
 def test_the_deepest_expressions_compile_and_run(spark_session: Any) -> None:
+    from wormhole.spark.transforms import compile_spark
     from wormhole.transform.check import check
     from wormhole.transform.expr import MAX_DEPTH, parse
-    from wormhole.transform.spark import compile_spark
 
     df = spark_session.createDataFrame([(1,), (150,), (None,)], "i long")
     for text, expected in ((" + ".join(["i"] * MAX_DEPTH), [MAX_DEPTH, 150 * MAX_DEPTH, None]),

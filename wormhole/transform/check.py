@@ -17,7 +17,7 @@ the ones every compiler implements (:mod:`.pyfn`, :mod:`.sqlgen`, :mod:`.spark`)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -90,23 +90,16 @@ FUNCTIONS: dict[str, Signature] = {s.name: s for s in (
 )}
 
 
+_LITERALS: tuple[tuple[type, str], ...] = (
+    (type(None), "null"), (bool, "bool"), (int, "int"), (float, "float"), (Decimal, "decimal"), (str, "string"),
+    (datetime, "datetime"), (date, "date"))
+"""A literal's Python type -> its type, the first that matches (a bool is an int, a datetime a date)."""
+
+
 def literal_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, Decimal):
-        return "decimal"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, datetime):
-        return "datetime"
-    if isinstance(value, date):
-        return "date"
+    for kind, name in _LITERALS:
+        if isinstance(value, kind):
+            return name
     raise TypeError(f"no literal of {type(value).__name__}")
 
 
@@ -179,44 +172,47 @@ class _Checker:
 
     def _type(self, e: Expr) -> str:
         if isinstance(e, Lit):
-            if isinstance(e.value, Decimal) and len(e.value.as_tuple().digits) > 38:
-                return self.problem(f"the number {e.value} has more than 38 digits (write it with an exponent "
-                                    "for a float)")
-            return literal_type(e.value)
+            return self._literal(e)
         if isinstance(e, Col):
-            found = self.schema.get(e.name)
-            if found is None:
-                shown = ", ".join(list(self.schema)[:20])
-                return self.problem(f"unknown column {e.name!r} (columns: {shown})")
-            return found
+            return self._column(e)
         kids = [self.visit(c) for c in children(e)]
         if "?" in kids:
             return "?"
-        if isinstance(e, Neg):
-            return kids[0] if kids[0] in NUMERIC | {"null"} else self.problem(f"cannot negate a {kids[0]}")
-        if isinstance(e, Binary):
-            return self._binary(e.op, kids[0], kids[1])
-        if isinstance(e, Not):
-            return self._boolean("NOT", kids)
-        if isinstance(e, IsNull):
-            return "bool"
-        if isinstance(e, In | Between):
-            for other in kids[1:]:
-                if not comparable(kids[0], other):
-                    word = "IN" if isinstance(e, In) else "BETWEEN"
-                    return self.problem(f"{word} compares a {kids[0]} with a {other}")
-            return "bool"
-        if isinstance(e, Like):
-            return "bool" if kids[0] in ("string", "null") else self.problem(f"LIKE needs a string, not a {kids[0]}")
-        if isinstance(e, Func):
-            return self._func(e, kids)
-        if isinstance(e, Case):
-            return self._case(e, kids)
-        if isinstance(e, Cast):
-            if kids[0] != e.to and e.to not in CASTS.get(kids[0], frozenset()):
-                return self.problem(f"cannot CAST a {kids[0]} to {e.to}")
-            return e.to
-        raise AssertionError(f"unknown node {type(e).__name__}")
+        return _NODES[type(e)](self, e, kids)
+
+    def _literal(self, e: Lit) -> str:
+        if isinstance(e.value, Decimal) and len(e.value.as_tuple().digits) > 38:
+            return self.problem(f"the number {e.value} has more than 38 digits (write it with an exponent "
+                                "for a float)")
+        return literal_type(e.value)
+
+    def _column(self, e: Col) -> str:
+        found = self.schema.get(e.name)
+        if found is None:
+            shown = ", ".join(list(self.schema)[:20])
+            return self.problem(f"unknown column {e.name!r} (columns: {shown})")
+        return found
+
+    def _neg(self, e: Neg, kids: list[str]) -> str:
+        return kids[0] if kids[0] in NUMERIC | {"null"} else self.problem(f"cannot negate a {kids[0]}")
+
+    def _not(self, e: Not, kids: list[str]) -> str:
+        return self._boolean("NOT", kids)
+
+    def _range(self, e: In | Between, kids: list[str]) -> str:
+        for other in kids[1:]:
+            if not comparable(kids[0], other):
+                word = "IN" if isinstance(e, In) else "BETWEEN"
+                return self.problem(f"{word} compares a {kids[0]} with a {other}")
+        return "bool"
+
+    def _like(self, e: Like, kids: list[str]) -> str:
+        return "bool" if kids[0] in ("string", "null") else self.problem(f"LIKE needs a string, not a {kids[0]}")
+
+    def _cast(self, e: Cast, kids: list[str]) -> str:
+        if kids[0] != e.to and e.to not in CASTS.get(kids[0], frozenset()):
+            return self.problem(f"cannot CAST a {kids[0]} to {e.to}")
+        return e.to
 
     def _boolean(self, op: str, kids: list[str]) -> str:
         for k in kids:
@@ -224,7 +220,8 @@ class _Checker:
                 return self.problem(f"{op} needs booleans, not a {k}")
         return "bool"
 
-    def _binary(self, op: str, a: str, b: str) -> str:
+    def _binary(self, e: Binary, kids: list[str]) -> str:
+        op, a, b = e.op, kids[0], kids[1]
         if op in ("AND", "OR"):
             return self._boolean(op, [a, b])
         if op in ("=", "!=", "<", "<=", ">", ">="):
@@ -277,6 +274,12 @@ class _Checker:
         return unified if unified is not None else self.problem(f"CASE results mix {', '.join(results)}")
 
 
+
+_NODES: dict[type[Expr], Callable[[Any, Any, list[str]], str]] = {
+    Neg: _Checker._neg, Binary: _Checker._binary, Not: _Checker._not, IsNull: lambda _c, _e, _k: "bool",
+    In: _Checker._range, Between: _Checker._range, Like: _Checker._like, Func: _Checker._func,
+    Case: _Checker._case, Cast: _Checker._cast}
+"""The type of each inner node, from its children's types: a type-dispatch table."""
 def int_bound(e: Expr, typed: Typed, column: int) -> int:
     """An upper bound of ``|value|`` of an int expression, every int column at most ``column`` (the store's
     widest integer): where a SQL or Spark compiler must widen its integers to compute what Python's

@@ -1,10 +1,11 @@
 """The transform plan of a run: operators bound to the source schema, chains, and what the source can take.
 
-Placement: the task's operators form *ordering groups*: a run of adjacent filters (which commute)
-is one group, every other operator a group of its own. A placement pushes whole groups from the
-front, then any subset of the next group's filters, into the source query; only filters and
-projections the source's dialect evaluates exactly (:mod:`.sqlgen`) can go. The rest of the task's
-operators run as one chain in the reader threads; each destination's run as one chain in its writers.
+Placement: the task's operators form *ordering groups*: a run of adjacent operators that commute
+(filters) is one group, every other operator a group of its own. A placement pushes whole groups
+from the front, then any subset of the next group's operators, into the source query; only operators
+whose SQL form the source's dialect evaluates exactly (:meth:`~.operators.base.Operator.sql`: filters
+and projections) can go. The rest of the task's operators run as one chain in the reader threads;
+each destination's run as one chain in its writers.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from wormhole.errors import InvalidTaskConfig
 from wormhole.options import Problems
 from wormhole.plugins.base import PushedQuery, Schema
 from wormhole.transform.chain import Chain
-from wormhole.transform.operators import BoundOp, bind_task
-from wormhole.transform.sqlgen import Dialect, NotPushable, SqlText, compile_sql
+from wormhole.transform.operators import BoundOp, SourcePart, bind_task
+from wormhole.transform.sqlgen import Dialect, NotPushable, SqlText
 
 Placement = tuple[int, ...]
 """Indices of the task's operators that run inside the source query, in the order they run there."""
@@ -34,7 +35,10 @@ class TransformPlan:
     mode: Literal["off", "static", "adaptive"]
     groups: tuple[tuple[int, ...], ...]
     pushable: frozenset[int]
-    _sql: dict[int, SqlText] = field(default_factory=dict)
+    _parts: dict[int, SourcePart] = field(default_factory=dict)
+    """Each pushable operator's share of the source query."""
+    _why: dict[int, str] = field(default_factory=dict)
+    """Why each other operator is not pushable."""
 
     @property
     def task_output(self) -> Schema:
@@ -67,7 +71,7 @@ class TransformPlan:
         pushed = set(placement)
         schema = self.source
         for i in placement:
-            if self.task_ops[i].kind == "project":
+            if self._parts[i].keep is not None:
                 schema = self.task_ops[i].output
         return Chain("task", tuple(op for i, op in enumerate(self.task_ops) if i not in pushed), schema)
 
@@ -77,11 +81,11 @@ class TransformPlan:
         keep = tuple(range(len(self.source)))
         wheres: list[SqlText] = []
         for i in placement:
-            op = self.task_ops[i]
-            if op.kind == "project":
-                keep = tuple(keep[k] for k in op.detail["keep"])
-            else:
-                wheres.append(self._sql[i])
+            part = self._parts[i]
+            if part.keep is not None:
+                keep = tuple(keep[k] for k in part.keep)
+            if part.where is not None:
+                wheres.append(part.where)
         where = " AND ".join(w.text for w in wheres) or None
         args = tuple(a for w in wheres for a in w.args)
         return PushedQuery(keep=keep, where=where, args=args, plan=placement_id(self, placement))
@@ -93,11 +97,9 @@ class TransformPlan:
                                                          for d in self.destinations if self.destinations[d]]
         out: dict[str, Any] = {
             "pushup": self.mode, "dialect": self.dialect,
-            "source_chain": {"placement": "source", "operators": [
-                {"id": self.task_ops[i].id, "kind": self.task_ops[i].kind, "path": self.task_ops[i].spec.path}
-                for i in placement]},
+            "source_chain": {"placement": "source", "operators": [self.task_ops[i].describe() for i in placement]},
             "chains": chains,
-            "not_pushable": {self.task_ops[i].id: why for i, why in _reasons(self).items()},
+            "not_pushable": {self.task_ops[i].id: why for i, why in sorted(self._why.items())},
         }
         if pushed is not None:
             out["source_query"] = {"where": pushed.render("?"), "columns": [self.source.names[k] for k in pushed.keep],
@@ -112,20 +114,6 @@ def placement_id(plan: TransformPlan, placement: Placement) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _reasons(plan: TransformPlan) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for i, op in enumerate(plan.task_ops):
-        if i in plan.pushable:
-            continue
-        if plan.dialect is None:
-            out[i] = "the source has no query to push into"
-        elif op.kind not in ("filter", "project"):
-            out[i] = f"a {op.kind} runs in wormhole"
-        else:
-            out[i] = f"{plan.dialect} cannot evaluate it exactly"
-    return out
-
-
 def build_plan(spec: TaskSpec, source: Schema, dialect: Dialect | None) -> TransformPlan:
     """Bind every operator (the task's to the source schema, each destination's to the task's output);
     InvalidTaskConfig lists every problem, each with its transform path."""
@@ -134,23 +122,32 @@ def build_plan(spec: TaskSpec, source: Schema, dialect: Dialect | None) -> Trans
                                        problems)
     if problems:
         raise InvalidTaskConfig(problems.items)
+    parts, why = _source_parts(task_ops, dialect)
+    return TransformPlan(source=source, task_ops=task_ops, destinations=destinations, dialect=dialect,
+                         mode=spec.settings.pushup, groups=_groups(task_ops), pushable=frozenset(parts),
+                         _parts=parts, _why=why)
+
+
+def _groups(ops: tuple[BoundOp, ...]) -> tuple[tuple[int, ...], ...]:
+    """Ordering groups: a run of adjacent operators that commute is one, every other operator its own."""
     groups: list[tuple[int, ...]] = []
-    for i, op in enumerate(task_ops):
-        if op.kind == "filter" and groups and task_ops[groups[-1][0]].kind == "filter":
+    for i, op in enumerate(ops):
+        if op.spec.operator.commutes and groups and ops[groups[-1][0]].spec.operator.commutes:
             groups[-1] = (*groups[-1], i)
         else:
             groups.append((i,))
-    sql: dict[int, SqlText] = {}
-    pushable: set[int] = set()
-    if dialect is not None:
-        for i, op in enumerate(task_ops):
-            if op.kind == "project":
-                pushable.add(i)
-            elif op.kind == "filter":
-                try:
-                    sql[i] = compile_sql(op.spec.exprs[0][1], op.typed[0], dialect)
-                except NotPushable:
-                    continue
-                pushable.add(i)
-    return TransformPlan(source=source, task_ops=task_ops, destinations=destinations, dialect=dialect,
-                         mode=spec.settings.pushup, groups=tuple(groups), pushable=frozenset(pushable), _sql=sql)
+    return tuple(groups)
+
+
+def _source_parts(ops: tuple[BoundOp, ...], dialect: Dialect | None) -> tuple[dict[int, SourcePart], dict[int, str]]:
+    """Each operator's share of the source query, or why it has none."""
+    if dialect is None:
+        return {}, {i: "the source has no query to push into" for i in range(len(ops))}
+    parts: dict[int, SourcePart] = {}
+    why: dict[int, str] = {}
+    for i, op in enumerate(ops):
+        try:
+            parts[i] = op.spec.operator.sql(op, dialect)
+        except NotPushable as exc:
+            why[i] = str(exc)
+    return parts, why

@@ -21,47 +21,23 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from wormhole.log import Logger
-from wormhole.transform.chain import ChainRunner
+from wormhole.transform.chain import ChainRunner, OpMetrics
 from wormhole.transform.conf import PushUpConf
 from wormhole.transform.plan import Placement, TransformPlan, placement_id
 
 
-@dataclass(frozen=True, slots=True)
-class OpStats:
-    calls: int
-    rows_in: int
-    rows_out: int
-    nanos: int
-
-    @property
-    def selectivity(self) -> float:
-        return self.rows_in / self.rows_out if self.rows_out else float(self.rows_in or 1)
-
-    @property
-    def cost_ns(self) -> float:
-        return self.nanos / self.rows_in if self.rows_in else 0.0
-
-    @property
-    def efficiency(self) -> float:
-        return self.selectivity / max(self.cost_ns, 1.0)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "rows_in": self.rows_in, "rows_out": self.rows_out,
-                "selectivity": round(self.selectivity, 4), "ns_per_row": round(self.cost_ns, 1)}
-
-
-def total(snapshots: list[dict[str, tuple[int, int, int, int]]]) -> dict[str, OpStats]:
+def total(snapshots: list[dict[str, tuple[int, int, int, int]]]) -> dict[str, OpMetrics]:
+    """Each operator's counters summed over the threads' snapshots."""
     sums: dict[str, list[int]] = {}
     for snap in snapshots:
         for op_id, values in snap.items():
             acc = sums.setdefault(op_id, [0, 0, 0, 0])
             for i, v in enumerate(values):
                 acc[i] += v
-    return {k: OpStats(*v) for k, v in sums.items()}
+    return {k: OpMetrics(*v) for k, v in sums.items()}
 
 
 class PushUp:
@@ -90,6 +66,8 @@ class PushUp:
         self.moves: list[dict[str, Any]] = []
         self.placements: dict[str, list[str]] = {}
         """Placement id -> the ids of the operators it runs in the source, in order."""
+        self.runners: list[ChainRunner] = []
+        """Every reader thread's chain runners (one per placement it read under): their metrics."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._held = False
@@ -143,7 +121,7 @@ class PushUp:
             except Exception as exc:  # a decision that failed leaves the placement as it is
                 self._log.warning("pushup.decision_failed", error=f"{type(exc).__name__}: {exc}")
 
-    def stats(self) -> dict[str, OpStats]:
+    def stats(self) -> dict[str, OpMetrics]:
         while True:
             try:
                 key, snap = self._offers.get_nowait()
@@ -175,7 +153,7 @@ class PushUp:
         running = self._probe()
         return None if running is None else max(running - self._channels, 0)
 
-    def _candidates(self, stats: dict[str, OpStats]) -> list[int]:
+    def _candidates(self, stats: dict[str, OpMetrics]) -> list[int]:
         plan = self.plan
         pushed = set(self.placement)
         widest = set(plan.widest())
@@ -189,7 +167,7 @@ class PushUp:
                 if i not in widest:
                     continue
                 op = plan.task_ops[i]
-                if op.kind == "project":
+                if op.spec.operator.free_in_source:
                     ready.append((float("inf"), i))
                     continue
                 s = stats.get(op.id)
@@ -202,7 +180,7 @@ class PushUp:
             pushed.update(rest)
         return chosen
 
-    def _move(self, to: Placement, why: str, stats: dict[str, OpStats]) -> None:
+    def _move(self, to: Placement, why: str, stats: dict[str, OpMetrics]) -> None:
         before = self.placement
         self.placement = to
         move = {"from": placement_id(self.plan, before), "to": placement_id(self.plan, to),

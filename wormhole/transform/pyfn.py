@@ -104,42 +104,36 @@ class _Compiler:
         self.typed = typed
 
     def build(self, e: Expr) -> Vector:
-        if isinstance(e, Lit):
-            value = e.value
-            return lambda cols: [value] * cols.n
-        if isinstance(e, Col):
-            name = e.name
-            if self.typed.of(e) in ("date", "datetime"):
-                return lambda cols: list(map(_temporal, cols.get(name)))
-            return lambda cols: cols.get(name)
-        if isinstance(e, Neg):
-            x = self.build(e.x)
-            return lambda cols: [None if v is None else _negate(v) for v in x(cols)]
-        if isinstance(e, Binary):
-            return self._binary(e)
-        if isinstance(e, Not):
-            x = self.build(e.x)
-            return lambda cols: [None if v is None else not v for v in x(cols)]
-        if isinstance(e, IsNull):
-            x = self.build(e.x)
-            if e.negated:
-                return lambda cols: [v is not None for v in x(cols)]
-            return lambda cols: [v is None for v in x(cols)]
-        if isinstance(e, In):
-            return self._in(e)
-        if isinstance(e, Between):
-            return self._between(e)
-        if isinstance(e, Like):
-            return self._like(e)
-        if isinstance(e, Func):
-            return self._func(e)
-        if isinstance(e, Case):
-            return self._case(e)
-        if isinstance(e, Cast):
-            x = self.build(e.x)
-            fn = cast_function(self.typed.of(e.x), e.to)
-            return lambda cols: [None if v is None else fn(v) for v in x(cols)]
-        raise AssertionError(f"unknown node {type(e).__name__}")
+        return _BUILD[type(e)](self, e)
+
+    def _literal(self, e: Lit) -> Vector:
+        value = e.value
+        return lambda cols: [value] * cols.n
+
+    def _column(self, e: Col) -> Vector:
+        name = e.name
+        if self.typed.of(e) in ("date", "datetime"):
+            return lambda cols: list(map(_temporal, cols.get(name)))
+        return lambda cols: cols.get(name)
+
+    def _neg(self, e: Neg) -> Vector:
+        x = self.build(e.x)
+        return lambda cols: [None if v is None else _negate(v) for v in x(cols)]
+
+    def _not(self, e: Not) -> Vector:
+        x = self.build(e.x)
+        return lambda cols: [None if v is None else not v for v in x(cols)]
+
+    def _is_null(self, e: IsNull) -> Vector:
+        x = self.build(e.x)
+        if e.negated:
+            return lambda cols: [v is not None for v in x(cols)]
+        return lambda cols: [v is None for v in x(cols)]
+
+    def _cast(self, e: Cast) -> Vector:
+        x = self.build(e.x)
+        fn = cast_function(self.typed.of(e.x), e.to)
+        return lambda cols: [None if v is None else fn(v) for v in x(cols)]
 
     def _binary(self, e: Binary) -> Vector:
         a, b = self.build(e.a), self.build(e.b)
@@ -260,6 +254,13 @@ class _Compiler:
             return [None if v is None else conv(v) for v in out]
         return run
 
+
+
+_BUILD: dict[type[Expr], Callable[[Any, Any], Vector]] = {
+    Lit: _Compiler._literal, Col: _Compiler._column, Neg: _Compiler._neg, Binary: _Compiler._binary,
+    Not: _Compiler._not, IsNull: _Compiler._is_null, In: _Compiler._in, Between: _Compiler._between,
+    Like: _Compiler._like, Func: _Compiler._func, Case: _Compiler._case, Cast: _Compiler._cast}
+"""Each node's batch function: a type-dispatch table."""
 
 def _same(v: Any) -> Any:
     return v

@@ -95,41 +95,44 @@ class _Gen:
             raise NotPushable("SQLite holds datetimes as text in more than one form")
         if self.typed.of(e) == "null":
             return "NULL"  # always NULL; MySQL would type -(NULL) as a double and widen a COALESCE with it
-        if isinstance(e, Lit):
-            if isinstance(e.value, bool):
-                return "1" if e.value else "0"
-            return self.bind(e.value)
-        if isinstance(e, Col):
-            return self._column(e)
-        if isinstance(e, Neg):
-            return f"(- {self.wide(e.x, e)})"  # the space: MySQL would read `--1` (a bound -1) as a comment
-        if isinstance(e, Binary):
-            return self._binary(e)
-        if isinstance(e, Not):
-            return f"(NOT {self.sql(e.x)})"
-        if isinstance(e, IsNull):
-            x = quote_name(e.x.name, self.dialect) if isinstance(e.x, Col) and self.typed.of(e.x) == "float" \
-                else self.sql(e.x)  # a FLOAT is NULL or not exactly (see _column)
-            return f"({x} IS {'NOT ' if e.negated else ''}NULL)"
-        if isinstance(e, In):
-            return self._in(e)
-        if isinstance(e, Between):
-            # Each use of x renders it again: its parameters are bound once per occurrence, in order.
-            x, lo = self.operand(e.x, e.low), self.operand(e.low, e.x)
-            x2, hi = self.operand(e.x, e.high), self.operand(e.high, e.x)
-            return f"({'NOT ' if e.negated else ''}({x} >= {lo} AND {x2} <= {hi}))"
-        if isinstance(e, Like):
-            return self._like(e)
-        if isinstance(e, Func):
-            return self._func(e)
-        if isinstance(e, Case):
-            self.branches(e, [v for _, v in e.whens] + ([e.default] if e.default is not None else []))
-            whens = " ".join(f"WHEN {self.sql(c)} THEN {self.sql(v)}" for c, v in e.whens)
-            default = f" ELSE {self.sql(e.default)}" if e.default is not None else ""
-            return f"(CASE {whens}{default} END)"
-        if isinstance(e, Cast):
-            return self._cast(e)
-        raise AssertionError(f"unknown node {type(e).__name__}")
+        return _SQL[type(e)](self, e)
+
+    def _literal(self, e: Lit) -> str:
+        if isinstance(e.value, bool):
+            return "1" if e.value else "0"
+        return self.bind(e.value)
+
+    def _neg(self, e: Neg) -> str:
+        return f"(- {self.wide(e.x, e)})"  # the space: MySQL would read `--1` (a bound -1) as a comment
+
+    def _not(self, e: Not) -> str:
+        return f"(NOT {self.sql(e.x)})"
+
+    def _is_null(self, e: IsNull) -> str:
+        x = quote_name(e.x.name, self.dialect) if isinstance(e.x, Col) and self.typed.of(e.x) == "float" \
+            else self.sql(e.x)  # a FLOAT is NULL or not exactly (see _column)
+        return f"({x} IS {'NOT ' if e.negated else ''}NULL)"
+
+    def _between(self, e: Between) -> str:
+        # Each use of x renders it again: its parameters are bound once per occurrence, in order.
+        x, lo = self.operand(e.x, e.low), self.operand(e.low, e.x)
+        x2, hi = self.operand(e.x, e.high), self.operand(e.high, e.x)
+        return f"({'NOT ' if e.negated else ''}({x} >= {lo} AND {x2} <= {hi}))"
+
+    def _case(self, e: Case) -> str:
+        self.branches(e, [v for _, v in e.whens] + ([e.default] if e.default is not None else []))
+        whens = " ".join(f"WHEN {self.sql(c)} THEN {self.branch(v, e)}" for c, v in e.whens)
+        default = f" ELSE {self.branch(e.default, e)}" if e.default is not None else ""
+        return f"(CASE {whens}{default} END)"
+
+    def branch(self, e: Expr, result: Expr) -> str:
+        """``e`` as a value ``result`` (a CASE or coalesce) may give: a double in SQLite when ``result`` is a
+        float (SQLite gives an int branch back as it is; pyfn, MySQL and Spark make it a double)."""
+        text = self.sql(e)
+        if self.dialect == "sqlite" and self.typed.of(result) == "float" and self.typed.of(e) in ("int", "decimal") \
+                and text != "NULL":
+            return f"CAST({text} AS REAL)"
+        return text
 
     def branches(self, e: Expr, values: list[Expr]) -> None:
         """A decimal CASE or coalesce in MySQL is DECIMAL(65, 30) at most: 35 digits before the point."""
@@ -218,10 +221,10 @@ class _Gen:
 
     def _func(self, e: Func) -> str:
         name = e.name
-        args = [self.wide(a, e) if name == "abs" else self.sql(a) for a in e.args]
         if name == "coalesce":
             self.branches(e, list(e.args))
-            return f"COALESCE({', '.join(args)})"
+            return f"COALESCE({', '.join(self.branch(a, e) for a in e.args)})"
+        args = [self.wide(a, e) if name == "abs" else self.sql(a) for a in e.args]
         if name == "concat":
             return f"CONCAT({', '.join(args)})" if self.dialect == "mysql" else f"({' || '.join(args)})"
         if name == "substr":
@@ -260,3 +263,10 @@ class _Gen:
         if (source, target) not in pushable:
             raise NotPushable(f"a CAST from {source} to {target} is not exact in {self.dialect}")
         return pushable[(source, target)](x)
+
+
+_SQL: dict[type[Expr], Callable[[Any, Any], str]] = {
+    Lit: _Gen._literal, Col: _Gen._column, Neg: _Gen._neg, Binary: _Gen._binary, Not: _Gen._not,
+    IsNull: _Gen._is_null, In: _Gen._in, Between: _Gen._between, Like: _Gen._like, Func: _Gen._func,
+    Case: _Gen._case, Cast: _Gen._cast}
+"""Each node's SQL: a type-dispatch table."""

@@ -7,7 +7,7 @@ reports the rows its filters dropped as ``filtered``, so delivered = written + r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from wormhole.plugins.base import Row, SplitWriter, WriteResult
@@ -23,10 +23,14 @@ class TransformingWriter:
         self.inner.open()
 
     def write(self, rows: Sequence[Row]) -> WriteResult:
+        return self._through(rows, self.inner.write)
+
+    def _through(self, rows: Sequence[Row], write: Callable[[list[Row]], WriteResult]) -> WriteResult:
+        """``rows`` through the chain, what is left written by ``write``; the rows dropped are ``filtered``."""
         out = self.runner.run(rows)
         if not out:
             return WriteResult(written=0, filtered=len(rows))
-        result: WriteResult = self.inner.write(out)
+        result = write(out)
         return WriteResult(written=result.written, rejected=result.rejected, filtered=len(rows) - len(out))
 
     def flush(self) -> None:
@@ -38,11 +42,7 @@ class TransformingWriter:
 
 class TransformingSplitWriter(TransformingWriter):
     def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
-        out = self.runner.run(rows)
-        if not out:
-            return WriteResult(written=0, filtered=len(rows))
-        result: WriteResult = self.inner.write_split(split_id, out)
-        return WriteResult(written=result.written, rejected=result.rejected, filtered=len(rows) - len(out))
+        return self._through(rows, lambda out: self.inner.write_split(split_id, out))
 
     def end_split(self, split_id: str, rows: int) -> None:
         self.inner.end_split(split_id, rows)

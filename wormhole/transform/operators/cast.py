@@ -1,0 +1,59 @@
+"""``{"cast": {"amount": "float"}}``: columns converted to another type (NULL where a value does not convert)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wormhole.options import Problems, join_path, show_value
+from wormhole.plugins.base import Column, Schema
+from wormhole.transform.check import CASTS, check
+from wormhole.transform.expr import Cast as CastNode
+from wormhole.transform.expr import Col
+from wormhole.transform.frame import Frame, Step
+from wormhole.transform.operators.base import BoundOp, Operator, OpSpec, SparkKit, is_text, known_columns, object_body
+from wormhole.transform.pyfn import cast_function
+
+
+class Cast(Operator):
+    kind = "cast"
+
+    def parse(self, body: Any, path: str, oid: str, problems: Problems) -> OpSpec | None:
+        if not object_body(body, path, problems):
+            return None
+        bad = [k for k, v in body.items() if not is_text(v) or v not in CASTS or v == "null"]
+        for k in bad:
+            problems.add(join_path(path, k), f"unknown type {show_value(body[k])} (types: int, float, decimal, "
+                                             "string, bool, date, datetime)")
+        return None if bad else OpSpec(self, body, path, oid)
+
+    def bind(self, spec: OpSpec, schema: Schema, problems: Problems) -> BoundOp | None:
+        if not known_columns(list(spec.raw), schema, spec.path, problems):
+            return None
+        types = {c.name: c.type for c in schema.columns}
+        casts: dict[str, tuple[str, str]] = {}
+        for name, to in spec.raw.items():
+            source = types[name]
+            if source != to and to not in CASTS.get(source, frozenset()):
+                problems.add(join_path(spec.path, name), f"cannot cast a {source} to {to}")
+            casts[name] = (source, to)
+        if problems:
+            return None
+        cast_to = tuple(Column(c.name, casts[c.name][1], True) if c.name in casts else c  # type: ignore[arg-type]
+                        for c in schema.columns)
+        return BoundOp(spec, schema, Schema(cast_to), detail={"casts": casts})
+
+    def python(self, op: BoundOp) -> Step:
+        fns = [(name, cast_function(source, to)) for name, (source, to) in op.detail["casts"].items()]
+
+        def cast(f: Frame) -> None:
+            for name, fn in fns:
+                f.map_column(name, fn)
+        return cast
+
+    def spark(self, op: BoundOp, frame: Any, kit: SparkKit) -> Any:
+        types = {c.name: c.type for c in op.input.columns}
+        out: dict[str, Any] = {}
+        for name, (_, to) in op.detail["casts"].items():
+            node = CastNode(Col(name), to)
+            out[name] = kit.expr(node, check(node, types)).cast(kit.type(to))
+        return frame.withColumns(out)

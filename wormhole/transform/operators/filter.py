@@ -1,0 +1,47 @@
+"""``{"filter": "status != 'test' AND amount > 0"}``: keeps the rows whose condition is true."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wormhole.options import Problems
+from wormhole.plugins.base import Schema
+from wormhole.transform.frame import Frame, Step
+from wormhole.transform.operators.base import BoundOp, Operator, OpSpec, SourcePart, SparkKit, check_exprs, parse_expr
+from wormhole.transform.pyfn import compile_py
+from wormhole.transform.sqlgen import Dialect, NotPushable, compile_sql
+
+
+def _boolean(kind: str) -> str | None:
+    return None if kind in ("bool", "null") else f"a filter needs a boolean condition, not a {kind}"
+
+
+class Filter(Operator):
+    kind = "filter"
+    commutes = True
+
+    def parse(self, body: Any, path: str, oid: str, problems: Problems) -> OpSpec | None:
+        e = parse_expr(body, path, problems)
+        return None if e is None else OpSpec(self, body, path, oid, (("", e),))
+
+    def bind(self, spec: OpSpec, schema: Schema, problems: Problems) -> BoundOp | None:
+        typed = check_exprs(spec, schema, problems, _boolean)
+        return None if typed is None else BoundOp(spec, schema, schema, typed)
+
+    def python(self, op: BoundOp) -> Step:
+        ((_, e),) = op.spec.exprs
+        pred = compile_py(e, op.typed[0])
+
+        def keep(f: Frame) -> None:
+            f.keep(pred(f))
+        return keep
+
+    def sql(self, op: BoundOp, dialect: Dialect) -> SourcePart:
+        try:
+            return SourcePart(where=compile_sql(op.spec.exprs[0][1], op.typed[0], dialect))
+        except NotPushable:
+            raise NotPushable(f"{dialect} cannot evaluate it exactly") from None
+
+    def spark(self, op: BoundOp, frame: Any, kit: SparkKit) -> Any:
+        ((_, e),) = op.spec.exprs
+        return frame.filter(kit.expr(e, op.typed[0]))
