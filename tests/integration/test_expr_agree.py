@@ -436,3 +436,28 @@ def test_mysql_agrees_with_python(mysql_conn: Any, cases: list[Case], rows: list
         cur.execute(f"DELETE FROM {TABLE}")
         cur.executemany(f"INSERT INTO {TABLE} VALUES ({', '.join(['%s'] * (len(COLUMNS) + 1))})", rows)
     check_sql("mysql", cases, rows, query, "%s")
+
+
+@pytest.mark.mysql
+def test_an_int_case_or_coalesce_with_a_null_from_arithmetic_stays_exact_in_mysql(mysql_conn: Any) -> None:
+    """MariaDB types arithmetic and functions of NULL as DOUBLE, which made a CASE or coalesce of an int a
+    double: 2^63 - 1 came back as 9223372036854776000 (found by test_mysql_agrees_with_python)."""
+    texts = ("(i + CASE WHEN b THEN j ELSE (CAST(NULL AS int) + CAST(NULL AS int)) END)",
+             "coalesce(j, -(CAST(NULL AS int)))", "CASE WHEN b THEN j ELSE abs(CAST(NULL AS int)) END",
+             "coalesce(CAST(NULL AS int) * 2, j)")
+    cases = []
+    for text in texts:
+        tree = parse(text)
+        cases.append(Case(text, tree, check(tree, SCHEMA)))
+    rows = [(k, *r) for k, r in enumerate(BASE_ROWS + WIDE_ROWS)]
+
+    def query(text: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with mysql_conn.cursor() as cur:
+            cur.execute(text, args)
+            return list(cur.fetchall())
+
+    with mysql_conn.cursor() as cur:
+        cur.execute(f"DELETE FROM {TABLE}")
+        cur.executemany(f"INSERT INTO {TABLE} VALUES ({', '.join(['%s'] * (len(COLUMNS) + 1))})", rows)
+    check_sql("mysql", cases, rows, query, "%s")
+    assert any(r[2] == 2**63 - 1 for r in rows)  # the row that showed it

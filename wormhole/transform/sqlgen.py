@@ -132,6 +132,10 @@ class _Gen:
         if self.dialect == "sqlite" and self.typed.of(result) == "float" and self.typed.of(e) in ("int", "decimal") \
                 and text != "NULL":
             return f"CAST({text} AS REAL)"
+        if self.dialect == "mysql" and self.typed.of(result) == "int" and not isinstance(e, Col | Lit):
+            # MySQL types arithmetic and functions of NULL (NULL + NULL, -NULL, ABS(NULL)) as DOUBLE, which
+            # makes the whole CASE or coalesce a double (2^63 - 1 rounded): its int branches as DECIMAL(65, 0).
+            return f"CAST({text} AS DECIMAL(65, 0))"
         return text
 
     def branches(self, e: Expr, values: list[Expr]) -> None:
