@@ -427,6 +427,11 @@ def fixture_mysql_conn() -> Iterator[Any]:
 @settings(max_examples=int(250 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=WIDE)
 def test_mysql_agrees_with_python(mysql_conn: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
+    check_mysql(mysql_conn, cases, rows)
+
+
+def check_mysql(mysql_conn: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
+    """``rows`` into the MariaDB table, then every case computed there as Python computes it."""
     def query(text: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with mysql_conn.cursor() as cur:
             cur.execute(text, args)
@@ -450,14 +455,5 @@ def test_an_int_case_or_coalesce_with_a_null_from_arithmetic_stays_exact_in_mysq
         tree = parse(text)
         cases.append(Case(text, tree, check(tree, SCHEMA)))
     rows = [(k, *r) for k, r in enumerate(BASE_ROWS + WIDE_ROWS)]
-
-    def query(text: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        with mysql_conn.cursor() as cur:
-            cur.execute(text, args)
-            return list(cur.fetchall())
-
-    with mysql_conn.cursor() as cur:
-        cur.execute(f"DELETE FROM {TABLE}")
-        cur.executemany(f"INSERT INTO {TABLE} VALUES ({', '.join(['%s'] * (len(COLUMNS) + 1))})", rows)
-    check_sql("mysql", cases, rows, query, "%s")
+    check_mysql(mysql_conn, cases, rows)
     assert any(r[2] == 2**63 - 1 for r in rows)  # the row that showed it

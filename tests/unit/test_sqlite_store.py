@@ -314,12 +314,17 @@ def test_rollback_is_idempotent_and_safe_without_prepare(tmp_path: Path) -> None
     assert os.listdir(tmp_path) == []
 
 
-def test_writing_after_commit_is_a_write_error(tmp_path: Path) -> None:
-    options = SqliteWriterOptions(path=str(tmp_path / "x.db"), table="t")
+def prepared_writer(path: Path | str) -> tuple[SqliteWriterPeriphery, SqliteWriter]:
+    """A prepared destination on table ``t`` of ``path`` (one writer, the KV schema) and its writer."""
+    options = SqliteWriterOptions(path=str(path), table="t")
     ctx = write_ctx(KV)
     periphery = SqliteWriterPeriphery(options, ctx)
     periphery.prepare()
-    writer = SqliteWriter(options, ctx, periphery, 0)
+    return periphery, SqliteWriter(options, ctx, periphery, 0)
+
+
+def test_writing_after_commit_is_a_write_error(tmp_path: Path) -> None:
+    periphery, writer = prepared_writer(tmp_path / "x.db")
     periphery.commit()
     with pytest.raises(WriteError, match="not prepared"):
         writer.write([(1, "late")])
@@ -446,11 +451,7 @@ def test_reader_missing_file_table_or_column(tmp_path: Path) -> None:
 
 def test_a_key_written_twice_in_one_run_is_rejected_when_written(tmp_path: Path) -> None:
     db = make_db(tmp_path / "out.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
-    options = SqliteWriterOptions(path=str(db), table="t")
-    ctx = write_ctx(KV)
-    periphery = SqliteWriterPeriphery(options, ctx)
-    periphery.prepare()
-    writer = SqliteWriter(options, ctx, periphery, 0)
+    periphery, writer = prepared_writer(db)
     assert writer.write_split("a", [(1, "first"), (2, "two")]).written == 2
     writer.end_split("a", 2)
     result = writer.write_split("b", [(3, "three"), (1, "again")])
@@ -463,11 +464,7 @@ def test_a_key_written_twice_in_one_run_is_rejected_when_written(tmp_path: Path)
 
 def test_ended_splits_stay_out_of_the_target_and_rollback_removes_them(tmp_path: Path) -> None:
     db = make_db(tmp_path / "out.db", "CREATE TABLE kept (id INTEGER)")
-    options = SqliteWriterOptions(path=str(db), table="t")
-    ctx = write_ctx(KV)
-    periphery = SqliteWriterPeriphery(options, ctx)
-    periphery.prepare()
-    writer = SqliteWriter(options, ctx, periphery, 0)
+    periphery, writer = prepared_writer(db)
     writer.write_split("a", [(1, "x")])
     writer.end_split("a", 1)
     # Committed, but as staging and marker only: the table t is created by the final commit.
