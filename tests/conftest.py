@@ -23,35 +23,55 @@ REPO = Path(__file__).resolve().parent.parent
 MYSQL_URL = os.environ.get("WORMHOLE_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the node ids
+GROUPED_MODULES = frozenset({"tests/e2e/test_resume.py", "tests/integration/test_expr_agree.py",
+                             "tests/integration/test_pushdown_edges.py", "tests/integration/test_taskdb_mysql.py"})
+"""Modules whose tests share a module-scoped fixture (a source table, a connection): under ``make test``
+one worker runs each of them whole, so the fixture is made once. The collection hook below fails when a
+module with such a fixture is missing here."""
+
+
+def xdist_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to under ``make test`` (pytest-xdist): the run's one SparkSession
+    (tests/spark), the Docker image (tests/docker), a module of GROUPED_MODULES, or the test alone."""
+    module = nodeid.split("::")[0]
+    if module.startswith("tests/spark/"):
+        return "spark"
+    if module.startswith("tests/docker/"):
+        return "docker"
+    return module if module in GROUPED_MODULES else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` as xdist_unit() groups (xdist's own marker groups do not reach the scheduler
+    under pytest 9), in collection order: the units the collection hook puts first start first."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return UnitScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``-n N --dist loadgroup`` (``make test``): tests that share an expensive fixture run on one
-    worker, so it is made once per run: the Docker image, the run's one SparkSession, a module's source."""
+    """Longest first, so no long unit starts last: the Spark and Docker units, then grouped modules and
+    slow tests, then the rest (a stable sort: every worker collects the same order, as xdist requires)."""
     ranks: dict[str, int] = {}
     for item in items:
-        group = _xdist_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-        ranks[item.nodeid] = _START_RANK.get(group or "", 2 if group or item.get_closest_marker("slow") else 3)
-    # Longest first: one worker takes the Spark group, another the Docker group, at once; module groups and
-    # slow tests come next, so no long unit starts last. A stable sort: the order is the same on every
-    # worker, as xdist requires.
+        unit = xdist_unit(item.nodeid)
+        scopes = {name: defs[-1].scope for name, defs in item._fixtureinfo.name2fixturedefs.items()}
+        if "module" in scopes.values() and unit == item.nodeid:
+            raise pytest.UsageError(f"{item.nodeid} uses a module-scoped fixture: add its module to "
+                                    "GROUPED_MODULES (tests/conftest.py)")
+        if "spark_conf" in scopes and unit != "spark":
+            raise pytest.UsageError(f"{item.nodeid} uses the run's SparkSession outside tests/spark")
+        ranks[item.nodeid] = {"spark": 0, "docker": 1}.get(unit, 2 if unit != item.nodeid
+                                                          or item.get_closest_marker("slow") else 3)
     items.sort(key=lambda item: ranks[item.nodeid])
-
-
-_START_RANK = {"spark": 0, "docker": 1}
-
-
-def _xdist_group(item: pytest.Item) -> str | None:
-    if item.get_closest_marker("docker"):
-        return "docker"
-    info = getattr(item, "_fixtureinfo", None)
-    defs = info.name2fixturedefs if info is not None else {}
-    if "spark_conf" in defs:
-        return "spark"
-    if any(fixturedefs[-1].scope == "module" for fixturedefs in defs.values()):
-        return item.nodeid.split("::")[0]
-    return None
 
 
 @pytest.fixture(autouse=True)
