@@ -27,8 +27,6 @@ from typing import Any
 import pyarrow as pa
 from pyspark import AccumulatorParam, StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from wormhole.config import EngineConf, SourceSpec
 from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
@@ -51,6 +49,7 @@ from wormhole.spark.types import (
     exact_columns,
     from_spark_rows,
     logical_schema,
+    naive_timestamps,
     rows_from_arrow,
     spark_schema,
     to_arrow_batches,
@@ -299,38 +298,13 @@ class SparkExecution:
     def write(self, dest: Any, counters: WriterCounters, rows: int) -> None:
         """One destination's Spark job, run from its own driver thread (the WriterManager's pool)."""
         assert self.frame is not None and dest.ctx is not None
-        self._groups.add(f"{self.group}:{dest.id}")
-        if self._cancelled:  # a stop came before this job started: it must not start
-            raise TaskAborted(f"write of {dest.id} cancelled", reason="stopped")
-        self.sc.setLocalProperty("spark.scheduler.pool", dest.id)
-        self.sc.setJobGroup(f"{self.group}:{dest.id}", f"wormhole: write {dest.id}", interruptOnCancel=True)
+        self._start_job(dest)
         chain = self.transforms.destination_chain(dest.id) if self.transforms is not None else None
         frame = apply_chain(self.frame, chain) if chain is not None else self.frame
         wanted = self._coordinator.missing(dest.id) if dest.durable and self._coordinator is not None else None
         t0 = time.monotonic()
         try:
-            if dest.durable:
-                assert self._coordinator is not None
-                if self.partitions != len(self.split_ids):  # a split's rows must be one partition's
-                    raise WriteError(f"the source's {self.partitions} partitions are not its "
-                                     f"{len(self.split_ids)} splits", destination=dest.id, plugin=dest.plugin)
-                if registry.capabilities(dest.plugin).spark_partitions:
-                    how = "partitions"  # in the executors, a partition (a split) per task
-                    self._write_partitions(dest, counters, frame, self._coordinator)
-                else:
-                    how = "driver"  # a store with one writer (a SQLite file): split by split on the driver
-                    write_splits(naive_timestamps(frame), self.split_ids, dest, counters, self._coordinator,
-                                 self._lease, self._dirty, self._conf)
-            elif dest.sink.spark_write is not None and load(dest.sink.spark_write)(frame, dest.options, dest.ctx,
-                                                                                    dest.periphery):
-                how = "native"
-                counters.delivered = counters.written = rows if chain is None or not chain.ops else frame.count()
-            elif registry.capabilities(dest.plugin).spark_partitions:
-                how = "partitions"
-                self._write_partitions(dest, counters, frame)
-            else:
-                how = "driver"
-                self._write_on_driver(dest, counters, frame)
+            how = self._write_job(dest, counters, frame, rows if chain is None or not chain.ops else None)
             account_filtered(counters, chain, rows, self._split_rows, wanted)
         except (WriteError, DirtyLimitExceeded):
             raise
@@ -344,6 +318,42 @@ class SparkExecution:
             dest.periphery.add_written(counters.written)
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
+
+    def _start_job(self, dest: Any) -> None:
+        """The destination's job group and FAIR pool on this driver thread, unless a stop came first."""
+        self._groups.add(f"{self.group}:{dest.id}")
+        if self._cancelled:  # a stop came before this job started: it must not start
+            raise TaskAborted(f"write of {dest.id} cancelled", reason="stopped")
+        self.sc.setLocalProperty("spark.scheduler.pool", dest.id)
+        self.sc.setJobGroup(f"{self.group}:{dest.id}", f"wormhole: write {dest.id}", interruptOnCancel=True)
+
+    def _write_job(self, dest: Any, counters: WriterCounters, frame: DataFrame, rows: int | None) -> str:
+        """Write the frame the first way the destination takes: durable splits, the store's native write, its row
+        writers in the executors, or on the driver; return which. ``rows``: the frame's, None if not known."""
+        if dest.durable:
+            return self._write_durable(dest, counters, frame)
+        native = dest.sink.spark_write
+        if native is not None and load(native)(frame, dest.options, dest.ctx, dest.periphery):
+            counters.delivered = counters.written = rows if rows is not None else frame.count()
+            return "native"
+        if registry.capabilities(dest.plugin).spark_partitions:
+            self._write_partitions(dest, counters, frame)
+            return "partitions"
+        self._write_on_driver(dest, counters, frame)
+        return "driver"
+
+    def _write_durable(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> str:
+        assert self._coordinator is not None
+        if self.partitions != len(self.split_ids):  # a split's rows must be one partition's
+            raise WriteError(f"the source's {self.partitions} partitions are not its "
+                             f"{len(self.split_ids)} splits", destination=dest.id, plugin=dest.plugin)
+        if registry.capabilities(dest.plugin).spark_partitions:  # in the executors, a partition (a split) per task
+            self._write_partitions(dest, counters, frame, self._coordinator)
+            return "partitions"
+        # A store with one writer (a SQLite file): split by split on the driver.
+        write_splits(naive_timestamps(frame), self.split_ids, dest, counters, self._coordinator, self._lease,
+                     self._dirty, self._conf)
+        return "driver"
 
     def _write_partitions(self, dest: Any, counters: WriterCounters, frame: DataFrame,
                           coordinator: SplitCoordinator | None = None) -> None:
@@ -487,13 +497,4 @@ class SparkExecution:
         if self.frame is not None:
             self.frame.unpersist()
             self.frame = None
-
-
-def naive_timestamps(frame: DataFrame) -> DataFrame:
-    """Zoned timestamps (a Hive TIMESTAMP) as naive UTC ones, so row writers get what local mode gives."""
-    if not any(isinstance(f.dataType, T.TimestampType) for f in frame.schema.fields):
-        return frame
-    return frame.select([F.col(f"`{f.name}`").cast(T.TimestampNTZType()).alias(f.name)
-                         if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
-                         for f in frame.schema.fields])
 

@@ -297,6 +297,16 @@ def from_spark_rows(schema: Schema, rows: Iterator[Any], batch_rows: int,
         yield batch
 
 
+
+def naive_timestamps(frame: DataFrame) -> DataFrame:
+    """Zoned timestamps (a Hive TIMESTAMP) as naive UTC ones, so row writers get what local mode gives."""
+    if not any(isinstance(f.dataType, T.TimestampType) for f in frame.schema.fields):
+        return frame
+    return frame.select([F.col(f"`{f.name}`").cast(T.TimestampNTZType()).alias(f.name)
+                         if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
+                         for f in frame.schema.fields])
+
+
 def canonical(frame: DataFrame, schema: Schema) -> DataFrame:
     """The frame with each column cast to its logical type's Spark type (what local mode writes)."""
     return frame.select([F.col(f"`{c.name}`").cast(spark_type(c)).alias(c.name) for c in schema.columns])
