@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
-from pyspark import AccumulatorParam, StorageLevel, TaskContext
+from pyspark import StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 
 from wormhole.config import EngineConf, SourceSpec
@@ -36,10 +36,11 @@ from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split, split_order
+from wormhole.plugins.base import ReadContext, Rejected, Schema, Split, split_order
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.recovery.split_lane import SplitTarget
+from wormhole.spark.accumulators import AccumulatedDirty, DirtyEntry, ListParam, Totals
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.splits import check_record_limit, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
@@ -56,42 +57,25 @@ from wormhole.spark.types import (
 )
 from wormhole.transform.plan import Placement, TransformPlan
 
-DirtyEntry = tuple[str, str | None, str, Row]
-"""(origin, split id, reason, row): a rejected row on its way from an executor to the dirty file."""
 
-
-class _ListParam(AccumulatorParam):  # type: ignore[type-arg]
-    def zero(self, value: list[Any]) -> list[Any]:
-        return []
-
-    def addInPlace(self, a: list[Any], b: list[Any]) -> list[Any]:
-        a.extend(b)
-        return a
-
-
-class _Totals(AccumulatorParam):  # type: ignore[type-arg]
-    """(delivered, written, rejected) summed over successful tasks."""
-
-    def zero(self, value: tuple[int, int, int]) -> tuple[int, int, int]:
-        return (0, 0, 0)
-
-    def addInPlace(self, a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int, int]:
-        return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+def _write_rows(target: Any, batches: Iterator[pa.RecordBatch], schema: Schema, batch_rows: int,
+                part: WriterCounters, reject: Callable[[tuple[Rejected, ...]], None], destination: str, plugin: str,
+                limit: int | None) -> bool:
+    """Write a partition's record batches ``batch_rows`` rows at a time, until its own rejects exceed
+    ``limit``: True then (the rest is not written)."""
+    for record_batch in batches:
+        rows = rows_from_arrow(schema, record_batch)
+        for start in range(0, len(rows), batch_rows):
+            write_counted(target, rows[start:start + batch_rows], part, reject, destination=destination,
+                          plugin=plugin)
+            if record_limit(part.rejected, limit) is not None:
+                return True
+    return False
 
 
 def load(target: str) -> Callable[..., Any]:
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
-
-
-class _AccumulatedDirty:
-    """The DirtySink of readers running inside executors: rejected rows travel in an accumulator."""
-
-    def __init__(self, acc: Any) -> None:
-        self._acc = acc
-
-    def reject(self, origin: str, rows: Any, split_id: str | None = None) -> None:
-        self._acc.add([(origin, split_id, r.reason, r.row) for r in rows])
 
 
 class _FinishedRead:
@@ -140,7 +124,7 @@ class SparkExecution:
         """The split of each partition of ``frame``, in order."""
         self._coordinator: SplitCoordinator | None = None
         self._lease: Lease | None = None
-        self._source_dirty = self.sc.accumulator([], _ListParam())
+        self._source_dirty = self.sc.accumulator([], ListParam())
         self._totals: dict[str, Any] = {}
         self._split_rows: dict[str, int] | None = None  # after the task's operators, for destination chains
         self._placement: Placement = ()  # the task's operators pushed into the source's read
@@ -245,7 +229,7 @@ class SparkExecution:
 
         def read_partition(seeds: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             # One seed row per partition: the index of the split this partition reads.
-            sink = _AccumulatedDirty(acc)
+            sink = AccumulatedDirty(acc)
             reader_ctx = ReadContext(task_id=task_id, run_id=run_id, batch_rows=batch_rows, dirty=sink)
             role = registry.get(plugin).source
             assert role is not None
@@ -364,9 +348,9 @@ class SparkExecution:
         assert self.frame is not None
         plugin, options, ctx, periphery = dest.plugin, dest.options, dest.ctx, dest.periphery
         schema, batch_rows, limit = ctx.schema, ctx.batch_rows, dest.limit.record
-        totals = self._totals[dest.id] = self.sc.accumulator((0, 0, 0), _Totals())
-        dirty = self.sc.accumulator([], _ListParam())
-        sealed = self.sc.accumulator([], _ListParam())
+        totals = self._totals[dest.id] = self.sc.accumulator((0, 0, 0), Totals())
+        dirty = self.sc.accumulator([], ListParam())
+        sealed = self.sc.accumulator([], ListParam())
         ids = list(self.split_ids) if coordinator is not None else None
         wanted = set(coordinator.missing(dest.id)) if coordinator is not None else set()
 
@@ -388,23 +372,12 @@ class SparkExecution:
 
             def reject(rejected: tuple[Rejected, ...]) -> None:
                 bad.extend((ctx.destination, split_id, r.reason, r.row) for r in rejected)
-            over = False
             try:
                 writer.open()
-                for record_batch in batches:
-                    rows = rows_from_arrow(schema, record_batch)
-                    for start in range(0, len(rows), batch_rows):
-                        write_counted(target, rows[start:start + batch_rows], part, reject,
-                                      destination=ctx.destination, plugin=plugin)
-                        # This partition's own rejects exceed the limit, so the total does too: stop
-                        # writing, but end the task normally, so its counts and rejected rows reach the
-                        # driver (a failed task's accumulators are dropped) and the driver fails the
-                        # destination naming the total.
-                        over = record_limit(part.rejected, limit) is not None
-                        if over:
-                            break
-                    if over:
-                        break
+                # Over the limit, this partition's own rejects make the total exceed it too: the task stops
+                # writing but ends normally, so its counts and rejected rows reach the driver (a failed
+                # task's accumulators are dropped) and the driver fails the destination naming the total.
+                over = _write_rows(target, batches, schema, batch_rows, part, reject, ctx.destination, plugin, limit)
                 if over:  # not durable: the destination fails, and is rolled back, on the driver
                     if split_id is not None:
                         writer.abort_split(split_id)
