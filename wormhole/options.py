@@ -14,7 +14,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any, Literal
 
@@ -77,85 +77,92 @@ def _type_name(value: Any) -> str:
 
 def _convert(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
     """Check ``value`` against ``hint``; return the converted value or ``_MISSING`` on a problem."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
     if hint is Any:
         return value
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) == 1:
-            return _convert(value, rest[0], path, problems, meta)
-        return value
-    if origin is Literal:
-        if value not in args:
-            problems.add(path, f"expected one of {', '.join(repr(a) for a in args)}, got {show_value(value, path)}")
-            return _MISSING
-        return value
-    if origin is tuple:
-        if not isinstance(value, list):
-            problems.add(path, f"expected an array, got {_type_name(value)}")
-            return _MISSING
-        item_hint = args[0] if args else Any
-        out = [_convert(v, item_hint, join_path(path, i), problems, {}) for i, v in enumerate(value)]
-        if any(v is _MISSING for v in out):
-            return _MISSING
-        if "min_items" in meta and len(out) < meta["min_items"]:
-            problems.add(path, f"needs at least {meta['min_items']} item(s)")
-            return _MISSING
-        return tuple(out)
-    if origin in (dict, Mapping) or hint in (dict, Mapping):
-        if not isinstance(value, dict):
-            problems.add(path, f"expected an object, got {_type_name(value)}")
-            return _MISSING
-        return value
+    origin = typing.get_origin(hint)
+    convert = _BY_ORIGIN.get(origin) if origin is not None else _BY_TYPE.get(hint)
+    if convert is not None:
+        return convert(value, hint, path, problems, meta)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # a class, never an instance
         result = parse_options(hint, value, path, problems)
         return _MISSING if result is None else result
-    if hint is bool:
-        if not isinstance(value, bool):
-            problems.add(path, f"expected a boolean, got {_type_name(value)} {show_value(value, path)}")
-            return _MISSING
-        return value
-    if hint is int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            problems.add(path, f"expected an integer, got {_type_name(value)} {show_value(value, path)}")
-            return _MISSING
-        low, high = INT64
-        if not ("min" in meta or low <= value) or not ("max" in meta or value <= high):
-            problems.add(path, f"{show_value(value, path)} is out of range (a 64-bit integer)")
-            return _MISSING
-    elif hint is float:
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            problems.add(path, f"expected a number, got {_type_name(value)} {show_value(value, path)}")
-            return _MISSING
-        try:
-            value = float(value)
-        except OverflowError:  # an integer too large for a float
-            value = math.inf
-        if not math.isfinite(value) or ("max" not in meta and value > MAX_NUMBER):
-            problems.add(path, f"{show_value(value, path)} is too large (at most {MAX_NUMBER:,.0f})")
-            return _MISSING
-    elif hint is str:
-        if not isinstance(value, str):
-            problems.add(path, f"expected a string, got {_type_name(value)} {show_value(value, path)}")
-            return _MISSING
-        if "\x00" in value:
-            # No path, host, name or SQL text takes a NUL: the OS and the drivers refuse it (ValueError).
-            problems.add(path, "must not contain a NUL character (\\u0000)")
-            return _MISSING
-        if meta.get("nonempty") and not value.strip():
-            # " " as a host or a path only fails later, deep in a driver: refuse it here.
-            problems.add(path, "must not be empty or blank")
-            return _MISSING
-        pattern = meta.get("pattern")
-        if pattern and not re.fullmatch(pattern, value):
-            problems.add(path, f"{show_value(value, path)} does not match {pattern}")
-            return _MISSING
-        return value
-    else:
-        raise TypeError(f"unsupported option type {hint!r} at {path}")
+    raise TypeError(f"unsupported option type {hint!r} at {path}")
+
+
+def _wrong_type(expected: str, value: Any, path: str, problems: Problems) -> Any:
+    problems.add(path, f"expected {expected}, got {_type_name(value)} {show_value(value, path)}")
+    return _MISSING
+
+
+def _union(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    args = typing.get_args(hint)
+    if value is None and type(None) in args:
+        return None
+    rest = [a for a in args if a is not type(None)]
+    if len(rest) == 1:
+        return _convert(value, rest[0], path, problems, meta)
+    return value
+
+
+def _literal(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    args = typing.get_args(hint)
+    if value not in args:
+        problems.add(path, f"expected one of {', '.join(repr(a) for a in args)}, got {show_value(value, path)}")
+        return _MISSING
+    return value
+
+
+def _tuple(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    if not isinstance(value, list):
+        problems.add(path, f"expected an array, got {_type_name(value)}")
+        return _MISSING
+    args = typing.get_args(hint)
+    item_hint = args[0] if args else Any
+    out = [_convert(v, item_hint, join_path(path, i), problems, {}) for i, v in enumerate(value)]
+    if any(v is _MISSING for v in out):
+        return _MISSING
+    if "min_items" in meta and len(out) < meta["min_items"]:
+        problems.add(path, f"needs at least {meta['min_items']} item(s)")
+        return _MISSING
+    return tuple(out)
+
+
+def _mapping(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    if not isinstance(value, dict):
+        problems.add(path, f"expected an object, got {_type_name(value)}")
+        return _MISSING
+    return value
+
+
+def _bool(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    return value if isinstance(value, bool) else _wrong_type("a boolean", value, path, problems)
+
+
+def _int(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return _wrong_type("an integer", value, path, problems)
+    low, high = INT64
+    if not ("min" in meta or low <= value) or not ("max" in meta or value <= high):
+        problems.add(path, f"{show_value(value, path)} is out of range (a 64-bit integer)")
+        return _MISSING
+    return _in_bounds(value, path, problems, meta)
+
+
+def _float(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return _wrong_type("a number", value, path, problems)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer too large for a float
+        value = math.inf
+    if not math.isfinite(value) or ("max" not in meta and value > MAX_NUMBER):
+        problems.add(path, f"{show_value(value, path)} is too large (at most {MAX_NUMBER:,.0f})")
+        return _MISSING
+    return _in_bounds(value, path, problems, meta)
+
+
+def _in_bounds(value: float, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    """``value`` within the option's own ``min`` and ``max``, if it sets them."""
     if "min" in meta and value < meta["min"]:
         problems.add(path, f"must be >= {meta['min']}, got {show_value(value, path)}")
         return _MISSING
@@ -163,6 +170,34 @@ def _convert(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping
         problems.add(path, f"must be <= {meta['max']}, got {show_value(value, path)}")
         return _MISSING
     return value
+
+
+def _str(value: Any, hint: Any, path: str, problems: Problems, meta: Mapping[str, Any]) -> Any:
+    if not isinstance(value, str):
+        return _wrong_type("a string", value, path, problems)
+    if "\x00" in value:
+        # No path, host, name or SQL text takes a NUL: the OS and the drivers refuse it (ValueError).
+        problems.add(path, "must not contain a NUL character (\\u0000)")
+        return _MISSING
+    if meta.get("nonempty") and not value.strip():
+        # " " as a host or a path only fails later, deep in a driver: refuse it here.
+        problems.add(path, "must not be empty or blank")
+        return _MISSING
+    pattern = meta.get("pattern")
+    if pattern and not re.fullmatch(pattern, value):
+        problems.add(path, f"{show_value(value, path)} does not match {pattern}")
+        return _MISSING
+    return value
+
+
+_Converter = Callable[[Any, Any, str, Problems, Mapping[str, Any]], Any]
+
+_BY_ORIGIN: dict[Any, _Converter] = {typing.Union: _union, types.UnionType: _union, Literal: _literal,
+                                     tuple: _tuple, dict: _mapping, Mapping: _mapping}
+"""Converters of generic hints (``X | None``, ``Literal[...]``, ``tuple[X, ...]``, ``dict[...]``), by origin."""
+_BY_TYPE: dict[Any, _Converter] = {bool: _bool, int: _int, float: _float, str: _str, dict: _mapping,
+                                   Mapping: _mapping}
+"""Converters of plain hints, by the hint itself (a bare ``dict`` or ``Mapping`` included)."""
 
 
 def parse_options(cls: type, raw: Any, path: str, problems: Problems) -> Any:

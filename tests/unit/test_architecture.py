@@ -226,7 +226,8 @@ def test_only_spark_code_imports_pyspark() -> None:
 
 ENGINE_RUNTIME = ("wormhole.engine", "wormhole.execution", "wormhole.reader_manager", "wormhole.writer_manager",
                   "wormhole.destination", "wormhole.recovery", "wormhole.monitor", "wormhole.spark.runner",
-                  "wormhole.spark.splits", "wormhole.spark.transforms", "wormhole.spark.throttle")
+                  "wormhole.spark.accumulators", "wormhole.spark.splits", "wormhole.spark.transforms",
+                  "wormhole.spark.throttle")
 """The engine's runtime: what runs a task (managers, recovery, Spark's execution). Stores are what it
 runs; they see it only through the plugin contract (wormhole/plugins/base.py, capabilities.py)."""
 

@@ -168,23 +168,36 @@ def _table_source(p: Params, shards: list[_Shard], params: dict[str, Any],
         raise p.fail("column", "is required with table (use [\"*\"] for every column)")
     where = p.text("where")
     split_pk = p.text("splitPk")
-    names = None if raw_columns == ["*"] else [plain_name(c) for c in raw_columns]
-    constants = {} if names is None else {i: _constant(c) for i, c in enumerate(raw_columns) if names[i] is None}
-    if names is not None and (None in constants.values() or all(n is None for n in names)):
+    if raw_columns == ["*"]:
+        _table_read(shards, params, None, where, split_pk)
+        return None
+    names, constants = _plain_and_constant(raw_columns)
+    if None in constants.values() or all(n is None for n in names):
         _expression_query(p, shards, params, raw_columns, where, split_pk)
         return None  # read through a query: its columns are not known here, as with querySql
+    _table_read(shards, params, [n for n in names if n is not None], where, split_pk)
+    if constants:
+        names = _derive_constants(p, names, constants, transforms)
+    return tuple(n for n in names if n is not None)
+
+
+def _plain_and_constant(raw_columns: list[str]) -> tuple[list[str | None], dict[int, str | None]]:
+    """Each column's plain name (None for other text) and, by position, the others as transform constants
+    (None for SQL no constant holds, which is read through a query)."""
+    names = [plain_name(c) for c in raw_columns]
+    return names, {i: _constant(c) for i, c in enumerate(raw_columns) if names[i] is None}
+
+
+def _table_read(shards: list[_Shard], params: dict[str, Any], columns: list[str] | None, where: str | None,
+                split_pk: str | None) -> None:
+    """The params of a read of the tables: their connections, the columns (None: every one), where, splitPk."""
     _place(shards, params, tables=True)
-    if names is not None:
-        params["columns"] = [n for n in names if n is not None]
+    if columns is not None:
+        params["columns"] = columns
     if where is not None:
         params["where"] = where
     if split_pk is not None:
         params["split_pk"] = plain_name(split_pk) or split_pk
-    if names is None:
-        return None
-    if constants:
-        names = _derive_constants(p, names, constants, transforms)
-    return tuple(n for n in names if n is not None)
 
 
 _NUMBER = re.compile(r"[+-]?\d{1,18}(\.\d{1,18})?")

@@ -25,10 +25,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
-from pyspark import AccumulatorParam, StorageLevel, TaskContext
+from pyspark import StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from wormhole.config import EngineConf, SourceSpec
 from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
@@ -38,10 +36,11 @@ from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Rejected, Row, Schema, Split, split_order
+from wormhole.plugins.base import ReadContext, Rejected, Schema, Split, split_order
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.recovery.split_lane import SplitTarget
+from wormhole.spark.accumulators import AccumulatedDirty, DirtyEntry, ListParam, Totals
 from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.splits import check_record_limit, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
@@ -51,48 +50,32 @@ from wormhole.spark.types import (
     exact_columns,
     from_spark_rows,
     logical_schema,
+    naive_timestamps,
     rows_from_arrow,
     spark_schema,
     to_arrow_batches,
 )
 from wormhole.transform.plan import Placement, TransformPlan
 
-DirtyEntry = tuple[str, str | None, str, Row]
-"""(origin, split id, reason, row): a rejected row on its way from an executor to the dirty file."""
 
-
-class _ListParam(AccumulatorParam):  # type: ignore[type-arg]
-    def zero(self, value: list[Any]) -> list[Any]:
-        return []
-
-    def addInPlace(self, a: list[Any], b: list[Any]) -> list[Any]:
-        a.extend(b)
-        return a
-
-
-class _Totals(AccumulatorParam):  # type: ignore[type-arg]
-    """(delivered, written, rejected) summed over successful tasks."""
-
-    def zero(self, value: tuple[int, int, int]) -> tuple[int, int, int]:
-        return (0, 0, 0)
-
-    def addInPlace(self, a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[int, int, int]:
-        return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+def _write_rows(target: Any, batches: Iterator[pa.RecordBatch], schema: Schema, batch_rows: int,
+                part: WriterCounters, reject: Callable[[tuple[Rejected, ...]], None], destination: str, plugin: str,
+                limit: int | None) -> bool:
+    """Write a partition's record batches ``batch_rows`` rows at a time, until its own rejects exceed
+    ``limit``: True then (the rest is not written)."""
+    for record_batch in batches:
+        rows = rows_from_arrow(schema, record_batch)
+        for start in range(0, len(rows), batch_rows):
+            write_counted(target, rows[start:start + batch_rows], part, reject, destination=destination,
+                          plugin=plugin)
+            if record_limit(part.rejected, limit) is not None:
+                return True
+    return False
 
 
 def load(target: str) -> Callable[..., Any]:
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
-
-
-class _AccumulatedDirty:
-    """The DirtySink of readers running inside executors: rejected rows travel in an accumulator."""
-
-    def __init__(self, acc: Any) -> None:
-        self._acc = acc
-
-    def reject(self, origin: str, rows: Any, split_id: str | None = None) -> None:
-        self._acc.add([(origin, split_id, r.reason, r.row) for r in rows])
 
 
 class _FinishedRead:
@@ -141,7 +124,7 @@ class SparkExecution:
         """The split of each partition of ``frame``, in order."""
         self._coordinator: SplitCoordinator | None = None
         self._lease: Lease | None = None
-        self._source_dirty = self.sc.accumulator([], _ListParam())
+        self._source_dirty = self.sc.accumulator([], ListParam())
         self._totals: dict[str, Any] = {}
         self._split_rows: dict[str, int] | None = None  # after the task's operators, for destination chains
         self._placement: Placement = ()  # the task's operators pushed into the source's read
@@ -246,7 +229,7 @@ class SparkExecution:
 
         def read_partition(seeds: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             # One seed row per partition: the index of the split this partition reads.
-            sink = _AccumulatedDirty(acc)
+            sink = AccumulatedDirty(acc)
             reader_ctx = ReadContext(task_id=task_id, run_id=run_id, batch_rows=batch_rows, dirty=sink)
             role = registry.get(plugin).source
             assert role is not None
@@ -299,38 +282,13 @@ class SparkExecution:
     def write(self, dest: Any, counters: WriterCounters, rows: int) -> None:
         """One destination's Spark job, run from its own driver thread (the WriterManager's pool)."""
         assert self.frame is not None and dest.ctx is not None
-        self._groups.add(f"{self.group}:{dest.id}")
-        if self._cancelled:  # a stop came before this job started: it must not start
-            raise TaskAborted(f"write of {dest.id} cancelled", reason="stopped")
-        self.sc.setLocalProperty("spark.scheduler.pool", dest.id)
-        self.sc.setJobGroup(f"{self.group}:{dest.id}", f"wormhole: write {dest.id}", interruptOnCancel=True)
+        self._start_job(dest)
         chain = self.transforms.destination_chain(dest.id) if self.transforms is not None else None
         frame = apply_chain(self.frame, chain) if chain is not None else self.frame
         wanted = self._coordinator.missing(dest.id) if dest.durable and self._coordinator is not None else None
         t0 = time.monotonic()
         try:
-            if dest.durable:
-                assert self._coordinator is not None
-                if self.partitions != len(self.split_ids):  # a split's rows must be one partition's
-                    raise WriteError(f"the source's {self.partitions} partitions are not its "
-                                     f"{len(self.split_ids)} splits", destination=dest.id, plugin=dest.plugin)
-                if registry.capabilities(dest.plugin).spark_partitions:
-                    how = "partitions"  # in the executors, a partition (a split) per task
-                    self._write_partitions(dest, counters, frame, self._coordinator)
-                else:
-                    how = "driver"  # a store with one writer (a SQLite file): split by split on the driver
-                    write_splits(naive_timestamps(frame), self.split_ids, dest, counters, self._coordinator,
-                                 self._lease, self._dirty, self._conf)
-            elif dest.sink.spark_write is not None and load(dest.sink.spark_write)(frame, dest.options, dest.ctx,
-                                                                                    dest.periphery):
-                how = "native"
-                counters.delivered = counters.written = rows if chain is None or not chain.ops else frame.count()
-            elif registry.capabilities(dest.plugin).spark_partitions:
-                how = "partitions"
-                self._write_partitions(dest, counters, frame)
-            else:
-                how = "driver"
-                self._write_on_driver(dest, counters, frame)
+            how = self._write_job(dest, counters, frame, rows if chain is None or not chain.ops else None)
             account_filtered(counters, chain, rows, self._split_rows, wanted)
         except (WriteError, DirtyLimitExceeded):
             raise
@@ -345,6 +303,42 @@ class SparkExecution:
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
 
+    def _start_job(self, dest: Any) -> None:
+        """The destination's job group and FAIR pool on this driver thread, unless a stop came first."""
+        self._groups.add(f"{self.group}:{dest.id}")
+        if self._cancelled:  # a stop came before this job started: it must not start
+            raise TaskAborted(f"write of {dest.id} cancelled", reason="stopped")
+        self.sc.setLocalProperty("spark.scheduler.pool", dest.id)
+        self.sc.setJobGroup(f"{self.group}:{dest.id}", f"wormhole: write {dest.id}", interruptOnCancel=True)
+
+    def _write_job(self, dest: Any, counters: WriterCounters, frame: DataFrame, rows: int | None) -> str:
+        """Write the frame the first way the destination takes: durable splits, the store's native write, its row
+        writers in the executors, or on the driver; return which. ``rows``: the frame's, None if not known."""
+        if dest.durable:
+            return self._write_durable(dest, counters, frame)
+        native = dest.sink.spark_write
+        if native is not None and load(native)(frame, dest.options, dest.ctx, dest.periphery):
+            counters.delivered = counters.written = rows if rows is not None else frame.count()
+            return "native"
+        if registry.capabilities(dest.plugin).spark_partitions:
+            self._write_partitions(dest, counters, frame)
+            return "partitions"
+        self._write_on_driver(dest, counters, frame)
+        return "driver"
+
+    def _write_durable(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> str:
+        assert self._coordinator is not None
+        if self.partitions != len(self.split_ids):  # a split's rows must be one partition's
+            raise WriteError(f"the source's {self.partitions} partitions are not its "
+                             f"{len(self.split_ids)} splits", destination=dest.id, plugin=dest.plugin)
+        if registry.capabilities(dest.plugin).spark_partitions:  # in the executors, a partition (a split) per task
+            self._write_partitions(dest, counters, frame, self._coordinator)
+            return "partitions"
+        # A store with one writer (a SQLite file): split by split on the driver.
+        write_splits(naive_timestamps(frame), self.split_ids, dest, counters, self._coordinator, self._lease,
+                     self._dirty, self._conf)
+        return "driver"
+
     def _write_partitions(self, dest: Any, counters: WriterCounters, frame: DataFrame,
                           coordinator: SplitCoordinator | None = None) -> None:
         """The row writers in the executors, one per partition. With ``coordinator`` (a destination that
@@ -354,9 +348,9 @@ class SparkExecution:
         assert self.frame is not None
         plugin, options, ctx, periphery = dest.plugin, dest.options, dest.ctx, dest.periphery
         schema, batch_rows, limit = ctx.schema, ctx.batch_rows, dest.limit.record
-        totals = self._totals[dest.id] = self.sc.accumulator((0, 0, 0), _Totals())
-        dirty = self.sc.accumulator([], _ListParam())
-        sealed = self.sc.accumulator([], _ListParam())
+        totals = self._totals[dest.id] = self.sc.accumulator((0, 0, 0), Totals())
+        dirty = self.sc.accumulator([], ListParam())
+        sealed = self.sc.accumulator([], ListParam())
         ids = list(self.split_ids) if coordinator is not None else None
         wanted = set(coordinator.missing(dest.id)) if coordinator is not None else set()
 
@@ -378,23 +372,12 @@ class SparkExecution:
 
             def reject(rejected: tuple[Rejected, ...]) -> None:
                 bad.extend((ctx.destination, split_id, r.reason, r.row) for r in rejected)
-            over = False
             try:
                 writer.open()
-                for record_batch in batches:
-                    rows = rows_from_arrow(schema, record_batch)
-                    for start in range(0, len(rows), batch_rows):
-                        write_counted(target, rows[start:start + batch_rows], part, reject,
-                                      destination=ctx.destination, plugin=plugin)
-                        # This partition's own rejects exceed the limit, so the total does too: stop
-                        # writing, but end the task normally, so its counts and rejected rows reach the
-                        # driver (a failed task's accumulators are dropped) and the driver fails the
-                        # destination naming the total.
-                        over = record_limit(part.rejected, limit) is not None
-                        if over:
-                            break
-                    if over:
-                        break
+                # Over the limit, this partition's own rejects make the total exceed it too: the task stops
+                # writing but ends normally, so its counts and rejected rows reach the driver (a failed
+                # task's accumulators are dropped) and the driver fails the destination naming the total.
+                over = _write_rows(target, batches, schema, batch_rows, part, reject, ctx.destination, plugin, limit)
                 if over:  # not durable: the destination fails, and is rolled back, on the driver
                     if split_id is not None:
                         writer.abort_split(split_id)
@@ -487,13 +470,4 @@ class SparkExecution:
         if self.frame is not None:
             self.frame.unpersist()
             self.frame = None
-
-
-def naive_timestamps(frame: DataFrame) -> DataFrame:
-    """Zoned timestamps (a Hive TIMESTAMP) as naive UTC ones, so row writers get what local mode gives."""
-    if not any(isinstance(f.dataType, T.TimestampType) for f in frame.schema.fields):
-        return frame
-    return frame.select([F.col(f"`{f.name}`").cast(T.TimestampNTZType()).alias(f.name)
-                         if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
-                         for f in frame.schema.fields])
 

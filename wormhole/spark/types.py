@@ -153,37 +153,65 @@ _TO_EXACT: dict[str, Callable[[Any], str]] = {"int": int.__repr__, "decimal": _e
 _ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError, ArithmeticError)
 
 
+@dataclass(frozen=True)
+class _ArrowLayout:
+    """How a schema's rows travel as Arrow: each column's name and Arrow type, and the conversions of the
+    columns whose values Arrow takes in another form (JSON and decimal text, the ``exact`` columns' text)."""
+
+    names: list[str]
+    types: list[pa.DataType]
+    schema: pa.Schema
+    prepare: list[tuple[int, Callable[[Any], Any]]]
+
+    @classmethod
+    def of(cls, schema: Schema, exact: frozenset[str]) -> _ArrowLayout:
+        types = [pa.string() if c.name in exact else TRANSPORT_ARROW[c.type] for c in schema.columns]
+        return cls([c.name for c in schema.columns], types,
+                   pa.schema([pa.field(c.name, t, c.nullable) for c, t in zip(schema.columns, types)]),
+                   [(i, _TO_EXACT[c.type] if c.name in exact else _PREPARE[c.type])
+                    for i, c in enumerate(schema.columns) if c.name in exact or c.type in _PREPARE])
+
+    def columns(self, batch: Sequence[Row]) -> list[list[Any]]:
+        """The rows column-wise, each value in the form Arrow takes."""
+        columns = [list(col) for col in zip(*batch)]
+        for i, fn in self.prepare:
+            columns[i] = [None if v is None else fn(v) for v in columns[i]]
+        return columns
+
+    def record_batch(self, columns: list[list[Any]]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(columns, self.types)],
+                                          schema=self.schema)
+
+
 def to_arrow_batches(schema: Schema, batches: Iterable[Sequence[Row]], reject: Callable[[list[Rejected]], None],
                      exact: frozenset[str] = frozenset()) -> Iterator[pa.RecordBatch]:
     """Record batches of the rows, column-wise; a row Arrow cannot hold exactly (an integer beyond
     64 bits, a decimal beyond 38 digits or 18 decimals, a lone surrogate) goes to ``reject``.
     The ``exact`` columns travel as their exact text and are never rejected."""
-    types = [pa.string() if c.name in exact else TRANSPORT_ARROW[c.type] for c in schema.columns]
-    arrow_schema = pa.schema([pa.field(c.name, t, c.nullable) for c, t in zip(schema.columns, types)])
-    prepare = [(i, _TO_EXACT[c.type] if c.name in exact else _PREPARE[c.type]) for i, c in enumerate(schema.columns)
-               if c.name in exact or c.type in _PREPARE]
+    layout = _ArrowLayout.of(schema, exact)
     for batch in batches:
         if not batch:
             continue
-        columns = [list(col) for col in zip(*batch)]
-        for i, fn in prepare:
-            columns[i] = [None if v is None else fn(v) for v in columns[i]]
+        columns = layout.columns(batch)
         try:
-            yield pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(columns, types)],
-                                             schema=arrow_schema)
-            continue
+            record_batch = layout.record_batch(columns)
         except _ARROW_ERRORS:
-            pass
-        failed: dict[int, str] = {}
-        for i, t in enumerate(types):
-            _find_bad(columns[i], t, 0, len(batch), failed, schema.columns[i].name)
-        bad = [Rejected(tuple(batch[r]), f"cannot be carried by Spark: {why}") for r, why in sorted(failed.items())]
-        if bad:
-            reject(bad)
-        good = [r for r in range(len(batch)) if r not in failed]
-        if good:
-            yield pa.RecordBatch.from_arrays(
-                [pa.array([columns[i][r] for r in good], type=t) for i, t in enumerate(types)], schema=arrow_schema)
+            record_batch = _without_bad_rows(layout, batch, columns, reject)
+        if record_batch is not None:
+            yield record_batch
+
+
+def _without_bad_rows(layout: _ArrowLayout, batch: Sequence[Row], columns: list[list[Any]],
+                      reject: Callable[[list[Rejected]], None]) -> pa.RecordBatch | None:
+    """The batch without the rows Arrow refuses, which go to ``reject``; None when no row is left."""
+    failed: dict[int, str] = {}
+    for i, t in enumerate(layout.types):
+        _find_bad(columns[i], t, 0, len(batch), failed, layout.names[i])
+    bad = [Rejected(tuple(batch[r]), f"cannot be carried by Spark: {why}") for r, why in sorted(failed.items())]
+    if bad:
+        reject(bad)
+    good = [r for r in range(len(batch)) if r not in failed]
+    return layout.record_batch([[column[r] for r in good] for column in columns]) if good else None
 
 
 def _find_bad(values: list[Any], dtype: pa.DataType, lo: int, hi: int, failed: dict[int, str], name: str) -> None:
@@ -267,6 +295,16 @@ def from_spark_rows(schema: Schema, rows: Iterator[Any], batch_rows: int,
             batch = []
     if batch:
         yield batch
+
+
+
+def naive_timestamps(frame: DataFrame) -> DataFrame:
+    """Zoned timestamps (a Hive TIMESTAMP) as naive UTC ones, so row writers get what local mode gives."""
+    if not any(isinstance(f.dataType, T.TimestampType) for f in frame.schema.fields):
+        return frame
+    return frame.select([F.col(f"`{f.name}`").cast(T.TimestampNTZType()).alias(f.name)
+                         if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
+                         for f in frame.schema.fields])
 
 
 def canonical(frame: DataFrame, schema: Schema) -> DataFrame:

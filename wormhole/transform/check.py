@@ -280,6 +280,8 @@ _NODES: dict[type[Expr], Callable[[Any, Any, list[str]], str]] = {
     In: _Checker._range, Between: _Checker._range, Like: _Checker._like, Func: _Checker._func,
     Case: _Checker._case, Cast: _Checker._cast}
 """The type of each inner node, from its children's types: a type-dispatch table."""
+
+
 def int_bound(e: Expr, typed: Typed, column: int) -> int:
     """An upper bound of ``|value|`` of an int expression, every int column at most ``column`` (the store's
     widest integer): where a SQL or Spark compiler must widen its integers to compute what Python's
@@ -290,15 +292,28 @@ def int_bound(e: Expr, typed: Typed, column: int) -> int:
         return column
     if typed.of(e) not in ("int", "null"):
         return 1 if typed.of(e) == "bool" else column
-    if isinstance(e, Neg) or (isinstance(e, Func) and e.name == "abs"):
-        return int_bound(e.x if isinstance(e, Neg) else e.args[0], typed, column)
-    if isinstance(e, Binary):
-        a, b = int_bound(e.a, typed, column), int_bound(e.b, typed, column)
-        return a * b if e.op == "*" else min(a, b) if e.op == "%" else a + b
-    if isinstance(e, Func) and e.name == "coalesce":
+    bound = _BOUNDS.get(type(e))
+    return bound(e, typed, column) if bound is not None else 2**63  # a CAST to int: 64-bit, or NULL
+
+
+def _binary_bound(e: Binary, typed: Typed, column: int) -> int:
+    a, b = int_bound(e.a, typed, column), int_bound(e.b, typed, column)
+    return a * b if e.op == "*" else min(a, b) if e.op == "%" else a + b
+
+
+def _func_bound(e: Func, typed: Typed, column: int) -> int:
+    if e.name == "abs":
+        return int_bound(e.args[0], typed, column)
+    if e.name == "coalesce":
         return max(int_bound(a, typed, column) for a in e.args)
-    if isinstance(e, Func):
-        return 2**32  # length(), year(), month(), day()
-    if isinstance(e, Case):
-        return max(int_bound(v, typed, column) for v in [v for _, v in e.whens] + [e.default] if v is not None)
-    return 2**63  # a CAST to int: 64-bit, or NULL
+    return 2**32  # length(), year(), month(), day()
+
+
+def _case_bound(e: Case, typed: Typed, column: int) -> int:
+    return max(int_bound(v, typed, column) for v in [v for _, v in e.whens] + [e.default] if v is not None)
+
+
+_BOUNDS: dict[type[Expr], Callable[[Any, Typed, int], int]] = {
+    Neg: lambda e, typed, column: int_bound(e.x, typed, column), Binary: _binary_bound, Func: _func_bound,
+    Case: _case_bound}
+"""The bound of each int node with children, from theirs: a type-dispatch table."""

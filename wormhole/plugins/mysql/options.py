@@ -194,17 +194,7 @@ class MysqlReaderOptions(ServerOptions):
             if value is not None:
                 check_identifier(value, join_path(path, key), problems)
         if self.connections is not None:
-            for key in ("database", "table"):
-                if getattr(self, key) is not None:
-                    problems.add(join_path(path, key), "not with connections (each connection names its "
-                                                       "database and tables)")
-            for i, conn in enumerate(self.connections):
-                if self.query is None and conn.tables is None:
-                    problems.add(join_path(join_path(join_path(path, "connections"), i), "tables"),
-                                 "is required (or give a query)")
-                if self.query is not None and conn.tables is not None:
-                    problems.add(join_path(join_path(join_path(path, "connections"), i), "tables"),
-                                 "not with query")
+            self._check_connections(self.connections, path, problems)
         else:
             if self.database is None:
                 problems.add(join_path(path, "database"), "is required (or give connections)")
@@ -214,6 +204,20 @@ class MysqlReaderOptions(ServerOptions):
             for key in ("table", "columns", "where", "split_pk"):
                 if getattr(self, key) is not None:
                     problems.add(join_path(path, key), "not with query (the query says what to read)")
+
+    def _check_connections(self, connections: tuple[ShardConnection, ...], path: str, problems: Problems) -> None:
+        """Sharded params: each connection names its database and tables, unless a query says what to read."""
+        for key in ("database", "table"):
+            if getattr(self, key) is not None:
+                problems.add(join_path(path, key), "not with connections (each connection names its "
+                                                   "database and tables)")
+        for i, conn in enumerate(connections):
+            if self.query is None and conn.tables is None:
+                problems.add(join_path(join_path(join_path(path, "connections"), i), "tables"),
+                             "is required (or give a query)")
+            if self.query is not None and conn.tables is not None:
+                problems.add(join_path(join_path(join_path(path, "connections"), i), "tables"),
+                             "not with query")
 
     def resolve(self) -> MysqlSource:
         """The shape these (checked) params describe: what the reader works with."""

@@ -145,13 +145,7 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         self.method = self._choose_method(conn)
         self.markers.ensure(conn)
         self.markers_ready = True
-        for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers
-            try:
-                remove(conn)
-            except PeripheryError as exc:  # not this run's: `task show` keeps listing it
-                self.ctx.log.warning("writer.leftover_not_removed", leftover=text, error=str(exc))
-            else:
-                self.ctx.log.info("writer.leftover_removed", leftover=text)
+        self._remove_leftovers(conn)
         phase, recorded_before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
         self.phase = phase
         done = phase is not None
@@ -193,6 +187,15 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self.markers.record_prepared(conn, self.rows_before)
             self.durable = {}
         self._build_sql([types[c.lower()] for c in self.columns])
+
+    def _remove_leftovers(self, conn: pymysql.Connection) -> None:
+        for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers
+            try:
+                remove(conn)
+            except PeripheryError as exc:  # not this run's: `task show` keeps listing it
+                self.ctx.log.warning("writer.leftover_not_removed", leftover=text, error=str(exc))
+            else:
+                self.ctx.log.info("writer.leftover_removed", leftover=text)
 
     def _target_columns(self, conn: pymysql.Connection) -> dict[str, str]:
         """The target's column types by lower-case name; sets the columns written (checked against them)."""
