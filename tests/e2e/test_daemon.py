@@ -337,7 +337,14 @@ def test_daemon_survives_the_task_db_going_away(tmp_path: Path, mysql_db: str, d
         assert daemon.proc.poll() is None, daemon.tail()
     finally:
         reachable(True)
-    wait_for(lambda: all(s == "success" for s in db.statuses().values()), 60, "all tasks", every=0.2)
+    try:
+        wait_for(lambda: all(s == "success" for s in db.statuses().values()), 60, "all tasks", every=0.2)
+    except AssertionError as exc:
+        runs = {task_id: db.runs(task_id) for task_id in ids}
+        failed = [f'"task_id": {t},' for t, status in db.statuses().items() if status != "success"]
+        lines = [line for line in daemon.log_path.read_text(errors="replace").splitlines()
+                 if any(f in line for f in failed) and '"level": "info"' not in line]
+        raise AssertionError(f"{exc}: statuses {db.statuses()}, runs {runs}\n" + "\n".join(lines[-30:])) from None
     for task_id in ids:
         assert [r[:2] for r in db.runs(task_id)] == [("success", 0)]
     assert daemon.events("daemon.taskdb_reachable"), daemon.tail()
@@ -346,3 +353,35 @@ def test_daemon_survives_the_task_db_going_away(tmp_path: Path, mysql_db: str, d
     errors = [e["error"] for e in daemon.events("daemon.taskdb_unreachable")]
     assert errors and all(any(c in e for c in causes) for e in errors), errors
     assert daemon.stop()[0] == 0
+
+
+@pytest.mark.mysql
+def test_a_claimed_task_waits_for_its_task_database_to_come_back(tmp_path: Path, mysql_db: str,
+                                                                  limited_user: tuple[str, Callable[[bool], None]]
+                                                                  ) -> None:
+    """The task database goes away between a daemon's claim and its child's start: the child
+    (``--claimed-by``) waits for it while the claim is good, then runs the task, instead of failing it."""
+    ws = make_workspace(tmp_path, task_db=mysql_db)
+    db = TaskDb(ws)
+    url, reachable = limited_user
+    (task_id,) = db.insert([("r0", task_spec("r0", rows=300, sqlite=False), None)])
+    store = open_store(url)
+    try:
+        assert store.claim(task_id, "test-daemon/1")
+    finally:
+        store.close()
+    reachable(False)
+    proc = subprocess.Popen([*wormhole_command(), "--task-id", str(task_id), "--claimed-by", "test-daemon/1"],
+                            cwd=ws.root, env={**ws.env(), "WORMHOLE_TASK_DB": url}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(2.0)
+        assert proc.poll() is None, "the child gave up on its task database at once"
+    finally:
+        reachable(True)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr[-3000:]
+    events = [json.loads(line)["event"] for line in stderr.splitlines() if line.startswith("{")]
+    assert "task.taskdb_unreachable" in events and "task.finished" in events
+    assert db.statuses()[task_id] == "success"
+    assert [r[:2] for r in db.runs(task_id)] == [("success", 0)]

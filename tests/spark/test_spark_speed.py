@@ -69,9 +69,10 @@ def test_a_stop_ends_the_executors_waits_at_once(spark_conf: EngineConf) -> None
 
     def stop_once_waiting(events: list[dict[str, Any]]) -> None:
         deadline = time.monotonic() + 120
-        while not any(e["event"] == "throttle.server_started" for e in list(events)) and time.monotonic() < deadline:
+        # An executor's read task has asked for its first rows (a loaded machine may take long to start one).
+        while not any(e["event"] == "throttle.reader_joined" for e in list(events)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        time.sleep(3.0)  # the executors are in their first waits by now
+        time.sleep(2.0)  # inside its first wait by now
         sent.append(time.monotonic())
         engine.stop("test stop")
 

@@ -27,7 +27,7 @@ from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, su
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
-from wormhole.errors import InvalidTaskConfig, WormholeError
+from wormhole.errors import InvalidTaskConfig, TaskDbError, WormholeError
 from wormhole.planning.channels import speed_limits
 from wormhole.recovery.lease import Lease
 from wormhole.taskdb import CRASHED, SqlTaskStore, TaskStore, open_store
@@ -45,7 +45,7 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: 
         observers.for_task(task_id, logger)
     try:
         conf = EngineConf.load(conf_dir)
-        store = open_store(task_db)
+        store = _open_store(task_db, conf, adopt is not None, logger)
     except WormholeError as exc:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
         observers.close(hold=False)  # nothing ran: nothing for a scraper to read
@@ -56,7 +56,7 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: 
             return EXIT_FAILED
         # Opened before the claim: a database that cannot give the engine its own connection leaves
         # the task unclaimed, not running without checkpoints.
-        checkpoints = open_store(task_db)
+        checkpoints = _open_store(task_db, conf, adopt is not None, logger)
         claim = _Claim(task_db, task_id, adopt or f"{socket.gethostname()}:{os.getpid()}", conf,
                        adopted=adopt is not None)
         return _claim_and_run(store, checkpoints, conf, claim, logger, observers)
@@ -68,6 +68,23 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: 
         if checkpoints is not None:
             checkpoints.close()
         observers.close()
+
+
+def _open_store(task_db: str | None, conf: EngineConf, adopted: bool, logger: log.Logger) -> SqlTaskStore:
+    """The task database. A daemon's child (``adopted``) waits for it while the daemon's claim is still
+    good (``claim.stale_s - heartbeat_s``): the daemon reached it a moment ago, so a failure now is the
+    database going away for a while, which the daemon waits out too, not a reason to fail the task."""
+    deadline = time.monotonic() + conf.claim.stale_s - conf.claim.heartbeat_s
+    wait = 0.5
+    while True:
+        try:
+            return open_store(task_db)
+        except TaskDbError as exc:
+            if not adopted or time.monotonic() + wait > deadline:
+                raise
+            logger.warning("task.taskdb_unreachable", error=str(exc), retry_in_s=wait)
+        time.sleep(wait)
+        wait = min(wait * 2, 5.0)
 
 
 class _Claim:

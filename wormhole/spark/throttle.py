@@ -139,6 +139,7 @@ class TokenServer:
             with conn, conn.makefile("rb") as requests:
                 if requests.readline().strip() != self._token.encode():
                     return  # not one of this run's read tasks
+                self._log.debug("throttle.reader_joined")
                 for line in requests:
                     rows, nbytes = (int(v) for v in line.split())
                     self._throttle.acquire(rows, nbytes, self._stop)
