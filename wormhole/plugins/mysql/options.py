@@ -333,8 +333,8 @@ class MysqlWriterOptions(ServerOptions):
     """``insert`` (a duplicate key rejects the row), ``replace`` (REPLACE INTO), ``upsert``
     (INSERT ... ON DUPLICATE KEY UPDATE of every written column)."""
     load: Literal["append", "truncate", "staging"] = "append"
-    """``append``: rows are added to the target, committed batch by batch; a rollback runs
-    ``rollback_sql`` or, without it, leaves the rows and says so. ``truncate``: the target is emptied
+    """``append``: rows are added to the target, each split in one transaction with its marker row; a
+    rollback runs ``rollback_sql`` or, without it, leaves the rows and says so. ``truncate``: the target is emptied
     first (TRUNCATE TABLE), then as ``append``. ``staging``: rows go to a staging table created like
     the target; commit swaps it in with one atomic RENAME TABLE, rollback drops it."""
     method: Literal["auto", "load_data", "insert"] = "auto"
@@ -342,7 +342,7 @@ class MysqlWriterOptions(ServerOptions):
     INSERT statements; ``auto``: load_data when the server allows local_infile and write_mode is not
     upsert, else insert."""
     batch_size: int = opt(4096, min=1, max=1_000_000)
-    """Most rows per statement and per transaction."""
+    """Most rows per statement (one LOAD DATA or INSERT); a split's statements share its transaction."""
     pre_sql: tuple[str, ...] = ()
     """Statements run before any row is written (on the target database, in order)."""
     post_sql: tuple[str, ...] = ()
