@@ -371,15 +371,20 @@ def test_a_claimed_task_waits_for_its_task_database_to_come_back(tmp_path: Path,
     finally:
         store.close()
     reachable(False)
-    proc = subprocess.Popen([*wormhole_command(), "--task-id", str(task_id), "--claimed-by", "test-daemon/1"],
-                            cwd=ws.root, env={**ws.env(), "WORMHOLE_TASK_DB": url}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "child.err"
+    with log.open("w") as err:
+        proc = subprocess.Popen([*wormhole_command(), "--task-id", str(task_id), "--claimed-by", "test-daemon/1"],
+                                cwd=ws.root, env={**ws.env(), "WORMHOLE_TASK_DB": url}, stdout=subprocess.DEVNULL,
+                                stderr=err, text=True)
     try:
-        time.sleep(2.0)
-        assert proc.poll() is None, "the child gave up on its task database at once"
+        # Refused at least once (however long the child took to start), and still waiting.
+        wait_for(lambda: "task.taskdb_unreachable" in log.read_text() or proc.poll() is not None, 60,
+                 "the child to meet the refusing database")
+        assert proc.poll() is None, f"the child gave up on its task database at once:\n{log.read_text()[-3000:]}"
     finally:
         reachable(True)
-    _, stderr = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    stderr = log.read_text()
     assert proc.returncode == 0, stderr[-3000:]
     events = [json.loads(line)["event"] for line in stderr.splitlines() if line.startswith("{")]
     assert "task.taskdb_unreachable" in events and "task.finished" in events
