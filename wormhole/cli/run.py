@@ -18,7 +18,8 @@ import signal
 import socket
 import threading
 import time
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 import click
 
@@ -45,7 +46,8 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: 
         observers.for_task(task_id, logger)
     try:
         conf = EngineConf.load(conf_dir)
-        store = _open_store(task_db, conf, adopt is not None, logger)
+        patience = _Patience(conf, adopt is not None, logger)
+        store = patience("open", lambda: open_store(task_db))
     except WormholeError as exc:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
         observers.close(hold=False)  # nothing ran: nothing for a scraper to read
@@ -56,10 +58,10 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: 
             return EXIT_FAILED
         # Opened before the claim: a database that cannot give the engine its own connection leaves
         # the task unclaimed, not running without checkpoints.
-        checkpoints = _open_store(task_db, conf, adopt is not None, logger)
+        checkpoints = patience("open", lambda: open_store(task_db))
         claim = _Claim(task_db, task_id, adopt or f"{socket.gethostname()}:{os.getpid()}", conf,
                        adopted=adopt is not None)
-        return _claim_and_run(store, checkpoints, conf, claim, logger, observers)
+        return _claim_and_run(store, checkpoints, conf, claim, logger, observers, patience)
     except WormholeError as exc:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
         return exc.exit_code
@@ -70,21 +72,30 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: 
         observers.close()
 
 
-def _open_store(task_db: str | None, conf: EngineConf, adopted: bool, logger: log.Logger) -> SqlTaskStore:
-    """The task database. A daemon's child (``adopted``) waits for it while the daemon's claim is still
-    good (``claim.stale_s - heartbeat_s``): the daemon reached it a moment ago, so a failure now is the
-    database going away for a while, which the daemon waits out too, not a reason to fail the task."""
-    deadline = time.monotonic() + conf.claim.stale_s - conf.claim.heartbeat_s
-    wait = 0.5
-    while True:
-        try:
-            return open_store(task_db)
-        except TaskDbError as exc:
-            if not adopted or time.monotonic() + wait > deadline:
-                raise
-            logger.warning("task.taskdb_unreachable", error=str(exc), retry_in_s=wait)
-        time.sleep(wait)
-        wait = min(wait * 2, 5.0)
+_T = TypeVar("_T")
+
+
+class _Patience:
+    """A daemon's child (``adopted``) waits out a task database that refuses it before its run starts,
+    while the daemon's claim is still good (``claim.stale_s - heartbeat_s`` from the child's start): the
+    daemon reached the database a moment ago, so a failure now is the database going away for a while,
+    which the daemon waits out too, not a reason to fail the task. Anyone else fails at once."""
+
+    def __init__(self, conf: EngineConf, adopted: bool, logger: log.Logger) -> None:
+        self._deadline = time.monotonic() + conf.claim.stale_s - conf.claim.heartbeat_s if adopted else 0.0
+        self._logger = logger
+
+    def __call__(self, what: str, call: Callable[[], _T]) -> _T:
+        wait = 0.5
+        while True:
+            try:
+                return call()
+            except TaskDbError as exc:
+                if time.monotonic() + wait > self._deadline:
+                    raise
+                self._logger.warning("task.taskdb_unreachable", step=what, error=str(exc), retry_in_s=wait)
+            time.sleep(wait)
+            wait = min(wait * 2, 5.0)
 
 
 class _Claim:
@@ -154,15 +165,15 @@ class _Stoppable(Protocol):
 
 
 def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, claim: _Claim, logger: Any,
-                   observers: Observers) -> int:
+                   observers: Observers, patience: _Patience) -> int:
     task_id, claimed_by = claim.task_id, claim.claimed_by
-    record = store.get(task_id)
+    record = patience("read the task", lambda: store.get(task_id))
     if record is None:
         logger.error("task.not_found", error=f"no task with id {task_id} in {store.url}", error_code="TASK_NOT_FOUND")
         return EXIT_BAD_TASK
     resume_from: int | None = None
     if claim.adopted:
-        if not store.adopt(task_id, claimed_by):
+        if not patience("adopt the claim", lambda: store.adopt(task_id, claimed_by)):
             return _refused(store, task_id, logger, f"running under the claim {claimed_by}")
     elif not store.claim(task_id, claimed_by):
         current = store.get(task_id)
