@@ -390,3 +390,40 @@ def test_a_claimed_task_waits_for_its_task_database_to_come_back(tmp_path: Path,
     assert "task.taskdb_unreachable" in events and "task.finished" in events
     assert db.statuses()[task_id] == "success"
     assert [r[:2] for r in db.runs(task_id)] == [("success", 0)]
+
+
+@pytest.mark.mysql
+def test_a_finished_run_waits_for_its_task_database_to_record_its_outcome(
+        tmp_path: Path, mysql_db: str, limited_user: tuple[str, Callable[[bool], None]]) -> None:
+    """The task database goes away after the run's last commit, before its outcome is written: the
+    process waits for it (up to claim.stale_s) and records success, instead of exiting 203 and leaving
+    a finished task crashed."""
+    from tests.conftest import crashing_command
+
+    ws = make_workspace(tmp_path, task_db=mysql_db)
+    db = TaskDb(ws)
+    url, reachable = limited_user
+    (task_id,) = db.insert([("r0", task_spec("r0", rows=300, sqlite=False), None)])
+    log = tmp_path / "run.err"
+    with log.open("w") as err:  # paused right after its only destination's final commit
+        proc = subprocess.Popen([*crashing_command("after_commit:j:1:stop"), "--task-id", str(task_id)],
+                                cwd=ws.root, env={**ws.env(), "WORMHOLE_TASK_DB": url}, stdout=subprocess.DEVNULL,
+                                stderr=err, text=True)
+    try:
+        wait_for(lambda: proc.poll() is not None
+                 or Path(f"/proc/{proc.pid}/stat").read_text().split(")")[-1].split()[0] == "T", 60,
+                 "the run to pause after its commit")
+        assert proc.poll() is None, log.read_text()[-3000:]
+        reachable(False)
+        os.kill(proc.pid, signal.SIGCONT)
+        wait_for(lambda: '"step": "record the outcome"' in log.read_text() or proc.poll() is not None, 30,
+                 "the run to meet the refusing database")
+        assert proc.poll() is None, f"the run gave up recording its outcome at once:\n{log.read_text()[-3000:]}"
+    finally:
+        reachable(True)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+    assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
+    assert db.statuses()[task_id] == "success"
+    assert [r[:2] for r in db.runs(task_id)] == [("success", 0)]
+    assert jsonl_rows(ws.root / "out" / "r0") == 300

@@ -59,8 +59,9 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: 
         # Opened before the claim: a database that cannot give the engine its own connection leaves
         # the task unclaimed, not running without checkpoints.
         checkpoints = patience("open", lambda: open_store(task_db))
+        patience("read the task database id", checkpoints.taskdb_id)
         claim = _Claim(task_db, task_id, adopt or f"{socket.gethostname()}:{os.getpid()}", conf,
-                       adopted=adopt is not None)
+                       adopted=adopt is not None, patience=patience)
         return _claim_and_run(store, checkpoints, conf, claim, logger, observers, patience)
     except WormholeError as exc:
         logger.error("task.not_run", error=str(exc), error_code=exc.code)
@@ -82,16 +83,24 @@ class _Patience:
     which the daemon waits out too, not a reason to fail the task. Anyone else fails at once."""
 
     def __init__(self, conf: EngineConf, adopted: bool, logger: log.Logger) -> None:
-        self._deadline = time.monotonic() + conf.claim.stale_s - conf.claim.heartbeat_s if adopted else 0.0
+        self._good_for = conf.claim.stale_s - conf.claim.heartbeat_s
+        self._deadline = time.monotonic() + self._good_for if adopted else 0.0
         self._logger = logger
 
-    def __call__(self, what: str, call: Callable[[], _T]) -> _T:
+    def holding(self, since: float) -> None:
+        """The claim is ours, taken at ``since``: until it could go stale, no one else may take the task,
+        so a refusing database is waited for by anyone (a failure now would leave the task claimed)."""
+        self._deadline = max(self._deadline, since + self._good_for)
+
+    def __call__(self, what: str, call: Callable[[], _T], *, for_s: float | None = None) -> _T:
+        """``call()``, retried on a task database error until the deadline, or for ``for_s`` from now."""
+        deadline = self._deadline if for_s is None else time.monotonic() + for_s
         wait = 0.5
         while True:
             try:
                 return call()
             except TaskDbError as exc:
-                if time.monotonic() + wait > self._deadline:
+                if time.monotonic() + wait > deadline:
                     raise
                 self._logger.warning("task.taskdb_unreachable", step=what, error=str(exc), retry_in_s=wait)
             time.sleep(wait)
@@ -102,8 +111,9 @@ class _Claim:
     """Who runs the task, and the heartbeat thread that keeps the claim alive while it runs."""
 
     def __init__(self, task_db: str | None, task_id: int, claimed_by: str, conf: EngineConf, *,
-                 adopted: bool) -> None:
+                 adopted: bool, patience: _Patience) -> None:
         self.task_db = task_db
+        self.patience = patience
         self.task_id = task_id
         self.claimed_by = claimed_by
         self.adopted = adopted  # the daemon claimed under claimed_by: its child adopts, never claims
@@ -113,6 +123,24 @@ class _Claim:
         self._lease: Lease | None = None
         self.claimed_at = time.monotonic()
         """Taken before the claim is made: the lease runs from here until the first heartbeat."""
+
+    def finish(self, store: TaskStore, run_id: int, **outcome: Any) -> bool:
+        """Record the run's outcome under this claim: False when the claim was taken over. A task
+        database that refuses is waited for up to ``claim.stale_s``: the run's work is done and the
+        update is conditional on the claim, so writing it late is safe, and losing it would leave
+        the task crashed (a daemon) or running (a process run by hand) when it had finished."""
+        tries = 0
+
+        def write() -> bool:
+            nonlocal tries
+            tries += 1
+            if store.finish(self.task_id, run_id, claimed_by=self.claimed_by, **outcome):
+                return True
+            # A retry after a commit whose answer was lost finds the outcome already written.
+            return tries > 1 and any(r.id == run_id and r.status == outcome["run_status"]
+                                     for r in store.runs(self.task_id))
+
+        return self.patience("record the outcome", write, for_s=self.conf.claim.stale_s)
 
     def lease(self, logger: Any) -> Lease:
         """The claim as the engine's writers see it: live for stale_s - heartbeat_s after a heartbeat."""
@@ -187,7 +215,8 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
         logger.warning("task.taken_over", claimed_by=claimed_by, previous_claimed_by=current.claimed_by,
                        heartbeat_age_s=None if age is None else round(age, 3), stale_s=conf.claim.stale_s,
                        resumed_from=resume_from)
-    runs = store.runs(task_id)
+    patience.holding(claim.claimed_at)
+    runs = patience("read the runs", lambda: store.runs(task_id))
     if resume_from is None:
         # A run that crashed before (taken over later by `task retry --force`, or settled by the
         # daemon) left durable state: the next run resumes it instead of writing it all again. A
@@ -197,7 +226,7 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
     # Runs whose outcome was recorded: their destinations released their own records, so what they
     # committed is known from the checkpoint alone (also after a crash of the retry that resumed them).
     finished = frozenset(r.id for r in runs if r.status == "partial")
-    run_id = store.start_run(task_id, claimed_by, resumed_from=resume_from)
+    run_id = patience("start the run", lambda: _start_run(store, claim, resume_from, {r.id for r in runs}))
     observers.for_run(run_id)
     logger = logger.bind(run_id=run_id)
     logger.info("task.claimed", claimed_by=claimed_by, name=record.name, resumed_from=resume_from)
@@ -210,12 +239,21 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
         logger.error("task.invalid", problems=exc.problems, error_code=exc.code)
         result = {"task_id": task_id, "run_id": run_id, "status": "failed", "exit_code": EXIT_BAD_TASK,
                   "error": str(exc), "problems": exc.problems}
-        if not store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_BAD_TASK,
-                            result=json.dumps(result), error=str(exc), claimed_by=claimed_by):
+        if not claim.finish(store, run_id, status="failed", run_status="failed", exit_code=EXIT_BAD_TASK,
+                            result=json.dumps(result), error=str(exc)):
             return _claim_lost(claim, logger, observers)
         observers.set_state("failed")
         return EXIT_BAD_TASK
     return _run_engine(store, checkpoints, conf, spec, claim, run_id, (resume_from, finished), logger, observers)
+
+
+def _start_run(store: TaskStore, claim: _Claim, resume_from: int | None, known: set[int]) -> int:
+    # Tried again after a failure, the insert may have committed with its answer lost: a run of ours that
+    # appeared since is that one, not a reason for a second.
+    new = [r for r in store.runs(claim.task_id) if r.id not in known]
+    if new and new[-1].claimed_by == claim.claimed_by and new[-1].status == "running":
+        return new[-1].id
+    return store.start_run(claim.task_id, claim.claimed_by, resumed_from=resume_from)
 
 
 def _refused(store: TaskStore, task_id: int, logger: Any, wanted: str, stale_s: float | None = None) -> int:
@@ -249,7 +287,7 @@ def _claim_lost(claim: _Claim, logger: Any, observers: Observers) -> int:
 def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, spec: TaskSpec, claim: _Claim,
                 run_id: int, resume: tuple[int | None, frozenset[int]], logger: Any, observers: Observers) -> int:
     """``resume``: the run this one resumes (or None), and the task's runs that ended partial."""
-    task_id, claimed_by = claim.task_id, claim.claimed_by
+    task_id = claim.task_id
     resume_from, finished = resume
     with observers.watching() as listeners:
         engine = Engine(conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=listeners,
@@ -262,18 +300,17 @@ def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, s
         except Exception as exc:  # a bug of ours: still record it, never leave the task 'running'
             logger.exception("task.crashed", error=str(exc))
             claim.stop_heartbeat()
-            if not store.finish(task_id, run_id, status="failed", run_status="failed", exit_code=EXIT_FAILED,
-                                result=None, error=f"internal error: {type(exc).__name__}: {exc}",
-                                claimed_by=claimed_by):
+            if not claim.finish(store, run_id, status="failed", run_status="failed", exit_code=EXIT_FAILED,
+                                result=None, error=f"internal error: {type(exc).__name__}: {exc}"):
                 return _claim_lost(claim, logger, observers)
             observers.set_state("failed")
             return EXIT_FAILED
         finally:
             claim.stop_heartbeat()  # before finish(): no beat may follow the final update
             _restore_signal_handlers(previous)
-    if not store.finish(task_id, run_id, status=outcome.status, run_status=outcome.run_status,
+    if not claim.finish(store, run_id, status=outcome.status, run_status=outcome.run_status,
                         exit_code=outcome.exit_code, result=json.dumps(outcome.result, default=str),
-                        error=outcome.error, claimed_by=claimed_by):
+                        error=outcome.error):
         return _claim_lost(claim, logger, observers)
     engine.release()  # the outcome is recorded: no run resumes this one, so the destinations' records go
     observers.set_state(outcome.run_status)
