@@ -59,6 +59,9 @@ class BufferedLineExchanger:
     def send(self, rows: Sequence[Row]) -> None:
         if not rows:
             return
+        if isinstance(rows, Rows) and rows.has_arrow:
+            self._send_columns(rows)
+            return
         # A batch holds batch_rows rows, and fewer when they are wide: at most what batch_bytes holds
         # (one row at least), so a queue's byte bound is what bounds memory.
         limit = min(self._batch_rows, max(self._batch_bytes // max(estimate_row_bytes(rows[0]), 1), 1))
@@ -71,6 +74,18 @@ class BufferedLineExchanger:
             chunk = Rows(self._buffer[:limit])
             del self._buffer[:limit]
             self._push(chunk)
+
+    def _send_columns(self, rows: Rows) -> None:
+        # A batch of Arrow columns goes on as it is (no tuple is made), cut to batch_rows and batch_bytes.
+        self.flush()
+        batch = rows.arrow_form
+        per_row = max(batch.nbytes // max(batch.num_rows, 1), 1)
+        limit = max(min(self._batch_rows, self._batch_bytes // per_row), 1)
+        if batch.num_rows <= limit:
+            self._push(rows)
+            return
+        for start in range(0, batch.num_rows, limit):
+            self._push(Rows.of_arrow(batch.slice(start, limit)))
 
     def flush(self) -> None:
         if self._buffer:
@@ -111,7 +126,8 @@ class BufferedLineExchanger:
     def _push(self, rows: Rows) -> None:
         if self._stop.is_set():
             raise TaskAborted("reading stopped", reason="stopped")
-        nbytes = estimate_row_bytes(rows[0]) * len(rows)
+        arrow_bytes = rows.arrow_nbytes
+        nbytes = arrow_bytes if arrow_bytes is not None else estimate_row_bytes(rows[0]) * len(rows)
         now = time.monotonic()
         if self.first_at is None:
             self.first_at = now

@@ -16,55 +16,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
 from wormhole.log import Logger
+from wormhole.plugins.batch import Rows as Rows  # the batch type: plugins import it from here
+from wormhole.plugins.batch import batch_memo as batch_memo
 from wormhole.plugins.capabilities import Capabilities
-
-Row = tuple[Any, ...]
-"""A row is an immutable tuple of Python values, positionally matching the source schema."""
-
-
-class Rows(tuple[Row, ...]):
-    """An immutable batch of rows as the exchange hands it to every destination (the same object).
-
-    Its instance dict (:func:`batch_memo`) lets writers that derive the same thing from a batch,
-    such as two MySQL destinations encoding it for LOAD DATA, do that work once per batch instead
-    of once per destination. Keys must name everything the derived value depends on.
-    """
-
-
-def batch_memo(rows: Sequence[Row]) -> dict[Any, Any] | None:
-    """The shared per-batch memo of ``rows``, or None when the rows are not an exchange batch."""
-    return rows.__dict__ if isinstance(rows, Rows) else None
-
-
-LogicalType = Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"]
-LOGICAL_TYPES: tuple[str, ...] = ("int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json")
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    name: str
-    type: LogicalType
-    nullable: bool = True
-    unsigned: bool = False
-    """An int column whose values reach 2**64 - 1 (a BIGINT UNSIGNED, a parquet uint64): parquet
-    writes it as uint64, Spark carries it as decimal(20,0), so no value above 2**63 - 1 is refused."""
-
-
-@dataclass(frozen=True, slots=True)
-class Schema:
-    columns: tuple[Column, ...]
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns)
-
-    def __len__(self) -> int:
-        return len(self.columns)
+from wormhole.plugins.schema import LOGICAL_TYPES as LOGICAL_TYPES  # the schema types: plugins import them from here
+from wormhole.plugins.schema import Column as Column
+from wormhole.plugins.schema import LogicalType as LogicalType
+from wormhole.plugins.schema import Row as Row
+from wormhole.plugins.schema import Schema as Schema
 
 
 @dataclass(frozen=True, slots=True)

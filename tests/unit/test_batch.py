@@ -1,0 +1,88 @@
+"""The batch as the exchange hands it on: Arrow columns or tuples, each form made from the other exactly."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from wormhole.config import ExchangeConf
+from wormhole.exchange.exchanger import BufferedLineExchanger
+from wormhole.exchange.storage import RAMStorage
+from wormhole.plugins.base import Column, Rows, Schema, batch_memo
+from wormhole.plugins.batch import BadValues, arrow_schema
+from wormhole.plugins.values import JSON_NULL
+
+SCHEMA = Schema((Column("id", "int", False), Column("u", "int", unsigned=True),
+                 Column("d", "decimal", precision=65, scale=30), Column("p", "decimal", precision=12, scale=2),
+                 Column("f", "float"), Column("s", "string"), Column("b", "bytes"), Column("ok", "bool"),
+                 Column("day", "date"), Column("at", "datetime"), Column("j", "json")))
+
+AWKWARD = [
+    (1, 2**64 - 1, Decimal("-" + "9" * 35 + "." + "9" * 30), Decimal("-0.01"), 1.1, "utf8mb4 \U0001f600 é",
+     b"\x00\xff\t\n\\", True, dt.date(1, 1, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999), {"a": [1, None]}),
+    (2, 0, Decimal("0E-30"), Decimal("12345678.90"), -0.0, "", b"", False, dt.date(2020, 2, 29),
+     dt.datetime(1970, 1, 1), JSON_NULL),
+    (3, None, None, None, None, None, None, None, None, None, None),
+]
+
+
+def test_rows_to_arrow_and_back_is_exact_on_awkward_values() -> None:
+    batch = Rows(AWKWARD).arrow(SCHEMA)
+    assert batch.schema.field("u").type == pa.uint64()
+    assert batch.schema.field("d").type == pa.decimal256(65, 30)
+    assert batch.schema.field("p").type == pa.decimal128(12, 2)
+    assert batch.schema.field("at").type == pa.timestamp("us")
+    assert batch.column(10).to_pylist() == ['{"a": [1, null]}', "null", None]  # JSON null is text, SQL NULL null
+    back = Rows.of_arrow(batch)
+    assert list(back) == AWKWARD
+    assert back[1][10] is JSON_NULL
+
+
+def test_an_aware_datetime_travels_as_utc() -> None:
+    aware = dt.datetime(2020, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(hours=8)))
+    schema = Schema((Column("at", "datetime"),))
+    assert list(Rows.of_arrow(Rows([(aware,)]).arrow(schema))) == [(dt.datetime(2020, 1, 1, 4),)]
+
+
+def test_rows_without_an_arrow_form_are_named_and_the_rest_converts() -> None:
+    schema = Schema((Column("s", "string"), Column("p", "decimal", precision=5, scale=2)))
+    rows = Rows([("ok", Decimal("1.25")), ("bad \udcff", Decimal("1.5")), ("ok", Decimal("1234.5")),
+                 ("fine", Decimal("1.001"))])
+    with pytest.raises(BadValues) as caught:
+        rows.arrow(schema)
+    assert sorted(caught.value.bad) == [1, 2, 3]
+    assert "column s" in caught.value.bad[1] and "column p" in caught.value.bad[2]
+    assert list(Rows.of_arrow(rows.without(caught.value.bad).arrow(schema))) == [("ok", Decimal("1.25"))]
+
+
+def test_each_form_is_made_once_and_shared_by_every_reader() -> None:
+    batch = Rows.of_arrow(pa.RecordBatch.from_arrays([pa.array([1, 2, 3])], schema=arrow_schema(
+        Schema((Column("id", "int"),)))))
+    seen: list[object] = []
+    threads = [threading.Thread(target=lambda: seen.append(batch.tuples())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(s is seen[0] for s in seen) and seen[0] == ((1,), (2,), (3,))
+    assert batch_memo(batch) is batch_memo(batch) and batch_memo([(1,)]) is None
+    assert batch == [(1,), (2,), (3,)] and len(batch) == 3 and batch[-1] == (3,)
+
+
+def test_the_exchange_hands_arrow_batches_on_without_making_tuples() -> None:
+    schema = Schema((Column("id", "int"), Column("s", "string")))
+    storage = RAMStorage("d", ExchangeConf(queue_rows=1 << 20, queue_bytes=1 << 30, spill_rows=1))
+    exchanger = BufferedLineExchanger([storage], batch_rows=1000, stop=threading.Event())
+    big = pa.RecordBatch.from_arrays([pa.array(range(2500)), pa.array(["x" * 10] * 2500)],
+                                     schema=arrow_schema(schema))
+    exchanger.send(Rows.of_arrow(big))
+    exchanger.flush()
+    storage.close_input()
+    got = [b.rows for b in BufferedLineExchanger.receive(storage)]
+    assert [len(r) for r in got] == [1000, 1000, 500]
+    assert all(r.has_arrow and r._tuples is None for r in got)  # no tuple was made
+    assert exchanger.bytes_sent == sum(r.arrow_nbytes or 0 for r in got)

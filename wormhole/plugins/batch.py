@@ -1,0 +1,205 @@
+"""The unit of exchange: a batch of rows held as Arrow columns or as tuples, each form made from the other once.
+
+A reader that decodes straight into columns (mysql) yields :meth:`Rows.of_arrow`; a reader of Python
+values yields tuples. A writer that encodes columns (mysql's LOAD DATA encoder, parquet) asks for
+:meth:`Rows.arrow`; one that encodes tuples iterates the batch. The exchange hands the same immutable
+object to every destination, so the form a writer asks for is made at most once per batch (under the
+batch's lock) and shared: a MySQL-to-MySQL copy never builds a tuple, and a row writer beside it turns
+the batch into tuples once for all of them.
+
+The Arrow form of each logical type (:func:`arrow_type`) keeps what the source declared: unsigned
+BIGINT as uint64, a decimal's precision and scale, timestamps in microseconds (naive, UTC when the value
+was aware), binary apart from text, JSON as its text with the field marked ``json`` (JSON ``null`` is
+the text ``null``, SQL NULL is null).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import pyarrow as pa
+
+from wormhole.plugins.schema import Column, Row, Schema
+from wormhole.plugins.values import JSON_NULL, json_dumps, json_loads
+
+LOGICAL_KEY = b"wormhole.type"
+"""Field metadata naming the logical type (json is text in Arrow; the key tells it apart)."""
+
+DEFAULT_DECIMAL = (38, 18)
+"""Precision and scale of a decimal column whose source declared none (a file's, the generator's)."""
+
+
+def arrow_type(column: Column) -> pa.DataType:
+    """The Arrow type a column's values travel as."""
+    kind = column.type
+    if kind == "int":
+        return pa.uint64() if column.unsigned else pa.int64()
+    if kind == "decimal":
+        precision, scale = decimal_shape(column)
+        return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+    return _PLAIN[kind]
+
+
+_PLAIN: dict[str, pa.DataType] = {
+    "float": pa.float64(), "string": pa.string(), "bytes": pa.binary(), "bool": pa.bool_(),
+    "date": pa.date32(), "datetime": pa.timestamp("us"), "json": pa.string(),
+}
+
+
+def decimal_shape(column: Column) -> tuple[int, int]:
+    """(precision, scale) of a decimal column: what the source declared, else :data:`DEFAULT_DECIMAL`."""
+    if column.precision is None:
+        return DEFAULT_DECIMAL
+    return column.precision, column.scale or 0
+
+
+def arrow_field(column: Column) -> pa.Field:
+    return pa.field(column.name, arrow_type(column), column.nullable, {LOGICAL_KEY: column.type.encode()})
+
+
+def arrow_schema(schema: Schema) -> pa.Schema:
+    return pa.schema([arrow_field(c) for c in schema.columns])
+
+
+class BadValues(ValueError):
+    """Rows whose values have no Arrow form in their column (a lone surrogate, a decimal wider than
+    its column): ``bad`` maps each row's index in the batch to the reason."""
+
+    def __init__(self, bad: dict[int, str]) -> None:
+        super().__init__(f"{len(bad)} rows cannot be held as Arrow values: {next(iter(bad.values()))}")
+        self.bad = bad
+
+
+def _column_array(column: Column, values: Sequence[Any], bad: dict[int, str]) -> pa.Array:
+    kind = arrow_type(column)
+    if column.type == "json":
+        values = [None if v is None else ("null" if v is JSON_NULL else json_dumps(v)) for v in values]
+    try:
+        return pa.array(values, kind, from_pandas=False)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError, UnicodeError):
+        pass
+    # One value spoils the column: find every such row, by value, so only those are refused.
+    good: list[Any] = []
+    for i, v in enumerate(values):
+        try:
+            pa.array([v], kind)
+            good.append(v)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError, UnicodeError) as exc:
+            bad.setdefault(i, f"column {column.name}: {type(exc).__name__}: {exc}")
+            good.append(None)
+    return pa.array(good, kind)
+
+
+def arrow_from_rows(schema: Schema, rows: Sequence[Row]) -> pa.RecordBatch:
+    """The rows as a record batch of ``schema``; raises :class:`BadValues` naming the rows that have none
+    (the other rows are fine: drop the bad ones and convert again)."""
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.columns]
+    bad: dict[int, str] = {}
+    arrays = [_column_array(c, values, bad) for c, values in zip(schema.columns, columns, strict=True)]
+    if bad:
+        raise BadValues(bad)
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema))
+
+
+def column_values(batch: pa.RecordBatch, index: int) -> list[Any]:
+    """One column of a record batch as Python values (json parsed: JSON ``null`` is JSON_NULL)."""
+    field = batch.schema.field(index)
+    values = batch.column(index).to_pylist()
+    if field.metadata and field.metadata.get(LOGICAL_KEY) == b"json":
+        values = [None if v is None else json_loads(v) for v in values]
+    return values
+
+
+def rows_from_arrow(batch: pa.RecordBatch) -> tuple[Row, ...]:
+    if not batch.num_columns:
+        return ((),) * batch.num_rows
+    return tuple(zip(*(column_values(batch, i) for i in range(batch.num_columns)), strict=True))
+
+
+class Rows(Sequence["Row"]):
+    """An immutable batch of rows as the exchange hands it to every destination (the same object).
+
+    Its instance dict (:func:`batch_memo`) lets writers that derive the same thing from a batch, such as
+    two MySQL destinations encoding it for LOAD DATA, do that work once per batch instead of once per
+    destination. Keys must name everything the derived value depends on.
+    """
+
+    def __init__(self, rows: Sequence[Row] = (), *, arrow: pa.RecordBatch | None = None) -> None:
+        self._tuples: tuple[Row, ...] | None = tuple(rows) if arrow is None else None
+        self._arrow = arrow
+        self._len = arrow.num_rows if arrow is not None else len(self._tuples or ())
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of_arrow(cls, batch: pa.RecordBatch) -> Rows:
+        return cls(arrow=batch)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Row, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Row | tuple[Row, ...]:
+        return self.tuples()[index]
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.tuples())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Rows, tuple, list)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists: not hashable
+
+    def __repr__(self) -> str:
+        form = "arrow" if self._arrow is not None else "tuples"
+        return f"Rows({self._len} rows, {form})"
+
+    @property
+    def has_arrow(self) -> bool:
+        """The batch came as (or was already made into) Arrow columns: :meth:`arrow` costs nothing."""
+        return self._arrow is not None
+
+    def tuples(self) -> tuple[Row, ...]:
+        if self._tuples is None:
+            with self._lock:
+                if self._tuples is None:
+                    assert self._arrow is not None
+                    self._tuples = rows_from_arrow(self._arrow)
+        return self._tuples
+
+    def arrow(self, schema: Schema) -> pa.RecordBatch:
+        """The batch as Arrow columns of ``schema`` (made once). Raises :class:`BadValues` when rows have
+        no Arrow form; the caller refuses those rows and converts the rest (:meth:`without`)."""
+        if self._arrow is None:
+            with self._lock:
+                if self._arrow is None:
+                    self._arrow = arrow_from_rows(schema, self.tuples())
+        return self._arrow
+
+    def without(self, indexes: set[int] | dict[int, Any]) -> Rows:
+        """The batch less the rows at ``indexes``."""
+        return Rows([row for i, row in enumerate(self.tuples()) if i not in indexes])
+
+    @property
+    def arrow_form(self) -> pa.RecordBatch:
+        """The Arrow form of a batch that has one (:attr:`has_arrow`)."""
+        assert self._arrow is not None, "the batch has no Arrow form yet: ask arrow(schema)"
+        return self._arrow
+
+    @property
+    def arrow_nbytes(self) -> int | None:
+        """The Arrow form's buffer size, when the batch has one."""
+        return self._arrow.nbytes if self._arrow is not None else None
+
+
+def batch_memo(rows: Sequence[Row]) -> dict[Any, Any] | None:
+    """The shared per-batch memo of ``rows``, or None when the rows are not an exchange batch."""
+    return rows.__dict__.setdefault("_memo", {}) if isinstance(rows, Rows) else None

@@ -1,0 +1,39 @@
+"""Rows and schemas: what every store's values are, by logical type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Row = tuple[Any, ...]
+"""A row is an immutable tuple of Python values, positionally matching the source schema."""
+
+
+LogicalType = Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"]
+LOGICAL_TYPES: tuple[str, ...] = ("int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: LogicalType
+    nullable: bool = True
+    unsigned: bool = False
+    """An int column whose values reach 2**64 - 1 (a BIGINT UNSIGNED, a parquet uint64): parquet
+    writes it as uint64, Spark carries it as decimal(20,0), so no value above 2**63 - 1 is refused."""
+    precision: int | None = None
+    """A decimal column's declared digits (its Arrow form keeps them), None when the source declares none."""
+    scale: int | None = None
+    """A decimal column's declared digits after the point."""
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    columns: tuple[Column, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
