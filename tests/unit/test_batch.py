@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 import threading
 from decimal import Decimal
 
@@ -86,3 +87,11 @@ def test_the_exchange_hands_arrow_batches_on_without_making_tuples() -> None:
     assert [len(r) for r in got] == [1000, 1000, 500]
     assert all(r.has_arrow and r._tuples is None for r in got)  # no tuple was made
     assert exchanger.bytes_sent == sum(r.arrow_nbytes or 0 for r in got)
+
+
+def test_a_batch_pickles_in_the_form_it_has() -> None:
+    schema = Schema((Column("id", "int"), Column("j", "json")))
+    arrow = Rows([(1, {"a": 1})]).arrow(schema)
+    for batch in (Rows([(1, {"a": 1})]), Rows.of_arrow(arrow)):
+        copy = pickle.loads(pickle.dumps(batch))
+        assert copy.has_arrow == batch.has_arrow and list(copy) == [(1, {"a": 1})]

@@ -162,6 +162,12 @@ class Rows(Sequence["Row"]):
         form = "arrow" if self._arrow is not None else "tuples"
         return f"Rows({self._len} rows, {form})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The lock stays behind (Spark ships batches between processes); the form the batch has goes.
+        if self._arrow is not None:
+            return (_rows_of_arrow, (self._arrow,))
+        return (Rows, (self._tuples,))
+
     @property
     def has_arrow(self) -> bool:
         """The batch came as (or was already made into) Arrow columns: :meth:`arrow` costs nothing."""
@@ -198,6 +204,10 @@ class Rows(Sequence["Row"]):
     def arrow_nbytes(self) -> int | None:
         """The Arrow form's buffer size, when the batch has one."""
         return self._arrow.nbytes if self._arrow is not None else None
+
+
+def _rows_of_arrow(batch: pa.RecordBatch) -> Rows:
+    return Rows(arrow=batch)
 
 
 def batch_memo(rows: Sequence[Row]) -> dict[Any, Any] | None:
