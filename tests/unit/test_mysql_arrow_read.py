@@ -1,6 +1,6 @@
 """The mysql reader's raw columns as Arrow batches (no server needed): every kind decoded by vectorised
 casts into exactly the batch schema, and the batch's tuples exactly the values the reader gave before
-(its column-at-a-time conversion, kept below as the reference), dirty rows and zero dates included."""
+(its column-at-a-time conversion: tests/mysql_old_read.py), dirty rows and zero dates included."""
 
 from __future__ import annotations
 
@@ -14,46 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.mysql_old_read import old_read
 from wormhole.plugins.base import Column, Rows, Schema
 from wormhole.plugins.batch import arrow_schema
 from wormhole.plugins.mysql.arrow_read import BatchDecoder
-from wormhole.plugins.mysql.types import KIND_TYPES, READ_CONVERTERS, ZeroDate, convert_column
-
-
-def old_read(kinds: Sequence[str], raw: list[list[Any]], zero_dates: str) -> tuple[list[tuple[Any, ...]],
-                                                                                  list[tuple[tuple[Any, ...], str]]]:
-    """The reader's conversion before the Arrow batches (main at 3124193, MysqlReader._convert): the
-    rows it yielded and the rows it rejected with their reasons."""
-    columns = [list(c) for c in raw]
-    bad: dict[int, str] = {}
-    for i, kind in enumerate(kinds):
-        try:
-            columns[i] = convert_column(kind, columns[i])
-        except (ValueError, ArithmeticError, UnicodeDecodeError):
-            fn = READ_CONVERTERS[kind]
-            assert fn is not None
-            out: list[Any] = []
-            for r, v in enumerate(columns[i]):
-                if v is None:
-                    out.append(None)
-                    continue
-                try:
-                    out.append(fn(v))
-                except ZeroDate as exc:
-                    if zero_dates == "keep":
-                        out.append(str(exc))
-                    elif zero_dates == "null":
-                        out.append(None)
-                    else:
-                        bad.setdefault(r, f"column {i}: zero date {exc} has no value (zero_dates is 'reject')")
-                        out.append(None)
-                except (ValueError, ArithmeticError, UnicodeDecodeError) as exc:
-                    bad.setdefault(r, f"column {i}: cannot read {v[:40]!r} as {kind}: {exc}")
-                    out.append(None)
-            columns[i] = out
-    rows = list(zip(*columns, strict=True))
-    rejected = [(rows[r], reason) for r, reason in sorted(bad.items())]
-    return [row for r, row in enumerate(rows) if r not in bad], rejected
+from wormhole.plugins.mysql.types import KIND_TYPES
 
 
 def column(name: str, kind: str, precision: int | None = None, scale: int | None = None) -> Column:
