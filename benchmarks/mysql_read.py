@@ -4,7 +4,8 @@ and reused) read through the store's reader into nothing, as 2 key-range splits 
 Every case runs in a child process (``python -m benchmarks.mysql_read --child ...``) through the plugin
 contract only (splitter, ``reader.schema()``, ``reader.read(split)``), so the same script measures any
 revision of the reader. The child times the reads alone (start-up and the schema/split queries left out)
-and counts the rows; the parent takes the child's peak RSS from ``wait4``. ``tuples`` cases also turn every
+and counts the rows, and its CPU time (the process's, every thread's), the steadier figure on a busy
+machine; the parent takes the child's peak RSS from ``wait4``. ``tuples`` cases also turn every
 batch into Python tuples, what a destination that still iterates rows pays on top.
 
 Run: ``.venv/bin/python -m benchmarks.mysql_read [--rows N] [--repeat 3]``, or
@@ -70,15 +71,15 @@ def _read_all(server: Server, threads: int, tuples: bool) -> dict[str, Any]:
                         pass
                 counts[i] += len(batch)
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     workers = [threading.Thread(target=work, args=([i for i in range(SPLITS) if i % threads == t],))
                for t in range(threads)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    seconds = time.perf_counter() - start
-    return {"rows": sum(counts), "seconds": seconds, "rejected": sink.rejected}
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"rows": sum(counts), "seconds": seconds, "cpu_s": cpu, "rejected": sink.rejected}
 
 
 def run_case(server: Server, threads: int, tuples: bool, repeat: int) -> dict[str, Any]:
@@ -106,7 +107,8 @@ def run_all(server: Server, rows: int, repeat: int) -> list[dict[str, Any]]:
     finally:
         admin.close()
     say(f"mysql reader alone: {SRC_DB}.{TABLE} {source.rows:,} rows, {SPLITS} splits, best of {repeat}")
-    say(f"{'threads':>7} {'batches':>8} {'seconds':>8} {'rows/s':>10} {'peak RSS MiB':>13}")
+    say(f"{'threads':>7} {'batches':>8} {'seconds':>8} {'rows/s':>10} {'CPU s':>6} {'rows/CPU s':>10} "
+        f"{'peak RSS MiB':>13}")
     results = []
     for threads, tuples in CASES:
         figure = run_case(server, threads, tuples, repeat)
@@ -115,10 +117,13 @@ def run_all(server: Server, rows: int, repeat: int) -> list[dict[str, Any]]:
                                    f"the table has {source.rows:,}")
         rate = round(figure["rows"] / figure["seconds"])
         form = "tuples" if tuples else "as read"
-        say(f"{threads:>7} {form:>8} {figure['seconds']:>8.2f} {rate:>10,} {figure['peak_rss_mib']:>13}")
+        per_cpu = round(figure["rows"] / figure["cpu_s"])
+        say(f"{threads:>7} {form:>8} {figure['seconds']:>8.2f} {rate:>10,} {figure['cpu_s']:>6.2f} {per_cpu:>10,} "
+            f"{figure['peak_rss_mib']:>13}")
         results.append({"part": "mysql-read", "scenario": f"mysql reader {threads} thread(s), {form}",
                         "rows": figure["rows"], "splits": SPLITS, "threads": threads, "tuples": tuples,
                         "seconds": round(figure["seconds"], 3), "rows_per_s": rate,
+                        "cpu_s": round(figure["cpu_s"], 3), "rows_per_cpu_s": per_cpu,
                         "peak_rss_mib": figure["peak_rss_mib"]})
     return results
 
