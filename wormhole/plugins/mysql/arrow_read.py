@@ -125,8 +125,12 @@ def _json_text(v: bytes) -> Any:
     return json_loads(v.decode("utf-8"))  # the text tuples will parse: UTF-8, never sniffed as UTF-16
 
 
+def _same(v: bytes) -> bytes:
+    return v
+
+
 _SLOW: dict[str, Callable[[bytes], Any]] = {**{k: f for k, f in READ_CONVERTERS.items() if f is not None},
-                                            "json": _json_text}
+                                            "json": _json_text, "bytes": _same}
 
 
 def convert_slowly(kind: str, values: Sequence[Any], index: int, zero_dates: str) -> tuple[list[Any], dict[int, str]]:
