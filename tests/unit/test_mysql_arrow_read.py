@@ -177,3 +177,11 @@ def test_a_datetime_at_the_ends_of_pythons_range() -> None:
     rows, _ = decode([column("t", "datetime")], ["datetime"], [edge])
     assert isinstance(rows, Rows) and rows[0][0] == datetime.min and rows[1][0] == datetime.max
     assert datetime.max - rows[1][0] == timedelta(0)
+
+
+def test_zerofill_columns_read_as_their_numbers() -> None:
+    columns = [column("i", "int"), column("d", "decimal", 10, 2), column("f", "float")]
+    raw: list[list[Any]] = [[b"0000000012", None], [b"00000012.50", b"00000000.00"],
+                            [b"00000000000000000001.5", b"00000000000000000000"]]
+    rows, _ = decode(columns, ["int", "decimal", "float"], raw)
+    assert isinstance(rows, Rows) and list(rows) == [(12, Decimal("12.50"), 1.5), (None, Decimal("0.00"), 0.0)]
