@@ -20,6 +20,9 @@ against its limit. It runs only when asked for (``make bench BENCH_ARGS="--only 
 ``--only pushup`` (benchmarks/pushup.py) compares ``settings.pushup`` off, adaptive and static on a
 10%-selective filter over a 1M-row MySQL source: rows/s of each mode and the ratios to off. It runs
 only when asked for (``make bench BENCH_ARGS="--only pushup"``).
+
+``--only mysql-read`` (benchmarks/mysql_read.py) measures the mysql store's reader alone: the 1M-row bench
+table read into nothing as 2 splits on 1 and on 2 threads, rows/s, CPU time and peak RSS.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import mysql_scenario, pushup, spark_scenario, speed
+from benchmarks import mysql_read, mysql_scenario, pushup, spark_scenario, speed
 
 RESULTS = Path("benchmarks/results/latest.json")
 
@@ -86,9 +89,9 @@ def save(results: list[dict], parts: set[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup"],
-                        help="run one part (default: stream, then mysql; spark only with --with-spark, speed and "
-                             "pushup only with --only)")
+    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup", "mysql-read"],
+                        help="run one part (default: stream, then mysql; spark only with --with-spark, speed, "
+                             "pushup and mysql-read only with --only)")
     parser.add_argument("--with-spark", action="store_true", help="run the (long) Spark scenario after the others")
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000], help="stream rows")
     parser.add_argument("--repeat", type=int,
@@ -97,6 +100,7 @@ def main() -> None:
     spark_scenario.add_arguments(parser, prefix="spark-")
     speed.add_arguments(parser)
     pushup.add_arguments(parser)
+    mysql_read.add_arguments(parser, prefix="read-")
     args = parser.parse_args()
     parts = {args.only} if args.only else {"stream", "mysql"} | ({"spark"} if args.with_spark else set())
     results: list[dict] = []
@@ -141,6 +145,12 @@ def main() -> None:
                                                           args.keep))
         except mysql_scenario.BenchmarkFailure as exc:
             raise SystemExit(f"PUSHUP BENCHMARK FAILED: {exc}") from None
+        save(results, parts)
+    if "mysql-read" in parts:
+        try:
+            results += mysql_read.run_all(mysql_scenario.Server.of(args), args.read_rows, args.repeat or 3)
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"MYSQL-READ BENCHMARK FAILED: {exc}") from None
         save(results, parts)
 
 

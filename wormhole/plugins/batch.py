@@ -16,7 +16,8 @@ the text ``null``, SQL NULL is null).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from datetime import date, datetime
 from typing import Any, overload
 
 import pyarrow as pa
@@ -103,10 +104,25 @@ def arrow_from_rows(schema: Schema, rows: Sequence[Row]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema))
 
 
+_FROM_TEXT: dict[pa.DataType, Callable[[str], Any]] = {pa.timestamp("us"): datetime.fromisoformat,
+                                                       pa.date32(): date.fromisoformat}
+"""Types whose values Arrow makes into Python objects slowly: their text, parsed by C functions, is ~5x faster."""
+
+
+def _pylist(column: pa.Array) -> list[Any]:
+    parse = _FROM_TEXT.get(column.type)
+    if parse is None:
+        return column.to_pylist()
+    texts = column.cast(pa.string()).to_pylist()
+    if not column.null_count:
+        return list(map(parse, texts))
+    return [None if t is None else parse(t) for t in texts]
+
+
 def column_values(batch: pa.RecordBatch, index: int) -> list[Any]:
     """One column of a record batch as Python values (json parsed: JSON ``null`` is JSON_NULL)."""
     field = batch.schema.field(index)
-    values = batch.column(index).to_pylist()
+    values = _pylist(batch.column(index))
     if field.metadata and field.metadata.get(LOGICAL_KEY) == b"json":
         values = [None if v is None else json_loads(v) for v in values]
     return values

@@ -23,12 +23,26 @@ class ColumnInfo:
     nullable: bool
     charset: str | None
     collation: str | None
+    precision: int | None = None
+    """A decimal column's declared digits (NUMERIC_PRECISION); None for other kinds."""
+    scale: int | None = None
+    """A decimal column's declared digits after the point (NUMERIC_SCALE)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResultColumn:
+    """A column of a query's result, as its metadata describes it."""
+
+    name: str
+    kind: str
+    precision: int | None = None
+    scale: int | None = None
 
 
 def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[ColumnInfo]:
     """The columns of ``table`` in order; SplitError naming it when it does not exist."""
     found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
-                            "COLUMN_TYPE "
+                            "COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE "
                             "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
                             "ORDER BY ORDINAL_POSITION", (ep.database, table))
     if not found:
@@ -39,10 +53,14 @@ def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[C
                                  "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s", (ep.database, table))
         for (clause,) in checks:
             json_columns.update(m.replace("``", "`").lower() for m in JSON_CHECK.findall(str(clause)))
-    return [ColumnInfo(name=str(name), kind=kind_of_data_type(str(dt), str(name).lower() in json_columns,
-                                                              "unsigned" in str(ctype).lower()),
-                       data_type=str(dt).lower(), nullable=nullable == "YES", charset=cs, collation=coll)
-            for name, dt, nullable, cs, coll, ctype in found]
+    infos = []
+    for name, dt, nullable, cs, coll, ctype, precision, scale in found:
+        kind = kind_of_data_type(str(dt), str(name).lower() in json_columns, "unsigned" in str(ctype).lower())
+        decimal = kind == "decimal" and precision is not None
+        infos.append(ColumnInfo(name=str(name), kind=kind, data_type=str(dt).lower(), nullable=nullable == "YES",
+                                charset=cs, collation=coll, precision=int(precision) if decimal else None,
+                                scale=int(scale or 0) if decimal else None))
+    return infos
 
 
 def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
@@ -56,11 +74,23 @@ def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: En
     return [by_name[w.lower()] for w in wanted]
 
 
-def describe_query(conn: pymysql.Connection, query: str) -> list[tuple[str, str]]:
-    """``(name, kind)`` of each column a query returns, from its result metadata (no rows read)."""
+def describe_query(conn: pymysql.Connection, query: str) -> list[ResultColumn]:
+    """Each column a query returns, from its result metadata (no rows read)."""
     with conn.cursor() as cur:
         cur.execute(f"SELECT * FROM ({query}) AS wh_q LIMIT 0")
         result = cur._result  # type: ignore[attr-defined]  # pymysql's metadata of a LIMIT 0 result
         fields = result.fields if result is not None else []
-        return [(str(f.name), kind_of_field(f.type_code, f.charsetnr, bool(f.flags & UNSIGNED_FLAG)))
-                for f in fields]
+        columns = []
+        for f in fields:
+            unsigned = bool(f.flags & UNSIGNED_FLAG)
+            kind = kind_of_field(f.type_code, f.charsetnr, unsigned)
+            shape = result_decimal(f.length, f.scale, unsigned) if kind == "decimal" else (None, None)
+            columns.append(ResultColumn(str(f.name), kind, *shape))
+        return columns
+
+
+def result_decimal(length: int, scale: int, unsigned: bool) -> tuple[int, int]:
+    """(precision, scale) of a DECIMAL result column from its metadata: the display length counts a sign
+    (unless unsigned) and a point (when it has a scale) besides the digits."""
+    digits = length - (1 if scale else 0) - (0 if unsigned else 1)
+    return min(max(digits, scale, 1), 65), scale

@@ -2,8 +2,9 @@
 
 Splits are cut by :mod:`.splitter`; reachability, size and the servers' load are the reader
 periphery's (:mod:`.periphery`). Reads stream (unbuffered cursor) and parse rows column-major
-off the wire (:mod:`.protocol`); values are converted a column at a time. A value the reader
-cannot convert rejects its row to the dirty-record file (origin ``source``) instead of failing the split.
+off the wire (:mod:`.protocol`); each column becomes an Arrow array by vectorised casts
+(:mod:`.arrow_read`), so batches go on as Arrow record batches. A value the reader cannot convert
+rejects its row to the dirty-record file (origin ``source``) instead of failing the split.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import pymysql
 import pymysql.cursors
 
 from wormhole.errors import ReadError, SplitError
-from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, Split
+from wormhole.plugins.base import Column, PushedQuery, ReadContext, Row, Schema, Split
+from wormhole.plugins.mysql.arrow_read import BatchDecoder
 from wormhole.plugins.mysql.catalog import choose_columns, describe_table
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
@@ -27,7 +29,7 @@ from wormhole.plugins.mysql.connection import (
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource
 from wormhole.plugins.mysql.protocol import column_batches
 from wormhole.plugins.mysql.splitter import query_columns
-from wormhole.plugins.mysql.types import KIND_TYPES, READ_CONVERTERS, ZeroDate, convert_column
+from wormhole.plugins.mysql.types import KIND_TYPES
 from wormhole.plugins.sql import backquote as quote
 
 
@@ -60,28 +62,48 @@ class MysqlReader:
         self.source = options
         self.ctx = ctx
         self._shards = endpoints(options)
+        self._schema: Schema | None = None
 
     def schema(self) -> Schema:
+        if self._schema is None:
+            self._schema = self._describe()
+        return self._schema
+
+    def _describe(self) -> Schema:
         source = self.source
         ep, tables = self._shards[0]
         conn = source_connection(source, ep, SplitError, self.ctx)
         try:
             if isinstance(source, QuerySource):
-                cols = query_columns(conn, ep, source.query)
-                return Schema(tuple(Column(name, KIND_TYPES[kind], unsigned=kind == "uint64") for name, kind in cols))
+                return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], unsigned=c.kind == "uint64",
+                                           precision=c.precision, scale=c.scale)
+                                    for c in query_columns(conn, ep, source.query)))
             chosen = choose_columns(describe_table(conn, ep, tables[0]), source.selection.columns, ep, tables[0])
-            return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable, c.kind == "uint64") for c in chosen))
+            return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable, c.kind == "uint64", c.precision,
+                                       c.scale) for c in chosen))
         finally:
             close_quietly(conn)
 
+    def _decoder(self, split: Split, kinds: tuple[str, ...], pushed: PushedQuery | None) -> BatchDecoder:
+        """How the split's columns become batches: the schema's columns the split selects (the pushed
+        projection's), as Arrow. Splits planned before the table changed (a resumed run) keep their kinds."""
+        columns = self.schema().columns
+        if pushed is not None:
+            columns = tuple(columns[k] for k in pushed.keep)
+        if len(columns) != len(kinds) or any(c.type != KIND_TYPES[k] for c, k in zip(columns, kinds, strict=False)):
+            names = [split.params["columns"][k] for k in pushed.keep] if pushed else split.params["columns"]
+            columns = tuple(Column(n, KIND_TYPES[k], unsigned=k == "uint64") for n, k in zip(names, kinds, strict=True))
+        return BatchDecoder(columns, kinds, self.source.zero_dates)
+
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         ep, _ = self._shards[split.params["shard"]]
-        kinds: tuple[str, ...] = split.params["kinds"]
+        kinds: tuple[str, ...] = tuple(split.params["kinds"])
         sql, args = split.params["sql"], tuple(split.params["args"] or ())
         pushed: PushedQuery | None = split.params.get("pushdown")
         if pushed is not None:
             sql, args, kinds = pushed_sql(split, pushed)
             self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
+        decoder = self._decoder(split, kinds, pushed)
         conn = source_connection(self.source, ep, ReadError, self.ctx, raw=True,
                                  log=self.ctx.log.bind(split_id=split.id))
         finished = False
@@ -90,11 +112,13 @@ class MysqlReader:
             cur = conn.cursor(pymysql.cursors.SSCursor)
             try:
                 cur.execute(sql, args or None)
-                for count, columns in column_batches(cur, self.ctx.batch_rows, self.ctx.batch_bytes):
+                for _count, columns in column_batches(cur, self.ctx.batch_rows, self.ctx.batch_bytes):
                     if len(columns) != len(kinds):
                         raise ReadError(f"split {split.id} returned {len(columns)} columns, expected {len(kinds)}",
                                         plugin=PLUGIN_NAME)
-                    rows = self._convert(split, kinds, count, columns)
+                    rows, rejected = decoder.decode(columns)
+                    if rejected:
+                        self.ctx.dirty.reject("source", rejected, split.id)
                     if rows:
                         yield rows
             except pymysql.err.MySQLError as exc:
@@ -108,42 +132,3 @@ class MysqlReader:
                 close_quietly(conn)
             else:
                 abandon(conn, cur)
-
-    def _convert(self, split: Split, kinds: tuple[str, ...], count: int, columns: list[list[Any]]) -> list[Row]:
-        bad: dict[int, str] = {}
-        for i, kind in enumerate(kinds):
-            try:
-                columns[i] = convert_column(kind, columns[i])
-            except (ValueError, ArithmeticError, UnicodeDecodeError):
-                columns[i] = self._convert_slowly(kind, columns[i], bad, i)
-        rows: list[Row] = list(zip(*columns, strict=True))
-        if bad:
-            rejected = [Rejected(rows[r], reason) for r, reason in sorted(bad.items())]
-            self.ctx.dirty.reject("source", rejected, split.id)
-            rows = [row for r, row in enumerate(rows) if r not in bad]
-        return rows
-
-    def _convert_slowly(self, kind: str, values: list[Any], bad: dict[int, str], index: int) -> list[Any]:
-        fn = READ_CONVERTERS[kind]
-        assert fn is not None
-        policy = self.source.zero_dates
-        out: list[Any] = []
-        for r, v in enumerate(values):
-            if v is None:
-                out.append(None)
-                continue
-            try:
-                out.append(fn(v))
-            except ZeroDate as exc:
-                if policy == "keep":
-                    out.append(str(exc))
-                elif policy == "null":
-                    out.append(None)
-                else:
-                    bad.setdefault(r, f"column {index}: zero date {exc} has no value (zero_dates is 'reject')")
-                    out.append(None)
-            except (ValueError, ArithmeticError, UnicodeDecodeError) as exc:
-                bad.setdefault(r, f"column {index}: cannot read {v[:40]!r} as {kind}: {exc}")
-                out.append(None)
-        return out
-

@@ -20,7 +20,7 @@ import pymysql
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import ReadContext, Split
-from wormhole.plugins.mysql.catalog import ColumnInfo, choose_columns, describe_query, describe_table
+from wormhole.plugins.mysql.catalog import ColumnInfo, ResultColumn, choose_columns, describe_query, describe_table
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
     close_quietly,
@@ -75,16 +75,16 @@ class MysqlSplitter:
         finally:
             close_quietly(conn)
         sql = source.query
-        if any(k == "float32" for _, k in shape):
-            sql = f"SELECT {', '.join(select_expr(quote(n), k) for n, k in shape)} FROM ({sql}) AS wh_q"
+        if any(c.kind == "float32" for c in shape):
+            sql = f"SELECT {', '.join(select_expr(quote(c.name), c.kind) for c in shape)} FROM ({sql}) AS wh_q"
         return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
-                     params={"shard": index, "sql": sql, "args": (), "kinds": tuple(k for _, k in shape),
+                     params={"shard": index, "sql": sql, "args": (), "kinds": tuple(c.kind for c in shape),
                              "relation": f"({source.query}) wormhole_query", "predicate": None,
-                             "columns": tuple(n for n, _ in shape)})
+                             "columns": tuple(c.name for c in shape)})
 
 
-def query_columns(conn: pymysql.Connection, ep: Endpoint, query: str) -> list[tuple[str, str]]:
-    """``(name, kind)`` of the query's columns; SplitError with MySQL's reason when it fails."""
+def query_columns(conn: pymysql.Connection, ep: Endpoint, query: str) -> list[ResultColumn]:
+    """The query's columns; SplitError with MySQL's reason when it fails."""
     try:
         return describe_query(conn, query)
     except pymysql.err.MySQLError as exc:
