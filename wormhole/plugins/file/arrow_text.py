@@ -17,6 +17,7 @@ from __future__ import annotations
 import binascii
 import csv
 import io
+import struct
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
@@ -45,18 +46,15 @@ def _patched(text: Text, need: Any, values: pa.Array, fmt: Callable[[Any], str])
 
 
 def float_text(values: pa.Array) -> Text:
-    """``repr`` of each float. Arrow prints the same shortest digits but places the point by other rules:
-    its text is Python's where it has a point and no exponent inside Python's positional range
-    [1e-4, 1e16), Python's plus ``.0`` where it is a bare integer below 1e16; the rest go through ``repr``."""
+    """``repr`` of each float. Arrow prints the same shortest digits, positionally where 1e-7 <= |x| < 1e10
+    (Python: 1e-4 <= |x| < 1e16): inside both ranges (and for zero) its text is Python's, plus ``.0`` for a
+    whole number; the rest (few in most data) go through ``repr``. Decided by numeric tests only."""
     text = pc.cast(values, pa.string())
     magnitude = pc.abs(values)
-    plain = pc.invert(pc.match_substring(text, "e"))
-    point = pc.match_substring(text, ".")
-    positional = pc.and_(pc.and_(plain, point),
-                         pc.and_(pc.greater_equal(magnitude, 1e-4), pc.less(magnitude, 1e16)))
-    whole = pc.and_(pc.and_(plain, pc.invert(point)), pc.and_(pc.is_finite(values), pc.less(magnitude, 1e16)))
-    text = pc.if_else(whole, pc.binary_join_element_wise(text, ".0", ""), text)
-    return _patched(text, pc.invert(pc.or_(positional, whole)), values, repr)
+    shared = pc.or_(pc.and_(pc.greater_equal(magnitude, 1e-4), pc.less(magnitude, 1e10)), pc.equal(magnitude, 0))
+    whole = pc.and_(shared, pc.equal(pc.trunc(values), values))
+    text = _patched(text, whole, text, lambda t: t + ".0")
+    return _patched(text, pc.invert(shared), values, repr)
 
 
 def decimal_text(values: pa.Array) -> Text:
@@ -106,11 +104,23 @@ def lines_buffer(pieces: list[Any], rows: int) -> pa.Buffer:
     lines = pc.binary_join_element_wise(*pieces, "")
     if not isinstance(lines, pa.Array):  # every piece a scalar: a batch without columns
         lines = pa.array([lines.as_py()] * rows, pa.string())
-    total = pc.sum(pc.binary_length(lines)).as_py() or 0
-    data = lines.buffers()[2]
+    _, offsets, data = lines.buffers()
     if lines.offset or data is None:
         return pa.py_buffer(b"".join(s.encode("utf-8") for s in lines.to_pylist()))
-    return data.slice(0, total)
+    start, end = struct.unpack_from("<i", offsets, 0)[0], struct.unpack_from("<i", offsets, 4 * len(lines))[0]
+    return data.slice(start, end - start)
+
+
+def holds(values: pa.Array, chars: bytes) -> bool:
+    """Whether any value of a string array holds one of the (ASCII) ``chars``: one copy of its data
+    buffer and a ``memchr`` per character, far cheaper than a regular expression per value."""
+    _, offsets, data = values.buffers()
+    if data is None or not len(values):
+        return False
+    start = struct.unpack_from("<i", offsets, values.offset * 4)[0]
+    end = struct.unpack_from("<i", offsets, (values.offset + len(values)) * 4)[0]
+    blob = memoryview(data)[start:end].tobytes()
+    return any(c in blob for c in chars)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,6 +161,7 @@ class CsvArrowEncoder:
         self._delimiter = delimiter
         self._quoting = _quoting_chars(delimiter)
         self._pattern = "[" + "".join("\\" + c if c in "\\]^-[" else c for c in self._quoting) + "]"
+        self._scan = self._quoting.encode("utf-8")  # a non-ASCII delimiter: its bytes, each a candidate
         self._null = _csv_field(null, delimiter) if null else ""
 
     def _column(self, kind: str, values: pa.Array) -> Text:
@@ -172,6 +183,8 @@ class CsvArrowEncoder:
 
     def _quoted(self, kind: str, text: Text) -> Text:
         if kind in _CHARSET and not set(self._quoting) & _CHARSET[kind]:
+            return text
+        if not holds(text, self._scan):
             return text
         need = pc.match_substring_regex(text, self._pattern)
         if not pc.any(need).as_py():
@@ -197,9 +210,14 @@ class CsvArrowEncoder:
 # jsonl
 
 
+_JSON_ESCAPED = bytes(range(0x20)) + b'"\\'
+
+
 def _quoted_string(values: Text, dumps: Callable[[Any], str]) -> Text:
     """JSON strings: quoted as they are unless they hold a character JSON escapes (then ``dumps``)."""
     text = pc.binary_join_element_wise('"', values, '"', "")
+    if not holds(values, _JSON_ESCAPED):
+        return text
     return _patched(text, pc.match_substring_regex(values, r'[\x00-\x1f"\\]'), values, dumps)
 
 

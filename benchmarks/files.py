@@ -1,0 +1,104 @@
+"""stream -> files (parquet, csv, jsonl) and sqlite: wormhole's rows/s and peak RSS next to pyarrow alone.
+
+Every case runs in its own process (benchmarks/files_scenario.py), the best of ``--repeat`` runs:
+
+- wormhole: the local engine, stream (id, name, amount, day) -> one destination of the format; its output
+  is checksummed (row count and an order-free digest of the rows as the format holds them);
+- pyarrow alone, the limit: the same rows as one Arrow table written by ``pyarrow.parquet.write_table``
+  or ``pyarrow.csv.write_csv`` (jsonl and sqlite have no pyarrow writer);
+- ``--before <checkout>``: the same wormhole cases against another checkout of wormhole (its directory,
+  put first on PYTHONPATH), e.g. the commit before the columnar writers; the checksums of both must agree.
+
+Run: ``.venv/bin/python -m benchmarks.run --only files [--rows 5000000] [--before /path/to/checkout]``, or
+alone ``.venv/bin/python -m benchmarks.files --rows 1000000 --before /tmp/base``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCENARIO = Path(__file__).with_name("files_scenario.py")
+FORMATS = ("parquet", "csv", "jsonl", "sqlite")
+LIMITED = ("parquet", "csv")
+"""Formats pyarrow writes alone (the limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    rows: int
+    repeat: int
+    formats: tuple[str, ...]
+    before: str | None
+
+
+def _run(kind: str, fmt: str, rows: int, pythonpath: str | None) -> dict[str, Any]:
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    # By path, not -m: the scenario's directory (not the working directory) leads sys.path, so the
+    # wormhole imported is PYTHONPATH's when it is set.
+    out = subprocess.run([sys.executable, str(SCENARIO), "--kind", kind, "--format", fmt, "--rows", str(rows)],
+                         check=True, capture_output=True, text=True, env=env, cwd="/").stdout
+    figure: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return figure
+
+
+def _best(kind: str, fmt: str, rows: int, repeat: int, pythonpath: str | None) -> dict[str, Any]:
+    figures = [_run(kind, fmt, rows, pythonpath) for _ in range(repeat)]
+    if len({json.dumps(f.get("checksum")) for f in figures}) != 1:
+        raise SystemExit(f"FILES BENCHMARK FAILED: {kind} {fmt}: runs disagree: {figures}")
+    return max(figures, key=lambda f: f["rows_per_s"])
+
+
+def run_all(opts: Options) -> list[dict[str, Any]]:
+    here = str(Path(__file__).resolve().parent.parent)
+    results: list[dict[str, Any]] = []
+    print(f"{'stream ->':<10} {'rows':>10} {'before r/s':>11} {'after r/s':>11} {'pyarrow r/s':>12} "
+          f"{'pyarrow/after':>13} {'RSS before':>10} {'RSS after':>9} {'RSS pyarrow':>11}", flush=True)
+    for fmt in opts.formats:
+        after = _best("wormhole", fmt, opts.rows, opts.repeat, here)
+        before = _best("wormhole", fmt, opts.rows, opts.repeat, opts.before) if opts.before else None
+        limit = _best("pyarrow", fmt, opts.rows, opts.repeat, here) if fmt in LIMITED else None
+        if before is not None and before["checksum"] != after["checksum"]:
+            raise SystemExit(f"FILES BENCHMARK FAILED: {fmt}: before wrote {before['checksum']}, "
+                             f"after {after['checksum']}")
+        entry = {"part": "files", "scenario": f"stream->{fmt}", "rows": opts.rows, "after": after,
+                 "before": before, "pyarrow": limit,
+                 "pyarrow_over_after": round(limit["rows_per_s"] / after["rows_per_s"], 2) if limit else None}
+        results.append(entry)
+
+        def cell(figure: dict[str, Any] | None, key: str) -> str:
+            return "-" if figure is None else f"{figure[key]:,}"
+
+        ratio = f"{entry['pyarrow_over_after']:.2f}x" if limit else "-"
+        print(f"{fmt:<10} {opts.rows:>10,} {cell(before, 'rows_per_s'):>11} {cell(after, 'rows_per_s'):>11} "
+              f"{cell(limit, 'rows_per_s'):>12} {ratio:>13} {cell(before, 'peak_rss_mib'):>10} "
+              f"{cell(after, 'peak_rss_mib'):>9} {cell(limit, 'peak_rss_mib'):>11}", flush=True)
+    return results
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--files-rows", type=int, default=5_000_000, help="files: rows per run")
+    parser.add_argument("--files-formats", nargs="+", choices=FORMATS, default=list(FORMATS))
+    parser.add_argument("--before", help="files: a checkout of wormhole to compare with (put on PYTHONPATH)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS))
+    parser.add_argument("--before")
+    args = parser.parse_args()
+    run_all(Options(rows=args.rows, repeat=args.repeat, formats=tuple(args.formats), before=args.before))
+
+
+if __name__ == "__main__":
+    main()
