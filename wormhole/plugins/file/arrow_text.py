@@ -3,96 +3,39 @@ the row encoders (:class:`~wormhole.plugins.file.csv_format.CsvEncoder`,
 :class:`~wormhole.plugins.file.jsonl_format.JsonlEncoder`) write for the same values.
 
 pyarrow's own csv writer quotes every string and formats numbers its own way, so it cannot give that
-text; instead each column becomes its field text (Python's ``repr`` of a float, a decimal's plain
-notation, ``isoformat`` of dates and datetimes), then one element-wise join per batch makes the lines,
-and the joined array's data buffer is the batch's text, with no copy. The few values whose text Arrow
-does not format as Python does (a float that Python writes with an exponent, a decimal Arrow writes
-with one) are formatted in Python, only those; bytes (base64) and json (its canonical text) columns are
-formatted value by value in Python. A batch these encoders cannot render exactly (a non-finite float in
-jsonl, an unexpected Arrow type, a date beyond Python's years) gives None: the caller encodes its rows.
+text; instead each column becomes its field text (:mod:`wormhole.plugins.arrow_text`), quoted or
+escaped where the row encoder would, then one element-wise join per batch makes the lines, and the
+joined array's data buffer is the batch's text, with no copy. A batch these encoders cannot render
+exactly (a non-finite float in jsonl, an unexpected Arrow type, a date beyond Python's years) raises
+:class:`~wormhole.plugins.arrow_text.NotExact`: the caller encodes its rows.
 """
 
 from __future__ import annotations
 
-import binascii
 import csv
 import io
 import struct
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from wormhole.plugins.arrow_text import (
+    NotExact,
+    Text,
+    base64_text,
+    bool_text,
+    date_text,
+    datetime_text,
+    decimal_text,
+    float_text,
+    json_values,
+    patched,
+)
 from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.schema import Schema
-from wormhole.plugins.values import json_dumps, json_loads, plain_decimal
-
-Text: TypeAlias = pa.Array
-"""A column's field text: a string array, null where the value is NULL."""
-
-
-class NotExact(Exception):
-    """The batch holds a value whose text these encoders do not make exactly as the row encoder does."""
-
-
-def _patched(text: Text, need: Any, values: pa.Array, fmt: Callable[[Any], str]) -> Text:
-    """``text`` with the values where ``need`` is true formatted by ``fmt`` in Python (only those)."""
-    need = pc.fill_null(need, False)
-    if not pc.any(need).as_py():
-        return text
-    fixed = [fmt(v) for v in pc.filter(values, need).to_pylist()]
-    return pc.replace_with_mask(text, need, pa.array(fixed, pa.string()))
-
-
-def float_text(values: pa.Array) -> Text:
-    """``repr`` of each float. Arrow prints the same shortest digits, positionally where 1e-7 <= |x| < 1e10
-    (Python: 1e-4 <= |x| < 1e16): inside both ranges (and for zero) its text is Python's, plus ``.0`` for a
-    whole number; the rest (few in most data) go through ``repr``. Decided by numeric tests only."""
-    text = pc.cast(values, pa.string())
-    magnitude = pc.abs(values)
-    shared = pc.or_(pc.and_(pc.greater_equal(magnitude, 1e-4), pc.less(magnitude, 1e10)), pc.equal(magnitude, 0))
-    whole = pc.and_(shared, pc.equal(pc.trunc(values), values))
-    text = _patched(text, whole, text, lambda t: t + ".0")
-    return _patched(text, pc.invert(shared), values, repr)
-
-
-def decimal_text(values: pa.Array) -> Text:
-    """Plain notation (:func:`plain_decimal`): Arrow's text but where it writes an exponent (0E-18)."""
-    text = pc.cast(values, pa.string())
-    return _patched(text, pc.match_substring(text, "E"), values, plain_decimal)
-
-
-def date_text(values: pa.Array) -> Text:
-    text = pc.cast(values, pa.string())
-    if pc.any(pc.not_equal(pc.utf8_length(text), 10)).as_py():
-        raise NotExact("a date beyond the years 1-9999")
-    return text
-
-
-def datetime_text(values: pa.Array, sep: str) -> Text:
-    """``datetime.isoformat(sep)``: no fraction when the microseconds are zero."""
-    text = pc.cast(values, pa.string())  # "YYYY-MM-DD HH:MM:SS.ffffff"
-    if pc.any(pc.not_equal(pc.utf8_length(text), 26)).as_py():
-        raise NotExact("a datetime beyond the years 1-9999")
-    text = pc.if_else(pc.ends_with(text, ".000000"), pc.utf8_slice_codeunits(text, 0, 19), text)
-    if sep != " ":
-        text = pc.replace_substring(text, " ", sep, max_replacements=1)
-    return text
-
-
-def bool_text(values: pa.Array) -> Text:
-    return pc.if_else(values, "true", "false")
-
-
-def base64_text(values: pa.Array) -> Text:
-    return pa.array([None if v is None else binascii.b2a_base64(v, newline=False).decode("ascii")
-                     for v in values.to_pylist()], pa.string())
-
-
-def json_values(values: pa.Array, encode: Callable[[Any], str]) -> Text:
-    """Each JSON text parsed and encoded again: the text the row encoders write of the parsed value."""
-    return pa.array([None if v is None else encode(json_loads(v)) for v in values.to_pylist()], pa.string())
+from wormhole.plugins.values import json_dumps
 
 
 def expected_types(schema: Schema) -> list[pa.DataType]:
@@ -218,7 +161,7 @@ def _quoted_string(values: Text, dumps: Callable[[Any], str]) -> Text:
     text = pc.binary_join_element_wise('"', values, '"', "")
     if not holds(values, _JSON_ESCAPED):
         return text
-    return _patched(text, pc.match_substring_regex(values, r'[\x00-\x1f"\\]'), values, dumps)
+    return patched(text, pc.match_substring_regex(values, r'[\x00-\x1f"\\]'), values, dumps)
 
 
 class JsonlArrowEncoder:

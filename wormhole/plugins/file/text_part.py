@@ -16,8 +16,8 @@ from typing import BinaryIO, Protocol
 import pyarrow as pa
 
 from wormhole.errors import WriteError
+from wormhole.plugins.arrow_text import NotExact
 from wormhole.plugins.base import Rejected, Row, Rows, WriteResult
-from wormhole.plugins.file.arrow_text import NotExact
 from wormhole.plugins.file.layout import create_part
 
 SERIALISE_ERRORS = (ValueError, TypeError, AttributeError, OverflowError, RecursionError, csv.Error)

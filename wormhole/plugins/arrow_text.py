@@ -1,0 +1,87 @@
+"""The text of Arrow values as the row writers write them, made column-wise by pyarrow compute: Python's
+``repr`` of a float, a decimal's plain notation (:func:`~wormhole.plugins.values.plain_decimal`),
+``isoformat`` of dates and datetimes, ``true``/``false``, base64 of bytes, the canonical text of JSON.
+
+Shared by the stores that write text (the file store's csv and jsonl, sqlite's bound values). Arrow's
+own casts print the same digits, but not always in the same form: the few values whose text Arrow does
+not make as Python does are formatted in Python, only those; bytes (base64: no compute kernel) and json
+(its canonical text needs parsing) value by value. :class:`NotExact`: a column these functions cannot
+render as the row writer would (a date beyond Python's years); the caller writes that batch's rows.
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from wormhole.plugins.values import json_loads, plain_decimal
+
+Text: TypeAlias = pa.Array
+"""A column's field text: a string array, null where the value is NULL."""
+
+
+class NotExact(Exception):
+    """The batch holds a value whose text these encoders do not make exactly as the row encoder does."""
+
+
+def patched(text: Text, need: Any, values: pa.Array, fmt: Callable[[Any], str]) -> Text:
+    """``text`` with the values where ``need`` is true formatted by ``fmt`` in Python (only those)."""
+    need = pc.fill_null(need, False)
+    if not pc.any(need).as_py():
+        return text
+    fixed = [fmt(v) for v in pc.filter(values, need).to_pylist()]
+    return pc.replace_with_mask(text, need, pa.array(fixed, pa.string()))
+
+
+def float_text(values: pa.Array) -> Text:
+    """``repr`` of each float. Arrow prints the same shortest digits, positionally where 1e-7 <= |x| < 1e10
+    (Python: 1e-4 <= |x| < 1e16): inside both ranges (and for zero) its text is Python's, plus ``.0`` for a
+    whole number; the rest (few in most data) go through ``repr``. Decided by numeric tests only."""
+    text = pc.cast(values, pa.string())
+    magnitude = pc.abs(values)
+    shared = pc.or_(pc.and_(pc.greater_equal(magnitude, 1e-4), pc.less(magnitude, 1e10)), pc.equal(magnitude, 0))
+    whole = pc.and_(shared, pc.equal(pc.trunc(values), values))
+    text = patched(text, whole, text, lambda t: t + ".0")
+    return patched(text, pc.invert(shared), values, repr)
+
+
+def decimal_text(values: pa.Array) -> Text:
+    """Plain notation (:func:`plain_decimal`): Arrow's text but where it writes an exponent (0E-18)."""
+    text = pc.cast(values, pa.string())
+    return patched(text, pc.match_substring(text, "E"), values, plain_decimal)
+
+
+def date_text(values: pa.Array) -> Text:
+    text = pc.cast(values, pa.string())
+    if pc.any(pc.not_equal(pc.utf8_length(text), 10)).as_py():
+        raise NotExact("a date beyond the years 1-9999")
+    return text
+
+
+def datetime_text(values: pa.Array, sep: str) -> Text:
+    """``datetime.isoformat(sep)``: no fraction when the microseconds are zero."""
+    text = pc.cast(values, pa.string())  # "YYYY-MM-DD HH:MM:SS.ffffff"
+    if pc.any(pc.not_equal(pc.utf8_length(text), 26)).as_py():
+        raise NotExact("a datetime beyond the years 1-9999")
+    text = pc.if_else(pc.ends_with(text, ".000000"), pc.utf8_slice_codeunits(text, 0, 19), text)
+    if sep != " ":
+        text = pc.replace_substring(text, " ", sep, max_replacements=1)
+    return text
+
+
+def bool_text(values: pa.Array) -> Text:
+    return pc.if_else(values, "true", "false")
+
+
+def base64_text(values: pa.Array) -> Text:
+    return pa.array([None if v is None else binascii.b2a_base64(v, newline=False).decode("ascii")
+                     for v in values.to_pylist()], pa.string())
+
+
+def json_values(values: pa.Array, encode: Callable[[Any], str]) -> Text:
+    """Each JSON text parsed and encoded again: the text the row encoders write of the parsed value."""
+    return pa.array([None if v is None else encode(json_loads(v)) for v in values.to_pylist()], pa.string())
