@@ -38,16 +38,17 @@ from wormhole.plugins.stream import StreamReader, StreamReaderOptions, StreamSpl
 EXT = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
 
 
-def _destination(fmt: str, out: Path) -> dict[str, Any]:
+def _destination(fmt: str, out: Path, writers: int | None) -> dict[str, Any]:
+    more = {} if writers is None else {"concurrency": writers}
     if fmt == "sqlite":
-        return {"id": "out", "plugin": "sqlite", "params": {"path": str(out / "out.db"), "table": "t"}}
-    return {"id": "out", "plugin": "file", "params": {"path": str(out / "data"), "format": fmt}}
+        return {"id": "out", "plugin": "sqlite", "params": {"path": str(out / "out.db"), "table": "t"}, **more}
+    return {"id": "out", "plugin": "file", "params": {"path": str(out / "data"), "format": fmt}, **more}
 
 
-def run_wormhole(rows: int, fmt: str, splits: int, out: Path) -> float:
+def run_wormhole(rows: int, fmt: str, splits: int, out: Path, writers: int | None) -> float:
     spec = TaskSpec.from_mapping({
         "source": {"plugin": "stream", "params": {"rows": rows, "splits": splits}},
-        "destinations": [_destination(fmt, out)],
+        "destinations": [_destination(fmt, out, writers)],
         "settings": {"speed": {"channel": splits}},
     })
     log.configure("json", "warning")
@@ -102,11 +103,11 @@ def generated_table(rows: int, splits: int) -> pa.Table:
     return pa.Table.from_batches(batches).combine_chunks()  # pyarrow's best case: one chunk per column
 
 
-def run_pyarrow(rows: int, fmt: str, splits: int, out: Path) -> float:
+def run_pyarrow(rows: int, fmt: str, splits: int, out: Path, row_group_rows: int | None) -> float:
     table = generated_table(rows, splits)
     start = time.perf_counter()
     if fmt == "parquet":
-        pq.write_table(table, out / "t.parquet", compression="snappy")
+        pq.write_table(table, out / "t.parquet", compression="snappy", row_group_size=row_group_rows)
     else:
         pacsv.write_csv(table, out / "t.csv")
     return time.perf_counter() - start
@@ -118,14 +119,16 @@ def main() -> None:
     parser.add_argument("--format", choices=["csv", "jsonl", "parquet", "sqlite"], required=True)
     parser.add_argument("--rows", type=int, required=True)
     parser.add_argument("--splits", type=int, default=4)
+    parser.add_argument("--row-group-rows", type=int, help="pyarrow parquet: rows per row group (default: pyarrow's)")
+    parser.add_argument("--writers", type=int, help="the destination's concurrency (default: the store's)")
     parser.add_argument("--no-checksum", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="whb-files-") as tmp:
         out = Path(tmp)
         if args.kind == "wormhole":
-            elapsed = run_wormhole(args.rows, args.format, args.splits, out)
+            elapsed = run_wormhole(args.rows, args.format, args.splits, out, args.writers)
         else:
-            elapsed = run_pyarrow(args.rows, args.format, args.splits, out)
+            elapsed = run_pyarrow(args.rows, args.format, args.splits, out, args.row_group_rows)
         peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         figure: dict[str, Any] = {"kind": args.kind, "format": args.format, "rows": args.rows,
                                   "seconds": round(elapsed, 3), "rows_per_s": round(args.rows / elapsed),

@@ -150,7 +150,8 @@ def main() -> None:
         save(results, parts)
     if "files" in parts:
         results += files.run_all(files.Options(rows=args.files_rows, repeat=args.repeat or 1,
-                                               formats=tuple(args.files_formats), before=args.before))
+                                               formats=tuple(args.files_formats), before=args.before,
+                                               writers=args.files_writers))
         save(results, parts)
 
 

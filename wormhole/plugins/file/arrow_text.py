@@ -142,7 +142,7 @@ class CsvArrowEncoder:
         pieces: list[Any] = []
         for i, column in enumerate(self._schema.columns):
             text = self._quoted(column.type, self._column(column.type, batch.column(i)))
-            pieces += [pc.fill_null(text, self._null), self._delimiter]
+            pieces += [pc.fill_null(text, self._null) if text.null_count else text, self._delimiter]
         pieces[-1] = "\n"
         if len(pieces) == 2:  # one column: the csv module writes an empty line as ""
             pieces[0] = pc.if_else(pc.equal(pieces[0], ""), '""', pieces[0])
@@ -200,6 +200,7 @@ class JsonlArrowEncoder:
             raise NotExact("the batch's Arrow types are not the schema's")
         pieces: list[Any] = []
         for i, column in enumerate(self._schema.columns):
-            pieces += [self._keys[i], pc.fill_null(self._column(column.type, batch.column(i)), "null")]
+            text = self._column(column.type, batch.column(i))
+            pieces += [self._keys[i], pc.fill_null(text, "null") if text.null_count else text]
         pieces.append("}\n" if pieces else "{}\n")
         return lines_buffer(pieces, batch.num_rows)
