@@ -69,7 +69,8 @@ def run_all(opts: Options) -> list[dict[str, Any]]:
     here = str(Path(__file__).resolve().parent.parent)
     results: list[dict[str, Any]] = []
     print(f"{'stream ->':<10} {'rows':>10} {'before r/s':>11} {'after r/s':>11} {'pyarrow r/s':>12} "
-          f"{'pyarrow/after':>13} {'RSS before':>10} {'RSS after':>9} {'RSS pyarrow':>11}", flush=True)
+          f"{'pyarrow/after':>13} {'CPU s before':>12} {'after':>6} {'pyarrow':>7} "
+          f"{'RSS MiB before':>14} {'after':>6} {'pyarrow':>7}", flush=True)
     writers = ("--writers", str(opts.writers)) if opts.writers else ()
     for fmt in opts.formats:
         after = _best("wormhole", fmt, opts.rows, opts.repeat, here, *writers)
@@ -90,11 +91,13 @@ def run_all(opts: Options) -> list[dict[str, Any]]:
 
         ratio = f"{entry['pyarrow_over_after']:.2f}x" if limit else "-"
         print(f"{fmt:<10} {opts.rows:>10,} {cell(before, 'rows_per_s'):>11} {cell(after, 'rows_per_s'):>11} "
-              f"{cell(limit, 'rows_per_s'):>12} {ratio:>13} {cell(before, 'peak_rss_mib'):>10} "
-              f"{cell(after, 'peak_rss_mib'):>9} {cell(limit, 'peak_rss_mib'):>11}", flush=True)
+              f"{cell(limit, 'rows_per_s'):>12} {ratio:>13} {cell(before, 'cpu_s'):>12} {cell(after, 'cpu_s'):>6} "
+              f"{cell(limit, 'cpu_s'):>7} {cell(before, 'peak_rss_mib'):>14} {cell(after, 'peak_rss_mib'):>6} "
+              f"{cell(limit, 'peak_rss_mib'):>7}", flush=True)
         if same_groups is not None:
             print(f"{'  pyarrow with 128Ki-row row groups:':<36} {same_groups['rows_per_s']:>11,} rows/s "
-                  f"({same_groups['rows_per_s'] / after['rows_per_s']:.2f}x wormhole)", flush=True)
+                  f"({same_groups['rows_per_s'] / after['rows_per_s']:.2f}x wormhole), "
+                  f"{same_groups['cpu_s']} CPU s", flush=True)
     return results
 
 

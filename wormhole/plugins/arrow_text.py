@@ -40,13 +40,19 @@ def patched(text: Text, need: Any, values: pa.Array, fmt: Callable[[Any], str]) 
 def float_text(values: pa.Array) -> Text:
     """``repr`` of each float. Arrow prints the same shortest digits, positionally where 1e-7 <= |x| < 1e10
     (Python: 1e-4 <= |x| < 1e16): inside both ranges (and for zero) its text is Python's, plus ``.0`` for a
-    whole number; the rest (few in most data) go through ``repr``. Decided by numeric tests only."""
+    whole number; the rest (few in most data) go through ``repr``. Decided by numeric tests only, and by
+    the column's smallest and largest magnitude alone when every value is inside (the common case)."""
     text = pc.cast(values, pa.string())
     magnitude = pc.abs(values)
-    shared = pc.or_(pc.and_(pc.greater_equal(magnitude, 1e-4), pc.less(magnitude, 1e10)), pc.equal(magnitude, 0))
-    whole = pc.and_(shared, pc.equal(pc.trunc(values), values))
-    text = patched(text, whole, text, lambda t: t + ".0")
-    return patched(text, pc.invert(shared), values, repr)
+    span = pc.min_max(magnitude)
+    low, high = span["min"].as_py(), span["max"].as_py()
+    # min_max skips NaN, whose text Arrow writes as Python does (nan, whatever its sign)
+    inside = low is None or (low >= 1e-4 and high < 1e10)
+    shared = None if inside else pc.or_(
+        pc.and_(pc.greater_equal(magnitude, 1e-4), pc.less(magnitude, 1e10)), pc.equal(magnitude, 0))
+    whole = pc.equal(pc.trunc(values), values)
+    text = patched(text, whole if shared is None else pc.and_(shared, whole), text, lambda t: t + ".0")
+    return text if shared is None else patched(text, pc.invert(shared), values, repr)
 
 
 def decimal_text(values: pa.Array) -> Text:
@@ -55,18 +61,30 @@ def decimal_text(values: pa.Array) -> Text:
     return patched(text, pc.match_substring(text, "E"), values, plain_decimal)
 
 
+PYTHON_RANGE = {"datetime": (-62_135_596_800_000_000, 253_402_300_799_999_999), "date": (-719_162, 2_932_896)}
+"""Microseconds (days) since the epoch of 0001-01-01 and 9999-12-31 (23:59:59.999999): what Python holds."""
+
+
+def in_python_range(values: pa.Array, kind: str) -> bool:
+    """Whether every date32 (``kind`` date) or timestamp[us] (datetime) value has a Python form."""
+    if len(values) == values.null_count:
+        return True
+    span = pc.min_max(values.view(pa.int32() if kind == "date" else pa.int64()))
+    low, high = PYTHON_RANGE[kind]
+    return bool(span["min"].as_py() >= low and span["max"].as_py() <= high)
+
+
 def date_text(values: pa.Array) -> Text:
-    text = pc.cast(values, pa.string())
-    if pc.any(pc.not_equal(pc.utf8_length(text), 10)).as_py():
+    if not in_python_range(values, "date"):
         raise NotExact("a date beyond the years 1-9999")
-    return text
+    return pc.cast(values, pa.string())
 
 
 def datetime_text(values: pa.Array, sep: str) -> Text:
     """``datetime.isoformat(sep)``: no fraction when the microseconds are zero."""
-    text = pc.cast(values, pa.string())  # "YYYY-MM-DD HH:MM:SS.ffffff"
-    if pc.any(pc.not_equal(pc.utf8_length(text), 26)).as_py():
+    if not in_python_range(values, "datetime"):
         raise NotExact("a datetime beyond the years 1-9999")
+    text = pc.cast(values, pa.string())  # "YYYY-MM-DD HH:MM:SS.ffffff"
     text = pc.if_else(pc.ends_with(text, ".000000"), pc.utf8_slice_codeunits(text, 0, 19), text)
     if sep != " ":
         text = pc.replace_substring(text, " ", sep, max_replacements=1)

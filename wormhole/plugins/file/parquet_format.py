@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from wormhole.errors import ReadError
+from wormhole.plugins.arrow_text import in_python_range
 from wormhole.plugins.base import Column, Rejected, Row, Rows, Schema
 from wormhole.plugins.batch import arrow_schema as batch_schema
 from wormhole.plugins.batch import arrow_type
@@ -148,10 +149,6 @@ def _arrow_rows(batch: Any, fns: Sequence[ArrowColumnFn], names: Sequence[str], 
     return [r for j, r in enumerate(rows) if j not in bad], rejected
 
 
-_PYTHON_RANGE = {"datetime": (-62_135_596_800_000_000, 253_402_300_799_999_999), "date": (-719_162, 2_932_896)}
-"""Microseconds (days) since the epoch of 0001-01-01 and 9999-12-31 (23:59:59.999999): what Python holds."""
-
-
 def arrow_batch(pa: ModuleType, batch: Any, schema: Schema) -> Any:
     """``batch`` as a record batch of ``schema``'s Arrow types, or None when some value has no Python form
     (the row path then rejects its row) or a column is nested (json values: the row path reads them)."""
@@ -169,11 +166,8 @@ def arrow_batch(pa: ModuleType, batch: Any, schema: Schema) -> Any:
             if column.type == "decimal":
                 return None  # another file's scale: a cast would change the values' exponent
             arr = arr.cast(options=pc.CastOptions(target, allow_time_truncate=True))
-        bounds = _PYTHON_RANGE.get(column.type)
-        if bounds is not None and len(arr) > arr.null_count:
-            span = pc.min_max(arr.view(pa.int64() if column.type == "datetime" else pa.int32()))
-            if span["min"].as_py() < bounds[0] or span["max"].as_py() > bounds[1]:
-                return None
+        if column.type in ("date", "datetime") and not in_python_range(arr, column.type):
+            return None
         arrays.append(arr)
     return pa.RecordBatch.from_arrays(arrays, schema=batch_schema(schema))
 
