@@ -172,3 +172,19 @@ def test_parquet_to_csv_writes_what_the_row_path_wrote(tmp_path: Path) -> None:
     schema = Schema((Column("id", "int"), Column("d", "decimal", precision=10, scale=2), Column("f", "float")))
     _, data = write(tmp_path, "out", batches[0], schema, format="csv")
     assert data == b"id,d,f\n1,1.50,0.10000000149011612\n2,0.00,\\N\n"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_a_batch_of_tuples_another_destination_made_arrow_is_written_from_its_tuples(tmp_path: Path,
+                                                                                     fmt: str) -> None:
+    """The Arrow form a destination makes of tuples takes the column's decimal scale: 1.5 would become
+    1.500000000000000000. Only a batch born Arrow is encoded from its columns."""
+    schema = Schema((Column("id", "int"), Column("d", "decimal"), Column("doc", "json")))
+    rows: list[Row] = [(1, Decimal("1.5"), "text"), (2, Decimal("-0.10"), {"a": 1})]
+    batch = Rows(rows)
+    batch.arrow(schema)  # another destination asked for columns first
+    _, data = write(tmp_path, "shared", batch, schema, format=fmt)
+    _, want = write(tmp_path, "rows", rows, schema, format=fmt)
+    assert data == want
+    if fmt == "csv":
+        assert data == b'id,d,doc\n1,1.5,"""text"""\n2,-0.10,"{""a"": 1}"\n'

@@ -12,16 +12,33 @@ render as the row writer would (a date beyond Python's years); the caller writes
 from __future__ import annotations
 
 import binascii
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from wormhole.plugins.batch import Rows
+from wormhole.plugins.schema import Row
 from wormhole.plugins.values import json_loads, plain_decimal
 
 Text: TypeAlias = pa.Array
 """A column's field text: a string array, null where the value is NULL."""
+
+
+def own_arrow(rows: Sequence[Row]) -> pa.RecordBatch | None:
+    """The Arrow form of a batch that came as Arrow columns (``Rows.of_arrow``), else None.
+
+    Only such a batch is encoded column-wise: one that came as tuples may have been given an Arrow form by
+    another destination (``Rows.arrow``), whose values are not always the tuples' (a decimal takes its
+    column's scale, 1.5 in an int column becomes 1), while the text of a batch born Arrow is the text of
+    its tuples either way. A batch born as tuples holds them from the start; one born Arrow holds none until
+    a destination asks for them (then either path writes the same). Rows has no public word for its origin
+    yet, hence the look at its tuples.
+    """
+    if not isinstance(rows, Rows) or not rows.has_arrow or rows._tuples is not None:
+        return None
+    return rows.arrow_form
 
 
 class NotExact(Exception):

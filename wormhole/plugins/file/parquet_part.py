@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from wormhole.errors import WriteError
-from wormhole.plugins.base import Rejected, Row, Rows, Schema, WriteResult
+from wormhole.plugins.arrow_text import own_arrow
+from wormhole.plugins.base import Rejected, Row, Schema, WriteResult
 from wormhole.plugins.file.layout import create_part
 from wormhole.plugins.file.options import PYARROW_MISSING, import_pyarrow
 from wormhole.plugins.values import arrow_types, json_loads, json_text
@@ -109,10 +110,8 @@ class ParquetPart:
     def _columnar(self, rows: Sequence[Row]) -> Any:
         """The table of a batch of Arrow columns, cast to the file's types; None for tuples, or for a batch
         the row path must sort (its reasons per row are the ones it always gave)."""
-        if not isinstance(rows, Rows) or not rows.has_arrow:
-            return None
-        batch = rows.arrow_form
-        if batch.num_columns != len(self._columns):
+        batch = own_arrow(rows)
+        if batch is None or batch.num_columns != len(self._columns):
             return None
         arrays = []
         try:

@@ -16,8 +16,8 @@ from typing import BinaryIO, Protocol
 import pyarrow as pa
 
 from wormhole.errors import WriteError
-from wormhole.plugins.arrow_text import NotExact
-from wormhole.plugins.base import Rejected, Row, Rows, WriteResult
+from wormhole.plugins.arrow_text import NotExact, own_arrow
+from wormhole.plugins.base import Rejected, Row, WriteResult
 from wormhole.plugins.file.layout import create_part
 
 SERIALISE_ERRORS = (ValueError, TypeError, AttributeError, OverflowError, RecursionError, csv.Error)
@@ -78,10 +78,11 @@ class TextPart:
 
     def _columnar(self, rows: Sequence[Row]) -> pa.Buffer | None:
         """The text of a batch of Arrow columns; None for tuples or a batch to encode row by row."""
-        if not isinstance(rows, Rows) or not rows.has_arrow:
+        batch = own_arrow(rows)
+        if batch is None:
             return None
         try:
-            return self._encode_arrow(rows.arrow_form)
+            return self._encode_arrow(batch)
         except (NotExact, pa.ArrowException, *SERIALISE_ERRORS):
             return None  # the row encoder writes what it can and rejects the rest with their reasons
 

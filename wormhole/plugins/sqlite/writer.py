@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow as pa
 
 from wormhole.errors import WriteError
-from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, json_values
-from wormhole.plugins.base import Row, Rows, WriteContext, WriteResult
+from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, json_values, own_arrow
+from wormhole.plugins.base import Row, WriteContext, WriteResult
 from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, quote, rows_one_by_one
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME
@@ -70,11 +70,9 @@ class SqliteWriter:
 
     def _columns(self, rows: Sequence[Row]) -> Sequence[Sequence[Any]] | None:
         """The parameters of a batch of Arrow columns (None for tuples, or a batch to convert row-wise)."""
-        if not isinstance(rows, Rows) or not rows.has_arrow:
-            return None
-        batch = rows.arrow_form
+        batch = own_arrow(rows)
         columns = self.ctx.schema.columns
-        if batch.schema.types != [arrow_type(c) for c in columns]:
+        if batch is None or batch.schema.types != [arrow_type(c) for c in columns]:
             return None
         try:
             values = [(_ARROW_TEXT[c.type](batch.column(i)) if c.type in _ARROW_TEXT else batch.column(i)).to_pylist()
