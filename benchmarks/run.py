@@ -17,6 +17,11 @@ PySpark script, 1M and 5M rows) takes long, so it runs only with ``--only spark`
 tasks run at record and byte limits (and one Spark task), each about 10 s, with the measured rate
 against its limit. It runs only when asked for (``make bench BENCH_ARGS="--only speed"``).
 
+``--only files`` (benchmarks/files.py) writes stream rows to parquet, csv, jsonl and sqlite (5M rows by
+default, ``--files-rows``) next to pyarrow writing the same table alone (the limit), and with ``--before
+<checkout>`` the same runs against another checkout of wormhole (checksums compared). It runs only when
+asked for (``make bench BENCH_ARGS="--only files --before /tmp/base"``).
+
 ``--only pushup`` (benchmarks/pushup.py) compares ``settings.pushup`` off, adaptive and static on a
 10%-selective filter over a 1M-row MySQL source: rows/s of each mode and the ratios to off. It runs
 only when asked for (``make bench BENCH_ARGS="--only pushup"``).
@@ -34,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import mysql_read, mysql_scenario, pushup, spark_scenario, speed
+from benchmarks import files, mysql_read, mysql_scenario, pushup, spark_scenario, speed
 
 RESULTS = Path("benchmarks/results/latest.json")
 
@@ -89,9 +94,9 @@ def save(results: list[dict], parts: set[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup", "mysql-read"],
+    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup", "mysql-read", "files"],
                         help="run one part (default: stream, then mysql; spark only with --with-spark, speed, "
-                             "pushup and mysql-read only with --only)")
+                             "pushup, mysql-read and files only with --only)")
     parser.add_argument("--with-spark", action="store_true", help="run the (long) Spark scenario after the others")
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000], help="stream rows")
     parser.add_argument("--repeat", type=int,
@@ -101,6 +106,7 @@ def main() -> None:
     speed.add_arguments(parser)
     pushup.add_arguments(parser)
     mysql_read.add_arguments(parser, prefix="read-")
+    files.add_arguments(parser)
     args = parser.parse_args()
     parts = {args.only} if args.only else {"stream", "mysql"} | ({"spark"} if args.with_spark else set())
     results: list[dict] = []
@@ -151,6 +157,11 @@ def main() -> None:
             results += mysql_read.run_all(mysql_scenario.Server.of(args), args.read_rows, args.repeat or 3)
         except mysql_scenario.BenchmarkFailure as exc:
             raise SystemExit(f"MYSQL-READ BENCHMARK FAILED: {exc}") from None
+        save(results, parts)
+    if "files" in parts:
+        results += files.run_all(files.Options(rows=args.files_rows, repeat=args.repeat or 1,
+                                               formats=tuple(args.files_formats), before=args.before,
+                                               writers=args.files_writers))
         save(results, parts)
 
 

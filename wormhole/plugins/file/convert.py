@@ -20,8 +20,9 @@ CONVERSION_ERRORS = (ValueError, TypeError, ArithmeticError, RecursionError)
 ColumnFn = Callable[[Sequence[Any]], Sequence[Any]]
 """Converts one column of a batch (a sequence of raw values) to typed values."""
 
-Converted = tuple[list[Row], list[Rejected]]
-"""A batch as a format reader yields it: the typed rows and the rows it rejected, with reasons."""
+Converted = tuple[Sequence[Row], list[Rejected]]
+"""A batch as a format reader yields it: the typed rows (a list, or Arrow columns as ``Rows``) and the
+rows it rejected, with reasons."""
 
 
 class FormatReader(Protocol):

@@ -2,9 +2,11 @@
 
 pyarrow (the ``parquet`` extra) is imported only when a task uses this format. Files are read in
 record batches of ``batch_rows``; the schema is the first file's, its Arrow types mapped to logical
-types, and every other file must have the same columns. A column converts with one ``to_pylist``; a
-value Python cannot hold (a timestamp beyond year 9999) sends its row to the dirty sink with
-``<file>: row <n>``. The other direction, logical types to Arrow types, is
+types (a decimal keeps its precision and scale), and every other file must have the same columns. A
+batch goes on as Arrow columns (``Rows.of_arrow``), each column cast to its logical type's Arrow type,
+when every value has a Python form too; otherwise (a timestamp beyond year 9999, and always for nested
+columns, read as json values) a column converts with one ``to_pylist`` and a value Python cannot hold
+sends its row to the dirty sink with ``<file>: row <n>``. The other direction, logical types to Arrow types, is
 :func:`wormhole.plugins.values.arrow_types`, the contract the parquet part writer and Spark share.
 """
 
@@ -15,7 +17,10 @@ from types import ModuleType
 from typing import Any
 
 from wormhole.errors import ReadError
-from wormhole.plugins.base import Column, Rejected, Row, Schema
+from wormhole.plugins.arrow_text import in_python_range
+from wormhole.plugins.base import Column, Rejected, Row, Rows, Schema
+from wormhole.plugins.batch import arrow_schema as batch_schema
+from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.file.convert import Converted
 from wormhole.plugins.file.options import PYARROW_MISSING, FileReaderOptions, import_pyarrow
 
@@ -65,9 +70,16 @@ def arrow_logical_type(pa: ModuleType, atype: Any) -> str:
     return "json"  # lists, structs, maps and the rest: their Python values (to_pylist)
 
 
+def _arrow_column(pa: ModuleType, field: Any) -> Column:
+    kind = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+    if pa.types.is_decimal(kind):
+        return Column(field.name, "decimal", field.nullable, precision=kind.precision, scale=kind.scale)
+    return Column(field.name, arrow_logical_type(pa, field.type), field.nullable,  # type: ignore[arg-type]
+                  unsigned=pa.types.is_uint64(field.type))
+
+
 def _arrow_columns(pa: ModuleType, arrow_schema: Any) -> tuple[Column, ...]:
-    return tuple(Column(f.name, arrow_logical_type(pa, f.type), f.nullable,  # type: ignore[arg-type]
-                        unsigned=pa.types.is_uint64(f.type)) for f in arrow_schema)
+    return tuple(_arrow_column(pa, f) for f in arrow_schema)
 
 
 def _describe(columns: Sequence[Column]) -> str:
@@ -137,6 +149,29 @@ def _arrow_rows(batch: Any, fns: Sequence[ArrowColumnFn], names: Sequence[str], 
     return [r for j, r in enumerate(rows) if j not in bad], rejected
 
 
+def arrow_batch(pa: ModuleType, batch: Any, schema: Schema) -> Any:
+    """``batch`` as a record batch of ``schema``'s Arrow types, or None when some value has no Python form
+    (the row path then rejects its row) or a column is nested (json values: the row path reads them)."""
+    import pyarrow.compute as pc
+
+    arrays = []
+    for column in schema.columns:
+        if column.type == "json":
+            return None
+        arr = batch.column(column.name)
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        target = arrow_type(column)
+        if arr.type != target:
+            if column.type == "decimal":
+                return None  # another file's scale: a cast would change the values' exponent
+            arr = arr.cast(options=pc.CastOptions(target, allow_time_truncate=True))
+        if column.type in ("date", "datetime") and not in_python_range(arr, column.type):
+            return None
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, schema=batch_schema(schema))
+
+
 class ParquetReader:
     """The schema of a parquet source and the batches of its files (a :class:`FormatReader`)."""
 
@@ -193,6 +228,12 @@ class ParquetReader:
         raise ReadError(f"{path}: its columns ({_describe(found)}) differ from those of the first file "
                         f"{self._first_file} ({_describe(self._first_columns)})", plugin=PLUGIN_NAME)
 
+    def _columnar(self, pa: ModuleType, batch: Any) -> Any:
+        try:
+            return arrow_batch(pa, batch, self.schema())
+        except (pa.ArrowException, *ARROW_VALUE_ERRORS):
+            return None  # a value its type cannot hold: the row path rejects its row
+
     def batches(self, path: str) -> Iterator[Converted]:
         pa, pq = _pyarrow()
         names = list(self.schema().names)
@@ -203,7 +244,9 @@ class ParquetReader:
                 fns = [_arrow_column_fn(pa, arrow_schema.field(name).type) for name in names]
                 first = 1
                 for batch in pf.iter_batches(batch_size=self._batch_rows, columns=names):
-                    converted = _arrow_rows(batch, fns, names, path, first)
+                    columnar = self._columnar(pa, batch)
+                    converted = (Rows.of_arrow(columnar), []) if columnar is not None else _arrow_rows(
+                        batch, fns, names, path, first)
                     first += batch.num_rows
                     yield converted
         except (OSError, pa.ArrowException) as exc:

@@ -1,6 +1,9 @@
 """The parquet part writer: batches become Arrow tables, written as snappy row groups.
 
-Each batch converts column-wise to Arrow arrays of the contract types
+A batch that comes as Arrow columns is written as it is, its columns cast to the contract types
+(a declared decimal to decimal(38, 18); json text made the text the row path writes); one of tuples,
+or one whose columns do not cast exactly (a NULL in a column that is not nullable, a decimal beyond
+decimal(38, 18)), converts as before. Each tuple batch converts column-wise to Arrow arrays of the contract types
 (:func:`~wormhole.plugins.values.arrow_types`); a batch with a value its Arrow type
 cannot hold is converted again row by row, to reject exactly those rows. Converted batches are
 buffered and written as one row group once they hold :data:`ROW_GROUP_ROWS` rows.
@@ -14,10 +17,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from wormhole.errors import WriteError
+from wormhole.plugins.arrow_text import own_arrow
 from wormhole.plugins.base import Rejected, Row, Schema, WriteResult
 from wormhole.plugins.file.layout import create_part
 from wormhole.plugins.file.options import PYARROW_MISSING, import_pyarrow
-from wormhole.plugins.values import arrow_types, json_text
+from wormhole.plugins.values import arrow_types, json_loads, json_text
 
 ARROW_ERRORS = (ValueError, TypeError, ArithmeticError, RecursionError, NotImplementedError)
 """What converting a value pyarrow's type cannot hold raises: ArrowInvalid is a ValueError,
@@ -103,7 +107,33 @@ class ParquetPart:
         return self._pa.Table.from_arrays([self._array(i, col) for i, col in enumerate(cols)],
                                           schema=self._arrow_schema)
 
+    def _columnar(self, rows: Sequence[Row]) -> Any:
+        """The table of a batch of Arrow columns, cast to the file's types; None for tuples, or for a batch
+        the row path must sort (its reasons per row are the ones it always gave)."""
+        batch = own_arrow(rows)
+        if batch is None or batch.num_columns != len(self._columns):
+            return None
+        arrays = []
+        try:
+            for i, column in enumerate(self._columns):
+                arr = batch.column(i)
+                if arr.null_count and not column.nullable:
+                    return None
+                target = self._arrow_schema.field(i).type
+                if column.type == "json":  # the text json_text writes of the parsed value (a str as it is)
+                    arr = self._pa.array([None if v is None else json_text(json_loads(v)) for v in arr.to_pylist()],
+                                         type=target)
+                elif arr.type != target:
+                    arr = arr.cast(target)
+                arrays.append(arr)
+            return self._pa.Table.from_arrays(arrays, schema=self._arrow_schema)
+        except (self._pa.ArrowException, *ARROW_ERRORS):
+            return None
+
     def _convert(self, rows: Sequence[Row]) -> tuple[Any, list[Rejected]]:
+        table = self._columnar(rows)
+        if table is not None:
+            return table, []
         try:
             return self._table(rows), []
         except ARROW_ERRORS:

@@ -1,7 +1,9 @@
 """The csv and jsonl part writer: each batch serialised in memory, then appended to the part in one call.
 
 The text formats' counterpart of :mod:`~wormhole.plugins.file.parquet_part`; apart from ``writer.py``,
-which decides which parts exist and when they become durable, because this only writes bytes.
+which decides which parts exist and when they become durable, because this only writes bytes. A batch
+that comes as Arrow columns is encoded column-wise (:mod:`~wormhole.plugins.file.arrow_text`, the same
+text); one of tuples, or one the columnar encoder cannot render exactly, row-wise as before.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import os
 from collections.abc import Callable, Sequence
 from typing import BinaryIO, Protocol
 
+import pyarrow as pa
+
 from wormhole.errors import WriteError
+from wormhole.plugins.arrow_text import NotExact, own_arrow
 from wormhole.plugins.base import Rejected, Row, WriteResult
 from wormhole.plugins.file.layout import create_part
 
@@ -24,6 +29,8 @@ class _Encoder(Protocol):
 
     def encode(self, rows: Sequence[Row]) -> bytes: ...
 
+    def encode_arrow(self, batch: pa.RecordBatch) -> pa.Buffer: ...
+
 
 class TextPart:
     """One csv or jsonl part file: each batch serialised in memory, then written in one call."""
@@ -31,6 +38,7 @@ class TextPart:
     def __init__(self, path: str, encoder: _Encoder, error: Callable[[str], WriteError]) -> None:
         self.path = path
         self._encode = encoder.encode
+        self._encode_arrow = encoder.encode_arrow
         self._header = encoder.header
         self._error = error
         self._file: BinaryIO | None = None
@@ -50,8 +58,9 @@ class TextPart:
         if not rows:
             return WriteResult(written=0)
         rejected: list[Rejected] = []
+        columnar = self._columnar(rows)
         try:
-            data = self._encode(rows)
+            data = columnar if columnar is not None else self._encode(rows)
         except SERIALISE_ERRORS:
             # Some row cannot be written: serialise one by one and keep the others.
             parts: list[bytes] = []
@@ -66,6 +75,16 @@ class TextPart:
         except OSError as exc:
             raise self._error(f"cannot write {self.path}: {exc}") from exc
         return WriteResult(written=len(rows) - len(rejected), rejected=tuple(rejected))
+
+    def _columnar(self, rows: Sequence[Row]) -> pa.Buffer | None:
+        """The text of a batch of Arrow columns; None for tuples or a batch to encode row by row."""
+        batch = own_arrow(rows)
+        if batch is None:
+            return None
+        try:
+            return self._encode_arrow(batch)
+        except (NotExact, pa.ArrowException, *SERIALISE_ERRORS):
+            return None  # the row encoder writes what it can and rejects the rest with their reasons
 
     def flush(self) -> None:
         if self._file is None:

@@ -7,23 +7,38 @@ by row to reject only the bad rows. In ``insert`` mode the staging table carries
 keys too, so a key written twice in the run is rejected when written, not at commit. A split is made
 durable with its marker by ``end_split`` (:mod:`.periphery` says how the staged rows reach the target).
 
+A batch of Arrow columns is bound from its columns: the values sqlite3 binds as text (dates, datetimes,
+decimals, json) are made column-wise by :mod:`wormhole.plugins.arrow_text`, the same text the row
+converters make, so the batch is never turned into Python rows unless a row must be replayed alone.
+
 Note: SQLite itself stores a float NaN as NULL (sqlite3_bind_double); that is not checked per value.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from wormhole.errors import WriteError
+from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, json_values, own_arrow
 from wormhole.plugins.base import Row, WriteContext, WriteResult
+from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, quote, rows_one_by_one
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME
 from wormhole.plugins.sqlite.options import SqliteWriterOptions
 from wormhole.plugins.sqlite.periphery import ROW_ERRORS, SqliteWriterPeriphery
 from wormhole.plugins.sqlite.staging import MARKERS, SPLIT_COLUMN
 from wormhole.plugins.sqlite.types import WRITE_CONVERTERS
+from wormhole.plugins.values import json_dumps
+
+_ARROW_TEXT: dict[str, Callable[[pa.Array], pa.Array]] = {
+    "date": date_text, "datetime": lambda a: datetime_text(a, " "), "decimal": decimal_text,
+    "json": lambda a: json_values(a, json_dumps),
+}
+"""The columns bound as the text WRITE_CONVERTERS makes of their values, made from Arrow columns."""
 
 
 class SqliteWriter:
@@ -53,6 +68,19 @@ class SqliteWriter:
             cols[i] = [None if v is None else fn(v) for v in cols[i]]
         return list(zip(*cols, strict=True))
 
+    def _columns(self, rows: Sequence[Row]) -> Sequence[Sequence[Any]] | None:
+        """The parameters of a batch of Arrow columns (None for tuples, or a batch to convert row-wise)."""
+        batch = own_arrow(rows)
+        columns = self.ctx.schema.columns
+        if batch is None or batch.schema.types != [arrow_type(c) for c in columns]:
+            return None
+        try:
+            values = [(_ARROW_TEXT[c.type](batch.column(i)) if c.type in _ARROW_TEXT else batch.column(i)).to_pylist()
+                      for i, c in enumerate(columns)]
+        except (NotExact, pa.ArrowException, *VALUE_ERRORS):
+            return None
+        return list(zip(*values, strict=True))
+
     def write(self, rows: Sequence[Row]) -> WriteResult:
         """Rows of no split (a plain writer): staged untagged, loaded at commit, never durable before."""
         return self._write(None, rows)
@@ -64,7 +92,7 @@ class SqliteWriter:
         if not rows:
             return WriteResult(written=0)
         try:
-            params: Sequence[Sequence[Any]] | None = self._convert(rows)
+            params: Sequence[Sequence[Any]] | None = self._columns(rows) or self._convert(rows)
         except VALUE_ERRORS:
             params = None  # some value is bad: the row-by-row pass finds which
         with self.periphery.lock:

@@ -1,0 +1,122 @@
+"""The text of Arrow values as the row writers write them, made column-wise by pyarrow compute: Python's
+``repr`` of a float, a decimal's plain notation (:func:`~wormhole.plugins.values.plain_decimal`),
+``isoformat`` of dates and datetimes, ``true``/``false``, base64 of bytes, the canonical text of JSON.
+
+Shared by the stores that write text (the file store's csv and jsonl, sqlite's bound values). Arrow's
+own casts print the same digits, but not always in the same form: the few values whose text Arrow does
+not make as Python does are formatted in Python, only those; bytes (base64: no compute kernel) and json
+(its canonical text needs parsing) value by value. :class:`NotExact`: a column these functions cannot
+render as the row writer would (a date beyond Python's years); the caller writes that batch's rows.
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from wormhole.plugins.batch import Rows
+from wormhole.plugins.schema import Row
+from wormhole.plugins.values import json_loads, plain_decimal
+
+Text: TypeAlias = pa.Array
+"""A column's field text: a string array, null where the value is NULL."""
+
+
+def own_arrow(rows: Sequence[Row]) -> pa.RecordBatch | None:
+    """The Arrow form of a batch that came as Arrow columns (``Rows.of_arrow``), else None.
+
+    Only such a batch is encoded column-wise: one that came as tuples may have been given an Arrow form by
+    another destination (``Rows.arrow``), whose values are not always the tuples' (a decimal takes its
+    column's scale, 1.5 in an int column becomes 1), while the text of a batch born Arrow is the text of
+    its tuples either way. A batch born as tuples holds them from the start; one born Arrow holds none until
+    a destination asks for them (then either path writes the same). Rows has no public word for its origin
+    yet, hence the look at its tuples.
+    """
+    if not isinstance(rows, Rows) or not rows.has_arrow or rows._tuples is not None:
+        return None
+    return rows.arrow_form
+
+
+class NotExact(Exception):
+    """The batch holds a value whose text these encoders do not make exactly as the row encoder does."""
+
+
+def patched(text: Text, need: Any, values: pa.Array, fmt: Callable[[Any], str]) -> Text:
+    """``text`` with the values where ``need`` is true formatted by ``fmt`` in Python (only those)."""
+    need = pc.fill_null(need, False)
+    if not pc.any(need).as_py():
+        return text
+    fixed = [fmt(v) for v in pc.filter(values, need).to_pylist()]
+    return pc.replace_with_mask(text, need, pa.array(fixed, pa.string()))
+
+
+def float_text(values: pa.Array) -> Text:
+    """``repr`` of each float. Arrow prints the same shortest digits, positionally where 1e-7 <= |x| < 1e10
+    (Python: 1e-4 <= |x| < 1e16): inside both ranges (and for zero) its text is Python's, plus ``.0`` for a
+    whole number; the rest (few in most data) go through ``repr``. Decided by numeric tests only, and by
+    the column's smallest and largest magnitude alone when every value is inside (the common case)."""
+    text = pc.cast(values, pa.string())
+    magnitude = pc.abs(values)
+    span = pc.min_max(magnitude)
+    low, high = span["min"].as_py(), span["max"].as_py()
+    # min_max skips NaN, whose text Arrow writes as Python does (nan, whatever its sign)
+    inside = low is None or (low >= 1e-4 and high < 1e10)
+    shared = None if inside else pc.or_(
+        pc.and_(pc.greater_equal(magnitude, 1e-4), pc.less(magnitude, 1e10)), pc.equal(magnitude, 0))
+    whole = pc.equal(pc.trunc(values), values)
+    text = patched(text, whole if shared is None else pc.and_(shared, whole), text, lambda t: t + ".0")
+    return text if shared is None else patched(text, pc.invert(shared), values, repr)
+
+
+def decimal_text(values: pa.Array) -> Text:
+    """Plain notation (:func:`plain_decimal`): Arrow's text but where it writes an exponent (0E-18)."""
+    text = pc.cast(values, pa.string())
+    return patched(text, pc.match_substring(text, "E"), values, plain_decimal)
+
+
+PYTHON_RANGE = {"datetime": (-62_135_596_800_000_000, 253_402_300_799_999_999), "date": (-719_162, 2_932_896)}
+"""Microseconds (days) since the epoch of 0001-01-01 and 9999-12-31 (23:59:59.999999): what Python holds."""
+
+
+def in_python_range(values: pa.Array, kind: str) -> bool:
+    """Whether every date32 (``kind`` date) or timestamp[us] (datetime) value has a Python form."""
+    if len(values) == values.null_count:
+        return True
+    span = pc.min_max(values.view(pa.int32() if kind == "date" else pa.int64()))
+    low, high = PYTHON_RANGE[kind]
+    return bool(span["min"].as_py() >= low and span["max"].as_py() <= high)
+
+
+def date_text(values: pa.Array) -> Text:
+    if not in_python_range(values, "date"):
+        raise NotExact("a date beyond the years 1-9999")
+    return pc.cast(values, pa.string())
+
+
+def datetime_text(values: pa.Array, sep: str) -> Text:
+    """``datetime.isoformat(sep)``: no fraction when the microseconds are zero."""
+    if not in_python_range(values, "datetime"):
+        raise NotExact("a datetime beyond the years 1-9999")
+    text = pc.cast(values, pa.string())  # "YYYY-MM-DD HH:MM:SS.ffffff"
+    text = pc.if_else(pc.ends_with(text, ".000000"), pc.utf8_slice_codeunits(text, 0, 19), text)
+    if sep != " ":
+        text = pc.replace_substring(text, " ", sep, max_replacements=1)
+    return text
+
+
+def bool_text(values: pa.Array) -> Text:
+    return pc.if_else(values, "true", "false")
+
+
+def base64_text(values: pa.Array) -> Text:
+    return pa.array([None if v is None else binascii.b2a_base64(v, newline=False).decode("ascii")
+                     for v in values.to_pylist()], pa.string())
+
+
+def json_values(values: pa.Array, encode: Callable[[Any], str]) -> Text:
+    """Each JSON text parsed and encoded again: the text the row encoders write of the parsed value."""
+    return pa.array([None if v is None else encode(json_loads(v)) for v in values.to_pylist()], pa.string())
