@@ -95,3 +95,25 @@ def test_a_batch_pickles_in_the_form_it_has() -> None:
     for batch in (Rows([(1, {"a": 1})]), Rows.of_arrow(arrow)):
         copy = pickle.loads(pickle.dumps(batch))
         assert copy.has_arrow == batch.has_arrow and list(copy) == [(1, {"a": 1})]
+
+
+def test_a_value_of_another_type_is_refused_not_converted_silently() -> None:
+    schema = Schema((Column("i", "int"), Column("f", "float"), Column("day", "date"), Column("j", "json")))
+    rows = Rows([(1, 1.5, dt.date(2020, 1, 1), {"a": 1}),
+                 (1.5, 2, dt.date(2020, 1, 2), [1]),  # 1.5 in an int column: pa.array would make it 1
+                 (True, 1.0, dt.date(2020, 1, 3), None),
+                 (3, 2**60 + 1, dt.date(2020, 1, 4), None),  # an int without an exact double
+                 (4, 1.0, dt.datetime(2020, 1, 5, 12), None),  # a datetime would lose its time
+                 (5, 1.0, dt.date(2020, 1, 6), float("nan"))])  # NaN is not JSON
+    with pytest.raises(BadValues) as caught:
+        rows.arrow(schema)
+    assert sorted(caught.value.bad) == [1, 2, 3, 4, 5]
+    assert "a float (1.5) in a int column" in caught.value.bad[1]
+    good = rows.without(caught.value.bad).arrow(schema)
+    assert list(Rows.of_arrow(good)) == [rows[0]]
+    assert Rows(rows[:1]).native_arrow is None and Rows.of_arrow(good).native_arrow is good
+
+
+def test_an_int_in_a_float_column_converts_when_exact() -> None:
+    schema = Schema((Column("f", "float"),))
+    assert list(Rows.of_arrow(Rows([(2,), (1.5,)]).arrow(schema))) == [(2.0,), (1.5,)]

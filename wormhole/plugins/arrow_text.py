@@ -32,13 +32,9 @@ def own_arrow(rows: Sequence[Row]) -> pa.RecordBatch | None:
     Only such a batch is encoded column-wise: one that came as tuples may have been given an Arrow form by
     another destination (``Rows.arrow``), whose values are not always the tuples' (a decimal takes its
     column's scale, 1.5 in an int column becomes 1), while the text of a batch born Arrow is the text of
-    its tuples either way. A batch born as tuples holds them from the start; one born Arrow holds none until
-    a destination asks for them (then either path writes the same). Rows has no public word for its origin
-    yet, hence the look at its tuples.
+    its tuples either way (:attr:`Rows.native_arrow`).
     """
-    if not isinstance(rows, Rows) or not rows.has_arrow or rows._tuples is not None:
-        return None
-    return rows.arrow_form
+    return rows.native_arrow if isinstance(rows, Rows) else None
 
 
 class NotExact(Exception):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Any, overload
 
 import pyarrow as pa
@@ -73,23 +74,62 @@ class BadValues(ValueError):
         self.bad = bad
 
 
+_PYTHON_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,), "float": (float, int), "decimal": (Decimal, int), "string": (str,),
+    "bytes": (bytes, bytearray, memoryview), "bool": (bool,), "date": (date,), "datetime": (datetime,),
+}
+"""The Python values each logical type takes. pa.array converts others without a word where it can (1.5
+into an int64 column is 1, a datetime into a date32 column loses its time): they are refused instead."""
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {"float": (float,), "date": (date,), "int": (int,),
+                                              "decimal": (Decimal, int)}
+"""The types a column converts in one call (exactly these: a subclass, bool or datetime, is checked value by value)."""
+_ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError, UnicodeError)
+
+
+def _misfit(column: Column, value: Any) -> str | None:
+    """Why ``value`` has no exact Arrow form in ``column`` by its Python type, else None."""
+    allowed = _PYTHON_TYPES.get(column.type)
+    if allowed is None or isinstance(value, allowed):
+        if column.type == "date" and isinstance(value, datetime):
+            return f"column {column.name}: a datetime ({value}) in a date column"
+        if column.type in ("int", "float", "decimal") and isinstance(value, bool):
+            return f"column {column.name}: a bool ({value}) in a {column.type} column"
+        if column.type == "float" and isinstance(value, int) and abs(value) > 2**53:
+            return f"column {column.name}: the int {value} has no exact double"
+        return None
+    return f"column {column.name}: a {type(value).__name__} ({value!r:.80}) in a {column.type} column"
+
+
+def _json_text(v: Any) -> str:
+    return "null" if v is JSON_NULL else json_dumps(v)
+
+
 def _column_array(column: Column, values: Sequence[Any], bad: dict[int, str]) -> pa.Array:
     kind = arrow_type(column)
-    if column.type == "json":
-        values = [None if v is None else ("null" if v is JSON_NULL else json_dumps(v)) for v in values]
-    try:
-        return pa.array(values, kind, from_pandas=False)
-    except (pa.ArrowException, ValueError, TypeError, OverflowError, UnicodeError):
-        pass
-    # One value spoils the column: find every such row, by value, so only those are refused.
+    allowed = _PYTHON_TYPES.get(column.type)
+    # One C-level scan of the value types: a column of the expected types converts in one call.
+    fits = allowed is None or set(map(type, values)) <= {*_EXACT_TYPES.get(column.type, allowed), type(None)}
+    if fits:
+        try:
+            if column.type == "json":
+                return pa.array([None if v is None else _json_text(v) for v in values], kind)
+            return pa.array(values, kind, from_pandas=False)
+        except _ARROW_ERRORS:
+            pass
+    # Some value spoils the column: find every such row, by value, so only those are refused.
     good: list[Any] = []
     for i, v in enumerate(values):
+        reason = None if v is None else _misfit(column, v)
         try:
-            pa.array([v], kind)
-            good.append(v)
-        except (pa.ArrowException, ValueError, TypeError, OverflowError, UnicodeError) as exc:
-            bad.setdefault(i, f"column {column.name}: {type(exc).__name__}: {exc}")
-            good.append(None)
+            if reason is None and v is not None:
+                v = _json_text(v) if column.type == "json" else v
+                pa.array([v], kind)
+        except _ARROW_ERRORS as exc:
+            reason = f"column {column.name}: {type(exc).__name__}: {exc}"
+        if reason is not None:
+            bad.setdefault(i, reason)
+            v = None
+        good.append(v)
     return pa.array(good, kind)
 
 
@@ -145,6 +185,7 @@ class Rows(Sequence["Row"]):
     def __init__(self, rows: Sequence[Row] = (), *, arrow: pa.RecordBatch | None = None) -> None:
         self._tuples: tuple[Row, ...] | None = tuple(rows) if arrow is None else None
         self._arrow = arrow
+        self._native = arrow is not None
         self._len = arrow.num_rows if arrow is not None else len(self._tuples or ())
         self._lock = threading.Lock()
 
@@ -183,6 +224,14 @@ class Rows(Sequence["Row"]):
         if self._arrow is not None:
             return (_rows_of_arrow, (self._arrow,))
         return (Rows, (self._tuples,))
+
+    @property
+    def native_arrow(self) -> pa.RecordBatch | None:
+        """The Arrow form of a batch that came as Arrow columns (:meth:`of_arrow`), else None. The Arrow
+        form made from tuples (:meth:`arrow`) holds the same values, not always the same text: a decimal
+        takes its column's scale (1.5 is 1.500000000000000000 in a column that declares none), so writers
+        of text encode columns only from this one."""
+        return self._arrow if self._native else None
 
     @property
     def has_arrow(self) -> bool:
