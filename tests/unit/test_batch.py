@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import pickle
+import subprocess
+import sys
 import threading
 from decimal import Decimal
 
@@ -117,3 +119,15 @@ def test_a_value_of_another_type_is_refused_not_converted_silently() -> None:
 def test_an_int_in_a_float_column_converts_when_exact() -> None:
     schema = Schema((Column("f", "float"),))
     assert list(Rows.of_arrow(Rows([(2,), (1.5,)]).arrow(schema))) == [(2.0,), (1.5,)]
+
+
+def test_the_data_plane_does_not_load_pandas() -> None:
+    """pyarrow loads pandas (installed here, with the spark extra) on its first pa.array unless the CLI's
+    start hid it once: a batch's way through the stores must not pull ~40 MiB of pandas in."""
+    code = ("import sys\nfrom wormhole.plugins.batch import arrow_without_pandas, Rows\n"
+            "from wormhole.plugins.base import Schema, Column\narrow_without_pandas()\n"
+            "Rows([(1, 'a')]).arrow(Schema((Column('i', 'int'), Column('s', 'string'))))\n"
+            "assert 'pandas' not in sys.modules, 'pandas was loaded'\n"
+            "import pyarrow as pa\nassert pa.table({'a': [1]}).to_pandas().shape == (1, 1)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
