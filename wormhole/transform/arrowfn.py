@@ -104,26 +104,33 @@ def _walk(e: Expr) -> list[Expr]:
 
 
 class _PyView:
-    """The columns an expression's Python form reads, as Python values (each converted once)."""
+    """The columns an expression's Python form reads, as Python values (each converted once; an int
+    column that came as a wider decimal, as ints)."""
 
-    def __init__(self, cols: ArrowColumns) -> None:
+    def __init__(self, cols: ArrowColumns, ints: frozenset[str]) -> None:
         self.n = cols.n
         self._cols = cols
+        self._ints = ints
         self._seen: dict[str, list[Any]] = {}
 
     def get(self, name: str) -> list[Any]:
         found = self._seen.get(name)
         if found is None:
-            found = self._seen[name] = self._cols.get(name).to_pylist()
+            array = self._cols.get(name)
+            found = array.to_pylist()
+            if name in self._ints and pa.types.is_decimal(array.type):
+                found = [None if v is None else int(v) for v in found]
+            self._seen[name] = found
         return found
 
 
 def _python_form(e: Expr, typed: Typed) -> Callable[[ArrowColumns], Values]:
     fn = compile_py(e, typed)
     kind = typed.of(e)
+    ints = frozenset(n.name for n in _walk(e) if isinstance(n, Col) and typed.of(n) == "int")
 
     def run(cols: ArrowColumns) -> Values:
-        values = fn(_PyView(cols))
+        values = fn(_PyView(cols, ints))
         try:
             return K.from_python(values, kind, cols.n)
         except (pa.ArrowException, OverflowError):
@@ -219,7 +226,7 @@ class _Compiler:
         numeric = kinds <= NUMERIC | {"null"}
         as_float = numeric and "float" in kinds
         if as_float:
-            items = pa.array([float(v) for v in values], K.FLOAT)
+            items = pa.array([float(v) + 0.0 for v in values], K.FLOAT)
         elif numeric:
             items = pa.array([Decimal(v) for v in values]) if values and kinds & {"decimal"} else \
                 pa.array(values, INT)
@@ -232,6 +239,8 @@ class _Compiler:
             if v.type == pa.null():
                 return K.null_array(cols.n, BOOL)
             v, found_in = unify([v, items], numeric) if numeric else (v, items)
+            if v.type == K.FLOAT:
+                v = pc.add(v, 0.0)  # -0.0 is found where 0.0 is (Python's sets: -0.0 == 0.0), not by its bits
             found = pc.is_in(v, value_set=found_in)
             out = pc.if_else(found, True, pa.scalar(miss, BOOL))
             out = pc.if_else(pc.is_null(v), pa.scalar(None, BOOL), out)

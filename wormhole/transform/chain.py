@@ -94,7 +94,7 @@ class ChainRunner:
         Arrow form rides along: :mod:`~wormhole.transform.frame`)."""
         if not self._steps:
             return rows if isinstance(rows, Rows) else Rows(rows)
-        frame = Frame(self._names, *arrow_input(rows, self.chain.input))
+        frame = Frame(self._names, *arrow_input(rows, self.chain.input), len(rows))
         clock = time.perf_counter_ns
         for step, m in zip(self._steps, self.metrics, strict=True):
             before = frame.n

@@ -3,10 +3,12 @@
 Each operator's Arrow form (:meth:`wormhole.transform.operators.base.Operator.arrow`) is a :data:`Step`
 that changes the frame in place: keeps rows, selects, renames or sets columns.
 
-A value without an Arrow form in its column (a zero date a mysql source keeps as its text, an integer
-beyond 64 bits that a derive computed, a decimal finer than its column) rides beside the batch: its
-cell is NULL in the columns, so expressions read it as NULL (as :mod:`.pyfn` reads a zero date), and
-the value itself is put back into its row when the column leaves the chain unchanged. A batch that
+A value without an Arrow form in its column rides beside the batch and is put back into its row when
+the column leaves the chain unchanged. A number (an integer beyond 64 bits, a decimal finer or wider
+than its column) makes its column a wider decimal inside the chain, so expressions compute with it
+exactly; any other (a zero date a mysql source keeps as its text) is NULL in the columns, so
+expressions read it as NULL, as :mod:`.pyfn` reads a zero date. A derived value its column's type
+cannot hold rides beside the batch too. A batch that
 carries such a value leaves as tuples, so every destination sees the value as the row path gave it
 (and takes or refuses it as before); every other batch leaves as Arrow columns.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -35,29 +38,47 @@ def _holds(column: Column, value: Any) -> bool:
     return True
 
 
-def arrow_input(rows: Sequence[Row], schema: Schema) -> tuple[pa.RecordBatch, dict[int, Carried]]:
-    """The batch as Arrow columns of ``schema``, and the values that have none (by column index, then
-    row): their cells are NULL in the batch."""
+def _wider(column: Column, values: Sequence[Any]) -> pa.Array | None:
+    """A number column as the narrowest decimal that holds every value exactly (an integer beyond 64
+    bits, a decimal finer or wider than its column), or None when none does."""
+    if column.type not in ("int", "decimal"):
+        return None
+    try:
+        out = pa.array([v if v is None or isinstance(v, Decimal) else Decimal(v) for v in values])
+    except (pa.ArrowException, TypeError, ValueError, ArithmeticError):
+        return None
+    return out if pa.types.is_decimal(out.type) else None
+
+
+def arrow_input(rows: Sequence[Row], schema: Schema) -> tuple[list[pa.Array], dict[int, Carried]]:
+    """The batch as Arrow columns of ``schema``, and the values that have none in their column (by
+    column index, then row). A number column that a decimal can hold whole comes wider than its
+    type (expressions read its values); any other such value's cell is NULL."""
     batch = rows if isinstance(rows, Rows) else Rows(rows)
     try:
-        return batch.arrow(schema), {}
+        return list(batch.arrow(schema).columns), {}
     except BadValues as exc:
         bad = exc.bad
-    tuples = list(batch.tuples())
+    tuples = [list(t) for t in batch.tuples()]
     carried: dict[int, Carried] = {}
     for r in bad:
-        row = list(tuples[r])
         for k, column in enumerate(schema.columns):
-            if row[k] is not None and not _holds(column, row[k]):
-                carried.setdefault(k, {})[r] = row[k]
-                row[k] = None
-        tuples[r] = tuple(row)
-    return arrow_from_rows(schema, tuples), carried
+            if tuples[r][k] is not None and not _holds(column, tuples[r][k]):
+                carried.setdefault(k, {})[r] = tuples[r][k]
+    wide = {k: _wider(schema.columns[k], [t[k] for t in tuples]) for k in carried}
+    for k, cells in carried.items():
+        for r in cells:
+            tuples[r][k] = None
+    arrays = list(arrow_from_rows(schema, [tuple(t) for t in tuples]).columns)
+    for k, array in wide.items():
+        if array is not None:
+            arrays[k] = array
+    return arrays, carried
 
 
 def fit(values: pa.Array | list[Any], column: Column) -> tuple[pa.Array, Carried]:
-    """An expression's values in the Arrow type of ``column``, and those the type cannot hold (by
-    position; their cells NULL): a derived integer beyond 64 bits, a decimal finer than 18 places."""
+    """Values in the Arrow type of ``column``, and those the type cannot hold (by position; their cells
+    NULL): an integer beyond 64 bits, a decimal finer or wider than the column."""
     target = arrow_type(column)
     if isinstance(values, pa.Array):
         if values.type == target:
@@ -82,11 +103,11 @@ class Frame:
 
     __slots__ = ("arrays", "carried", "ids", "index", "n", "names", "tokens")
 
-    def __init__(self, names: Sequence[str], batch: pa.RecordBatch, carried: dict[int, Carried]) -> None:
+    def __init__(self, names: Sequence[str], arrays: list[pa.Array], carried: dict[int, Carried], n: int) -> None:
         self.names = list(names)
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.arrays: list[pa.Array] = list(batch.columns)
-        self.n = batch.num_rows
+        self.arrays = arrays
+        self.n = n
         self.tokens = list(range(len(self.names)))
         """Each column's identity: kept by filters, projections and renames, new where a column is set."""
         self.carried: dict[int, Carried] = dict(carried)
@@ -122,14 +143,17 @@ class Frame:
         return {i: cells[rid] for i, rid in enumerate(self.ids.to_pylist()) if rid in cells}
 
     def set_column(self, column: Column, values: pa.Array | list[Any]) -> None:
-        """Column ``column.name`` (new or replaced) set to ``values``, held as ``column``'s Arrow type."""
-        array, carried = fit(values, column)
+        """Column ``column.name`` (new or replaced) set to ``values``: an array as it is (in its type, or
+        wider: :meth:`output` makes it the column's type), or Python values no Arrow type holds."""
         token = next(_TOKENS)
-        if carried:
-            if self.ids is None:
-                self.ids = pa.array(range(self.n), pa.int64())
-            ids = self.ids.to_pylist()
-            self.carried[token] = {ids[i]: v for i, v in carried.items()}
+        array = values
+        if isinstance(values, list):
+            array, carried = fit(values, column)
+            if carried:
+                if self.ids is None:
+                    self.ids = pa.array(range(self.n), pa.int64())
+                ids = self.ids.to_pylist()
+                self.carried[token] = {ids[i]: v for i, v in carried.items()}
         at = self.index.get(column.name)
         if at is None:
             self.arrays.append(array)
@@ -141,17 +165,24 @@ class Frame:
 
     def output(self, schema: Schema) -> Rows:
         """The batch as ``schema`` (the chain's output): Arrow columns, or tuples when values ride beside."""
-        batch = pa.RecordBatch.from_arrays(self.arrays, schema=arrow_schema(schema)) if self.arrays else \
-            pa.RecordBatch.from_pydict({}, schema=arrow_schema(schema))
-        riding = [(k, self.carried[t]) for k, t in enumerate(self.tokens) if self.carried.get(t)]
-        if not riding or self.ids is None:
+        arrays: list[pa.Array] = []
+        riding: list[tuple[int, dict[int, Any]]] = []
+        for k, (array, column) in enumerate(zip(self.arrays, schema.columns, strict=True)):
+            held, cells = fit(array, column)  # a wider column back in its type, or beside it
+            arrays.append(held)
+            if cells:
+                riding.append((k, cells))
+        for k, token in enumerate(self.tokens):
+            came = self.carried.get(token)
+            if came and self.ids is not None:  # the values as they came (an input column, unchanged)
+                riding.append((k, {i: came[rid] for i, rid in enumerate(self.ids.to_pylist()) if rid in came}))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema))
+        if not any(cells for _, cells in riding):
             return Rows.of_arrow(batch)
-        ids = self.ids.to_pylist()
         rows = [list(r) for r in rows_from_arrow(batch)]
         for k, cells in riding:
-            for i, rid in enumerate(ids):
-                if rid in cells:
-                    rows[i][k] = cells[rid]
+            for i, value in cells.items():
+                rows[i][k] = value
         return Rows([tuple(r) for r in rows])
 
 
