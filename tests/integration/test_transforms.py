@@ -118,6 +118,8 @@ def test_plan_shows_where_each_operator_runs(ws: Workspace) -> None:
                  ("derive", "python")],
         "destination:even": [("filter", "arrow"), ("rename", "arrow"), ("mask", "arrow")],
         "destination:hashes": [("project", "arrow"), ("mask", "python"), ("filter", "arrow"), ("cast", "arrow")]}
+    text = ws.run("plan", str(path), check=True).stdout
+    assert "derive" in text and "on python" in text and "on arrow" in text
 
 
 def test_an_integer_beyond_64_bits_reaches_each_destination_as_before(ws: Workspace) -> None:

@@ -219,6 +219,8 @@ class _Compiler:
         return lambda cols: cmp(*unify([a(cols), b(cols)], numeric))
 
     def _in(self, e: In) -> ArrowVector:
+        if self.typed.of(e.x) == "null":
+            return _nulls_of("bool")
         x = self.build(e.x)
         values = [i.value for i in e.items if i.value is not None]
         miss = None if len(values) < len(e.items) else False
