@@ -108,7 +108,7 @@ def test_plan_shows_where_each_operator_runs(ws: Workspace) -> None:
     """Every operator runs on Arrow compute but a hash mask (SHA-256 per value) and an expression with no
     exact Arrow form (a cast from text to a number), which run in their Python form."""
     spec = task(sqlite_source(ws.root / "src.db"), three_destinations(ws.root), pushup="off")
-    spec["transforms"].append({"derive": {"n": "CAST(name AS int)", "cents": "amount * 100"}})
+    spec["transforms"] = [*spec["transforms"], {"derive": {"n": "CAST(name AS int)", "cents": "amount * 100"}}]
     path = ws.root / "task.json"
     path.write_text(json.dumps(spec))
     chains = json.loads(ws.run("plan", str(path), "--json", check=True).stdout)["transforms"]["chains"]
