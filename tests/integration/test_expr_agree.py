@@ -529,3 +529,15 @@ def test_an_int_case_or_coalesce_with_a_null_from_arithmetic_stays_exact_in_mysq
     rows = [(k, *r) for k, r in enumerate(BASE_ROWS + WIDE_ROWS)]
     check_mysql(mysql_conn, cases, rows)
     assert any(r[2] == 2**63 - 1 for r in rows)  # the row that showed it
+
+
+def test_arrow_truncates_a_negative_decimal_next_to_the_64_bit_limit_as_python() -> None:
+    """Arrow's decimal rescale made -9223372036854775807.999 -9223372036854775806, so CAST(... AS int) was 1
+    off (found by test_arrow_agrees_with_python)."""
+    texts = ("(i + CAST((m + j) AS int))", "CAST((m + j) AS int)", "CAST((m - 0.5) AS int)")
+    trees = [parse(t) for t in texts]
+    cases = [Case(t, tree, check(tree, SCHEMA)) for t, tree in zip(texts, trees, strict=True)]
+    rows = [(0, 2**63 - 1, -(2**63), None, Decimal("0.001"), None, None, None, None, None),
+            (1, 5, -7, None, Decimal("-2.999"), None, None, None, None, None)]
+    check_arrow(cases, rows, arrow_schema_of(None))
+    assert arrow_values(cases[0], rows, arrow_schema_of(None))[0] == 0

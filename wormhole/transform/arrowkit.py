@@ -160,7 +160,13 @@ def _float_to_int(a: pa.Array) -> pa.Array:
 
 
 def _decimal_to_int(a: pa.Array) -> pa.Array:
-    whole = a.cast(decimal_type(shape(a.type)[0], 0), safe=False) if a.type.scale else a  # truncates
+    whole = a
+    if a.type.scale:
+        # Truncated through its text: Arrow's own decimal rescale (a cast, round towards zero) is wrong for
+        # some negative values (-9223372036854775807.999 became -9223372036854775806 in pyarrow 26).
+        text = a.cast(STRING)
+        text = pc.if_else(pc.match_substring(text, "E"), "0", pc.replace_substring_regex(text, r"\..*$", ""))
+        whole = text.cast(decimal_type(shape(a.type)[0] + 1, 0))
     return pc.if_else(fits_int64(whole), whole, None).cast(INT, safe=False)
 
 
