@@ -47,7 +47,12 @@ SCENARIOS = [
     ("generator baseline", ["--kind", "generator"], 1),
     ("stream->null x1", ["--kind", "exchange", "--destinations", "1"], 1),
     ("stream->null x3", ["--kind", "exchange", "--destinations", "3"], 3),
+    ("stream->chain->null", ["--kind", "transform"], 1),
+    ("chain alone, tuples", ["--kind", "chain"], 1),
+    ("chain alone, arrow", ["--kind", "chain", "--arrow"], 1),
 ]
+"""The chain (benchmarks/scenario.py CHAIN: filter, derive, project) runs in the task's reader threads, and
+alone over batches made beforehand, as the reader gives them and as ready Arrow batches."""
 
 
 def measure(args: list[str], rows: int, repeat: int) -> dict:

@@ -104,6 +104,42 @@ def test_plan_shows_the_push_down(ws: Workspace) -> None:
     assert "in the source query: filter" in text
 
 
+def test_plan_shows_where_each_operator_runs(ws: Workspace) -> None:
+    """Every operator runs on Arrow compute but a hash mask (SHA-256 per value) and an expression with no
+    exact Arrow form (a cast from text to a number), which run in their Python form."""
+    spec = task(sqlite_source(ws.root / "src.db"), three_destinations(ws.root), pushup="off")
+    spec["transforms"] = [*spec["transforms"], {"derive": {"n": "CAST(name AS int)", "cents": "amount * 100"}}]
+    path = ws.root / "task.json"
+    path.write_text(json.dumps(spec))
+    chains = json.loads(ws.run("plan", str(path), "--json", check=True).stdout)["transforms"]["chains"]
+    runs_on = {c["placement"]: [(o["kind"], o["runs_on"]) for o in c["operators"]] for c in chains}
+    assert runs_on == {
+        "task": [("filter", "arrow"), ("filter", "arrow"), ("project", "arrow"), ("derive", "arrow"),
+                 ("derive", "python")],
+        "destination:even": [("filter", "arrow"), ("rename", "arrow"), ("mask", "arrow")],
+        "destination:hashes": [("project", "arrow"), ("mask", "python"), ("filter", "arrow"), ("cast", "arrow")]}
+    text = ws.run("plan", str(path), check=True).stdout
+    assert "derive" in text and "on python" in text and "on arrow" in text
+
+
+def test_an_integer_beyond_64_bits_reaches_each_destination_as_before(ws: Workspace) -> None:
+    """A derived int no Arrow column holds goes on exact (the batch leaves the chain as tuples): a jsonl
+    file writes it, sqlite refuses that row with its reason, as the row path did."""
+    spec = {"source": sqlite_source(ws.root / "src.db"),
+            "transforms": [{"filter": "id <= 4"}, {"derive": {"big": "id * 4611686018427387904"}},
+                           {"project": ["id", "big"]}],
+            "destinations": [
+                {"id": "file", "plugin": "file", "params": {"path": str(ws.root / "out"), "format": "jsonl"}},
+                {"id": "db", "plugin": "sqlite", "params": {"path": str(ws.root / "out.db"), "table": "t"}}],
+            "settings": {"pushup": "off", "error_limit": {"record": 10}}}
+    task_id = ws.submit(spec)
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode == 201, proc.stderr[-3000:]  # done, with rejected rows
+    assert jsonl_rows(ws.root / "out") == [(i, i * 2**62) for i in range(1, 5)]
+    assert sqlite_rows(ws.root / "out.db", "t") == [(1, 2**62)]
+    assert ws.show(task_id)["result"]["destinations"]["db"]["rows_rejected"] == 3
+
+
 @pytest.mark.parametrize(("transforms", "where", "message"), [
     ([{"filter": "amount >>= 3"}], "transforms[0].filter", "unexpected"),
     ([{"filter": "amount > 3; DROP TABLE src"}], "transforms[0].filter", "unexpected character"),

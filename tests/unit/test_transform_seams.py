@@ -47,7 +47,7 @@ def test_every_kind_is_one_class_in_the_registry() -> None:
     assert KINDS == ("filter", "project", "rename", "cast", "derive", "mask")
     for kind, op in OPERATORS.items():
         assert op.kind == kind and type(op) is not Operator
-        for form in ("parse", "bind", "python", "spark"):  # each kind has its own; sql may say "not pushable"
+        for form in ("parse", "bind", "arrow", "spark"):  # each kind has its own; sql may say "not pushable"
             assert getattr(type(op), form) is not getattr(Operator, form), (kind, form)
 
 

@@ -108,7 +108,8 @@ def _describe_transforms(t: dict[str, Any]) -> list[str]:
         q = t["source_query"]
         lines.append(f"    columns {', '.join(q['columns'])}" + (f"; WHERE {q['where']}" if q["where"] else ""))
     for chain in t["chains"]:
-        ops = ", ".join(f"{o['kind']} {o['id']} ({o['path']})" for o in chain["operators"]) or "nothing"
+        ops = ", ".join(f"{o['kind']} {o['id']} ({o['path']}, on {o['runs_on']})" for o in chain["operators"]) \
+            or "nothing"
         lines.append(f"  chain {chain['chain']} in {chain['placement']}: {ops}")
     lines += [f"  not pushed: {op} ({why})" for op, why in t["not_pushable"].items()]
     return lines

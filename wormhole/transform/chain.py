@@ -2,9 +2,10 @@
 
 As Flink chains operators that need no exchange between them (isChainable), the operators of one
 placement (the task's, run in each reader thread before the fan-out; or one destination's, run in
-its writer threads) run as one function over a batch: the batch is turned column-wise once, each
-operator's Python form works on the columns it needs (:class:`~wormhole.transform.frame.Frame`), and
-rows are rebuilt once at the end.
+its writer threads) run as one function over a batch: the batch is taken as Arrow columns once
+(:meth:`~wormhole.plugins.batch.Rows.arrow`, shared with every destination), each operator's Arrow
+form works on the columns it needs (:class:`~wormhole.transform.frame.Frame`), and the batch leaves
+as Arrow columns of the chain's output schema.
 
 Each thread runs its own :class:`ChainRunner`, whose per-operator metrics (calls, rows in and out,
 nanoseconds) are plain counters that only that thread writes: no lock on the hot path (seed 004).
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from wormhole.plugins.base import Row, Schema
-from wormhole.transform.frame import Frame
+from wormhole.plugins.batch import Rows
+from wormhole.transform.frame import Frame, arrow_input
 from wormhole.transform.operators import BoundOp
 
 
@@ -42,8 +44,10 @@ class Chain:
         return self.ops[-1].output if self.ops else self.input
 
     def describe(self) -> dict[str, Any]:
+        """What ``wormhole plan`` shows; ``runs_on``: where each operator computes (``arrow``, or
+        ``python`` for an expression without an exact Arrow form)."""
         return {"chain": self.id, "placement": self.placement,
-                "operators": [op.describe() for op in self.ops]}
+                "operators": [{**op.describe(), "runs_on": op.spec.operator.target(op)} for op in self.ops]}
 
     def runner(self) -> ChainRunner:
         return ChainRunner(self)
@@ -82,13 +86,15 @@ class ChainRunner:
     def __init__(self, chain: Chain) -> None:
         self.chain = chain
         self._names = chain.input.names
-        self._steps = [op.spec.operator.python(op) for op in chain.ops]
+        self._steps = [op.spec.operator.arrow(op) for op in chain.ops]
         self.metrics = [OpMetrics() for _ in chain.ops]
 
-    def run(self, rows: Sequence[Row]) -> list[Row]:
+    def run(self, rows: Sequence[Row]) -> Rows:
+        """The batch through the chain: Arrow columns of ``chain.output`` (tuples when a value without an
+        Arrow form rides along: :mod:`~wormhole.transform.frame`)."""
         if not self._steps:
-            return rows if isinstance(rows, list) else list(rows)
-        frame = Frame(self._names, rows)
+            return rows if isinstance(rows, Rows) else Rows(rows)
+        frame = Frame(self._names, *arrow_input(rows, self.chain.input), len(rows))
         clock = time.perf_counter_ns
         for step, m in zip(self._steps, self.metrics, strict=True):
             before = frame.n
@@ -99,8 +105,8 @@ class ChainRunner:
             m.rows_in += before
             m.rows_out += frame.n
             if not frame.n:
-                break
-        return frame.to_rows() if frame.n else []
+                return Rows(())
+        return frame.output(self.chain.output)
 
     def snapshot(self) -> dict[str, tuple[int, int, int, int]]:
         """This thread's counters by operator id (taken in the thread that runs the chain)."""

@@ -25,7 +25,7 @@ class TransformingWriter:
     def write(self, rows: Sequence[Row]) -> WriteResult:
         return self._through(rows, self.inner.write)
 
-    def _through(self, rows: Sequence[Row], write: Callable[[list[Row]], WriteResult]) -> WriteResult:
+    def _through(self, rows: Sequence[Row], write: Callable[[Sequence[Row]], WriteResult]) -> WriteResult:
         """``rows`` through the chain, what is left written by ``write``; the rows dropped are ``filtered``."""
         out = self.runner.run(rows)
         if not out:

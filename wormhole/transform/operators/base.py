@@ -1,7 +1,7 @@
 """What every operator kind is: its parsed and bound forms, and the contract of its class.
 
 One class per kind (:mod:`.filter`, :mod:`.project`, ...) holds all of the kind: parse (syntax),
-bind (types, against the schema before it), its Python form (a :data:`~wormhole.transform.frame.Step`),
+bind (types, against the schema before it), its Arrow form (a :data:`~wormhole.transform.frame.Step`),
 its SQL push-down form (:class:`SourcePart`, or :class:`~wormhole.transform.sqlgen.NotPushable` with
 the reason) and its Spark form (built from a :class:`SparkKit`, so only ``wormhole/spark`` imports
 pyspark). Adding an operator is one class and one line of the registry (``OPERATORS``).
@@ -117,8 +117,14 @@ class Operator:
     def bind(self, spec: OpSpec, schema: Schema, problems: Problems) -> BoundOp | None:
         raise NotImplementedError
 
-    def python(self, op: BoundOp) -> Step:
+    def arrow(self, op: BoundOp) -> Step:
+        """Its batch function over Arrow columns (local mode's chains)."""
         raise NotImplementedError
+
+    def target(self, op: BoundOp) -> str:
+        """Where its batch function computes: ``arrow``, or ``python`` (an expression with no exact Arrow
+        form runs in its Python form over the columns it reads; ``wormhole plan`` shows it)."""
+        return "arrow"
 
     def sql(self, op: BoundOp, dialect: Dialect) -> SourcePart:
         """Its share of the source query; NotPushable (the reason) when it runs in wormhole."""

@@ -6,12 +6,25 @@ from typing import Any
 
 from wormhole.options import Problems, join_path, show_value
 from wormhole.plugins.base import Column, Schema
+from wormhole.transform.arrowfn import Compiled, compile_arrow
 from wormhole.transform.check import CASTS, check
 from wormhole.transform.expr import Cast as CastNode
 from wormhole.transform.expr import Col
 from wormhole.transform.frame import Frame, Step
 from wormhole.transform.operators.base import BoundOp, Operator, OpSpec, SparkKit, is_text, known_columns, object_body
-from wormhole.transform.pyfn import cast_function
+
+
+def _casts(op: BoundOp) -> list[tuple[Column, Compiled, str]]:
+    """Each cast column (its output column, its batch function, its source type); a column cast to its
+    own type is left as it is."""
+    types = {c.name: c.type for c in op.input.columns}
+    out = {c.name: c for c in op.output.columns}
+    found = []
+    for name, (source, to) in op.detail["casts"].items():
+        if source != to:
+            node = CastNode(Col(name), to)
+            found.append((out[name], compile_arrow(node, check(node, types)), source))
+    return found
 
 
 class Cast(Operator):
@@ -42,13 +55,16 @@ class Cast(Operator):
                         for c in schema.columns)
         return BoundOp(spec, schema, Schema(cast_to), detail={"casts": casts})
 
-    def python(self, op: BoundOp) -> Step:
-        fns = [(name, cast_function(source, to)) for name, (source, to) in op.detail["casts"].items()]
+    def arrow(self, op: BoundOp) -> Step:
+        fns = [(column, fn) for column, fn, _ in _casts(op)]
 
         def cast(f: Frame) -> None:
-            for name, fn in fns:
-                f.map_column(name, fn)
+            for column, fn in fns:
+                f.set_column(column, fn(f))
         return cast
+
+    def target(self, op: BoundOp) -> str:
+        return "python" if any(fn.target == "python" for _, fn, _ in _casts(op)) else "arrow"
 
     def spark(self, op: BoundOp, frame: Any, kit: SparkKit) -> Any:
         types = {c.name: c.type for c in op.input.columns}

@@ -6,9 +6,9 @@ from typing import Any
 
 from wormhole.options import Problems, join_path
 from wormhole.plugins.base import Column, Schema
+from wormhole.transform.arrowfn import compile_arrow
 from wormhole.transform.frame import Frame, Step
 from wormhole.transform.operators.base import BoundOp, Operator, OpSpec, SparkKit, check_exprs, object_body, parse_expr
-from wormhole.transform.pyfn import compile_py
 
 
 def _typed(kind: str) -> str | None:
@@ -40,14 +40,19 @@ class Derive(Operator):
                 columns[at] = new
         return BoundOp(spec, schema, Schema(tuple(columns)), typed)
 
-    def python(self, op: BoundOp) -> Step:
-        exprs = [(name, compile_py(e, t)) for (name, e), t in zip(op.spec.exprs, op.typed, strict=True)]
+    def arrow(self, op: BoundOp) -> Step:
+        out = {c.name: c for c in op.output.columns}
+        exprs = [(out[name], compile_arrow(e, t)) for (name, e), t in zip(op.spec.exprs, op.typed, strict=True)]
 
         def derive(f: Frame) -> None:
-            values = [(name, fn(f)) for name, fn in exprs]  # every expression sees the input row
-            for name, column in values:
-                f.set_column(name, column)
+            values = [(column, fn(f)) for column, fn in exprs]  # every expression sees the input row
+            for column, array in values:
+                f.set_column(column, array)
         return derive
+
+    def target(self, op: BoundOp) -> str:
+        targets = {compile_arrow(e, t).target for (_, e), t in zip(op.spec.exprs, op.typed, strict=True)}
+        return "python" if "python" in targets else "arrow"
 
     def spark(self, op: BoundOp, frame: Any, kit: SparkKit) -> Any:
         return frame.withColumns({name: kit.expr(e, t).cast(kit.type(t.type))

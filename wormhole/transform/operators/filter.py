@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from wormhole.options import Problems
 from wormhole.plugins.base import Schema
+from wormhole.transform.arrowfn import compile_arrow
 from wormhole.transform.frame import Frame, Step
 from wormhole.transform.operators.base import BoundOp, Operator, OpSpec, SourcePart, SparkKit, check_exprs, parse_expr
-from wormhole.transform.pyfn import compile_py
 from wormhole.transform.sqlgen import Dialect, NotPushable, compile_sql
 
 
@@ -28,13 +30,19 @@ class Filter(Operator):
         typed = check_exprs(spec, schema, problems, _boolean)
         return None if typed is None else BoundOp(spec, schema, schema, typed)
 
-    def python(self, op: BoundOp) -> Step:
+    def arrow(self, op: BoundOp) -> Step:
         ((_, e),) = op.spec.exprs
-        pred = compile_py(e, op.typed[0])
+        pred = compile_arrow(e, op.typed[0])
 
         def keep(f: Frame) -> None:
-            f.keep(pred(f))
+            mask = pred(f)
+            mask = pa.array(mask, pa.bool_()) if isinstance(mask, list) else mask
+            f.keep(mask if mask.type == pa.bool_() else mask.cast(pa.bool_()))  # NULL (a NULL predicate): none
         return keep
+
+    def target(self, op: BoundOp) -> str:
+        ((_, e),) = op.spec.exprs
+        return compile_arrow(e, op.typed[0]).target
 
     def sql(self, op: BoundOp, dialect: Dialect) -> SourcePart:
         try:

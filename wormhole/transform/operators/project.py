@@ -37,7 +37,7 @@ class Project(Operator):
             return None
         return BoundOp(spec, schema, Schema(tuple(schema.columns[i] for i in keep)), detail={"keep": keep})
 
-    def python(self, op: BoundOp) -> Step:
+    def arrow(self, op: BoundOp) -> Step:
         keep: tuple[int, ...] = op.detail["keep"]
 
         def select(f: Frame) -> None:

@@ -34,7 +34,7 @@ class Rename(Operator):
         renamed = tuple(replace(c, name=body.get(c.name, c.name)) for c in schema.columns)
         return BoundOp(spec, schema, Schema(renamed), detail={"names": tuple(names)})
 
-    def python(self, op: BoundOp) -> Step:
+    def arrow(self, op: BoundOp) -> Step:
         names: tuple[str, ...] = op.detail["names"]
 
         def rename(f: Frame) -> None:
