@@ -131,3 +131,18 @@ def test_the_data_plane_does_not_load_pandas() -> None:
             "import pyarrow as pa\nassert pa.table({'a': [1]}).to_pandas().shape == (1, 1)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_decimal_without_a_declared_scale_comes_back_at_its_own_scale() -> None:
+    """A file's decimal column declares no scale: its Arrow form pads every value to scale 18, and the text
+    a destination writes must not show that padding (2.25 stays 2.25 after a filter, never 2.250000000000000000)."""
+    from wormhole.plugins.arrow_text import own_arrow, own_text_arrow
+
+    free = Schema((Column("d", "decimal"),))
+    values = [(Decimal("2.25"),), (Decimal("-0.1"),), (Decimal("100"),), (Decimal("0"),), (None,)]
+    batch = Rows.of_arrow(Rows(values).arrow(free))
+    assert [str(v) for (v,) in batch] == ["2.25", "-0.1", "100", "0", "None"]
+    assert own_text_arrow(batch) is None and own_arrow(batch) is not None  # text writers take the tuples
+    declared = Schema((Column("d", "decimal", precision=12, scale=2),))
+    kept = Rows.of_arrow(Rows([(Decimal("1.5"),)]).arrow(declared))
+    assert [str(v) for (v,) in kept] == ["1.50"] and own_text_arrow(kept) is not None

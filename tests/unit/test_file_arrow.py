@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.plugin_helpers import SCHEMA, ListDirtySink, read_ctx, run_destination
+from tests.plugin_helpers import SCHEMA as EVERY_TYPE
+from tests.plugin_helpers import ListDirtySink, read_ctx, run_destination
 from wormhole.plugins.base import Column, Row, Rows, Schema, WriteResult
 from wormhole.plugins.batch import arrow_from_rows, arrow_schema, rows_from_arrow
 from wormhole.plugins.file import PLUGIN, FileReader, FileReaderOptions, FileSplitter, FileWriterOptions
@@ -40,6 +41,11 @@ ROWS: list[Row] = [
     (8, 1e-05, Decimal("-7"), ",", b"a", None, None, None, {}),
     (9, 123456789.125, Decimal("12.5"), "\n", b"b", True, dt.date(2020, 1, 1), dt.datetime(2020, 1, 1), []),
 ]
+
+SCHEMA = Schema(tuple(Column(c.name, c.type, precision=38, scale=18) if c.type == "decimal" else c
+                      for c in EVERY_TYPE.columns))
+"""Every logical type, the decimal with a declared scale: a decimal without one is written from tuples
+(its Arrow form pads every value to scale 18; tests/unit/test_batch.py)."""
 
 
 def write(tmp_path: Path, name: str, rows: Any, schema: Schema = SCHEMA, **params: Any) -> tuple[WriteResult, bytes]:

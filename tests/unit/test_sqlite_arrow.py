@@ -6,12 +6,18 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tests.plugin_helpers import SCHEMA, run_destination
+from tests.plugin_helpers import SCHEMA as EVERY_TYPE
+from tests.plugin_helpers import run_destination
 from tests.unit.test_file_arrow import ROWS
 from wormhole.plugins import registry
-from wormhole.plugins.base import Rows
+from wormhole.plugins.base import Column, Rows, Schema
 from wormhole.plugins.batch import arrow_from_rows, rows_from_arrow
 from wormhole.plugins.sqlite import SqliteWriterOptions
+
+SCHEMA = Schema(tuple(Column(c.name, c.type, precision=38, scale=18) if c.type == "decimal" else c
+                      for c in EVERY_TYPE.columns))
+"""Every logical type, the decimal with a declared scale: a decimal without one is written from tuples
+(its Arrow form pads every value to scale 18; tests/unit/test_batch.py)."""
 
 
 def stored(path: Path, rows: Any) -> list[tuple[Any, ...]]:

@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.batch import Rows
+from wormhole.plugins.batch import Rows, free_scale
 from wormhole.plugins.schema import Row
 from wormhole.plugins.values import json_loads, plain_decimal
 
@@ -35,6 +35,15 @@ def own_arrow(rows: Sequence[Row]) -> pa.RecordBatch | None:
     its tuples either way (:attr:`Rows.native_arrow`).
     """
     return rows.native_arrow if isinstance(rows, Rows) else None
+
+
+def own_text_arrow(rows: Sequence[Row]) -> pa.RecordBatch | None:
+    """:func:`own_arrow`, for writers of text: None too when a decimal column has no declared scale (its Arrow
+    form pads every value to scale 18; the batch's tuples give each value its own smallest scale)."""
+    batch = own_arrow(rows)
+    if batch is None or any(free_scale(f) for f in batch.schema):
+        return None
+    return batch
 
 
 class NotExact(Exception):

@@ -81,8 +81,29 @@ def decimal_shape(column: Column) -> tuple[int, int]:
     return column.precision, column.scale or 0
 
 
+FREE_SCALE_KEY = b"wormhole.free_scale"
+"""Field metadata of a decimal column whose source declared no precision and scale (a file's, a SQLite
+column's): its Arrow form holds every value at scale 18, where each value had a scale of its own."""
+
+
 def arrow_field(column: Column) -> pa.Field:
-    return pa.field(column.name, arrow_type(column), column.nullable, {LOGICAL_KEY: column.type.encode()})
+    meta = {LOGICAL_KEY: column.type.encode()}
+    if column.type == "decimal" and column.precision is None:
+        meta[FREE_SCALE_KEY] = b"1"
+    return pa.field(column.name, arrow_type(column), column.nullable, meta)
+
+
+def free_scale(field: pa.Field) -> bool:
+    """A decimal field whose values had no declared scale (:data:`FREE_SCALE_KEY`)."""
+    return bool(field.metadata) and field.metadata.get(FREE_SCALE_KEY) == b"1"
+
+
+def _trimmed(d: Decimal) -> Decimal:
+    # The value at the smallest scale that holds it, never with a positive exponent (100, not 1E+2).
+    return d.quantize(_ONE) if d == d.to_integral_value() else d.normalize()
+
+
+_ONE = Decimal(1)
 
 
 def arrow_schema(schema: Schema) -> pa.Schema:
@@ -189,6 +210,10 @@ def column_values(batch: pa.RecordBatch, index: int) -> list[Any]:
     values = _pylist(batch.column(index))
     if field.metadata and field.metadata.get(LOGICAL_KEY) == b"json":
         values = [None if v is None else json_loads(v) for v in values]
+    elif free_scale(field):
+        # Scale 18 is the column's Arrow form, not the values': each comes back at the smallest scale
+        # that holds it (2.25, not 2.250000000000000000).
+        values = [None if v is None else _trimmed(v) for v in values]
     return values
 
 

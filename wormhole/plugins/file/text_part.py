@@ -16,7 +16,7 @@ from typing import BinaryIO, Protocol
 import pyarrow as pa
 
 from wormhole.errors import WriteError
-from wormhole.plugins.arrow_text import NotExact, own_arrow
+from wormhole.plugins.arrow_text import NotExact, own_text_arrow
 from wormhole.plugins.base import Rejected, Row, WriteResult
 from wormhole.plugins.file.layout import create_part
 
@@ -78,7 +78,7 @@ class TextPart:
 
     def _columnar(self, rows: Sequence[Row]) -> pa.Buffer | None:
         """The text of a batch of Arrow columns; None for tuples or a batch to encode row by row."""
-        batch = own_arrow(rows)
+        batch = own_text_arrow(rows)
         if batch is None:
             return None
         try:

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from wormhole.errors import WriteError
-from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, json_values, own_arrow
+from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, json_values, own_text_arrow
 from wormhole.plugins.base import Row, WriteContext, WriteResult
 from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, quote, rows_one_by_one
@@ -70,7 +70,7 @@ class SqliteWriter:
 
     def _columns(self, rows: Sequence[Row]) -> Sequence[Sequence[Any]] | None:
         """The parameters of a batch of Arrow columns (None for tuples, or a batch to convert row-wise)."""
-        batch = own_arrow(rows)
+        batch = own_text_arrow(rows)
         columns = self.ctx.schema.columns
         if batch is None or batch.schema.types != [arrow_type(c) for c in columns]:
             return None
