@@ -6,8 +6,8 @@ from the batch's Arrow columns, without Python per value (:mod:`.encoding`, :mod
 MySQL destination of a run encodes a batch alike, so the encoded piece is shared through the batch's
 memo and built once.
 A piece that fails on a row's value (or that LOAD DATA, which turns errors into warnings with LOCAL,
-did not load exactly) is rolled back and replayed row by row (:func:`wormhole.plugins.sql.batch_then_rows`),
-so only the bad rows are rejected, each with MySQL's own error text.
+did not load exactly) is rolled back and replayed row by row (from the batch's tuples, made then if it
+came as Arrow columns), so only the bad rows are rejected, each with MySQL's own error text.
 
 Transient errors (lock wait timeout, deadlock, lost connection) become ``TransientWriteError`` here,
 at the store boundary, and :func:`wormhole.retry.policy` retries the piece on a fresh transaction,
@@ -102,7 +102,6 @@ class MysqlWriter:
         if not p.prepared or p.finished:
             raise self._error(f"{p.target} is not prepared for writing")
         self.conn = self._connect()
-        self.encoder = PieceEncoder(self.ctx.schema, p.method)
         if p.method == "load_data":
             self._open_buffer()
 
