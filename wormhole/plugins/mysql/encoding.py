@@ -28,6 +28,10 @@ from wormhole.plugins.sql import VALUE_ERRORS
 Encoded: TypeAlias = "bytes | pa.Buffer | list[str]"
 """A LOAD DATA payload (bytes, or an Arrow buffer of them) or the rows as SQL value lists."""
 
+_SKIP_AFTER_REFUSAL = 15
+"""Tuple batches encoded by rows, without trying Arrow, after one was refused: a source whose batches
+carry values Arrow cannot hold (zero dates) would otherwise pay a failed conversion on every batch."""
+
 _UNENCODABLE = object()
 """Memo marker: this piece has a value that cannot be encoded (each destination then goes row by row)."""
 
@@ -42,6 +46,7 @@ class PieceEncoder:
         self.arrow_schema = arrow_schema(schema)
         self.columns = tuple((c.type, c.unsigned, c.precision, c.scale) for c in schema.columns)
         """What an encoded piece depends on besides its values (memo keys name it)."""
+        self._skip = 0
 
     def form(self, rows: Sequence[Row]) -> pa.RecordBatch | None:
         """The batch's Arrow columns to encode LOAD DATA pieces from, or None to encode its tuples."""
@@ -50,13 +55,15 @@ class PieceEncoder:
         if not rows.has_arrow:
             memo = batch_memo(rows)
             refused = ("mysql", "no-arrow-form", self.columns)
-            if memo is not None and memo.get(refused):
+            if self._skip or (memo is not None and memo.get(refused)):
+                self._skip = max(self._skip - 1, 0)
                 return None
             try:
                 rows.arrow(self.schema)
             except BadValues:
                 if memo is not None:
                     memo[refused] = True  # the other destinations need not try again
+                self._skip = _SKIP_AFTER_REFUSAL
                 return None
         batch = rows.arrow_form
         return batch if batch.schema.equals(self.arrow_schema) else None
