@@ -1,12 +1,12 @@
 """How the mysql writer encodes a piece of a batch: LOAD DATA text from Arrow columns, else from tuples.
 
 A batch that has an Arrow form (a columnar reader's, or one another destination already made) is
-encoded by :func:`.arrow_load.arrow_payload`, a slice per piece. A batch of tuples is turned into Arrow
-columns first: converting and encoding that way is 1.4 to 4 times quicker than the row encoder on
-every type (``python -m benchmarks.mysql_encode``), and the Arrow form is then shared with every other
-destination. Rows that have no Arrow form (a zero date kept as text, a bool in an int column) keep
-the whole batch on the row encoder, which writes them as before (none is rejected for want of an
-Arrow form). Multi-row INSERT statements are built from tuples.
+encoded by :func:`.arrow_load.arrow_payload`, a slice per piece, with no Python per value. A batch of
+tuples is encoded by the row encoder (:func:`.types.load_payload`), as before: converting it to Arrow
+first and encoding that was at most 1.16x quicker on the bench table's rows (``python -m
+benchmarks.mysql_encode``, 0.88x to 1.16x on a loaded machine), no quicker end to end, and it held
+every batch in both forms (peak RSS about 90 MiB higher with three destinations). Multi-row INSERT
+statements are built from tuples.
 
 Every MySQL destination of a run encodes a piece alike, so the result is kept in the batch's memo
 under a key naming what it depends on (method, columns, piece) and built once.
@@ -20,17 +20,13 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 from wormhole.plugins.base import Row, Rows, Schema, batch_memo
-from wormhole.plugins.batch import BadValues, arrow_schema
+from wormhole.plugins.batch import arrow_schema
 from wormhole.plugins.mysql.arrow_load import arrow_payload
 from wormhole.plugins.mysql.types import load_payload, sql_values
 from wormhole.plugins.sql import VALUE_ERRORS
 
 Encoded: TypeAlias = "bytes | pa.Buffer | list[str]"
 """A LOAD DATA payload (bytes, or an Arrow buffer of them) or the rows as SQL value lists."""
-
-_SKIP_AFTER_REFUSAL = 15
-"""Tuple batches encoded by rows, without trying Arrow, after one was refused: a source whose batches
-carry values Arrow cannot hold (zero dates) would otherwise pay a failed conversion on every batch."""
 
 _UNENCODABLE = object()
 """Memo marker: this piece has a value that cannot be encoded (each destination then goes row by row)."""
@@ -46,25 +42,11 @@ class PieceEncoder:
         self.arrow_schema = arrow_schema(schema)
         self.columns = tuple((c.type, c.unsigned, c.precision, c.scale) for c in schema.columns)
         """What an encoded piece depends on besides its values (memo keys name it)."""
-        self._skip = 0
 
     def form(self, rows: Sequence[Row]) -> pa.RecordBatch | None:
         """The batch's Arrow columns to encode LOAD DATA pieces from, or None to encode its tuples."""
-        if self.method != "load_data" or not isinstance(rows, Rows) or not rows or not self.types:
+        if self.method != "load_data" or not isinstance(rows, Rows) or not rows.has_arrow or not self.types:
             return None
-        if not rows.has_arrow:
-            memo = batch_memo(rows)
-            refused = ("mysql", "no-arrow-form", self.columns)
-            if self._skip or (memo is not None and memo.get(refused)):
-                self._skip = max(self._skip - 1, 0)
-                return None
-            try:
-                rows.arrow(self.schema)
-            except BadValues:
-                if memo is not None:
-                    memo[refused] = True  # the other destinations need not try again
-                self._skip = _SKIP_AFTER_REFUSAL
-                return None
         batch = rows.arrow_form
         return batch if batch.schema.equals(self.arrow_schema) else None
 

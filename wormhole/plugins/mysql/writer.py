@@ -1,8 +1,8 @@
 """The mysql store's writers: every piece of ``batch_size`` rows one transaction, or one split one transaction.
 
 A writer cuts a batch into pieces of ``batch_size`` rows, each in its own transaction, sent as one
-``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT. The LOAD DATA text is made
-from the batch's Arrow columns, without Python per value (:mod:`.encoding`, :mod:`.arrow_load`). Every
+``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT. The LOAD DATA text of a batch
+that has Arrow columns is made from them, without Python per value (:mod:`.encoding`, :mod:`.arrow_load`). Every
 MySQL destination of a run encodes a batch alike, so the encoded piece is shared through the batch's
 memo and built once.
 A piece that fails on a row's value (or that LOAD DATA, which turns errors into warnings with LOCAL,
