@@ -18,6 +18,7 @@ from a slice of it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,8 +27,6 @@ _NULL = "\\N"
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
 """What :func:`wormhole.plugins.mysql.types.load_escape` replaces, in its order (backslash first)."""
 
-_HEX = pa.array([b"%02x" % i for i in range(256)], pa.binary(2))
-"""Byte value -> its two hex digits: a ``take`` by the bytes themselves writes a whole column's hex."""
 
 _PADDING = "0" * 16
 
@@ -51,6 +50,13 @@ def _offsets(values: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(pa.int32(), len(values) + 1, [None, values.buffers()[1]], offset=values.offset)
 
 
+@cache
+def _hex_digits() -> pa.Array:
+    """Byte value -> its two hex digits: a ``take`` by the bytes themselves writes a whole column's hex.
+    Made on first use: Arrow's first array costs a process about 50 MiB, which a run of tuples never pays."""
+    return pa.array([b"%02x" % i for i in range(256)], pa.binary(2))
+
+
 def _hex(values: pa.Array) -> pa.Array:
     """Binary values as lowercase hex text (``bytes.hex``), nulls kept."""
     offsets = _offsets(values)
@@ -60,7 +66,7 @@ def _hex(values: pa.Array) -> pa.Array:
         digits = pa.py_buffer(b"")
     else:
         octets = pa.Array.from_buffers(pa.uint8(), last - first, [None, data], offset=first)
-        digits = pc.take(_HEX, octets).buffers()[1]
+        digits = pc.take(_hex_digits(), octets).buffers()[1]
     hex_offsets = pc.multiply(pc.subtract(offsets, pa.scalar(first, offsets.type)), pa.scalar(2, offsets.type))
     text = pa.StringArray.from_buffers(len(values), hex_offsets.buffers()[1], digits)
     return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), text)

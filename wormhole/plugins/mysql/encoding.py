@@ -39,7 +39,7 @@ class PieceEncoder:
         self.method = method
         self.schema = schema
         self.types = [c.type for c in schema.columns]
-        self.arrow_schema = arrow_schema(schema)
+        self._arrow_schema: pa.Schema | None = None
         self.columns = tuple((c.type, c.unsigned, c.precision, c.scale) for c in schema.columns)
         """What an encoded piece depends on besides its values (memo keys name it)."""
 
@@ -47,8 +47,10 @@ class PieceEncoder:
         """The batch's Arrow columns to encode LOAD DATA pieces from, or None to encode its tuples."""
         if self.method != "load_data" or not isinstance(rows, Rows) or not rows.has_arrow or not self.types:
             return None
+        if self._arrow_schema is None:
+            self._arrow_schema = arrow_schema(self.schema)
         batch = rows.arrow_form
-        return batch if batch.schema.equals(self.arrow_schema) else None
+        return batch if batch.schema.equals(self._arrow_schema) else None
 
     def encode(self, rows: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int) -> Encoded | None:
         """Rows ``start`` to ``start + size`` of the batch, encoded; None when some value cannot be
