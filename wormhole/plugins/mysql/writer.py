@@ -1,11 +1,13 @@
 """The mysql store's writers: every piece of ``batch_size`` rows one transaction, or one split one transaction.
 
 A writer cuts a batch into pieces of ``batch_size`` rows, each in its own transaction, sent as one
-``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT. Every MySQL destination of
-a run encodes a batch alike, so the encoded piece is shared through the batch's memo and built once.
+``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT. The LOAD DATA text of a batch
+that has Arrow columns is made from them, without Python per value (:mod:`.encoding`, :mod:`.arrow_load`). Every
+MySQL destination of a run encodes a batch alike, so the encoded piece is shared through the batch's
+memo and built once.
 A piece that fails on a row's value (or that LOAD DATA, which turns errors into warnings with LOCAL,
-did not load exactly) is rolled back and replayed row by row (:func:`wormhole.plugins.sql.batch_then_rows`),
-so only the bad rows are rejected, each with MySQL's own error text.
+did not load exactly) is rolled back and replayed row by row (from the batch's tuples, made then if it
+came as Arrow columns), so only the bad rows are rejected, each with MySQL's own error text.
 
 Transient errors (lock wait timeout, deadlock, lost connection) become ``TransientWriteError`` here,
 at the store boundary, and :func:`wormhole.retry.policy` retries the piece on a fresh transaction,
@@ -31,10 +33,11 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
+import pyarrow as pa
 import pymysql
 
 from wormhole.errors import SplitLost, TransientWriteError, WriteError
-from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult, batch_memo
+from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
     abandon,
@@ -45,10 +48,11 @@ from wormhole.plugins.mysql.connection import (
     is_transient,
     wait_session_ended,
 )
+from wormhole.plugins.mysql.encoding import Encoded, PieceEncoder
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
-from wormhole.plugins.mysql.types import load_payload, sql_values
-from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, rows_one_by_one
+from wormhole.plugins.mysql.types import sql_values
+from wormhole.plugins.sql import VALUE_ERRORS, rows_one_by_one
 from wormhole.retry import policy
 
 T = TypeVar("T")
@@ -79,6 +83,7 @@ class MysqlWriter:
         self.worker = worker
         self.types = [c.type for c in ctx.schema.columns]
         self.log = ctx.log.bind(worker=worker)
+        self.encoder: PieceEncoder | None = None
         self.conn: pymysql.Connection | None = None
         self._file: int | None = None
         self._file_path = ""
@@ -143,12 +148,14 @@ class MysqlWriter:
 
     def _write(self, rows: Sequence[Row], split_id: str | None) -> WriteResult:
         size = self.options.batch_size
+        if self.encoder is None:
+            self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method)
+        form = self.encoder.form(rows)
         written = 0
         rejected: list[Rejected] = []
         for start in range(0, len(rows), size):
-            piece = rows[start:start + size]
             try:
-                n, bad = self._write_piece(rows, start, piece, split_id)
+                n, bad = self._write_piece(rows, form, start, min(size, len(rows) - start), split_id)
             except WriteError as exc:
                 if split_id is None:
                     exc.details["written_before_failure"] = written  # pieces of this batch already committed
@@ -157,37 +164,25 @@ class MysqlWriter:
             rejected.extend(bad)
         return WriteResult(written=written, rejected=tuple(rejected))
 
-    def _write_piece(self, batch: Sequence[Row], start: int, piece: Sequence[Row],
+    def _write_piece(self, batch: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int,
                      split_id: str | None) -> tuple[int, list[Rejected]]:
+        """Rows ``start`` to ``start + size`` of ``batch`` at once; when some row's value fails that (or
+        cannot be encoded), the piece again row by row, so only the bad rows are rejected."""
         p = self.periphery
         if p.broken is not None:
             raise self._error(f"cannot write {p.target}: {p.broken}")
-        encoded = self._encode(batch, start, piece)
-        bulk = None if encoded is None else (
-            lambda: self._retrying(split_id, lambda: self._bulk(piece, encoded, split_id)))
-        result = batch_then_rows(piece, bulk,
-                                 lambda rows: self._retrying(split_id, lambda: self._row_by_row(rows, split_id)))
+        assert self.encoder is not None
+        encoded = self.encoder.encode(batch, form, start, size)
+        if encoded is not None and self._retrying(split_id, lambda: self._bulk(size, encoded, split_id)):
+            result = WriteResult(written=size)
+        else:  # the piece's tuples: the batch's own, made from its Arrow form only now if it came as columns
+            piece = batch[start:start + size]
+            result = self._retrying(split_id, lambda: self._row_by_row(piece, split_id))
         if split_id is None:
             p.add_written(result.written)  # committed; a split's rows count once the split is
         return result.written, list(result.rejected)
 
-    def _encode(self, batch: Sequence[Row], start: int, piece: Sequence[Row]) -> bytes | list[str] | None:
-        method = self.periphery.method
-        memo = batch_memo(batch)
-        key = ("mysql", method, start, len(piece))
-        if memo is not None:
-            found = memo.get(key)
-            if found is not None:
-                return found if found is not _UNENCODABLE else None
-        try:
-            encoded: Any = load_payload(self.types, piece) if method == "load_data" else sql_values(self.types, piece)
-        except VALUE_ERRORS:
-            encoded = None  # some value cannot be written: the row-by-row pass finds which
-        if memo is not None:
-            memo[key] = _UNENCODABLE if encoded is None else encoded
-        return encoded
-
-    def _bulk(self, piece: Sequence[Row], encoded: bytes | list[str], split_id: str | None) -> bool:
+    def _bulk(self, rows: int, encoded: Encoded, split_id: str | None) -> bool:
         """The whole piece at once (its own transaction, or a savepoint of the split's); False when
         some row's value is at fault (the piece is undone)."""
         conn = self._connection(split_id)
@@ -195,12 +190,12 @@ class MysqlWriter:
             with conn.cursor() as cur:
                 if split_id is not None:
                     cur.execute(f"SAVEPOINT {_SAVEPOINT}")
-                if isinstance(encoded, bytes):
+                if not isinstance(encoded, list):  # a LOAD DATA payload
                     assert self._file is not None
                     os.ftruncate(self._file, 0)
                     os.pwrite(self._file, encoded, 0)
                     cur.execute(self.periphery.load_sql, (self._file_path,))
-                    if not self._loaded_exactly(cur, len(piece)):
+                    if not self._loaded_exactly(cur, rows):
                         self._undo_piece(conn, split_id)
                         return False
                 else:
@@ -491,6 +486,3 @@ class MysqlWriter:
 class _Broken(Exception):
     """A piece failed in a way no retry can mend (or COMMIT's outcome is unknown): the load is broken."""
 
-
-_UNENCODABLE = object()
-"""Memo marker: this piece has a value that cannot be encoded (each destination then goes row by row)."""

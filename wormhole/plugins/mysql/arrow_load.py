@@ -1,0 +1,185 @@
+"""A record batch as a LOAD DATA LOCAL INFILE payload, column-wise with Arrow compute (no Python per value).
+
+The payload is byte for byte what :func:`wormhole.plugins.mysql.types.load_payload` writes for the same
+values: fields separated by tabs, rows ended by newlines, backslash escapes for LOAD DATA's default
+``ESCAPED BY '\\\\'``, ``\\N`` for NULL, bytes as hex (loaded through ``UNHEX``). Each column is cast to
+text by Arrow and then rewritten where Arrow's text differs from Python's:
+
+- floats: both write the shortest digits that read back as the same double, but Python's ``repr``
+  switches to an exponent outside 1e-4 <= |x| < 1e16 (two-digit exponents, ``.0`` on whole numbers)
+  and Arrow outside 1e-6 <= |x| < 1e10; the rows in between are rewritten by regular expressions;
+- decimals: Arrow writes an exponent for small values (``1E-30``), LOAD DATA needs plain notation;
+- datetimes: Python's ``isoformat`` (``T``, no fraction when it is zero).
+
+The result's value buffer is the payload (no copy of the rows' text); a piece of a batch is encoded
+from a slice of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_NULL = "\\N"
+_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
+"""What :func:`wormhole.plugins.mysql.types.load_escape` replaces, in its order (backslash first)."""
+
+
+_PADDING = "0" * 16
+
+
+def _escaped(text: pa.Array) -> pa.Array:
+    # One C search per special character over the column's bytes (memchr, far quicker than a pass of
+    # Arrow's substring kernels); only the characters present cost a replacing pass.
+    offsets = _offsets(text)
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    if last == first:
+        return text
+    data = text.buffers()[2].slice(first, last - first).to_pybytes()
+    for special, escape in _ESCAPES:
+        if data.find(special.encode()) >= 0:
+            text = pc.replace_substring(text, special, escape)
+    return text
+
+
+def _offsets(values: pa.Array) -> pa.Array:
+    """A string or binary array's value offsets (len + 1 of them, from its slice's start)."""
+    return pa.Array.from_buffers(pa.int32(), len(values) + 1, [None, values.buffers()[1]], offset=values.offset)
+
+
+@cache
+def _hex_digits() -> pa.Array:
+    """Byte value -> its two hex digits: a ``take`` by the bytes themselves writes a whole column's hex.
+    Made on first use: Arrow's first array costs a process about 50 MiB, which a run of tuples never pays."""
+    return pa.array([b"%02x" % i for i in range(256)], pa.binary(2))
+
+
+def _hex(values: pa.Array) -> pa.Array:
+    """Binary values as lowercase hex text (``bytes.hex``), nulls kept."""
+    offsets = _offsets(values)
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    data = values.buffers()[2]
+    if data is None or last == first:
+        digits = pa.py_buffer(b"")
+    else:
+        octets = pa.Array.from_buffers(pa.uint8(), last - first, [None, data], offset=first)
+        digits = pc.take(_hex_digits(), octets).buffers()[1]
+    hex_offsets = pc.multiply(pc.subtract(offsets, pa.scalar(first, offsets.type)), pa.scalar(2, offsets.type))
+    text = pa.StringArray.from_buffers(len(values), hex_offsets.buffers()[1], digits)
+    return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), text)
+
+
+def _rewrite_where(text: pa.Array, pattern: str, fix: Callable[[pa.Array], pa.Array]) -> pa.Array:
+    """``fix`` applied to the rows of ``text`` that match ``pattern`` (usually none, often few)."""
+    mask = pc.fill_null(pc.match_substring_regex(text, pattern), False)
+    if not pc.any(mask).as_py():
+        return text
+    return pc.replace_with_mask(text, mask, fix(pc.filter(text, mask)))
+
+
+def _python_float_text(text: pa.Array) -> pa.Array:
+    """Arrow's texts of fractions (1e-4 > |x| or 1e10 <= |x| < 1e16) as ``repr`` writes the same digits;
+    any other text passes unchanged."""
+    sub = pc.replace_substring_regex
+    text = sub(text, r"^(-?)0\.0000([1-9])(\d*)$", r"\1\2.\3e-05")
+    text = sub(text, r"^(-?)0\.00000([1-9])(\d*)$", r"\1\2.\3e-06")
+    text = pc.replace_substring(text, ".e", "e")  # a single digit has no point: 1e-05
+    text = sub(text, r"e-([7-9])$", r"e-0\1")
+    return _rewrite_where(text, r"e\+1[0-5]$", _fixed_notation)
+
+
+def _fixed_notation(text: pa.Array) -> pa.Array:
+    """``d.ddde+1N`` as ``repr`` writes 1e10 <= |x| < 1e16: tag each text with its exponent, pad the digits
+    with zeros, place the point after exponent + 1 digits and drop the padding's zeros again."""
+    sub = pc.replace_substring_regex
+    text = sub(text, r"^(-?)(\d)(?:\.(\d+))?e\+(1[0-5])$", r"\4|\1\2\3")
+    text = pc.binary_join_element_wise(text, _PADDING, "")
+    for exponent in range(10, 16):
+        text = sub(text, rf"^{exponent}\|(-?\d{{{exponent + 1}}})(\d*?)0*$", r"\1.\2")
+    return sub(text, r"\.$", ".0")
+
+
+def _float_text(values: pa.Array) -> pa.Array:
+    """``repr`` of each value. Arrow writes the same shortest digits, but leaves out ``.0`` on whole numbers,
+    switches to an exponent at 1e10 and 1e-6 where Python does at 1e16 and 1e-4, and writes one-digit
+    exponents (1e-7 for 1e-07): those rows, found by their magnitude, are rewritten."""
+    bad = pc.invert(pc.fill_null(pc.is_finite(values), True))
+    if pc.any(bad).as_py():
+        raise ValueError(f"MySQL cannot store the float {pc.filter(values, bad)[0].as_py()!r}")
+    text = pc.cast(values, pa.string())
+    size = pc.abs(values)
+    whole = pc.fill_null(pc.and_(pc.equal(values, pc.trunc(values)), pc.less(size, 1e16)), False)
+    if pc.any(whole).as_py():
+        # Below 1e16 a whole double's shortest digits are the integer's; zero keeps its sign (-0.0).
+        digits = pc.if_else(pc.equal(values, 0), text, pc.cast(pc.cast(pc.if_else(whole, values, 0), pa.int64()),
+                                                                   pa.string()))
+        text = pc.if_else(whole, pc.binary_join_element_wise(digits, ".0", ""), text)
+    odd = pc.or_(pc.and_(pc.less(size, 1e-4), pc.greater(size, 0)),
+                 pc.and_(pc.greater_equal(size, 1e10), pc.invert(whole)))
+    odd = pc.fill_null(pc.and_(odd, pc.less(size, 1e16)), False)
+    if pc.any(odd).as_py():
+        text = pc.replace_with_mask(text, odd, _python_float_text(pc.filter(text, odd)))
+    return text
+
+
+def _decimal_text(values: pa.Array) -> pa.Array:
+    """Plain notation with the column's scale (Arrow writes 1E-30 for 0.000000000000000000000000000001)."""
+    scale = values.type.scale
+    if scale < 0:
+        raise ValueError(f"a decimal of scale {scale} has no plain text here")
+
+    def plain(text: pa.Array) -> pa.Array:
+        sign = pc.replace_substring_regex(text, r"^(-?).*$", r"\1")
+        digits = pc.replace_substring_regex(text, r"^-?(\d)\.?(\d*)E-\d+$", r"\1\2")
+        return pc.binary_join_element_wise(sign, "0.", pc.utf8_lpad(digits, scale, "0"), "")
+
+    return _rewrite_where(pc.cast(values, pa.string()), "E", plain)
+
+
+def _datetime_text(values: pa.Array) -> pa.Array:
+    # Python's isoformat: 'T' between date and time, no fraction when it is zero.
+    if values.type != pa.timestamp("us"):
+        values = pc.cast(values, pa.timestamp("us"))
+    text = pc.replace_substring(pc.cast(values, pa.string()), " ", "T")
+    return pc.replace_substring(text, ".000000", "")
+
+
+def column_text(values: pa.Array) -> pa.Array:
+    """One column as LOAD DATA fields (strings, ``\\N`` for NULL); raises ValueError for a value MySQL
+    cannot hold (a float infinity or NaN), as the row encoder does."""
+    kind = values.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):  # text and json
+        text = _escaped(pc.cast(values, pa.string()))
+    elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        text = _hex(pc.cast(values, pa.binary()))
+    elif pa.types.is_floating(kind):
+        text = _float_text(pc.cast(values, pa.float64()))
+    elif pa.types.is_decimal(kind):
+        text = _decimal_text(values)
+    elif pa.types.is_boolean(kind):
+        text = pc.cast(pc.cast(values, pa.uint8()), pa.string())
+    elif pa.types.is_timestamp(kind):
+        text = _datetime_text(values)
+    elif pa.types.is_integer(kind) or pa.types.is_date32(kind):
+        text = pc.cast(values, pa.string())
+    else:
+        raise TypeError(f"no LOAD DATA text for Arrow type {kind}")
+    return pc.fill_null(text, _NULL)
+
+
+def arrow_payload(batch: pa.RecordBatch) -> pa.Buffer:
+    """The batch as one LOAD DATA LOCAL INFILE buffer (utf-8), equal to ``load_payload`` of its rows."""
+    if batch.num_columns == 0:
+        raise ValueError("a batch without columns has no LOAD DATA payload")
+    texts = [column_text(batch.column(i)) for i in range(batch.num_columns)]
+    texts[-1] = pc.binary_join_element_wise(texts[-1], "\n", "")  # the row's end
+    lines = pc.binary_join_element_wise(*texts, "\t") if len(texts) > 1 else texts[-1]
+    offsets = _offsets(lines)
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    data = lines.buffers()[2]
+    if data is None:
+        return pa.py_buffer(b"")
+    return data.slice(first, last - first)
