@@ -1,7 +1,7 @@
 """How the mysql writer encodes a piece of a batch: LOAD DATA text from Arrow columns, else from tuples.
 
-A batch that has an Arrow form (a columnar reader's, or one another destination already made) is
-encoded by :func:`.arrow_load.arrow_payload`, a slice per piece, with no Python per value. A batch of
+A batch that came as Arrow columns (a columnar reader's, a chain's), with no decimal column of free
+scale, is encoded by :func:`.arrow_load.arrow_payload`, a slice per piece, with no Python per value. A batch of
 tuples is encoded by the row encoder (:func:`.types.load_payload`), as before: converting it to Arrow
 first and encoding that was at most 1.16x quicker on the bench table's rows (``python -m
 benchmarks.mysql_encode``, 0.88x to 1.16x on a loaded machine), no quicker end to end, and it held
@@ -19,7 +19,8 @@ from typing import Any, TypeAlias
 
 import pyarrow as pa
 
-from wormhole.plugins.base import Row, Rows, Schema, batch_memo
+from wormhole.plugins.arrow_text import own_text_arrow
+from wormhole.plugins.base import Row, Schema, batch_memo
 from wormhole.plugins.batch import arrow_schema
 from wormhole.plugins.mysql.arrow_load import arrow_payload
 from wormhole.plugins.mysql.types import load_payload, sql_values
@@ -45,11 +46,13 @@ class PieceEncoder:
 
     def form(self, rows: Sequence[Row]) -> pa.RecordBatch | None:
         """The batch's Arrow columns to encode LOAD DATA pieces from, or None to encode its tuples."""
-        if self.method != "load_data" or not isinstance(rows, Rows) or not rows.has_arrow or not self.types:
+        # Only a batch that came as Arrow (not one a destination's chain made from tuples), and without a
+        # free-scale decimal: those texts are the tuples' own (arrow_text.own_text_arrow).
+        batch = own_text_arrow(rows) if self.method == "load_data" and self.types else None
+        if batch is None:
             return None
         if self._arrow_schema is None:
             self._arrow_schema = arrow_schema(self.schema)
-        batch = rows.arrow_form
         return batch if batch.schema.equals(self._arrow_schema) else None
 
     def encode(self, rows: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int) -> Encoded | None:
