@@ -124,7 +124,7 @@ def main() -> None:
         opts = mysql_scenario.Options(
             rows=args.mysql_rows, repeat=args.repeat or 1, channels=tuple(args.channels), writers=args.writers,
             server=mysql_scenario.Server.of(args),
-            wormhole=not args.no_wormhole, keep=args.keep)
+            wormhole=not args.no_wormhole, naive=not args.no_naive, keep=args.keep)
         try:
             results += mysql_scenario.run_all(opts)
         except mysql_scenario.BenchmarkFailure as exc:
