@@ -531,6 +531,18 @@ def test_an_int_case_or_coalesce_with_a_null_from_arithmetic_stays_exact_in_mysq
     assert any(r[2] == 2**63 - 1 for r in rows)  # the row that showed it
 
 
+
+@pytest.mark.mysql
+def test_a_float_coalesce_of_an_int_and_a_null_adds_as_doubles_in_mysql(mysql_conn: Any) -> None:
+    """coalesce(CAST(NULL AS float), 1) is a float; MySQL typed it BIGINT (its float branch a bare NULL), so
+    adding a column's 2^63 - 1 overflowed there (found by test_mysql_agrees_with_python)."""
+    texts = ("(coalesce(CAST(NULL AS float), 1) + j)", "CASE WHEN j > 0 THEN 1 ELSE CAST(NULL AS float) END + j")
+    trees = [parse(t) for t in texts]
+    cases = [Case(t, tree, check(tree, SCHEMA)) for t, tree in zip(texts, trees, strict=True)]
+    rows = [(k, *r) for k, r in enumerate(BASE_ROWS + WIDE_ROWS)]
+    check_mysql(mysql_conn, cases, rows)
+    assert any(r[2] == 2**63 - 1 for r in rows)  # j, the value that overflowed
+
 def test_arrow_truncates_a_negative_decimal_next_to_the_64_bit_limit_as_python() -> None:
     """Arrow's decimal rescale made -9223372036854775807.999 -9223372036854775806, so CAST(... AS int) was 1
     off (found by test_arrow_agrees_with_python)."""

@@ -6,9 +6,6 @@ import datetime as dt
 import json
 import os
 import re
-import subprocess
-import sys
-import textwrap
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -435,42 +432,6 @@ def test_a_file_that_is_not_parquet_is_a_read_error(tmp_path: Path) -> None:
     with pytest.raises(ReadError, match=re.escape(str(tmp_path / "a.parquet"))):
         FileReaderPeriphery(reader_options(tmp_path), read_ctx()).prepare()
 
-
-# ---------------------------------------------------------------------------------------------
-# pyarrow is optional
-
-
-def test_without_pyarrow_csv_works_and_parquet_says_what_to_install(tmp_path: Path) -> None:
-    """A real interpreter where ``import pyarrow`` fails: csv never needs it, parquet names the extra."""
-    script = textwrap.dedent(f"""
-        import sys
-        sys.modules["pyarrow"] = None  # makes every ``import pyarrow`` raise ImportError
-        from tests.plugin_helpers import SCHEMA, read_ctx, run_destination, write_ctx
-        from wormhole.errors import PrepareError, ReadError, WriteError
-        from wormhole.plugins.file import PLUGIN, FileReader, FileReaderOptions, FileWriter, FileWriterOptions
-        from wormhole.plugins.file import FileWriterPeriphery
-
-        run_destination(PLUGIN.sink, FileWriterOptions(path={str(tmp_path / "csv")!r}, format="csv"), [[]])
-        out = FileWriterOptions(path={str(tmp_path / "pq")!r}, format="parquet")
-        periphery = FileWriterPeriphery(out, write_ctx(SCHEMA))
-        writer = FileWriter(out, write_ctx(SCHEMA), periphery, 0)
-        errors = []
-        for call in (periphery.prepare, writer.open,
-                     FileReader(FileReaderOptions(path={str(tmp_path / "csv")!r}, format="parquet"),
-                                read_ctx()).schema):
-            try:
-                call()
-            except (PrepareError, WriteError, ReadError) as exc:
-                errors.append(type(exc).__name__ + ": " + str(exc))
-        writer.close()
-        print("\\n".join(errors))
-    """)
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    needs = "format parquet needs pyarrow, which is not installed: pip install 'wormhole[parquet]'"
-    assert done.stdout.splitlines() == [f"PrepareError: {needs}", f"WriteError: {needs}", f"ReadError: {needs}"]
-    assert sorted(os.listdir(tmp_path / "csv")) == ["_SUCCESS", "part-00000.csv"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -132,6 +132,11 @@ class _Gen:
         if self.dialect == "sqlite" and self.typed.of(result) == "float" and self.typed.of(e) in ("int", "decimal") \
                 and text != "NULL":
             return f"CAST({text} AS REAL)"
+        if self.dialect == "mysql" and self.typed.of(result) == "float" and self.typed.of(e) in ("int", "decimal") \
+                and text != "NULL":
+            # MySQL types COALESCE(NULL, 1) as BIGINT when its float branch is a bare NULL: 1 + 2^63 - 1 then
+            # overflows there, where pyfn adds doubles. The branch as a double, as pyfn makes it.
+            return f"({text} + 0e0)"
         if self.dialect == "mysql" and self.typed.of(result) == "int" and not isinstance(e, Col | Lit):
             # MySQL types arithmetic and functions of NULL (NULL + NULL, -NULL, ABS(NULL)) as DOUBLE, which
             # makes the whole CASE or coalesce a double (2^63 - 1 rounded): its int branches as DECIMAL(65, 0).

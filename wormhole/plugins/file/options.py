@@ -18,14 +18,12 @@ FileFormat = Literal["csv", "jsonl", "parquet"]
 EXTENSIONS: dict[str, str] = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
 """File extension per format: directory sources pick these files, writers name their parts so."""
 
-PYARROW_MISSING = "format parquet needs pyarrow, which is not installed: pip install 'wormhole[parquet]'"
+PYARROW_MISSING = "pyarrow, a dependency of wormhole, cannot be imported: reinstall wormhole (pip install wormhole)"
 
 
 def import_pyarrow() -> tuple[ModuleType, ModuleType]:
-    """``pyarrow`` and ``pyarrow.parquet``; ImportError with :data:`PYARROW_MISSING` when absent.
-
-    Imported on first use, so csv and jsonl work (and start fast) without pyarrow installed.
-    """
+    """``pyarrow`` and ``pyarrow.parquet`` (a core dependency; ImportError with :data:`PYARROW_MISSING` for a
+    broken install)."""
     try:
         import pyarrow
         import pyarrow.parquet
