@@ -121,13 +121,15 @@ def test_an_int_in_a_float_column_converts_when_exact() -> None:
     assert list(Rows.of_arrow(Rows([(2,), (1.5,)]).arrow(schema))) == [(2.0,), (1.5,)]
 
 
-def test_the_data_plane_does_not_load_pandas() -> None:
+def test_the_data_plane_does_not_load_pandas_and_uses_the_system_allocator() -> None:
     """pyarrow loads pandas (installed here, with the spark extra) on its first pa.array unless the CLI's
-    start hid it once: a batch's way through the stores must not pull ~40 MiB of pandas in."""
-    code = ("import sys\nfrom wormhole.plugins.batch import arrow_without_pandas, Rows\n"
-            "from wormhole.plugins.base import Schema, Column\narrow_without_pandas()\n"
+    start hid it once: a batch's way through the stores must not pull ~40 MiB of pandas in; and freed
+    batches go back to the system allocator (mimalloc, pyarrow's default, kept ~50 MiB more)."""
+    code = ("import sys\nfrom wormhole.plugins.batch import arrow_for_this_process, Rows\n"
+            "from wormhole.plugins.base import Schema, Column\narrow_for_this_process()\n"
             "Rows([(1, 'a')]).arrow(Schema((Column('i', 'int'), Column('s', 'string'))))\n"
             "assert 'pandas' not in sys.modules, 'pandas was loaded'\n"
+            "import pyarrow as pa\nassert pa.default_memory_pool().backend_name == 'system'\n"
             "import pyarrow as pa\nassert pa.table({'a': [1]}).to_pandas().shape == (1, 1)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -21,7 +21,7 @@ from wormhole.cli.plan import plan
 from wormhole.cli.plugins import plugins
 from wormhole.cli.run import run_file, run_task
 from wormhole.cli.task import db, task, validate
-from wormhole.plugins.batch import arrow_without_pandas
+from wormhole.plugins.batch import arrow_for_this_process
 
 __all__ = ["cli", "main", "run_task"]
 
@@ -70,5 +70,5 @@ for _command in (db, task, validate, plan, run_file, import_group, daemon, plugi
 
 
 def main() -> None:
-    arrow_without_pandas()
+    arrow_for_this_process()
     cli(prog_name="wormhole")

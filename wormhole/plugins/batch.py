@@ -16,6 +16,7 @@ the text ``null``, SQL NULL is null).
 from __future__ import annotations
 
 import importlib.abc
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -41,12 +42,19 @@ class _HidePandas(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
-def arrow_without_pandas() -> None:
-    """pyarrow imports pandas (when installed: the spark extra installs it) on its first ``pa.array``, only to
-    ask whether the value is a pandas object: about 40 MiB of memory and 0.3 s that the data plane never
-    uses. Called once at start, before any batch: that first look is made with pandas hidden, so pyarrow
-    remembers it has none to check for; pandas itself stays importable (``to_pandas`` and PySpark still
-    import it when they need it)."""
+def arrow_for_this_process() -> None:
+    """Process-wide Arrow choices, made once at start before any batch (the CLI calls it):
+
+    - pyarrow imports pandas (when installed: the spark extra installs it) on its first ``pa.array``, only
+      to ask whether the value is a pandas object: about 40 MiB and 0.3 s the data plane never uses. That
+      first look is made here with pandas hidden, so pyarrow remembers it has none to check for; pandas
+      itself stays importable (``to_pandas`` and PySpark still import it when they need it).
+    - The system allocator instead of pyarrow's default (mimalloc), which keeps freed batches' memory:
+      peak RSS of a 1M-row MySQL copy 131 MiB against 179 MiB (x3: 156 against 214), at the same speed
+      (docs/benchmarks.md). ``ARROW_DEFAULT_MEMORY_POOL`` set by the user is kept.
+    """
+    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+        pa.set_memory_pool(pa.system_memory_pool())
     if "pandas" in sys.modules:
         return
     hide = _HidePandas()
