@@ -35,6 +35,10 @@ class ColumnStream:
         self._pos = 0
         self._seq = self._conn._next_seq_id
         self.done = False
+        # The rows are read here, not by pymysql: it must not try to drain them when its cursor or result
+        # is collected, which after a stop mid-read can come late (at exit, the socket already closed) and
+        # print "Exception ignored" tracebacks instead of JSON lines.
+        self._result.unbuffered_active = False
 
     @staticmethod
     def usable(cursor: Any) -> bool:
