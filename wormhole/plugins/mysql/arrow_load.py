@@ -8,8 +8,8 @@ text by Arrow and then rewritten where Arrow's text differs from Python's:
 - floats: both write the shortest digits that read back as the same double, but Python's ``repr``
   switches to an exponent outside 1e-4 <= |x| < 1e16 (two-digit exponents, ``.0`` on whole numbers)
   and Arrow outside 1e-6 <= |x| < 1e10; the rows in between are rewritten by regular expressions;
-- decimals: Arrow writes an exponent for small values (``1E-30``), LOAD DATA needs plain notation;
-- datetimes: Python's ``isoformat`` (``T``, no fraction when it is zero).
+- decimals and datetimes: the text every text writer makes from Arrow (:mod:`wormhole.plugins.arrow_text`:
+  plain notation; ``isoformat``, ``T`` and no fraction when it is zero).
 
 The result's value buffer is the payload (no copy of the rows' text); a piece of a batch is encoded
 from a slice of it.
@@ -22,6 +22,8 @@ from functools import cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from wormhole.plugins.arrow_text import NotExact, datetime_text, decimal_text
 
 _NULL = "\\N"
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
@@ -125,26 +127,14 @@ def _float_text(values: pa.Array) -> pa.Array:
     return text
 
 
-def _decimal_text(values: pa.Array) -> pa.Array:
-    """Plain notation with the column's scale (Arrow writes 1E-30 for 0.000000000000000000000000000001)."""
-    scale = values.type.scale
-    if scale < 0:
-        raise ValueError(f"a decimal of scale {scale} has no plain text here")
-
-    def plain(text: pa.Array) -> pa.Array:
-        sign = pc.replace_substring_regex(text, r"^(-?).*$", r"\1")
-        digits = pc.replace_substring_regex(text, r"^-?(\d)\.?(\d*)E-\d+$", r"\1\2")
-        return pc.binary_join_element_wise(sign, "0.", pc.utf8_lpad(digits, scale, "0"), "")
-
-    return _rewrite_where(pc.cast(values, pa.string()), "E", plain)
-
-
 def _datetime_text(values: pa.Array) -> pa.Array:
-    # Python's isoformat: 'T' between date and time, no fraction when it is zero.
+    # Python's isoformat, as the row encoder writes it: 'T' between date and time, no fraction when it is zero.
     if values.type != pa.timestamp("us"):
         values = pc.cast(values, pa.timestamp("us"))
-    text = pc.replace_substring(pc.cast(values, pa.string()), " ", "T")
-    return pc.replace_substring(text, ".000000", "")
+    try:
+        return datetime_text(values, "T")
+    except NotExact as exc:
+        raise ValueError(str(exc)) from None
 
 
 def column_text(values: pa.Array) -> pa.Array:
@@ -158,7 +148,7 @@ def column_text(values: pa.Array) -> pa.Array:
     elif pa.types.is_floating(kind):
         text = _float_text(pc.cast(values, pa.float64()))
     elif pa.types.is_decimal(kind):
-        text = _decimal_text(values)
+        text = decimal_text(values)  # plain notation, as every text writer
     elif pa.types.is_boolean(kind):
         text = pc.cast(pc.cast(values, pa.uint8()), pa.string())
     elif pa.types.is_timestamp(kind):
