@@ -273,6 +273,27 @@ def test_spark_driver_killed_then_resumed_exactly(source: tuple[Server, str, tup
     check_exact(fan, source[2], task)
 
 
+@pytest.mark.spark
+def test_spark_driver_killed_after_a_commit_resumes_with_nothing_to_read(
+        source: tuple[Server, str, tuple[int, ...]], scenario: tuple[Workspace, Fanout]) -> None:
+    """engine spark: killed right after app's final commit, when every split is held by every destination
+    (the native JDBC read then has no split to read: it once failed on an empty union). The takeover reads
+    nothing, loads neither mysql destination again and commits the rest."""
+    ws, fan = scenario
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
+                  claim={"heartbeat_s": 0.5, "stale_s": 2.0}, spark={"master": "local[2]"})
+    spec = dict(fan.spec, settings={"engine": "spark", "speed": {"channel": 4}})
+    task_id = ws.submit(spec)
+    first = start(ws, task_id, crash="after_commit:app:1")
+    code, task, events = resume(ws, task_id, first)
+    assert code == 0, task.get("error")
+    source_result = task["result"]["source"]
+    assert source_result["rows_read"] == 0 and source_result["splits_skipped"] == source_result["splits"], source_result
+    planned = [e for e in events if e["event"] == "spark.source_planned"]
+    assert (planned[-1]["read"], planned[-1]["partitions"]) == ("row_reader", 0), planned  # the splits left
+    check_exact(fan, source[2], task)
+
+
 # -- small, store-only scenarios (stream source, jsonl and sqlite destinations) ------------------------
 
 def small_spec(root: Path, rows: int = 120_000) -> dict[str, Any]:

@@ -179,7 +179,10 @@ class SparkExecution:
         splits, schema, self._placement = push_down(self.transforms, splits, schema)
         role = registry.get(source.plugin).source
         assert role is not None
-        planned = load(role.spark_read)(self.spark, source.options, splits, schema) if role.spark_read else None
+        # A resumed run whose every split is held everywhere reads nothing: the row reader's frame
+        # over no split is empty with the reader's schema (a native read has no relation to union).
+        native = role.spark_read if splits else None
+        planned = load(native)(self.spark, source.options, splits, schema) if native else None
         extra: dict[str, Any] = {}
         self.split_ids = [s.id for s in splits]
         if planned is not None and not isinstance(planned, RowReaderPlan):
