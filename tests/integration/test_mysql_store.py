@@ -199,7 +199,7 @@ def test_wire_parser_matches_pymysql(mysql_db: str) -> None:
     got: list[tuple[Any, ...]] = []
     for count, columns in column_batches(cur, 13):
         assert all(len(c) == count for c in columns)
-        got.extend(zip(*columns, strict=True))
+        got.extend(zip(*(c.to_pylist() for c in columns), strict=True))
     assert got == expected and len(got) == 304
     cur.execute("SELECT COUNT(*) FROM src")  # the connection is in a clean state afterwards
     assert list(cur.fetchall()) == [(b"304",)]

@@ -36,8 +36,9 @@ class _Unfit(ValueError):
     """A column's values parse but some fall outside what the Python value of its type can hold."""
 
 
-def _binary(values: Sequence[Any]) -> pa.Array:
-    return pa.array(values, pa.binary())
+def _binary(values: Sequence[Any] | pa.Array) -> pa.Array:
+    # The column stream's columns are Arrow already; pymysql's own path gives lists of bytes.
+    return values if isinstance(values, pa.Array) else pa.array(values, pa.binary())
 
 
 def _ascii(values: Sequence[Any]) -> pa.Array:
@@ -105,7 +106,7 @@ def _texts(values: Sequence[Any], column: Column) -> pa.Array:
 def _json(values: Sequence[Any], column: Column) -> pa.Array:
     texts = _texts(values, column)
     # Parsed once here so a text that is not JSON rejects its row as it always did (tuples parse it again).
-    deque(map(json.loads, map(bytes.decode, (v for v in values if v is not None))), maxlen=0)
+    deque(map(json.loads, (v for v in texts.to_pylist() if v is not None)), maxlen=0)
     return texts
 
 
@@ -193,7 +194,7 @@ class BatchDecoder:
         self.zero_dates = zero_dates
         self.schema = arrow_schema(Schema(self.columns))
 
-    def decode(self, raw: list[list[Any]]) -> tuple[Sequence[Row], list[Rejected]]:
+    def decode(self, raw: Sequence[list[Any] | pa.Array]) -> tuple[Sequence[Row], list[Rejected]]:
         """The batch (Arrow columns, or tuples when a value has no Arrow form) less the rows whose values
         do not convert, and those rows with their reasons."""
         bad: dict[int, str] = {}
@@ -211,12 +212,14 @@ class BatchDecoder:
             batch = batch.filter(pa.array([r not in bad for r in range(batch.num_rows)], pa.bool_()))
         return Rows.of_arrow(batch), rejected
 
-    def _column(self, index: int, values: list[Any], bad: dict[int, str]) -> _Column:
+    def _column(self, index: int, values: list[Any] | pa.Array, bad: dict[int, str]) -> _Column:
         kind, column = self.kinds[index], self.columns[index]
         try:
             return _Column(kind, _FAST[kind](values, column), None)
         except _FAILED:
             pass
+        if isinstance(values, pa.Array):
+            values = values.to_pylist()
         python, failed = convert_slowly(kind, values, index, self.zero_dates)
         for r, reason in failed.items():
             bad.setdefault(r, reason)  # the first column's reason, as the reader always gave

@@ -3,9 +3,10 @@
 pymysql parses each row with several Python calls per value and builds a tuple per row; on a
 2-core machine that alone caps a reader at ~80k rows/s. After pymysql has sent the query and read
 the column definitions (an unbuffered ``SSCursor.execute``), :class:`ColumnStream` reads the row
-packets of the text protocol itself, in 64 KiB chunks, into one list per column of raw ``bytes``
-(``None`` for NULL), about four times faster. It hands the connection back to pymysql in the state
-pymysql itself leaves it in at the end of a result set.
+packets of the text protocol itself, in 64 KiB chunks: one Python step per row finds the packets of a
+batch, then numpy cuts their values into one Arrow binary array per column (NULL for NULL,
+:mod:`wormhole.plugins.mysql.wire_columns`), with no Python per value. It hands the connection back to
+pymysql in the state pymysql itself leaves it in at the end of a result set.
 
 It relies on three pymysql internals (``_rfile``, ``_next_seq_id`` and the result's
 ``unbuffered_active``); when they are missing (another pymysql version) :func:`column_batches`
@@ -17,21 +18,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 from pymysql import err as mysql_err
+
+from wormhole.plugins.mysql.wire_columns import binary_columns, check_sequence, packet_stops
 
 _CHUNK = 1 << 16
 _MAX_PAYLOAD = 0xFFFFFF
 
 
 class ColumnStream:
-    """Reads the rows of the pending unbuffered result of ``cursor`` as column lists."""
+    """Reads the rows of the pending unbuffered result of ``cursor`` as Arrow binary columns."""
 
     def __init__(self, cursor: Any) -> None:
         self._conn = cursor.connection
         self._result = cursor._result
         self._rfile = self._conn._rfile
         self._ncols = len(self._result.fields)
-        self._buf = b""
+        self._buf = bytearray()
         self._pos = 0
         self._seq = self._conn._next_seq_id
         self.done = False
@@ -56,8 +60,7 @@ class ColumnStream:
         if not chunk:
             self._finish()
             raise mysql_err.OperationalError(2013, "Lost connection to MySQL server during query")
-        self._buf = self._buf[self._pos:] + chunk
-        self._pos = 0
+        self._buf += chunk  # a batch's packets stay in one buffer until they are cut into columns
 
     def _finish(self) -> None:
         self.done = True
@@ -65,97 +68,92 @@ class ColumnStream:
         self._result.unbuffered_active = False
         self._result.rows = None
 
-    # One inlined loop on purpose (ruff's C901 waived): a call per row or per value is the cost this module
-    # exists to avoid (see the module docstring).
-    def next_batch(self, max_rows: int, max_bytes: int = 1 << 62) -> tuple[int, list[list[Any]]]:  # noqa: C901
-        """Up to ``max_rows`` rows as ``(count, columns)``, fewer once their packets reach ``max_bytes``
-        (wide rows: memory follows bytes, not rows); count 0 at the end of the result."""
-        columns: list[list[Any]] = [[] for _ in range(self._ncols)]
+    def next_batch(self, max_rows: int, max_bytes: int = 1 << 62) -> tuple[int, list[Any]]:
+        """Up to ``max_rows`` rows as ``(count, columns)``, one Arrow binary array per column, fewer
+        rows once their packets reach ``max_bytes`` (wide rows: memory follows bytes, not rows); count 0
+        at the end of the result."""
         if self.done:
-            return 0, columns
-        appends = [c.append for c in columns]
+            return 0, []
+        self._buf = self._buf[self._pos:]  # a new buffer: the last batch's columns may still view the old one
+        self._pos = 0
+        starts: list[int] = []
+        mark = starts.append
         count = size = 0
+        end_of_result = False
+        # One Python step per row (the packet headers chain); the values are cut by numpy afterwards.
         while count < max_rows and size < max_bytes:
             buf, pos = self._buf, self._pos
-            end = len(buf)
-            if end - pos < 4:
+            if len(buf) - pos < 4:
                 self._more()
                 continue
             length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
-            if end - pos - 4 < length:
+            if len(buf) - pos - 4 < length:
                 self._more()
                 continue
-            size += length
-            seq = buf[pos + 3]
-            if seq != self._seq:
-                self._finish()
-                raise mysql_err.InternalError(f"packet sequence number wrong: got {seq}, expected {self._seq}")
-            self._seq = (seq + 1) & 0xFF
             p = pos + 4
-            stop = p + length
-            first = buf[p] if length else 0
-            if length == _MAX_PAYLOAD:
-                # A row of 16 MiB or more spans several packets: join them, then parse as usual.
-                payload, self._pos = self._long_payload(p, length)
-                buf, p, stop = payload, 0, len(payload)
-            elif first == 0xFE and length < 9:  # EOF: the end of the result set
-                self._pos = stop
-                self._finish()
-                self._check_drained()
-                break
-            elif first == 0xFF:  # an error packet in place of a row (the query failed while streaming)
-                self._pos = stop
-                self._finish()
-                mysql_err.raise_mysql_exception(buf[p:stop])
-            else:
-                self._pos = stop
-            for append in appends:
-                c = buf[p]
-                if c < 251:
-                    p += 1
-                    append(buf[p:p + c])
-                    p += c
-                elif c == 251:
-                    append(None)
-                    p += 1
-                else:
-                    if c == 252:
-                        n = buf[p + 1] | buf[p + 2] << 8
-                        p += 3
-                    elif c == 253:
-                        n = buf[p + 1] | buf[p + 2] << 8 | buf[p + 3] << 16
-                        p += 4
-                    else:
-                        n = int.from_bytes(buf[p + 1:p + 9], "little")
-                        p += 9
-                    append(buf[p:p + n])
-                    p += n
-            if p != stop:
-                self._finish()
-                raise mysql_err.InternalError(f"row packet of {length} bytes held {p - (stop - length)} bytes "
-                                              f"of {self._ncols} columns")
+            if length == _MAX_PAYLOAD:  # a row of 16 MiB or more, in several packets: a batch of its own
+                if count:
+                    break
+                return 1, self._long_row(pos)
+            if length and buf[p] >= 0xFE:
+                if buf[p] == 0xFF:  # an error packet in place of a row (the query failed while streaming)
+                    self._pos = p + length
+                    self._finish()
+                    mysql_err.raise_mysql_exception(bytes(buf[p:p + length]))
+                if length < 9:  # EOF: the end of the result set
+                    self._check_seq(buf[pos + 3], (self._seq + count) & 0xFF)
+                    self._pos = p + length
+                    end_of_result = True
+                    break
+            mark(p)
+            self._pos = p + length
+            size += length
             count += 1
+        columns = self._cut(starts) if count else []
+        if end_of_result:
+            self._seq = (self._seq + 1) & 0xFF
+            self._finish()
+            self._check_drained()
         return count, columns
+
+    def _cut(self, starts: list[int]) -> list[Any]:
+        """The batch's rows (their payloads start at ``starts`` in the buffer) as binary columns."""
+        at = np.array(starts, np.int64)
+        try:
+            self._seq = check_sequence(self._buf, at, self._seq)
+            return binary_columns(self._buf, at, packet_stops(self._buf, at), self._ncols)
+        except mysql_err.MySQLError:
+            self._finish()
+            raise
+
+    def _check_seq(self, got: int, expected: int) -> None:
+        if got != expected:
+            self._finish()
+            raise mysql_err.InternalError(f"packet sequence number wrong: got {got}, expected {expected}")
+
+    def _long_row(self, pos: int) -> list[Any]:
+        self._check_seq(self._buf[pos + 3], self._seq)
+        self._seq = (self._seq + 1) & 0xFF
+        payload, self._pos = self._long_payload(pos + 4, _MAX_PAYLOAD)
+        try:
+            return binary_columns(payload, np.zeros(1, np.int64), np.full(1, len(payload), np.int64), self._ncols)
+        except mysql_err.MySQLError:
+            self._finish()
+            raise
 
     def _long_payload(self, p: int, length: int) -> tuple[bytes, int]:
         parts = []
         while True:
             while len(self._buf) - p < length:
-                self._pos = p
                 self._more()
-                p = 0
-            parts.append(self._buf[p:p + length])
+            parts.append(bytes(self._buf[p:p + length]))
             p += length
             if length < _MAX_PAYLOAD:
                 return b"".join(parts), p
             while len(self._buf) - p < 4:
-                self._pos = p
                 self._more()
-                p = 0
             length = self._buf[p] | self._buf[p + 1] << 8 | self._buf[p + 2] << 16
-            if self._buf[p + 3] != self._seq:
-                self._finish()
-                raise mysql_err.InternalError("packet sequence number wrong in a multi-packet row")
+            self._check_seq(self._buf[p + 3], self._seq)
             self._seq = (self._seq + 1) & 0xFF
             p += 4
 
@@ -166,8 +164,9 @@ class ColumnStream:
 
 
 def column_batches(cursor: Any, batch_rows: int,
-                   batch_bytes: int = 1 << 62) -> Iterator[tuple[int, list[list[Any]]]]:
-    """Batches of ``(rows, columns)`` of raw values from an executed unbuffered cursor: at most
+                   batch_bytes: int = 1 << 62) -> Iterator[tuple[int, list[Any]]]:
+    """Batches of ``(rows, columns)`` of raw values (Arrow binary arrays; lists of ``bytes`` on
+    pymysql's own path) from an executed unbuffered cursor: at most
     ``batch_rows`` rows, and no more rows once their wire bytes reach ``batch_bytes``."""
     if ColumnStream.usable(cursor):
         stream = ColumnStream(cursor)
