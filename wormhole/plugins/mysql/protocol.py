@@ -80,35 +80,29 @@ class ColumnStream:
         mark = starts.append
         count = size = 0
         end_of_result = False
-        # One Python step per row (the packet headers chain); the values are cut by numpy afterwards.
+        buf, pos, end = self._buf, 0, len(self._buf)
+        # One Python step per row (the packet headers chain), on locals; numpy cuts the values afterwards.
         while count < max_rows and size < max_bytes:
-            buf, pos = self._buf, self._pos
-            if len(buf) - pos < 4:
+            if end - pos < 4 or end - pos - 4 < (length := buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16):
+                self._pos = pos
                 self._more()
-                continue
-            length = buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16
-            if len(buf) - pos - 4 < length:
-                self._more()
+                buf, end = self._buf, len(self._buf)
                 continue
             p = pos + 4
-            if length == _MAX_PAYLOAD:  # a row of 16 MiB or more, in several packets: a batch of its own
-                if count:
-                    break
-                return 1, self._long_row(pos)
-            if length and buf[p] >= 0xFE:
-                if buf[p] == 0xFF:  # an error packet in place of a row (the query failed while streaming)
-                    self._pos = p + length
-                    self._finish()
-                    mysql_err.raise_mysql_exception(bytes(buf[p:p + length]))
-                if length < 9:  # EOF: the end of the result set
-                    self._check_seq(buf[pos + 3], (self._seq + count) & 0xFF)
-                    self._pos = p + length
+            if length == _MAX_PAYLOAD or not length or buf[p] >= 0xFE:
+                self._pos = pos
+                kind = self._unusual(pos, length, count)
+                if kind == "long":  # a row of 16 MiB or more, in several packets: a batch of its own
+                    return (1, self._long_row(pos)) if not count else (count, self._cut(starts))
+                if kind == "end":
+                    pos = p + length
                     end_of_result = True
                     break
             mark(p)
-            self._pos = p + length
+            pos = p + length
             size += length
             count += 1
+        self._pos = pos
         columns = self._cut(starts) if count else []
         if end_of_result:
             self._seq = (self._seq + 1) & 0xFF
@@ -125,6 +119,24 @@ class ColumnStream:
         except mysql_err.MySQLError:
             self._finish()
             raise
+
+    def _unusual(self, pos: int, length: int, count: int) -> str:
+        """A packet that is not an ordinary row: ``long`` (the first of a row's several packets), ``end``
+        (EOF, its sequence number checked), ``row``; an error packet raises the server's error."""
+        buf, p = self._buf, pos + 4
+        if length == _MAX_PAYLOAD:
+            return "long"
+        if not length:
+            self._finish()
+            raise mysql_err.InternalError("an empty packet in place of a row")
+        if buf[p] == 0xFF:  # an error packet in place of a row (the query failed while streaming)
+            self._pos = p + length
+            self._finish()
+            mysql_err.raise_mysql_exception(bytes(buf[p:p + length]))
+        if length < 9:  # EOF: the end of the result set
+            self._check_seq(buf[pos + 3], (self._seq + count) & 0xFF)
+            return "end"
+        return "row"
 
     def _check_seq(self, got: int, expected: int) -> None:
         if got != expected:

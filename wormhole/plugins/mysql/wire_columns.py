@@ -44,12 +44,14 @@ def _lengths(b: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def _gather(b: np.ndarray, start: np.ndarray, length: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The values' bytes, one after another. ``b`` ends with _GATHER_WIDTH bytes of padding."""
     widest = int(length.max()) if len(length) else 0
     if widest <= _GATHER_WIDTH:
-        span = np.arange(widest)
-        at = start[:, None] + span
-        np.minimum(at, len(b) - 1, out=at)  # padding past the buffer's end is dropped by the mask
-        return b[at][span < length[:, None]]
+        # Each value's first ``widest`` bytes as a row of a (values x widest) block (a sliding window over
+        # the buffer: one index per value, not per byte), then the bytes past each value's length dropped.
+        windows = np.lib.stride_tricks.sliding_window_view(b, widest) if widest else b[:0, None]
+        block = windows[start] if widest else np.zeros((len(start), 0), np.uint8)
+        return block[np.arange(widest) < length[:, None]]
     at = np.repeat(start - offsets[:-1], length) + np.arange(int(offsets[-1]))
     return b[at]
 
@@ -58,13 +60,16 @@ def binary_columns(buf: bytes | bytearray | memoryview, starts: np.ndarray, stop
                    ncols: int) -> list[pa.Array]:
     """The ``ncols`` values of the row payloads ``buf[starts[i]:stops[i]]`` as one binary array per
     column (NULL where the row has NULL); an InternalError when a payload is not exactly its columns."""
+    padded = np.zeros(len(buf) + _GATHER_WIDTH, np.uint8)  # every value has a full window after its start
+    padded[:len(buf)] = np.frombuffer(buf, np.uint8)
     try:
-        return _columns(np.frombuffer(buf, np.uint8), starts, stops, ncols)
+        return _columns(padded, starts, stops, ncols)
     except IndexError as exc:  # a length that runs past the bytes read
         raise mysql_err.InternalError(f"a row packet's value runs past its end ({exc})") from exc
 
 
 def _columns(b: np.ndarray, starts: np.ndarray, stops: np.ndarray, ncols: int) -> list[pa.Array]:
+
     rows = len(starts)
     p = starts
     out: list[pa.Array] = []
