@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 import time
 from collections import Counter
@@ -660,3 +661,18 @@ def test_rows_over_16_mib_span_packets_and_still_parse(mysql_db: str) -> None:
                        4: (33554439, b"c", "two")}
     finally:
         run_sql(mysql_db, f"SET GLOBAL max_allowed_packet = {int(before)}")
+
+
+def test_connections_share_one_tls_context(mysql_db: str) -> None:
+    # pymysql makes a TLS context per connection (its default: TLS when the server offers it), about
+    # 40 ms of CPU each; the store makes one per process, with the same settings.
+    from wormhole.plugins.mysql.connection import connect as store_connect
+
+    endpoint = writer_options(mysql_db, table="t").endpoint
+    first, second = store_connect(endpoint, WriteError), store_connect(endpoint, WriteError)
+    try:
+        assert first.ctx is not None and first.ctx is second.ctx
+        assert first.ctx.verify_mode == ssl.CERT_NONE and not first.ctx.check_hostname
+    finally:
+        first.close()
+        second.close()

@@ -8,6 +8,8 @@ column cannot hold is then an error (a rejected row), never a silent truncation.
 
 from __future__ import annotations
 
+import ssl
+import threading
 import time
 from typing import Any
 
@@ -27,6 +29,25 @@ from wormhole.plugins.mysql.options import Endpoint, SourceSettings, resolve_pas
 from wormhole.retry import policy
 
 PLUGIN_NAME = "mysql"
+
+_TLS_LOCK = threading.Lock()
+_preferred_tls: ssl.SSLContext | None = None
+
+
+class _Connection(pymysql.connections.Connection):  # type: ignore[misc]
+    """pymysql's connection, but the TLS context of its default mode (TLS when the server offers it,
+    unverified, as pymysql sets it up) is made once per process and shared: pymysql makes one per
+    connection, about 40 ms of CPU each (the system's certificates loaded), 0.8 CPU s of a 21-connection
+    copy. An ``SSLContext`` is safe to share between threads."""
+
+    def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
+        global _preferred_tls
+        if not isinstance(sslp, dict) or sslp:
+            return super()._create_ssl_ctx(sslp)  # type: ignore[misc,no-any-return]
+        with _TLS_LOCK:
+            if _preferred_tls is None:
+                _preferred_tls = super()._create_ssl_ctx(sslp)  # type: ignore[misc]
+            return _preferred_tls
 
 TRANSIENT_CODES = frozenset({
     1205,  # lock wait timeout
@@ -116,10 +137,10 @@ def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3,
         last: BaseException | None = None
         for host, port in servers_in_order(endpoint):
             try:
-                conn = pymysql.connect(host=host, port=port, user=endpoint.user, password=password,
-                                       database=endpoint.database, charset="utf8mb4", connect_timeout=timeout,
-                                       autocommit=autocommit, local_infile=local_infile,
-                                       conv=ENCODERS if raw else None, use_unicode=not raw)
+                conn = _Connection(host=host, port=port, user=endpoint.user, password=password,
+                                   database=endpoint.database, charset="utf8mb4", connect_timeout=timeout,
+                                   autocommit=autocommit, local_infile=local_infile,
+                                   conv=ENCODERS if raw else None, use_unicode=not raw)
             except pymysql.err.MySQLError as exc:
                 failures.append(f"{host}:{port}: {describe(exc)}")
                 last = exc
