@@ -5,11 +5,9 @@ values: fields separated by tabs, rows ended by newlines, backslash escapes for 
 ``ESCAPED BY '\\\\'``, ``\\N`` for NULL, bytes as hex (loaded through ``UNHEX``). Each column is cast to
 text by Arrow and then rewritten where Arrow's text differs from Python's:
 
-- floats: both write the shortest digits that read back as the same double, but Python's ``repr``
-  switches to an exponent outside 1e-4 <= |x| < 1e16 (two-digit exponents, ``.0`` on whole numbers)
-  and Arrow outside 1e-6 <= |x| < 1e10; the rows in between are rewritten by regular expressions;
-- decimals and datetimes: the text every text writer makes from Arrow (:mod:`wormhole.plugins.arrow_text`:
-  plain notation; ``isoformat``, ``T`` and no fraction when it is zero).
+- floats, decimals and datetimes: the text every text writer makes from Arrow
+  (:mod:`wormhole.plugins.arrow_text`: ``repr``'s digits and form; plain notation; ``isoformat``, ``T``
+  and no fraction when it is zero).
 
 The result's value buffer is the payload (no copy of the rows' text); a piece of a batch is encoded
 from a slice of it.
@@ -17,20 +15,16 @@ from a slice of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.arrow_text import NotExact, datetime_text, decimal_text
+from wormhole.plugins.arrow_text import NotExact, datetime_text, decimal_text, float_text
 
 _NULL = "\\N"
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
 """What :func:`wormhole.plugins.mysql.types.load_escape` replaces, in its order (backslash first)."""
-
-
-_PADDING = "0" * 16
 
 
 def _escaped(text: pa.Array) -> pa.Array:
@@ -74,57 +68,13 @@ def _hex(values: pa.Array) -> pa.Array:
     return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), text)
 
 
-def _rewrite_where(text: pa.Array, pattern: str, fix: Callable[[pa.Array], pa.Array]) -> pa.Array:
-    """``fix`` applied to the rows of ``text`` that match ``pattern`` (usually none, often few)."""
-    mask = pc.fill_null(pc.match_substring_regex(text, pattern), False)
-    if not pc.any(mask).as_py():
-        return text
-    return pc.replace_with_mask(text, mask, fix(pc.filter(text, mask)))
-
-
-def _python_float_text(text: pa.Array) -> pa.Array:
-    """Arrow's texts of fractions (1e-4 > |x| or 1e10 <= |x| < 1e16) as ``repr`` writes the same digits;
-    any other text passes unchanged."""
-    sub = pc.replace_substring_regex
-    text = sub(text, r"^(-?)0\.0000([1-9])(\d*)$", r"\1\2.\3e-05")
-    text = sub(text, r"^(-?)0\.00000([1-9])(\d*)$", r"\1\2.\3e-06")
-    text = pc.replace_substring(text, ".e", "e")  # a single digit has no point: 1e-05
-    text = sub(text, r"e-([7-9])$", r"e-0\1")
-    return _rewrite_where(text, r"e\+1[0-5]$", _fixed_notation)
-
-
-def _fixed_notation(text: pa.Array) -> pa.Array:
-    """``d.ddde+1N`` as ``repr`` writes 1e10 <= |x| < 1e16: tag each text with its exponent, pad the digits
-    with zeros, place the point after exponent + 1 digits and drop the padding's zeros again."""
-    sub = pc.replace_substring_regex
-    text = sub(text, r"^(-?)(\d)(?:\.(\d+))?e\+(1[0-5])$", r"\4|\1\2\3")
-    text = pc.binary_join_element_wise(text, _PADDING, "")
-    for exponent in range(10, 16):
-        text = sub(text, rf"^{exponent}\|(-?\d{{{exponent + 1}}})(\d*?)0*$", r"\1.\2")
-    return sub(text, r"\.$", ".0")
-
-
 def _float_text(values: pa.Array) -> pa.Array:
-    """``repr`` of each value. Arrow writes the same shortest digits, but leaves out ``.0`` on whole numbers,
-    switches to an exponent at 1e10 and 1e-6 where Python does at 1e16 and 1e-4, and writes one-digit
-    exponents (1e-7 for 1e-07): those rows, found by their magnitude, are rewritten."""
+    """``repr`` of each value (the text every text writer makes, :func:`wormhole.plugins.arrow_text.float_text`);
+    MySQL holds no infinity or NaN, so those fail here as they do in the row encoder."""
     bad = pc.invert(pc.fill_null(pc.is_finite(values), True))
     if pc.any(bad).as_py():
         raise ValueError(f"MySQL cannot store the float {pc.filter(values, bad)[0].as_py()!r}")
-    text = pc.cast(values, pa.string())
-    size = pc.abs(values)
-    whole = pc.fill_null(pc.and_(pc.equal(values, pc.trunc(values)), pc.less(size, 1e16)), False)
-    if pc.any(whole).as_py():
-        # Below 1e16 a whole double's shortest digits are the integer's; zero keeps its sign (-0.0).
-        digits = pc.if_else(pc.equal(values, 0), text, pc.cast(pc.cast(pc.if_else(whole, values, 0), pa.int64()),
-                                                                   pa.string()))
-        text = pc.if_else(whole, pc.binary_join_element_wise(digits, ".0", ""), text)
-    odd = pc.or_(pc.and_(pc.less(size, 1e-4), pc.greater(size, 0)),
-                 pc.and_(pc.greater_equal(size, 1e10), pc.invert(whole)))
-    odd = pc.fill_null(pc.and_(odd, pc.less(size, 1e16)), False)
-    if pc.any(odd).as_py():
-        text = pc.replace_with_mask(text, odd, _python_float_text(pc.filter(text, odd)))
-    return text
+    return float_text(values)
 
 
 def _datetime_text(values: pa.Array) -> pa.Array:
