@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -157,11 +157,10 @@ class ReaderManager:
             split = taken.split
             if taken.planned_group != group:
                 log.info("reader.split_stolen", split_id=split.id, from_group=taken.planned_group)
-            batches = source.read(split)
             rows = 0
             sender.begin_split(split.id, taken.destinations)
             try:
-                for read, batch in batches:
+                for read, batch in _ended(source.read(split)):
                     rows += read
                     counters.rows += read
                     sender.send(batch)
@@ -249,3 +248,14 @@ class ReaderManager:
                 return False
         return True
 
+
+def _ended(batches: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """``batches``, closed as soon as the loop over them ends, however: not when the exception that may
+    end the reader thread is collected, since a store's read holds a connection (the mysql reader's is
+    mid-result) until its generator closes."""
+    try:
+        yield from batches
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()

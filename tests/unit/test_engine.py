@@ -46,10 +46,16 @@ class SlowSource:
         return [Split(id="only", resource_mark="test")]
 
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
-        for start in range(0, self.o.rows, 100):
-            if self.o.fail_at is not None and start >= self.o.fail_at:
-                raise ReadError("source connection lost")
-            yield [(i,) for i in range(start, min(start + 100, self.o.rows))]
+        try:
+            for start in range(0, self.o.rows, 100):
+                if self.o.fail_at is not None and start >= self.o.fail_at:
+                    raise ReadError("source connection lost")
+                yield [(i,) for i in range(start, min(start + 100, self.o.rows))]
+        finally:
+            READS_ENDED.append(split.id)  # where a real reader closes its connection
+
+
+READS_ENDED: list[str] = []
 
 
 @pytest.fixture(autouse=True)
@@ -146,6 +152,19 @@ class TestEngine:
         assert time.monotonic() - start < 5
         assert result.run_status == "interrupted" and result.exit_code == 203
         assert result.result["destinations"]["n"]["status"] == "rolled_back"
+
+
+def test_a_read_stopped_mid_split_is_closed_before_the_run_returns() -> None:
+    """A stop mid-split ends the store's read at once (a real reader's connection is closed then), not when
+    the exception that ended the reader thread is collected."""
+    READS_ENDED.clear()
+    spec = TaskSpec.from_mapping({"source": {"plugin": "slow", "params": {"rows": 10**9}},
+                                  "destinations": [{"id": "n", "plugin": "stream"}]})
+    engine = Engine(EngineConf(), spec, task_id=1, run_id=1, log=structlog.get_logger())
+    threading.Timer(0.5, engine.stop, args=("interrupted by test",)).start()
+    result = engine.run()
+    assert result.run_status == "interrupted"
+    assert READS_ENDED == ["only"]
 
 
 def test_run_with_timeout_really_fires() -> None:
