@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Workspace, log_events
+import pytest
+
+from tests.conftest import Workspace, log_events, make_workspace
 
 DAYS = ("2026-01-01", "2026-01-02", "2026-01-03")
 
@@ -102,6 +104,20 @@ def test_a_param_overrides_a_built_in(ws: Workspace) -> None:
     proc = ws.run("run", write(ws, spec("day = '${run_date}'", out="out/${run_date}")), "-p", "run_date=2026-01-01",
                   "-p", "day=unused")
     assert proc.returncode == 0, proc.stderr
+    assert jsonl_ids(ws.root / "out" / "2026-01-01") == [i for i in range(30) if i % 3 == 0] + [99]
+
+
+@pytest.mark.mysql
+def test_task_submit_params_with_the_task_db_on_mariadb(tmp_path: Path, mysql_db: str) -> None:
+    ws = make_workspace(tmp_path, task_db=mysql_db)
+    source_db(ws)
+    file = write(ws, spec("day = '${day}'", out="out/${day}"))
+    task_id = int(ws.run("task", "submit", file, "-p", "day=2026-01-01", check=True).stdout)
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode == 0, proc.stderr
+    shown = ws.show(task_id)
+    assert shown["params"] == {"day": "2026-01-01"}
+    assert shown["runs"][0]["variables"] == {"day": "2026-01-01"}
     assert jsonl_ids(ws.root / "out" / "2026-01-01") == [i for i in range(30) if i % 3 == 0] + [99]
 
 
