@@ -175,3 +175,30 @@ def test_datax_job_with_a_variable_in_where_imports_with_it_kept(ws: Workspace) 
     proc = ws.run("validate", "task.json")
     assert proc.returncode == 204 and "source.params.where: unresolved variable ${bizdate}" in proc.stderr
     ws.run("validate", "task.json", "-p", "bizdate=20260101", check=True)
+
+
+def test_sigkill_then_takeover_resumes_with_the_crashed_runs_values(ws: Workspace) -> None:
+    """${run_ts} names the output directory: the run taking over (seconds later) must write the crashed
+    run's directory, so what the crashed run committed there and what it writes add up exactly."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import crashing_command
+
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
+                  claim={"heartbeat_s": 0.5, "stale_s": 2.0})
+    doc = {"source": {"plugin": "stream", "params": {"rows": 4000, "splits": 4}}, "settings": {"speed": {"channel": 1}},
+           "destinations": [{"id": "lake", "plugin": "file", "params": {"path": "out/${run_ts}", "format": "jsonl"}}]}
+    task_id = ws.submit(doc)
+    first = subprocess.run([*crashing_command("after_seal:lake:2"), "--task-id", str(task_id)], cwd=ws.root,
+                           env=ws.env(), capture_output=True, text=True, timeout=120)
+    assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
+    time.sleep(2.5)  # stale_s = 2, and run_ts moves on
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode == 0, proc.stderr
+    crashed, resumed = ws.show(task_id)["runs"]
+    assert resumed["resumed_from"] == crashed["id"] and resumed["variables"] == crashed["variables"]
+    (out,) = (ws.root / "out").iterdir()
+    assert out.name == crashed["variables"]["run_ts"]
+    assert jsonl_ids(out) == list(range(4000))
