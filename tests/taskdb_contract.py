@@ -359,6 +359,33 @@ class TaskStoreContract:
             assert [(r.split_id, r.destination, r.rows) for r in s.checkpoint(resumed)] == [
                 ("split-1", PLAN_ROW, None), ("split-1", "dw", 3)]
 
+    def test_a_database_of_the_previous_version_works_without_db_init(self, store_url: str,
+                                                                     raw_insert: RawInsert) -> None:
+        # The previous version's schema: today's without the job variables' columns (raw_insert runs any
+        # one statement on its own connection).
+        with open_store(store_url, create=True) as s:
+            s.init_schema()
+        raw_insert("ALTER TABLE wormhole_task DROP COLUMN params")
+        raw_insert("ALTER TABLE wormhole_task_run DROP COLUMN variables")
+        old = raw_insert(UPSTREAM_INSERT)
+        with open_store(store_url) as s:
+            rec = s.get(old)
+            assert rec is not None and (rec.status, rec.params) == ("pending", None)
+            assert [r.params for r in s.list()] == [None]
+            assert s.claim(old, "me")
+            run_id = s.start_run(old, "me")  # nothing to record: the table stays as it is
+            assert [(r.id, r.variables) for r in s.runs(old)] == [(run_id, None)]
+            # The first value to keep adds its column, as `db init` would.
+            resumed = s.start_run(old, "me", resumed_from=run_id, variables='{"day": "2026-01-02"}')
+            assert [r.variables for r in s.runs(old)] == [None, '{"day": "2026-01-02"}']
+            new = s.submit("with params", SPEC, params='{"day": "2026-01-03"}')
+            assert [(r.id, r.params) for r in s.list()] == [(new, '{"day": "2026-01-03"}'), (old, None)]
+            assert resumed > run_id
+        raw_insert(UPSTREAM_INSERT)  # the upstream INSERT without params still works on the upgraded table
+        with open_store(store_url) as s:
+            s.init_schema()  # and db init after the store added the columns is still idempotent
+            assert s.list(limit=1)[0].params is None
+
     def test_pending_is_priority_then_creation_order(self, store: TaskStore) -> None:
         low = store.submit("low", SPEC)
         high = store.submit("high", SPEC, priority=5)

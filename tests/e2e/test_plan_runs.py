@@ -103,7 +103,7 @@ def test_plan_groups_a_sharded_source_as_datax_would(ws: Workspace, dbs: Databas
     plan = plan_json(ws, spec)
 
     assert list(plan) == ["engine", "engine_reason", "channels", "channel_reason", "splits", "task_groups",
-                          "destinations", "estimated_rows", "speed"]
+                          "destinations", "estimated_rows", "speed", "variables"]
     splits = plan["splits"]
     # The splitter's order: shard by shard, table by table; each split marked with its database.
     marks = [s["resource_mark"] for s in splits]

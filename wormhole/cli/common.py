@@ -7,10 +7,12 @@ tools type them.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
@@ -20,7 +22,9 @@ from wormhole import log
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
 from wormhole.planning.channels import speed_limits
+from wormhole.spec_json import load_spec_json
 from wormhole.taskdb import SqlTaskStore, TaskStore, open_store
+from wormhole.variables import Resolved, builtin_values, parse_params, resolve
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,28 +115,45 @@ def fail(exc: WormholeError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
-def read_spec(path: str) -> tuple[str, TaskSpec]:
-    """The text of a spec file and the validated spec, checked against the engine configuration too
-    (a speed limit needs engine.toml's per-channel limits); exits 204 when either is unreadable or invalid."""
+def read_spec(path: str, params: Mapping[str, str] | None = None) -> tuple[str, TaskSpec, Resolved]:
+    """The text of a spec file, the validated spec and its job variables (``params``, then the built-ins
+    of now), checked against the engine configuration too (a speed limit needs engine.toml's per-channel
+    limits); exits 204 when either is unreadable or invalid, or a variable has no value."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         fail(ConfigError(f"cannot read the task file {path}: {exc.strerror}", path=path))
     try:
-        spec = TaskSpec.from_json(data)
+        resolved = resolve(load_spec_json(data), {**builtin_values(datetime.now(UTC)), **(params or {})})
+        spec = TaskSpec.from_mapping(resolved.check())
         conf_dir = click.get_current_context().obj.conf_dir
         speed_limits(spec.settings.speed, EngineConf.load(conf_dir))  # the speed needs engine.toml's
     except (InvalidTaskConfig, ConfigError) as exc:
         fail(exc)
-    # Valid JSON is valid UTF-8 here (from_json refused anything else), so the text round-trips.
-    return data.decode("utf-8").removeprefix("\ufeff"), spec
+    # Valid JSON is valid UTF-8 here (load_spec_json refused anything else), so the text round-trips.
+    return data.decode("utf-8").removeprefix("\ufeff"), spec, resolved
 
 
-def submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskSpec, priority: int = 0) -> int:
+def submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskSpec, priority: int = 0,
+           params: Mapping[str, str] | None = None) -> int:
+    """Insert the file's text (placeholders kept) as a pending task; ``params`` go to the row's params."""
     try:
-        return store.submit(name or spec.name or Path(file).stem, text, priority)
+        return store.submit(name or spec.name or Path(file).stem, text, priority,
+                            params=json.dumps(dict(params), ensure_ascii=False) if params else None)
     except WormholeError as exc:
         fail(exc)
+
+
+def _params(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> dict[str, str]:
+    try:
+        return parse_params(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+PARAMS_OPTION = click.option(
+    "-p", "--param", "params", multiple=True, metavar="NAME=VALUE", callback=_params,
+    help="A job variable's value for ${NAME} in the spec (repeatable); recorded as the task row's params.")
 
 
 NAME_OPTION = click.option("--name", help="Task name (default: the spec's name, else the file name).")

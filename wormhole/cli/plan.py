@@ -15,13 +15,15 @@ from typing import Any
 import click
 
 from wormhole import log
-from wormhole.cli.common import TASK_ID, fail, global_options, read_spec, task_store
+from wormhole.cli.common import PARAMS_OPTION, TASK_ID, fail, global_options, read_spec, task_store
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.counters import Counters
 from wormhole.errors import ConfigError, InvalidTaskConfig, TaskNotFound, WormholeError
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins.base import ReadContext, Rejected
 from wormhole.reader_manager import ReaderManager
+from wormhole.taskdb import CRASHED
+from wormhole.variables import Resolved, resolve_text, values_for_run
 
 
 class _NoRows:
@@ -35,34 +37,47 @@ class _NoRows:
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--task-id", type=TASK_ID, help="Plan this task of the task database (it stays as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the keys the README documents).")
+@PARAMS_OPTION
 @global_options
 @click.pass_context
-def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: bool) -> None:
+def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: bool, params: dict[str, str]) -> None:
     """Show how a task would run: engine, channels, splits, task groups, destinations, and where each
-    transform runs (the source query, the reader threads, a destination); moves no row."""
+    transform runs (the source query, the reader threads, a destination); moves no row. The job
+    variables it would use are shown too (-p overrides a task's params here, for a look only)."""
     if (file is None) == (task_id is None):
         raise click.UsageError("give a task FILE or --task-id N (one of them)")
-    spec = read_spec(file)[1] if file is not None else _stored_spec(ctx, task_id or 0)
+    if file is not None:
+        _text, spec, resolved = read_spec(file, params)
+    else:
+        spec, resolved = _stored_spec(ctx, task_id or 0, params)
     try:
         conf = EngineConf.load(ctx.obj.conf_dir)
         made = _make(spec, conf, task_id or 0)
     except WormholeError as exc:
         fail(exc)
-    click.echo(json.dumps(made.to_dict(), indent=2) if as_json else describe(made))
+    if as_json:
+        click.echo(json.dumps({**made.to_dict(), "variables": resolved.shown()}, indent=2))
+        return
+    shown = ", ".join(f"{k}={v}" for k, v in resolved.shown().items())
+    click.echo(describe(made) + (f"\nvariables:      {shown}" if shown else ""))
 
 
-def _stored_spec(ctx: click.Context, task_id: int) -> TaskSpec:
+def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]) -> tuple[TaskSpec, Resolved]:
     store = task_store(ctx)
     try:
         record = store.get(task_id)
+        runs = store.runs(task_id) if record is not None else []
     except WormholeError as exc:
         fail(exc)
     finally:
         store.close()
     if record is None:
         fail(TaskNotFound(f"no task with id {task_id} in {store.url}"))
+    # The values the next run would use: a run resuming the last one takes its recorded values.
+    resumed = runs[-1].variables if runs and runs[-1].status in (CRASHED, "partial", "running") else None
     try:
-        return TaskSpec.from_json(record.spec)
+        resolved = resolve_text(record.spec, {**values_for_run(record.params, resumed), **params})
+        return TaskSpec.from_mapping(resolved.check()), resolved
     except InvalidTaskConfig as exc:
         fail(exc)
 

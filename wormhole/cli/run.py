@@ -24,14 +24,15 @@ from typing import Any, Protocol, TypeVar
 import click
 
 from wormhole import log
-from wormhole.cli.common import NAME_OPTION, fail, global_options, read_spec, submit, task_store
+from wormhole.cli.common import NAME_OPTION, PARAMS_OPTION, fail, global_options, read_spec, submit, task_store
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import InvalidTaskConfig, TaskDbError, WormholeError
 from wormhole.planning.channels import speed_limits
 from wormhole.recovery.lease import Lease
-from wormhole.taskdb import CRASHED, SqlTaskStore, TaskStore, open_store
+from wormhole.taskdb import CRASHED, RunRecord, SqlTaskStore, TaskRecord, TaskStore, open_store
+from wormhole.variables import Resolved, resolve_text, values_for_run
 
 
 def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: str | None = None,
@@ -226,13 +227,15 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
     # Runs whose outcome was recorded: their destinations released their own records, so what they
     # committed is known from the checkpoint alone (also after a crash of the retry that resumed them).
     finished = frozenset(r.id for r in runs if r.status == "partial")
-    run_id = patience("start the run", lambda: _start_run(store, claim, resume_from, {r.id for r in runs}))
+    resolved = _variables(record, runs, resume_from)
+    run_id = patience("start the run", lambda: _start_run(store, claim, resume_from, {r.id for r in runs}, resolved))
     observers.for_run(run_id)
     logger = logger.bind(run_id=run_id)
-    logger.info("task.claimed", claimed_by=claimed_by, name=record.name, resumed_from=resume_from)
+    logger.info("task.claimed", claimed_by=claimed_by, name=record.name, resumed_from=resume_from,
+                **({"variables": resolved.shown()} if resolved.used else {}))
     observers.set_state("running")
     try:
-        spec = TaskSpec.from_json(record.spec)
+        spec = TaskSpec.from_mapping(resolved.check())
         speed_limits(spec.settings.speed, conf)  # a job limit needs its per-channel limit (exit 204)
     except InvalidTaskConfig as exc:
         # Whatever the row holds, the task ends 'failed' with the reason: never left 'running'.
@@ -247,13 +250,26 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
     return _run_engine(store, checkpoints, conf, spec, claim, run_id, (resume_from, finished), logger, observers)
 
 
-def _start_run(store: TaskStore, claim: _Claim, resume_from: int | None, known: set[int]) -> int:
+def _variables(record: TaskRecord, runs: list[RunRecord], resume_from: int | None) -> Resolved:
+    """The spec with its job variables resolved, once, as the run starts: a resumed run takes the values
+    the run it resumes recorded (its window must be the same), the others the row's params and the
+    built-ins of now. Problems (exit 204) are raised by ``check()`` once the run is recorded."""
+    recorded = next((r.variables for r in runs if r.id == resume_from), None)
+    try:
+        values = values_for_run(record.params, recorded)
+    except InvalidTaskConfig as exc:
+        return Resolved(None, problems=tuple(exc.problems))
+    return resolve_text(record.spec, values)
+
+
+def _start_run(store: TaskStore, claim: _Claim, resume_from: int | None, known: set[int], resolved: Resolved) -> int:
     # Tried again after a failure, the insert may have committed with its answer lost: a run of ours that
     # appeared since is that one, not a reason for a second.
     new = [r for r in store.runs(claim.task_id) if r.id not in known]
     if new and new[-1].claimed_by == claim.claimed_by and new[-1].status == "running":
         return new[-1].id
-    return store.start_run(claim.task_id, claim.claimed_by, resumed_from=resume_from)
+    variables = json.dumps(resolved.used, ensure_ascii=False) if resolved.used else None
+    return store.start_run(claim.task_id, claim.claimed_by, resumed_from=resume_from, variables=variables)
 
 
 def _refused(store: TaskStore, task_id: int, logger: Any, wanted: str, stale_s: float | None = None) -> int:
@@ -351,23 +367,26 @@ def _restore_signal_handlers(previous: dict[int, Any]) -> None:
 @click.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
 @NAME_OPTION
+@PARAMS_OPTION
 @run_options
 @global_options
 @click.pass_context
-def run_file(ctx: click.Context, file: str, name: str | None) -> None:
+def run_file(ctx: click.Context, file: str, name: str | None, params: dict[str, str]) -> None:
     """Validate FILE, record it as a task, run it now and exit with its code (like `datax.py job.json`).
 
     An embedded SQLite task database is created and initialised when missing; a MySQL one must
-    exist (`wormhole db init`). An invalid file exits 204 and records nothing.
+    exist (`wormhole db init`). An invalid file (or a ${NAME} with no value) exits 204 and records
+    nothing. -p values are recorded as the task row's params, so a retry or takeover uses them too.
     """
-    text, spec = read_spec(file)  # loads engine.toml too: a broken one leaves no recorded task behind
+    # Loads engine.toml too: a broken one leaves no recorded task behind.
+    text, spec, _ = read_spec(file, params)
     # The metrics port is bound before the task is recorded: a busy one exits 203 leaving no task
     # behind (a pending one would be run later by a daemon, once per attempt).
     observers = Observers(ObserveOptions.of(ctx.obj), None, log.get_logger())
     if not observers.start():
         ctx.exit(EXIT_FAILED)
     try:
-        task_id, task_db = _record(ctx, file, name, text, spec)
+        task_id, task_db = _record(ctx, file, name, text, spec, params)
     except BaseException:  # fail() exits: nothing ran, so the endpoint is closed, not held
         observers.close(hold=False)
         raise
@@ -375,13 +394,14 @@ def run_file(ctx: click.Context, file: str, name: str | None) -> None:
     ctx.exit(run_task(task_id, ctx.obj.task_db, ctx.obj.conf_dir, observers=observers))
 
 
-def _record(ctx: click.Context, file: str, name: str | None, text: str, spec: TaskSpec) -> tuple[int, str]:
+def _record(ctx: click.Context, file: str, name: str | None, text: str, spec: TaskSpec,
+            params: dict[str, str]) -> tuple[int, str]:
     """Record the file as a pending task: its id, and the task database as messages show it."""
     store = task_store(ctx, create=True)
     try:
         if store.url.lower().startswith("sqlite:"):
             store.init_schema()  # idempotent: the one-step run needs no `db init` on the embedded store
-        return submit(store, file, name, text, spec), store.url
+        return submit(store, file, name, text, spec, params=params), store.url
     except WormholeError as exc:
         fail(exc)
     finally:

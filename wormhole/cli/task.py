@@ -8,14 +8,24 @@ from typing import Any
 
 import click
 
-from wormhole.cli.common import NAME_OPTION, TASK_ID, fail, global_options, read_spec, submit, task_store
+from wormhole.cli.common import (
+    NAME_OPTION,
+    PARAMS_OPTION,
+    TASK_ID,
+    fail,
+    global_options,
+    read_spec,
+    submit,
+    task_store,
+)
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.recovery.leftovers import leftovers, resumable_chain, resumable_run
 from wormhole.redaction import redact, redact_json_text
 from wormhole.spec_json import load_spec_json
-from wormhole.taskdb import SqlTaskStore, TaskRecord
+from wormhole.taskdb import RunRecord, SqlTaskStore, TaskRecord
+from wormhole.variables import MASK, load_params, resolve_text, values_for_run
 
 
 @click.group()
@@ -48,14 +58,17 @@ def task() -> None:
 @NAME_OPTION
 @click.option("--priority", type=click.IntRange(-(2**31), 2**31 - 1), default=0, show_default=True,
               help="Higher runs first under `wormhole daemon`.")
+@PARAMS_OPTION
 @global_options
 @click.pass_context
-def task_submit(ctx: click.Context, file: str, name: str | None, priority: int) -> None:
-    """Validate a task JSON file and insert it as a pending task; prints the new task id."""
-    text, spec = read_spec(file)
+def task_submit(ctx: click.Context, file: str, name: str | None, priority: int, params: dict[str, str]) -> None:
+    """Validate a task JSON file and insert it as a pending task; prints the new task id.
+
+    The file's text is stored as it is, ${NAME} placeholders included; each run resolves them."""
+    text, spec, _ = read_spec(file, params)
     store = task_store(ctx)
     try:
-        task_id = submit(store, file, name, text, spec, priority)
+        task_id = submit(store, file, name, text, spec, priority, params)
     finally:
         store.close()
     click.echo(task_id)
@@ -93,11 +106,12 @@ def task_show(ctx: click.Context, task_id: int) -> None:
         "attempts": record.attempts,
         "created_at": record.created_at, "started_at": record.started_at, "finished_at": record.finished_at,
         "claimed_by": record.claimed_by, "error": record.error, "spec": _loads_redacted(record.spec),
+        "params": _shown_values(record, record.params),
         "result": _loads_redacted(record.result),
         "heartbeat_at": record.heartbeat_at,
         "runs": [{"id": r.id, "status": r.status, "exit_code": r.exit_code, "claimed_by": r.claimed_by,
                   "started_at": r.started_at, "finished_at": r.finished_at, "resumed_from": r.resumed_from,
-                  "error": r.error} for r in runs],
+                  "variables": _shown_values(record, r.variables), "error": r.error} for r in runs],
         "leftovers": left,
     }
     text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
@@ -106,6 +120,18 @@ def task_show(ctx: click.Context, task_id: int) -> None:
     except UnicodeEncodeError:  # a stored value no terminal can print as is: escape it instead
         text = json.dumps(doc, indent=2, default=str)
     click.echo(text)
+
+
+def _shown_values(record: TaskRecord, text: str | None) -> Any:
+    """Stored job variables for display: one the spec uses under a secret key (a password) as ``***``."""
+    if text is None:
+        return None
+    try:
+        values = load_params(text)
+    except InvalidTaskConfig:
+        return _loads_redacted(text)
+    secret = resolve_text(record.spec, values).secret
+    return {k: MASK if k in secret else v for k, v in values.items()}
 
 
 def _existing(store: SqlTaskStore, task_id: int) -> TaskRecord:
@@ -118,8 +144,12 @@ def _existing(store: SqlTaskStore, task_id: int) -> TaskRecord:
 
 def _leftovers(store: SqlTaskStore, record: TaskRecord, *, remove: bool) -> dict[str, list[str]]:
     """What earlier runs of the task left in its destinations (nothing a resumable run still needs)."""
+    runs: list[RunRecord] = store.runs(record.id)
     try:
-        spec = TaskSpec.from_json(record.spec)
+        # The destinations as the last run resolved them (a table may be named by a variable).
+        values = values_for_run(record.params, runs[-1].variables if runs else None, runs[-1].started_at
+                                if runs and runs[-1].started_at else None)
+        spec = TaskSpec.from_mapping(resolve_text(record.spec, values).check())
     except InvalidTaskConfig:
         return {}  # a task that never validated never wrote anything
     return leftovers(spec, record.id, resumable_run(store, record.id), remove=remove, taskdb_id=store.taskdb_id())
@@ -212,9 +242,11 @@ def task_retry(ctx: click.Context, task_id: int, force: bool) -> None:
 
 @click.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
+@PARAMS_OPTION
 @global_options
-def validate(file: str) -> None:
-    """Validate a task JSON file without running it; exit 204 listing every problem."""
-    _text, spec = read_spec(file)
+def validate(file: str, params: dict[str, str]) -> None:
+    """Validate a task JSON file without running it; exit 204 listing every problem (a ${NAME} without
+    a value among them)."""
+    _text, spec, _ = read_spec(file, params)
     dests = ", ".join(f"{d.id} ({d.plugin})" for d in spec.destinations)
     click.echo(f"valid: {spec.source.plugin} -> {dests}")

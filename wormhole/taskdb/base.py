@@ -48,6 +48,9 @@ _TASK_COLUMNS = (
     " heartbeat_at"
 )
 _RUN_COLUMNS = "id, task_id, status, claimed_by, started_at, finished_at, exit_code, result, error, resumed_from"
+# The job variables' columns: read as NULL from a database that lacks them (see ``_optional``).
+_PARAMS = (TASK_TABLE, "params")
+_VARIABLES = (RUN_TABLE, "variables")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +71,8 @@ class TaskRecord:
     priority: int = 0
     heartbeat_at: datetime | None = None
     """When the process running the task last showed it is alive (None: never, or not running)."""
+    params: str | None = None
+    """The job variables' values, a JSON object of names to values (None: none)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +90,8 @@ class RunRecord:
     error: str | None
     resumed_from: int | None = None
     """The run this one took over (a crashed run of the same task), else None."""
+    variables: str | None = None
+    """The job variables this run's spec used, a JSON object (a run resuming it uses the same)."""
 
 
 @runtime_checkable
@@ -95,7 +102,7 @@ class TaskStore(Protocol):
 
     def init_schema(self) -> None: ...
     def taskdb_id(self) -> str: ...
-    def submit(self, name: str, spec: str, priority: int = 0) -> int: ...
+    def submit(self, name: str, spec: str, priority: int = 0, params: str | None = None) -> int: ...
     def get(self, task_id: int) -> TaskRecord | None: ...
     def list(self, status: str | None = None, limit: int = 100) -> builtins.list[TaskRecord]: ...
     def claim(self, task_id: int, claimed_by: str) -> bool: ...
@@ -109,7 +116,8 @@ class TaskStore(Protocol):
     def take_over(self, task_id: int, claimed_by: str, stale_s: float) -> int | None: ...
     def stale(self, limit: int, stale_s: float) -> builtins.list[int]: ...
     def heartbeat_age(self, task_id: int) -> float | None: ...
-    def start_run(self, task_id: int, claimed_by: str, resumed_from: int | None = None) -> int: ...
+    def start_run(self, task_id: int, claimed_by: str, resumed_from: int | None = None,
+                  variables: str | None = None) -> int: ...
     def finish(self, task_id: int, run_id: int, *, status: str, run_status: str, exit_code: int,
                result: str | None, error: str | None, claimed_by: str | None = None) -> bool: ...
     def fail_task(self, task_id: int, error: str) -> None: ...
@@ -146,6 +154,7 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
     ddl: ClassVar[tuple[str, ...]] = ()
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = ()
     _taskdb_id: str | None = None
+    _present: frozenset[tuple[str, str]] = frozenset()
 
     # -- the store ----------------------------------------------------------------------------------
 
@@ -184,16 +193,45 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
             self._execute(f"{self.insert_ignore} INTO {META_TABLE} (name, value) VALUES (?, ?)", (_ID_KEY, new_id()))
             return str(self._execute(select, (_ID_KEY,)).rows[0][0])
 
-    def submit(self, name: str, spec: str, priority: int = 0) -> int:
+    def _optional(self, table: str, column: str) -> str:
+        """``column``, or ``NULL`` on a database from before it: a new column read by every run must not
+        make an older database unusable until ``db init`` (only a present column is remembered, so one
+        added meanwhile by another process is seen)."""
+        if (table, column) not in self._present:
+            with self._guard(f"read the columns of {table}"):
+                if column not in self._columns(table):
+                    return "NULL"
+            self._present |= {(table, column)}
+        return column
+
+    def _add_optional(self, table: str, column: str) -> None:
+        """Add a missing optional column before a value is written to it, as ``db init`` would."""
+        if self._optional(table, column) != "NULL":
+            return
+        definition = next(d for t, c, d in self.added_columns if (t, c) == (table, column))
+        with self._guard(f"add the column {table}.{column}"):
+            try:
+                self._execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}", ())
+            except self.driver_errors:
+                if column not in self._columns(table):  # else another process added it first
+                    raise
+        self._present |= {(table, column)}
+
+    def submit(self, name: str, spec: str, priority: int = 0, params: str | None = None) -> int:
         # Same shape as the upstream INSERT: the column defaults make it pending.
-        res = self._run("submit a task", f"INSERT INTO {TASK_TABLE} (name, spec, priority) VALUES (?, ?, ?)",
-                        (clip(name, NAME_MAX), spec, priority))
+        columns, values = "name, spec, priority", [clip(name, NAME_MAX), spec, priority]
+        if params is not None:
+            self._add_optional(*_PARAMS)
+            columns, values = columns + ", params", [*values, params]
+        marks = ", ".join("?" for _ in values)
+        res = self._run("submit a task", f"INSERT INTO {TASK_TABLE} ({columns}) VALUES ({marks})", values)
         if res.lastrowid is None:
             raise TaskDbError(f"task database {self.url}: submit returned no task id", url=self.url)
         return int(res.lastrowid)
 
     def get(self, task_id: int) -> TaskRecord | None:
-        res = self._run(f"read task {task_id}", f"SELECT {_TASK_COLUMNS} FROM {TASK_TABLE} WHERE id = ?",
+        res = self._run(f"read task {task_id}",
+                        f"SELECT {_TASK_COLUMNS}, {self._optional(*_PARAMS)} FROM {TASK_TABLE} WHERE id = ?",
                         (task_id,))
         return self._records(_task_record, res.rows[:1])[0] if res.rows else None
 
@@ -208,7 +246,8 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
             params.append(status)
         params.append(limit)
         res = self._run("list tasks",
-                        f"SELECT {_TASK_COLUMNS} FROM {TASK_TABLE}{where} ORDER BY id DESC LIMIT ?", params)
+                        f"SELECT {_TASK_COLUMNS}, {self._optional(*_PARAMS)} FROM {TASK_TABLE}{where}"
+                        " ORDER BY id DESC LIMIT ?", params)
         return self._records(_task_record, res.rows)
 
     def pending(self, limit: int) -> builtins.list[int]:
@@ -218,13 +257,18 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
                         ("pending", limit))
         return [int(row[0]) for row in res.rows]
 
-    def start_run(self, task_id: int, claimed_by: str, resumed_from: int | None = None) -> int:
-        """Record a new run of the task; ``resumed_from``: the (crashed) run it takes over."""
-        res = self._run(
-            f"start a run of task {task_id}",
-            f"INSERT INTO {RUN_TABLE} (task_id, status, claimed_by, started_at, resumed_from) VALUES (?, ?, ?, ?, ?)",
-            (task_id, "running", clip(claimed_by, CLAIMED_BY_MAX), format_ts(utcnow()), resumed_from),
-        )
+    def start_run(self, task_id: int, claimed_by: str, resumed_from: int | None = None,
+                  variables: str | None = None) -> int:
+        """Record a new run of the task; ``resumed_from``: the (crashed) run it takes over; ``variables``:
+        the job variables its spec used."""
+        columns = "task_id, status, claimed_by, started_at, resumed_from"
+        values = [task_id, "running", clip(claimed_by, CLAIMED_BY_MAX), format_ts(utcnow()), resumed_from]
+        if variables is not None:
+            self._add_optional(*_VARIABLES)
+            columns, values = columns + ", variables", [*values, variables]
+        marks = ", ".join("?" for _ in values)
+        res = self._run(f"start a run of task {task_id}", f"INSERT INTO {RUN_TABLE} ({columns}) VALUES ({marks})",
+                        values)
         if res.lastrowid is None:
             raise TaskDbError(f"task database {self.url}: start_run returned no run id", url=self.url)
         return int(res.lastrowid)
@@ -275,7 +319,8 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
 
     def runs(self, task_id: int) -> builtins.list[RunRecord]:
         res = self._run(f"read the runs of task {task_id}",
-                        f"SELECT {_RUN_COLUMNS} FROM {RUN_TABLE} WHERE task_id = ? ORDER BY id ASC",
+                        f"SELECT {_RUN_COLUMNS}, {self._optional(*_VARIABLES)} FROM {RUN_TABLE} WHERE task_id = ?"
+                        " ORDER BY id ASC",
                         (task_id,))
         return self._records(_run_record, res.rows)
 
@@ -330,7 +375,7 @@ def _task_record(row: Sequence[Any]) -> TaskRecord:
         id=int(row[0]), name=row[1], spec=row[2], status=row[3], attempts=int(row[4]),
         created_at=parse_ts(row[5]), started_at=parse_ts(row[6]), finished_at=parse_ts(row[7]),
         claimed_by=row[8], result=row[9], error=row[10], priority=int(row[11] or 0),
-        heartbeat_at=parse_ts(row[12]),
+        heartbeat_at=parse_ts(row[12]), params=_text(row[13]),
     )
 
 
@@ -339,5 +384,10 @@ def _run_record(row: Sequence[Any]) -> RunRecord:
         id=int(row[0]), task_id=int(row[1]), status=row[2], claimed_by=row[3],
         started_at=parse_ts(row[4]), finished_at=parse_ts(row[5]),
         exit_code=None if row[6] is None else int(row[6]), result=row[7], error=row[8],
-        resumed_from=None if row[9] is None else int(row[9]),
+        resumed_from=None if row[9] is None else int(row[9]), variables=_text(row[10]),
     )
+
+
+def _text(value: Any) -> str | None:
+    # A column an upstream system filled with bytes (SQLite keeps what it is given) is still text here.
+    return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value

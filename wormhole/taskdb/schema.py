@@ -5,7 +5,10 @@ Both spellings accept the upstream contract: a plain
 the column defaults fill in everything else (``priority`` 0). All timestamps are UTC.
 
 A database created by an older ``db init`` lacks the columns added since; ``init_schema`` adds every
-column of ``*_ADDED_COLUMNS`` that is missing, so ``db init`` is also the upgrade.
+column of ``*_ADDED_COLUMNS`` that is missing, so ``db init`` is also the upgrade. The job variables'
+columns (``wormhole_task.params``, ``wormhole_task_run.variables``) need no ``db init``: a store reads
+NULL from a database without them, and the first write that has a value adds the column as ``db init``
+would.
 """
 
 from __future__ import annotations
@@ -37,11 +40,15 @@ SQLITE_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "priority", "INTEGER NOT NULL DEFAULT 0"),
     (TASK_TABLE, "heartbeat_at", "TEXT"),
     (RUN_TABLE, "resumed_from", "INTEGER"),
+    (TASK_TABLE, "params", "TEXT"),
+    (RUN_TABLE, "variables", "TEXT"),
 )
 MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "priority", "INT NOT NULL DEFAULT 0"),
     (TASK_TABLE, "heartbeat_at", "DATETIME(3) NULL"),
     (RUN_TABLE, "resumed_from", "BIGINT NULL"),
+    (TASK_TABLE, "params", "TEXT NULL"),
+    (RUN_TABLE, "variables", "TEXT NULL"),
 )
 
 # SQLite keeps timestamps as 'YYYY-MM-DD HH:MM:SS.fff' UTC text: strftime('now') is UTC, and the text
@@ -62,7 +69,8 @@ SQLITE_DDL: tuple[str, ...] = (
     result      TEXT,
     error       TEXT,
     priority    INTEGER NOT NULL DEFAULT 0,
-    heartbeat_at TEXT
+    heartbeat_at TEXT,
+    params      TEXT
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{TASK_TABLE}_status ON {TASK_TABLE} (status)",
     f"""CREATE TABLE IF NOT EXISTS {RUN_TABLE} (
@@ -75,7 +83,8 @@ SQLITE_DDL: tuple[str, ...] = (
     exit_code   INTEGER,
     result      TEXT,
     error       TEXT,
-    resumed_from INTEGER
+    resumed_from INTEGER,
+    variables   TEXT
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{RUN_TABLE}_task_id ON {RUN_TABLE} (task_id)",
     f"""CREATE TABLE IF NOT EXISTS {DAEMON_TABLE} (
@@ -122,6 +131,7 @@ MYSQL_DDL: tuple[str, ...] = (
     error       TEXT NULL,
     priority    INT NOT NULL DEFAULT 0,
     heartbeat_at DATETIME(3) NULL,
+    params      TEXT NULL,
     PRIMARY KEY (id),
     KEY ix_{TASK_TABLE}_status (status)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
@@ -136,6 +146,7 @@ MYSQL_DDL: tuple[str, ...] = (
     result      LONGTEXT NULL,
     error       TEXT NULL,
     resumed_from BIGINT NULL,
+    variables   TEXT NULL,
     PRIMARY KEY (id),
     KEY ix_{RUN_TABLE}_task_id (task_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
