@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from datetime import date
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.batch import arrow_type
+from wormhole.plugins.batch import arrow_type, trimmed
 from wormhole.plugins.schema import Column
 from wormhole.plugins.values import json_dumps
 
@@ -113,3 +114,25 @@ TEXT_CASTS: dict[str, Callable[[pa.Array, Column], pa.Array]] = {
     "int": ints, "float": floats, "decimal": free_decimals, "bool": bools, "date": dates, "datetime": datetimes,
 }
 """logical type -> a column of texts as its Arrow array (raises :class:`Unfit` or an Arrow error)."""
+
+
+_PYTHON: dict[str, type] = {"int": int, "float": float, "string": str, "bytes": bytes, "bool": bool,
+                            "date": date, "datetime": datetime, "decimal": Decimal}
+_NONE = type(None)
+
+
+def python_array(column: Column, values: Sequence[Any]) -> pa.Array:
+    """A column of the row path's Python values as Arrow, when Arrow gives each back as it is (a value
+    by value conversion's result: only a column that failed the casts comes here); raises Unfit when not:
+    an int beyond int64, an aware datetime, a decimal at a scale of its own, a value of another type."""
+    kinds = set(map(type, values)) - {_NONE}
+    if column.type == "json":
+        return pa.array([None if v is None else json_dumps(v) for v in values], pa.string())
+    if not kinds <= {_PYTHON[column.type]}:
+        raise Unfit(f"values of {sorted(k.__name__ for k in kinds)} in a {column.type} column")
+    if column.type == "datetime" and any(v.tzinfo is not None for v in values if v is not None):
+        raise Unfit("an aware datetime: Arrow would hold it in UTC")
+    if column.type == "decimal" and column.precision is None and any(
+            v.as_tuple() != trimmed(v).as_tuple() for v in values if v is not None):
+        raise Unfit("a decimal at a scale of its own")
+    return pa.array(values, arrow_type(column), from_pandas=False)

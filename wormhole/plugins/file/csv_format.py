@@ -17,11 +17,14 @@ from itertools import islice
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from wormhole.errors import ReadError
+from wormhole.plugins.arrow_parse import TEXT_CASTS, Unfit
 from wormhole.plugins.base import Column, Row, Schema
 from wormhole.plugins.file.arrow_text import CsvArrowEncoder
 from wormhole.plugins.file.convert import (
+    ArrowFn,
     BatchConverter,
     ColumnFn,
     Converted,
@@ -70,6 +73,30 @@ def column_parser(ltype: str, null: str) -> ColumnFn:
     return convert
 
 
+def arrow_column(column: Column, null: str) -> ArrowFn:
+    """A column of field texts as its Arrow array, with the NULLs and values :func:`column_parser` gives;
+    raises Unfit for a column to convert by its Python parser (bytes, json, a text the casts do not read as
+    Python does)."""
+    empty_is_null = column.type not in ("string", "bytes") and null != ""
+    cast = TEXT_CASTS.get(column.type)
+    if cast is None and column.type != "string":
+        def python(col: Sequence[Any]) -> pa.Array:
+            raise Unfit(f"a {column.type} column is parsed in Python")
+
+        return python
+
+    def convert(col: Sequence[Any]) -> pa.Array:
+        text = pa.array(col, pa.string())
+        is_null = pc.equal(text, null)
+        if empty_is_null:
+            is_null = pc.or_(is_null, pc.equal(text, ""))
+        if pc.any(is_null).as_py():
+            text = pc.if_else(is_null, pa.scalar(None, pa.string()), text)
+        return text if cast is None else cast(text, column)
+
+    return convert
+
+
 def header_schema(path: str, delimiter: str) -> Schema | None:
     """The columns the header of ``path`` names, all strings; None for an empty file."""
     try:
@@ -107,7 +134,8 @@ class CsvReader:
     def __init__(self, options: FileReaderOptions, schema: Schema, batch_rows: int) -> None:
         self._delimiter = options.delimiter
         self._header = options.header
-        self._convert = BatchConverter(schema, [column_parser(c.type, options.null) for c in schema.columns]).convert
+        self._convert = BatchConverter(schema, [column_parser(c.type, options.null) for c in schema.columns],
+                                       [arrow_column(c, options.null) for c in schema.columns]).convert
         self._batch_rows = batch_rows
 
     def batches(self, path: str) -> Iterator[Converted]:
