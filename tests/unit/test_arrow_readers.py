@@ -13,6 +13,7 @@ import pytest
 from tests.plugin_helpers import ListDirtySink, read_ctx
 from wormhole.plugins.base import Rows
 from wormhole.plugins.file.convert import BatchConverter
+from wormhole.plugins.file.csv_format import CsvReader
 from wormhole.plugins.file.options import ColumnOption, FileReaderOptions
 from wormhole.plugins.file.reader import FileReader
 from wormhole.plugins.file.splitter import FileSplitter
@@ -129,6 +130,7 @@ def _both_files(path: Path, fmt: str, batch_rows: int, monkeypatch: pytest.Monke
     batches, sink = _read_file(path, fmt, batch_rows, **params)
     with monkeypatch.context() as m:
         m.setattr(BatchConverter, "_arrow", lambda self, raw: None)
+        m.setattr(CsvReader, "_chunks", lambda self, f, path: self._python(f, 0, 0, path, self._header))
         old, old_sink = _read_file(path, fmt, batch_rows, **params)
     assert forms(old) == ["tuples"] * len(old)
     return batches, sink, old, old_sink
@@ -237,3 +239,24 @@ def test_jsonl_awkward_values_and_bad_rows_come_out_as_the_tuple_path_gave(tmp_p
     assert forms(batches) == ["arrow", "tuples", "arrow", "tuples"]
     assert typed(batches)[2][2] == ("Decimal", "Decimal('1.50')")
     assert typed(batches)[1][:4] == (("int", "4"), ("float", "4.0"), ("NoneType", "None"), ("str", "'5'"))
+
+
+def test_csv_lines_without_quotes_are_parsed_by_arrow_until_a_quote_then_by_the_csv_module(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "in.csv"
+    lines = ["id,f,dec,s,raw,flag,day,ts,doc",
+             "1,1.5,2.25,héllo 😀,AP8=,true,2024-02-29,2024-02-29 23:59:59.5,{}",
+             "",  # a blank line is no row
+             "2,\\N,,,,,,,null",
+             "3,x,1,a,,true,2024-01-01,2024-01-01,[]",  # not a float: rejected, line 5
+             "4,1,1,a,,true,2024-01-01,2024-01-01",  # too few fields: rejected, line 6
+             '5,1,1,"quoted, spanning',
+             'two lines",,true,2024-01-01,2024-01-01,[]',
+             "6,1,1,a,,true,2024-01-01,2024-01-01,[]"]
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode("utf-8") + b"\r\n")
+    batches, sink, old, old_sink = _both_files(path, "csv", 2, monkeypatch)
+    assert typed(batches) == typed(old)
+    assert rejections(sink) == rejections(old_sink)
+    assert [reason.split(": ")[0].rsplit(":", 1)[1] for _, reason in rejections(sink)] == ["5", "6"]
+    assert forms(batches) == ["arrow", "arrow", "arrow", "arrow"]  # bad rows rejected, the rest Arrow
+    assert typed(batches)[2][3] == ("str", "'quoted, spanning\\r\\ntwo lines'")

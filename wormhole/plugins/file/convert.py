@@ -97,11 +97,15 @@ class BatchConverter:
         return rows, rejected
 
     def _arrow(self, raw: Sequence[Sequence[Any]]) -> Rows | None:
-        """The batch as Arrow columns; None when a value has no Arrow form as the Python parser gives it.
-        Raises what the Python parser raises for a bad value."""
         if self._arrow_fns is None or not raw:
             return None
-        cols = list(zip(*raw, strict=True))
+        return self.arrow_of(list(zip(*raw, strict=True)))
+
+    def arrow_of(self, cols: Sequence[Sequence[Any] | pa.Array]) -> Rows | None:
+        """The batch of these raw columns (Python values, or Arrow strings parsed by pyarrow's csv reader)
+        as Arrow columns; None when a value has no Arrow form as the Python parser gives it. Raises what
+        the Python parser raises for a bad value."""
+        assert self._arrow_fns is not None
         arrays: list[pa.Array] = []
         for i, (fast, values) in enumerate(zip(self._arrow_fns, cols, strict=True)):
             try:
@@ -109,6 +113,8 @@ class BatchConverter:
                 continue
             except (Unfit, *FAILED):
                 pass  # this column value by value, as the row path converts it
+            if isinstance(values, pa.Array):
+                values = values.to_pylist()
             fn = self._column_fns[i]
             typed = values if fn is None else fn(values)
             try:
