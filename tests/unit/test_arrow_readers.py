@@ -12,6 +12,7 @@ import pytest
 
 from tests.plugin_helpers import ListDirtySink, read_ctx
 from wormhole.plugins.base import Rows
+from wormhole.plugins.file import csv_format
 from wormhole.plugins.file.convert import BatchConverter
 from wormhole.plugins.file.csv_format import CsvReader
 from wormhole.plugins.file.options import ColumnOption, FileReaderOptions
@@ -260,3 +261,23 @@ def test_csv_lines_without_quotes_are_parsed_by_arrow_until_a_quote_then_by_the_
     assert [reason.split(": ")[0].rsplit(":", 1)[1] for _, reason in rejections(sink)] == ["5", "6"]
     assert forms(batches) == ["arrow", "arrow", "arrow", "arrow"]  # bad rows rejected, the rest Arrow
     assert typed(batches)[2][3] == ("str", "'quoted, spanning\\r\\ntwo lines'")
+
+
+def test_csv_whole_quoted_fields_on_one_line_are_parsed_by_arrow_as_the_csv_module_reads_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "in.csv"
+    path.write_text("id,f,dec,s,raw,flag,day,ts,doc\n"
+                    '1,1,1,"a, b",,true,2024-01-01,2024-01-01,"{""k"": ""v""}"\n'
+                    '2,1,1,"say ""hi""",,true,2024-01-01,2024-01-01,[]\n'
+                    '3,1,1,"",,true,2024-01-01,2024-01-01,[]\n'
+                    '4,1,1,"",,true,2024-01-01,2024-01-01,[]\n'
+                    '5,1,1,a"b,,true,2024-01-01,2024-01-01,[]\n'  # a quote inside a field: the csv module's
+                    '6,1,1,"ab"c,,true,2024-01-01,2024-01-01,[]\n', encoding="utf-8")
+    parsed: list[int] = []
+    real = csv_format.pa_csv.read_csv
+    monkeypatch.setattr(csv_format.pa_csv, "read_csv", lambda *a, **k: parsed.append(1) or real(*a, **k))
+    batches, sink, old, _ = _both_files(path, "csv", 2, monkeypatch)
+    assert typed(batches) == typed(old)
+    assert [row[3][1] for row in typed(batches)] == ["'a, b'", "'say \"hi\"'", "''", "''", "'a\"b'", "'abc'"]
+    assert len(parsed) == 2, "the first two chunks were not parsed by pyarrow"
+    assert forms(batches) == ["arrow"] * 3 and not sink.rows

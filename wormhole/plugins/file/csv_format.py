@@ -151,6 +151,7 @@ class CsvReader:
         self._batch_rows = batch_rows
         self._names = list(schema.names)
         self._arrow_parse = len(options.delimiter.encode("utf-8")) == 1 and options.delimiter not in '"\r\n'
+        self._quoting = _quoting(options.delimiter)
 
     def batches(self, path: str) -> Iterator[Converted]:
         try:
@@ -185,7 +186,7 @@ class CsvReader:
         line = 0
         if self._header:
             first = f.readline()
-            if not _plain(first, [first]):
+            if not _plain(first, [first], self._quoting):
                 yield from self._python(f, 0, 0, path, True)
                 return
             line = 1
@@ -195,7 +196,7 @@ class CsvReader:
             if not lines:
                 return
             chunk = b"".join(lines)
-            if not _plain(chunk, lines):
+            if not _plain(chunk, lines, self._quoting):
                 yield from self._python(f, pos, line, path, False)
                 return
             batch = self._parse(chunk)
@@ -218,7 +219,7 @@ class CsvReader:
             table = pa_csv.read_csv(
                 pa.BufferReader(chunk),
                 read_options=pa_csv.ReadOptions(column_names=self._names, use_threads=False, block_size=len(chunk) + 1),
-                parse_options=pa_csv.ParseOptions(delimiter=self._delimiter, quote_char=False, newlines_in_values=False,
+                parse_options=pa_csv.ParseOptions(delimiter=self._delimiter, quote_char='"', newlines_in_values=False,
                                                   ignore_empty_lines=True, invalid_row_handler=on_invalid),
                 convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(self._names, pa.string()),
                                                       strings_can_be_null=False, null_values=[], check_utf8=True))
@@ -229,12 +230,29 @@ class CsvReader:
             return None
 
 
-def _plain(chunk: bytes, lines: list[bytes]) -> bool:
-    """Lines pyarrow's csv reader splits into the fields the csv module does: no quote, CR only before LF,
-    no NUL (3.11's csv module reads it, pyarrow too, but not alike), no field over the csv module's limit
-    (it fails the file)."""
-    return (b'"' not in chunk and b"\x00" not in chunk and chunk.count(b"\r") == chunk.count(b"\r\n")
-            and max(map(len, lines)) <= csv.field_size_limit())
+def _quoting(delimiter: str) -> str:
+    """A line of fields each unquoted (no quote, delimiter or line end) or wholly quoted (``""`` inside):
+    the fields both csv parsers read alike, none spanning lines."""
+    d = f"\\x{{{ord(delimiter):x}}}"  # RE2's escape of any character (re.escape's of a tab is no RE2 escape)
+    field = f'([^"{d}\\r\\n]*|"([^"]|"")*")'
+    return f"^{field}({d}{field})*\\r?\\n?$"
+
+
+def _plain(chunk: bytes, lines: list[bytes], quoting: str) -> bool:
+    """Lines pyarrow's csv reader splits into the fields the csv module does: quotes only around whole
+    fields on one line, CR only before LF, no NUL (3.11's csv module reads it, pyarrow too, but not
+    alike), no field over the csv module's limit (it fails the file)."""
+    if b"\x00" in chunk or chunk.count(b"\r") != chunk.count(b"\r\n") or max(map(len, lines)) > csv.field_size_limit():
+        return False
+    # One regex over the lines, only for a chunk that quotes at all (most files quote few fields).
+    return b'"' not in chunk or _all_match(pa.array(lines, pa.binary()), quoting)
+
+
+def _all_match(lines: pa.Array, pattern: str) -> bool:
+    try:
+        return bool(pc.all(pc.match_substring_regex(lines, pattern)).as_py())
+    except pa.ArrowException:  # not UTF-8: the csv module reads it and fails the file
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
