@@ -71,7 +71,7 @@ def make_files(directory: str, n: int, decimal: bool) -> dict[str, str]:
     return paths
 
 
-def _child(fmt: str, path: str, tuples: bool, decimal: bool) -> None:
+def _child(fmt: str, path: str, tuples: bool, decimal: bool, then_arrow: bool = False) -> None:
     from wormhole.plugins.base import ReadContext, Rows
     from wormhole.plugins.batch import arrow_for_this_process
     from wormhole.plugins.file.convert import BatchConverter
@@ -106,7 +106,7 @@ def _child(fmt: str, path: str, tuples: bool, decimal: bool) -> None:
         options = FileReaderOptions(path=path, format=fmt, columns=cols)  # type: ignore[arg-type]
         reader = FileReader(options, ctx)
         splits = FileSplitter(options, ctx).split(1)
-    reader.schema()
+    schema = reader.schema()
     rows = arrow = batches = 0
     cpu0, t0 = time.process_time(), time.perf_counter()
     for split in splits:
@@ -114,6 +114,8 @@ def _child(fmt: str, path: str, tuples: bool, decimal: bool) -> None:
             rows += len(batch)
             batches += 1
             arrow += isinstance(batch, Rows) and batch.native_arrow is not None
+            if then_arrow:  # what a destination that encodes Arrow columns (parquet, csv, jsonl, mysql) asks for
+                (batch if isinstance(batch, Rows) else Rows(batch)).arrow(schema)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     # VmHWM, not ru_maxrss: Linux keeps the latter across exec, so it would be the parent's.
     with open("/proc/self/status") as status:
@@ -129,11 +131,12 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp/wormhole-file-read-bench")
     ap.add_argument("--decimal", action="store_true")
     ap.add_argument("--only", nargs="*", default=["csv", "jsonl", "sqlite"])
+    ap.add_argument("--then-arrow", action="store_true", help="make every batch Arrow columns after reading")
     ap.add_argument("--child", nargs=3, metavar=("FORMAT", "PATH", "TUPLES"))
     args = ap.parse_args()
     if args.child:
         fmt, path, tuples = args.child
-        _child(fmt, path, tuples == "1", args.decimal)
+        _child(fmt, path, tuples == "1", args.decimal, args.then_arrow)
         return
     paths = make_files(args.dir, args.rows, args.decimal)
     print("| reader | batches | wall s | rows/s | CPU s | rows per CPU s | peak RSS MiB |")
@@ -143,7 +146,8 @@ def main() -> None:
             runs = []
             for _ in range(args.repeat):
                 cmd = [sys.executable, "-m", "benchmarks.file_read", "--child", fmt, paths[fmt], str(int(tuples))]
-                out = subprocess.run(cmd + (["--decimal"] if args.decimal else []), check=True,
+                flags = ["--decimal"] * args.decimal + ["--then-arrow"] * args.then_arrow
+                out = subprocess.run(cmd + flags, check=True,
                                      capture_output=True, text=True).stdout
                 runs.append(json.loads(out))
             best = min(runs, key=lambda r: r["cpu"])

@@ -281,3 +281,14 @@ def test_csv_whole_quoted_fields_on_one_line_are_parsed_by_arrow_as_the_csv_modu
     assert [row[3][1] for row in typed(batches)] == ["'a, b'", "'say \"hi\"'", "''", "''", "'a\"b'", "'abc'"]
     assert len(parsed) == 2, "the first two chunks were not parsed by pyarrow"
     assert forms(batches) == ["arrow"] * 3 and not sink.rows
+
+
+def test_jsonl_a_line_json_loads_reads_by_its_bom_is_read_as_before(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": 1, "s": "bom"}\n{"id": 2, "s": "\\u00e9"}\n{"id": 3}\r\n{"id": 4}')
+    batches, sink, old, _ = _both_files(path, "jsonl", 2, monkeypatch)
+    assert typed(batches) == typed(old)
+    assert [(row[0][1], row[3][1]) for row in typed(batches)] == [("1", "'bom'"), ("2", "'é'"), ("3", "None"),
+                                                                  ("4", "None")]
+    assert forms(batches) == ["arrow", "arrow"] and not sink.rows
