@@ -132,6 +132,8 @@ def main() -> None:
     ap.add_argument("--decimal", action="store_true")
     ap.add_argument("--only", nargs="*", default=["csv", "jsonl", "sqlite"])
     ap.add_argument("--then-arrow", action="store_true", help="make every batch Arrow columns after reading")
+    ap.add_argument("--before", help="a checkout of the revision before (its benchmarks/ holding this script): "
+                    "its readers are measured as they were, in place of the switched-off Arrow step")
     ap.add_argument("--child", nargs=3, metavar=("FORMAT", "PATH", "TUPLES"))
     args = ap.parse_args()
     if args.child:
@@ -147,11 +149,16 @@ def main() -> None:
             for _ in range(args.repeat):
                 cmd = [sys.executable, "-m", "benchmarks.file_read", "--child", fmt, paths[fmt], str(int(tuples))]
                 flags = ["--decimal"] * args.decimal + ["--then-arrow"] * args.then_arrow
-                out = subprocess.run(cmd + flags, check=True,
-                                     capture_output=True, text=True).stdout
+                env = None
+                if tuples and args.before:
+                    cmd[-1] = "0"  # the old revision's readers yield tuples as they are
+                    env = {**os.environ, "PYTHONPATH": args.before}
+                out = subprocess.run(cmd + flags, check=True, capture_output=True, text=True, env=env,
+                                     cwd=args.before if tuples and args.before else None).stdout
                 runs.append(json.loads(out))
             best = min(runs, key=lambda r: r["cpu"])
-            form = "tuples (before)" if tuples else f"Arrow ({best['arrow_batches']}/{best['batches']} batches)"
+            before = "before (its revision)" if args.before else "tuples (Arrow step off)"
+            form = before if tuples else f"Arrow ({best['arrow_batches']}/{best['batches']} batches)"
             print(f"| {fmt} | {form} | {best['wall']:.2f} | {best['rows'] / best['wall']:,.0f} | {best['cpu']:.2f} | "
                   f"{best['rows'] / best['cpu']:,.0f} | {best['rss_mib']:.0f} |", flush=True)
 
