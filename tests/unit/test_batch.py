@@ -148,3 +148,11 @@ def test_a_decimal_without_a_declared_scale_comes_back_at_its_own_scale() -> Non
     declared = Schema((Column("d", "decimal", precision=12, scale=2),))
     kept = Rows.of_arrow(Rows([(Decimal("1.5"),)]).arrow(declared))
     assert [str(v) for (v,) in kept] == ["1.50"] and own_text_arrow(kept) is not None
+
+
+def test_a_free_scale_decimal_of_38_digits_comes_back_whole() -> None:
+    # The default decimal context holds 28 digits: trimming in it rounded the value.
+    schema = Schema((Column("d", "decimal"),))
+    values = [Decimal("12345678901234567890.123456789012345678"), Decimal("-99999999999999999999"), Decimal("2.5")]
+    batch = Rows([(v,) for v in values]).arrow(schema)
+    assert [repr(v) for (v,) in Rows.of_arrow(batch)] == [repr(v) for v in values]

@@ -21,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any, overload
 
 import pyarrow as pa
@@ -106,12 +106,14 @@ def free_scale(field: pa.Field) -> bool:
     return bool(field.metadata) and field.metadata.get(FREE_SCALE_KEY) == b"1"
 
 
-def _trimmed(d: Decimal) -> Decimal:
-    # The value at the smallest scale that holds it, never with a positive exponent (100, not 1E+2).
-    return d.quantize(_ONE) if d == d.to_integral_value() else d.normalize()
+def trimmed(d: Decimal) -> Decimal:
+    # The value at the smallest scale that holds it, never with a positive exponent (100, not 1E+2); in a
+    # context as wide as Arrow's decimals (the default's 28 digits rounded 38-digit values).
+    return d.quantize(_ONE, context=_WIDE) if d == d.to_integral_value() else d.normalize(_WIDE)
 
 
 _ONE = Decimal(1)
+_WIDE = Context(prec=80)
 
 
 def arrow_schema(schema: Schema) -> pa.Schema:
@@ -221,7 +223,7 @@ def column_values(batch: pa.RecordBatch, index: int) -> list[Any]:
     elif free_scale(field):
         # Scale 18 is the column's Arrow form, not the values': each comes back at the smallest scale
         # that holds it (2.25, not 2.250000000000000000).
-        values = [None if v is None else _trimmed(v) for v in values]
+        values = [None if v is None else trimmed(v) for v in values]
     return values
 
 

@@ -22,9 +22,12 @@ from typing import Any
 import pyarrow as pa
 
 from wormhole.errors import ReadError
+from wormhole.plugins.arrow_parse import TEXT_CASTS, Unfit, python_array
 from wormhole.plugins.base import Column, Rejected, Row, Schema
+from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.file.arrow_text import JsonlArrowEncoder
 from wormhole.plugins.file.convert import (
+    ArrowFn,
     BatchConverter,
     ColumnFn,
     Converted,
@@ -127,6 +130,31 @@ def column_coercer(ltype: str) -> ColumnFn | None:
     return convert
 
 
+_AS_PARSED: dict[str, type] = {"int": int, "float": float, "string": str, "bool": bool}
+"""Logical types whose JSON values pass untouched (:data:`_PASS`): a column of them is one ``pa.array``."""
+
+
+def arrow_column(column: Column) -> ArrowFn:
+    """A column of JSON values as its Arrow array, with the values :func:`column_coercer` gives: values
+    of the type itself as they are, ISO and decimal text by casts; raises Unfit for a column to coerce in
+    Python (an integral float in an int column, base64 text, a text the casts do not read as Python does)."""
+    kind = column.type
+    same = _AS_PARSED.get(kind)
+    cast = TEXT_CASTS.get(kind)
+
+    def convert(col: Sequence[Any]) -> pa.Array:
+        if kind == "json":
+            return python_array(column, col)  # JSON null is SQL NULL here: None
+        kinds = set(map(type, col)) - {_NONE}
+        if same is not None and kinds <= {same}:
+            return pa.array(col, arrow_type(column), from_pandas=False)
+        if cast is not None and kinds <= {str}:
+            return cast(pa.array(col, pa.string()), column)
+        raise Unfit(f"values of {sorted(k.__name__ for k in kinds)} in a {kind} column")
+
+    return convert
+
+
 def _infer_type(value: Any) -> Any:
     if isinstance(value, bool):
         return "bool"
@@ -158,17 +186,33 @@ def first_object_schema(path: str) -> Schema | None:
     return Schema(tuple(Column(str(k), _infer_type(v)) for k, v in first.items()))
 
 
+_DECODE = json.JSONDecoder().decode
+"""json.loads of a str, less its per-call work on bytes (the encoding sniffed line by line)."""
+
+
+def _objects(lines: list[bytes]) -> Iterator[Any]:
+    """The JSON value of each line, as ``json.loads`` gives it, the batch decoded from UTF-8 at once.
+    ``json.loads`` of a line would take a BOM or UTF-16 too: such a line (and one not UTF-8) raises here,
+    so the batch goes line by line as it always did."""
+    texts = b"".join(lines).decode("utf-8").split("\n")
+    if texts[-1] == "":
+        texts.pop()  # the last line's newline
+    if len(texts) != len(lines):
+        raise ValueError("a line the decoded text does not split into")
+    return map(_DECODE, texts)
+
+
 class JsonlReader:
     """Reads jsonl files into typed batches of ``batch_rows`` lines (a :class:`FormatReader`)."""
 
     def __init__(self, schema: Schema, batch_rows: int) -> None:
-        self._converter = BatchConverter(schema, [column_coercer(c.type) for c in schema.columns])
+        self._converter = BatchConverter(schema, [column_coercer(c.type) for c in schema.columns],
+                                         [arrow_column(c) for c in schema.columns])
         self._batch_rows = batch_rows
 
     def batches(self, path: str) -> Iterator[Converted]:
         convert = self._converter.convert
         names = self._converter.names
-        loads = json.loads
         try:
             with open(path, "rb") as f:
                 first = 1
@@ -178,7 +222,7 @@ class JsonlReader:
                         return
                     try:
                         # A non-object line has no .get: AttributeError sends the batch to the slow path.
-                        raw: list[Sequence[Any]] = [tuple(map(o.get, names)) for o in map(loads, lines)]
+                        raw: list[Sequence[Any]] = [tuple(map(o.get, names)) for o in _objects(lines)]
                         converted = convert(raw, path, partial(operator.add, first))
                     except (ValueError, AttributeError, TypeError, RecursionError):
                         converted = self._slow(lines, first, path)

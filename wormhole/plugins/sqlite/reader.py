@@ -1,7 +1,10 @@
 """The sqlite store's reader: the schema the table declares, read-only connection, typed batches.
 
 SQLite returns int, float, str, bytes and None; only the columns whose logical type differs
-(decimal, bool, date, datetime, json) are converted (:mod:`.types`), column by column over each batch.
+(decimal, bool, date, datetime, json) are converted. A batch is made Arrow columns (:mod:`.arrow_columns`:
+one ``pa.array`` per column, text cast by pyarrow compute); a batch holding a value those casts do not
+read as the Python conversions (:mod:`.types`) do, a bad value or one Arrow cannot hold (a text in an int
+column: SQLite's types are the values') is converted as before, to tuples, rejecting exactly the bad rows.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 from wormhole.errors import ReadError, StorageError
 from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, Split
 from wormhole.plugins.sql import VALUE_ERRORS, quote
+from wormhole.plugins.sqlite.arrow_columns import arrow_batch
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
 from wormhole.plugins.sqlite.options import SqliteReaderOptions
 from wormhole.plugins.sqlite.types import READ_CONVERTERS, logical_type
@@ -88,16 +92,27 @@ class SqliteReader:
                                     plugin=PLUGIN_NAME) from exc
                 if not raw:
                     return
-                if not fns:
-                    yield raw
-                    continue
-                rows, rejected = self._convert(raw, fns, schema.names)
-                if rejected:
-                    self.ctx.dirty.reject("source", rejected, split.id)
-                if rows:
-                    yield rows
+                batch = self._batch(raw, fns, schema, split.id)
+                if batch:
+                    yield batch
         finally:
             conn.close()
+
+    def _batch(self, raw: list[Row], fns: list[tuple[int, Callable[[Any], Any]]], schema: Schema,
+               split_id: str) -> Sequence[Row]:
+        """A batch as Arrow columns, else converted in Python (its bad rows rejected)."""
+        batch = arrow_batch(schema, raw)
+        if batch is not None:
+            return batch
+        if not fns:
+            return raw
+        rows, rejected = self._convert(raw, fns, schema.names)
+        if not rejected:
+            return rows
+        self.ctx.dirty.reject("source", rejected, split_id)
+        # The rows left may all be held by Arrow: only the bad ones made the batch fail.
+        bad = {id(r.row) for r in rejected}
+        return arrow_batch(schema, [r for r in raw if id(r) not in bad]) or rows
 
     def _convert(self, raw: list[Row], fns: list[tuple[int, Callable[[Any], Any]]],
                  names: tuple[str, ...]) -> tuple[list[Row], list[Rejected]]:
@@ -118,7 +133,7 @@ class SqliteReader:
                 try:
                     out[i] = fn(out[i])
                 except VALUE_ERRORS as exc:
-                    rejected.append(Rejected(tuple(r), f"{self.options.path}:{self.options.table}: column "
+                    rejected.append(Rejected(r, f"{self.options.path}:{self.options.table}: column "
                                                        f"{names[i]}: {exc}"))
                     break
             else:

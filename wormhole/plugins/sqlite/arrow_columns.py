@@ -1,0 +1,53 @@
+"""A batch of SQLite values as Arrow columns of the table's logical types, with the values the row
+conversions (:mod:`.types`) make: each column one ``pa.array`` of the values sqlite3 returns, the text of
+decimal, date and datetime columns cast by pyarrow compute (:mod:`wormhole.plugins.arrow_parse`).
+
+SQLite keeps each value's own type whatever the column declares, so a column is taken only when its
+values are all of the type its conversion expects (one C-level ``set(map(type, ...))``): an int in a REAL
+column stays an int on the row path, a text in an INTEGER column a text, and such a batch goes as tuples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from wormhole.plugins.arrow_parse import FAILED, TEXT_CASTS, Unfit, json_texts
+from wormhole.plugins.batch import Rows, arrow_schema, arrow_type
+from wormhole.plugins.schema import Column, Row, Schema
+
+_AS_IS: dict[str, type] = {"int": int, "float": float, "string": str, "bytes": bytes}
+"""The types SQLite returns as the logical type's value: no conversion on the row path either."""
+_NONE = type(None)
+
+
+def _column(column: Column, values: Sequence[Any]) -> pa.Array:
+    kinds = set(map(type, values)) - {_NONE}
+    kind = column.type
+    if kind in _AS_IS:
+        if not kinds <= {_AS_IS[kind]}:
+            raise Unfit(f"a value of another type in a {kind} column")
+        return pa.array(values, arrow_type(column), from_pandas=False)
+    if kind == "json" and kinds <= {str}:
+        return json_texts(values)
+    if kind == "bool" and kinds <= {int}:  # bound as 0/1: any int but 0 is true, as _to_bool reads it
+        return pc.not_equal(pa.array(values, pa.int64()), 0)
+    if kind == "decimal" and kinds == {int}:
+        return pc.cast(pa.array(values, pa.int64()), arrow_type(column))
+    if kind in TEXT_CASTS and kinds <= {str}:
+        return TEXT_CASTS[kind](pa.array(values, pa.string()), column)
+    raise Unfit(f"values of {sorted(k.__name__ for k in kinds)} in a {kind} column")
+
+
+def arrow_batch(schema: Schema, raw: Sequence[Row]) -> Rows | None:
+    """The rows as a batch of Arrow columns, or None when a column has a value the row path converts
+    (or rejects) in Python: the caller converts the batch as before."""
+    columns = list(zip(*raw, strict=True))
+    try:
+        arrays = [_column(c, values) for c, values in zip(schema.columns, columns, strict=True)]
+    except (Unfit, *FAILED):
+        return None
+    return Rows.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema)))
