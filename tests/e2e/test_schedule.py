@@ -1,6 +1,6 @@
 """Recurring tasks under real daemons: a six-field (seconds) schedule runs a task at every tick without two
 runs overlapping, `task pause|resume` stop and restart it; SIGTERM mid-run, then a new daemon redoes that
-tick once and goes on.
+tick once and goes on; a run killed mid-way is resumed once, for its tick, before the next tick's run.
 
 A run takes about two seconds (a child process's start, plus a stream destination sleeping per batch when
 ``delay_ms`` is set); the schedule ticks every two seconds, so ticks do arrive while a run holds the claim.
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -130,4 +132,23 @@ def test_sigterm_mid_run_then_a_new_daemon_redoes_that_tick_once(ws: Workspace, 
     assert_no_overlap(runs)
     assert {r["status"] for r in runs[1:]} == {"success"}
     out = ws.root / "out" / f"tick {cut_tick}"
+    assert sum(1 for p in out.glob("*.jsonl") for _ in p.open()) == 300
+
+
+def test_a_run_killed_mid_way_is_resumed_once_before_the_next_tick(ws: Workspace, daemons: list[Daemon]) -> None:
+    task_id = submit(ws, recurring_spec(ws, delay_ms=1500))
+    daemon = Daemon(ws, *FAST)
+    daemons.append(daemon)
+    wait_for(lambda: daemon.events("destination.started"), 30, "a run under way")
+    os.kill(daemon.events("daemon.task_started")[0]["pid"], signal.SIGKILL)
+    wait_for(lambda: ended(ws, task_id) >= 3, 60, "two runs after the kill", every=0.2)
+    daemon.stop()
+    runs = finished(ws, task_id)
+    assert [r["status"] for r in runs[:3]] == ["crashed", "success", "success"]
+    assert [r["resumed_from"] for r in runs[:3]] == [None, runs[0]["id"], None]  # resumed once, then new ticks
+    ticks = [r["variables"]["tick_ts"] for r in runs]
+    assert ticks[1] == ticks[0] < ticks[2] and ticks == sorted(ticks)
+    assert_no_overlap(runs)
+    assert [e["status"] for e in daemon.events("daemon.claim_released")] == ["scheduled"]
+    out = ws.root / "out" / f"tick {ticks[0]}"
     assert sum(1 for p in out.glob("*.jsonl") for _ in p.open()) == 300
