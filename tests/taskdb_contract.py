@@ -92,7 +92,7 @@ class TaskStoreContract:
 
     def test_store_satisfies_the_protocol(self, store: TaskStore) -> None:
         assert isinstance(store, TaskStore)
-        assert TASK_STATUSES == ("pending", "running", "success", "partial", "failed")
+        assert TASK_STATUSES == ("pending", "running", "success", "partial", "failed", "scheduled")
 
     def test_uninitialised_database_says_run_db_init(self, store_url: str) -> None:
         with open_store(store_url, create=True) as s:

@@ -17,6 +17,7 @@ from wormhole.errors import ConfigError, InvalidTaskConfig, PluginError
 from wormhole.options import Problems, join_path, opt, parse_options, show_value
 from wormhole.plugins import registry
 from wormhole.plugins.base import Plugin
+from wormhole.schedule import schedule_problem
 from wormhole.spec_json import load_spec_json
 from wormhole.transform.conf import PushUpConf
 from wormhole.transform.operators import OpSpec, bind_task, parse_transforms
@@ -216,6 +217,15 @@ class SettingsSpec:
     pushup: Literal["off", "static", "adaptive"] = "static"
     """Leading filters/projections run in wormhole (off), in the source query (static), or move there
     split by split when measured selectivity and cost say it pays (adaptive): wormhole.transform."""
+    schedule: str | None = None
+    """A cron expression (5 fields, or 6 with seconds last): the task recurs, a daemon runs it at each tick
+    (:mod:`wormhole.schedule`)."""
+
+    def check(self, path: str, problems: Problems) -> None:
+        if self.schedule is not None:
+            problem = schedule_problem(self.schedule)
+            if problem is not None:
+                problems.add(join_path(path, "schedule"), problem)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,7 +6,11 @@ claims a task with the store's one conditional UPDATE under a token unique to th
 child *adopts* that claim instead of claiming again; several daemons on one task database therefore
 never run one task twice. The daemon settles every claim its child left unrecorded (a crash, a kill,
 a task database that was away when the child ended): never run, the task is pending again; started,
-it is failed (``store.release``).
+it is failed (``store.release``; a recurring task waits again for the tick of that run).
+
+Recurring tasks (``settings.schedule``) wait in status ``scheduled`` for ``next_run_at``; once it has passed
+the daemon claims one for its tick (``store.claim_tick``, conditional on the task still waiting, so a tick
+that comes while a run of the task holds the claim waits for it to end: :mod:`wormhole.schedule`).
 
 The loop never exits on a task database error: it logs ``daemon.taskdb_unreachable``, drops the
 connection and tries again after an exponential backoff, while it goes on watching its children.
@@ -30,13 +34,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from wormhole import log
 from wormhole.config import EngineConf
 from wormhole.errors import TaskDbError, WormholeError
 from wormhole.metrics import DaemonMetrics, MetricsServer, finished_status, serve
+from wormhole.schedule import due_tick
 from wormhole.taskdb import CRASHED, SqlTaskStore, open_store
+from wormhole.taskdb.sql import format_ts, utcnow
 
 _T = TypeVar("_T")
 
@@ -242,11 +249,16 @@ class Daemon:
 
     def _claim_some(self, store: SqlTaskStore) -> None:
         free = self.o.max_tasks - len(self.children)
-        # A few more candidates than slots: other daemons may win some of them.
-        candidates = [(task_id, False) for task_id in store.pending(free + 8)]
+        # A few more candidates than slots: other daemons may win some of them. Recurring tasks whose tick
+        # has come first (a tick is due now; a pending task waits as long as it may).
+        now = utcnow()
+        candidates: list[tuple[int, str, datetime | None]] = [
+            (task_id, "tick", due_tick(expr, waited_for, now, last)) for task_id, expr, waited_for, last
+            in store.due(free + 8)]
+        candidates += [(task_id, "pending", None) for task_id in store.pending(free + 8)]
         if self.o.take_over and len(candidates) < free:
-            candidates += [(task_id, True) for task_id in store.stale(free + 8, self.stale_s)]
-        for task_id, stale in candidates:
+            candidates += [(task_id, "stale", None) for task_id in store.stale(free + 8, self.stale_s)]
+        for task_id, kind, tick in candidates:
             if free == 0:
                 break
             if task_id in self.children:
@@ -254,7 +266,7 @@ class Daemon:
             token = f"{self.host}:{os.getpid()}/daemon-{self.daemon_id}/{next(self._claims)}"
             # Noted before the claim: an answer lost on the wire leaves a claim to settle, not a stuck task.
             self.unsettled[task_id] = Unsettled(token, 0, "the daemon lost track of its claim", "failed")
-            if not self._claim(store, task_id, token, stale):
+            if not self._claim(store, task_id, token, kind, tick):
                 del self.unsettled[task_id]
                 continue
             self.metrics.claimed.inc()
@@ -262,8 +274,14 @@ class Daemon:
                 del self.unsettled[task_id]
                 free -= 1
 
-    def _claim(self, store: SqlTaskStore, task_id: int, token: str, stale: bool) -> bool:
-        if not stale:
+    def _claim(self, store: SqlTaskStore, task_id: int, token: str, kind: str, tick: datetime | None) -> bool:
+        if kind == "tick" and tick is not None:
+            # Conditional on the task still waiting: a run of it in progress is never joined by a second.
+            if store.claim_tick(task_id, token, tick):
+                self.log.info("daemon.claimed", task_id=task_id, claimed_by=token, tick=format_ts(tick))
+                return True
+            return False
+        if kind == "pending":
             if store.claim(task_id, token):
                 self.log.info("daemon.claimed", task_id=task_id, claimed_by=token)
                 return True

@@ -26,25 +26,30 @@ from wormhole.spec_json import load_spec_json
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PLACEHOLDER = re.compile(r"\$(\$?)\{([^{}]*)\}")
-BUILTINS = ("run_date", "run_ts")
+BUILTINS = ("run_date", "run_ts", "tick_date", "tick_ts")
 
 __all__ = ["BUILTINS", "MASK", "Resolved", "builtin_values", "load_params", "parse_params", "resolve",
            "resolve_text", "values_for_run"]
 
 
-def builtin_values(started: datetime) -> dict[str, str]:
-    """The built-ins of a run that starts at ``started`` (UTC). The recurring tasks' schedule will add
-    the tick's time here (its own names, from the tick the daemon passes), beside the run's start."""
-    at = started.astimezone(UTC) if started.tzinfo is not None else started
-    return {"run_date": at.strftime("%Y-%m-%d"), "run_ts": at.strftime("%Y-%m-%d %H:%M:%S")}
+def builtin_values(started: datetime, tick: datetime | None = None) -> dict[str, str]:
+    """The built-ins of a run that starts at ``started`` (UTC), and the time of the schedule's tick a
+    recurring task's run was claimed for (``tick``, UTC; else its start), as ``tick_ts`` and ``tick_date``."""
+    tick = started if tick is None else tick  # a run no tick started (a task that runs once): its start
+    return {"run_date": _utc(started).strftime("%Y-%m-%d"), "run_ts": _utc(started).strftime("%Y-%m-%d %H:%M:%S"),
+            "tick_date": _utc(tick).strftime("%Y-%m-%d"), "tick_ts": _utc(tick).strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def _utc(at: datetime) -> datetime:
+    return at.astimezone(UTC) if at.tzinfo is not None else at
 
 
 def values_for_run(params: str | bytes | None, recorded: str | bytes | None,
-                   started: datetime | None = None) -> dict[str, str]:
-    """The values a run's spec is resolved with: the built-ins of ``started`` (default now), under the
-    task row's ``params``, under the values ``recorded`` by the run it resumes (which win: a resumed
-    run uses the crashed run's values). InvalidTaskConfig (exit 204) for unreadable params."""
-    values = {**builtin_values(started or datetime.now(UTC)), **load_params(params)}
+                   started: datetime | None = None, tick: datetime | None = None) -> dict[str, str]:
+    """The values a run's spec is resolved with: the built-ins of ``started`` (default now) and ``tick``,
+    under the task row's ``params``, under the values ``recorded`` by the run it resumes (which win: a
+    resumed run uses the crashed run's values). InvalidTaskConfig (exit 204) for unreadable params."""
+    values = {**builtin_values(started or datetime.now(UTC), tick), **load_params(params)}
     values.update(load_params(recorded, where="the variables recorded by the resumed run"))
     return values
 

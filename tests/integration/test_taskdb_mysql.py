@@ -145,7 +145,8 @@ class TestMySqlStore(TaskStoreContract):
                                           "wormhole_task", "wormhole_task_run"]
         assert all(t[1] == "InnoDB" and t[2].startswith("utf8mb4") for t in tables)
         assert stamps == {"created_at": ("timestamp", 3), "started_at": ("datetime", 3),
-                          "finished_at": ("datetime", 3), "heartbeat_at": ("datetime", 3)}
+                          "finished_at": ("datetime", 3), "heartbeat_at": ("datetime", 3),
+                          "next_run_at": ("datetime", 3), "tick_at": ("datetime", 3)}
 
     def test_store_reconnects_after_the_connection_dropped(self, store: TaskStore, server_url: str,
                                                            mysql_url: str) -> None:

@@ -34,9 +34,12 @@ def test_a_value_under_a_secret_key_is_shown_masked() -> None:
 
 
 def test_built_ins_params_and_recorded_values() -> None:
-    assert builtin_values(datetime(2026, 3, 4, 5, 6, 7)) == {"run_date": "2026-03-04", "run_ts": "2026-03-04 05:06:07"}
+    # A run no schedule's tick started has its start as its tick.
+    assert builtin_values(datetime(2026, 3, 4, 5, 6, 7)) == {"run_date": "2026-03-04", "run_ts": "2026-03-04 05:06:07",
+                                                           "tick_date": "2026-03-04", "tick_ts": "2026-03-04 05:06:07"}
     values = values_for_run('{"run_date": "2020-01-01", "n": 5}', '{"n": "7"}', datetime(2026, 3, 4))
-    assert values == {"run_date": "2020-01-01", "run_ts": "2026-03-04 00:00:00", "n": "7"}
+    assert values == {"run_date": "2020-01-01", "run_ts": "2026-03-04 00:00:00", "n": "7",
+                      "tick_date": "2026-03-04", "tick_ts": "2026-03-04 00:00:00"}
     assert parse_params(["a=1", "b=x=y", "a=2"]) == {"a": "2", "b": "x=y"}
     with pytest.raises(ValueError, match="not name=value"):
         parse_params(["novalue"])

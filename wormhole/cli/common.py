@@ -22,8 +22,10 @@ from wormhole import log
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
 from wormhole.planning.channels import speed_limits
+from wormhole.schedule import next_tick
 from wormhole.spec_json import load_spec_json
 from wormhole.taskdb import SqlTaskStore, TaskStore, open_store
+from wormhole.taskdb.sql import utcnow
 from wormhole.variables import Resolved, builtin_values, parse_params, resolve
 
 
@@ -135,11 +137,14 @@ def read_spec(path: str, params: Mapping[str, str] | None = None) -> tuple[str, 
 
 
 def submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskSpec, priority: int = 0,
-           params: Mapping[str, str] | None = None) -> int:
-    """Insert the file's text (placeholders kept) as a pending task; ``params`` go to the row's params."""
+           params: Mapping[str, str] | None = None, *, now: bool = False) -> int:
+    """Insert the file's text (placeholders kept) as a pending task; ``params`` go to the row's params. A
+    recurring one (``settings.schedule``) waits for its first tick, unless it is to run ``now``."""
+    expr = spec.settings.schedule
     try:
         return store.submit(name or spec.name or Path(file).stem, text, priority,
-                            params=json.dumps(dict(params), ensure_ascii=False) if params else None)
+                            params=json.dumps(dict(params), ensure_ascii=False) if params else None,
+                            schedule=None if expr is None or now else (expr, next_tick(expr, utcnow())))
     except WormholeError as exc:
         fail(exc)
 

@@ -76,7 +76,9 @@ def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]) -> tu
     # The values the next run would use: a run resuming the last one takes its recorded values.
     resumed = runs[-1].variables if runs and runs[-1].status in (CRASHED, "partial", "running") else None
     try:
-        resolved = resolve_text(record.spec, {**values_for_run(record.params, resumed), **params})
+        # A recurring task's next run is for the tick it waits for (or a later one, should ticks be missed).
+        tick = record.next_run_at if record.status == "scheduled" else record.tick_at
+        resolved = resolve_text(record.spec, {**values_for_run(record.params, resumed, tick=tick), **params})
         return TaskSpec.from_mapping(resolved.check()), resolved
     except InvalidTaskConfig as exc:
         fail(exc)

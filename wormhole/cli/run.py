@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 import click
@@ -31,7 +32,9 @@ from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import InvalidTaskConfig, TaskDbError, WormholeError
 from wormhole.planning.channels import speed_limits
 from wormhole.recovery.lease import Lease
+from wormhole.schedule import next_wait
 from wormhole.taskdb import CRASHED, RunRecord, SqlTaskStore, TaskRecord, TaskStore, open_store
+from wormhole.taskdb.sql import utcnow
 from wormhole.variables import Resolved, resolve_text, values_for_run
 
 
@@ -124,6 +127,10 @@ class _Claim:
         self._lease: Lease | None = None
         self.claimed_at = time.monotonic()
         """Taken before the claim is made: the lease runs from here until the first heartbeat."""
+        self.tick: datetime | None = None
+        """The schedule's tick the run was claimed for (a recurring task's), from the task row."""
+        self.schedule: str | None = None
+        """A recurring task's cron expression (``settings.schedule``), once its spec is valid."""
 
     def finish(self, store: TaskStore, run_id: int, **outcome: Any) -> bool:
         """Record the run's outcome under this claim: False when the claim was taken over. A task
@@ -131,6 +138,9 @@ class _Claim:
         update is conditional on the claim, so writing it late is safe, and losing it would leave
         the task crashed (a daemon) or running (a process run by hand) when it had finished."""
         tries = 0
+        if self.schedule is not None:  # the task waits for its next tick, whatever the run's outcome
+            redo = outcome["run_status"] == "interrupted"
+            outcome["schedule"] = (self.schedule, next_wait(self.schedule, self.tick, redo=redo, now=utcnow()))
 
         def write() -> bool:
             nonlocal tries
@@ -201,6 +211,7 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
         logger.error("task.not_found", error=f"no task with id {task_id} in {store.url}", error_code="TASK_NOT_FOUND")
         return EXIT_BAD_TASK
     resume_from: int | None = None
+    claim.tick = record.tick_at
     if claim.adopted:
         if not patience("adopt the claim", lambda: store.adopt(task_id, claimed_by)):
             return _refused(store, task_id, logger, f"running under the claim {claimed_by}")
@@ -237,6 +248,7 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
     try:
         spec = TaskSpec.from_mapping(resolved.check())
         speed_limits(spec.settings.speed, conf)  # a job limit needs its per-channel limit (exit 204)
+        claim.schedule = spec.settings.schedule
     except InvalidTaskConfig as exc:
         # Whatever the row holds, the task ends 'failed' with the reason: never left 'running'.
         logger.error("task.invalid", problems=exc.problems, error_code=exc.code)
@@ -256,7 +268,7 @@ def _variables(record: TaskRecord, runs: list[RunRecord], resume_from: int | Non
     built-ins of now. Problems (exit 204) are raised by ``check()`` once the run is recorded."""
     recorded = next((r.variables for r in runs if r.id == resume_from), None)
     try:
-        values = values_for_run(record.params, recorded)
+        values = values_for_run(record.params, recorded, tick=record.tick_at)
     except InvalidTaskConfig as exc:
         return Resolved(None, problems=tuple(exc.problems))
     return resolve_text(record.spec, values)
@@ -401,7 +413,7 @@ def _record(ctx: click.Context, file: str, name: str | None, text: str, spec: Ta
     try:
         if store.url.lower().startswith("sqlite:"):
             store.init_schema()  # idempotent: the one-step run needs no `db init` on the embedded store
-        return submit(store, file, name, text, spec, params=params), store.url
+        return submit(store, file, name, text, spec, params=params, now=True), store.url
     except WormholeError as exc:
         fail(exc)
     finally:

@@ -1,4 +1,4 @@
-"""``wormhole db init``, ``wormhole task submit/show/list/retry`` and ``wormhole validate``."""
+"""``wormhole db init``, ``wormhole task submit/show/list/retry/pause/resume`` and ``wormhole validate``."""
 
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.recovery.leftovers import leftovers, resumable_chain, resumable_run
 from wormhole.redaction import redact, redact_json_text
+from wormhole.schedule import next_tick
 from wormhole.spec_json import load_spec_json
-from wormhole.taskdb import RunRecord, SqlTaskStore, TaskRecord
+from wormhole.taskdb import TASK_STATUSES, RunRecord, SqlTaskStore, TaskRecord
+from wormhole.taskdb.sql import utcnow
 from wormhole.variables import MASK, load_params, resolve_text, values_for_run
 
 
@@ -109,6 +111,10 @@ def task_show(ctx: click.Context, task_id: int) -> None:
         "params": _shown_values(record, record.params),
         "result": _loads_redacted(record.result),
         "heartbeat_at": record.heartbeat_at,
+        "schedule": None if record.schedule is None else {
+            "cron": record.schedule, "next_tick": record.next_run_at, "last_tick": record.tick_at,
+            "paused": record.paused},
+        "watermarks": None,  # incremental sources' per-destination watermarks will be listed here
         "runs": [{"id": r.id, "status": r.status, "exit_code": r.exit_code, "claimed_by": r.claimed_by,
                   "started_at": r.started_at, "finished_at": r.finished_at, "resumed_from": r.resumed_from,
                   "variables": _shown_values(record, r.variables), "error": r.error} for r in runs],
@@ -148,7 +154,7 @@ def _leftovers(store: SqlTaskStore, record: TaskRecord, *, remove: bool) -> dict
     try:
         # The destinations as the last run resolved them (a table may be named by a variable).
         values = values_for_run(record.params, runs[-1].variables if runs else None, runs[-1].started_at
-                                if runs and runs[-1].started_at else None)
+                                if runs and runs[-1].started_at else None, tick=record.tick_at)
         spec = TaskSpec.from_mapping(resolve_text(record.spec, values).check())
     except InvalidTaskConfig:
         return {}  # a task that never validated never wrote anything
@@ -184,7 +190,7 @@ def task_clean(ctx: click.Context, task_id: int) -> None:
 
 
 @task.command("list")
-@click.option("--status", type=click.Choice(["pending", "running", "success", "partial", "failed"]))
+@click.option("--status", type=click.Choice(list(TASK_STATUSES)))
 @click.option("--limit", type=click.IntRange(1, 100_000), default=50, show_default=True)
 @global_options
 @click.pass_context
@@ -238,6 +244,43 @@ def task_retry(ctx: click.Context, task_id: int, force: bool) -> None:
         click.echo(f"error: task {task_id} does not exist or is not failed/partial (use --force)", err=True)
         sys.exit(EXIT_BAD_TASK)
     click.echo(f"task {task_id} is pending")
+
+
+@task.command("pause")
+@click.argument("task_id", type=TASK_ID)
+@global_options
+@click.pass_context
+def task_pause(ctx: click.Context, task_id: int) -> None:
+    """Stop a recurring task's schedule: no daemon starts a run of it until `task resume` (a run in
+    progress finishes)."""
+    _pause(ctx, task_id, paused=True)
+
+
+@task.command("resume")
+@click.argument("task_id", type=TASK_ID)
+@global_options
+@click.pass_context
+def task_resume(ctx: click.Context, task_id: int) -> None:
+    """Restart a paused recurring task's schedule from its next tick (ticks passed while it was paused are
+    not run)."""
+    _pause(ctx, task_id, paused=False)
+
+
+def _pause(ctx: click.Context, task_id: int, *, paused: bool) -> None:
+    store = task_store(ctx)
+    try:
+        record = _existing(store, task_id)
+        after = None if paused or record.schedule is None else next_tick(record.schedule, utcnow())
+        ok = record.schedule is not None and store.set_paused(task_id, paused, after)
+    except WormholeError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    if not ok:
+        click.echo(f"error: task {task_id} has no schedule (settings.schedule; a task inserted pending gets it once "
+                   "its first run ends)", err=True)
+        sys.exit(EXIT_BAD_TASK)
+    click.echo(f"task {task_id} is {'paused' if paused else 'resumed'}")
 
 
 @click.command("validate")

@@ -20,6 +20,7 @@ from wormhole.errors import TaskDbError
 from wormhole.recovery.checkpoint import CheckpointRow
 from wormhole.taskdb.checkpoints import CheckpointsMixin
 from wormhole.taskdb.claims import CRASHED, ClaimsMixin
+from wormhole.taskdb.schedules import SchedulesMixin
 from wormhole.taskdb.schema import (
     CLAIMED_BY_MAX,
     ERROR_MAX,
@@ -33,7 +34,8 @@ from wormhole.taskdb.sql import clip, format_ts, parse_ts, utcnow
 
 __all__ = ["CRASHED", "DEFAULT_STALE_S", "TASK_STATUSES", "RunRecord", "SqlTaskStore", "TaskRecord", "TaskStore"]
 
-TASK_STATUSES: tuple[str, ...] = ("pending", "running", "success", "partial", "failed")
+TASK_STATUSES: tuple[str, ...] = ("pending", "running", "success", "partial", "failed", "scheduled")
+"""``scheduled``: a recurring task waiting for its next tick (``next_run_at``) between runs."""
 
 # Where a task may be sent back to pending from, without and with force (with force, a running
 # task too, but only once its heartbeat is stale: see ``retry``).
@@ -51,6 +53,8 @@ _RUN_COLUMNS = "id, task_id, status, claimed_by, started_at, finished_at, exit_c
 # The job variables' columns: read as NULL from a database that lacks them (see ``_optional``).
 _PARAMS = (TASK_TABLE, "params")
 _VARIABLES = (RUN_TABLE, "variables")
+# A recurring task's columns, likewise (see ``wormhole.schedule``).
+_SCHEDULE_COLUMNS = ("schedule", "next_run_at", "tick_at", "paused")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +77,14 @@ class TaskRecord:
     """When the process running the task last showed it is alive (None: never, or not running)."""
     params: str | None = None
     """The job variables' values, a JSON object of names to values (None: none)."""
+    schedule: str | None = None
+    """A recurring task's cron expression (None: the task runs once)."""
+    next_run_at: datetime | None = None
+    """The tick a recurring task waits for (while it runs: the one it waited for)."""
+    tick_at: datetime | None = None
+    """The tick the latest run of a recurring task was claimed for (``${tick_ts}``)."""
+    paused: bool = False
+    """``task pause``: no daemon starts a run of it until ``task resume``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +114,8 @@ class TaskStore(Protocol):
 
     def init_schema(self) -> None: ...
     def taskdb_id(self) -> str: ...
-    def submit(self, name: str, spec: str, priority: int = 0, params: str | None = None) -> int: ...
+    def submit(self, name: str, spec: str, priority: int = 0, params: str | None = None,
+               schedule: tuple[str, datetime] | None = None) -> int: ...
     def get(self, task_id: int) -> TaskRecord | None: ...
     def list(self, status: str | None = None, limit: int = 100) -> builtins.list[TaskRecord]: ...
     def claim(self, task_id: int, claimed_by: str) -> bool: ...
@@ -119,7 +132,8 @@ class TaskStore(Protocol):
     def start_run(self, task_id: int, claimed_by: str, resumed_from: int | None = None,
                   variables: str | None = None) -> int: ...
     def finish(self, task_id: int, run_id: int, *, status: str, run_status: str, exit_code: int,
-               result: str | None, error: str | None, claimed_by: str | None = None) -> bool: ...
+               result: str | None, error: str | None, claimed_by: str | None = None,
+               schedule: tuple[str, datetime] | None = None) -> bool: ...
     def fail_task(self, task_id: int, error: str) -> None: ...
     def runs(self, task_id: int) -> builtins.list[RunRecord]: ...
     def retry(self, task_id: int, *, force: bool = False, stale_s: float = DEFAULT_STALE_S) -> bool: ...
@@ -148,13 +162,11 @@ def _check_status(status: str, what: str = "status") -> None:
         raise ValueError(f"unknown task {what} {status!r}: expected one of {', '.join(TASK_STATUSES)}")
 
 
-class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
+class SqlTaskStore(ClaimsMixin, CheckpointsMixin, SchedulesMixin):
     """The task store logic, shared by SQLite and MySQL; subclasses supply the dialect hooks."""
 
     ddl: ClassVar[tuple[str, ...]] = ()
-    added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = ()
     _taskdb_id: str | None = None
-    _present: frozenset[tuple[str, str]] = frozenset()
 
     # -- the store ----------------------------------------------------------------------------------
 
@@ -193,36 +205,23 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
             self._execute(f"{self.insert_ignore} INTO {META_TABLE} (name, value) VALUES (?, ?)", (_ID_KEY, new_id()))
             return str(self._execute(select, (_ID_KEY,)).rows[0][0])
 
-    def _optional(self, table: str, column: str) -> str:
-        """``column``, or ``NULL`` on a database from before it: a new column read by every run must not
-        make an older database unusable until ``db init`` (only a present column is remembered, so one
-        added meanwhile by another process is seen)."""
-        if (table, column) not in self._present:
-            with self._guard(f"read the columns of {table}"):
-                if column not in self._columns(table):
-                    return "NULL"
-            self._present |= {(table, column)}
-        return column
+    def _task_columns(self) -> str:
+        optional = (self._optional(TASK_TABLE, c) for c in ("params", *_SCHEDULE_COLUMNS))
+        return f"{_TASK_COLUMNS}, {', '.join(optional)}"
 
-    def _add_optional(self, table: str, column: str) -> None:
-        """Add a missing optional column before a value is written to it, as ``db init`` would."""
-        if self._optional(table, column) != "NULL":
-            return
-        definition = next(d for t, c, d in self.added_columns if (t, c) == (table, column))
-        with self._guard(f"add the column {table}.{column}"):
-            try:
-                self._execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}", ())
-            except self.driver_errors:
-                if column not in self._columns(table):  # else another process added it first
-                    raise
-        self._present |= {(table, column)}
-
-    def submit(self, name: str, spec: str, priority: int = 0, params: str | None = None) -> int:
+    def submit(self, name: str, spec: str, priority: int = 0, params: str | None = None,
+               schedule: tuple[str, datetime] | None = None) -> int:
+        """Insert a pending task; with ``schedule`` (its cron expression, its first tick) a scheduled one."""
         # Same shape as the upstream INSERT: the column defaults make it pending.
         columns, values = "name, spec, priority", [clip(name, NAME_MAX), spec, priority]
         if params is not None:
             self._add_optional(*_PARAMS)
             columns, values = columns + ", params", [*values, params]
+        if schedule is not None:
+            for column in _SCHEDULE_COLUMNS:
+                self._add_optional(TASK_TABLE, column)
+            columns += ", status, schedule, next_run_at"
+            values += ["scheduled", schedule[0], format_ts(schedule[1])]
         marks = ", ".join("?" for _ in values)
         res = self._run("submit a task", f"INSERT INTO {TASK_TABLE} ({columns}) VALUES ({marks})", values)
         if res.lastrowid is None:
@@ -231,7 +230,7 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
 
     def get(self, task_id: int) -> TaskRecord | None:
         res = self._run(f"read task {task_id}",
-                        f"SELECT {_TASK_COLUMNS}, {self._optional(*_PARAMS)} FROM {TASK_TABLE} WHERE id = ?",
+                        f"SELECT {self._task_columns()} FROM {TASK_TABLE} WHERE id = ?",
                         (task_id,))
         return self._records(_task_record, res.rows[:1])[0] if res.rows else None
 
@@ -246,7 +245,7 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
             params.append(status)
         params.append(limit)
         res = self._run("list tasks",
-                        f"SELECT {_TASK_COLUMNS}, {self._optional(*_PARAMS)} FROM {TASK_TABLE}{where}"
+                        f"SELECT {self._task_columns()} FROM {TASK_TABLE}{where}"
                         " ORDER BY id DESC LIMIT ?", params)
         return self._records(_task_record, res.rows)
 
@@ -274,8 +273,11 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
         return int(res.lastrowid)
 
     def finish(self, task_id: int, run_id: int, *, status: str, run_status: str, exit_code: int,
-               result: str | None, error: str | None, claimed_by: str | None = None) -> bool:
-        """Record the outcome of a run on the run row and the task row, together.
+               result: str | None, error: str | None, claimed_by: str | None = None,
+               schedule: tuple[str, datetime] | None = None) -> bool:
+        """Record the outcome of a run on the run row and the task row, together. With ``schedule`` (a
+        recurring task's cron expression and next tick) the task goes back to ``scheduled`` for that tick
+        (the outcome stays on the run row, and in the task row's result and error).
 
         With ``claimed_by``, only a task still running under that claim is written: False (and the
         task row left to whoever took the claim over; the run row written only if still 'running')
@@ -289,9 +291,15 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin):
         run_sql = (f"UPDATE {RUN_TABLE} SET status = ?, finished_at = ?, exit_code = ?, result = ?, error = ?"
                    " WHERE id = ? AND task_id = ?")
         run_params = (run_status, now, exit_code, result, error, run_id, task_id)
+        if schedule is not None:  # before the transaction: an ALTER TABLE would commit it on MySQL
+            for column in _SCHEDULE_COLUMNS:
+                self._add_optional(TASK_TABLE, column)
         with self._atomic(f"finish task {task_id}"):
             task_sql = f"UPDATE {TASK_TABLE} SET status = ?, finished_at = ?, result = ?, error = ? WHERE id = ?"
             task_params: tuple[Any, ...] = (status, now, result, error, task_id)
+            if schedule is not None:
+                task_sql = task_sql.replace(" WHERE", ", schedule = ?, next_run_at = ? WHERE")
+                task_params = ("scheduled", now, result, error, schedule[0], format_ts(schedule[1]), task_id)
             if claimed_by is not None:
                 task_sql += " AND status = ? AND claimed_by = ?"
                 task_params += ("running", clip(claimed_by, CLAIMED_BY_MAX))
@@ -375,7 +383,8 @@ def _task_record(row: Sequence[Any]) -> TaskRecord:
         id=int(row[0]), name=row[1], spec=row[2], status=row[3], attempts=int(row[4]),
         created_at=parse_ts(row[5]), started_at=parse_ts(row[6]), finished_at=parse_ts(row[7]),
         claimed_by=row[8], result=row[9], error=row[10], priority=int(row[11] or 0),
-        heartbeat_at=parse_ts(row[12]), params=_text(row[13]),
+        heartbeat_at=parse_ts(row[12]), params=_text(row[13]), schedule=_text(row[14]),
+        next_run_at=parse_ts(row[15]), tick_at=parse_ts(row[16]), paused=bool(row[17]),
     )
 
 

@@ -107,26 +107,32 @@ class ClaimsMixin(SqlStoreBase):
         """Settle a claim whose process ended without recording the task; the task's new status or None.
 
         No run started under the claim: the task was never run, so it is pending again. A run started:
-        the task is failed and the run ends ``run_status``, both with ``error``. A task no longer running
-        under the claim is left alone.
+        the task is failed (a recurring one scheduled again, for the same tick) and the run ends
+        ``run_status``, both with ``error``. A task no longer running under the claim is left alone.
         """
         now = format_ts(utcnow())
+        # A recurring task keeps its schedule: it waits again for the tick of the run that ended here, due
+        # at once, so the next claim resumes (a crashed run) or redoes (an interrupted one) that tick.
+        recurring = self._schedule_of(task_id) is not None
         with self._atomic(f"release the claim of task {task_id}"):
             started = self._execute(f"SELECT id FROM {RUN_TABLE} WHERE task_id = ? AND claimed_by = ?",
                                     (task_id, claimed_by)).rows
             mine = "WHERE id = ? AND status = ? AND claimed_by = ?"
             if not started:
+                waiting = "scheduled" if recurring else "pending"
                 res = self._execute(
                     f"UPDATE {TASK_TABLE} SET status = ?, claimed_by = NULL, started_at = NULL,"
-                    f" attempts = attempts - 1 {mine}", ("pending", task_id, "running", claimed_by))
-                return "pending" if res.rowcount == 1 else None
+                    f" attempts = attempts - 1 {mine}", (waiting, task_id, "running", claimed_by))
+                return waiting if res.rowcount == 1 else None
             error = clip(error, ERROR_MAX) or ""
-            res = self._execute(f"UPDATE {TASK_TABLE} SET status = ?, finished_at = ?, error = ? {mine}",
-                                ("failed", now, error, task_id, "running", claimed_by))
+            status = "scheduled" if recurring else "failed"
+            again = ", next_run_at = COALESCE(tick_at, next_run_at)" if recurring else ""
+            res = self._execute(f"UPDATE {TASK_TABLE} SET status = ?, finished_at = ?, error = ?{again} {mine}",
+                                (status, now, error, task_id, "running", claimed_by))
             self._execute(f"UPDATE {RUN_TABLE} SET status = ?, finished_at = ?, exit_code = ?, error = ?"
                           " WHERE task_id = ? AND claimed_by = ? AND status = ?",
                           (run_status, now, exit_code, error, task_id, claimed_by, "running"))
-            return "failed" if res.rowcount == 1 else None
+            return status if res.rowcount == 1 else None
 
     def register_daemon(self, host: str, pid: int) -> int:
         """Insert this daemon's heartbeat row; its id."""

@@ -8,7 +8,7 @@ A database created by an older ``db init`` lacks the columns added since; ``init
 column of ``*_ADDED_COLUMNS`` that is missing, so ``db init`` is also the upgrade. The job variables'
 columns (``wormhole_task.params``, ``wormhole_task_run.variables``) need no ``db init``: a store reads
 NULL from a database without them, and the first write that has a value adds the column as ``db init``
-would.
+would; so do a recurring task's (``schedule``, ``next_run_at``, ``tick_at``, ``paused``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ SQLITE_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (RUN_TABLE, "resumed_from", "INTEGER"),
     (TASK_TABLE, "params", "TEXT"),
     (RUN_TABLE, "variables", "TEXT"),
+    (TASK_TABLE, "schedule", "TEXT"),
+    (TASK_TABLE, "next_run_at", "TEXT"),
+    (TASK_TABLE, "tick_at", "TEXT"),
+    (TASK_TABLE, "paused", "INTEGER NOT NULL DEFAULT 0"),
 )
 MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "priority", "INT NOT NULL DEFAULT 0"),
@@ -49,6 +53,10 @@ MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (RUN_TABLE, "resumed_from", "BIGINT NULL"),
     (TASK_TABLE, "params", "TEXT NULL"),
     (RUN_TABLE, "variables", "TEXT NULL"),
+    (TASK_TABLE, "schedule", "VARCHAR(255) NULL"),
+    (TASK_TABLE, "next_run_at", "DATETIME(3) NULL"),
+    (TASK_TABLE, "tick_at", "DATETIME(3) NULL"),
+    (TASK_TABLE, "paused", "TINYINT NOT NULL DEFAULT 0"),
 )
 
 # SQLite keeps timestamps as 'YYYY-MM-DD HH:MM:SS.fff' UTC text: strftime('now') is UTC, and the text
@@ -70,7 +78,11 @@ SQLITE_DDL: tuple[str, ...] = (
     error       TEXT,
     priority    INTEGER NOT NULL DEFAULT 0,
     heartbeat_at TEXT,
-    params      TEXT
+    params      TEXT,
+    schedule    TEXT,
+    next_run_at TEXT,
+    tick_at     TEXT,
+    paused      INTEGER NOT NULL DEFAULT 0
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{TASK_TABLE}_status ON {TASK_TABLE} (status)",
     f"""CREATE TABLE IF NOT EXISTS {RUN_TABLE} (
@@ -132,6 +144,10 @@ MYSQL_DDL: tuple[str, ...] = (
     priority    INT NOT NULL DEFAULT 0,
     heartbeat_at DATETIME(3) NULL,
     params      TEXT NULL,
+    schedule    VARCHAR(255) NULL,
+    next_run_at DATETIME(3) NULL,
+    tick_at     DATETIME(3) NULL,
+    paused      TINYINT NOT NULL DEFAULT 0,
     PRIMARY KEY (id),
     KEY ix_{TASK_TABLE}_status (status)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",

@@ -75,6 +75,8 @@ class SqlStoreBase(ABC):
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
     # How the dialect spells an INSERT that skips a row whose unique key exists (idempotent writes).
     insert_ignore: ClassVar[str] = "INSERT OR IGNORE"
+    added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    _present: frozenset[tuple[str, str]] = frozenset()
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -158,3 +160,38 @@ class SqlStoreBase(ABC):
                     self._rollback()
                 raise
             self._commit()
+
+    # -- columns added since the first release -------------------------------------------------------
+
+    def _optional(self, table: str, column: str) -> str:
+        """``column``, or ``NULL`` on a database from before it: a new column read by every run must not
+        make an older database unusable until ``db init`` (only a present column is remembered, so one
+        added meanwhile by another process is seen)."""
+        if (table, column) not in self._present:
+            with self._guard(f"read the columns of {table}"):
+                if column not in self._columns(table):
+                    return "NULL"
+            self._present |= {(table, column)}
+        return column
+
+    def _schedule_of(self, task_id: int) -> str | None:
+        """A recurring task's cron expression (None: it runs once)."""
+        if self._optional("wormhole_task", "schedule") == "NULL":
+            return None
+        rows = self._run(f"read the schedule of task {task_id}", "SELECT schedule FROM wormhole_task WHERE id = ?",
+                         (task_id,)).rows
+        value = rows[0][0] if rows else None
+        return value.decode() if isinstance(value, bytes) else value
+
+    def _add_optional(self, table: str, column: str) -> None:
+        """Add a missing optional column before a value is written to it, as ``db init`` would."""
+        if self._optional(table, column) != "NULL":
+            return
+        definition = next(d for t, c, d in self.added_columns if (t, c) == (table, column))
+        with self._guard(f"add the column {table}.{column}"):
+            try:
+                self._execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}", ())
+            except self.driver_errors:
+                if column not in self._columns(table):  # else another process added it first
+                    raise
+        self._present |= {(table, column)}
