@@ -142,7 +142,7 @@ def test_a_sigkilled_run_is_taken_over_once_its_heartbeat_is_stale(ws: Workspace
 def test_a_live_run_heartbeats_and_is_never_taken_over_nor_reset(tmp_path: Path, running: list[Running]) -> None:
     ws = workspace(tmp_path)
     db = TaskDb(ws)
-    task_id = ws.submit(slow_spec(batches=150))
+    task_id = ws.submit(slow_spec(batches=300))  # 12 s: two CLI runs beside it on a loaded machine
     live = start_and_wait_running(ws, db, task_id, running)
 
     # The heartbeat column moves while the task runs.

@@ -181,11 +181,11 @@ def test_an_idle_task_group_takes_splits_from_a_slow_one(ws: Workspace, dbs: Dat
 @pytest.mark.mysql
 def test_concurrent_readers_read_different_databases_at_once(ws: Workspace, dbs: Databases) -> None:
     """3 shards, 3 channels: the server's processlist, sampled during the run, shows reads on all three
-    databases at the same time. The task's speed limit (3 channels of 100,000 rows/s) keeps each read open
-    for seconds, so a loaded machine that starts one channel late still overlaps them."""
+    databases at the same time. The task's speed limit (3 channels of 50,000 rows/s) keeps each read open
+    for 4 s, so a loaded machine that starts one channel late still overlaps them."""
     source = sharded_source(dbs, [[200_000, 200_000], [200_000, 200_000], [200_000, 200_000]], split_pk=None)
     databases = [c["database"] for c in source["params"]["connections"]]
-    spec = {"source": source, "settings": {"speed": {"record": 300_000, "channel_record": 100_000}},
+    spec = {"source": source, "settings": {"speed": {"record": 150_000, "channel_record": 50_000}},
             "destinations": [null_dest()]}
     watcher = SERVER.connect()
     most: set[str] = set()
