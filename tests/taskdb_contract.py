@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 import pytest
 
 from wormhole.errors import TaskDbError
-from wormhole.recovery.checkpoint import PLAN_ROW, CheckpointRow
+from wormhole.recovery.checkpoint import PLAN_ROW, WINDOW_ROW, CheckpointRow, WatermarkWrite
 from wormhole.taskdb import TASK_STATUSES, RunRecord, TaskRecord, TaskStore, open_store
 
 SPEC = '{"name": "orders", "source": {"plugin": "sqlite", "params": {}}, "destinations": []}'
@@ -622,3 +622,21 @@ class TaskStoreContract:
         assert store.delete_checkpoints(task_id) == 3
         assert store.checkpoint(second) == []
         assert len(store.checkpoint(other_run)) == 1  # another task's rows stay
+
+    def test_a_commit_row_and_its_watermark_are_written_together(self, store: TaskStore, store_url: str,
+                                                                 raw_insert: RawInsert) -> None:
+        task_id = task_in(store, "running")
+        run_id = store.start_run(task_id, "setup")
+        raw_insert("DROP TABLE wormhole_watermark")  # a database from before watermarks: none kept, made on write
+        assert store.watermarks("orders") == {}
+        store.save_plan(task_id, run_id, run_id, [("a", "{}")], window='{"w": 1}')
+        store.mark_committed(task_id, run_id, run_id, "dw", 5, WatermarkWrite("orders", '{"int": "41"}'))
+        store.mark_committed(task_id, run_id, run_id, "dw", 5, WatermarkWrite("orders", '{"int": "42"}'))
+        store.mark_committed(task_id, run_id, run_id, "lake", 3)  # not incremental: the commit row alone
+        assert store.watermarks("orders") == {"dw": ('{"int": "42"}', run_id)}
+        assert store.watermarks("other") == {}
+        assert [(r.split_id, r.destination, r.payload) for r in store.checkpoint(run_id)] == [
+            ("a", PLAN_ROW, "{}"), ("", WINDOW_ROW, '{"w": 1}'), ("", "dw", None), ("", "lake", None)]
+        with pytest.raises(ValueError, match="longer than 255"):  # nothing half-written: the watermark stays
+            store.mark_committed(task_id, run_id, run_id, "x" * 256, 1, WatermarkWrite("orders", '{"int": "9"}'))
+        assert store.watermarks("orders") == {"dw": ('{"int": "42"}', run_id)}

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from wormhole.destination_checks import check_owned_paths as _check_owned_paths
 from wormhole.destination_checks import check_single_writers as _check_single_writers
 from wormhole.errors import ConfigError, InvalidTaskConfig, PluginError
+from wormhole.incremental import IncrementalSpec
 from wormhole.options import Problems, join_path, opt, parse_options, show_value
 from wormhole.plugins import registry
 from wormhole.plugins.base import Plugin
@@ -235,6 +236,12 @@ class _PluginRef:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class _SourceRef(_PluginRef):
+    incremental: IncrementalSpec | None = None
+    """Read only the rows past each destination's watermark (see :mod:`wormhole.incremental`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _DestinationRef:
     id: str = opt(pattern=r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
     plugin: str = opt(nonempty=True)
@@ -248,7 +255,7 @@ class _DestinationRef:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _TaskRef:
     name: str = ""
-    source: _PluginRef
+    source: _SourceRef
     transforms: Any = None
     destinations: tuple[_DestinationRef, ...] = opt(min_items=1)
     settings: SettingsSpec = field(default_factory=SettingsSpec)
@@ -259,6 +266,7 @@ class SourceSpec:
     plugin: str
     options: Any
     """The plugin's own frozen options dataclass, parsed from ``source.params``."""
+    incremental: IncrementalSpec | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -331,15 +339,18 @@ class TaskSpec:
         return cls(name=ref.name, source=source, destinations=parsed, settings=ref.settings, transforms=transforms)
 
 
-def _parse_source(ref: _PluginRef, problems: Problems) -> SourceSpec | None:
+def _parse_source(ref: _SourceRef, problems: Problems) -> SourceSpec | None:
     plugin = _plugin(ref.plugin, "source.plugin", problems)
     if plugin is None:
         return None
     if plugin.source is None:
         problems.add("source.plugin", f"plugin {ref.plugin!r} cannot be a source")
         return None
+    if ref.incremental is not None and plugin.source.bounds is None:
+        problems.add("source.incremental", f"the {ref.plugin} store cannot read incrementally "
+                                           f"(stores that can: mysql, sqlite)")
     options = parse_options(plugin.source.options, ref.params, "source.params", problems)
-    return None if options is None else SourceSpec(plugin=ref.plugin, options=options)
+    return None if options is None else SourceSpec(plugin=ref.plugin, options=options, incremental=ref.incremental)
 
 
 def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> DestinationSpec | None:
@@ -400,7 +411,7 @@ def _check_partial(raw: Any, problems: Problems) -> None:
         return
     src = raw.get("source")
     if isinstance(src, dict) and isinstance(src.get("plugin"), str) and isinstance(src.get("params", {}), dict):
-        _parse_source(_PluginRef(plugin=src["plugin"], params=src.get("params", {})), problems)
+        _parse_source(_SourceRef(plugin=src["plugin"], params=src.get("params", {})), problems)
     parse_transforms(raw.get("transforms"), "transforms", "task", problems)
     dests = raw.get("destinations")
     if isinstance(dests, list):

@@ -8,6 +8,7 @@ steps are the same for both engines; where the rows move is an :class:`Execution
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 import time
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from wormhole import incremental
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
 from wormhole.counters import Counters, percentage_limit, record_limit
 from wormhole.dirty import DirtyFile
@@ -171,6 +173,8 @@ class Engine:
         self._recovery = RecoveryState(run_id, run_id)
         self._engine = spec.settings.engine if spec.settings.engine != "auto" else "local"
         self._engine_reason = "not chosen yet"
+        self._window: incremental.Window | None = None
+        """An incremental run's window, once planned."""
 
     def abandon(self, reason: str) -> None:
         """Stop at once and leave every destination as it is, neither committed nor rolled back: another
@@ -281,19 +285,36 @@ class Engine:
         return abort, None
 
     def _plan(self, run: _Run) -> Schema:
-        """The plan (reader periphery, engine, channels, splits, task groups), then the execution's
-        read plan; the writers' schema."""
-        plan = run.plan = make_plan(self._spec, self._conf, run.readers, self._log)
+        """The plan (an incremental task's window, reader periphery, engine, channels, splits, task groups),
+        then the execution's read plan; the writers' schema."""
+        spec = self._windowed(run)
+        plan = run.plan = make_plan(spec, self._conf, run.readers, self._log)
+        if self._window is not None:
+            plan = run.plan = dataclasses.replace(plan, incremental=self._window.describe())
         self._engine, self._engine_reason = plan.engine, plan.engine_reason
         self._log.info("engine.chosen", engine=self._engine, reason=self._engine_reason)
         run.readers.assign(plan.task_groups)
         if self._recovery.checkpointer is not None:
-            self._recovery.checkpointer.save_plan(run.readers.splits)
+            self._recovery.checkpointer.save_plan(run.readers.splits, self._window)
         run.execution = self._execution(run)
         schema = run.execution.prepare_source(run.readers)
         self._write_side(run)
         run.pushup = self._place_transforms(run, plan)
         return schema
+
+    def _windowed(self, run: _Run) -> TaskSpec:
+        """The spec this run plans with: an incremental task's window as transforms (the window a resumed
+        chain recorded, else a new one from the source's bounds and the kept watermarks)."""
+        if self._spec.source.incremental is None:
+            return self._spec
+        window = self._recovery.window
+        if window is None:
+            store = self._checkpoints
+            window = incremental.fresh_window(self._spec, run.ctx, self._task_id,
+                                              store.watermarks if store is not None else lambda _key: {})
+        self._window = window
+        self._log.info("incremental.window", resumed=self._recovery.window is not None, **window.describe())
+        return cast(TaskSpec, incremental.windowed(self._spec, window))
 
     def _place_transforms(self, run: _Run, plan: Plan) -> PushUp | None:
         """The destinations' chains, and where the task's operators run: in Spark, as Columns on the
@@ -436,6 +457,8 @@ class Engine:
             dirty_file=str(run.dirty.path) if run.dirty.counts else None,
             spark=run.execution.describe() if run.execution is not None else None,
             plan=run.plan.to_dict() if run.plan is not None else None, resumed_from_run=self._resume_from,
+            incremental=None if self._window is None else incremental.outcome(
+                self._window, {k: d.status == "success" for k, d in destinations.items()}),
             transforms=transform_report(run.writers.transforms, run.readers.pushup, run.writers.destinations.values()))
         return RunResult(report, run_status="interrupted" if interrupted else status)
 

@@ -108,13 +108,15 @@ class RunReport:
     """The crashed run this run took over and resumed, else null."""
     transforms: Mapping[str, Any] | None = None
     """Tasks with transforms: the chains, each operator's metrics, and the plan each split ran under."""
+    incremental: Mapping[str, Any] | None = None
+    """Incremental tasks: the window read, and per destination the watermark it started from and has now."""
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("spark", "transforms") and value is None:
+            if f.name in ("spark", "transforms", "incremental") and value is None:
                 continue
             if f.name == "destinations":
                 value = {k: dataclasses.asdict(v) for k, v in value.items()}

@@ -32,7 +32,7 @@ class Flaky:
         real = getattr(self.store, name)
 
         def call(*args: Any) -> Any:
-            if name in ("save_plan", "mark_durable") and self.failures > 0:
+            if name in ("save_plan", "mark_durable", "mark_committed") and self.failures > 0:
                 self.failures -= 1
                 raise TaskDbError("task database sqlite:///x: cannot connect: refused", url="sqlite:///x")
             return real(*args)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import click
 
-from wormhole import log
+from wormhole import incremental, log
 from wormhole.cli.common import PARAMS_OPTION, TASK_ID, fail, global_options, read_spec, task_store
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.counters import Counters
@@ -52,7 +53,7 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
         spec, resolved = _stored_spec(ctx, task_id or 0, params)
     try:
         conf = EngineConf.load(ctx.obj.conf_dir)
-        made = _make(spec, conf, task_id or 0)
+        made = _make(spec, conf, task_id or 0, _watermarks(ctx))
     except WormholeError as exc:
         fail(exc)
     if as_json:
@@ -84,18 +85,31 @@ def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]) -> tu
         fail(exc)
 
 
-def _make(spec: TaskSpec, conf: EngineConf, task_id: int) -> Plan:
+def _watermarks(ctx: click.Context) -> Callable[[str], Mapping[str, tuple[str | None, int]]]:
+    """The watermarks the task database keeps under a state key (read only when the task is incremental)."""
+    def read(key: str) -> Mapping[str, tuple[str | None, int]]:
+        store = task_store(ctx)
+        try:
+            return store.watermarks(key)
+        finally:
+            store.close()
+    return read
+
+
+def _make(spec: TaskSpec, conf: EngineConf, task_id: int,
+          kept: Callable[[str], Mapping[str, tuple[str | None, int]]]) -> Plan:
     logger = log.get_logger(task_id=task_id)
     ctx = ReadContext(task_id=task_id, run_id=0, batch_rows=conf.exchange.batch_rows, dirty=_NoRows(),
                       plugin=spec.source.plugin, stop=threading.Event())
     readers = ReaderManager(spec.source, ctx, conf, Counters(), lambda _: None, logger)
     try:
-        made = make_plan(spec, conf, readers, logger)
+        window = None if spec.source.incremental is None else incremental.fresh_window(spec, ctx, task_id, kept)
+        made = make_plan(incremental.windowed(spec, window) if window is not None else spec, conf, readers, logger)
     except WormholeError:
         raise
     except Exception as exc:  # a store's own error while splitting: still a clear message, exit 204
         raise ConfigError(f"planning failed: {type(exc).__name__}: {exc}") from exc
-    return made
+    return made if window is None else replace(made, incremental=window.describe())
 
 
 def describe(made: Plan) -> str:
@@ -111,9 +125,23 @@ def describe(made: Plan) -> str:
               for g in made.task_groups]
     lines.append("destinations:")
     lines += [f"  {d.id} ({d.plugin}): {d.writers} writer(s), {d.method}" for d in made.destinations]
+    if made.incremental is not None:
+        lines += _describe_window(made.incremental)
     if made.transforms is not None:
         lines += _describe_transforms(made.to_dict()["transforms"])
     return "\n".join(lines)
+
+
+def _describe_window(w: Mapping[str, Any]) -> list[str]:
+    low = "the first row" if w["from"] is None else \
+        f"{w['from']} ({'inclusive' if w['from_inclusive'] else 'exclusive'})"
+    high = "nothing to read (no value)" if w["to"] is None else \
+        f"{w['to']} ({'inclusive' if w['to_inclusive'] else 'exclusive'})"
+    lines = [f"incremental:    {w['column']} ({w['mode']}, state key {w['state_key']}) from {low} to {high}"]
+    lines += [f"  {d}: from {v['from'] if v['from'] is not None else 'the first row'}"
+              f" (watermark {v['watermark'] if v['watermark'] is not None else 'none'})"
+              for d, v in w["destinations"].items()]
+    return lines
 
 
 def _describe_transforms(t: dict[str, Any]) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from wormhole import incremental
 from wormhole.cli.common import (
     NAME_OPTION,
     PARAMS_OPTION,
@@ -25,7 +26,7 @@ from wormhole.recovery.leftovers import leftovers, resumable_chain, resumable_ru
 from wormhole.redaction import redact, redact_json_text
 from wormhole.schedule import next_tick
 from wormhole.spec_json import load_spec_json
-from wormhole.taskdb import TASK_STATUSES, RunRecord, SqlTaskStore, TaskRecord
+from wormhole.taskdb import TASK_STATUSES, RunRecord, SqlTaskStore, TaskRecord, TaskStore
 from wormhole.taskdb.sql import utcnow
 from wormhole.variables import MASK, load_params, resolve_text, values_for_run
 
@@ -99,6 +100,7 @@ def task_show(ctx: click.Context, task_id: int) -> None:
         record = _existing(store, task_id)
         runs = store.runs(task_id)
         left = _leftovers(store, record, remove=False)
+        watermarks = _watermarks(store, record)
     except WormholeError as exc:
         fail(exc)
     finally:
@@ -114,7 +116,7 @@ def task_show(ctx: click.Context, task_id: int) -> None:
         "schedule": None if record.schedule is None else {
             "cron": record.schedule, "next_tick": record.next_run_at, "last_tick": record.tick_at,
             "paused": record.paused},
-        "watermarks": None,  # incremental sources' per-destination watermarks will be listed here
+        "watermarks": watermarks,
         "runs": [{"id": r.id, "status": r.status, "exit_code": r.exit_code, "claimed_by": r.claimed_by,
                   "started_at": r.started_at, "finished_at": r.finished_at, "resumed_from": r.resumed_from,
                   "variables": _shown_values(record, r.variables), "error": r.error} for r in runs],
@@ -126,6 +128,24 @@ def task_show(ctx: click.Context, task_id: int) -> None:
     except UnicodeEncodeError:  # a stored value no terminal can print as is: escape it instead
         text = json.dumps(doc, indent=2, default=str)
     click.echo(text)
+
+
+def _watermarks(store: TaskStore, record: TaskRecord) -> dict[str, Any] | None:
+    """An incremental task's state key and each destination's watermark (value, the run that set it)."""
+    try:
+        doc = json.loads(record.spec)
+    except ValueError:
+        return None
+    source = doc.get("source") if isinstance(doc, dict) else None
+    inc = source.get("incremental") if isinstance(source, dict) else None
+    if not isinstance(inc, dict):
+        return None
+    given = inc.get("state_key")
+    key = given if isinstance(given, str) and given else str(doc.get("name") or "") or f"task-{record.id}"
+    kept = store.watermarks(key)
+    return {"state_key": key, "destinations": {
+        dest: {"value": None if text is None else incremental.show(incremental.decode(json.loads(text))), "run": run}
+        for dest, (text, run) in sorted(kept.items())}}
 
 
 def _shown_values(record: TaskRecord, text: str | None) -> Any:

@@ -8,6 +8,7 @@ JSON keys (:meth:`Plan.to_dict`) are documented in the README and stable.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -58,6 +59,8 @@ class Plan:
     limits: SpeedLimits
     transforms: TransformPlan | None = None
     """The operators bound to the source schema, and what the source evaluates (None: no transforms)."""
+    incremental: Mapping[str, Any] | None = None
+    """An incremental task's window (:meth:`wormhole.incremental.Window.describe`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +74,7 @@ class Plan:
             "speed": {"byte": self.limits.byte, "record": self.limits.record},
             **({"transforms": self.transforms.describe(self.transforms.initial())}
                if self.transforms is not None else {}),
+            **({"incremental": dict(self.incremental)} if self.incremental is not None else {}),
         }
 
 

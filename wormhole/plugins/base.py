@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import structlog
@@ -370,6 +371,18 @@ def split_order(frame: Any) -> list[str] | None:
     return list(order) if order is not None else None
 
 
+@dataclass(frozen=True, slots=True)
+class SourceBounds:
+    """What a source says of an incremental column when a run is planned (``SourceRole.bounds``)."""
+
+    kind: str
+    """The column's logical type."""
+    maximum: Any
+    """``MAX(column)`` over what the source reads (None: no row has a value)."""
+    now: datetime
+    """The source's clock, to the whole second (a database's: its session's time zone)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SourceRole:
     options: type
@@ -386,6 +399,10 @@ class SourceRole:
     """Optional: the schema these options declare, known without connecting or opening a file (the
     reader's ``schema()`` returns exactly it); None when only the store can say. Validation type-checks
     the transforms against it, so a typo in a column name is refused before anything is recorded."""
+    bounds: Callable[[Any, ReadContext, str], SourceBounds] | None = None
+    """Optional: ``bounds(options, context, column)``, the incremental column's type, its maximum over what
+    the options read and the source's clock (:mod:`wormhole.incremental`); a store without it cannot be
+    read incrementally. Raises a SplitError naming the column when it is not one of the source's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

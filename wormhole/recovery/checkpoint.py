@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from wormhole.errors import TaskDbError
+from wormhole.incremental import Window, encode, show
 from wormhole.log import Logger
 from wormhole.plugins.base import Split
 from wormhole.retry import policy
@@ -34,6 +35,10 @@ WAIT_ATTEMPTS = 8
 
 PLAN_ROW = ""
 """The ``destination`` of a split's plan row."""
+
+WINDOW_ROW = "#window"
+"""The ``destination`` of an incremental run's window row (no destination id starts with ``#``); its
+``payload`` is the window as JSON (:class:`wormhole.incremental.Window`)."""
 
 COMMITTED = ""
 """The ``split_id`` of a destination's commit row: the run committed that destination (written right
@@ -54,12 +59,30 @@ class CheckpointRow:
     split was read under, as JSON (:meth:`Checkpointer.sealed`), or None."""
 
 
+@dataclass(frozen=True, slots=True)
+class WatermarkWrite:
+    """A destination's new watermark, written with its commit row."""
+
+    state_key: str
+    value: str
+    """The value as JSON (:func:`wormhole.incremental.encode`)."""
+
+
 class CheckpointStore(Protocol):
     """What the engine needs of the task database for checkpoints (the SQL stores implement it)."""
 
     def save_plan(self, task_id: int, run_id: int, origin_run_id: int,
-                  splits: Sequence[tuple[str, str]]) -> None:
-        """Record the plan rows ``(split_id, payload)`` of run ``run_id``, in one transaction."""
+                  splits: Sequence[tuple[str, str]], window: str | None = None) -> None:
+        """Record the plan rows ``(split_id, payload)`` of run ``run_id`` and the window, in one transaction."""
+        ...
+
+    def mark_committed(self, task_id: int, run_id: int, origin_run_id: int, destination: str, rows: int,
+                       watermark: WatermarkWrite | None = None) -> None:
+        """Record the destination's commit row and its new watermark, in one transaction."""
+        ...
+
+    def watermarks(self, state_key: str) -> dict[str, tuple[str | None, int]]:
+        """Destination -> (watermark JSON, the run that set it) under ``state_key``."""
         ...
 
     def mark_durable(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
@@ -147,15 +170,19 @@ class Checkpointer:
         self._log = log
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name="checkpoint", daemon=True)
+        self._window: Window | None = None
+        """An incremental run's window: each commit row advances its destination's watermark."""
         self._thread.start()
         self.failed = 0
 
-    def save_plan(self, splits: Sequence[Split]) -> None:
-        """Record the run's plan, and wait for it: it must be in the task database before any destination
-        holds a split of it, or a resumed run could split the source differently. Raises when it cannot
-        be recorded."""
+    def save_plan(self, splits: Sequence[Split], window: Window | None = None) -> None:
+        """Record the run's plan (and an incremental run's window), and wait for it: it must be in the task
+        database before any destination holds a split of it, or a resumed run could split the source
+        differently. Raises when it cannot be recorded."""
         rows = [(s.id, split_to_json(s)) for s in splits]
-        self._wait(lambda: self._store.save_plan(self._task_id, self._run_id, self._origin, rows))
+        text = window.to_json() if window is not None else None
+        self._wait(lambda: self._store.save_plan(self._task_id, self._run_id, self._origin, rows, text))
+        self._window = window
 
     def sealed(self, split_id: str, destination: str, rows: int, plan: dict[str, Any] | None = None) -> None:
         """``plan``: the transform placement the split was read under (recorded with it)."""
@@ -166,11 +193,24 @@ class Checkpointer:
     def committed(self, destination: str, rows: int) -> None:
         """Record that ``destination`` was committed, and wait for it (the sooner it is there, the smaller
         the window in which a crash leaves a destination without a record of its own to be loaded twice)."""
+        window, watermark = self._window, None
+        if window is not None:
+            watermark = WatermarkWrite(window.state_key, json.dumps(encode(window.advanced(destination))))
         try:
-            self._wait(lambda: self._store.mark_durable(self._task_id, self._run_id, self._origin, COMMITTED,
-                                                        destination, rows))
+            self._wait(lambda: self._store.mark_committed(self._task_id, self._run_id, self._origin, destination,
+                                                          rows, watermark))
         except Exception as exc:
-            self._log.warning("checkpoint.write_failed", error=str(exc), destination=destination)
+            if watermark is None:
+                self._log.warning("checkpoint.write_failed", error=str(exc), destination=destination)
+                return
+            # The destination holds the window but its watermark did not move: the next run would send
+            # the window again. Said loudly; a run that resumes this one writes it (see incremental.py).
+            self._log.error("watermark.write_failed", error=str(exc), destination=destination,
+                            state_key=window.state_key if window else None)
+            return
+        if watermark is not None:
+            self._log.info("watermark.advanced", destination=destination, state_key=watermark.state_key,
+                           value=show(window.advanced(destination)) if window else None)
 
     def _wait(self, job: Callable[[], None]) -> None:
         """Run ``job`` on the checkpoint thread (after what is queued) and wait; its exception is raised.

@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from wormhole.incremental import Window
 from wormhole.log import Logger
 from wormhole.plugins.base import DurablePeriphery, Split, WriterPeriphery
 from wormhole.plugins.capabilities import Capabilities
 from wormhole.recovery.checkpoint import (
     COMMITTED,
     PLAN_ROW,
+    WINDOW_ROW,
     Checkpointer,
     CheckpointRow,
     CheckpointStore,
@@ -54,6 +56,8 @@ class RecoveryState:
     """The run's claim on its task (None: nobody else can hold it)."""
     taskdb_id: str = ""
     """The task database's id, which destinations name their kept state by."""
+    window: Window | None = None
+    """An incremental chain's window, as its plan recorded it (the resumed run reads the same rows)."""
 
     # -- the decisions -------------------------------------------------------------------------
 
@@ -105,17 +109,21 @@ def _walk(checkpoints: CheckpointStore, state: RecoveryState, resume_from: int, 
     committed_by: dict[str, int] = {}
     placements: dict[str, dict[str, Any]] = {}
     root, plan_of, durable = resume_from, None, 0
+    window: Window | None = None
     while run is not None:
         rows = checkpoints.checkpoint(run)
         for split_id, recorded in recorded_placements(rows).items():
             placements.setdefault(split_id, recorded)  # the newest run's record of a split
         for row in rows:
-            if row.split_id == COMMITTED and row.destination != PLAN_ROW:
+            if row.split_id == COMMITTED and row.destination not in (PLAN_ROW, WINDOW_ROW):
                 committed.setdefault(row.destination, row.rows or 0)
                 committed_by.setdefault(row.destination, run)
         if not plan:
             plan = [r for r in rows if r.destination == PLAN_ROW and r.payload is not None]
-            plan_of, durable = (run, len(rows) - len(plan)) if plan else (None, 0)
+            kept = sum(r.destination not in (PLAN_ROW, WINDOW_ROW) for r in rows)
+            plan_of, durable = (run, kept) if plan else (None, 0)
+            texts = [r.payload for r in rows if r.destination == WINDOW_ROW and r.payload is not None]
+            window = Window.from_json(texts[0]) if plan and texts else None
         root, run = run, checkpoints.resumed_from(run)
     splits = tuple(split_from_json(r.payload) for r in plan if r.payload is not None) or None
     log.info("task.resuming", resumed_from_run=resume_from, origin_run=plan[0].origin_run_id if plan else root,
@@ -123,4 +131,4 @@ def _walk(checkpoints: CheckpointStore, state: RecoveryState, resume_from: int, 
              committed=sorted(committed), placements_recorded=len(placements))
     return RecoveryState(state.run_id, plan[0].origin_run_id if plan else root, resume_from, splits, committed,
                          committed_by, frozenset(d for d, by in committed_by.items() if by in finished_runs),
-                         placements, lease=state.lease, taskdb_id=state.taskdb_id)
+                         placements, lease=state.lease, taskdb_id=state.taskdb_id, window=window)

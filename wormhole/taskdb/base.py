@@ -17,8 +17,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from wormhole.errors import TaskDbError
-from wormhole.recovery.checkpoint import CheckpointRow
-from wormhole.taskdb.checkpoints import CheckpointsMixin
+from wormhole.recovery.checkpoint import CheckpointRow, WatermarkWrite
 from wormhole.taskdb.claims import CRASHED, ClaimsMixin
 from wormhole.taskdb.schedules import SchedulesMixin
 from wormhole.taskdb.schema import (
@@ -31,6 +30,7 @@ from wormhole.taskdb.schema import (
     TASK_TABLE,
 )
 from wormhole.taskdb.sql import clip, format_ts, parse_ts, utcnow
+from wormhole.taskdb.watermarks import WatermarksMixin
 
 __all__ = ["CRASHED", "DEFAULT_STALE_S", "TASK_STATUSES", "RunRecord", "SqlTaskStore", "TaskRecord", "TaskStore"]
 
@@ -138,7 +138,10 @@ class TaskStore(Protocol):
     def runs(self, task_id: int) -> builtins.list[RunRecord]: ...
     def retry(self, task_id: int, *, force: bool = False, stale_s: float = DEFAULT_STALE_S) -> bool: ...
     def save_plan(self, task_id: int, run_id: int, origin_run_id: int,
-                  splits: Sequence[tuple[str, str]]) -> None: ...
+                  splits: Sequence[tuple[str, str]], window: str | None = None) -> None: ...
+    def mark_committed(self, task_id: int, run_id: int, origin_run_id: int, destination: str, rows: int,
+                       watermark: WatermarkWrite | None = None) -> None: ...
+    def watermarks(self, state_key: str) -> dict[str, tuple[str | None, int]]: ...
     def mark_durable(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
                      rows: int, payload: str | None = None) -> None: ...
     def checkpoint(self, run_id: int) -> builtins.list[CheckpointRow]: ...
@@ -162,7 +165,7 @@ def _check_status(status: str, what: str = "status") -> None:
         raise ValueError(f"unknown task {what} {status!r}: expected one of {', '.join(TASK_STATUSES)}")
 
 
-class SqlTaskStore(ClaimsMixin, CheckpointsMixin, SchedulesMixin):
+class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin):
     """The task store logic, shared by SQLite and MySQL; subclasses supply the dialect hooks."""
 
     ddl: ClassVar[tuple[str, ...]] = ()
@@ -172,7 +175,7 @@ class SqlTaskStore(ClaimsMixin, CheckpointsMixin, SchedulesMixin):
 
     def init_schema(self) -> None:
         """Create what is missing, tables and (on a database from an older version) columns."""
-        for statement in self.ddl:
+        for statement in (*self.ddl, self.watermark_ddl):
             self._run("create the schema", statement)
         for table, column, definition in self.added_columns:
             with self._guard(f"add the column {table}.{column}"):

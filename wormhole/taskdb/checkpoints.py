@@ -11,7 +11,7 @@ import builtins
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from wormhole.recovery.checkpoint import PLAN_ROW, CheckpointRow
+from wormhole.recovery.checkpoint import PLAN_ROW, WINDOW_ROW, CheckpointRow
 from wormhole.taskdb.schema import CHECKPOINT_TABLE, DESTINATION_MAX, RUN_TABLE, SPLIT_ID_MAX
 from wormhole.taskdb.sql import SqlStoreBase, format_ts, utcnow
 
@@ -23,12 +23,14 @@ class CheckpointsMixin(SqlStoreBase):
     """The checkpoint methods of :class:`~wormhole.taskdb.base.SqlTaskStore`."""
 
     def save_plan(self, task_id: int, run_id: int, origin_run_id: int,
-                  splits: Sequence[tuple[str, str]]) -> None:
-        """Record the plan rows ``(split_id, payload)`` of run ``run_id`` in one transaction; a split
-        already recorded for the run is kept as it is."""
+                  splits: Sequence[tuple[str, str]], window: str | None = None) -> None:
+        """Record the plan rows ``(split_id, payload)`` of run ``run_id`` in one transaction, with an
+        incremental task's window (a row of its own); a split already recorded for the run is kept as it is."""
         now = format_ts(utcnow())
-        rows = [(task_id, run_id, origin_run_id, _checked(split_id, SPLIT_ID_MAX, "split id"), PLAN_ROW, None,
+        rows = [(task_id, run_id, origin_run_id, checked(split_id, SPLIT_ID_MAX, "split id"), PLAN_ROW, None,
                  payload, now) for split_id, payload in splits]
+        if window is not None:
+            rows.append((task_id, run_id, origin_run_id, "", WINDOW_ROW, None, window, now))
         with self._atomic(f"save the plan of run {run_id}"):
             for row in rows:
                 self._execute(self._checkpoint_insert, row)
@@ -39,8 +41,8 @@ class CheckpointsMixin(SqlStoreBase):
         if destination == PLAN_ROW:
             raise ValueError("destination must name a destination ('' is the split's plan row)")
         self._run(f"checkpoint split {split_id!r} of run {run_id}", self._checkpoint_insert,
-                  (task_id, run_id, origin_run_id, _checked(split_id, SPLIT_ID_MAX, "split id"),
-                   _checked(destination, DESTINATION_MAX, "destination"), rows, payload, format_ts(utcnow())))
+                  (task_id, run_id, origin_run_id, checked(split_id, SPLIT_ID_MAX, "split id"),
+                   checked(destination, DESTINATION_MAX, "destination"), rows, payload, format_ts(utcnow())))
 
     def checkpoint(self, run_id: int) -> builtins.list[CheckpointRow]:
         """Every checkpoint row of run ``run_id``: plan rows first, each kind in the order recorded."""
@@ -75,7 +77,7 @@ def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
                          rows=None if row[3] is None else int(row[3]), payload=row[4])
 
 
-def _checked(value: str, limit: int, what: str) -> str:
+def checked(value: str, limit: int, what: str) -> str:
     # Never clipped: two ids that share a prefix would become one checkpoint row.
     if len(value) > limit:
         raise ValueError(f"{what} {value[:40]!r}... is longer than {limit} characters")

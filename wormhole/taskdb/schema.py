@@ -17,6 +17,8 @@ TASK_TABLE = "wormhole_task"
 RUN_TABLE = "wormhole_task_run"
 DAEMON_TABLE = "wormhole_daemon"
 CHECKPOINT_TABLE = "wormhole_checkpoint"
+WATERMARK_TABLE = "wormhole_watermark"
+"""Incremental tasks' watermarks: one row per state key and destination (see ``wormhole/incremental.py``)."""
 META_TABLE = "wormhole_meta"
 """Facts about the task database itself: ``taskdb_id`` (see ``SqlTaskStore.taskdb_id``)."""
 
@@ -123,6 +125,15 @@ SQLITE_DDL: tuple[str, ...] = (
     f"CREATE INDEX IF NOT EXISTS ix_{CHECKPOINT_TABLE}_task_id ON {CHECKPOINT_TABLE} (task_id)",
     f"CREATE TABLE IF NOT EXISTS {META_TABLE} (name VARCHAR(64) PRIMARY KEY, value VARCHAR(255) NOT NULL)",
 )
+SQLITE_WATERMARK_DDL = f"""CREATE TABLE IF NOT EXISTS {WATERMARK_TABLE} (
+    state_key   VARCHAR(255) NOT NULL,
+    destination VARCHAR(255) NOT NULL,
+    value       TEXT,
+    task_id     INTEGER NOT NULL,
+    run_id      INTEGER NOT NULL,
+    updated_at  TEXT DEFAULT {_SQLITE_NOW},
+    PRIMARY KEY (state_key, destination)
+)"""
 
 # Indexes are declared inline: MySQL (unlike MariaDB) has no CREATE INDEX IF NOT EXISTS.
 # created_at is TIMESTAMP(3), not DATETIME(3): TIMESTAMP stores UTC and converts from the *inserting*
@@ -196,3 +207,12 @@ MYSQL_DDL: tuple[str, ...] = (
     PRIMARY KEY (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
 )
+MYSQL_WATERMARK_DDL = f"""CREATE TABLE IF NOT EXISTS {WATERMARK_TABLE} (
+    state_key   VARCHAR(255) NOT NULL,
+    destination VARCHAR(255) NOT NULL,
+    value       TEXT NULL,
+    task_id     BIGINT NOT NULL,
+    run_id      BIGINT NOT NULL,
+    updated_at  DATETIME(3) NULL,
+    PRIMARY KEY (state_key, destination)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""

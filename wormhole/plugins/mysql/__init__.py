@@ -11,6 +11,7 @@ only).
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.mysql.bounds import bounds
 from wormhole.plugins.mysql.capabilities import CAPABILITIES
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions, single_writer_key
 from wormhole.plugins.mysql.periphery import MysqlReaderPeriphery, MysqlWriterPeriphery
@@ -27,6 +28,7 @@ PLUGIN = Plugin(
         reader=MysqlReader,
         periphery=MysqlReaderPeriphery,
         spark_read="wormhole.plugins.mysql.spark:read",
+        bounds=bounds,
     ),
     sink=SinkRole(
         options=MysqlWriterOptions,

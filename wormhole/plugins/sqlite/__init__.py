@@ -16,6 +16,7 @@ the roles, :mod:`.types` the type mapping and :mod:`.connection` how files are o
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.sqlite.bounds import bounds
 from wormhole.plugins.sqlite.capabilities import CAPABILITIES
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions, owned_path, single_writer_key
 from wormhole.plugins.sqlite.periphery import SqliteReaderPeriphery, SqliteWriterPeriphery
@@ -31,6 +32,7 @@ PLUGIN = Plugin(
         splitter=SqliteSplitter,
         reader=SqliteReader,
         periphery=SqliteReaderPeriphery,
+        bounds=bounds,
     ),
     sink=SinkRole(
         options=SqliteWriterOptions,

@@ -1,0 +1,264 @@
+"""Incremental sync on the real MariaDB server: each run reads only what changed, every destination keeps its
+own watermark (a destination that missed a window catches up, the others get no row twice), and a SIGKILL
+between two destinations' commits resumes with the recorded window, exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Workspace, log_events, make_workspace
+from tests.e2e.test_resume import failure, start
+from tests.mysql_helpers import Databases, create_table, execute, q
+
+pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
+
+Versions = dict[int, list[tuple[str, datetime]]]
+
+
+def workspace(tmp_path: Path) -> Workspace:
+    (tmp_path / "ws").mkdir()
+    ws = make_workspace(tmp_path / "ws")
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
+                  claim={"heartbeat_s": 0.3, "stale_s": 1.5}, recovery={"retry_wait_s": 0.2})
+    return ws
+
+
+def submit_and_run(ws: Workspace, spec: dict[str, Any], crash: str | None = None) -> tuple[int, Any]:
+    task_id = ws.submit(spec)
+    return task_id, start(ws, task_id, crash=crash)
+
+
+def finished(ws: Workspace, task_id: int, proc: Any, codes: tuple[int, ...] = (0,)) -> dict[str, Any]:
+    proc.wait(timeout=120)
+    assert proc.returncode in codes, failure(proc)
+    return ws.show(task_id)
+
+
+def paused(proc: Any) -> None:
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{proc.pid}/stat").read_text().split(")")[-1].split()[0] != "T":
+        assert proc.poll() is None, failure(proc)
+        assert time.monotonic() < deadline, "the run never paused"
+        time.sleep(0.02)
+
+
+# -- five runs, updates between and during them ----------------------------------------------------
+
+
+class Source:
+    """The source table and every version of every row the test wrote (id -> [(v, updated_at)])."""
+
+    def __init__(self, dbs: Databases, db: str) -> None:
+        self.admin, self.db = dbs.admin, db
+        self.versions: Versions = {}
+
+    def write(self, ids: range | list[int], tag: str, age_s: int = 0) -> None:
+        """Insert or update ``ids`` with ``v = tag`` and ``updated_at`` now (less ``age_s``)."""
+        values = ", ".join(f"({i}, '{tag}', NOW(6) - INTERVAL {age_s} SECOND)" for i in ids)
+        execute(self.admin, f"INSERT INTO {q(self.db)}.src (id, v, updated_at) VALUES {values} "
+                            f"ON DUPLICATE KEY UPDATE v = VALUES(v), updated_at = VALUES(updated_at)")
+        for i, v, at in execute(self.admin, f"SELECT id, v, updated_at FROM {q(self.db)}.src WHERE id IN "
+                                            f"({', '.join(str(i) for i in ids)})"):
+            self.versions.setdefault(int(i), []).append((str(v), at))
+
+    def as_of(self, upper: datetime) -> dict[int, tuple[str, datetime]]:
+        """Each row's last version written before ``upper``: what a destination holds after that run."""
+        out = {}
+        for i, versions in self.versions.items():
+            before = [ver for ver in versions if ver[1] < upper]
+            if before:
+                out[i] = before[-1]
+        return out
+
+
+def contents(dbs: Databases, db: str, ws: Workspace) -> dict[str, dict[int, tuple[str, datetime]]]:
+    """Each destination's rows as id -> (v, updated_at); the jsonl parts' latest version of each id."""
+    mysql = {int(i): (str(v), at) for i, v, at in execute(dbs.admin, f"SELECT id, v, updated_at FROM {q(db)}.dst")}
+    conn = sqlite3.connect(ws.root / "dw.db")
+    rows = conn.execute("SELECT id, v, updated_at FROM t").fetchall()
+    lite = {int(i): (str(v), datetime.fromisoformat(at)) for i, v, at in rows}
+    conn.close()
+    lines: dict[int, tuple[str, datetime]] = {}
+    for part in sorted((ws.root / "out").glob("*.jsonl")):
+        for line in part.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            version = (row["v"], datetime.fromisoformat(row["updated_at"]))
+            if row["id"] not in lines or version[1] > lines[row["id"]][1]:
+                lines[row["id"]] = version
+    return {"my": mysql, "lite": lite, "js": lines}
+
+
+def lastmodified_spec(dbs: Databases, db: str) -> dict[str, Any]:
+    return {
+        "name": "orders_sync",
+        "source": {"plugin": "mysql", "params": dbs.server.params(db, table="src", split_pk="id"),
+                   "incremental": {"column": "updated_at", "mode": "lastmodified", "lag_s": 1}},
+        "destinations": [
+            {"id": "my", "plugin": "mysql", "params": dbs.server.params(db, table="dst", write_mode="upsert")},
+            {"id": "lite", "plugin": "sqlite", "params": {"path": "dw.db", "table": "t", "write_mode": "upsert",
+                                                          "key": ["id"]}},
+            {"id": "js", "plugin": "file", "params": {"path": "out", "format": "jsonl", "mode": "append"}}],
+        "settings": {"speed": {"channel": 2}}}
+
+
+def test_five_runs_leave_every_destination_equal_to_the_source_as_of_each_upper_bound(
+        dbs: Databases, tmp_path: Path) -> None:
+    db = dbs.create("inc5")
+    for table in ("src", "dst"):
+        create_table(dbs.admin, db, table, "id INT NOT NULL PRIMARY KEY, v VARCHAR(32) NOT NULL, "
+                                           "updated_at DATETIME(6) NOT NULL")
+    source = Source(dbs, db)
+    source.write(range(1, 601), "a", age_s=3600)
+    ws = workspace(tmp_path)
+    spec = lastmodified_spec(dbs, db)
+    # Between runs: inserts and updates. During runs 2 and 3 (paused after the first split of `my` is
+    # durable): inserts, and updates of rows not changed since the run before (the only rows whose state as
+    # of the upper bound a run without a snapshot can know: see README, Incremental reads).
+    between = [None, (list(range(1, 21)) + list(range(601, 641)), "b"),
+               (list(range(1, 6)) + list(range(200, 211)), "c"), (list(range(641, 700)), "d"),
+               (list(range(30, 40)), "e")]
+    during = {2: (list(range(100, 111)) + list(range(700, 711)), "x"), 3: (list(range(300, 306)), "y")}
+    written: list[dict[str, int]] = []
+    for run in range(1, 6):
+        if between[run - 1] is not None:
+            ids, tag = between[run - 1]
+            source.write(ids, tag)
+        if run == 5:
+            time.sleep(1.2)  # past the lag: the last run takes every version
+        task_id, proc = submit_and_run(ws, spec, crash="after_seal:my:1:stop" if run in during else None)
+        if run in during:
+            paused(proc)
+            ids, tag = during[run]
+            source.write(ids, tag)
+            os.kill(proc.pid, signal.SIGCONT)
+        shown = finished(ws, task_id, proc)
+        window = shown["result"]["incremental"]
+        upper = datetime.fromisoformat(window["to"])
+        expected = source.as_of(upper)
+        got = contents(dbs, db, ws)
+        for dest in ("my", "lite", "js"):
+            assert got[dest] == expected, (run, dest, set(got[dest].items()) ^ set(expected.items()))
+            assert window["destinations"][dest]["now"] == window["to"]
+        written.append({d: r["rows_written"] for d, r in shown["result"]["destinations"].items()})
+        assert shown["watermarks"]["destinations"]["my"]["value"] == window["to"]
+    assert written[0] == {"my": 600, "lite": 600, "js": 600}
+    assert all(0 < w["my"] < 200 for w in written[1:]), written  # only the window, never the table again
+    assert len(expected) == 710
+
+
+# -- one destination fails: the next run catches it up --------------------------------------------
+
+
+def append_spec(dbs: Databases, db: str) -> dict[str, Any]:
+    return {
+        "name": "events_sync",
+        "source": {"plugin": "mysql", "params": dbs.server.params(db, table="src", split_pk="id"),
+                   "incremental": {"column": "id"}},
+        "destinations": [
+            {"id": "my", "plugin": "mysql", "params": dbs.server.params(db, table="dst")},  # no key: a row twice shows
+            {"id": "lite", "plugin": "sqlite", "params": {"path": "dw.db", "table": "t"}},
+            {"id": "js", "plugin": "file", "params": {"path": "out", "format": "jsonl", "mode": "append"}}],
+        "settings": {"speed": {"channel": 2}}}
+
+
+def insert(dbs: Databases, db: str, ids: range) -> None:
+    execute(dbs.admin, f"INSERT INTO {q(db)}.src (id, v) VALUES {', '.join(f'({i}, {i})' for i in ids)}")
+
+
+def ids_everywhere(dbs: Databases, db: str, ws: Workspace) -> dict[str, list[int]]:
+    conn = sqlite3.connect(ws.root / "dw.db")
+    lite = sorted(int(r[0]) for r in conn.execute("SELECT id FROM t"))
+    conn.close()
+    lines = [json.loads(line)["id"] for part in (ws.root / "out").glob("*.jsonl")
+             for line in part.read_text(encoding="utf-8").splitlines()]
+    return {"my": [int(r[0]) for r in execute(dbs.admin, f"SELECT id FROM {q(db)}.dst ORDER BY id")],
+            "lite": lite, "js": sorted(lines)}
+
+
+def test_a_destination_that_failed_a_run_is_caught_up_by_the_next_and_the_others_get_only_new_rows(
+        dbs: Databases, tmp_path: Path) -> None:
+    db = dbs.create("incfail")
+    create_table(dbs.admin, db, "src", "id BIGINT NOT NULL PRIMARY KEY, v BIGINT NOT NULL")
+    create_table(dbs.admin, db, "dst", "id BIGINT NOT NULL, v BIGINT NOT NULL")
+    ws = workspace(tmp_path)
+    spec = append_spec(dbs, db)
+    insert(dbs, db, range(1, 501))
+    task_id, proc = submit_and_run(ws, spec)
+    assert {d: r["rows_written"] for d, r in finished(ws, task_id, proc)["result"]["destinations"].items()} \
+        == {"my": 500, "lite": 500, "js": 500}
+
+    insert(dbs, db, range(501, 701))
+    execute(dbs.admin, f"RENAME TABLE {q(db)}.dst TO {q(db)}.dst_away")  # run 2 cannot write `my`
+    task_id, proc = submit_and_run(ws, spec)
+    second = finished(ws, task_id, proc, codes=(202,))
+    results = second["result"]["destinations"]
+    assert results["my"]["status"] == "failed"
+    assert results["lite"]["rows_written"] == results["js"]["rows_written"] == 200
+    assert {d: w["value"] for d, w in second["watermarks"]["destinations"].items()} == \
+        {"my": "500", "lite": "700", "js": "700"}
+
+    execute(dbs.admin, f"RENAME TABLE {q(db)}.dst_away TO {q(db)}.dst")
+    insert(dbs, db, range(701, 801))
+    (ws.root / "task.json").write_text(json.dumps(spec), encoding="utf-8")
+    planned = json.loads(ws.run("plan", "task.json", "--json", check=True).stdout)["incremental"]
+    assert (planned["from"], planned["to"]) == ("500", "800")
+    assert {d: v["from"] for d, v in planned["destinations"].items()} == {"my": "500", "lite": "700", "js": "700"}
+    task_id, proc = submit_and_run(ws, spec)
+    third = finished(ws, task_id, proc)
+    assert {d: r["rows_written"] for d, r in third["result"]["destinations"].items()} == \
+        {"my": 300, "lite": 100, "js": 100}
+    assert {d: r["rows_filtered"] for d, r in third["result"]["destinations"].items()} == \
+        {"my": 0, "lite": 200, "js": 200}  # read once from 500; each kept only what is past its own watermark
+    assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 801)) for d in ("my", "lite", "js")}
+    assert {w["value"] for w in third["watermarks"]["destinations"].values()} == {"800"}
+
+
+# -- SIGKILL between two destinations' commits ------------------------------------------------------
+
+
+def test_a_run_killed_between_two_commits_resumes_its_own_window_and_the_next_run_takes_the_rest(
+        dbs: Databases, tmp_path: Path) -> None:
+    db = dbs.create("inckill")
+    create_table(dbs.admin, db, "src", "id BIGINT NOT NULL PRIMARY KEY, v BIGINT NOT NULL")
+    create_table(dbs.admin, db, "dst", "id BIGINT NOT NULL, v BIGINT NOT NULL")
+    ws = workspace(tmp_path)
+    spec = append_spec(dbs, db)
+    insert(dbs, db, range(1, 401))
+    task_id, proc = submit_and_run(ws, spec, crash="after_commit:my:1")
+    proc.wait(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, failure(proc)
+    killed = ws.show(task_id)
+    assert killed["watermarks"]["destinations"] == {"my": {"value": "400", "run": 1}}  # with my's commit row
+
+    insert(dbs, db, range(401, 451))  # after the plan: the resumed run must not take these
+    time.sleep(2.0)  # stale_s = 1.5
+    proc = subprocess.run([*_wormhole(), "--task-id", str(task_id)], cwd=ws.root, env=ws.env(), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    window = [e for e in log_events(proc.stderr) if e["event"] == "incremental.window"]
+    assert window and window[0]["resumed"] is True and window[0]["to"] == "400"
+    resumed = ws.show(task_id)
+    assert {d: w["value"] for d, w in resumed["watermarks"]["destinations"].items()} == {"my": "400", "lite": "400",
+                                                                                         "js": "400"}
+    assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 401)) for d in ("my", "lite", "js")}
+
+    task_id, proc = submit_and_run(ws, spec)
+    last = finished(ws, task_id, proc)
+    assert {d: r["rows_written"] for d, r in last["result"]["destinations"].items()} == {"my": 50, "lite": 50, "js": 50}
+    assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 451)) for d in ("my", "lite", "js")}
+
+
+def _wormhole() -> list[str]:
+    from tests.conftest import wormhole_command
+
+    return wormhole_command()

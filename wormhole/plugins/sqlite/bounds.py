@@ -1,0 +1,47 @@
+"""The sqlite source's incremental bounds (:mod:`wormhole.incremental`): the column's type, its maximum over
+what the source reads, and this host's local clock (an SQLite file has no server: its writers' clock)."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from wormhole.errors import SplitError
+from wormhole.plugins.base import ReadContext, SourceBounds
+from wormhole.plugins.sql import quote
+from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly
+from wormhole.plugins.sqlite.options import SqliteReaderOptions
+from wormhole.plugins.sqlite.reader import resolve_schema
+from wormhole.plugins.sqlite.types import READ_CONVERTERS
+
+
+def bounds(options: SqliteReaderOptions, ctx: ReadContext, column: str) -> SourceBounds:
+    now = datetime.now().replace(microsecond=0)
+    conn = connect_readonly(options.path, SplitError)
+    try:
+        schema = resolve_schema(conn, options, SplitError)
+        found = {c.name.lower(): c for c in schema.columns}.get(column.lower())
+        if found is None:
+            raise SplitError(f"incremental column {column} is not a column of {options.table} in {options.path}",
+                             plugin=PLUGIN_NAME)
+        return SourceBounds(kind=found.type, maximum=_maximum(conn, options, found.name, found.type), now=now)
+    except sqlite3.Error as exc:
+        raise SplitError(f"cannot read the incremental bound of {column} in {options.path}: {exc}",
+                         plugin=PLUGIN_NAME) from exc
+    finally:
+        conn.close()
+
+
+def _maximum(conn: sqlite3.Connection, options: SqliteReaderOptions, name: str, kind: str) -> Any:
+    if kind not in ("int", "decimal"):
+        return None  # a date or timestamp window ends at the clock, not at the largest value
+    conditions = [f"({options.where})"] if options.where else []
+    conditions.append(f"{quote(name)} IS NOT NULL")
+    where = " WHERE " + " AND ".join(conditions)
+    if kind == "int":
+        return conn.execute(f"SELECT MAX({quote(name)}) FROM {quote(options.table)}{where}").fetchone()[0]
+    # Decimals are kept as text, whose MAX would compare as text: the largest value is found as numbers.
+    convert = READ_CONVERTERS["decimal"]
+    values = conn.execute(f"SELECT {quote(name)} FROM {quote(options.table)}{where}")
+    return max((convert(v) for (v,) in values), default=None)
