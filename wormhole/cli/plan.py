@@ -110,7 +110,10 @@ def describe(made: Plan) -> str:
     lines += [f"  group {g.id}: {g.channels} channel(s), splits {', '.join(g.splits) or '(none)'}"
               for g in made.task_groups]
     lines.append("destinations:")
-    lines += [f"  {d.id} ({d.plugin}): {d.writers} writer(s), {d.method}" for d in made.destinations]
+    for d in made.destinations:
+        lines.append(f"  {d.id} ({d.plugin}): {d.writers} writer(s), {d.method}")
+        if d.load is not None:
+            lines.append(f"    load: {d.load}")
     if made.transforms is not None:
         lines += _describe_transforms(made.to_dict()["transforms"])
     return "\n".join(lines)

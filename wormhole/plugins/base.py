@@ -407,6 +407,10 @@ class SinkRole:
     """Optional ``module:function`` of a native Spark write, loaded only in Spark mode:
     ``write(df, options, context, prepared_periphery) -> bool``; False when these options need the
     row writer instead. A failed write must leave nothing the periphery's rollback cannot undo."""
+    plan_load: Callable[[Any, Schema, bool], str] | None = None
+    """Optional: ``plan_load(options, schema, rows_changed)`` says how the destination encodes what it
+    loads, for ``wormhole plan`` (``load``); it may read (never write) the target to decide as its writers
+    will. ``rows_changed``: transforms make the rows it gets (they are not the reader's own batches)."""
     spark_replaces: Callable[[Any], bool] | None = None
     """Optional: for these options the native Spark write replaces the destination's whole output
     at commit (a temporary directory swapped in), so in Spark mode it writes every row each run and

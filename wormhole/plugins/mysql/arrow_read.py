@@ -172,10 +172,13 @@ def _python(kind: str, arr: pa.Array) -> list[Any]:
 class _Column:
     """One column of a batch: its Arrow array, or its Python values when Arrow cannot hold one of them."""
 
-    __slots__ = ("arrow", "kind", "python")
+    __slots__ = ("arrow", "kind", "python", "wire")
 
-    def __init__(self, kind: str, arrow: pa.Array | None, python: list[Any] | None) -> None:
+    def __init__(self, kind: str, arrow: pa.Array | None, python: list[Any] | None,
+                 wire: pa.Array | None = None) -> None:
         self.kind, self.arrow, self.python = kind, arrow, python
+        self.wire = wire
+        """The wire text the Arrow array was cast from whole (the fast path): each value is its text's."""
 
     def values(self, rows: Sequence[int] | None = None) -> list[Any]:
         if self.python is not None:
@@ -208,14 +211,18 @@ class BatchDecoder:
             tuples: list[Row] = list(zip(*(c.values() for c in columns), strict=True))
             return ([row for r, row in enumerate(tuples) if r not in bad] if bad else tuples), rejected
         batch = pa.RecordBatch.from_arrays([c.arrow for c in columns], schema=self.schema)
+        wire = [c.wire for c in columns]
         if bad:
-            batch = batch.filter(pa.array([r not in bad for r in range(batch.num_rows)], pa.bool_()))
-        return Rows.of_arrow(batch), rejected
+            keep = pa.array([r not in bad for r in range(batch.num_rows)], pa.bool_())
+            batch = batch.filter(keep)
+            wire = [None if w is None else w.filter(keep) for w in wire]
+        return Rows.of_arrow(batch, wire if any(w is not None for w in wire) else None), rejected
 
     def _column(self, index: int, values: list[Any] | pa.Array, bad: dict[int, str]) -> _Column:
         kind, column = self.kinds[index], self.columns[index]
         try:
-            return _Column(kind, _FAST[kind](values, column), None)
+            # The wire text goes along (pymysql's own path gives lists: none), for passthrough
+            return _Column(kind, _FAST[kind](values, column), None, values if isinstance(values, pa.Array) else None)
         except _FAILED:
             pass
         if isinstance(values, pa.Array):
