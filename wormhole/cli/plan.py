@@ -1,7 +1,8 @@
 """``wormhole plan FILE`` / ``wormhole plan --task-id N``: what a run would do, without moving a row.
 
 The plan touches the source only to check it is reachable, estimate its rows and cut its splits
-(what a run does before it prepares any destination); no destination is touched. ``--json`` prints
+(what a run does before it prepares any destination); no destination is written (a mysql destination's
+column types are read, to say how it would load: ``load``). ``--json`` prints
 the documented, stable keys (README, "Planning").
 """
 

@@ -99,8 +99,10 @@ def plan_load(options: Any, schema: Schema, rows_changed: bool) -> str:
         close_quietly(conn)
     if method is None:
         return "none (method 'load_data' needs local_infile, which the server has switched off)"
+    if not found:
+        return f"unknown (no table {options.table} yet)"
     written = options.columns if options.columns is not None else schema.names
-    if not found or len(written) != len(schema):
+    if len(written) != len(schema):
         return "unknown (the target's columns do not match the source's: prepare will say why)"
     wire = wire_columns(schema, written, {name.lower(): native for name, _, native in found}, method)
     return load_method(method, schema, wire, rows_changed)
