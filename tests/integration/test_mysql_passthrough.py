@@ -102,8 +102,8 @@ def test_a_dirty_row_in_a_passthrough_load_is_rejected_alone_with_its_reason(ws:
     with (ws.root / result["dirty_file"]).open(encoding="utf-8") as f:
         (dirty,) = [json.loads(line) for line in f]
     assert dirty["origin"] == "dst" and dirty["row"][0] == 2 and "Duplicate entry '2'" in dirty["reason"]
-    assert rows_of(mysql_db, "dst") == rows_of(mysql_db, "src")[:1] + [(2, "already here", 9, None)] + \
-        rows_of(mysql_db, "src")[2:]
+    source = rows_of(mysql_db, "src")
+    assert rows_of(mysql_db, "dst") == [source[0], (2, "already here", 9, None), *source[2:]]
 
 
 def test_plan_names_each_destination_s_load(ws: Workspace, mysql_db: str, tmp_path: Path) -> None:
@@ -129,3 +129,29 @@ def test_plan_names_each_destination_s_load(ws: Workspace, mysql_db: str, tmp_pa
     planned = {d["id"]: d["load"] for d in json.loads(ws.run("plan", str(path), "--json", check=True).stdout)
                ["destinations"]}
     assert planned["same"] == "LOAD DATA from Arrow (transforms change the rows)"
+
+
+def test_the_reader_keeps_wire_text_only_when_asked_and_only_as_the_value_s_text(mysql_db: str) -> None:
+    from dataclasses import replace
+
+    from tests.integration.test_mysql_store import PLUGIN, reader_options
+    from tests.plugin_helpers import read_ctx
+
+    run_sql(mysql_db, "CREATE TABLE src (id INT PRIMARY KEY, name VARCHAR(20), fl FLOAT, bt BIT(10), "
+                      "rejected_here DATE)",
+            "INSERT INTO src VALUES (1, 'a\\tb', 1.5, 5, '2020-01-01'), (2, NULL, NULL, NULL, '0000-00-00')")
+    assert PLUGIN.source is not None
+    options = reader_options(mysql_db, table="src", zero_dates="reject")
+
+    def first_batch(keep: bool) -> Any:
+        ctx = replace(read_ctx(batch_rows=10), keep_wire=keep)
+        reader = PLUGIN.source.reader(options, ctx)  # type: ignore[union-attr]
+        reader.schema()
+        (split,) = PLUGIN.source.splitter(options, ctx).split(1)  # type: ignore[union-attr]
+        (batch,) = list(reader.read(split))
+        return batch
+
+    assert first_batch(False).wire is None  # no destination may load it: not kept
+    wire = first_batch(True).wire
+    # The zero date's row was rejected by the reader: the wire text lost it too; FLOAT and BIT have none
+    assert [None if w is None else w.to_pylist() for w in wire] == [[b"1"], [b"a\tb"], None, None, None]

@@ -34,6 +34,7 @@ PLUGIN = Plugin(
         periphery=MysqlWriterPeriphery,
         writer=MysqlWriter,
         single_writer_key=single_writer_key,
+        uses_wire_text=True,
         plan_load=plan_load,
     ),
     capabilities=CAPABILITIES,

@@ -114,6 +114,11 @@ def _parsed(target: Callable[[Column], pa.DataType]) -> Callable[[Sequence[Any],
     return lambda values, column: pc.cast(_ascii(values), target(column))
 
 
+_NOT_TEXT = frozenset({"bit", "float32"})
+"""Kinds whose wire bytes are not the value's text a column of its declared type reads back: BIT comes as
+raw bytes, FLOAT as the text of ``CAST(col AS DOUBLE)``. A shard declaring such a column under a name
+another shard declares otherwise must not pass its bytes on as that other type's text."""
+
 _FAST: dict[str, Callable[[Sequence[Any], Column], pa.Array]] = {
     "int": _parsed(arrow_type), "uint64": _parsed(arrow_type), "float": _parsed(arrow_type),
     "float32": _parsed(arrow_type), "decimal": _decimals, "bit": _bits, "date": _dates, "datetime": _datetimes,
@@ -191,7 +196,10 @@ class BatchDecoder:
     """Turns the raw columns of one read (its columns and their kinds, as the split selects them) into
     the batches the reader yields."""
 
-    def __init__(self, columns: Sequence[Column], kinds: Sequence[str], zero_dates: str) -> None:
+    def __init__(self, columns: Sequence[Column], kinds: Sequence[str], zero_dates: str,
+                 keep_wire: bool = False) -> None:
+        self.keep_wire = keep_wire
+        """Keep each fast-cast column's wire text beside the batch (``Rows.wire``, for passthrough)."""
         self.columns = tuple(columns)
         self.kinds = tuple(kinds)
         self.zero_dates = zero_dates
@@ -221,8 +229,10 @@ class BatchDecoder:
     def _column(self, index: int, values: list[Any] | pa.Array, bad: dict[int, str]) -> _Column:
         kind, column = self.kinds[index], self.columns[index]
         try:
-            # The wire text goes along (pymysql's own path gives lists: none), for passthrough
-            return _Column(kind, _FAST[kind](values, column), None, values if isinstance(values, pa.Array) else None)
+            # The wire text goes along (pymysql's own path gives lists: none) when it is the value's own text
+            # (not BIT's raw bytes, not FLOAT's DOUBLE text), for passthrough
+            keep = self.keep_wire and kind not in _NOT_TEXT and isinstance(values, pa.Array)
+            return _Column(kind, _FAST[kind](values, column), None, values if keep else None)
         except _FAILED:
             pass
         if isinstance(values, pa.Array):

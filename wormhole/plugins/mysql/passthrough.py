@@ -1,6 +1,7 @@
 """MySQL to MySQL without decoding: which columns a LOAD DATA payload takes from the wire text.
 
-The mysql reader keeps each column's text-protocol bytes beside the typed batch (``Rows.wire``). A
+The mysql reader keeps each column's text-protocol bytes beside the typed batch (``Rows.wire``) when a
+run has a destination that may use them (``ReadContext.keep_wire``: they cost memory). A
 column whose target declares exactly the source's type (COLUMN_TYPE and character set, compared as
 :func:`native_type` writes them) reads that text back to the same value through LOAD DATA, so its field
 is the wire text escaped (bytes as hex, loaded through UNHEX as always): no cast, no re-formatting.

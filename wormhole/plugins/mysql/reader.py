@@ -95,7 +95,7 @@ class MysqlReader:
         if len(columns) != len(kinds) or any(c.type != KIND_TYPES[k] for c, k in zip(columns, kinds, strict=False)):
             names = [split.params["columns"][k] for k in pushed.keep] if pushed else split.params["columns"]
             columns = tuple(Column(n, KIND_TYPES[k], unsigned=k == "uint64") for n, k in zip(names, kinds, strict=True))
-        return BatchDecoder(columns, kinds, self.source.zero_dates)
+        return BatchDecoder(columns, kinds, self.source.zero_dates, keep_wire=self.ctx.keep_wire)
 
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         ep, _ = self._shards[split.params["shard"]]
