@@ -250,8 +250,11 @@ class Engine:
                          queue_rows=2 * conf.exchange.queue_rows)  # both arrays of a DoubleQueue hold rows
         monitor = MonitorManager(conf.monitor, counters, self._log, names=names, listeners=self._listeners)
         ex = conf.exchange
+        # The source's wire text costs memory beside each batch: kept only when a destination may load it.
+        keep_wire = any(getattr(registry.get(d.plugin).sink, "uses_wire_text", False) for d in spec.destinations)
         ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=ex.batch_rows,
-                          batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, stop=threading.Event())
+                          batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, keep_wire=keep_wire,
+                          stop=threading.Event())
         readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log, recovery)
         side = WriterSetup(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id, self._log)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,

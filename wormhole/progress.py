@@ -130,7 +130,8 @@ def plan_lines(plan: Mapping[str, Any], log_file: str | None = None) -> list[str
     id_width = max((len(str(d.get("id"))) for d in dests), default=0)
     plugin_width = max((len(str(d.get("plugin"))) for d in dests), default=0)
     lines += [f"  -> {d.get('id')!s:<{id_width}}  {d.get('plugin')!s:<{plugin_width}}  "
-              f"{_plural(d.get('writers') or 0, 'writer'):<10}  {d.get('method')}" for d in dests]
+              f"{_plural(d.get('writers') or 0, 'writer'):<10}  {d.get('method')}"
+              + (f"; load: {d['load']}" if d.get("load") else "") for d in dests]
     speed = plan.get("speed") or {}
     limits = [f"{speed[k]:,} {unit}/s" for k, unit in (("record", "rows"), ("byte", "bytes")) if speed.get(k)]
     if limits:

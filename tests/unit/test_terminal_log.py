@@ -134,3 +134,11 @@ def test_the_outcome_table_says_what_happened_to_each_destination() -> None:
     assert rows["lake"].endswith("error: undone: db failed; rollback error: connection lost")
     assert "skipped (committed by run 1)" in rows["again"]
     assert lines[6:] == ["rejected rows and their reasons: var/dirty/task-3/run-1.jsonl"]
+
+
+def test_plan_lines_name_a_mysql_destination_s_load() -> None:
+    copy = {"id": "copy", "plugin": "mysql", "writers": 3, "method": "writer threads; method=auto",
+            "load": "LOAD DATA from wire text"}
+    lines = plan_lines({**PLAN, "destinations": [*PLAN["destinations"], copy]})  # type: ignore[list-item]
+    assert "  -> copy        mysql   3 writers   writer threads; method=auto; load: LOAD DATA from wire text" in lines
+    assert "  -> csv_export  file    2 writers   writer threads; format=csv" in lines  # no load: nothing said

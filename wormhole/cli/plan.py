@@ -1,7 +1,8 @@
 """``wormhole plan FILE`` / ``wormhole plan --task-id N``: what a run would do, without moving a row.
 
 The plan touches the source only to check it is reachable, estimate its rows and cut its splits
-(what a run does before it prepares any destination); no destination is touched. ``--json`` prints
+(what a run does before it prepares any destination); no destination is written (a mysql destination's
+column types are read, to say how it would load: ``load``). ``--json`` prints
 the documented, stable keys (README, "Planning").
 """
 
@@ -124,7 +125,10 @@ def describe(made: Plan) -> str:
     lines += [f"  group {g.id}: {g.channels} channel(s), splits {', '.join(g.splits) or '(none)'}"
               for g in made.task_groups]
     lines.append("destinations:")
-    lines += [f"  {d.id} ({d.plugin}): {d.writers} writer(s), {d.method}" for d in made.destinations]
+    for d in made.destinations:
+        lines.append(f"  {d.id} ({d.plugin}): {d.writers} writer(s), {d.method}")
+        if d.load is not None:
+            lines.append(f"    load: {d.load}")
     if made.incremental is not None:
         lines += _describe_window(made.incremental)
     if made.transforms is not None:

@@ -85,7 +85,7 @@ class BufferedLineExchanger:
             self._push(rows)
             return
         for start in range(0, batch.num_rows, limit):
-            self._push(Rows.of_arrow(batch.slice(start, limit)))
+            self._push(rows.sliced(start, limit))
 
     def flush(self) -> None:
         if self._buffer:

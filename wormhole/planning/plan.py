@@ -43,6 +43,9 @@ class PlannedDestination:
     plugin: str
     writers: int
     method: str
+    load: str | None = None
+    """How it encodes what it loads (``LOAD DATA from wire text``, ``LOAD DATA from Arrow``, ``INSERT``),
+    for stores that say (:attr:`~wormhole.plugins.base.SinkRole.plan_load`); None for the others."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +71,8 @@ class Plan:
             "channels": self.channels, "channel_reason": self.channel_reason,
             "splits": [{"id": s.id, "resource_mark": s.resource_mark, "range": s.range} for s in self.splits],
             "task_groups": [{"id": g.id, "channels": g.channels, "splits": list(g.splits)} for g in self.task_groups],
-            "destinations": [{"id": d.id, "plugin": d.plugin, "writers": d.writers, "method": d.method}
-                             for d in self.destinations],
+            "destinations": [{"id": d.id, "plugin": d.plugin, "writers": d.writers, "method": d.method,
+                              "load": d.load} for d in self.destinations],
             "estimated_rows": self.estimated_rows,
             "speed": {"byte": self.limits.byte, "record": self.limits.record},
             **({"transforms": self.transforms.describe(self.transforms.initial())}
@@ -87,13 +90,15 @@ def make_plan(spec: TaskSpec, conf: EngineConf, readers: ReaderManager, log: Log
     count = adjust_channel_number(limits)
     splits = readers.split(count.channels)
     count = cap_at_splits(count, len(splits))
+    transforms = _transforms(spec, readers, engine)
     plan = Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
                 splits=tuple(PlannedSplit(s.id, s.resource_mark, split_range(s)) for s in splits),
                 task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
-                destinations=tuple(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits))
+                destinations=tuple(replace(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits)),
+                                           load=_load(d.id, d.plugin, d.options, engine, readers, transforms))
                                    for d in spec.destinations),
                 estimated_rows=info.estimated_rows if info is not None else None, limits=limits,
-                transforms=_transforms(spec, readers, engine))
+                transforms=transforms)
     log.info("plan.made", **plan.to_dict())
     return plan
 
@@ -109,6 +114,21 @@ def _transforms(spec: TaskSpec, readers: ReaderManager, engine: EngineName) -> T
     dialect = registry.capabilities(spec.source.plugin).pushdown
     plan = build_plan(spec, readers.schema, dialect)
     return replace(plan, mode="static") if engine == "spark" and plan.mode == "adaptive" else plan
+
+
+def _load(dest_id: str, plugin: str, options: Any, engine: EngineName, readers: ReaderManager,
+          transforms: TransformPlan | None) -> str | None:
+    """The destination's ``load`` line, from the store (decided as its writers decide), or None."""
+    describe = _sink(plugin).plan_load
+    if describe is None or readers.schema is None:
+        return None
+    if transforms is None:
+        return describe(options, readers.schema, engine != "local")
+    # Rows a chain made (the reader threads' or the destination's) are not the reader's own batches;
+    # in Spark mode batches cross processes without what only local writers use.
+    changed = engine != "local" or bool(transforms.destinations.get(dest_id)) or \
+        bool(transforms.residual(transforms.initial()).ops)
+    return describe(options, transforms.destination_schema(dest_id), changed)
 
 
 def task_groups(splits: list[Split], spec: TaskSpec, count: ChannelCount, per_group: int) -> list[TaskGroup]:

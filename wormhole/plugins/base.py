@@ -145,6 +145,9 @@ class ReadContext:
     """Readers that can see row sizes as they read cut batches by bytes too (``exchange.batch_bytes``)."""
     """Readers report rows they cannot convert here (origin ``source``) and skip them."""
     plugin: str = ""
+    keep_wire: bool = False
+    """Some destination may load the source's own text of a value (:attr:`SinkRole.uses_wire_text`): a
+    reader that has it keeps it beside the typed batch (``Rows.wire``); else it is dropped at once."""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops: retry waits (:mod:`wormhole.retry`) end at once."""
     log: Logger = field(init=False, compare=False, repr=False)
@@ -424,6 +427,13 @@ class SinkRole:
     """Optional ``module:function`` of a native Spark write, loaded only in Spark mode:
     ``write(df, options, context, prepared_periphery) -> bool``; False when these options need the
     row writer instead. A failed write must leave nothing the periphery's rollback cannot undo."""
+    uses_wire_text: bool = False
+    """Its writers may load a batch's wire text (``Rows.wire``, the mysql reader's): a local run with
+    such a destination asks the reader to keep it (``ReadContext.keep_wire``)."""
+    plan_load: Callable[[Any, Schema, bool], str] | None = None
+    """Optional: ``plan_load(options, schema, rows_changed)`` says how the destination encodes what it
+    loads, for ``wormhole plan`` (``load``); it may read (never write) the target to decide as its writers
+    will. ``rows_changed``: transforms make the rows it gets (they are not the reader's own batches)."""
     spark_replaces: Callable[[Any], bool] | None = None
     """Optional: for these options the native Spark write replaces the destination's whole output
     at commit (a temporary directory swapped in), so in Spark mode it writes every row each run and

@@ -241,16 +241,28 @@ class Rows(Sequence["Row"]):
     destination. Keys must name everything the derived value depends on.
     """
 
-    def __init__(self, rows: Sequence[Row] = (), *, arrow: pa.RecordBatch | None = None) -> None:
+    def __init__(self, rows: Sequence[Row] = (), *, arrow: pa.RecordBatch | None = None,
+                 wire: Sequence[pa.Array | None] | None = None) -> None:
         self._tuples: tuple[Row, ...] | None = tuple(rows) if arrow is None else None
         self._arrow = arrow
+        self.wire: tuple[pa.Array | None, ...] | None = tuple(wire) if wire is not None and arrow is not None else None
+        """The source's own text of each column (None for a column that has none), beside the Arrow form:
+        the mysql reader's wire bytes, which a mysql destination declaring the same types loads as they
+        are (:mod:`wormhole.plugins.mysql.passthrough`). Only the reader's own batches carry it: a batch
+        made from another (a transform's, one without some rows) holds other values, and has none."""
         self._native = arrow is not None
         self._len = arrow.num_rows if arrow is not None else len(self._tuples or ())
         self._lock = threading.Lock()
 
     @classmethod
-    def of_arrow(cls, batch: pa.RecordBatch) -> Rows:
-        return cls(arrow=batch)
+    def of_arrow(cls, batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None = None) -> Rows:
+        return cls(arrow=batch, wire=wire)
+
+    def sliced(self, start: int, length: int) -> Rows:
+        """Rows ``start`` to ``start + length`` of a batch of Arrow columns, its wire text with them."""
+        assert self._arrow is not None
+        wire = None if self.wire is None else [None if w is None else w.slice(start, length) for w in self.wire]
+        return Rows.of_arrow(self._arrow.slice(start, length), wire)
 
     def __len__(self) -> int:
         return self._len
@@ -279,7 +291,8 @@ class Rows(Sequence["Row"]):
         return f"Rows({self._len} rows, {form})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # The lock stays behind (Spark ships batches between processes); the form the batch has goes.
+        # The lock stays behind (Spark ships batches between processes); the form the batch has goes
+        # (the wire text stays too: it is for a local mysql destination only).
         if self._arrow is not None:
             return (_rows_of_arrow, (self._arrow,))
         return (Rows, (self._tuples,))
@@ -326,8 +339,11 @@ class Rows(Sequence["Row"]):
 
     @property
     def arrow_nbytes(self) -> int | None:
-        """The Arrow form's buffer size, when the batch has one."""
-        return self._arrow.nbytes if self._arrow is not None else None
+        """The Arrow form's buffer size, with the wire text it carries (the queue's byte bound counts what a
+        batch holds), when the batch has one."""
+        if self._arrow is None:
+            return None
+        return self._arrow.nbytes + sum(w.nbytes for w in self.wire or () if w is not None)
 
 
 def _rows_of_arrow(batch: pa.RecordBatch) -> Rows:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Row = tuple[Any, ...]
@@ -25,6 +25,10 @@ class Column:
     """A decimal column's declared digits (its Arrow form keeps them), None when the source declares none."""
     scale: int | None = None
     """A decimal column's declared digits after the point."""
+    native: str | None = field(default=None, compare=False)
+    """The source's own declaration of the column when a destination of the same store may use it (mysql:
+    its COLUMN_TYPE and character set, :mod:`wormhole.plugins.mysql.passthrough`); None otherwise. Not
+    part of the column's identity: two columns of the same logical type are equal whatever their source."""
 
 
 @dataclass(frozen=True, slots=True)

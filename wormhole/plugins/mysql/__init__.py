@@ -14,6 +14,7 @@ from wormhole.plugins.base import Plugin, SinkRole, SourceRole
 from wormhole.plugins.mysql.bounds import bounds
 from wormhole.plugins.mysql.capabilities import CAPABILITIES
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions, single_writer_key
+from wormhole.plugins.mysql.passthrough import plan_load
 from wormhole.plugins.mysql.periphery import MysqlReaderPeriphery, MysqlWriterPeriphery
 from wormhole.plugins.mysql.reader import MysqlReader
 from wormhole.plugins.mysql.splitter import MysqlSplitter
@@ -35,6 +36,8 @@ PLUGIN = Plugin(
         periphery=MysqlWriterPeriphery,
         writer=MysqlWriter,
         single_writer_key=single_writer_key,
+        uses_wire_text=True,
+        plan_load=plan_load,
     ),
     capabilities=CAPABILITIES,
 )

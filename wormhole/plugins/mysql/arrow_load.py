@@ -9,12 +9,16 @@ text by Arrow and then rewritten where Arrow's text differs from Python's:
   (:mod:`wormhole.plugins.arrow_text`: ``repr``'s digits and form; plain notation; ``isoformat``, ``T``
   and no fraction when it is zero).
 
+A column whose target declares the source's own type takes its fields from the reader's wire text
+instead (:func:`wire_text`, :mod:`.passthrough`): escaped, never parsed.
+
 The result's value buffer is the payload (no copy of the rows' text); a piece of a batch is encoded
 from a slice of it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 
 import pyarrow as pa
@@ -110,11 +114,23 @@ def column_text(values: pa.Array) -> pa.Array:
     return pc.fill_null(text, _NULL)
 
 
-def arrow_payload(batch: pa.RecordBatch) -> pa.Buffer:
-    """The batch as one LOAD DATA LOCAL INFILE buffer (utf-8), equal to ``load_payload`` of its rows."""
+def wire_text(wire: pa.Array, kind: pa.DataType) -> pa.Array:
+    """One column's wire text (binary, as the mysql reader cut it) as LOAD DATA fields: escaped, ``\\N``
+    for NULL, bytes (a binary column) as hex for UNHEX: the text itself is not parsed nor re-formatted."""
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        text = _hex(wire)
+    else:  # UTF-8 already: the typed cast of the same bytes checked it
+        text = _escaped(wire.view(pa.string()))
+    return pc.fill_null(text, _NULL)
+
+
+def arrow_payload(batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None = None) -> pa.Buffer:
+    """The batch as one LOAD DATA LOCAL INFILE buffer (utf-8), equal to ``load_payload`` of its rows;
+    a column with ``wire`` text (:mod:`.passthrough`) takes its fields from that instead."""
     if batch.num_columns == 0:
         raise ValueError("a batch without columns has no LOAD DATA payload")
-    texts = [column_text(batch.column(i)) for i in range(batch.num_columns)]
+    texts = [column_text(batch.column(i)) if wire is None or wire[i] is None
+             else wire_text(wire[i], batch.column(i).type) for i in range(batch.num_columns)]
     texts[-1] = pc.binary_join_element_wise(texts[-1], "\n", "")  # the row's end
     lines = pc.binary_join_element_wise(*texts, "\t") if len(texts) > 1 else texts[-1]
     offsets = _offsets(lines)

@@ -114,6 +114,11 @@ def _parsed(target: Callable[[Column], pa.DataType]) -> Callable[[Sequence[Any],
     return lambda values, column: pc.cast(_ascii(values), target(column))
 
 
+_NOT_TEXT = frozenset({"bit", "float32"})
+"""Kinds whose wire bytes are not the value's text a column of its declared type reads back: BIT comes as
+raw bytes, FLOAT as the text of ``CAST(col AS DOUBLE)``. A shard declaring such a column under a name
+another shard declares otherwise must not pass its bytes on as that other type's text."""
+
 _FAST: dict[str, Callable[[Sequence[Any], Column], pa.Array]] = {
     "int": _parsed(arrow_type), "uint64": _parsed(arrow_type), "float": _parsed(arrow_type),
     "float32": _parsed(arrow_type), "decimal": _decimals, "bit": _bits, "date": _dates, "datetime": _datetimes,
@@ -172,10 +177,13 @@ def _python(kind: str, arr: pa.Array) -> list[Any]:
 class _Column:
     """One column of a batch: its Arrow array, or its Python values when Arrow cannot hold one of them."""
 
-    __slots__ = ("arrow", "kind", "python")
+    __slots__ = ("arrow", "kind", "python", "wire")
 
-    def __init__(self, kind: str, arrow: pa.Array | None, python: list[Any] | None) -> None:
+    def __init__(self, kind: str, arrow: pa.Array | None, python: list[Any] | None,
+                 wire: pa.Array | None = None) -> None:
         self.kind, self.arrow, self.python = kind, arrow, python
+        self.wire = wire
+        """The wire text the Arrow array was cast from whole (the fast path): each value is its text's."""
 
     def values(self, rows: Sequence[int] | None = None) -> list[Any]:
         if self.python is not None:
@@ -188,7 +196,10 @@ class BatchDecoder:
     """Turns the raw columns of one read (its columns and their kinds, as the split selects them) into
     the batches the reader yields."""
 
-    def __init__(self, columns: Sequence[Column], kinds: Sequence[str], zero_dates: str) -> None:
+    def __init__(self, columns: Sequence[Column], kinds: Sequence[str], zero_dates: str,
+                 keep_wire: bool = False) -> None:
+        self.keep_wire = keep_wire
+        """Keep each fast-cast column's wire text beside the batch (``Rows.wire``, for passthrough)."""
         self.columns = tuple(columns)
         self.kinds = tuple(kinds)
         self.zero_dates = zero_dates
@@ -208,14 +219,20 @@ class BatchDecoder:
             tuples: list[Row] = list(zip(*(c.values() for c in columns), strict=True))
             return ([row for r, row in enumerate(tuples) if r not in bad] if bad else tuples), rejected
         batch = pa.RecordBatch.from_arrays([c.arrow for c in columns], schema=self.schema)
+        wire = [c.wire for c in columns]
         if bad:
-            batch = batch.filter(pa.array([r not in bad for r in range(batch.num_rows)], pa.bool_()))
-        return Rows.of_arrow(batch), rejected
+            keep = pa.array([r not in bad for r in range(batch.num_rows)], pa.bool_())
+            batch = batch.filter(keep)
+            wire = [None if w is None else w.filter(keep) for w in wire]
+        return Rows.of_arrow(batch, wire if any(w is not None for w in wire) else None), rejected
 
     def _column(self, index: int, values: list[Any] | pa.Array, bad: dict[int, str]) -> _Column:
         kind, column = self.kinds[index], self.columns[index]
         try:
-            return _Column(kind, _FAST[kind](values, column), None)
+            # The wire text goes along (pymysql's own path gives lists: none) when it is the value's own text
+            # (not BIT's raw bytes, not FLOAT's DOUBLE text), for passthrough
+            keep = self.keep_wire and kind not in _NOT_TEXT and isinstance(values, pa.Array)
+            return _Column(kind, _FAST[kind](values, column), None, values if keep else None)
         except _FAILED:
             pass
         if isinstance(values, pa.Array):

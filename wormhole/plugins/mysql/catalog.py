@@ -27,6 +27,8 @@ class ColumnInfo:
     """A decimal column's declared digits (NUMERIC_PRECISION); None for other kinds."""
     scale: int | None = None
     """A decimal column's declared digits after the point (NUMERIC_SCALE)."""
+    column_type: str = ""
+    """COLUMN_TYPE as the server declares it (``int(10) unsigned``, ``decimal(65,30)``), lower case."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,7 @@ def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[C
         decimal = kind == "decimal" and precision is not None
         infos.append(ColumnInfo(name=str(name), kind=kind, data_type=str(dt).lower(), nullable=nullable == "YES",
                                 charset=cs, collation=coll, precision=int(precision) if decimal else None,
-                                scale=int(scale or 0) if decimal else None))
+                                scale=int(scale or 0) if decimal else None, column_type=str(ctype).lower()))
     return infos
 
 

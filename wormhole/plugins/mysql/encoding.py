@@ -8,8 +8,11 @@ benchmarks.mysql_encode``, 0.88x to 1.16x on a loaded machine), no quicker end t
 every batch in both forms (peak RSS about 90 MiB higher with three destinations). Multi-row INSERT
 statements are built from tuples.
 
+Columns whose target declares the source's own type take their fields from the batch's wire text
+(:mod:`.passthrough`), when the batch carries it for them.
+
 Every MySQL destination of a run encodes a piece alike, so the result is kept in the batch's memo
-under a key naming what it depends on (method, columns, piece) and built once.
+under a key naming what it depends on (method, columns, which from wire text, piece) and built once.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import pyarrow as pa
 
 from wormhole.plugins.arrow_text import own_text_arrow
 from wormhole.plugins.base import Row, Schema, batch_memo
-from wormhole.plugins.batch import arrow_schema
+from wormhole.plugins.batch import Rows, arrow_schema
 from wormhole.plugins.mysql.arrow_load import arrow_payload
 from wormhole.plugins.mysql.types import load_payload, sql_values
 from wormhole.plugins.sql import VALUE_ERRORS
@@ -36,8 +39,10 @@ _UNENCODABLE = object()
 class PieceEncoder:
     """Encodes pieces of batches for one writer (``method``: ``load_data`` or ``insert``)."""
 
-    def __init__(self, schema: Schema, method: str) -> None:
+    def __init__(self, schema: Schema, method: str, wire: Sequence[bool] = ()) -> None:
         self.method = method
+        self.wire = tuple(wire) or (False,) * len(schema)
+        """Which columns may take their fields from the batch's wire text (:func:`.passthrough.wire_columns`)."""
         self.schema = schema
         self.types = [c.type for c in schema.columns]
         self._arrow_schema: pa.Schema | None = None
@@ -55,28 +60,41 @@ class PieceEncoder:
             self._arrow_schema = arrow_schema(self.schema)
         return batch if batch.schema.equals(self._arrow_schema) else None
 
-    def encode(self, rows: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int) -> Encoded | None:
-        """Rows ``start`` to ``start + size`` of the batch, encoded; None when some value cannot be
-        (a float infinity, a lone surrogate): the piece is then written row by row."""
+    def wire_text(self, rows: Sequence[Row], form: pa.RecordBatch | None) -> tuple[pa.Array | None, ...] | None:
+        """The batch's wire text of each column this writer loads from it (None for the others), or None."""
+        wire = rows.wire if form is not None and isinstance(rows, Rows) else None
+        if wire is None or not any(self.wire):
+            return None
+        used = tuple(w if take else None for w, take in zip(wire, self.wire, strict=True))
+        return used if any(w is not None for w in used) else None
+
+    def encode(self, rows: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int,
+               wire: Sequence[pa.Array | None] | None = None) -> Encoded | None:
+        """Rows ``start`` to ``start + size`` of the batch, encoded (from ``wire`` text where given);
+        None when some value cannot be (a float infinity, a lone surrogate): the piece is then written
+        row by row."""
         memo = batch_memo(rows)
-        key = ("mysql", self.method, self.columns, start, size)
+        from_wire = None if wire is None else tuple(w is not None for w in wire)
+        key = ("mysql", self.method, self.columns, from_wire, start, size)
         if memo is not None:
             found = memo.get(key)
             if found is not None:
                 return found if found is not _UNENCODABLE else None
         encoded: Any
         try:
-            encoded = self._encoded(rows, form, start, size)
+            encoded = self._encoded(rows, form, start, size, wire)
         except VALUE_ERRORS:
             encoded = None  # some value cannot be written: the row-by-row pass finds which
         if memo is not None:
             memo[key] = _UNENCODABLE if encoded is None else encoded
         return encoded
 
-    def _encoded(self, rows: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int) -> Encoded:
+    def _encoded(self, rows: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int,
+                 wire: Sequence[pa.Array | None] | None) -> Encoded:
         if form is not None:
             try:
-                return arrow_payload(form.slice(start, size))
+                cut = None if wire is None else [None if w is None else w.slice(start, size) for w in wire]
+                return arrow_payload(form.slice(start, size), cut)
             except (pa.ArrowException, *VALUE_ERRORS):
                 pass  # the row encoder decides: it raises for a value MySQL cannot hold, as before
         piece = rows[start:start + size]

@@ -48,12 +48,12 @@ from wormhole.plugins.mysql.connection import (
     close_quietly,
     connect,
     describe,
-    fetch_all,
     fetch_one,
     source_connection,
 )
 from wormhole.plugins.mysql.markers import COMMITTED, SWAPPED, SWAPPING, SplitMarkers
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, MysqlWriterOptions, QuerySource
+from wormhole.plugins.mysql.passthrough import choose_method, load_method, target_columns, wire_columns
 from wormhole.plugins.mysql.reader import endpoints
 from wormhole.plugins.mysql.staging import Staging, TargetSql, staging_leftovers
 from wormhole.plugins.sql import backquote as quote
@@ -73,6 +73,9 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         """Where writers put rows: the target, or the staging table."""
         self.staging: Staging | None = None
         self.method = "insert"
+        self.wire: tuple[bool, ...] = ()
+        """Which columns' LOAD DATA fields are their wire text (:mod:`.passthrough`), decided at prepare."""
+        self._natives: dict[str, str] = {}
         self.load_sql = ""
         self.insert_prefix = ""
         self.insert_suffix = ""
@@ -200,32 +203,29 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
     def _target_columns(self, conn: pymysql.Connection) -> dict[str, str]:
         """The target's column types by lower-case name; sets the columns written (checked against them)."""
         opts, schema = self.options, self.ctx.schema
-        found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
-                                "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (self.endpoint.database, opts.table))
+        found = target_columns(conn, self.endpoint.database, opts.table)
         if not found:
             raise self.sql.error(PrepareError, f"table {self.target} does not exist on {self.endpoint.mark}")
         columns = opts.columns if opts.columns is not None else schema.names
         if len(columns) != len(schema):
             raise self.sql.error(PrepareError, f"columns names {len(columns)} column(s) but the source has "
                                                f"{len(schema)}: {', '.join(schema.names)}")
-        types = {str(name).lower(): str(dt).lower() for name, dt in found}
+        types = {name.lower(): dt for name, dt, _ in found}
         unknown = [c for c in columns if c.lower() not in types]
         if unknown:
             raise self.sql.error(PrepareError, f"table {self.target} has no column {', '.join(unknown)}")
         self.columns = tuple(columns)
+        self._natives = {name.lower(): native for name, _, native in found}
         return types
 
     def _choose_method(self, conn: pymysql.Connection) -> str:
-        opts = self.options
-        if opts.method == "insert" or (opts.method == "auto" and opts.write_mode == "upsert"):
-            return "insert"
-        allowed = bool(int(fetch_one(conn, "SELECT @@GLOBAL.local_infile")[0]))
-        if allowed:
-            return "load_data"
-        if opts.method == "load_data":
+        method = choose_method(conn, self.options)
+        if method is None:
             raise self.sql.error(PrepareError, f"method 'load_data' needs local_infile, which {self.endpoint.mark} "
                                                f"has switched off (use method 'insert' or 'auto')")
-        return "insert"
+        self.wire = wire_columns(self.ctx.schema, self.columns, self._natives, method)
+        self.ctx.log.info("writer.load_method", load=load_method(method, self.ctx.schema, self.wire))
+        return method
 
     def _build_sql(self, target_types: list[str]) -> None:
         opts = self.options

@@ -27,6 +27,7 @@ from wormhole.plugins.mysql.connection import (
     source_connection,
 )
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource
+from wormhole.plugins.mysql.passthrough import native_type
 from wormhole.plugins.mysql.protocol import column_batches
 from wormhole.plugins.mysql.splitter import query_columns
 from wormhole.plugins.mysql.types import KIND_TYPES
@@ -79,8 +80,9 @@ class MysqlReader:
                                            precision=c.precision, scale=c.scale)
                                     for c in query_columns(conn, ep, source.query)))
             chosen = choose_columns(describe_table(conn, ep, tables[0]), source.selection.columns, ep, tables[0])
+            # native: a mysql destination declaring the same type takes the column's wire text (passthrough)
             return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable, c.kind == "uint64", c.precision,
-                                       c.scale) for c in chosen))
+                                       c.scale, native_type(c.column_type, c.charset)) for c in chosen))
         finally:
             close_quietly(conn)
 
@@ -93,7 +95,7 @@ class MysqlReader:
         if len(columns) != len(kinds) or any(c.type != KIND_TYPES[k] for c, k in zip(columns, kinds, strict=False)):
             names = [split.params["columns"][k] for k in pushed.keep] if pushed else split.params["columns"]
             columns = tuple(Column(n, KIND_TYPES[k], unsigned=k == "uint64") for n, k in zip(names, kinds, strict=True))
-        return BatchDecoder(columns, kinds, self.source.zero_dates)
+        return BatchDecoder(columns, kinds, self.source.zero_dates, keep_wire=self.ctx.keep_wire)
 
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         ep, _ = self._shards[split.params["shard"]]

@@ -84,6 +84,8 @@ class MysqlWriter:
         self.types = [c.type for c in ctx.schema.columns]
         self.log = ctx.log.bind(worker=worker)
         self.encoder: PieceEncoder | None = None
+        self._from_wire = False
+        """Some batch was loaded from its wire text (logged once, ``writer.load_from_wire``)."""
         self.conn: pymysql.Connection | None = None
         self._file: int | None = None
         self._file_path = ""
@@ -149,13 +151,18 @@ class MysqlWriter:
     def _write(self, rows: Sequence[Row], split_id: str | None) -> WriteResult:
         size = self.options.batch_size
         if self.encoder is None:
-            self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method)
+            self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method, self.periphery.wire)
         form = self.encoder.form(rows)
+        wire = self.encoder.wire_text(rows, form)
+        if wire is not None and not self._from_wire:
+            self._from_wire = True
+            self.log.info("writer.load_from_wire", columns=[c.name for c, w in zip(self.ctx.schema.columns, wire,
+                                                                                   strict=True) if w is not None])
         written = 0
         rejected: list[Rejected] = []
         for start in range(0, len(rows), size):
             try:
-                n, bad = self._write_piece(rows, form, start, min(size, len(rows) - start), split_id)
+                n, bad = self._write_piece(rows, form, wire, start, min(size, len(rows) - start), split_id)
             except WriteError as exc:
                 if split_id is None:
                     exc.details["written_before_failure"] = written  # pieces of this batch already committed
@@ -164,15 +171,15 @@ class MysqlWriter:
             rejected.extend(bad)
         return WriteResult(written=written, rejected=tuple(rejected))
 
-    def _write_piece(self, batch: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int,
-                     split_id: str | None) -> tuple[int, list[Rejected]]:
+    def _write_piece(self, batch: Sequence[Row], form: pa.RecordBatch | None, wire: Sequence[pa.Array | None] | None,
+                     start: int, size: int, split_id: str | None) -> tuple[int, list[Rejected]]:
         """Rows ``start`` to ``start + size`` of ``batch`` at once; when some row's value fails that (or
         cannot be encoded), the piece again row by row, so only the bad rows are rejected."""
         p = self.periphery
         if p.broken is not None:
             raise self._error(f"cannot write {p.target}: {p.broken}")
         assert self.encoder is not None
-        encoded = self.encoder.encode(batch, form, start, size)
+        encoded = self.encoder.encode(batch, form, start, size, wire)
         if encoded is not None and self._retrying(split_id, lambda: self._bulk(size, encoded, split_id)):
             result = WriteResult(written=size)
         else:  # the piece's tuples: the batch's own, made from its Arrow form only now if it came as columns

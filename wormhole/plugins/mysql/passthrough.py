@@ -1,0 +1,109 @@
+"""MySQL to MySQL without decoding: which columns a LOAD DATA payload takes from the wire text.
+
+The mysql reader keeps each column's text-protocol bytes beside the typed batch (``Rows.wire``) when a
+run has a destination that may use them (``ReadContext.keep_wire``: they cost memory). A
+column whose target declares exactly the source's type (COLUMN_TYPE and character set, compared as
+:func:`native_type` writes them) reads that text back to the same value through LOAD DATA, so its field
+is the wire text escaped (bytes as hex, loaded through UNHEX as always): no cast, no re-formatting.
+Every other column is encoded from the typed Arrow form, as before. Kept on the typed path:
+
+- FLOAT: the reader selects it as ``CAST(col AS DOUBLE)`` (README "Values on the way"), whose text is
+  not what a FLOAT column declares;
+- BIT: the wire holds its raw bytes, which LOAD DATA would take as text;
+- a column whose batch went through the value-by-value decode (a zero date, a value that failed the
+  fast cast): the typed value may differ from the text (``zero_dates``), so that batch's column has no
+  wire text (:mod:`.arrow_read`);
+- rows a transform made: a chain builds new batches, which carry no wire text.
+
+:func:`wire_columns` decides for a writer (at prepare) and for ``wormhole plan`` alike, and
+:func:`load_method` says what was decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pymysql
+
+from wormhole.errors import PrepareError
+from wormhole.plugins.mysql.connection import close_quietly, connect, describe, fetch_all, fetch_one
+from wormhole.plugins.schema import Schema
+
+TYPED_ONLY = frozenset({"float", "bit"})
+"""MySQL data types whose wire text is not what LOAD DATA reads back to the same value (see above)."""
+
+
+def native_type(column_type: str, charset: str | None) -> str:
+    """A column's declaration as passthrough compares it: ``varchar(40) utf8mb4``, ``int(11)``."""
+    return column_type.lower() + (f" {charset.lower()}" if charset else "")
+
+
+def target_columns(conn: pymysql.Connection, database: str, table: str) -> list[tuple[str, str, str]]:
+    """``(name, DATA_TYPE, native type)`` of each column of ``table``, in order (empty: no such table)."""
+    found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, CHARACTER_SET_NAME "
+                            "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+                            "ORDER BY ORDINAL_POSITION", (database, table))
+    return [(str(name), str(dt).lower(), native_type(str(ctype), cs)) for name, dt, ctype, cs in found]
+
+
+def wire_columns(schema: Schema, written: Sequence[str], targets: Mapping[str, str], method: str) -> tuple[bool, ...]:
+    """For each column of ``schema`` (written to the target column of the same position in ``written``),
+    whether its LOAD DATA field is the wire text: the source's declared type is the target's (``targets``:
+    native type by lower-case name) and its text reads back exactly."""
+    if method != "load_data":
+        return (False,) * len(schema)
+    out = []
+    for column, name in zip(schema.columns, written, strict=True):
+        native = column.native
+        data_type = native.split("(")[0].split(" ")[0] if native else ""
+        out.append(native is not None and data_type not in TYPED_ONLY and targets.get(name.lower()) == native)
+    return tuple(out)
+
+
+def load_method(method: str, schema: Schema, wire: Sequence[bool], rows_changed: bool = False) -> str:
+    """What ``wormhole plan`` shows as a mysql destination's ``load``."""
+    if method != "load_data":
+        return "INSERT"
+    if rows_changed or not any(wire):
+        return "LOAD DATA from Arrow" + (" (transforms change the rows)" if rows_changed and any(wire) else "")
+    if all(wire):
+        return "LOAD DATA from wire text"
+    typed = [c.name for c, w in zip(schema.columns, wire, strict=True) if not w]
+    return f"LOAD DATA from wire text ({sum(wire)} of {len(wire)} columns; Arrow for {', '.join(typed)})"
+
+
+def choose_method(conn: pymysql.Connection, options: Any) -> str | None:
+    """``load_data`` or ``insert`` as the writer's prepare chooses; None when ``method`` is
+    ``load_data`` and the server has local_infile off (prepare fails then)."""
+    if options.method == "insert" or (options.method == "auto" and options.write_mode == "upsert"):
+        return "insert"
+    if bool(int(fetch_one(conn, "SELECT @@GLOBAL.local_infile")[0])):
+        return "load_data"
+    return None if options.method == "load_data" else "insert"
+
+
+def plan_load(options: Any, schema: Schema, rows_changed: bool) -> str:
+    """The ``load`` line of ``wormhole plan`` for a mysql destination: its target's column types read
+    (nothing written) and decided as the writer decides."""
+    endpoint = options.endpoint
+    try:
+        conn = connect(endpoint, PrepareError, attempts=1, timeout=options.connect_timeout_s, strict=options.strict)
+    except PrepareError as exc:
+        return f"unknown (the target cannot be reached: {exc})"
+    try:
+        method = choose_method(conn, options)
+        found = target_columns(conn, endpoint.database, options.table)
+    except pymysql.err.MySQLError as exc:
+        return f"unknown (reading the target's columns failed: {describe(exc)})"
+    finally:
+        close_quietly(conn)
+    if method is None:
+        return "none (method 'load_data' needs local_infile, which the server has switched off)"
+    if not found:
+        return f"unknown (no table {options.table} yet)"
+    written = options.columns if options.columns is not None else schema.names
+    if len(written) != len(schema):
+        return "unknown (the target's columns do not match the source's: prepare will say why)"
+    wire = wire_columns(schema, written, {name.lower(): native for name, _, native in found}, method)
+    return load_method(method, schema, wire, rows_changed)
