@@ -223,6 +223,27 @@ def test_a_destination_that_failed_a_run_is_caught_up_by_the_next_and_the_others
     assert {w["value"] for w in third["watermarks"]["destinations"].values()} == {"800"}
 
 
+def test_a_retried_partial_run_finishes_its_own_window_for_the_destination_that_failed(
+        dbs: Databases, tmp_path: Path) -> None:
+    db = dbs.create("incretry")
+    create_table(dbs.admin, db, "src", "id BIGINT NOT NULL PRIMARY KEY, v BIGINT NOT NULL")
+    ws = workspace(tmp_path)
+    spec = append_spec(dbs, db)
+    insert(dbs, db, range(1, 301))
+    task_id, proc = submit_and_run(ws, spec)  # `my`'s table does not exist yet: it fails, the others commit
+    assert finished(ws, task_id, proc, codes=(202,))["result"]["destinations"]["my"]["status"] == "failed"
+    create_table(dbs.admin, db, "dst", "id BIGINT NOT NULL, v BIGINT NOT NULL")
+    insert(dbs, db, range(301, 351))  # after the partial run's plan: the next run's
+    ws.run("task", "retry", str(task_id), check=True)
+    retried = finished(ws, task_id, start(ws, task_id))
+    results = retried["result"]["destinations"]
+    assert results["my"]["rows_written"] == 300 and retried["result"]["incremental"]["to"] == "300"
+    assert results["lite"]["skipped"] == results["js"]["skipped"] == f"committed by run {retried['runs'][0]['id']}"
+    assert {d: w["value"] for d, w in retried["watermarks"]["destinations"].items()} == \
+        {"my": "300", "lite": "300", "js": "300"}
+    assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 301)) for d in ("my", "lite", "js")}
+
+
 # -- SIGKILL between two destinations' commits ------------------------------------------------------
 
 
