@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 
 from wormhole.plugins.arrow_text import (
     NotExact,
@@ -30,6 +31,7 @@ from wormhole.plugins.arrow_text import (
     datetime_text,
     decimal_text,
     float_text,
+    in_python_range,
     json_values,
     patched,
 )
@@ -95,17 +97,49 @@ _CHARSET = {
 """What a type's field text can hold: a column whose text cannot hold a quoting character needs no check."""
 
 
+_RAW = ("int", "string", "date")
+"""Kinds pyarrow's csv writer is given as they are: its cast to text is the one :meth:`CsvArrowEncoder._column`
+makes of them (a date after its range check)."""
+
+_STRUCTURAL = '"\r\n'
+"""What pyarrow's csv writer refuses in a field unquoted (with the delimiter): a superset of what makes the
+csv module quote (3.11 writes a lone \\r as it is)."""
+
+
 class CsvArrowEncoder:
-    """The csv text of Arrow batches of ``schema``, as the csv module writes their rows."""
+    """The csv text of Arrow batches of ``schema``, as the csv module writes their rows.
+
+    A batch no field of which the csv module would quote (the common case) is written by pyarrow's csv
+    writer unquoted (``quoting_style="none"``: its C++ joins the fields, and refuses a field holding a
+    quote, the delimiter or a line end), given each column as its field text, or as it is where its cast
+    is that text; another batch, or a delimiter or NULL text that writer cannot take, is joined by compute
+    kernels, each field quoted where the csv module would.
+    """
 
     def __init__(self, schema: Schema, delimiter: str, null: str) -> None:
         self._schema = schema
+        self._kinds = [c.type for c in schema.columns]
         self._types = expected_types(schema)
         self._delimiter = delimiter
         self._quoting = _quoting_chars(delimiter)
         self._pattern = "[" + "".join("\\" + c if c in "\\]^-[" else c for c in self._quoting) + "]"
         self._scan = self._quoting.encode("utf-8")  # a non-ASCII delimiter: its bytes, each a candidate
         self._null = _csv_field(null, delimiter) if null else ""
+        self._writer = self._writer_options()
+        self._structural = (_STRUCTURAL + delimiter).encode("utf-8")
+        self._names = [f"c{i}" for i in range(len(schema.columns))]
+
+    def _writer_options(self) -> pa_csv.WriteOptions | None:
+        """pyarrow's writer, where it can write what the csv module does: an ASCII delimiter no number,
+        date or base64 text holds (those are not checked per batch), a NULL text the csv module writes
+        as it is (pyarrow refuses quotes in it), more than one column (the csv module writes a line of one
+        empty field as ``""``)."""
+        texts = set().union(*_CHARSET.values())
+        if (not self._delimiter.isascii() or self._delimiter in texts or '"' in self._null
+                or len(self._kinds) < 2):
+            return None
+        return pa_csv.WriteOptions(include_header=False, delimiter=self._delimiter, quoting_style="none",
+                                   null_string=self._null)
 
     def _column(self, kind: str, values: pa.Array) -> Text:
         if kind == "float":
@@ -139,14 +173,32 @@ class CsvArrowEncoder:
         """The batch's lines; raises :class:`NotExact` for a batch these columns cannot render exactly."""
         if batch.schema.types != self._types:
             raise NotExact("the batch's Arrow types are not the schema's")
+        if self._writer is None:
+            return self._joined([self._column(k, batch.column(i)) for i, k in enumerate(self._kinds)], batch.num_rows)
+        columns: list[pa.Array] = []
+        for i, kind in enumerate(self._kinds):
+            values = batch.column(i)
+            if kind == "date" and not in_python_range(values, "date"):
+                raise NotExact("a date beyond the years 1-9999")
+            columns.append(values if kind in _RAW else self._column(kind, values))
+        if any(kind not in _CHARSET and holds(text, self._structural) for kind, text in zip(self._kinds, columns)):
+            return self._joined([pc.cast(c, pa.string()) if k in ("int", "date") else c
+                                 for k, c in zip(self._kinds, columns)], batch.num_rows)
+        sink = pa.BufferOutputStream()
+        pa_csv.write_csv(pa.RecordBatch.from_arrays(columns, names=self._names), sink, self._writer)
+        return sink.getvalue()
+
+    def _joined(self, texts: list[Text], rows: int) -> pa.Buffer:
+        """The lines of the columns' field texts joined by compute kernels, each field quoted as the csv
+        module would."""
         pieces: list[Any] = []
-        for i, column in enumerate(self._schema.columns):
-            text = self._quoted(column.type, self._column(column.type, batch.column(i)))
+        for kind, text in zip(self._kinds, texts):
+            text = self._quoted(kind, text)
             pieces += [pc.fill_null(text, self._null) if text.null_count else text, self._delimiter]
         pieces[-1] = "\n"
         if len(pieces) == 2:  # one column: the csv module writes an empty line as ""
             pieces[0] = pc.if_else(pc.equal(pieces[0], ""), '""', pieces[0])
-        return lines_buffer(pieces, batch.num_rows)
+        return lines_buffer(pieces, rows)
 
 
 # ---------------------------------------------------------------------------------------------
