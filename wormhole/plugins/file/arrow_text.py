@@ -2,11 +2,12 @@
 the row encoders (:class:`~wormhole.plugins.file.csv_format.CsvEncoder`,
 :class:`~wormhole.plugins.file.jsonl_format.JsonlEncoder`) write for the same values.
 
-pyarrow's own csv writer quotes every string and formats numbers its own way, so it cannot give that
-text; instead each column becomes its field text (:mod:`wormhole.plugins.arrow_text`), quoted or
-escaped where the row encoder would, then one element-wise join per batch makes the lines, and the
-joined array's data buffer is the batch's text, with no copy. A batch these encoders cannot render
-exactly (a non-finite float in jsonl, an unexpected Arrow type, a date beyond Python's years) raises
+Each column becomes its field text (:mod:`wormhole.plugins.arrow_text`). A csv batch no field of which
+the csv module would quote (most data) is then joined by pyarrow's csv writer, unquoted (its "needed"
+quoting quotes every string, so only its "none" style writes the csv module's text); another batch's fields
+are quoted where the csv module would, and one element-wise join per batch makes the lines, the joined
+array's data buffer being the batch's text, with no copy. A batch these encoders cannot render exactly (a
+non-finite float in jsonl, an unexpected Arrow type, a date beyond Python's years) raises
 :class:`~wormhole.plugins.arrow_text.NotExact`: the caller encodes its rows.
 """
 
@@ -138,8 +139,9 @@ class CsvArrowEncoder:
         if (not self._delimiter.isascii() or self._delimiter in texts or '"' in self._null
                 or len(self._kinds) < 2):
             return None
+        # batch_size: a batch in one piece (pyarrow's 1,024 rows would cut an exchange batch in four)
         return pa_csv.WriteOptions(include_header=False, delimiter=self._delimiter, quoting_style="none",
-                                   null_string=self._null)
+                                   null_string=self._null, batch_size=1 << 16)
 
     def _column(self, kind: str, values: pa.Array) -> Text:
         if kind == "float":
