@@ -10,11 +10,13 @@ import random
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from wormhole.plugins.arrow_text import float_text
 from wormhole.plugins.base import Column, Row, Rows, Schema
 from wormhole.plugins.batch import arrow_from_rows, rows_from_arrow
 from wormhole.plugins.file.csv_format import CsvEncoder
@@ -73,7 +75,19 @@ def batches(draw: st.DrawFn) -> tuple[Schema, list[Row]]:
     return schema, rows
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), FLOATS), max_size=40), st.data())
+def test_float_text_is_repr_in_a_slice_of_an_array(values: list[float | None], data: st.DataObject) -> None:
+    """Every float's text is ``repr`` (``.0`` spliced after a whole one), NULL kept, in an array that
+    starts inside its buffers (as the stream's batches, slices of a pool, do)."""
+    start = data.draw(st.integers(0, len(values)))
+    stop = data.draw(st.integers(start, len(values)))
+    text = float_text(pa.array(values, pa.float64()).slice(start, stop - start))
+    text.validate(full=True)
+    assert text.to_pylist() == [None if v is None else repr(v) for v in values[start:stop]]
+
+
+@settings(max_examples=200, deadline=None)
 @given(batches(), st.sampled_from(OPTIONS))
 def test_the_columnar_csv_text_is_the_csv_modules(batch: tuple[Schema, list[Row]], option: tuple[str, str]) -> None:
     schema, rows = batch

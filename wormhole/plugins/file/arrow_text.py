@@ -129,6 +129,8 @@ class CsvArrowEncoder:
         self._writer = self._writer_options()
         self._structural = (_STRUCTURAL + delimiter).encode("utf-8")
         self._names = [f"c{i}" for i in range(len(schema.columns))]
+        # The columns whose text may hold what the writer refuses (the others' text cannot, see _writer_options)
+        self._scanned = [i for i, kind in enumerate(self._kinds) if kind not in _CHARSET]
 
     def _writer_options(self) -> pa_csv.WriteOptions | None:
         """pyarrow's writer, where it can write what the csv module does: an ASCII delimiter no number,
@@ -177,18 +179,20 @@ class CsvArrowEncoder:
             raise NotExact("the batch's Arrow types are not the schema's")
         if self._writer is None:
             return self._joined([self._column(k, batch.column(i)) for i, k in enumerate(self._kinds)], batch.num_rows)
-        columns: list[pa.Array] = []
-        for i, kind in enumerate(self._kinds):
-            values = batch.column(i)
-            if kind == "date" and not in_python_range(values, "date"):
-                raise NotExact("a date beyond the years 1-9999")
-            columns.append(values if kind in _RAW else self._column(kind, values))
-        if any(kind not in _CHARSET and holds(text, self._structural) for kind, text in zip(self._kinds, columns)):
+        columns = [self._field(kind, batch.column(i)) for i, kind in enumerate(self._kinds)]
+        if any(holds(columns[i], self._structural) for i in self._scanned):
             return self._joined([pc.cast(c, pa.string()) if k in ("int", "date") else c
-                                 for k, c in zip(self._kinds, columns)], batch.num_rows)
+                                 for k, c in zip(self._kinds, columns, strict=True)], batch.num_rows)
         sink = pa.BufferOutputStream()
         pa_csv.write_csv(pa.RecordBatch.from_arrays(columns, names=self._names), sink, self._writer)
         return sink.getvalue()
+
+    def _field(self, kind: str, values: pa.Array) -> pa.Array:
+        """A column as pyarrow's writer is given it: its field text, or its values where the writer's own
+        cast makes that text."""
+        if kind == "date" and not in_python_range(values, "date"):
+            raise NotExact("a date beyond the years 1-9999")
+        return values if kind in _RAW else self._column(kind, values)
 
     def _joined(self, texts: list[Text], rows: int) -> pa.Buffer:
         """The lines of the columns' field texts joined by compute kernels, each field quoted as the csv
