@@ -12,9 +12,11 @@ render as the row writer would (a date beyond Python's years); the caller writes
 from __future__ import annotations
 
 import binascii
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -59,22 +61,49 @@ def patched(text: Text, need: Any, values: pa.Array, fmt: Callable[[Any], str]) 
     return pc.replace_with_mask(text, need, pa.array(fixed, pa.string()))
 
 
+_OFFSET_MAX = 2**31 - 1
+"""The largest offset of a string array's data."""
+
+
+def suffixed(text: Text, mask: np.ndarray, suffix: bytes) -> Text:
+    """``text`` with ``suffix`` after each value where ``mask`` is true: the data joined once around
+    those values and the offsets moved by numpy (``replace_with_mask`` rebuilds every value)."""
+    validity, offsets, data = text.buffers()
+    n, first = len(text), text.offset
+    old = np.frombuffer(offsets, np.int32, n + 1, 4 * first)
+    moved = np.zeros(first + n + 1, np.int64)
+    np.cumsum(mask, out=moved[first + 1:])
+    moved[first:] = moved[first:] * len(suffix) + old - old[0]
+    if moved[-1] > _OFFSET_MAX:  # beyond a string array: the caller writes the batch's rows
+        raise NotExact("the text is too long for one string array")
+    view = memoryview(data if data is not None else b"")
+    bounds = [int(old[0]), *old[1:][mask].tolist(), int(old[-1])]
+    grown = suffix.join([view[start:end] for start, end in itertools.pairwise(bounds)])
+    return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(moved.astype(np.int32)), pa.py_buffer(grown)],
+                                 text.null_count, first)
+
+
 def float_text(values: pa.Array) -> Text:
     """``repr`` of each float. Arrow prints the same shortest digits, positionally where 1e-7 <= |x| < 1e10
     (Python: 1e-4 <= |x| < 1e16): inside both ranges (and for zero) its text is Python's, plus ``.0`` for a
-    whole number; the rest (few in most data) go through ``repr``. Decided by numeric tests only, and by
-    the column's smallest and largest magnitude alone when every value is inside (the common case)."""
+    whole number; the rest (few in most data) go through ``repr``. Decided by numeric tests only (numpy's,
+    a batch's few microseconds each), and by the column's smallest and largest magnitude alone when every
+    value is inside (the common case)."""
     text = pc.cast(values, pa.string())
-    magnitude = pc.abs(values)
-    span = pc.min_max(magnitude)
-    low, high = span["min"].as_py(), span["max"].as_py()
-    # min_max skips NaN, whose text Arrow writes as Python does (nan, whatever its sign)
-    inside = low is None or (low >= 1e-4 and high < 1e10)
-    shared = None if inside else pc.or_(
-        pc.and_(pc.greater_equal(magnitude, 1e-4), pc.less(magnitude, 1e10)), pc.equal(magnitude, 0))
-    whole = pc.equal(pc.trunc(values), values)
-    text = patched(text, whole if shared is None else pc.and_(shared, whole), text, lambda t: t + ".0")
-    return text if shared is None else patched(text, pc.invert(shared), values, repr)
+    number = values.to_numpy(zero_copy_only=False)  # a NULL as NaN
+    magnitude = np.abs(number)
+    # fmin/fmax skip NaN, whose text Arrow writes as Python does (nan, whatever its sign); all NaN: -inf
+    low, high = np.fmin.reduce(magnitude, initial=np.inf), np.fmax.reduce(magnitude, initial=-np.inf)
+    inside = bool(high == -np.inf or (low >= 1e-4 and high < 1e10))
+    with np.errstate(invalid="ignore"):  # a signalling NaN's payload
+        whole = np.trunc(number) == number  # NaN (and NULL) false
+    shared = None if inside else ((magnitude >= 1e-4) & (magnitude < 1e10)) | (magnitude == 0)
+    mask = whole if shared is None else whole & shared
+    text = suffixed(text, mask, b".0") if mask.any() else text
+    if shared is None:
+        return text
+    other = ~shared if not values.null_count else ~shared & values.is_valid().to_numpy(zero_copy_only=False)
+    return patched(text, pa.array(other), values, repr)
 
 
 def decimal_text(values: pa.Array) -> Text:

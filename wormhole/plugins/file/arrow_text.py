@@ -2,11 +2,12 @@
 the row encoders (:class:`~wormhole.plugins.file.csv_format.CsvEncoder`,
 :class:`~wormhole.plugins.file.jsonl_format.JsonlEncoder`) write for the same values.
 
-pyarrow's own csv writer quotes every string and formats numbers its own way, so it cannot give that
-text; instead each column becomes its field text (:mod:`wormhole.plugins.arrow_text`), quoted or
-escaped where the row encoder would, then one element-wise join per batch makes the lines, and the
-joined array's data buffer is the batch's text, with no copy. A batch these encoders cannot render
-exactly (a non-finite float in jsonl, an unexpected Arrow type, a date beyond Python's years) raises
+Each column becomes its field text (:mod:`wormhole.plugins.arrow_text`). A csv batch no field of which
+the csv module would quote (most data) is then joined by pyarrow's csv writer, unquoted (its "needed"
+quoting quotes every string, so only its "none" style writes the csv module's text); another batch's fields
+are quoted where the csv module would, and one element-wise join per batch makes the lines, the joined
+array's data buffer being the batch's text, with no copy. A batch these encoders cannot render exactly (a
+non-finite float in jsonl, an unexpected Arrow type, a date beyond Python's years) raises
 :class:`~wormhole.plugins.arrow_text.NotExact`: the caller encodes its rows.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 
 from wormhole.plugins.arrow_text import (
     NotExact,
@@ -30,6 +32,7 @@ from wormhole.plugins.arrow_text import (
     datetime_text,
     decimal_text,
     float_text,
+    in_python_range,
     json_values,
     patched,
 )
@@ -95,17 +98,52 @@ _CHARSET = {
 """What a type's field text can hold: a column whose text cannot hold a quoting character needs no check."""
 
 
+_RAW = ("int", "string", "date")
+"""Kinds pyarrow's csv writer is given as they are: its cast to text is the one :meth:`CsvArrowEncoder._column`
+makes of them (a date after its range check)."""
+
+_STRUCTURAL = '"\r\n'
+"""What pyarrow's csv writer refuses in a field unquoted (with the delimiter): a superset of what makes the
+csv module quote (3.11 writes a lone \\r as it is)."""
+
+
 class CsvArrowEncoder:
-    """The csv text of Arrow batches of ``schema``, as the csv module writes their rows."""
+    """The csv text of Arrow batches of ``schema``, as the csv module writes their rows.
+
+    A batch no field of which the csv module would quote (the common case) is written by pyarrow's csv
+    writer unquoted (``quoting_style="none"``: its C++ joins the fields, and refuses a field holding a
+    quote, the delimiter or a line end), given each column as its field text, or as it is where its cast
+    is that text; another batch, or a delimiter or NULL text that writer cannot take, is joined by compute
+    kernels, each field quoted where the csv module would.
+    """
 
     def __init__(self, schema: Schema, delimiter: str, null: str) -> None:
         self._schema = schema
+        self._kinds = [c.type for c in schema.columns]
         self._types = expected_types(schema)
         self._delimiter = delimiter
         self._quoting = _quoting_chars(delimiter)
         self._pattern = "[" + "".join("\\" + c if c in "\\]^-[" else c for c in self._quoting) + "]"
         self._scan = self._quoting.encode("utf-8")  # a non-ASCII delimiter: its bytes, each a candidate
         self._null = _csv_field(null, delimiter) if null else ""
+        self._writer = self._writer_options()
+        self._structural = (_STRUCTURAL + delimiter).encode("utf-8")
+        self._names = [f"c{i}" for i in range(len(schema.columns))]
+        # The columns whose text may hold what the writer refuses (the others' text cannot, see _writer_options)
+        self._scanned = [i for i, kind in enumerate(self._kinds) if kind not in _CHARSET]
+
+    def _writer_options(self) -> pa_csv.WriteOptions | None:
+        """pyarrow's writer, where it can write what the csv module does: an ASCII delimiter no number,
+        date or base64 text holds (those are not checked per batch), a NULL text the csv module writes
+        as it is (pyarrow refuses quotes in it), more than one column (the csv module writes a line of one
+        empty field as ``""``)."""
+        texts = set().union(*_CHARSET.values())
+        if (not self._delimiter.isascii() or self._delimiter in texts or '"' in self._null
+                or len(self._kinds) < 2):
+            return None
+        # batch_size: a batch in one piece (pyarrow's 1,024 rows would cut an exchange batch in four)
+        return pa_csv.WriteOptions(include_header=False, delimiter=self._delimiter, quoting_style="none",
+                                   null_string=self._null, batch_size=1 << 16)
 
     def _column(self, kind: str, values: pa.Array) -> Text:
         if kind == "float":
@@ -139,14 +177,34 @@ class CsvArrowEncoder:
         """The batch's lines; raises :class:`NotExact` for a batch these columns cannot render exactly."""
         if batch.schema.types != self._types:
             raise NotExact("the batch's Arrow types are not the schema's")
+        if self._writer is None:
+            return self._joined([self._column(k, batch.column(i)) for i, k in enumerate(self._kinds)], batch.num_rows)
+        columns = [self._field(kind, batch.column(i)) for i, kind in enumerate(self._kinds)]
+        if any(holds(columns[i], self._structural) for i in self._scanned):
+            return self._joined([pc.cast(c, pa.string()) if k in ("int", "date") else c
+                                 for k, c in zip(self._kinds, columns, strict=True)], batch.num_rows)
+        sink = pa.BufferOutputStream()
+        pa_csv.write_csv(pa.RecordBatch.from_arrays(columns, names=self._names), sink, self._writer)
+        return sink.getvalue()
+
+    def _field(self, kind: str, values: pa.Array) -> pa.Array:
+        """A column as pyarrow's writer is given it: its field text, or its values where the writer's own
+        cast makes that text."""
+        if kind == "date" and not in_python_range(values, "date"):
+            raise NotExact("a date beyond the years 1-9999")
+        return values if kind in _RAW else self._column(kind, values)
+
+    def _joined(self, texts: list[Text], rows: int) -> pa.Buffer:
+        """The lines of the columns' field texts joined by compute kernels, each field quoted as the csv
+        module would."""
         pieces: list[Any] = []
-        for i, column in enumerate(self._schema.columns):
-            text = self._quoted(column.type, self._column(column.type, batch.column(i)))
+        for kind, text in zip(self._kinds, texts):
+            text = self._quoted(kind, text)
             pieces += [pc.fill_null(text, self._null) if text.null_count else text, self._delimiter]
         pieces[-1] = "\n"
         if len(pieces) == 2:  # one column: the csv module writes an empty line as ""
             pieces[0] = pc.if_else(pc.equal(pieces[0], ""), '""', pieces[0])
-        return lines_buffer(pieces, batch.num_rows)
+        return lines_buffer(pieces, rows)
 
 
 # ---------------------------------------------------------------------------------------------
