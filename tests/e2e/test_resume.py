@@ -249,6 +249,7 @@ def durable_rows(ws: Workspace, task_id: int) -> int:
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(600)  # three driver JVMs in turn: the budget of the two tests this chain replaced
 def test_spark_driver_killed_mid_write_then_after_a_commit_resumes_exactly(
         source: tuple[Server, str, tuple[int, ...]], scenario: tuple[Workspace, Fanout]) -> None:
     """engine spark, one task whose driver (the wormhole process) is killed twice, so each JVM start
