@@ -1,6 +1,7 @@
 """What file and SQLite destinations may touch, through the CLI as a user runs it: overwrite replaces only
 wormhole's own output, destinations may not share a path, a failed SQLite destination leaves no file it
-created, and SQLite creates its directory and plain column types."""
+created, and SQLite creates its directory and plain column types. Spark mode's overwrite rule is checked
+on the test run's SparkSession (tests/spark/test_spark_file_overwrite.py), without a driver JVM per run."""
 
 from __future__ import annotations
 
@@ -166,34 +167,3 @@ class TestSqlite:
             assert conn.execute("SELECT COUNT(*) FROM t").fetchone() == (100,)
         finally:
             conn.close()
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-def test_spark_mode_applies_the_same_overwrite_rule(ws: Workspace) -> None:
-    """Spark's parquet output (parts with uuids, .crc files) is replaced by the next run; an unrelated file
-    stops the swap: that destination fails, the file stays, the other destination commits."""
-    pytest.importorskip("pyspark")
-    pytest.importorskip("pyarrow")
-
-    def spec(rows: int) -> dict[str, Any]:
-        return {"source": stream(rows), "settings": {"engine": "spark"},
-                "destinations": [files("p", "out/p", "parquet"), files("j", "out/j")]}
-
-    code, _, stderr = run_task(ws, spec(500), timeout=280)
-    assert code == 0, stderr[-3000:]
-    names = sorted(p.name for p in (ws.root / "out/p").iterdir())
-    assert "_SUCCESS" in names and any(n.endswith(".crc") for n in names), names
-    code, _, stderr = run_task(ws, spec(300), timeout=280)
-    assert code == 0, stderr[-3000:]
-    import pyarrow.parquet as pq
-
-    assert pq.read_table(ws.root / "out/p").num_rows == 300
-    (ws.root / "out/p/notes.txt").write_text("keep\n", encoding="utf-8")
-    code, task, stderr = run_task(ws, spec(100), timeout=280)
-    assert code == 202, stderr[-3000:]
-    dests = task["result"]["destinations"]
-    assert dests["p"]["status"] == "failed" and str(ws.root / "out/p") in dests["p"]["error"]
-    assert dests["j"]["status"] == "success"
-    assert (ws.root / "out/p/notes.txt").read_text(encoding="utf-8") == "keep\n"
-    assert leftovers(ws.root) == []

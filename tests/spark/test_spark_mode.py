@@ -55,8 +55,9 @@ def assert_same_parquet(a: Path, b: Path, rows: int) -> None:
 def test_fanout_gives_the_same_contents_in_local_and_spark_mode(spark_conf: EngineConf, spark_session: Any,
                                                                  dbs: Databases, server: Server,
                                                                  tmp_path: Path) -> None:
-    """200,000 generated rows in 4 splits -> Parquet + MySQL + Hive, once per engine: equal by value."""
-    rows = 200_000
+    """50,000 generated rows in 4 splits (each several 4096-row batches) -> Parquet + MySQL + Hive, once per
+    engine: equal by value."""
+    rows = 50_000
     db = dbs.create("fan")
     admin = server.connect()
     outputs = {}
