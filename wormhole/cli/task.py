@@ -133,8 +133,8 @@ def task_show(ctx: click.Context, task_id: int) -> None:
 def _watermarks(store: TaskStore, record: TaskRecord) -> dict[str, Any] | None:
     """An incremental task's state key and each destination's watermark (value, the run that set it)."""
     try:
-        doc = json.loads(record.spec)
-    except ValueError:
+        doc = load_spec_json(record.spec)  # any text an upstream system stored (too deep, not UTF-8...)
+    except InvalidTaskConfig:
         return None
     source = doc.get("source") if isinstance(doc, dict) else None
     inc = source.get("incremental") if isinstance(source, dict) else None
