@@ -33,7 +33,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal
 
-from wormhole.errors import ConfigError
+from wormhole.errors import ConfigError, InvalidTaskConfig
 from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.base import SourceBounds
 
@@ -191,7 +191,7 @@ def initial_value(spec: IncrementalSpec, kind: str) -> Any:
             return date.fromisoformat(raw.strip())
     except (ValueError, ArithmeticError):
         pass
-    raise ConfigError(f"source.incremental.initial: {raw!r} is not a value of the {kind} column {spec.column}")
+    raise InvalidTaskConfig([f"source.incremental.initial: {raw!r} is not a value of the {kind} column {spec.column}"])
 
 
 def fresh_window(spec: Any, ctx: Any, task_id: int, kept: Callable[[str], Mapping[str, tuple[str | None, int]]]
@@ -222,13 +222,16 @@ def plan_window(spec: IncrementalSpec, key: str, destinations: list[str], bounds
                 kept: Mapping[str, Any]) -> Window:
     """The run's window from what the source says now and the watermarks kept for ``destinations``."""
     kind = bounds.kind
+    # What the source says about the column makes the task invalid (exit 204), not the read side failed.
     if kind not in KINDS:
-        raise ConfigError(f"source.incremental.column: {spec.column} is {kind}; an incremental column must be "
-                          f"an integer, a decimal, a date or a timestamp")
+        raise InvalidTaskConfig([f"source.incremental.column: {spec.column} is {kind}; an incremental column must "
+                                 f"be an integer, a decimal, a date or a timestamp"])
     if spec.mode == "lastmodified" and kind != "datetime":
-        raise ConfigError(f"source.incremental.mode: lastmodified needs a timestamp column; {spec.column} is {kind}")
+        raise InvalidTaskConfig([f"source.incremental.mode: lastmodified needs a timestamp column; {spec.column} "
+                                 f"is {kind}"])
     if spec.lag_s and kind != "datetime":
-        raise ConfigError(f"source.incremental.lag_s: only a timestamp column has a lag; {spec.column} is {kind}")
+        raise InvalidTaskConfig([f"source.incremental.lag_s: only a timestamp column has a lag; {spec.column} "
+                                 f"is {kind}"])
     if kind == "datetime":
         upper: Any = bounds.now - timedelta(seconds=spec.lag_s)
         inclusive = False
