@@ -171,8 +171,9 @@ def show(value: Any) -> str | None:
 # -- planning ---------------------------------------------------------------------------------------
 
 
-def state_key(spec: IncrementalSpec, task_name: str, task_id: int) -> str:
-    return spec.state_key or task_name or f"task-{task_id}"
+def state_key(given: str | None, task_name: str, task_id: int) -> str:
+    """The name the watermarks are kept under: ``state_key``, else the task's name, else ``task-<id>``."""
+    return given or task_name or f"task-{task_id}"
 
 
 def initial_value(spec: IncrementalSpec, kind: str) -> Any:
@@ -203,7 +204,7 @@ def fresh_window(spec: Any, ctx: Any, task_id: int, kept: Callable[[str], Mappin
     inc = spec.source.incremental
     role = registry.get(spec.source.plugin).source
     assert inc is not None and role is not None and role.bounds is not None  # validation requires them
-    key = state_key(inc, spec.name, task_id)
+    key = state_key(inc.state_key, spec.name, task_id)
     values = {d: decode(json.loads(v)) for d, (v, _run) in kept(key).items() if v is not None}
     bounds = role.bounds(spec.source.options, ctx, inc.column)
     return plan_window(inc, key, [d.id for d in spec.destinations], bounds, values)

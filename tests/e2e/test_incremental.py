@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
@@ -171,6 +170,16 @@ def append_spec(dbs: Databases, db: str) -> dict[str, Any]:
         "settings": {"speed": {"channel": 2}}}
 
 
+def append_setup(dbs: Databases, tmp_path: Path, label: str, dst: bool = True
+                 ) -> tuple[str, Workspace, dict[str, Any]]:
+    """A source table keyed by id (and a destination table without a key), a workspace, the append spec."""
+    db = dbs.create(label)
+    create_table(dbs.admin, db, "src", "id BIGINT NOT NULL PRIMARY KEY, v BIGINT NOT NULL")
+    if dst:
+        create_table(dbs.admin, db, "dst", "id BIGINT NOT NULL, v BIGINT NOT NULL")
+    return db, workspace(tmp_path), append_spec(dbs, db)
+
+
 def insert(dbs: Databases, db: str, ids: range) -> None:
     execute(dbs.admin, f"INSERT INTO {q(db)}.src (id, v) VALUES {', '.join(f'({i}, {i})' for i in ids)}")
 
@@ -187,11 +196,7 @@ def ids_everywhere(dbs: Databases, db: str, ws: Workspace) -> dict[str, list[int
 
 def test_a_destination_that_failed_a_run_is_caught_up_by_the_next_and_the_others_get_only_new_rows(
         dbs: Databases, tmp_path: Path) -> None:
-    db = dbs.create("incfail")
-    create_table(dbs.admin, db, "src", "id BIGINT NOT NULL PRIMARY KEY, v BIGINT NOT NULL")
-    create_table(dbs.admin, db, "dst", "id BIGINT NOT NULL, v BIGINT NOT NULL")
-    ws = workspace(tmp_path)
-    spec = append_spec(dbs, db)
+    db, ws, spec = append_setup(dbs, tmp_path, "incfail")
     insert(dbs, db, range(1, 501))
     task_id, proc = submit_and_run(ws, spec)
     assert {d: r["rows_written"] for d, r in finished(ws, task_id, proc)["result"]["destinations"].items()} \
@@ -225,10 +230,7 @@ def test_a_destination_that_failed_a_run_is_caught_up_by_the_next_and_the_others
 
 def test_a_retried_partial_run_finishes_its_own_window_for_the_destination_that_failed(
         dbs: Databases, tmp_path: Path) -> None:
-    db = dbs.create("incretry")
-    create_table(dbs.admin, db, "src", "id BIGINT NOT NULL PRIMARY KEY, v BIGINT NOT NULL")
-    ws = workspace(tmp_path)
-    spec = append_spec(dbs, db)
+    db, ws, spec = append_setup(dbs, tmp_path, "incretry", dst=False)
     insert(dbs, db, range(1, 301))
     task_id, proc = submit_and_run(ws, spec)  # `my`'s table does not exist yet: it fails, the others commit
     assert finished(ws, task_id, proc, codes=(202,))["result"]["destinations"]["my"]["status"] == "failed"
@@ -249,11 +251,7 @@ def test_a_retried_partial_run_finishes_its_own_window_for_the_destination_that_
 
 def test_a_run_killed_between_two_commits_resumes_its_own_window_and_the_next_run_takes_the_rest(
         dbs: Databases, tmp_path: Path) -> None:
-    db = dbs.create("inckill")
-    create_table(dbs.admin, db, "src", "id BIGINT NOT NULL PRIMARY KEY, v BIGINT NOT NULL")
-    create_table(dbs.admin, db, "dst", "id BIGINT NOT NULL, v BIGINT NOT NULL")
-    ws = workspace(tmp_path)
-    spec = append_spec(dbs, db)
+    db, ws, spec = append_setup(dbs, tmp_path, "inckill")
     insert(dbs, db, range(1, 401))
     task_id, proc = submit_and_run(ws, spec, crash="after_commit:my:1")
     proc.wait(timeout=120)
@@ -263,8 +261,7 @@ def test_a_run_killed_between_two_commits_resumes_its_own_window_and_the_next_ru
 
     insert(dbs, db, range(401, 451))  # after the plan: the resumed run must not take these
     time.sleep(2.0)  # stale_s = 1.5
-    proc = subprocess.run([*_wormhole(), "--task-id", str(task_id)], cwd=ws.root, env=ws.env(), capture_output=True,
-                          text=True, timeout=120)
+    proc = ws.run("--task-id", str(task_id))
     assert proc.returncode == 0, proc.stderr[-3000:]
     window = [e for e in log_events(proc.stderr) if e["event"] == "incremental.window"]
     assert window and window[0]["resumed"] is True and window[0]["to"] == "400"
@@ -278,8 +275,3 @@ def test_a_run_killed_between_two_commits_resumes_its_own_window_and_the_next_ru
     assert {d: r["rows_written"] for d, r in last["result"]["destinations"].items()} == {"my": 50, "lite": 50, "js": 50}
     assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 451)) for d in ("my", "lite", "js")}
 
-
-def _wormhole() -> list[str]:
-    from tests.conftest import wormhole_command
-
-    return wormhole_command()

@@ -140,8 +140,9 @@ def _watermarks(store: TaskStore, record: TaskRecord) -> dict[str, Any] | None:
     inc = source.get("incremental") if isinstance(source, dict) else None
     if not isinstance(inc, dict):
         return None
-    given = inc.get("state_key")
-    key = given if isinstance(given, str) and given else str(doc.get("name") or "") or f"task-{record.id}"
+    given, name = inc.get("state_key"), doc.get("name")
+    key = incremental.state_key(given if isinstance(given, str) else None, name if isinstance(name, str) else "",
+                                record.id)
     kept = store.watermarks(key)
     return {"state_key": key, "destinations": {
         dest: {"value": None if text is None else incremental.show(incremental.decode(json.loads(text))), "run": run}
