@@ -18,7 +18,7 @@ from typing import Literal
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Capabilities:
     # -- as a source ---------------------------------------------------------------------------
-    pushdown: Literal["mysql", "sqlite"] | None = None
+    pushdown: Literal["mysql", "sqlite", "postgres"] | None = None
     """The SQL dialect in which the reader takes a ``PushedQuery`` (``split.params["pushdown"]``);
     None: the store evaluates no transform, they all run in wormhole."""
     busy_threads: bool = False

@@ -19,6 +19,7 @@ BUILTIN: dict[str, str] = {
     "file": "wormhole.plugins.file:PLUGIN",
     "sqlite": "wormhole.plugins.sqlite:PLUGIN",
     "mysql": "wormhole.plugins.mysql:PLUGIN",
+    "postgres": "wormhole.plugins.postgres:PLUGIN",
     "hive": "wormhole.plugins.hive:PLUGIN",
 }
 

@@ -6,6 +6,7 @@ The mysql and sqlite stores both build on this module; a new SQL store should to
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +41,37 @@ def check_names(names: Sequence[str] | None, path: str, problems: Problems,
     lowered = [n.lower() for n in names]
     if len(set(lowered)) != len(lowered):
         problems.add(path, "names must be unique")
+
+
+# -- servers and secrets ------------------------------------------------------------------------
+
+
+def parse_server(text: str, default_port: int) -> tuple[str, int] | None:
+    """``host``, ``host:port`` or ``[ipv6]:port`` as (host, port); None when it is neither."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            return None
+        port_text = rest[1:]
+    elif text.count(":") > 1:  # a bare IPv6 address
+        host, port_text = text, ""
+    else:
+        host, _, port_text = text.partition(":")
+    if not host or (port_text and not (port_text.isascii() and port_text.isdigit() and 0 < int(port_text) < 65536)):
+        return None
+    return host, int(port_text) if port_text else default_port
+
+
+def resolve_password(password: str | None, password_env: str | None) -> str:
+    """The password to connect with; ``password_env`` names an environment variable holding it."""
+    if password_env is not None:
+        value = os.environ.get(password_env)
+        if value is None:
+            # Resolved when connecting, so the error names the variable instead of failing auth.
+            raise KeyError(password_env)
+        return value
+    return password or ""
 
 
 # -- split points --------------------------------------------------------------------------------

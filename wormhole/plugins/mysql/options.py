@@ -11,12 +11,12 @@ text from the task author and run as given.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from wormhole.options import Problems, join_path, opt
-from wormhole.plugins.sql import check_names
+from wormhole.plugins.sql import check_names, parse_server
+from wormhole.plugins.sql import resolve_password as resolve_password  # connection and spark import it from here
 
 MAX_IDENTIFIER = 64
 """MySQL's limit on database, table and column names."""
@@ -40,23 +40,6 @@ def _check_credentials(password: str | None, password_env: str | None, path: str
         problems.add(join_path(path, "password_env"), "give either password or password_env, not both")
 
 
-def parse_server(text: str, default_port: int) -> tuple[str, int] | None:
-    """``host``, ``host:port`` or ``[ipv6]:port`` as (host, port); None when it is neither."""
-    text = text.strip()
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        if rest and not rest.startswith(":"):
-            return None
-        port_text = rest[1:]
-    elif text.count(":") > 1:  # a bare IPv6 address
-        host, port_text = text, ""
-    else:
-        host, _, port_text = text.partition(":")
-    if not host or (port_text and not (port_text.isascii() and port_text.isdigit() and 0 < int(port_text) < 65536)):
-        return None
-    return host, int(port_text) if port_text else default_port
-
-
 def _check_failover(entries: tuple[str, ...], path: str, problems: Problems) -> None:
     for i, entry in enumerate(entries):
         if parse_server(entry, 3306) is None:
@@ -66,17 +49,6 @@ def _check_failover(entries: tuple[str, ...], path: str, problems: Problems) -> 
 
 def _servers(entries: tuple[str, ...], port: int) -> tuple[tuple[str, int], ...]:
     return tuple(s for s in (parse_server(e, port) for e in entries) if s is not None)
-
-
-def resolve_password(password: str | None, password_env: str | None) -> str:
-    """The password to connect with; ``password_env`` names an environment variable holding it."""
-    if password_env is not None:
-        value = os.environ.get(password_env)
-        if value is None:
-            # Resolved when connecting, so the error names the variable instead of failing auth.
-            raise KeyError(password_env)
-        return value
-    return password or ""
 
 
 @dataclass(frozen=True, slots=True)

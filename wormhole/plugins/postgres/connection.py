@@ -1,0 +1,142 @@
+"""Connections to PostgreSQL (and Greenplum, which speaks its protocol) through psycopg 3.
+
+Every session runs in UTC with ISO dates and ``extra_float_digits = 3``, so timestamptz values and
+floats cross in text exactly; ``application_name`` is ``wormhole`` so a DBA sees whose sessions they
+are. Errors are classed by SQLSTATE: a dropped connection, a deadlock or a serialization failure can
+succeed when retried on a fresh transaction; a data exception or an integrity violation belongs to the
+rows of one batch (they are found and rejected one by one); anything else fails the side it happened on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from wormhole.errors import PeripheryError, StorageError, TransientReadError, TransientWriteError, WriteError
+from wormhole.plugins.base import StopSignal
+from wormhole.plugins.postgres.options import Endpoint
+from wormhole.plugins.sql import resolve_password
+from wormhole.retry import policy
+
+PLUGIN_NAME = "postgres"
+
+SESSION_SETTINGS = ("SET TimeZone = 'UTC'", "SET DateStyle = 'ISO, YMD'", "SET IntervalStyle = 'iso_8601'",
+                    "SET extra_float_digits = 3", "SET client_encoding = 'UTF8'")
+"""Sent once per connection (one round trip): values then read and write the same on every server."""
+
+TRANSIENT_STATES = frozenset({
+    "40001",  # serialization failure
+    "40P01",  # deadlock detected
+    "55P03",  # lock not available
+    "57P01",  # admin shutdown (pg_terminate_backend, a server stopping)
+    "57P02",  # crash shutdown
+    "57P03",  # cannot connect now (starting up)
+    "53300",  # too many connections
+})
+"""Errors after which the same batch, retried on a fresh connection and transaction, can succeed;
+with every connection failure (SQLSTATE class 08, or none at all: the socket died)."""
+
+ROW_ERROR_CLASSES = ("22", "23")
+"""SQLSTATE classes that belong to a row's values: data exceptions (out of range, bad text, NUL in text)
+and integrity violations (not null, unique, check, foreign key)."""
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    return getattr(exc, "sqlstate", None) if isinstance(exc, psycopg.Error) else None
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, (psycopg.OperationalError, ConnectionError)):
+        state = sqlstate(exc)
+        return state is None or state.startswith("08") or state in TRANSIENT_STATES
+    return sqlstate(exc) in TRANSIENT_STATES
+
+
+def is_row_error(exc: BaseException) -> bool:
+    state = sqlstate(exc)
+    return state is not None and state.startswith(ROW_ERROR_CLASSES)
+
+
+def describe(exc: BaseException) -> str:
+    """``(22001) value too long for type character varying(5)``: PostgreSQL's own state and text."""
+    state = sqlstate(exc)
+    if state is not None and isinstance(exc, psycopg.Error) and exc.diag.message_primary:
+        return f"({state}) {exc.diag.message_primary}"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def transient_class(side: type[StorageError]) -> type[StorageError]:
+    """The retryable error class on ``side`` (a read-side or write-side error class)."""
+    return TransientWriteError if issubclass(side, (WriteError, PeripheryError)) else TransientReadError
+
+
+def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3, timeout: float = 10.0,
+            autocommit: bool = True, destination: str | None = None, stop: StopSignal | None = None,
+            log: Any = None) -> psycopg.Connection[Any]:
+    """A configured connection; ``error`` when it cannot be had.
+
+    A refused or dropped connection is transient and retried by :func:`wormhole.retry.policy` up to
+    ``attempts`` times with backoff (the waits end at once when ``stop`` is set; ``log`` gets
+    ``connection.retry`` before each); anything else (bad credentials, no such database) fails at once.
+    """
+    try:
+        password = resolve_password(endpoint.password, endpoint.password_env)
+    except KeyError as exc:
+        raise error(f"environment variable {exc.args[0]} (password_env) is not set",
+                    plugin=PLUGIN_NAME, destination=destination) from None
+    transient = transient_class(error)
+
+    def attempt() -> psycopg.Connection[Any]:
+        try:
+            return psycopg.connect(host=endpoint.host, port=endpoint.port, user=endpoint.user,
+                                   password=password or None, dbname=endpoint.database,
+                                   connect_timeout=max(1, round(timeout)), autocommit=True,
+                                   application_name="wormhole")
+        except psycopg.OperationalError as exc:
+            message = f"cannot connect to postgres {endpoint.user}@{endpoint.mark}: {describe(exc)}"
+            if _refused_for_good(exc):
+                raise error(message, plugin=PLUGIN_NAME, destination=destination) from exc
+            raise transient(message, plugin=PLUGIN_NAME, destination=destination) from exc
+
+    try:
+        conn = policy(attempts=attempts, wait_s=0.5, max_wait_s=5.0, stop=stop, log=log, event="connection.retry",
+                      resource=endpoint.mark)(attempt)
+    except StorageError as exc:
+        if type(exc) is error:
+            raise
+        raise error(str(exc), plugin=PLUGIN_NAME, destination=destination) from exc.__cause__
+    try:
+        conn.execute("; ".join(SESSION_SETTINGS))
+        conn.autocommit = autocommit
+    except psycopg.Error as exc:
+        close_quietly(conn)
+        raise error(f"cannot configure the session on {endpoint.mark}: {describe(exc)}",
+                    plugin=PLUGIN_NAME, destination=destination) from exc
+    return conn
+
+
+_FOR_GOOD = ("password authentication failed", "does not exist", "no pg_hba.conf entry", "permission denied")
+
+
+def _refused_for_good(exc: psycopg.OperationalError) -> bool:
+    """The server answered and refused (credentials, database): another attempt would be refused too.
+    libpq gives no SQLSTATE for a failed connection, only its text."""
+    text = str(exc)
+    return sqlstate(exc) in ("28P01", "28000", "3D000") or any(m in text for m in _FOR_GOOD)
+
+
+def close_quietly(conn: psycopg.Connection[Any] | None) -> None:
+    """Close ``conn``; a connection already closed or dead is just let go."""
+    if conn is None:
+        return
+    try:
+        conn.close()
+    except (psycopg.Error, OSError):
+        pass  # a dead socket: nothing is left to release
+
+
+def backend_pid(conn: psycopg.Connection[Any]) -> int:
+    """The server process of ``conn`` (what ``pg_terminate_backend`` and ``pg_stat_activity`` name)."""
+    return int(conn.info.backend_pid)
