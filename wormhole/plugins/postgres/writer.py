@@ -19,7 +19,7 @@ Transient errors (deadlock, serialization failure, lock not available, lost conn
 ``TransientWriteError`` at the store boundary and :func:`wormhole.retry.policy` retries the piece,
 ``retries`` times with backoff: a plain write on a fresh transaction; a split's piece from its savepoint
 while the session lives, and when the session is gone the split is lost (``SplitLost``: the engine writes
-it again from its start). As a :class:`~wormhole.plugins.base.SplitWriter`, ``end_split`` inserts the
+it again from its start; with ``retries: 0`` the destination fails instead). As a :class:`~wormhole.plugins.base.SplitWriter`, ``end_split`` inserts the
 split's marker (:mod:`.markers`) and commits: its rows and the record that they are in are one
 transaction. A connection lost while COMMIT was in flight is settled by the marker once the server has
 ended that session: found, the split is durable; missing, it is lost.
@@ -354,7 +354,10 @@ class PostgresWriter:
                                     f"{describe(exc)}")
 
     def _lose(self, split_id: str, reason: str) -> SplitLost:
-        """Forget the split (its connection closed, so nothing of it can commit) and say it is lost."""
+        """Forget the split (its connection closed, so nothing of it can commit) and say it is lost: the
+        engine writes it again. With ``retries: 0`` nothing transient is tried again: the destination fails."""
+        if self.options.retries == 0:
+            self._fail(f"{reason} (retries is 0)", split_id)
         close_quietly(self._splits.pop(split_id, None))
         self._split_written.pop(split_id, None)
         self.log.warning("writer.split_lost", split_id=split_id, reason=reason)
