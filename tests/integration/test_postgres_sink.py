@@ -126,7 +126,8 @@ def test_options_are_checked_with_key_paths() -> None:
 @pytest.mark.parametrize("write_mode", ["insert", "upsert"])
 @pytest.mark.parametrize("load", ["append", "truncate", "staging"])
 def test_each_load_and_write_mode(pg: Any, load: str, write_mode: str) -> None:
-    sql(pg, "CREATE TABLE {s}.t (id int PRIMARY KEY, name varchar(20))", "INSERT INTO {s}.t VALUES (1, 'old'), (99, 'x')")
+    sql(pg, "CREATE TABLE {s}.t (id int PRIMARY KEY, name varchar(20))",
+        "INSERT INTO {s}.t VALUES (1, 'old'), (99, 'x')")
     opts = options(pg, load=load, write_mode=write_mode, batch_size=2,
                    **({"verify": "count"} if write_mode == "insert" else {}))
     parts = [[(2, "b"), (3, "c"), (4, "d")], Rows.of_arrow(pa.RecordBatch.from_arrays(
@@ -146,7 +147,8 @@ def test_each_load_and_write_mode(pg: Any, load: str, write_mode: str) -> None:
 
 
 def test_upsert_needs_a_key_and_finds_the_primary_key(pg: Any) -> None:
-    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "CREATE TABLE {s}.k (a int, b int, name text, PRIMARY KEY (b, a))")
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)",
+        "CREATE TABLE {s}.k (a int, b int, name text, PRIMARY KEY (b, a))")
     with pytest.raises(PrepareError, match=r"params.upsert_key: write_mode 'upsert' needs a key, and .* has no "
                                            r"primary key"):
         SINK.periphery(options(pg, write_mode="upsert"), ctx(1)).prepare()
@@ -299,6 +301,8 @@ def test_the_staging_swap_is_atomic_for_a_concurrent_reader(pg: Any) -> None:
     assert set(seen) == {1, 100}  # the old table or the new one, never an empty or missing one
     # The serial's sequence moved to the swapped-in table (dropping the old one would have taken it along).
     assert pg_execute(pg[1], "SELECT nextval(pg_get_serial_sequence(%s, 'id'))", (f"{qi(schema)}.t",)) == [(2,)]
+    assert pg_execute(pg[1], "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass",
+                      (f"{qi(schema)}.t",)) == [("t_pkey",)]  # the target's index and constraint names
 
 
 # -- splits, resume, leftovers ------------------------------------------------------------------------
@@ -374,7 +378,7 @@ def test_a_session_killed_mid_copy_fails_and_rollback_leaves_nothing(pg: Any) ->
     def write() -> None:
         try:
             writer.write([(2, "b"), (3, "c")])
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+        except BaseException as exc:  # handed to the test's thread
             failure.append(exc)
 
     thread = threading.Thread(target=write)
@@ -440,7 +444,8 @@ def test_create_table_types_and_rollback_drops_the_table_it_made(pg: Any) -> Non
                               "ordinal_position", (f"{qi(pg[2])}.t", pg[2]))
     assert [(n, t) for n, t, _ in found] == [(n, pg_type) for n, _, _, pg_type in columns]
     assert [n for n, _, not_null in found if not_null] == ["i"]
-    assert pg_execute(pg[1], "SELECT count(*) FROM pg_index WHERE indrelid = %s::regclass", (f"{qi(pg[2])}.t",)) == [(0,)]
+    indexes = pg_execute(pg[1], "SELECT count(*) FROM pg_index WHERE indrelid = %s::regclass", (f"{qi(pg[2])}.t",))
+    assert indexes == [(0,)]
     periphery.rollback()  # the table was not there before prepare
     assert pg_tables(pg[1], pg[2]) == ["wormhole_splits"]
 
@@ -455,7 +460,7 @@ def test_a_missing_target_fails_prepare_unless_create_table(pg: Any) -> None:
     writer.open()
     writer.write([(2, "b")])
     writer.close()
-    with pytest.raises(RollbackError, match="1 rows committed to .* stay there"):
+    with pytest.raises(RollbackError, match=r"1 rows committed to .* stay there"):
         periphery.rollback()
 
 

@@ -4,8 +4,9 @@ Rows go to ``CREATE TABLE <staging> (LIKE <target> INCLUDING ALL)`` (defaults, c
 identity, storage and comments of the columns). Commit swaps it in inside the commit's transaction: the
 target's own table comment is given to the staging table, sequences the target's columns own (``serial``)
 are handed to the staging table's columns, then ``DROP TABLE target`` and ``ALTER TABLE staging RENAME
-TO target``. DDL is transactional in PostgreSQL, so the swap is atomic: a reader sees the old table or
-the new one, never none (it waits on the DROP's lock until the commit, then reads the new table).
+TO target``, and its indexes take the names of the target's matching ones. DDL is transactional in
+PostgreSQL, so the swap is atomic: a reader sees the old table or the new one, never none (it waits on
+the DROP's lock until the commit, then reads the new table).
 Rollback drops the staging table, leaving the target untouched.
 
 wormhole never drops a table it did not create: the staging table carries the table comment
@@ -171,8 +172,27 @@ class Staging:
                              (sql.ref(self.target),)).fetchall()
         for sequence, column in owned:
             conn.execute(f"ALTER SEQUENCE {sequence} OWNED BY {sql.ref(self.name)}.{quote(column)}")
+        names = self._index_names(conn)
         conn.execute(f"DROP TABLE {sql.ref(self.target)}")
         conn.execute(f"ALTER TABLE {sql.ref(self.name)} RENAME TO {quote(self.target)}")
+        for staged, kept in names:  # the target's names are free now: t_pkey stays t_pkey
+            conn.execute(f"ALTER INDEX {sql.ref(staged)} RENAME TO {quote(kept)}")
+
+    def _index_names(self, conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
+        """(staging index, the target's index of the same definition) pairs, each index once."""
+        shape = ("SELECT c.relname, i.indisunique, i.indisprimary, i.indkey::text, i.indclass::text, "
+                 "coalesce(pg_get_expr(i.indexprs, i.indrelid), ''), coalesce(pg_get_expr(i.indpred, i.indrelid), '') "
+                 "FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass(%s) "
+                 "ORDER BY c.relname")
+        staged = conn.execute(shape, (self.sql.ref(self.name),)).fetchall()
+        targets = conn.execute(shape, (self.sql.ref(self.target),)).fetchall()
+        pairs = []
+        for row in staged:
+            match = next((t for t in targets if t[1:] == row[1:]), None)
+            if match is not None and match[0] != row[0]:
+                targets.remove(match)
+                pairs.append((str(row[0]), str(match[0])))
+        return pairs
 
     def drop(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {self.sql.ref(self.name)}")
