@@ -152,6 +152,8 @@ def test_upsert_needs_a_key_and_finds_the_primary_key(pg: Any) -> None:
     with pytest.raises(PrepareError, match=r"params.upsert_key: write_mode 'upsert' needs a key, and .* has no "
                                            r"primary key"):
         SINK.periphery(options(pg, write_mode="upsert"), ctx(1)).prepare()
+    with pytest.raises(PrepareError, match=r"params.upsert_key: .* has no unique index on exactly \(name\)"):
+        SINK.periphery(options(pg, write_mode="upsert", upsert_key=["name"]), ctx(1)).prepare()
     sql(pg, "CREATE UNIQUE INDEX ON {s}.t (id)", "INSERT INTO {s}.t VALUES (1, 'old')")
     run_destination(SINK, options(pg, write_mode="upsert", upsert_key=["ID"]), [[(1, "new"), (2, "two")]],
                     schema=TWO)

@@ -31,3 +31,16 @@ def test_the_staging_name_is_cut_to_63_bytes_at_a_character_boundary() -> None:
                        taskdb_id="ab12cd34")
     name = default_name("é" * 40, ctx, 3)
     assert name.endswith("__wh12_3_ab12cd34") and len(name.encode()) <= 63 and name.startswith("é")
+
+
+def test_plan_names_how_a_destination_loads() -> None:
+    from wormhole.plugins import registry
+    from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
+
+    sink = registry.get("postgres").sink
+    assert sink is not None and sink.plan_load is not None
+    upsert = PostgresWriterOptions(user="u", database="d", table="t", write_mode="upsert")
+    staged = PostgresWriterOptions(user="u", database="d", table="t", load="staging")
+    assert sink.plan_load(upsert, SCHEMA, False) == "COPY text from Arrow into a temporary table, then INSERT ... " \
+                                                    "ON CONFLICT"
+    assert sink.plan_load(staged, SCHEMA, False) == "COPY text from Arrow into the staging table"

@@ -13,7 +13,7 @@ from wormhole.plugins.base import Plugin, SinkRole
 from wormhole.plugins.postgres.capabilities import CAPABILITIES
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions, single_writer_key
 from wormhole.plugins.postgres.writer import PostgresWriter
-from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
+from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery, plan_load
 
 PLUGIN = Plugin(
     name="postgres",
@@ -23,6 +23,7 @@ PLUGIN = Plugin(
         periphery=PostgresWriterPeriphery,
         writer=PostgresWriter,
         single_writer_key=single_writer_key,
+        plan_load=plan_load,
     ),
     capabilities=CAPABILITIES,
 )

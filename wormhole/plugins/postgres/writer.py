@@ -286,7 +286,15 @@ class PostgresWriter:
         return self.conn
 
     def _connect(self) -> psycopg.Connection[Any]:
-        return self.periphery.connect(WriteError, autocommit=False, log=self.log)
+        conn = self.periphery.connect(WriteError, log=self.log)
+        try:
+            for statement in self.periphery.session_sql:  # committed: no rollback of a piece can drop it
+                conn.execute(statement)
+            conn.autocommit = False
+        except psycopg.Error as exc:
+            close_quietly(conn)
+            raise self._error(f"preparing a session on {self.periphery.target} failed: {describe(exc)}") from exc
+        return conn
 
     def _commit(self, conn: psycopg.Connection[Any]) -> None:
         try:

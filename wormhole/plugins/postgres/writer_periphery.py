@@ -53,6 +53,8 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         self.upsert_sql: tuple[str, ...] = ()
         """An upsert's statements per batch before its COPY into :data:`UPSERT_TABLE` (``copy_sql``)."""
         self.insert_sql = ""
+        self.session_sql: tuple[str, ...] = ()
+        """Statements each writer session runs (committed) before its first piece: an upsert's temporary table."""
         """An upsert's INSERT ... SELECT from :data:`UPSERT_TABLE` ... ON CONFLICT, after the COPY."""
         self.rows_before: int | None = None
         self.rows_written = 0
@@ -131,25 +133,32 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         else:
             for statement in self.options.pre_sql:
                 self.sql.run(conn, statement, "pre_sql", PrepareError)
+            made: dict[str, bool] = {}
             with conn.transaction():
-                self._prepare_target(conn)
+                self._prepare_target(conn, made)
+            self.created_target = made.get("created", False)  # once committed: a failed prepare made nothing
+            self.truncated = made.get("truncated", False)
+            if self.staging is not None:
+                self.staging.created = True
         self.durable = self.markers.durable(conn) if self.ctx.resuming else {}
         self._build_sql(conn)
 
-    def _prepare_target(self, conn: psycopg.Connection[Any]) -> None:
+    def _prepare_target(self, conn: psycopg.Connection[Any], made: dict[str, bool]) -> None:
         """In one transaction: the target created or truncated, the staging table, the prepared marker."""
         opts = self.options
         if not self._describe_target(conn):
             conn.execute(create_table_sql(self.target, self.columns, self.ctx.schema, opts.distributed_by))
-            self.created_target = True
+            made["created"] = True
             self.ctx.log.info("writer.table_created", table=self.target)
         if opts.load == "truncate":
             conn.execute(f"TRUNCATE TABLE {self.target}")
-            self.truncated = True
+            made["truncated"] = True
         if opts.load == "staging":
-            self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
-            self.staging.create(conn)
-            self.write_table = self.staging.name
+            staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+            staging.create(conn)
+            staging.created = False  # not until the transaction commits
+            self.staging = staging
+            self.write_table = staging.name
         if opts.verify == "count" and opts.load == "append":
             found = fetch_one(conn, f"SELECT count(*) FROM {self.target}")
             self.rows_before = int(found[0]) if found else 0
@@ -203,12 +212,13 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
             self.copy_sql = f"COPY {table} ({cols}) FROM STDIN"
             return
         key = self._upsert_key(conn)
+        self._check_unique(conn, key)
         temp = f"pg_temp.{quote(UPSERT_TABLE)}"
         updates = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in self.columns if c not in key)
         action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
         self.copy_sql = f"COPY {temp} ({cols}) FROM STDIN"
-        self.upsert_sql = (f"CREATE TEMP TABLE IF NOT EXISTS {quote(UPSERT_TABLE)} AS SELECT {cols} FROM {table} "
-                           f"WITH NO DATA", f"TRUNCATE {temp}")
+        self.session_sql = (f"CREATE TEMP TABLE {quote(UPSERT_TABLE)} AS SELECT {cols} FROM {table} WITH NO DATA",)
+        self.upsert_sql = (f"TRUNCATE {temp}",)
         self.insert_sql = (f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {temp} ON CONFLICT "
                            f"({', '.join(quote(c) for c in key)}) {action}")
 
@@ -228,6 +238,15 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
             raise self.sql.error(PrepareError, f"params.upsert_key: write_mode 'upsert' needs a key, and {self.target} "
                                                f"has no primary key: name the columns of a unique index in upsert_key")
         return key
+
+    def _check_unique(self, conn: psycopg.Connection[Any], key: tuple[str, ...]) -> None:
+        """ON CONFLICT needs a unique index on exactly the key's columns: said at prepare, before any row."""
+        found = fetch_all(conn, "SELECT array_agg(a.attname::text) FROM pg_index i JOIN pg_attribute a ON a.attrelid "
+                                "= i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND "
+                                "i.indisunique AND i.indpred IS NULL GROUP BY i.indexrelid", (self.target,))
+        if set(key) not in [set(r[0]) for r in found]:
+            raise self.sql.error(PrepareError, f"params.upsert_key: {self.target} has no unique index on exactly "
+                                               f"({', '.join(key)}), which INSERT ... ON CONFLICT needs")
 
     def _remove_leftovers(self, conn: psycopg.Connection[Any]) -> None:
         for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers
@@ -371,3 +390,11 @@ def _match(name: str, columns: list[str]) -> str | None:
         return name
     folded = [c for c in columns if c.lower() == name.lower()]
     return folded[0] if len(folded) == 1 else None
+
+
+def plan_load(options: PostgresWriterOptions, schema: Any, rows_changed: bool) -> str:
+    """The ``load`` line of ``wormhole plan`` for a postgres destination (nothing is read: the writers encode
+    every batch alike)."""
+    into = "a temporary table, then INSERT ... ON CONFLICT" if options.write_mode == "upsert" else \
+        ("the staging table" if options.load == "staging" else "the target")
+    return f"COPY text from Arrow into {into}"
