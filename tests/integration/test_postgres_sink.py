@@ -266,6 +266,9 @@ def test_staging_rollback_leaves_the_target_untouched(pg: Any) -> None:
     assert rows(pg) == [(99, "old")] and pg_tables(pg[1], pg[2]) == ["t", "wormhole_splits"] and markers(pg) == []
     run_destination(SINK, options(pg, load="staging"), [[(1, "a")]], schema=TWO)
     assert rows(pg) == [(1, "a")]
+    sql(pg, "CREATE TABLE {s}.p (id int, name text) PARTITION BY RANGE (id)")
+    with pytest.raises(PrepareError, match=r'"p" is partitioned: a staging table made LIKE it would not be'):
+        SINK.periphery(options(pg, table="p", load="staging"), ctx(1)).prepare()
     assert pg_execute(pg[1], "SELECT obj_description(%s::regclass, 'pg_class')",
                       (f"{qi(pg[2])}.t",)) == [("the users' table",)]  # the target's comment, not the marker
 

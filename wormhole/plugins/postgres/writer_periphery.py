@@ -154,6 +154,10 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
             conn.execute(f"TRUNCATE TABLE {self.target}")
             made["truncated"] = True
         if opts.load == "staging":
+            if fetch_one(conn, "SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", (self.target,)) == ("p",):
+                raise self.sql.error(PrepareError, f"{self.target} is partitioned: a staging table made LIKE it "
+                                                   f"would not be, so load 'staging' would swap its partitions away "
+                                                   f"(use load 'truncate' or 'append')")
             staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
             staging.create(conn)
             staging.created = False  # not until the transaction commits
