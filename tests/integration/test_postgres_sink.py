@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from structlog.testing import capture_logs
 
 from tests.conftest import Workspace
 from tests.pg_helpers import PgServer, Schemas, pg_execute, pg_or_skip, pg_tables, qi
@@ -419,6 +420,44 @@ def test_a_lost_split_session_raises_split_lost_and_leaves_nothing_of_it(pg: Any
     writer.close()
     periphery.commit()
     assert rows(pg) == SPLITS["A"]
+
+
+def test_a_deadlock_mid_split_is_retried_from_the_pieces_savepoint(pg: Any) -> None:
+    """The split holds key 1 and waits for key 2, which another session holds while it waits for key 1:
+    PostgreSQL cancels the split's statement (40P01). Its piece is undone to its savepoint and retried once
+    the other session gave up; the split's earlier batch stays."""
+    server, conn, schema = pg
+    sql(pg, "CREATE TABLE {s}.t (id int PRIMARY KEY, name text)")
+    periphery, writer = start(options(pg, retry_wait_s=0.2), ctx(1))
+    writer.write_split("A", [(1, "a")])
+    other = server.connect()
+    other.autocommit = False
+    other.execute("SET deadlock_timeout = '30s'")  # the split's session finds the deadlock, not this one
+    other.execute(f"INSERT INTO {qi(schema)}.t VALUES (2, 'other')")
+
+    def wait_for_key_1() -> None:
+        try:
+            other.execute("SET statement_timeout = '1200ms'")
+            other.execute(f"INSERT INTO {qi(schema)}.t VALUES (1, 'other')")
+        except Exception:  # the timeout: this session gives up and frees key 2
+            other.rollback()
+
+    thread = threading.Thread(target=wait_for_key_1)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not pg_execute(conn, "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = "
+                               "current_database()"):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    with capture_logs() as logs:
+        assert writer.write_split("A", [(2, "b")]).written == 1
+    thread.join(10)
+    other.close()
+    writer.end_split("A", 2)
+    writer.close()
+    periphery.commit()
+    assert rows(pg) == [(1, "a"), (2, "b")]
+    assert [e["error"][:30] for e in logs if e["event"] == "writer.retry"] == ["TransientWriteError: (40P01) d"]
 
 
 # -- create_table -------------------------------------------------------------------------------
