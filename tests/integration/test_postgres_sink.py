@@ -26,7 +26,7 @@ from structlog.testing import capture_logs
 from tests.conftest import Workspace
 from tests.pg_helpers import PgServer, Schemas, pg_execute, pg_or_skip, pg_tables, qi
 from tests.plugin_helpers import SCHEMA, parse, run_destination
-from wormhole.errors import PrepareError, RollbackError, WriteError
+from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, DurablePeriphery, LeftoverPeriphery, Rows, Schema, SplitWriter, WriteContext
 from wormhole.plugins.batch import arrow_schema
@@ -248,12 +248,25 @@ def test_bad_rows_are_rejected_with_reasons_and_the_rest_loaded(pg: Any) -> None
 def test_a_zero_date_kept_as_text_is_a_rejected_row(pg: Any) -> None:
     schema = Schema((Column("id", "int"), Column("d", "date"), Column("ts", "datetime")))
     batch = [(1, date(2024, 1, 1), datetime(2024, 1, 1)), (2, "0000-00-00", None), (3, None, "2024-00-10 00:00:00")]
-    results = run_destination(SINK, options(pg, create_table=True), [batch], schema=schema)
+    results = run_destination(SINK, options(pg, create_table=True, columns=["id", "Day", "at"]), [batch], schema=schema)
+    assert [c for (c,) in pg_execute(pg[1], "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                                            "%s ORDER BY ordinal_position", (pg[2],)) if c in ("id", "Day", "at")] \
+        == ["id", "Day", "at"]  # the names columns gives, their case kept
     assert [(r.row[0], r.reason) for r in results[0].rejected] == [
         (2, "column d: '0000-00-00' (a MySQL zero or partial date kept as text) has no PostgreSQL date value"),
         (3, "column ts: '2024-00-10 00:00:00' (a MySQL zero or partial date kept as text) has no PostgreSQL "
             "timestamp value")]
     assert rows(pg) == [batch[0]]
+
+
+def test_verify_count_fails_the_commit_when_the_table_holds_other_rows(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')")
+    periphery, writer = start(options(pg, verify="count"), ctx(1))
+    write_whole(writer, "A")
+    writer.close()
+    sql(pg, "INSERT INTO {s}.t VALUES (100, 'someone else')")
+    with pytest.raises(CommitError, match=r'verify count: .*"t" holds 5 rows, expected 4 \(3 written\)'):
+        periphery.commit()
 
 
 # -- staging ---------------------------------------------------------------------------------------
