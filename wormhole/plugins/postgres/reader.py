@@ -122,7 +122,9 @@ class PostgresReader:
                 split: Split) -> Iterator[Sequence[Row]]:
         limit_rows, limit_bytes = self.ctx.batch_rows, self.ctx.batch_bytes
         buf, count = bytearray(), 0
-        with conn.cursor() as cur, cur.copy(copy_sql, args) as copy:
+        if not args:  # psycopg formats (and reads %% as %) only when there are values to bind
+            copy_sql = copy_sql.replace("%%", "%")
+        with conn.cursor() as cur, cur.copy(copy_sql, args or None) as copy:
             for chunk in copy:  # one row per message
                 buf += chunk
                 count += 1

@@ -1,0 +1,231 @@
+"""The postgres source against a real PostgreSQL: every type read exactly, key, block and query splits,
+sharded sources, push-down, option errors, an unreachable server, estimates, and a CLI run."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Workspace, postgres_or_skip, run_task
+from tests.plugin_helpers import ListDirtySink, parse, read_all, read_ctx
+from wormhole.errors import ReadError
+from wormhole.plugins.base import PushedQuery, Split
+from wormhole.plugins.postgres import PLUGIN
+from wormhole.plugins.postgres.source_options import PostgresReaderOptions
+
+pytestmark = pytest.mark.postgres
+SOURCE = PLUGIN.source
+assert SOURCE is not None
+
+
+@pytest.fixture(name="pg")
+def fixture_pg() -> Iterator[Any]:
+    """A connection to database ``test`` with a fresh uuid-named schema as its search path, dropped after."""
+    conn = postgres_or_skip()
+    schema = f"wh_src_{uuid.uuid4().hex[:8]}"
+    conn.execute(f'CREATE SCHEMA "{schema}"')
+    conn.execute(f'SET search_path = "{schema}"')
+    conn.schema = schema  # type: ignore[attr-defined]
+    try:
+        yield conn
+    finally:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        conn.close()
+
+
+def options(pg: Any, **params: Any) -> Any:
+    raw = {"user": "postgres", "database": "test", "schema": pg.schema, **params}
+    opts, problems = parse(PostgresReaderOptions, raw)
+    assert not problems, problems.items
+    return opts
+
+
+TYPES_TABLE = """CREATE TABLE t (
+  id integer PRIMARY KEY, si smallint, bi bigint, r real, dp double precision, n numeric(12,3),
+  nfree numeric, s text, vc varchar(10), ch char(3), u uuid, ip inet, iv interval, tm time,
+  b bytea, flag boolean, d date, ts timestamp, tz timestamptz, j json, jb jsonb, arr integer[],
+  mood mood)"""
+TYPES_ROWS = [
+    (1, -32768, 2**63 - 1, 1.5, 0.1, Decimal("-123456789.125"), Decimal("12345678901234567.000000000000000001"),
+     "a\tb\n\"c\" ,\\", "", "ab", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "10.0.0.1/8", "1 day 02:03:04", "10:11:12",
+     b"\x00\x01\xff,\n", True, date(1, 1, 1), datetime(2024, 2, 29, 23, 59, 59, 999999),
+     datetime(2024, 1, 1, 12), '{"a": [1, 2.5, null]}', '{"b": "x"}', [1, None, 3], "happy"),
+    (2, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None, None,
+     None, None, None, None),
+]
+TYPES_WANT = [
+    (1, -32768, 2**63 - 1, 1.5, 0.1, Decimal("-123456789.125"), Decimal("12345678901234567.000000000000000001"),
+     "a\tb\n\"c\" ,\\", "", "ab ", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "10.0.0.1/8", "P1DT2H3M4S", "10:11:12",
+     b"\x00\x01\xff,\n", True, date(1, 1, 1), datetime(2024, 2, 29, 23, 59, 59, 999999),
+     datetime(2024, 1, 1, 12), {"a": [1, 2.5, None]}, {"b": "x"}, [1, None, 3], "happy"),
+    (2, *[None] * 22),
+]
+
+
+def test_every_type_reads_exactly(pg: Any) -> None:
+    pg.execute("CREATE TYPE mood AS ENUM ('sad', 'happy')")
+    pg.execute(TYPES_TABLE)
+    marks = ", ".join(["%s"] * 23)
+    with pg.cursor() as cur:
+        cur.execute("SET TimeZone = 'Europe/Berlin'")  # a writer's own zone: timestamptz still reads in UTC
+        cur.executemany(f"INSERT INTO t VALUES ({marks})",
+                        [tuple(v.replace(tzinfo=__import__("datetime").timezone.utc) if i == 18 and v else v
+                               for i, v in enumerate(r)) for r in TYPES_ROWS])
+    opts = options(pg, table="t")
+    reader = SOURCE.reader(opts, read_ctx())
+    types = {c.name: (c.type, c.precision, c.scale) for c in reader.schema().columns}
+    assert types["n"] == ("decimal", 12, 3) and types["nfree"] == ("decimal", None, None)
+    assert [types[k][0] for k in ("si", "r", "iv", "tm", "u", "b", "tz", "arr", "mood", "jb")] == [
+        "int", "float", "string", "string", "string", "bytes", "datetime", "json", "string", "json"]
+    sink = ListDirtySink()
+    got = sorted(read_all(SOURCE, opts, sink), key=lambda r: r[0])
+    assert got == TYPES_WANT
+    assert sink.rows == []
+
+
+def test_special_dates_reject_or_null(pg: Any) -> None:
+    pg.execute("CREATE TABLE t (id int, d date, ts timestamp, n numeric)")
+    pg.execute("INSERT INTO t VALUES (1, '2024-01-01', '2024-01-01 10:00', 1.5), (2, 'infinity', NULL, NULL), "
+               "(3, '0044-03-15 BC', '-infinity', NULL), (4, NULL, NULL, 'NaN'), (5, '2024-01-02', NULL, 1e30)")
+    sink = ListDirtySink()
+    got = read_all(SOURCE, options(pg, table="t"), sink)
+    assert sorted(r[0] for r in got) == [1]
+    reasons = {r.row[0]: r.reason for r in sink.rows}
+    assert sorted(reasons) == ["2", "3", "4", "5"]
+    assert "'infinity'" in reasons["2"] and "special_dates" in reasons["2"]
+    got = sorted(read_all(SOURCE, options(pg, table="t", special_dates="null"), ListDirtySink()))
+    assert [r[:3] for r in got[:3]] == [(1, date(2024, 1, 1), datetime(2024, 1, 1, 10)), (2, None, None),
+                                        (3, None, None)]
+
+
+def _ids(splits: list[Split], opts: Any) -> list[int]:
+    reader = SOURCE.reader(opts, read_ctx(batch_rows=7))
+    reader.schema()
+    return [row[0] for split in splits for batch in reader.read(split) for row in batch]
+
+
+def test_integer_key_splits_with_a_null_split_read_every_row_once(pg: Any) -> None:
+    pg.execute("CREATE TABLE t (id serial, k bigint, v text)")
+    pg.execute("INSERT INTO t (k, v) SELECT CASE WHEN g % 10 = 0 THEN NULL ELSE g * 3 - 50 END, 'x' || g "
+               "FROM generate_series(1, 200) g")
+    opts = options(pg, table="t", split_pk="k", columns=["id", "v"])
+    splits = SOURCE.splitter(opts, read_ctx()).split(2)
+    assert len(splits) == 11 and splits[-1].id.endswith("#null")
+    ids = _ids(splits, opts)
+    assert sorted(ids) == list(range(1, 201))
+
+
+def test_date_key_splits_read_every_row_once(pg: Any) -> None:
+    pg.execute("CREATE TABLE t (id int, day date NOT NULL)")
+    pg.execute("INSERT INTO t SELECT g, date '2020-01-01' + g FROM generate_series(1, 100) g")
+    pg.execute("INSERT INTO t VALUES (101, 'infinity'), (102, '-infinity')")
+    opts = options(pg, table="t", split_pk="day", special_dates="null")
+    splits = SOURCE.splitter(opts, read_ctx()).split(1)
+    assert len(splits) == 5 and not any(s.id.endswith("#null") for s in splits)
+    assert sorted(_ids(splits, opts)) == list(range(1, 103))
+
+
+def test_ctid_splits_of_a_table_without_a_key_read_every_row_once(pg: Any) -> None:
+    pg.execute("CREATE TABLE t (id int, pad text)")
+    pg.execute("INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(1, 20000) g")  # ~600 pages
+    opts = options(pg, table="t", columns=["id"])
+    splits = SOURCE.splitter(opts, read_ctx()).split(2)
+    assert len(splits) == 4 and "ctid" in splits[1].params["sql"]
+    assert sorted(_ids(splits, opts)) == list(range(1, 20001))
+    info = SOURCE.periphery(opts, read_ctx()).prepare()
+    assert info.estimated_rows is None  # never analyzed: reltuples is -1
+    pg.execute("ANALYZE t")
+    assert SOURCE.periphery(opts, read_ctx()).prepare().estimated_rows == 20000
+    counted = SOURCE.periphery(options(pg, table="t", estimate="count", where="id <= 10"), read_ctx()).prepare()
+    assert counted.estimated_rows == 10
+
+
+def test_query_source(pg: Any) -> None:
+    pg.execute("CREATE TABLE t (id int, n numeric(6,2), ts timestamptz)")
+    pg.execute("INSERT INTO t VALUES (1, 2.5, '2024-01-01 00:00+02'), (2, NULL, NULL)")
+    opts = options(pg, query=f'SELECT id, n * 2 AS n2, ts, \'50%\' AS pct FROM "{pg.schema}".t;')
+    got = sorted(read_all(SOURCE, opts))
+    assert got == [(1, Decimal("5.00"), datetime(2023, 12, 31, 22), "50%"), (2, None, None, "50%")]
+
+
+def test_sharded_source_over_two_schemas(pg: Any) -> None:
+    other = f"{pg.schema}_b"
+    pg.execute(f'CREATE SCHEMA "{other}"')
+    try:
+        for schema, base in ((pg.schema, 0), (other, 100)):
+            for table in ("a", "b"):
+                pg.execute(f'CREATE TABLE "{schema}".{table} (id int, v text)')
+                pg.execute(f'INSERT INTO "{schema}".{table} SELECT g + {base} + {100 if table == "b" else 0} * 2, '
+                           f"'v' FROM generate_series(1, 5) g")
+        conn = {"host": "127.0.0.1", "database": "test", "tables": ["a", "b"]}
+        opts, problems = parse(PostgresReaderOptions, {
+            "user": "postgres", "schema": pg.schema, "split_pk": "id",
+            "connections": [conn, {**conn, "schema": other}]})
+        assert not problems
+        splits = SOURCE.splitter(opts, read_ctx()).split(4)
+        assert {s.resource_mark for s in splits} == {"127.0.0.1:5432/test"}
+        ids = _ids(splits, opts)
+        assert sorted(ids) == sorted([g for g in range(1, 6)] + [g + 200 for g in range(1, 6)]
+                                     + [g + 100 for g in range(1, 6)] + [g + 300 for g in range(1, 6)])
+    finally:
+        pg.execute(f'DROP SCHEMA "{other}" CASCADE')
+
+
+def test_pushdown_of_a_filter_and_projection_gives_the_rows_of_the_read_without(pg: Any) -> None:
+    pg.execute("CREATE TABLE t (id int, s text, d date)")
+    pg.execute("INSERT INTO t VALUES (1, 'a%', '2024-01-01'), (2, 'B', 'infinity'), (3, 'b', '2024-03-01'), "
+               "(4, NULL, NULL)")
+    opts = options(pg, table="t", special_dates="null")
+    reader = SOURCE.reader(opts, read_ctx())
+    reader.schema()
+    (split,) = SOURCE.splitter(opts, read_ctx()).split(1)
+    # WHERE s >= 'a' (codepoint order: 'B' < 'a' < 'b') AND d IS NULL OR id = 1, keep (s, id)
+    pushed = PushedQuery(keep=(1, 0), where='(("s" COLLATE "C" >= CAST(\x00 AS text)) OR ("id" = \x00))',
+                         args=("b", 1), plan="test")
+    got = [row for batch in reader.read(replace(split, params={**split.params, "pushdown": pushed}))
+           for row in batch]
+    assert sorted(got, key=lambda r: r[1]) == [("a%", 1), ("b", 3)]
+
+
+def test_a_bad_option_names_its_key_path(pg: Any) -> None:
+    _, problems = parse(PostgresReaderOptions, {"user": "postgres", "database": "test", "query": "SELECT 1",
+                                                "split_pk": "id"})
+    assert any(p.endswith("split_pk: not with query (the query says what to read)") for p in problems.items)
+    _, problems = parse(PostgresReaderOptions, {"user": "postgres", "database": "test", "table": "t",
+                                                "special_dates": "keep"})
+    assert any("params.special_dates: expected one of 'reject', 'null'" in p for p in problems.items)
+    _, problems = parse(PostgresReaderOptions, {"user": "postgres", "connections": [{"host": "h", "database": "d"}]})
+    assert any("connections[0].tables" in p for p in problems.items)
+
+
+def test_an_unreachable_server_is_a_clear_read_error(pg: Any) -> None:
+    opts = options(pg, table="t", port=1, connect_retries=1, connect_timeout_s=1)
+    with pytest.raises(ReadError, match="cannot connect to postgres postgres@127.0.0.1:1/test"):
+        SOURCE.periphery(opts, read_ctx()).prepare()
+
+
+def test_cli_run_reads_postgres_into_jsonl(pg: Any, ws: Workspace) -> None:
+    pg.execute("CREATE TABLE t (id bigint PRIMARY KEY, name text, amount numeric(8,2), at timestamptz)")
+    pg.execute("INSERT INTO t SELECT g, 'n' || g, g * 1.25, timestamptz '2024-01-01 00:00+00' + g * interval '1h' "
+               "FROM generate_series(1, 30) g")
+    spec = {"source": {"plugin": "postgres", "params": {"user": "postgres", "database": "test", "schema": pg.schema,
+                                                        "table": "t", "split_pk": "id"}},
+            "transforms": [{"filter": "id > 10"}],
+            "destinations": [{"id": "out", "plugin": "file",
+                              "params": {"path": str(ws.root / "out"), "format": "jsonl"}}]}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, stderr
+    rows = [json.loads(line) for part in sorted(Path(ws.root / "out").glob("*.jsonl"))
+            for line in part.read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == list(range(11, 31))
+    first = min(rows, key=lambda r: r["id"])
+    assert first["name"] == "n11" and Decimal(str(first["amount"])) == Decimal("13.75")
+    assert first["at"].startswith("2024-01-01T11:00:00") or first["at"].startswith("2024-01-01 11:00:00")
