@@ -4,7 +4,7 @@
   near-equal ranges (:func:`wormhole.plugins.sql.int_points` over integers, days or microseconds). The
   first range is open below and the last open above, so keys outside the finite range read (infinity,
   a row written since) still belong to exactly one split; a nullable key adds a ``IS NULL`` split.
-- no ``split_pk``: a table (or materialized view) larger than :data:`MIN_SPLIT_PAGES` pages is cut into
+- no ``split_pk``: a table (or materialized view) of twice :data:`MIN_SPLIT_PAGES` pages or more is cut into
   ranges of physical blocks, ``ctid >= '(a,0)' AND ctid < '(b,0)'``, which PostgreSQL 14 and later read
   with a TID range scan (only those blocks). The size is the relation's file size now, not
   ``pg_class.relpages`` (0 until the first VACUUM or ANALYZE); the last range is open above, so blocks
