@@ -7,7 +7,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -77,8 +77,8 @@ def test_every_type_reads_exactly(pg: Any) -> None:
     with pg.cursor() as cur:
         cur.execute("SET TimeZone = 'Europe/Berlin'")  # a writer's own zone: timestamptz still reads in UTC
         cur.executemany(f"INSERT INTO t VALUES ({marks})",
-                        [tuple(v.replace(tzinfo=__import__("datetime").timezone.utc) if i == 18 and v else v
-                               for i, v in enumerate(r)) for r in TYPES_ROWS])
+                        [tuple(v.replace(tzinfo=UTC) if i == 18 and v else v for i, v in enumerate(r))
+                         for r in TYPES_ROWS])
     opts = options(pg, table="t")
     reader = SOURCE.reader(opts, read_ctx())
     types = {c.name: (c.type, c.precision, c.scale) for c in reader.schema().columns}
@@ -116,7 +116,7 @@ def test_integer_key_splits_with_a_null_split_read_every_row_once(pg: Any) -> No
     pg.execute("CREATE TABLE t (id serial, k bigint, v text)")
     pg.execute("INSERT INTO t (k, v) SELECT CASE WHEN g % 10 = 0 THEN NULL ELSE g * 3 - 50 END, 'x' || g "
                "FROM generate_series(1, 200) g")
-    opts = options(pg, table="t", split_pk="k", columns=["id", "v"])
+    opts = options(pg, table="t", split_pk="k", columns=["id", "v"], where="v LIKE 'x%'")
     splits = SOURCE.splitter(opts, read_ctx()).split(2)
     assert len(splits) == 11 and splits[-1].id.endswith("#null")
     ids = _ids(splits, opts)
@@ -146,6 +146,21 @@ def test_ctid_splits_of_a_table_without_a_key_read_every_row_once(pg: Any) -> No
     assert SOURCE.periphery(opts, read_ctx()).prepare().estimated_rows == 20000
     counted = SOURCE.periphery(options(pg, table="t", estimate="count", where="id <= 10"), read_ctx()).prepare()
     assert counted.estimated_rows == 10
+
+
+def test_a_read_stopped_early_leaves_no_session_behind(pg: Any) -> None:
+    pg.execute("CREATE TABLE t (id int, pad text)")
+    pg.execute("INSERT INTO t SELECT g, repeat('x', 100) FROM generate_series(1, 50000) g")
+    opts = options(pg, table="t")
+    split = SOURCE.splitter(opts, read_ctx()).split(1)[0]
+    reader = SOURCE.reader(opts, read_ctx(batch_rows=100))
+    reader.schema()
+    batches = reader.read(split)
+    assert len(next(batches)) == 100
+    batches.close()  # type: ignore[attr-defined]  # a stopping task closes the split's generator
+    left = pg.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'wormhole' "
+                      "AND query LIKE 'COPY%%'").fetchone()[0]
+    assert left == 0
 
 
 def test_query_source(pg: Any) -> None:
@@ -208,7 +223,7 @@ def test_a_bad_option_names_its_key_path(pg: Any) -> None:
 
 def test_an_unreachable_server_is_a_clear_read_error(pg: Any) -> None:
     opts = options(pg, table="t", port=1, connect_retries=1, connect_timeout_s=1)
-    with pytest.raises(ReadError, match="cannot connect to postgres postgres@127.0.0.1:1/test"):
+    with pytest.raises(ReadError, match=r"cannot connect to postgres postgres@127\.0\.0\.1:1/test"):
         SOURCE.periphery(opts, read_ctx()).prepare()
 
 
@@ -223,6 +238,9 @@ def test_cli_run_reads_postgres_into_jsonl(pg: Any, ws: Workspace) -> None:
                               "params": {"path": str(ws.root / "out"), "format": "jsonl"}}]}
     code, task, stderr = run_task(ws, spec)
     assert code == 0, stderr
+    plan = task["result"]["plan"]
+    assert plan["transforms"]["source_query"]["where"] == '("id" > CAST(? AS bigint))'  # pushed down
+    assert any(s["range"] and '"id" <' in s["range"] for s in plan["splits"])
     rows = [json.loads(line) for part in sorted(Path(ws.root / "out").glob("*.jsonl"))
             for line in part.read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == list(range(11, 31))

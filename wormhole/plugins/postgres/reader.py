@@ -112,8 +112,8 @@ class PostgresReader:
                                 split_id=split.id) from exc
             finished = True
         finally:
-            # After an early stop the COPY is mid-stream: closing the connection ends it at once (psycopg
-            # would otherwise read the rest of the table to finish it).
+            # After an early stop (a stopping task closes the generator) psycopg has already cancelled the
+            # COPY on the server; the connection is closed either way, one per split.
             close_quietly(conn)
             if not finished:
                 log.debug("reader.copy_abandoned")

@@ -18,11 +18,13 @@ values (and ``%%`` for a literal ``%``): the reader runs it inside ``COPY (...) 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg.sql import Literal
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import ReadContext, Split
@@ -46,6 +48,7 @@ TID_RANGE_VERSION = 140000
 """PostgreSQL 14 reads a ctid range with a TID range scan; an older server would scan the whole table per split."""
 _KEY_KINDS = ("int", "date", "datetime", "timestamptz")
 _EPOCH = datetime(1970, 1, 1)
+_PLACEHOLDER = re.compile("%%|%s")
 
 
 def source_connection(source: PostgresSource, ep: Endpoint, error: type[Any], ctx: ReadContext,
@@ -137,7 +140,15 @@ class _TableCutter:
         return Split(id=f"{mark}/{self.shard.schema}.{self.table}{suffix}", resource_mark=mark,
                      params={"shard": self.index, "sql": sql, "args": args,
                              "kinds": tuple(c.kind for c in self.chosen),
-                             "columns": tuple(c.name for c in self.chosen)})
+                             "columns": tuple(c.name for c in self.chosen), "relation": self.relation,
+                             "predicate": self._literal(" AND ".join(conditions), args) if conditions else None})
+
+    def _literal(self, condition: str, args: tuple[Any, ...]) -> str:
+        """The condition with its values as SQL literals (what ``wormhole plan`` shows, and what a JDBC
+        read takes as a partition's predicate)."""
+        values = iter(args)
+        return _PLACEHOLDER.sub(lambda m: "%" if m.group() == "%%" else Literal(next(values)).as_string(self.conn),
+                                condition)
 
     def splits(self, infos: list[ColumnInfo], count: int) -> list[Split]:
         if self.selection.split_pk is None:
