@@ -4,6 +4,7 @@ sharded sources, push-down, option errors, an unreachable server, estimates, and
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -144,6 +145,7 @@ def test_ctid_splits_of_a_table_without_a_key_read_every_row_once(pg: Any) -> No
     assert info.estimated_rows is None  # never analyzed: reltuples is -1
     pg.execute("ANALYZE t")
     assert SOURCE.periphery(opts, read_ctx()).prepare().estimated_rows == 20000
+    assert (SOURCE.periphery(opts, read_ctx()).busy_threads() or 0) >= 0
     counted = SOURCE.periphery(options(pg, table="t", estimate="count", where="id <= 10"), read_ctx()).prepare()
     assert counted.estimated_rows == 10
 
@@ -227,23 +229,36 @@ def test_an_unreachable_server_is_a_clear_read_error(pg: Any) -> None:
         SOURCE.periphery(opts, read_ctx()).prepare()
 
 
-def test_cli_run_reads_postgres_into_jsonl(pg: Any, ws: Workspace) -> None:
+def test_cli_runs_read_postgres_into_jsonl_incrementally_with_push_down(pg: Any, ws: Workspace) -> None:
     pg.execute("CREATE TABLE t (id bigint PRIMARY KEY, name text, amount numeric(8,2), at timestamptz)")
     pg.execute("INSERT INTO t SELECT g, 'n' || g, g * 1.25, timestamptz '2024-01-01 00:00+00' + g * interval '1h' "
                "FROM generate_series(1, 30) g")
     spec = {"source": {"plugin": "postgres", "params": {"user": "postgres", "database": "test", "schema": pg.schema,
-                                                        "table": "t", "split_pk": "id"}},
+                                                        "table": "t", "split_pk": "id"},
+                       "incremental": {"column": "at", "mode": "append", "state_key": "pg-at"}},
             "transforms": [{"filter": "id > 10"}],
             "destinations": [{"id": "out", "plugin": "file",
-                              "params": {"path": str(ws.root / "out"), "format": "jsonl"}}]}
+                              "params": {"path": str(ws.root / "out"), "format": "jsonl", "mode": "append"}}]}
     code, task, stderr = run_task(ws, spec)
     assert code == 0, stderr
     plan = task["result"]["plan"]
-    assert plan["transforms"]["source_query"]["where"] == '("id" > CAST(? AS bigint))'  # pushed down
+    assert '("id" > CAST(? AS bigint))' in plan["transforms"]["source_query"]["where"]  # pushed down
     assert any(s["range"] and '"id" <' in s["range"] for s in plan["splits"])
-    rows = [json.loads(line) for part in sorted(Path(ws.root / "out").glob("*.jsonl"))
-            for line in part.read_text().splitlines()]
+    rows = _jsonl(ws.root / "out")
     assert sorted(r["id"] for r in rows) == list(range(11, 31))
     first = min(rows, key=lambda r: r["id"])
     assert first["name"] == "n11" and Decimal(str(first["amount"])) == Decimal("13.75")
     assert first["at"].startswith("2024-01-01T11:00:00") or first["at"].startswith("2024-01-01 11:00:00")
+    # Past the first window's end (the server's clock then, to the second) and before the next one's.
+    pg.execute("INSERT INTO t VALUES (31, 'new', 1, now()), (32, 'inf', 1, 'infinity'), (33, 'null', 1, NULL), "
+               "(34, 'late', 1, '2025-01-01 00:00+05')")
+    time.sleep(1.1)
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, stderr
+    # infinity is past every window's end, NULL in none, 34 was stamped before the first window's end
+    assert task["result"]["source"]["rows_read"] == 1
+    assert sorted(r["id"] for r in _jsonl(ws.root / "out")) == list(range(11, 32))
+
+
+def _jsonl(directory: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for part in sorted(directory.glob("*.jsonl")) for line in part.read_text().splitlines()]

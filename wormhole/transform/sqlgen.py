@@ -278,6 +278,8 @@ class _Gen:
             return f"({neg}({x} GLOB {self.bind(glob)}))"
         escaped = "".join("%" if p is None else "_" if p == "" else "!" + p if p in "%_!" else p for p in parts)
         if self.dialect == "postgres":
+            if x == "NULL":
+                return "CAST(NULL AS boolean)"
             return f"({neg}(({x}) COLLATE \"C\" LIKE {self.bind(escaped)} ESCAPE '!'))"
         return f"({neg}(CONVERT({x} USING utf8mb4) COLLATE utf8mb4_bin LIKE {self.bind(escaped)} ESCAPE '!'))"
 
@@ -309,6 +311,8 @@ class _Gen:
 
     def _pg_func(self, e: Func) -> str:
         name = e.name
+        if any(self.typed.of(a) == "null" for a in e.args):  # each is NULL on a NULL, which PostgreSQL cannot type
+            return f"CAST(NULL AS {_PG_NAMES[self.typed.of(e)]})"
         if name == "substr":
             bounds = [a.value for a in e.args[1:] if isinstance(a, Lit)]
             if len(bounds) != len(e.args) - 1 or bounds[0] is None or bounds[0] < 1 \
