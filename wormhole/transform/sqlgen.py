@@ -124,7 +124,22 @@ class _Gen:
             raise NotPushable("SQLite holds datetimes as text in more than one form")
         if self.typed.of(e) == "null":
             return "NULL"  # always NULL; MySQL would type -(NULL) as a double and widen a COALESCE with it
+        if self.dialect == "postgres" and self._null_in(e):
+            return f"CAST(NULL AS {_PG_NAMES[self.typed.of(e)]})"
         return _SQL[type(e)](self, e)
+
+    def _null_in(self, e: Expr) -> bool:
+        """``e`` is NULL because an operand it is NULL on is a bare NULL (which PostgreSQL cannot type:
+        ``NULL + NULL`` is an error there)."""
+        if isinstance(e, Binary) and e.op not in ("AND", "OR"):
+            operands: tuple[Expr, ...] = (e.a, e.b)
+        elif isinstance(e, Func) and e.name != "coalesce":
+            operands = e.args
+        elif isinstance(e, Neg | Like | In | Between):
+            operands = (e.x,)  # IN and BETWEEN: NULL whatever the items when x is
+        else:
+            return False
+        return any(self.typed.of(o) == "null" for o in operands)
 
     def _literal(self, e: Lit) -> str:
         if isinstance(e.value, bool):
@@ -278,8 +293,6 @@ class _Gen:
             return f"({neg}({x} GLOB {self.bind(glob)}))"
         escaped = "".join("%" if p is None else "_" if p == "" else "!" + p if p in "%_!" else p for p in parts)
         if self.dialect == "postgres":
-            if x == "NULL":
-                return "CAST(NULL AS boolean)"
             return f"({neg}(({x}) COLLATE \"C\" LIKE {self.bind(escaped)} ESCAPE '!'))"
         return f"({neg}(CONVERT({x} USING utf8mb4) COLLATE utf8mb4_bin LIKE {self.bind(escaped)} ESCAPE '!'))"
 
@@ -311,8 +324,6 @@ class _Gen:
 
     def _pg_func(self, e: Func) -> str:
         name = e.name
-        if any(self.typed.of(a) == "null" for a in e.args):  # each is NULL on a NULL, which PostgreSQL cannot type
-            return f"CAST(NULL AS {_PG_NAMES[self.typed.of(e)]})"
         if name == "substr":
             bounds = [a.value for a in e.args[1:] if isinstance(a, Lit)]
             if len(bounds) != len(e.args) - 1 or bounds[0] is None or bounds[0] < 1 \
