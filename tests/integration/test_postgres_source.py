@@ -108,9 +108,12 @@ def test_special_dates_reject_or_null(pg: Any) -> None:
 
 
 def _ids(splits: list[Split], opts: Any) -> list[int]:
+    """The first column of every row of ``splits``, read in batches of at most 7 rows."""
     reader = SOURCE.reader(opts, read_ctx(batch_rows=7))
     reader.schema()
-    return [row[0] for split in splits for batch in reader.read(split) for row in batch]
+    batches = [batch for split in splits for batch in reader.read(split)]
+    assert max(len(b) for b in batches) <= 7
+    return [row[0] for batch in batches for row in batch]
 
 
 def test_integer_key_splits_with_a_null_split_read_every_row_once(pg: Any) -> None:
