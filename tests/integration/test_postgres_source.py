@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Workspace, postgres_or_skip, run_task
+from tests.conftest import Workspace, run_task
+from tests.pg_helpers import pg_or_skip
 from tests.plugin_helpers import ListDirtySink, parse, read_all, read_ctx
 from wormhole.errors import ReadError
 from wormhole.plugins.base import PushedQuery, Split
@@ -30,7 +31,7 @@ assert SOURCE is not None
 @pytest.fixture(name="pg")
 def fixture_pg() -> Iterator[Any]:
     """A connection to database ``test`` with a fresh uuid-named schema as its search path, dropped after."""
-    conn = postgres_or_skip()
+    conn = pg_or_skip()
     schema = f"wh_src_{uuid.uuid4().hex[:8]}"
     conn.execute(f'CREATE SCHEMA "{schema}"')
     conn.execute(f'SET search_path = "{schema}"')
