@@ -136,6 +136,7 @@ def test_date_key_splits_read_every_row_once(pg: Any) -> None:
     splits = SOURCE.splitter(opts, read_ctx()).split(1)
     assert len(splits) == 5 and not any(s.id.endswith("#null") for s in splits)
     assert sorted(_ids(splits, opts)) == list(range(1, 103))
+    assert SOURCE.reader(opts, read_ctx()).schema().columns[1].nullable  # its infinities read as NULL
 
 
 def test_ctid_splits_of_a_table_without_a_key_read_every_row_once(pg: Any) -> None:
