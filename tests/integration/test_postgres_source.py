@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import Workspace, run_task
 from tests.pg_helpers import pg_or_skip
 from tests.plugin_helpers import ListDirtySink, parse, read_all, read_ctx
-from wormhole.errors import ReadError
+from wormhole.errors import ReadError, SplitError
 from wormhole.plugins.base import PushedQuery, Split
 from wormhole.plugins.postgres import PLUGIN
 from wormhole.plugins.postgres.source_options import PostgresReaderOptions
@@ -230,6 +230,14 @@ def test_a_bad_option_names_its_key_path(pg: Any) -> None:
     assert any("params.special_dates: expected one of 'reject', 'null'" in p for p in problems.items)
     _, problems = parse(PostgresReaderOptions, {"user": "postgres", "connections": [{"host": "h", "database": "d"}]})
     assert any("connections[0].tables" in p for p in problems.items)
+
+
+def test_a_key_that_cannot_be_split_or_a_missing_table_is_a_split_error_naming_it(pg: Any) -> None:
+    pg.execute("CREATE TABLE t (id int, s text)")
+    with pytest.raises(SplitError, match=r"split_pk s of .*t.* is text; only integer, date and timestamp keys"):
+        SOURCE.splitter(options(pg, table="t", split_pk="s"), read_ctx()).split(2)
+    with pytest.raises(SplitError, match=r'table "\w+"\."nope" does not exist in 127\.0\.0\.1:5432/test'):
+        SOURCE.splitter(options(pg, table="nope"), read_ctx()).split(2)
 
 
 def test_an_unreachable_server_is_a_clear_read_error(pg: Any) -> None:
