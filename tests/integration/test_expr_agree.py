@@ -449,7 +449,7 @@ def check_sql(dialect: str, cases: list[Case], rows: list[tuple[Any, ...]],
             sql = compile_sql(c.tree, c.typed, dialect)  # type: ignore[arg-type]
         except NotPushable:
             continue
-        text = sql.render(placeholder, escape_percent=dialect == "mysql")
+        text = sql.render(placeholder, escape_percent=dialect in ("mysql", "postgres"))
         expected = python_values(c, rows)
         got = query(f"SELECT id, {text} FROM {TABLE} ORDER BY id", sql.args)
         assert [r[0] for r in got] == [r[0] for r in rows]
@@ -553,3 +553,33 @@ def test_arrow_truncates_a_negative_decimal_next_to_the_64_bit_limit_as_python()
             (1, 5, -7, None, Decimal("-2.999"), None, None, None, None, None)]
     check_arrow(cases, rows, arrow_schema_of(None))
     assert arrow_values(cases[0], rows, arrow_schema_of(None))[0] == 0
+
+
+SQL_TYPES["postgres"] = ("BIGINT", "BIGINT", "DOUBLE PRECISION", "NUMERIC", "TEXT", 'TEXT COLLATE "POSIX"', "BOOLEAN",
+                         "DATE", "TIMESTAMP")
+
+
+@pytest.fixture(scope="module", name="pg_conn")
+def fixture_pg_conn() -> Iterator[Any]:
+    from tests.pg_helpers import pg_or_skip
+
+    conn = pg_or_skip()
+    name = f"wh_expr_{uuid.uuid4().hex[:8]}"
+    conn.execute(f'CREATE SCHEMA "{name}"')
+    conn.execute(f'SET search_path = "{name}"')
+    create_table(conn.execute, "postgres", '"')
+    try:
+        yield conn
+    finally:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        conn.close()
+
+
+@pytest.mark.postgres
+@settings(max_examples=int(150 * SCALE), **SETTINGS)  # type: ignore[arg-type]
+@given(cases=CASES, rows=ROWS)
+def test_postgres_agrees_with_python(pg_conn: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
+    pg_conn.execute(f"DELETE FROM {TABLE}")
+    with pg_conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO {TABLE} VALUES ({', '.join(['%s'] * (len(COLUMNS) + 1))})", rows)
+    check_sql("postgres", cases, rows, lambda q, args: pg_conn.execute(q, args).fetchall(), "%s")

@@ -3,21 +3,35 @@ reads by key range or physical block range with COPY TO STDOUT, and COPY FROM ST
 append, truncate, upsert or an atomic staging-table swap.
 
 :mod:`.options` holds the connection keys both roles share and the naming rules, :mod:`.connection`
-the sessions and error classes. The sink role: :mod:`.sink_options`, :mod:`.writer_periphery`,
-:mod:`.writer` (with :mod:`.encoding`, :mod:`.markers`, :mod:`.staging` and :mod:`.ddl`).
+the sessions and error classes. The source role: :mod:`.source_options` (its params and shapes),
+:mod:`.catalog` (types), :mod:`.splitter`, :mod:`.reader`, :mod:`.periphery`, :mod:`.bounds`. The sink
+role: :mod:`.sink_options`, :mod:`.writer_periphery`, :mod:`.writer` (with :mod:`.encoding`,
+:mod:`.markers`, :mod:`.staging` and :mod:`.ddl`).
 """
 
 from __future__ import annotations
 
-from wormhole.plugins.base import Plugin, SinkRole
+from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.postgres.bounds import bounds
 from wormhole.plugins.postgres.capabilities import CAPABILITIES
+from wormhole.plugins.postgres.periphery import PostgresReaderPeriphery
+from wormhole.plugins.postgres.reader import PostgresReader
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions, single_writer_key
+from wormhole.plugins.postgres.source_options import PostgresReaderOptions
+from wormhole.plugins.postgres.splitter import PostgresSplitter
 from wormhole.plugins.postgres.writer import PostgresWriter
 from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery, plan_load
 
 PLUGIN = Plugin(
     name="postgres",
     description="PostgreSQL/Greenplum tables: key or block range split reads; COPY loads with staging swap",
+    source=SourceRole(
+        options=PostgresReaderOptions,
+        splitter=PostgresSplitter,
+        reader=PostgresReader,
+        periphery=PostgresReaderPeriphery,
+        bounds=bounds,
+    ),
     sink=SinkRole(
         options=PostgresWriterOptions,
         periphery=PostgresWriterPeriphery,

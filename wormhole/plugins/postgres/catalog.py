@@ -1,0 +1,156 @@
+"""What PostgreSQL's catalog says about the tables and queries a source reads, and the logical type of
+each of its types.
+
+Each column gets a *kind*: how the reader selects and parses it. Most read as COPY prints them; a few are
+selected through an expression so COPY prints what wormhole holds:
+
+- ``real`` as ``double precision`` (the exact stored value, as the mysql store reads FLOAT);
+- ``timestamptz`` ``AT TIME ZONE 'UTC'`` (naive UTC, as the mysql store gives TIMESTAMP);
+- arrays through ``to_json`` (a JSON array, nested for several dimensions).
+
+``numeric(p, s)`` is a decimal of that shape; ``numeric`` without a declared scale (or wider than Arrow's
+76 digits) a decimal of no declared shape, held at scale 18 in 38 digits: a value that does not fit that
+exactly (more than 18 places, 20 or more digits before the point, NaN or Infinity) rejects its row, it is
+never rounded. Everything the logical types have no place for (text, varchar, char, citext, enums,
+uuid, inet, interval, time, money, xml, ranges, ...) is a string: PostgreSQL's own text of the value in
+the session's styles (ISO dates, ISO 8601 intervals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from wormhole.errors import SplitError
+from wormhole.plugins.postgres.connection import PLUGIN_NAME, describe
+from wormhole.plugins.postgres.options import Endpoint
+from wormhole.plugins.sql import quote
+
+KIND_TYPES: dict[str, str] = {
+    "int": "int", "float4": "float", "float": "float", "decimal": "decimal", "bool": "bool", "date": "date",
+    "datetime": "datetime", "timestamptz": "datetime", "bytes": "bytes", "json": "json", "array": "json",
+    "string": "string"}
+"""Each kind's logical type (:mod:`wormhole.plugins.schema`)."""
+
+_BY_TYPE = {"int2": "int", "int4": "int", "int8": "int", "float4": "float4", "float8": "float",
+            "numeric": "decimal", "bool": "bool", "date": "date", "timestamp": "datetime",
+            "timestamptz": "timestamptz", "bytea": "bytes", "json": "json", "jsonb": "json"}
+MAX_ARROW_PRECISION = 76
+"""The widest decimal Arrow holds (decimal256)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnInfo:
+    name: str
+    kind: str
+    type_name: str
+    """The declared type as ``format_type`` writes it (``numeric(10,2)``, ``timestamp with time zone``)."""
+    nullable: bool = True
+    precision: int | None = None
+    scale: int | None = None
+
+
+def relation(schema: str, table: str) -> str:
+    return f"{quote(schema)}.{quote(table)}"
+
+
+def kind_of(type_name: str, category: str, typmod: int) -> tuple[str, int | None, int | None]:
+    """(kind, precision, scale) of a base type (``pg_type.typname``, its ``typcategory``) and its typmod."""
+    if category == "A":
+        return "array", None, None
+    kind = _BY_TYPE.get(type_name, "string")
+    if kind != "decimal":
+        return kind, None, None
+    if typmod < 4:  # numeric without a declared precision
+        return kind, None, None
+    precision = ((typmod - 4) >> 16) & 0xFFFF
+    scale = (((typmod - 4) & 0x7FF) ^ 1024) - 1024  # an 11-bit signed scale (PostgreSQL 15 allows negative ones)
+    if scale < 0:  # numeric(5, -2) holds 12300: an integer of precision - scale digits
+        precision, scale = precision - scale, 0
+    if precision > MAX_ARROW_PRECISION or scale > precision:
+        return kind, None, None
+    return kind, precision, scale
+
+
+_COLUMNS_SQL = """
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, b.typname, b.typcategory,
+       CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_type t ON t.oid = a.atttypid
+JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
+WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attnum"""
+
+
+def describe_table(conn: psycopg.Connection[Any], ep: Endpoint, schema: str, table: str) -> list[ColumnInfo]:
+    """The columns of ``schema.table`` in order; SplitError naming it when it does not exist."""
+    try:
+        found = conn.execute(_COLUMNS_SQL, (schema, table)).fetchall()
+    except psycopg.Error as exc:
+        raise SplitError(f"cannot describe {relation(schema, table)} on {ep.mark}: {describe(exc)}",
+                         plugin=PLUGIN_NAME) from exc
+    if not found:
+        raise SplitError(f"table {relation(schema, table)} does not exist in {ep.mark}", plugin=PLUGIN_NAME)
+    infos = []
+    for name, declared, nullable, type_name, category, typmod in found:
+        kind, precision, scale = kind_of(str(type_name), str(category), int(typmod))
+        infos.append(ColumnInfo(str(name), kind, str(declared), bool(nullable), precision, scale))
+    return infos
+
+
+def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
+                   where: str) -> list[ColumnInfo]:
+    """The columns ``wanted`` names, in its order (exact names first, then ignoring case)."""
+    if wanted is None:
+        return infos
+    exact = {c.name: c for c in infos}
+    folded = {c.name.lower(): c for c in infos}
+    unknown = [w for w in wanted if w not in exact and w.lower() not in folded]
+    if unknown:
+        raise SplitError(f"{where} in {ep.mark} has no column {', '.join(unknown)}", plugin=PLUGIN_NAME)
+    return [exact.get(w) or folded[w.lower()] for w in wanted]
+
+
+def describe_query(conn: psycopg.Connection[Any], ep: Endpoint, query: str) -> list[ColumnInfo]:
+    """Each column a query returns, from a LIMIT 0 result's description; SplitError with the server's
+    reason when the query fails."""
+    try:
+        cur = conn.execute(f"SELECT * FROM ({query}) AS wh_q LIMIT 0")
+        description = cur.description or []
+        oids = sorted({c.type_code for c in description})
+        types = {int(oid): (str(name), str(cat), int(base), int(mod)) for oid, name, cat, base, mod in conn.execute(
+            "SELECT t.oid, b.typname, b.typcategory, t.typbasetype, t.typtypmod FROM pg_type t "
+            "JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
+            "WHERE t.oid = ANY(%s)", (oids,)).fetchall()}
+    except psycopg.Error as exc:
+        raise SplitError(f"the query fails on {ep.mark}: {describe(exc)}", plugin=PLUGIN_NAME) from exc
+    infos = []
+    for c in description:
+        type_name, category, base, domain_mod = types.get(c.type_code, ("text", "S", 0, -1))
+        # A domain's result column carries the domain's typmod, a plain one its own (psycopg's ``_fmod``).
+        kind, precision, scale = kind_of(type_name, category, domain_mod if base else _typmod(c))
+        infos.append(ColumnInfo(c.name, kind, type_name, True, precision, scale))
+    return infos
+
+
+def _typmod(column: Any) -> int:
+    """A result column's typmod (psycopg keeps it as ``_fmod``; its precision and scale derive from it)."""
+    mod = getattr(column, "_fmod", -1)
+    return int(mod) if isinstance(mod, int) else -1
+
+
+def select_expr(name: str, kind: str) -> str:
+    """What the reader selects for a column of ``kind``, named as the column (see the module's text)."""
+    q = quote(name)
+    if kind == "float4":
+        return f"CAST({q} AS double precision) AS {q}"
+    if kind == "timestamptz":
+        return f"({q} AT TIME ZONE 'UTC') AS {q}"
+    if kind == "array":
+        return f"to_json({q}) AS {q}"
+    return q

@@ -1,0 +1,255 @@
+"""The postgres store's reader: each split streamed with ``COPY (SELECT ...) TO STDOUT WITH (FORMAT csv)``
+and parsed into Arrow batches by pyarrow's CSV reader (C++, no Python per value).
+
+CSV rather than text or binary (docs/decisions.md has the measurement): the server writes all three
+about as fast, and CSV is the one Arrow parses as it is. It is exact: a NULL is an unquoted empty field,
+an empty string a quoted one (``""``), a quoted field may hold the delimiter, quotes and newlines, and
+COPY sends one row per message, so a batch is cut between rows without looking at the bytes. Numbers,
+dates and timestamps are PostgreSQL's ISO text in the session's settings (UTC, ``extra_float_digits =
+3``: the shortest text that reads back as the same double).
+
+A batch whose text does not all parse as its columns' types (``infinity`` or a BC date, a NaN in an
+unconstrained numeric) is parsed again as text and converted column by column; a value that has no
+form in its column rejects its row to the dirty-record file (origin ``source``) with the value and the
+reason, or, for a date the ``special_dates`` option lets through, becomes NULL. The read streams: the
+server holds the snapshot, wormhole at most one batch of text and its Arrow form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from datetime import date, datetime
+from decimal import Context, Decimal, InvalidOperation
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+from wormhole.errors import ReadError, SplitError
+from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, Split
+from wormhole.plugins.batch import Rows, arrow_schema, arrow_type, decimal_shape
+from wormhole.plugins.postgres.catalog import KIND_TYPES, choose_columns, describe_query, describe_table, relation
+from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
+from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource
+from wormhole.plugins.postgres.splitter import escape, source_connection
+from wormhole.plugins.sql import quote
+
+_FAILED = (pa.ArrowException, ValueError, ArithmeticError, TypeError, InvalidOperation)
+_PARSE = pcsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False)
+_TEMPORAL = ("date", "datetime")
+
+
+def pushed_sql(split: Split, pushed: PushedQuery) -> tuple[str, tuple[Any, ...], tuple[str, ...], tuple[str, ...]]:
+    """The split's query with the pushed-down filters and projection around it: a derived table, which
+    the planner merges into the split's own scan (key or block range included)."""
+    names: tuple[str, ...] = split.params["columns"]
+    where = pushed.render("%s", escape_percent=True)
+    select = ", ".join(escape(quote(names[k])) for k in pushed.keep) or "NULL"
+    sql = f"SELECT {select} FROM ({split.params['sql']}) AS wh_push" + (f" WHERE {where}" if where else "")
+    kinds = tuple(split.params["kinds"][k] for k in pushed.keep)
+    return sql, (*split.params["args"], *pushed.args), kinds, tuple(names[k] for k in pushed.keep)
+
+
+class PostgresReader:
+    """Streams the rows of each split (one connection per split, closed after it)."""
+
+    def __init__(self, options: PostgresSource, ctx: ReadContext) -> None:
+        self.source = options
+        self.ctx = ctx
+        self._schema: Schema | None = None
+
+    def schema(self) -> Schema:
+        if self._schema is None:
+            self._schema = self._describe()
+        return self._schema
+
+    def _describe(self) -> Schema:
+        source = self.source
+        shard = source.shards[0]
+        conn = source_connection(source, shard.endpoint, SplitError, self.ctx)
+        try:
+            if isinstance(source, QuerySource):
+                infos = describe_query(conn, shard.endpoint, source.query)
+            else:
+                where = relation(shard.schema, shard.tables[0])
+                infos = choose_columns(describe_table(conn, shard.endpoint, shard.schema, shard.tables[0]),
+                                       source.selection.columns, shard.endpoint, where)
+        finally:
+            close_quietly(conn)
+        # special_dates: null makes NULLs of a NOT NULL date column's infinities.
+        nulled = ("date", "datetime", "timestamptz") if source.special_dates == "null" else ()
+        return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable or c.kind in nulled,  # type: ignore[arg-type]
+                                   precision=c.precision, scale=c.scale) for c in infos))
+
+    def _columns(self, names: tuple[str, ...], kinds: tuple[str, ...],
+                 pushed: PushedQuery | None) -> tuple[Column, ...]:
+        """The schema's columns the split selects; splits planned before the table changed (a resumed run)
+        keep their own kinds."""
+        columns = self.schema().columns
+        if pushed is not None:
+            columns = tuple(columns[k] for k in pushed.keep)
+        if len(columns) != len(kinds) or any(c.type != KIND_TYPES[k] for c, k in zip(columns, kinds, strict=False)):
+            columns = tuple(Column(n, KIND_TYPES[k]) for n, k in zip(names, kinds, strict=True))  # type: ignore[arg-type]
+        return columns
+
+    def read(self, split: Split) -> Iterator[Sequence[Row]]:
+        shard = self.source.shards[split.params["shard"]]
+        sql, args = split.params["sql"], tuple(split.params["args"])
+        kinds, names = tuple(split.params["kinds"]), tuple(split.params["columns"])
+        pushed: PushedQuery | None = split.params.get("pushdown")
+        if pushed is not None:
+            sql, args, kinds, names = pushed_sql(split, pushed)
+            self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
+        decoder = CsvDecoder(self._columns(names, kinds, pushed), self.source.special_dates)
+        log = self.ctx.log.bind(split_id=split.id)
+        conn = source_connection(self.source, shard.endpoint, ReadError, self.ctx, log=log)
+        finished = False
+        try:
+            try:
+                yield from self._stream(conn, f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", args, decoder, split)
+            except psycopg.Error as exc:
+                raise ReadError(f"reading {split.id} failed: {describe(exc)}", plugin=PLUGIN_NAME,
+                                split_id=split.id) from exc
+            finished = True
+        finally:
+            # After an early stop (a stopping task closes the generator) psycopg has already cancelled the
+            # COPY on the server; the connection is closed either way, one per split.
+            close_quietly(conn)
+            if not finished:
+                log.debug("reader.copy_abandoned")
+
+    def _stream(self, conn: psycopg.Connection[Any], copy_sql: str, args: tuple[Any, ...], decoder: CsvDecoder,
+                split: Split) -> Iterator[Sequence[Row]]:
+        limit_rows, limit_bytes = self.ctx.batch_rows, self.ctx.batch_bytes
+        buf, count = bytearray(), 0
+        if not args:  # psycopg formats (and reads %% as %) only when there are values to bind
+            copy_sql = copy_sql.replace("%%", "%")
+        with conn.cursor() as cur, cur.copy(copy_sql, args or None) as copy:
+            for chunk in copy:  # one row per message
+                buf += chunk
+                count += 1
+                if count >= limit_rows or len(buf) >= limit_bytes:
+                    yield from self._batch(decoder, bytes(buf), count, split)
+                    buf, count = bytearray(), 0
+        if count:
+            yield from self._batch(decoder, bytes(buf), count, split)
+
+    def _batch(self, decoder: CsvDecoder, data: bytes, count: int, split: Split) -> Iterator[Rows]:
+        rows, rejected = decoder.decode(data, count)
+        if rejected:
+            self.ctx.dirty.reject("source", rejected, split.id)
+        if rows is not None and len(rows):
+            yield rows
+
+
+def _csv_type(column: Column) -> pa.DataType:
+    """The type the CSV reader parses a column's text as (bytes come as ``\\x`` hex text, JSON as text)."""
+    if column.type in ("bytes", "json"):
+        return pa.string()
+    return arrow_type(column)
+
+
+class CsvDecoder:
+    """A batch of COPY CSV text as Arrow columns of ``columns``."""
+
+    def __init__(self, columns: tuple[Column, ...], special_dates: str) -> None:
+        self.columns = columns
+        self.special_dates = special_dates
+        self.names = [f"c{i}" for i in range(len(columns))]
+        self.schema = arrow_schema(Schema(columns))
+        self.typed = self._options({n: _csv_type(c) for n, c in zip(self.names, columns, strict=True)})
+        self.text = self._options({n: pa.string() for n in self.names})
+
+    @staticmethod
+    def _options(types: dict[str, pa.DataType]) -> pcsv.ConvertOptions:
+        return pcsv.ConvertOptions(column_types=types, null_values=[""], strings_can_be_null=True,
+                                   quoted_strings_can_be_null=False, true_values=["t"], false_values=["f"],
+                                   timestamp_parsers=[pcsv.ISO8601])
+
+    def _read(self, data: bytes, options: pcsv.ConvertOptions) -> pa.Table:
+        read = pcsv.ReadOptions(column_names=self.names, use_threads=False, block_size=max(len(data) + 1, 1 << 20))
+        return pcsv.read_csv(pa.py_buffer(data), read_options=read, parse_options=_PARSE, convert_options=options)
+
+    def decode(self, data: bytes, count: int) -> tuple[Rows | None, list[Rejected]]:
+        if not self.columns:  # a projection of no columns: COPY sends an empty line per row
+            return Rows([()] * count), []
+        try:
+            table = self._read(data, self.typed)
+            arrays = [self._finish(col, table.column(i).combine_chunks()) for i, col in enumerate(self.columns)]
+        except _FAILED:
+            return self._slow(data)
+        return Rows.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=self.schema)), []
+
+    @staticmethod
+    def _finish(column: Column, arr: pa.Array) -> pa.Array:
+        if column.type == "bytes":
+            return _unhex(arr)
+        return arr
+
+    def _slow(self, data: bytes) -> tuple[Rows | None, list[Rejected]]:
+        """Every column as text, converted one by one; rows with a value that has no form are rejected."""
+        table = self._read(data, self.text)
+        texts = [table.column(i).combine_chunks() for i in range(len(self.columns))]
+        bad: dict[int, str] = {}
+        arrays = [self._convert(col, arr, bad) for col, arr in zip(self.columns, texts, strict=True)]
+        rejected = [Rejected(tuple(t[i].as_py() for t in texts), reason) for i, reason in sorted(bad.items())]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        if bad:
+            keep = pa.array([i not in bad for i in range(batch.num_rows)])
+            batch = batch.filter(keep)
+        return Rows.of_arrow(batch), rejected
+
+    def _convert(self, column: Column, text: pa.Array, bad: dict[int, str]) -> pa.Array:
+        try:
+            if column.type in ("string", "json"):
+                return text
+            if column.type == "bool":
+                return pc.equal(text, "t")
+            return self._finish(column, pc.cast(text, arrow_type(column)) if column.type != "bytes" else text)
+        except _FAILED:
+            pass
+        parse = _PARSERS[column.type]
+        values: list[Any] = []
+        for i, t in enumerate(text.to_pylist()):
+            value = None
+            if t is not None:
+                try:
+                    value = parse(t, column)
+                except _FAILED:
+                    if column.type in _TEMPORAL and self.special_dates == "null":
+                        value = None
+                    else:
+                        bad.setdefault(i, f"column {column.name}: {t!r} has no {column.type} value in wormhole"
+                                          + (" (special_dates: reject)" if column.type in _TEMPORAL else ""))
+            values.append(value)
+        return pa.array(values, arrow_type(column))
+
+
+def _unhex(arr: pa.Array) -> pa.Array:
+    # bytea prints as \x and two hex digits a byte (bytea_output = hex, the default since 9.0).
+    return pa.array([None if v is None else bytes.fromhex(v[2:]) for v in arr.to_pylist()], pa.binary())
+
+
+def _decimal(text: str, column: Column) -> Decimal:
+    value = Decimal(text)
+    precision, scale = decimal_shape(column)
+    if not value.is_finite() or value != value.quantize(Decimal(1).scaleb(-scale), context=_WIDE) \
+            or abs(value) >= Decimal(10) ** (precision - scale):
+        raise ValueError(f"{text} does not fit decimal({precision}, {scale}) exactly")
+    return value
+
+
+_WIDE = Context(prec=200)
+
+
+def _bytes(text: str, column: Column) -> bytes:
+    return bytes.fromhex(text[2:])
+
+
+_PARSERS: dict[str, Callable[[str, Column], Any]] = {
+    "int": lambda t, c: int(t), "float": lambda t, c: float(t), "decimal": _decimal,
+    "date": lambda t, c: date.fromisoformat(t), "datetime": lambda t, c: datetime.fromisoformat(t),
+    "bytes": _bytes}
+"""How one value's text becomes its Python value when its batch's column did not convert at once."""
