@@ -19,6 +19,12 @@ def _mysql(request: pytest.FixtureRequest, tmp_path: Path) -> StoreHarness:
     return MysqlHarness(request.getfixturevalue("mysql_db"))
 
 
+def _postgres(request: pytest.FixtureRequest, tmp_path: Path) -> StoreHarness:
+    from tests.contract.postgres_harness import PostgresHarness
+
+    return PostgresHarness()
+
+
 HARNESSES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreHarness]] = {
     "stream": lambda request, tmp_path: StreamHarness(),
     "csv": lambda request, tmp_path: FileHarness(tmp_path, "csv"),
@@ -26,10 +32,11 @@ HARNESSES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreHarness]] = {
     "parquet": lambda request, tmp_path: FileHarness(tmp_path, "parquet"),
     "sqlite": lambda request, tmp_path: SqliteHarness(tmp_path),
     "mysql": _mysql,
+    "postgres": _postgres,
 }
 """Store label -> harness factory (hive's lives in tests/spark/test_contract_hive.py, on the session's Spark)."""
 
-MARKS = {"mysql": pytest.mark.mysql}
+MARKS = {"mysql": pytest.mark.mysql, "postgres": pytest.mark.postgres}
 
 
 @pytest.fixture(params=[pytest.param(name, marks=MARKS.get(name, ())) for name in HARNESSES])
