@@ -4,7 +4,8 @@ append, truncate, upsert or an atomic staging-table swap.
 
 :mod:`.options` holds the connection keys both roles share and the naming rules, :mod:`.connection`
 the sessions and error classes. The source role: :mod:`.source_options` (its params and shapes),
-:mod:`.catalog` (types), :mod:`.splitter`, :mod:`.reader`, :mod:`.periphery`, :mod:`.bounds`.
+:mod:`.catalog` (types), :mod:`.splitter`, :mod:`.reader`, :mod:`.periphery`, :mod:`.bounds`;
+:mod:`.spark` the native Spark read (loaded in Spark mode only).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ PLUGIN = Plugin(
         splitter=PostgresSplitter,
         reader=PostgresReader,
         periphery=PostgresReaderPeriphery,
+        spark_read="wormhole.plugins.postgres.spark:read",
         bounds=bounds,
     ),
     capabilities=CAPABILITIES,
