@@ -4,6 +4,7 @@ sharded sources, push-down, option errors, an unreachable server, estimates, and
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -107,9 +108,12 @@ def test_special_dates_reject_or_null(pg: Any) -> None:
 
 
 def _ids(splits: list[Split], opts: Any) -> list[int]:
+    """The first column of every row of ``splits``, read in batches of at most 7 rows."""
     reader = SOURCE.reader(opts, read_ctx(batch_rows=7))
     reader.schema()
-    return [row[0] for split in splits for batch in reader.read(split) for row in batch]
+    batches = [batch for split in splits for batch in reader.read(split)]
+    assert max(len(b) for b in batches) <= 7
+    return [row[0] for batch in batches for row in batch]
 
 
 def test_integer_key_splits_with_a_null_split_read_every_row_once(pg: Any) -> None:
@@ -144,6 +148,7 @@ def test_ctid_splits_of_a_table_without_a_key_read_every_row_once(pg: Any) -> No
     assert info.estimated_rows is None  # never analyzed: reltuples is -1
     pg.execute("ANALYZE t")
     assert SOURCE.periphery(opts, read_ctx()).prepare().estimated_rows == 20000
+    assert (SOURCE.periphery(opts, read_ctx()).busy_threads() or 0) >= 0
     counted = SOURCE.periphery(options(pg, table="t", estimate="count", where="id <= 10"), read_ctx()).prepare()
     assert counted.estimated_rows == 10
 
@@ -227,23 +232,89 @@ def test_an_unreachable_server_is_a_clear_read_error(pg: Any) -> None:
         SOURCE.periphery(opts, read_ctx()).prepare()
 
 
-def test_cli_run_reads_postgres_into_jsonl(pg: Any, ws: Workspace) -> None:
+def test_cli_runs_read_postgres_into_jsonl_incrementally_with_push_down(pg: Any, ws: Workspace) -> None:
     pg.execute("CREATE TABLE t (id bigint PRIMARY KEY, name text, amount numeric(8,2), at timestamptz)")
     pg.execute("INSERT INTO t SELECT g, 'n' || g, g * 1.25, timestamptz '2024-01-01 00:00+00' + g * interval '1h' "
                "FROM generate_series(1, 30) g")
     spec = {"source": {"plugin": "postgres", "params": {"user": "postgres", "database": "test", "schema": pg.schema,
-                                                        "table": "t", "split_pk": "id"}},
+                                                        "table": "t", "split_pk": "id"},
+                       "incremental": {"column": "at", "mode": "append", "state_key": "pg-at"}},
             "transforms": [{"filter": "id > 10"}],
             "destinations": [{"id": "out", "plugin": "file",
-                              "params": {"path": str(ws.root / "out"), "format": "jsonl"}}]}
+                              "params": {"path": str(ws.root / "out"), "format": "jsonl", "mode": "append"}}]}
     code, task, stderr = run_task(ws, spec)
     assert code == 0, stderr
     plan = task["result"]["plan"]
-    assert plan["transforms"]["source_query"]["where"] == '("id" > CAST(? AS bigint))'  # pushed down
+    assert '("id" > CAST(? AS bigint))' in plan["transforms"]["source_query"]["where"]  # pushed down
     assert any(s["range"] and '"id" <' in s["range"] for s in plan["splits"])
-    rows = [json.loads(line) for part in sorted(Path(ws.root / "out").glob("*.jsonl"))
-            for line in part.read_text().splitlines()]
+    rows = _jsonl(ws.root / "out")
     assert sorted(r["id"] for r in rows) == list(range(11, 31))
     first = min(rows, key=lambda r: r["id"])
     assert first["name"] == "n11" and Decimal(str(first["amount"])) == Decimal("13.75")
     assert first["at"].startswith("2024-01-01T11:00:00") or first["at"].startswith("2024-01-01 11:00:00")
+    # Past the first window's end (the server's clock then, to the second) and before the next one's.
+    pg.execute("INSERT INTO t VALUES (31, 'new', 1, now()), (32, 'inf', 1, 'infinity'), (33, 'null', 1, NULL), "
+               "(34, 'late', 1, '2025-01-01 00:00+05')")
+    time.sleep(1.1)
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, stderr
+    # infinity is past every window's end, NULL in none, 34 was stamped before the first window's end
+    assert task["result"]["source"]["rows_read"] == 1
+    assert sorted(r["id"] for r in _jsonl(ws.root / "out")) == list(range(11, 32))
+
+
+def _jsonl(directory: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for part in sorted(directory.glob("*.jsonl")) for line in part.read_text().splitlines()]
+
+
+EDGE_ROWS = [  # id, i, d, f, s, zd, zt
+    "(1, 9223372036854775807, 0.000000000000000000000000000001, 0.5, 'a%', 'infinity', '2024-01-05 10:00')",
+    "(2, -9223372036854775808, 123456789012345678901234567890.123456789012345678901234567891, 'NaN', 'B', "
+    "'2024-01-05', '-infinity')",
+    "(3, 0, -0, -2.25, 'b', '0044-03-15 BC', '2024-01-05 10:00')",
+    "(4, NULL, NULL, NULL, NULL, NULL, NULL)",
+]
+EDGE_CASES = [  # filter, pushed
+    ("i + 1000 > 0", True), ("- i > 0", True), ("abs(i) > 0", True), ("i * 2 < 0", True),
+    ("i % 0 IS NULL", True), ("i / 0 IS NULL", True), ("d * d > 0", True), ("d + 1 > 1", True),
+    ("f = 0.5", False), ("NOT (f > 0)", False), ("s < 'b'", True), ("s LIKE 'a%'", True), ("s LIKE 'A%'", True),
+    ("zd >= DATE '2000-01-01'", True), ("NOT (zd < DATE '2030-01-01')", True), ("year(zd) = 2024", True),
+    ("cast(zd as string) IS NULL", True), ("coalesce(zt, TIMESTAMP '1999-01-01 00:00:00') < TIMESTAMP "
+                                           "'2000-01-01 00:00:00'", True),
+]
+
+
+def test_pushed_filters_keep_the_rows_wormhole_keeps_on_edge_values(pg: Any) -> None:
+    """Each filter evaluated by wormhole on the values the reader gives (``special_dates: null``) and, where
+    sqlgen pushes it, by PostgreSQL on the table: the same rows."""
+    from wormhole.transform.check import check
+    from wormhole.transform.expr import parse
+    from wormhole.transform.pyfn import compile_py
+    from wormhole.transform.sqlgen import NotPushable, compile_sql
+
+    pg.execute("CREATE TABLE t (id int, i bigint, d numeric(65, 30), f double precision, s text, zd date, "
+               "zt timestamp)")
+    pg.execute(f"INSERT INTO t VALUES {', '.join(EDGE_ROWS)}")
+    rows = sorted(read_all(SOURCE, options(pg, table="t", special_dates="null")), key=lambda r: r[0])
+    names = ("id", "i", "d", "f", "s", "zd", "zt")
+    schema = dict(zip(names, ("int", "int", "decimal", "float", "string", "date", "datetime"), strict=True))
+
+    class Read:
+        n = len(rows)
+
+        def get(self, name: str) -> list[Any]:
+            return [r[names.index(name)] for r in rows]
+
+    for text, pushed in EDGE_CASES:
+        tree = parse(text)
+        typed = check(tree, schema)
+        want = [r[0] for r, v in zip(rows, compile_py(tree, typed)(Read()), strict=True) if v is True]
+        try:
+            sql = compile_sql(tree, typed, "postgres")
+        except NotPushable:
+            assert not pushed, text
+            continue
+        assert pushed, text
+        kept = pg.execute(f"SELECT id FROM t WHERE {sql.render('%s', escape_percent=True)} ORDER BY id",
+                          sql.args).fetchall()
+        assert [r[0] for r in kept] == want, (text, sql.text)

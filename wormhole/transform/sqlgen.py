@@ -124,7 +124,22 @@ class _Gen:
             raise NotPushable("SQLite holds datetimes as text in more than one form")
         if self.typed.of(e) == "null":
             return "NULL"  # always NULL; MySQL would type -(NULL) as a double and widen a COALESCE with it
+        if self.dialect == "postgres" and self._null_in(e):
+            return f"CAST(NULL AS {_PG_NAMES[self.typed.of(e)]})"
         return _SQL[type(e)](self, e)
+
+    def _null_in(self, e: Expr) -> bool:
+        """``e`` is NULL because an operand it is NULL on is a bare NULL (which PostgreSQL cannot type:
+        ``NULL + NULL`` is an error there)."""
+        if isinstance(e, Binary) and e.op not in ("AND", "OR"):
+            operands: tuple[Expr, ...] = (e.a, e.b)
+        elif isinstance(e, Func) and e.name != "coalesce":
+            operands = e.args
+        elif isinstance(e, Neg | Like | In | Between):
+            operands = (e.x,)  # IN and BETWEEN: NULL whatever the items when x is
+        else:
+            return False
+        return any(self.typed.of(o) == "null" for o in operands)
 
     def _literal(self, e: Lit) -> str:
         if isinstance(e.value, bool):
