@@ -4,19 +4,24 @@ append, truncate, upsert or an atomic staging-table swap.
 
 :mod:`.options` holds the connection keys both roles share and the naming rules, :mod:`.connection`
 the sessions and error classes. The source role: :mod:`.source_options` (its params and shapes),
-:mod:`.catalog` (types), :mod:`.splitter`, :mod:`.reader`, :mod:`.periphery`, :mod:`.bounds`;
-:mod:`.spark` the native Spark read (loaded in Spark mode only).
+:mod:`.catalog` (types), :mod:`.splitter`, :mod:`.reader`, :mod:`.periphery`, :mod:`.bounds`. The sink
+role: :mod:`.sink_options`, :mod:`.writer_periphery`, :mod:`.writer` (with :mod:`.encoding`,
+:mod:`.markers`, :mod:`.staging` and :mod:`.ddl`). :mod:`.spark` is the native Spark read (loaded in
+Spark mode only).
 """
 
 from __future__ import annotations
 
-from wormhole.plugins.base import Plugin, SourceRole
+from wormhole.plugins.base import Plugin, SinkRole, SourceRole
 from wormhole.plugins.postgres.bounds import bounds
 from wormhole.plugins.postgres.capabilities import CAPABILITIES
 from wormhole.plugins.postgres.periphery import PostgresReaderPeriphery
 from wormhole.plugins.postgres.reader import PostgresReader
+from wormhole.plugins.postgres.sink_options import PostgresWriterOptions, single_writer_key
 from wormhole.plugins.postgres.source_options import PostgresReaderOptions
 from wormhole.plugins.postgres.splitter import PostgresSplitter
+from wormhole.plugins.postgres.writer import PostgresWriter
+from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery, plan_load
 
 PLUGIN = Plugin(
     name="postgres",
@@ -28,6 +33,13 @@ PLUGIN = Plugin(
         periphery=PostgresReaderPeriphery,
         spark_read="wormhole.plugins.postgres.spark:read",
         bounds=bounds,
+    ),
+    sink=SinkRole(
+        options=PostgresWriterOptions,
+        periphery=PostgresWriterPeriphery,
+        writer=PostgresWriter,
+        single_writer_key=single_writer_key,
+        plan_load=plan_load,
     ),
     capabilities=CAPABILITIES,
 )

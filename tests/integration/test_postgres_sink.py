@@ -1,0 +1,547 @@
+"""The postgres destination against the real PostgreSQL: each load and write mode, awkward values, rejected
+rows, staging swap and rollback, resume from markers, leftovers, a killed session, create_table, and one
+whole CLI run.
+
+Each test works in a schema of its own (``wh_<uuid>`` of the database ``test``), dropped afterwards; what
+is checked is read back with plain psycopg, as a user would see it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from structlog.testing import capture_logs
+
+from tests.conftest import Workspace
+from tests.pg_helpers import PgServer, Schemas, pg_execute, pg_or_skip, pg_tables, qi
+from tests.plugin_helpers import SCHEMA, parse, run_destination
+from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
+from wormhole.plugins import registry
+from wormhole.plugins.base import Column, DurablePeriphery, LeftoverPeriphery, Rows, Schema, SplitWriter, WriteContext
+from wormhole.plugins.batch import arrow_schema
+from wormhole.plugins.postgres.connection import backend_pid
+from wormhole.plugins.postgres.sink_options import PostgresWriterOptions, single_writer_key
+
+pytestmark = pytest.mark.postgres
+
+SINK = registry.get("postgres").sink
+assert SINK is not None
+TWO = Schema((Column("id", "int"), Column("name", "string")))
+
+
+@pytest.fixture(name="pg")
+def fixture_pg() -> Iterator[tuple[PgServer, Any, str]]:
+    """(server, an autocommit connection, a fresh schema)."""
+    server = PgServer.from_url()
+    schemas = Schemas(server, pg_or_skip(server))
+    try:
+        yield server, schemas.conn, schemas.create("sink")
+    finally:
+        schemas.drop_all()
+
+
+def options(pg: tuple[PgServer, Any, str], **params: Any) -> PostgresWriterOptions:
+    server, _, schema = pg
+    parsed, problems = parse(PostgresWriterOptions, server.params(schema, **{"table": "t", **params}))
+    assert not problems, problems.items
+    return parsed
+
+
+def ctx(run_id: int, origin: int | None = None, schema: Schema = TWO, task_id: int = 7) -> WriteContext:
+    return WriteContext(task_id=task_id, run_id=run_id, origin_run_id=origin, destination="out", schema=schema,
+                        batch_rows=1000, concurrency=1, taskdb_id="ab12")
+
+
+def rows(pg: tuple[PgServer, Any, str], table: str = "t") -> list[tuple[Any, ...]]:
+    _, conn, schema = pg
+    return pg_execute(conn, f"SELECT * FROM {qi(schema)}.{qi(table)} ORDER BY 1")
+
+
+def markers(pg: tuple[PgServer, Any, str]) -> list[tuple[Any, ...]]:
+    _, conn, schema = pg
+    if "wormhole_splits" not in pg_tables(conn, schema):
+        return []
+    return pg_execute(conn, f"SELECT task_id, state_run, split_id, rows, phase FROM {qi(schema)}.wormhole_splits "
+                            f"ORDER BY 1, 2, 3")
+
+
+def sql(pg: tuple[PgServer, Any, str], *statements: str) -> None:
+    _, conn, schema = pg
+    for statement in statements:
+        conn.execute(statement.replace("{s}", qi(schema)))
+
+
+def start(opts: PostgresWriterOptions, context: WriteContext) -> tuple[Any, Any]:
+    periphery = SINK.periphery(opts, context)
+    periphery.prepare()
+    writer = SINK.writer(opts, context, periphery, 0)
+    writer.open()
+    assert isinstance(writer, SplitWriter) and isinstance(periphery, DurablePeriphery)
+    return periphery, writer
+
+
+def crash(writer: Any) -> None:
+    """The process dies: every session ends without COMMIT (the server rolls the open splits back)."""
+    for conn in [*writer._splits.values(), *writer._free, writer.conn]:
+        if conn is not None:
+            conn.pgconn.finish()
+
+
+# -- options -------------------------------------------------------------------------------------
+
+
+def test_options_are_checked_with_key_paths() -> None:
+    _, problems = parse(PostgresWriterOptions, {
+        "user": "u", "database": "d", "table": "t", "staging_table": "s", "rollback_sql": ["x"],
+        "verify": "count", "write_mode": "upsert", "distributed_by": ["id"]})
+    assert problems.items == [
+        "destinations[0].params.staging_table: only with load 'staging'",
+        "destinations[0].params.verify: count needs write_mode 'insert' (an upsert may rightly change fewer "
+        "rows than it writes)",
+        "destinations[0].params.distributed_by: only with create_table (it is part of the CREATE TABLE "
+        "wormhole runs)"]
+    _, problems = parse(PostgresWriterOptions, {"user": "u", "database": "d", "table": "t" * 64, "load": "staging",
+                                                "rollback_sql": ["x"], "upsert_key": ["id"]})
+    assert [p.split(":")[0] for p in problems.items] == [
+        "destinations[0].params.table", "destinations[0].params.upsert_key", "destinations[0].params.rollback_sql"]
+    staged, _ = parse(PostgresWriterOptions, {"user": "u", "database": "d", "table": "T", "load": "staging"})
+    appended, _ = parse(PostgresWriterOptions, {"user": "u", "database": "d", "table": "T"})
+    assert single_writer_key(staged) == "postgres table 127.0.0.1:5432/d.public.T"
+    assert single_writer_key(appended) is None
+
+
+# -- loads and write modes -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("write_mode", ["insert", "upsert"])
+@pytest.mark.parametrize("load", ["append", "truncate", "staging"])
+def test_each_load_and_write_mode(pg: Any, load: str, write_mode: str) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id int PRIMARY KEY, name varchar(20))",
+        "INSERT INTO {s}.t VALUES (1, 'old'), (99, 'x')")
+    opts = options(pg, load=load, write_mode=write_mode, batch_size=2,
+                   **({"verify": "count"} if write_mode == "insert" else {}))
+    parts = [[(2, "b"), (3, "c"), (4, "d")], Rows.of_arrow(pa.RecordBatch.from_arrays(
+        [pa.array([5, 1], pa.int64()), pa.array(["e", "new"])], schema=arrow_schema(TWO)))]
+    results = run_destination(SINK, opts, parts, schema=TWO)
+    kept = [] if load != "append" else [(99, "x")]
+    if write_mode == "upsert":
+        assert [r.written for r in results] == [3, 2]
+        assert rows(pg) == sorted([(1, "new"), (2, "b"), (3, "c"), (4, "d"), (5, "e"), *kept])
+    else:
+        rejected = [r for result in results for r in result.rejected]
+        if load == "append":  # key 1 is there already: that row alone is refused, with PostgreSQL's reason
+            assert [r.row for r in rejected] == [(1, "new")] and "(23505)" in rejected[0].reason
+        assert rows(pg) == sorted([*([(1, "old")] if load == "append" else [(1, "new")]), (2, "b"), (3, "c"),
+                                   (4, "d"), (5, "e"), *kept])
+    assert pg_tables(pg[1], pg[2]) == ["t", "wormhole_splits"] and markers(pg) == []
+
+
+def test_upsert_needs_a_key_and_finds_the_primary_key(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)",
+        "CREATE TABLE {s}.k (a int, b int, name text, PRIMARY KEY (b, a))")
+    with pytest.raises(PrepareError, match=r"params.upsert_key: write_mode 'upsert' needs a key, and .* has no "
+                                           r"primary key"):
+        SINK.periphery(options(pg, write_mode="upsert"), ctx(1)).prepare()
+    with pytest.raises(PrepareError, match=r"params.upsert_key: .* has no unique index on exactly \(name\)"):
+        SINK.periphery(options(pg, write_mode="upsert", upsert_key=["name"]), ctx(1)).prepare()
+    sql(pg, "CREATE UNIQUE INDEX ON {s}.t (id)", "INSERT INTO {s}.t VALUES (1, 'old')")
+    run_destination(SINK, options(pg, write_mode="upsert", upsert_key=["ID"]), [[(1, "new"), (2, "two")]],
+                    schema=TWO)
+    assert rows(pg) == [(1, "new"), (2, "two")]
+    three = Schema((Column("a", "int"), Column("b", "int"), Column("name", "string")))
+    run_destination(SINK, options(pg, table="k", write_mode="upsert"), [[(1, 2, "x"), (1, 2, "y"), (2, 1, "z")]],
+                    schema=three)  # one key twice in a batch: the later row wins
+    assert rows(pg, "k") == [(1, 2, "y"), (2, 1, "z")]
+
+
+def test_pre_sql_and_post_sql_run_around_the_load(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "CREATE TABLE {s}.log (what text, n bigint)")
+    schema = pg[2]
+    opts = options(pg, load="staging",
+                   pre_sql=[f"INSERT INTO {qi(schema)}.log SELECT 'pre 50%', count(*) FROM {qi(schema)}.t"],
+                   post_sql=[f"INSERT INTO {qi(schema)}.log SELECT 'post', count(*) FROM {qi(schema)}.t"])
+    run_destination(SINK, opts, [[(1, "a"), (2, "b")]], schema=TWO)
+    assert rows(pg, "log") == [("post", 2), ("pre 50%", 0)]  # post_sql sees the swapped-in table
+    bad = options(pg, load="staging", post_sql=["SELECT 1/0"])
+    with pytest.raises(Exception, match=r"post_sql failed .*\(22012\) division by zero"):
+        run_destination(SINK, bad, [[(3, "c")]], schema=TWO)
+
+
+# -- values ----------------------------------------------------------------------------------------
+
+EVERY = [
+    (1, 1.5, Decimal("12345678901234567890.123456789012345678"), "", b"", True, date(1, 1, 1),
+     datetime(1, 1, 1, 0, 0), {"a": [1, "x\\y\"z"], "b": None}),
+    (2, -0.0, Decimal("-0.000000000000000001"), "tab\there\nnew\r\\N back\\slash ünï 😀 'q'", bytes(range(256)),
+     False, date(9999, 12, 31), datetime(9999, 12, 31, 23, 59, 59, 999999), [1, 2.5, "😀"]),
+    (3, None, None, None, None, None, None, None, None),
+    (4, 1e308, Decimal("99999999999999999999.999999999999999999"), "\\N", b"\\N\t\n\x00", True,
+     date(2024, 2, 29), datetime(2024, 1, 2, 3, 4, 5, 6), "just a string"),
+    (5, float("inf"), Decimal(0), " ", b"\xff", False, date(1970, 1, 1), datetime(1970, 1, 1), 12345678901234567890),
+    (6, float("-inf"), Decimal("1.5"), "x" * 3000, b"\x00", True, date(2000, 1, 1), datetime(2000, 1, 1, 0, 0, 0, 1),
+     None),
+    (7, float("nan"), Decimal("-1"), "\\", b"\\", True, date(2000, 1, 1), datetime(2000, 1, 1), True),
+]
+
+
+@pytest.mark.parametrize("form", ["tuples", "arrow"])
+def test_every_type_round_trips_into_a_created_table(pg: Any, form: str) -> None:
+    schema = Schema(tuple(Column(c.name, c.type, precision=38 if c.type == "decimal" else None,
+                                 scale=18 if c.type == "decimal" else None) for c in SCHEMA.columns))
+    batch: Any = list(EVERY)
+    if form == "arrow":
+        batch = Rows.of_arrow(Rows(EVERY).arrow(schema))
+    run_destination(SINK, options(pg, create_table=True, load="staging"), [batch], schema=schema)
+    got = rows(pg)
+    assert len(got) == len(EVERY)
+    for want, have in zip(EVERY, got, strict=True):
+        for index, (a, b) in enumerate(zip(want, have, strict=True)):
+            if isinstance(a, float) and math.isnan(a):
+                assert math.isnan(b)
+            elif index == 8 and a is not None:  # jsonb: equal as JSON
+                assert b == json.loads(json.dumps(a)), (want[0], a, b)
+            else:
+                assert a == b and type(a) is type(b), (want[0], index, a, b)
+    assert str(got[1][1]) == "-0.0"  # the sign of zero kept
+
+
+def test_big_unsigned_ints_and_free_scale_decimals(pg: Any) -> None:
+    schema = Schema((Column("u", "int", unsigned=True), Column("d", "decimal")))
+    values = [(18446744073709551615, Decimal("1.5")), (0, Decimal("123456789012345678901234567890")),
+              (9223372036854775808, Decimal("-0.000001"))]
+    run_destination(SINK, options(pg, create_table=True), [values], schema=schema)
+    assert rows(pg) == sorted(values)
+    assert pg_execute(pg[1], f"SELECT d::text FROM {qi(pg[2])}.t ORDER BY u") == [
+        ("123456789012345678901234567890",), ("-0.000001",), ("1.5",)]  # each at its own scale, not 18
+
+
+def test_bad_rows_are_rejected_with_reasons_and_the_rest_loaded(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id int PRIMARY KEY, name varchar(5) NOT NULL)", "INSERT INTO {s}.t VALUES (9, 'old')")
+    batch = [(1, "a"), (2, "toolong"), (3, None), (9, "dup"), (4, "x\x00y"), (5, "e"), (1, "dup2"), (6, "f")]
+    periphery, writer = start(options(pg, batch_size=3), ctx(1))
+    result = writer.write_split("A", batch)
+    writer.end_split("A", result.written)
+    writer.close()
+    periphery.commit()
+    periphery.release()
+    reasons = {r.row[0]: r.reason for r in result.rejected}
+    assert sorted(reasons) == [1, 2, 3, 4, 9] and result.written == 3
+    assert reasons[2].startswith("(22001) value too long for type character varying(5)")
+    assert reasons[3].startswith("(23502) null value in column \"name\"")
+    assert reasons[9].startswith("(23505) duplicate key value") and "Key (id)=(9) already exists" in reasons[9]
+    assert reasons[4] == "column name: a string holding NUL (\\x00), which PostgreSQL text cannot store"
+    assert [r.row for r in result.rejected if r.row[0] == 1] == [(1, "dup2")]  # the first of the key is kept
+    assert rows(pg) == [(1, "a"), (5, "e"), (6, "f"), (9, "old")]
+
+
+def test_a_zero_date_kept_as_text_is_a_rejected_row(pg: Any) -> None:
+    schema = Schema((Column("id", "int"), Column("d", "date"), Column("ts", "datetime")))
+    batch = [(1, date(2024, 1, 1), datetime(2024, 1, 1)), (2, "0000-00-00", None), (3, None, "2024-00-10 00:00:00")]
+    results = run_destination(SINK, options(pg, create_table=True, columns=["id", "Day", "at"]), [batch], schema=schema)
+    assert [c for (c,) in pg_execute(pg[1], "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                                            "%s ORDER BY ordinal_position", (pg[2],)) if c in ("id", "Day", "at")] \
+        == ["id", "Day", "at"]  # the names columns gives, their case kept
+    assert [(r.row[0], r.reason) for r in results[0].rejected] == [
+        (2, "column d: '0000-00-00' (a MySQL zero or partial date kept as text) has no PostgreSQL date value"),
+        (3, "column ts: '2024-00-10 00:00:00' (a MySQL zero or partial date kept as text) has no PostgreSQL "
+            "timestamp value")]
+    assert rows(pg) == [batch[0]]
+
+
+def test_verify_count_fails_the_commit_when_the_table_holds_other_rows(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')")
+    periphery, writer = start(options(pg, verify="count"), ctx(1))
+    write_whole(writer, "A")
+    writer.close()
+    sql(pg, "INSERT INTO {s}.t VALUES (100, 'someone else')")
+    with pytest.raises(CommitError, match=r'verify count: .*"t" holds 5 rows, expected 4 \(3 written\)'):
+        periphery.commit()
+
+
+# -- staging ---------------------------------------------------------------------------------------
+
+
+def test_staging_rollback_leaves_the_target_untouched(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')",
+        "COMMENT ON TABLE {s}.t IS 'the users'' table'")
+    results = run_destination(SINK, options(pg, load="staging"), [[(1, "a")], [(2, "b")]], schema=TWO, commit=False)
+    assert [r.written for r in results] == [1, 1]
+    assert rows(pg) == [(99, "old")] and pg_tables(pg[1], pg[2]) == ["t", "wormhole_splits"] and markers(pg) == []
+    run_destination(SINK, options(pg, load="staging"), [[(1, "a")]], schema=TWO)
+    assert rows(pg) == [(1, "a")]
+    sql(pg, "CREATE TABLE {s}.p (id int, name text) PARTITION BY RANGE (id)")
+    with pytest.raises(PrepareError, match=r'"p" is partitioned: a staging table made LIKE it would not be'):
+        SINK.periphery(options(pg, table="p", load="staging"), ctx(1)).prepare()
+    assert pg_execute(pg[1], "SELECT obj_description(%s::regclass, 'pg_class')",
+                      (f"{qi(pg[2])}.t",)) == [("the users' table",)]  # the target's comment, not the marker
+
+
+def test_the_staging_swap_is_atomic_for_a_concurrent_reader(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id serial PRIMARY KEY, name text)", "INSERT INTO {s}.t (name) VALUES ('old')")
+    server, _, schema = pg
+    opts = options(pg, load="staging")
+    periphery = SINK.periphery(opts, ctx(1))
+    periphery.prepare()
+    writer = SINK.writer(opts, ctx(1), periphery, 0)
+    writer.open()
+    writer.write([(i, f"n{i}") for i in range(1, 101)])
+    writer.close()
+    seen: list[int] = []
+    done = threading.Event()
+
+    def read() -> None:
+        conn = server.connect()
+        try:
+            while not done.is_set():
+                seen.append(conn.execute(f"SELECT count(*) FROM {qi(schema)}.t").fetchone()[0])
+        finally:
+            conn.close()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    while len(seen) < 20:
+        time.sleep(0.005)
+    periphery.commit()
+    while seen[-1] != 100:
+        time.sleep(0.005)
+    done.set()
+    reader.join()
+    assert set(seen) == {1, 100}  # the old table or the new one, never an empty or missing one
+    # The serial's sequence moved to the swapped-in table (dropping the old one would have taken it along).
+    assert pg_execute(pg[1], "SELECT nextval(pg_get_serial_sequence(%s, 'id'))", (f"{qi(schema)}.t",)) == [(2,)]
+    assert pg_execute(pg[1], "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass",
+                      (f"{qi(schema)}.t",)) == [("t_pkey",)]  # the target's index and constraint names
+
+
+# -- splits, resume, leftovers ------------------------------------------------------------------------
+
+SPLITS = {"A": [(1, "a1"), (2, "a2"), (3, "a3")], "B": [(10, "b1"), (11, "b2")], "C": [(20, "c1")]}
+
+
+def write_whole(writer: Any, split_id: str) -> None:
+    for row in SPLITS[split_id]:  # a batch a row: several batches per split
+        assert writer.write_split(split_id, [row]).written == 1
+    writer.end_split(split_id, len(SPLITS[split_id]))
+
+
+@pytest.mark.parametrize("load", ["append", "truncate", "staging"])
+def test_a_crashed_run_resumes_from_its_markers(pg: Any, load: str) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')")  # no key: dups show
+    opts = options(pg, load=load, verify="count")
+    old = [(99, "old")] if load == "append" else []
+    periphery, writer = start(opts, ctx(1))
+    write_whole(writer, "A")
+    writer.write_split("B", SPLITS["B"][:1])  # B is open when the process dies
+    crash(writer)
+    assert [m[2] for m in markers(pg)] == ["", "A"]
+    periphery, writer = start(opts, ctx(2, origin=1))
+    assert periphery.durable_splits() == {"A": 3}
+    write_whole(writer, "A")  # written again (a split the engine had not seen end): found durable, lands once
+    write_whole(writer, "B")
+    writer.close()
+    periphery.commit()  # verify count: A of run 1 with B of run 2, A once
+    assert rows(pg) == sorted(old + SPLITS["A"] + SPLITS["B"])
+    assert markers(pg)[0][4] == "committed"
+    periphery, _ = start(opts, ctx(3, origin=1))  # a crash after the commit, before the outcome was recorded
+    periphery.commit()
+    periphery.release()
+    assert rows(pg) == sorted(old + SPLITS["A"] + SPLITS["B"]) and markers(pg) == []
+    assert pg_tables(pg[1], pg[2]) == ["t", "wormhole_splits"]
+
+
+def test_leftovers_of_this_task_are_listed_and_cleaned_others_untouched(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)")
+    _, writer = start(options(pg, load="staging"), ctx(1))
+    write_whole(writer, "A")
+    crash(writer)
+    sql(pg, "CREATE TABLE {s}.t__wh8_1_ab12 (id int)", "COMMENT ON TABLE {s}.t__wh8_1_ab12 IS "
+            "'wormhole:db=ab12,task=8,run=1,dest=out'", "CREATE TABLE {s}.t__wh7_5_ab12 (id int)",
+            "INSERT INTO {s}.wormhole_splits (taskdb, task_id, state_run, destination, split_id, rows) VALUES "
+            "('ab12', 8, 1, 'out', 'X', 1), ('ab12', 7, 2, 'elsewhere', 'Y', 1), ('zz', 7, 4, 'out', 'Z', 1)")
+    fresh = SINK.periphery(options(pg, load="staging"), ctx(3))  # not prepared: `wormhole task clean`
+    assert isinstance(fresh, LeftoverPeriphery)
+    s = qi(pg[2])
+    found = [f'table {s}."t__wh7_1_ab12" (staging of run 1)', f'1 split marker(s) of run 1 in {s}."wormhole_splits"']
+    assert fresh.leftovers(None) == found
+    assert fresh.leftovers(1) == []  # run 1 may still be resumed
+    assert fresh.clean_leftovers(None) == found and fresh.leftovers(None) == []
+    assert pg_tables(pg[1], pg[2]) == ["t", "t__wh7_5_ab12", "t__wh8_1_ab12", "wormhole_splits"]
+    assert [m[:3] for m in markers(pg)] == [(7, 2, "Y"), (7, 4, "Z"), (8, 1, "X")]
+
+
+def test_a_session_killed_mid_copy_fails_and_rollback_leaves_nothing(pg: Any) -> None:
+    server, conn, schema = pg
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')")
+    opts = options(pg, load="staging", retries=0)
+    periphery = SINK.periphery(opts, ctx(1))
+    periphery.prepare()
+    writer = SINK.writer(opts, ctx(1), periphery, 0)
+    writer.open()
+    assert writer.write([(1, "a")]).written == 1  # committed into the staging table
+    locker = server.connect()
+    locker.autocommit = False
+    locker.execute(f"LOCK TABLE {qi(schema)}.{qi(periphery.write_table)} IN SHARE MODE")  # the next COPY waits
+    failure: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            writer.write([(2, "b"), (3, "c")])
+        except BaseException as exc:  # handed to the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not (pids := pg_execute(conn, "SELECT pid FROM pg_stat_activity WHERE application_name = 'wormhole' AND "
+                                        "wait_event_type = 'Lock'")):
+        assert time.monotonic() < deadline, "the COPY never waited on the lock"
+        time.sleep(0.02)
+    pg_execute(conn, "SELECT pg_terminate_backend(%s)", (pids[0][0],))
+    thread.join(10)
+    locker.rollback()
+    locker.close()
+    assert len(failure) == 1 and isinstance(failure[0], WriteError)
+    assert str(failure[0]).endswith("failed after 1 attempt(s): (57P01) terminating connection due to administrator "
+                                    "command")
+    writer.close()
+    periphery.rollback()
+    assert rows(pg) == [(99, "old")] and pg_tables(conn, schema) == ["t", "wormhole_splits"] and markers(pg) == []
+
+
+def test_a_lost_split_session_raises_split_lost_and_leaves_nothing_of_it(pg: Any) -> None:
+    from wormhole.errors import SplitLost
+
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)")
+    periphery, writer = start(options(pg), ctx(1))
+    writer.write_split("A", SPLITS["A"][:1])
+    pg_execute(pg[1], "SELECT pg_terminate_backend(%s)", (backend_pid(writer._splits["A"]),))
+    with pytest.raises(SplitLost, match="split 'A' lost its transaction"):
+        writer.write_split("A", SPLITS["A"][1:])
+    writer.abort_split("A")
+    write_whole(writer, "A")
+    writer.close()
+    periphery.commit()
+    assert rows(pg) == SPLITS["A"]
+
+
+def test_a_deadlock_mid_split_is_retried_from_the_pieces_savepoint(pg: Any) -> None:
+    """The split holds key 1 and waits for key 2, which another session holds while it waits for key 1:
+    PostgreSQL cancels the split's statement (40P01). Its piece is undone to its savepoint and retried once
+    the other session gave up; the split's earlier batch stays."""
+    server, conn, schema = pg
+    sql(pg, "CREATE TABLE {s}.t (id int PRIMARY KEY, name text)")
+    periphery, writer = start(options(pg, retry_wait_s=0.2), ctx(1))
+    writer.write_split("A", [(1, "a")])
+    other = server.connect()
+    other.autocommit = False
+    other.execute("SET deadlock_timeout = '30s'")  # the split's session finds the deadlock, not this one
+    other.execute(f"INSERT INTO {qi(schema)}.t VALUES (2, 'other')")
+
+    def wait_for_key_1() -> None:
+        try:
+            other.execute("SET statement_timeout = '1200ms'")
+            other.execute(f"INSERT INTO {qi(schema)}.t VALUES (1, 'other')")
+        except Exception:  # the timeout: this session gives up and frees key 2
+            other.rollback()
+
+    thread = threading.Thread(target=wait_for_key_1)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not pg_execute(conn, "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = "
+                               "current_database()"):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    with capture_logs() as logs:
+        assert writer.write_split("A", [(2, "b")]).written == 1
+    thread.join(10)
+    other.close()
+    writer.end_split("A", 2)
+    writer.close()
+    periphery.commit()
+    assert rows(pg) == [(1, "a"), (2, "b")]
+    assert [e["error"][:30] for e in logs if e["event"] == "writer.retry"] == ["TransientWriteError: (40P01) d"]
+
+
+# -- create_table -------------------------------------------------------------------------------
+
+
+def test_create_table_types_and_rollback_drops_the_table_it_made(pg: Any) -> None:
+    natives = [("ti1", "int", "tinyint(1)", "smallint"), ("mu", "int", "mediumint(8) unsigned", "integer"),
+               ("iu", "int", "int(10) unsigned", "bigint"), ("bu", "int", "bigint(20) unsigned", "numeric(20,0)"),
+               ("b1", "int", "bit(1)", "boolean"), ("b10", "int", "bit(10)", "bigint"),
+               ("d", "decimal", "decimal(65,30)", "numeric(65,30)"), ("fl", "float", "float", "real"),
+               ("c", "string", "char(10) utf8mb4", "character varying(10)"),
+               ("en", "string", "enum('a','b') utf8mb4", "text"), ("tm", "string", "time(6)", "text"),
+               ("bl", "bytes", "blob", "bytea"), ("dt", "datetime", "datetime(3)", "timestamp(3) without time zone"),
+               ("dt0", "datetime", "datetime", "timestamp(0) without time zone"), ("js", "json", "json", "jsonb"),
+               ("yr", "int", "year(4)", "smallint"), ("pg", "string", "character varying(5)", "text")]
+    logical = [("i", "int", None, "bigint"), ("f", "float", None, "double precision"),
+               ("n", "decimal", None, "numeric"), ("s", "string", None, "text"), ("by", "bytes", None, "bytea"),
+               ("bo", "bool", None, "boolean"), ("da", "date", None, "date"),
+               ("ts", "datetime", None, "timestamp(6) without time zone"), ("j", "json", None, "jsonb")]
+    columns = natives + logical
+    schema = Schema(tuple(Column(n, t, nullable=n != "i", native=native)  # type: ignore[arg-type]
+                          for n, t, native, _ in columns))
+    periphery = SINK.periphery(options(pg, create_table=True), ctx(1, schema=schema))
+    periphery.prepare()
+    found = pg_execute(pg[1], "SELECT column_name, format_type(atttypid, atttypmod), attnotnull FROM "
+                              "information_schema.columns JOIN pg_attribute ON attrelid = %s::regclass AND "
+                              "attname = column_name WHERE table_schema = %s AND table_name = 't' ORDER BY "
+                              "ordinal_position", (f"{qi(pg[2])}.t", pg[2]))
+    assert [(n, t) for n, t, _ in found] == [(n, pg_type) for n, _, _, pg_type in columns]
+    assert [n for n, _, not_null in found if not_null] == ["i"]
+    indexes = pg_execute(pg[1], "SELECT count(*) FROM pg_index WHERE indrelid = %s::regclass", (f"{qi(pg[2])}.t",))
+    assert indexes == [(0,)]
+    periphery.rollback()  # the table was not there before prepare
+    assert pg_tables(pg[1], pg[2]) == ["wormhole_splits"]
+
+
+def test_a_missing_target_fails_prepare_unless_create_table(pg: Any) -> None:
+    with pytest.raises(PrepareError, match=r'table .*"t" does not exist .* \(create_table can create it\)'):
+        SINK.periphery(options(pg), ctx(1)).prepare()
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (1, 'a')")
+    periphery = SINK.periphery(options(pg), ctx(1))
+    periphery.prepare()
+    writer = SINK.writer(options(pg), ctx(1), periphery, 0)
+    writer.open()
+    writer.write([(2, "b")])
+    writer.close()
+    with pytest.raises(RollbackError, match=r"1 rows committed to .* stay there"):
+        periphery.rollback()
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+
+def test_a_cli_run_from_sqlite_into_postgres(ws: Workspace, pg: Any) -> None:
+    server, _, schema = pg
+    db = ws.root / "src.db"
+    source = sqlite3.connect(db)
+    with source:
+        source.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, amount REAL, raw BLOB)")
+        source.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
+                           [(i, f"n\t{i}\\ é" if i % 7 else None, i / 3, bytes([i % 256, 0])) for i in range(500)])
+    want = list(source.execute("SELECT * FROM t ORDER BY id"))
+    source.close()
+    spec = {"source": {"plugin": "sqlite", "params": {"path": str(db), "table": "t"}},
+            "destinations": [{"id": "pg", "plugin": "postgres", "concurrency": 2,
+                              "params": server.params(schema, table="copy", create_table=True, load="staging",
+                                                      verify="count", batch_size=64)}]}
+    task_id = ws.submit(spec)
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = [(i, n, float(a), bytes(r)) for i, n, a, r in rows(pg, "copy")]
+    assert hashlib.sha256(repr(got).encode()).hexdigest() == hashlib.sha256(repr(want).encode()).hexdigest()
+    assert ws.show(task_id)["result"]["destinations"]["pg"]["rows_written"] == 500
+    assert markers(pg) == [] and pg_tables(pg[1], schema) == ["copy", "wormhole_splits"]

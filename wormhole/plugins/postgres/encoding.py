@@ -1,0 +1,239 @@
+"""A batch as PostgreSQL's COPY text format, column-wise with Arrow compute (no Python per value).
+
+COPY ``FORMAT text``: fields separated by tabs, rows ended by newlines, ``\\N`` for NULL, and a backslash
+escape for each backslash, tab, newline and carriage return inside a value. Each column's text is what
+PostgreSQL's input function of the target's type reads back to the same value:
+
+- int (uint64 too), date: Arrow's cast (``2024-05-01``); a date beyond the years 1-9999 is the row's fault;
+- float: Arrow's shortest round-trip digits (``inf``, ``-inf``, ``nan`` as float8in reads them);
+- decimal: plain notation (:func:`wormhole.plugins.arrow_text.decimal_text`); a decimal column of free
+  scale (its Arrow form pads every value to scale 18) is written value by value at the value's own scale,
+  so an unconstrained ``numeric`` keeps 1.5 as 1.5;
+- bool: ``t`` / ``f``; datetime: ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (naive: timestamp columns, sessions in UTC);
+- bytes: bytea's hex form ``\\x0a...`` (its backslash escaped for COPY);
+- string, json: the text, escaped. PostgreSQL text cannot hold NUL (U+0000): :func:`nul_rows` finds the
+  rows holding one, which the writer rejects before the COPY.
+
+Text, not binary COPY: measured on 1M rows (README "postgres"), encoding a batch here and sending it
+whole is several times quicker than psycopg's per-row binary ``write_row``, and text lets PostgreSQL cast
+each field to whatever the target column declares (an int into ``integer``, a string into ``varchar(5)``,
+a json into ``jsonb``), where binary COPY needs the exact type of every column.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text
+from wormhole.plugins.batch import free_scale, rows_from_arrow, trimmed
+from wormhole.plugins.schema import Row
+from wormhole.plugins.values import json_dumps, plain_decimal
+
+NULL = "\\N"
+_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
+"""COPY text escapes, backslash first (the others add backslashes)."""
+
+
+def _offsets(values: pa.Array) -> pa.Array:
+    """A string or binary array's value offsets (len + 1 of them, from its slice's start)."""
+    return pa.Array.from_buffers(pa.int32(), len(values) + 1, [None, values.buffers()[1]], offset=values.offset)
+
+
+def _data(values: pa.Array) -> bytes:
+    """The bytes of a string or binary array's values (its slice's only)."""
+    offsets = _offsets(values)
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    data = values.buffers()[2]
+    return b"" if data is None or last == first else data.slice(first, last - first).to_pybytes()
+
+
+def escaped(text: pa.Array) -> pa.Array:
+    """COPY's backslash escapes; only the special characters the column holds cost a replacing pass."""
+    data = _data(text)
+    for special, escape in _ESCAPES:
+        if data.find(special.encode()) >= 0:
+            text = pc.replace_substring(text, special, escape)
+    return text
+
+
+def nul_rows(batch: pa.RecordBatch) -> dict[int, str]:
+    """Rows holding NUL (U+0000) in a string or json column, which PostgreSQL text cannot store: row index
+    -> the reason, naming the first such column."""
+    bad: dict[int, str] = {}
+    for i, field in enumerate(batch.schema):
+        column = batch.column(i)
+        if not pa.types.is_string(field.type) or _data(column).find(b"\x00") < 0:
+            continue
+        found = pc.fill_null(pc.match_substring(column, "\x00"), False).to_numpy(zero_copy_only=False)
+        for row in found.nonzero()[0].tolist():
+            bad.setdefault(int(row), f"column {field.name}: a string holding NUL (\\x00), which PostgreSQL "
+                                     f"text cannot store")
+    return bad
+
+
+@cache
+def _hex_digits() -> pa.Array:
+    """Byte value -> its two hex digits: a ``take`` by the bytes themselves writes a whole column's hex."""
+    return pa.array([b"%02x" % i for i in range(256)], pa.binary(2))
+
+
+def _bytea(values: pa.Array) -> pa.Array:
+    """Binary values as bytea hex input escaped for COPY (``\\\\x`` then two digits a byte), nulls kept."""
+    offsets = _offsets(values)
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    data = values.buffers()[2]
+    if data is None or last == first:
+        digits = pa.py_buffer(b"")
+    else:
+        octets = pa.Array.from_buffers(pa.uint8(), last - first, [None, data], offset=first)
+        digits = pc.take(_hex_digits(), octets).buffers()[1]
+    hex_offsets = pc.multiply(pc.subtract(offsets, pa.scalar(first, offsets.type)), pa.scalar(2, offsets.type))
+    text = pa.StringArray.from_buffers(len(values), hex_offsets.buffers()[1], digits)
+    prefixed = pc.binary_join_element_wise("\\\\x", text, "")
+    return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), prefixed)
+
+
+def _decimal(values: pa.Array, field: pa.Field) -> pa.Array:
+    if free_scale(field):  # each value at its own scale, not the column's padded 18
+        return pa.array([None if v is None else plain_decimal(trimmed(v)) for v in values.to_pylist()], pa.string())
+    return decimal_text(values)
+
+
+def column_text(values: pa.Array, field: pa.Field) -> pa.Array:
+    """One column as COPY text fields (``\\N`` for NULL); ValueError for a value PostgreSQL has no text of."""
+    kind = values.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):  # text and json
+        text = escaped(pc.cast(values, pa.string()))
+    elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        text = _bytea(pc.cast(values, pa.binary()))
+    elif pa.types.is_floating(kind):
+        text = pc.cast(pc.cast(values, pa.float64()), pa.string())
+    elif pa.types.is_decimal(kind):
+        text = _decimal(values, field)
+    elif pa.types.is_boolean(kind):
+        text = pc.if_else(values, "t", "f")
+    elif pa.types.is_timestamp(kind):
+        if kind != pa.timestamp("us"):
+            values = pc.cast(values, pa.timestamp("us"))
+        try:
+            text = datetime_text(values, " ")
+        except NotExact as exc:
+            raise ValueError(str(exc)) from None
+    elif pa.types.is_date32(kind):
+        try:
+            text = date_text(values)
+        except NotExact as exc:
+            raise ValueError(str(exc)) from None
+    elif pa.types.is_integer(kind):
+        text = pc.cast(values, pa.string())
+    else:
+        raise TypeError(f"no COPY text for Arrow type {kind}")
+    return pc.fill_null(text, NULL)
+
+
+def copy_payload(batch: pa.RecordBatch, texts: Sequence[pa.Array] | None = None) -> pa.Buffer:
+    """The batch as one COPY FROM STDIN text buffer (UTF-8). ``texts``: its columns' fields already made
+    (:func:`column_text`), so a piece of a batch is cut from them without encoding again."""
+    if batch.num_columns == 0:
+        raise ValueError("a batch without columns has no COPY text")
+    if texts is None:
+        texts = [column_text(batch.column(i), batch.schema.field(i)) for i in range(batch.num_columns)]
+    fields = list(texts)
+    fields[-1] = pc.binary_join_element_wise(fields[-1], "\n", "")  # the row's end
+    lines = pc.binary_join_element_wise(*fields, "\t") if len(fields) > 1 else fields[-1]
+    offsets = _offsets(lines)
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    data = lines.buffers()[2]
+    if data is None:
+        return pa.py_buffer(b"")
+    return data.slice(first, last - first)
+
+
+def _float_field(v: float) -> str:
+    return repr(v) if math.isfinite(v) else ("NaN" if v != v else "Infinity" if v > 0 else "-Infinity")
+
+
+def _escape(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("a string holding NUL (\\x00), which PostgreSQL text cannot store")
+    for special, escape in _ESCAPES:
+        if special in text:
+            text = text.replace(special, escape)
+    return text
+
+
+def _datetime_field(v: datetime) -> str:
+    if v.tzinfo is not None:  # an aware value is stored as its UTC time (sessions run in UTC)
+        v = v.astimezone(UTC).replace(tzinfo=None)
+    return v.isoformat(" ")
+
+
+_FIELDS: dict[str, Callable[[Any], str]] = {
+    "int": lambda v: str(operator.index(v)), "float": lambda v: _float_field(float(v)),
+    "decimal": lambda v: plain_decimal(Decimal(v)), "string": _escape,
+    "bytes": lambda v: "\\\\x" + bytes(v).hex(), "bool": lambda v: "t" if v else "f",
+    "date": lambda v: v.isoformat() if isinstance(v, date) and not isinstance(v, datetime) else _not(v, "date"),
+    "datetime": lambda v: _datetime_field(v) if isinstance(v, datetime) else _not(v, "datetime"),
+    "json": lambda v: _escape(json_dumps(v)),
+}
+"""Logical type -> the COPY text of a Python value (rows without an Arrow form: a decimal wider than the
+column's Arrow shape, an int beyond int64 for a numeric target)."""
+
+
+def _not(value: Any, kind: str) -> str:
+    raise TypeError(f"a {type(value).__name__} ({value!r:.60}) in a {kind} column")
+
+
+def row_line(types: Sequence[str], row: Sequence[Any]) -> bytes:
+    """One row's COPY text line from its Python values; ValueError/TypeError for a value with none."""
+    return ("\t".join(NULL if v is None else _FIELDS[t](v) for t, v in zip(types, row, strict=True)) + "\n").encode()
+
+
+class ArrowPiece:
+    """Rows of a batch as Arrow, with each column's COPY text made once."""
+
+    def __init__(self, batch: pa.RecordBatch, texts: Sequence[pa.Array]) -> None:
+        self.batch = batch
+        self.texts = texts
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.batch.num_rows)
+
+    def payload(self, start: int, end: int) -> pa.Buffer:
+        return copy_payload(self.batch, [t.slice(start, end - start) for t in self.texts]) if end > start else \
+            pa.py_buffer(b"")
+
+    def row(self, index: int) -> Row:
+        return rows_from_arrow(self.batch.slice(index, 1))[0]
+
+
+class TuplePiece:
+    """Rows that have no Arrow form in their columns but a COPY text all the same (a decimal wider than its
+    column's Arrow shape), encoded value by value."""
+
+    def __init__(self, rows: Sequence[Row], lines: Sequence[bytes]) -> None:
+        self.rows = rows
+        self.lines = lines
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.rows)
+
+    def payload(self, start: int, end: int) -> pa.Buffer:
+        return pa.py_buffer(b"".join(self.lines[start:end]))
+
+    def row(self, index: int) -> Row:
+        return self.rows[index]
+
+
+Piece = ArrowPiece | TuplePiece

@@ -1,0 +1,484 @@
+"""The postgres store's writers: COPY FROM STDIN in text format, a piece of ``batch_size`` rows at a time.
+
+A batch is taken as Arrow columns (made from its tuples once, shared by every destination, when it came
+as tuples) and encoded column-wise (:mod:`.encoding`). Before any COPY, rows PostgreSQL cannot take are
+rejected with a reason naming the column: a value with no Arrow form in its column (a MySQL zero date kept
+as text in a date column, an int beyond the column's range), a string holding NUL.
+
+A COPY stops at the first row PostgreSQL refuses (SQLSTATE class 22, data exception, or 23, integrity
+violation): each COPY runs under a savepoint, rolled back then; the error's context names the line, so
+the rows before it are COPY'd again, the bad row is rejected with PostgreSQL's own text and the COPY goes
+on after it. Where no line is named (an upsert's INSERT ... SELECT refused a row), the rows are cut in
+halves, each COPY'd alone, until the bad rows are single. All of it is inside the piece's transaction
+(plain writes: one per piece) or the split's.
+
+``write_mode: upsert``: each piece is COPY'd into a temporary table of the session (:data:`.UPSERT_TABLE`),
+then ``INSERT INTO target SELECT ... ON CONFLICT (key) DO UPDATE``, in the same transaction.
+
+Transient errors (deadlock, serialization failure, lock not available, lost connection) become
+``TransientWriteError`` at the store boundary and :func:`wormhole.retry.policy` retries the piece,
+``retries`` times with backoff: a plain write on a fresh transaction; a split's piece from its savepoint
+while the session lives, and when the session is gone the split is lost (``SplitLost``: the engine writes
+it again from its start; with ``retries: 0`` the destination fails instead). As a
+:class:`~wormhole.plugins.base.SplitWriter`, ``end_split`` inserts the split's marker (:mod:`.markers`)
+and commits: its rows and the record that they are in are one transaction. A connection lost while COMMIT
+was in flight is settled by the marker once the server has ended that session: found, the split is
+durable; missing, it is lost.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, NoReturn, TypeVar
+
+import psycopg
+import pyarrow as pa
+
+from wormhole.errors import SplitLost, TransientWriteError, WriteError
+from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
+from wormhole.plugins.batch import BadValues, Rows, rows_from_arrow
+from wormhole.plugins.postgres.connection import (
+    PLUGIN_NAME,
+    backend_pid,
+    close_quietly,
+    describe,
+    is_row_error,
+    is_transient,
+    sqlstate,
+)
+from wormhole.plugins.postgres.encoding import ArrowPiece, Piece, TuplePiece, column_text, nul_rows, row_line
+from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
+from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
+from wormhole.plugins.sql import VALUE_ERRORS
+from wormhole.retry import policy
+
+T = TypeVar("T")
+
+_LINE = re.compile(r"\bline (\d+)(?:, column (.+?)(?::|$))?")
+_UNIQUE_VIOLATION = "23505"
+_CARDINALITY = "21000"
+"""ON CONFLICT DO UPDATE meeting one key twice in one statement: rows of the batch, found by halving."""
+_FREE_CONNECTIONS = 2
+_SETTLE_WAIT_S = 30.0
+_ENCODE_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
+
+
+def copy_line(exc: BaseException) -> tuple[int, str | None] | None:
+    """The line (1-based) and column a failed COPY names in its error context, when it names one."""
+    context = exc.diag.context if isinstance(exc, psycopg.Error) else None
+    first = (context or "").splitlines()[0] if context else ""
+    found = _LINE.search(first) if first.startswith("COPY ") else None
+    return None if found is None else (int(found[1]), found[2])
+
+
+def reason_of(exc: psycopg.Error) -> str:
+    """PostgreSQL's reason for refusing a row: its state and text, and the column when it names one."""
+    where = copy_line(exc)
+    column = exc.diag.column_name or (where[1] if where else None)
+    detail = exc.diag.message_detail
+    return describe(exc) + (f" (column {column})" if column else "") + (f": {detail}" if detail else "")
+
+
+class PostgresWriter:
+    """Plain writes: each piece of ``batch_size`` rows one transaction. Splits: one transaction each."""
+
+    def __init__(self, options: PostgresWriterOptions, ctx: WriteContext, periphery: PostgresWriterPeriphery,
+                 worker: int) -> None:
+        self.options = options
+        self.ctx = ctx
+        self.periphery = periphery
+        self.worker = worker
+        self.log = ctx.log.bind(worker=worker)
+        self.conn: psycopg.Connection[Any] | None = None
+        self._splits: dict[str, psycopg.Connection[Any]] = {}
+        self._split_written: dict[str, int] = {}
+        self._free: list[psycopg.Connection[Any]] = []
+
+    def _error(self, message: str) -> WriteError:
+        return WriteError(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        p = self.periphery
+        if not p.prepared or p.finished:
+            raise self._error(f"{p.target} is not prepared for writing")
+
+    def flush(self) -> None:
+        """Nothing buffered: every piece is committed before ``write`` returns."""
+
+    def close(self) -> None:
+        # Splits still open are not committed: closing their connections rolls them back.
+        for conn in [*self._splits.values(), *self._free, self.conn]:
+            close_quietly(conn)
+        self._splits.clear()
+        self._split_written.clear()
+        self._free.clear()
+        self.conn = None
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def write(self, rows: Sequence[Row]) -> WriteResult:
+        return self._write(rows, None)
+
+    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
+        """Write a batch of ``split_id`` inside the split's transaction (not durable until ``end_split``)."""
+        result = self._write(rows, split_id)
+        self._split_written[split_id] = self._split_written.get(split_id, 0) + result.written
+        return result
+
+    def _write(self, rows: Sequence[Row], split_id: str | None) -> WriteResult:
+        p = self.periphery
+        if p.broken is not None:
+            raise self._error(f"cannot write {p.target}: {p.broken}")
+        batch, rejected, extra = self._form(rows)
+        pieces: list[Piece] = [self._encoded(batch, rejected)]
+        if extra:
+            pieces.append(self._lines(extra, rejected))
+        written = 0
+        size = self.options.batch_size
+        for piece in pieces:
+            for start in range(0, piece.num_rows, size):
+                end = min(start + size, piece.num_rows)
+                try:
+                    bad = self._retrying(split_id, partial(self._piece, piece, start, end, split_id))
+                except WriteError as exc:
+                    if split_id is None:
+                        exc.details["written_before_failure"] = written  # pieces of this batch already committed
+                    raise
+                if split_id is None:
+                    p.add_written(end - start - len(bad))  # committed; a split's rows count once the split is
+                written += end - start - len(bad)
+                rejected.extend(bad)
+        return WriteResult(written=written, rejected=tuple(rejected))
+
+    def _form(self, rows: Sequence[Row]) -> tuple[pa.RecordBatch, list[Rejected], list[Row]]:
+        """The batch's Arrow columns less the rows PostgreSQL cannot take (rejected, with the reason) and the
+        rows that have no Arrow form (written from their tuples)."""
+        schema = self.ctx.schema
+        batch = rows if isinstance(rows, Rows) else Rows(rows)
+        rejected: list[Rejected] = []
+        extra: list[Row] = []
+        try:
+            form = batch.arrow(schema)
+        except BadValues as exc:
+            tuples = batch.tuples()
+            for i in sorted(exc.bad):
+                unfit = self._unfit(tuples[i])
+                if unfit is None:
+                    extra.append(tuples[i])
+                else:
+                    rejected.append(Rejected(tuples[i], unfit))
+            form = batch.without(exc.bad).arrow(schema)
+        if form.num_columns != len(schema):
+            raise self._error(f"a batch of {form.num_columns} columns for a schema of {len(schema)}")
+        bad = nul_rows(form)
+        if bad:
+            rejected.extend(Rejected(rows_from_arrow(form.slice(i, 1))[0], reason) for i, reason in sorted(bad.items()))
+            form = form.filter(pa.array([i not in bad for i in range(form.num_rows)], pa.bool_()))
+        return form, rejected, extra
+
+    def _unfit(self, row: Row) -> str | None:
+        """Why a row PostgreSQL cannot take is refused before any COPY, when it is for a zero date."""
+        for column, value in zip(self.ctx.schema.columns, row, strict=True):
+            if isinstance(value, str) and column.type in ("date", "datetime"):
+                return (f"column {column.name}: {value!r} (a MySQL zero or partial date kept as text) has no "
+                        f"PostgreSQL {'date' if column.type == 'date' else 'timestamp'} value")
+        return None
+
+    def _lines(self, rows: list[Row], rejected: list[Rejected]) -> TuplePiece:
+        """Rows without an Arrow form as COPY lines of their own; a value with no COPY text rejects its row."""
+        types = [c.type for c in self.ctx.schema.columns]
+        kept: list[Row] = []
+        lines: list[bytes] = []
+        for row in rows:
+            try:
+                lines.append(row_line(types, row))
+            except VALUE_ERRORS as exc:
+                rejected.append(Rejected(row, f"{type(exc).__name__}: {exc}"))
+            else:
+                kept.append(row)
+        return TuplePiece(kept, lines)
+
+    def _encoded(self, batch: pa.RecordBatch, rejected: list[Rejected]) -> ArrowPiece:
+        """Each column's COPY text; when some value has none (a date beyond the years 1-9999), the rows
+        holding one are found row by row and rejected."""
+        try:
+            return ArrowPiece(batch, [column_text(batch.column(i), batch.schema.field(i))
+                                  for i in range(batch.num_columns)])
+        except _ENCODE_ERRORS:
+            pass
+        bad: dict[int, str] = {}
+        for r in range(batch.num_rows):
+            for i, field in enumerate(batch.schema):
+                try:
+                    column_text(batch.column(i).slice(r, 1), field)
+                except _ENCODE_ERRORS as exc:
+                    bad[r] = f"column {field.name}: {type(exc).__name__}: {exc}"
+                    break
+        if not bad:  # the column fails whole but no row alone: a fault of the encoder, not of a row
+            raise self._error(f"a batch for {self.periphery.target} cannot be encoded for COPY")
+        rejected.extend(Rejected(rows_from_arrow(batch.slice(r, 1))[0], reason) for r, reason in bad.items())
+        return self._encoded(batch.filter(pa.array([r not in bad for r in range(batch.num_rows)], pa.bool_())),
+                             rejected)
+
+    def _piece(self, piece: Piece, start: int, end: int, split_id: str | None) -> list[Rejected]:
+        """Rows ``start`` to ``end`` of ``piece`` (its own transaction, or a savepoint of the split's); the
+        rows PostgreSQL refused, with its reasons."""
+        conn = self._connection(split_id)
+        rejected: list[Rejected] = []
+        conn.execute("SAVEPOINT wh_piece")
+        self._load(conn, piece, start, end, rejected)
+        if split_id is None:
+            self._commit(conn)
+        else:
+            conn.execute("RELEASE SAVEPOINT wh_piece")
+        return rejected
+
+    def _load(self, conn: psycopg.Connection[Any], piece: Piece, start: int, end: int,
+              rejected: list[Rejected]) -> None:
+        """COPY rows ``start`` to ``end``; a row PostgreSQL refuses is rejected and the others loaded."""
+        while start < end:
+            try:
+                self._copy(conn, piece, start, end)
+                return
+            except psycopg.Error as exc:
+                if not (is_row_error(exc) or sqlstate(exc) == _CARDINALITY):
+                    raise
+                conn.execute("ROLLBACK TO SAVEPOINT wh_try")
+                where = copy_line(exc)
+                if end - start == 1:
+                    rejected.append(Rejected(piece.row(start), reason_of(exc)))
+                    return
+                if where is not None and where[0] <= end - start:
+                    bad = start + where[0] - 1
+                    self._load(conn, piece, start, bad, rejected)
+                    rejected.append(Rejected(piece.row(bad), reason_of(exc)))
+                    start = bad + 1
+                else:  # no line named: halves, until the bad rows are single
+                    middle = (start + end) // 2
+                    self._load(conn, piece, start, middle, rejected)
+                    start = middle
+
+    def _copy(self, conn: psycopg.Connection[Any], piece: Piece, start: int, end: int) -> None:
+        p = self.periphery
+        with conn.cursor() as cur:
+            cur.execute("SAVEPOINT wh_try")
+            for statement in p.upsert_sql:
+                cur.execute(statement)
+            with cur.copy(p.copy_sql) as copy:
+                copy.write(memoryview(piece.payload(start, end)))
+            if p.insert_sql:
+                cur.execute(p.insert_sql)
+            cur.execute("RELEASE SAVEPOINT wh_try")
+
+    def _connection(self, split_id: str | None = None) -> psycopg.Connection[Any]:
+        if split_id is not None:
+            conn = self._splits.get(split_id)
+            if conn is None:
+                conn = self._splits[split_id] = self._free.pop() if self._free else self._connect()
+            return conn
+        if self.conn is None:
+            self.conn = self._connect()
+        return self.conn
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        conn = self.periphery.connect(WriteError, log=self.log)
+        try:
+            for statement in self.periphery.session_sql:  # committed: no rollback of a piece can drop it
+                conn.execute(statement)
+            conn.autocommit = False
+        except psycopg.Error as exc:
+            close_quietly(conn)
+            raise self._error(f"preparing a session on {self.periphery.target} failed: {describe(exc)}") from exc
+        return conn
+
+    def _commit(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            conn.commit()
+        except psycopg.OperationalError as exc:
+            # Lost while waiting for COMMIT's answer: the server may or may not have committed.
+            raise _Broken(f"the connection was lost while a batch was being committed, so whether its rows are "
+                          f"in {self.periphery.target} is unknown: {describe(exc)}") from exc
+
+    def _rollback_quietly(self) -> None:
+        if self.conn is None:
+            return
+        try:
+            self.conn.rollback()
+        except psycopg.Error:
+            self._drop_connection()
+        if self.conn is not None and self.conn.broken:
+            self._drop_connection()
+
+    def _drop_connection(self) -> None:
+        close_quietly(self.conn)
+        self.conn = None
+
+    def _retrying(self, split_id: str | None, step: Callable[[], T]) -> T:
+        """``step``, retried on transient errors by the one retry policy; when it fails for good the
+        destination is broken. Losing a split's session raises ``SplitLost``."""
+        attempts = 0
+
+        def attempt() -> T:
+            nonlocal attempts
+            attempts += 1
+            try:
+                return step()
+            except psycopg.Error as exc:
+                raise self._classify(exc, split_id) from exc
+
+        retrying = policy(attempts=self.options.retries + 1, wait_s=self.options.retry_wait_s, max_wait_s=30.0,
+                          stop=self.ctx.stop, log=self.log, event="writer.retry")
+        try:
+            return retrying(attempt)
+        except TransientWriteError as exc:
+            stopping = " (the task is stopping)" if self.ctx.stop.is_set() else ""
+            self._fail(f"writing {self.periphery.target} failed after {attempts} attempt(s){stopping}: {exc}",
+                       split_id)
+        except _Broken as exc:
+            self._fail(str(exc), split_id)
+
+    def _classify(self, exc: psycopg.Error, split_id: str | None) -> Exception:
+        """The store boundary: a transient error becomes ``TransientWriteError`` (retryable), or ``SplitLost``
+        when it took the split's session; any other breaks the destination."""
+        if not is_transient(exc):
+            return _Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
+        transient = TransientWriteError(describe(exc), destination=self.ctx.destination, plugin=PLUGIN_NAME)
+        if split_id is None:
+            self._rollback_quietly()  # the piece's transaction is redone whole
+            return transient
+        conn = self._splits[split_id]
+        if not conn.broken and not conn.closed:
+            try:
+                conn.execute("ROLLBACK TO SAVEPOINT wh_piece")  # the split's earlier pieces stay
+            except psycopg.Error:
+                pass
+            else:
+                return transient
+        return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
+                                    f"{describe(exc)}")
+
+    def _lose(self, split_id: str, reason: str) -> SplitLost:
+        """Forget the split (its connection closed, so nothing of it can commit) and say it is lost: the
+        engine writes it again. With ``retries: 0`` nothing transient is tried again: the destination fails."""
+        if self.options.retries == 0:
+            self._fail(f"{reason} (retries is 0)", split_id)
+        close_quietly(self._splits.pop(split_id, None))
+        self._split_written.pop(split_id, None)
+        self.log.warning("writer.split_lost", split_id=split_id, reason=reason)
+        return SplitLost(reason, split_id=split_id, destination=self.ctx.destination, plugin=PLUGIN_NAME)
+
+    def _fail(self, reason: str, split_id: str | None = None) -> NoReturn:
+        if split_id is None:
+            self._rollback_quietly()
+        else:
+            close_quietly(self._splits.pop(split_id, None))
+            self._split_written.pop(split_id, None)
+        self.periphery.broken = reason
+        raise self._error(reason)
+
+    # -- splits ---------------------------------------------------------------------------------
+
+    def end_split(self, split_id: str, rows: int) -> None:
+        """Insert the split's marker and commit: its rows and the marker are one transaction."""
+        p = self.periphery
+        if p.broken is not None:
+            raise self._error(f"cannot write {p.target}: {p.broken}")
+        conn = self._connection(split_id)  # a split without rows still gets its marker
+        try:
+            conn.execute(p.markers.insert_sql, p.markers.insert_args(split_id, rows))
+            pid = backend_pid(conn)
+        except psycopg.Error as exc:
+            if is_transient(exc):
+                raise self._lose(split_id, f"split {split_id!r} lost its transaction on {p.target}: "
+                                           f"{describe(exc)}") from exc
+            if sqlstate(exc) == _UNIQUE_VIOLATION:
+                self._already_durable(split_id, conn)
+                return
+            self._fail(f"recording split {split_id!r} in {p.markers.table} failed: {describe(exc)}", split_id)
+        try:
+            conn.commit()
+        except psycopg.Error as exc:
+            if isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed):
+                self._settle(split_id, pid, exc)
+            elif is_transient(exc):
+                raise self._lose(split_id, f"committing split {split_id!r} to {p.target} failed: "
+                                           f"{describe(exc)}") from exc
+            else:
+                self._fail(f"committing split {split_id!r} to {p.target} failed: {describe(exc)}", split_id)
+        else:
+            self._splits.pop(split_id, None)
+            self._release(conn)
+        p.add_written(self._split_written.pop(split_id, 0), split_id)
+        self.log.debug("writer.split_committed", split_id=split_id, rows=rows)
+
+    def _already_durable(self, split_id: str, conn: psycopg.Connection[Any]) -> None:
+        """Another attempt made the split durable (a Spark task run twice): ours is rolled back, it lands once."""
+        p = self.periphery
+        self._splits.pop(split_id, None)
+        self._split_written.pop(split_id, None)
+        try:
+            conn.rollback()
+            rows = p.markers.rows_of(conn, split_id)
+            conn.rollback()
+        except psycopg.Error as exc:
+            close_quietly(conn)
+            raise self._lose(split_id, f"split {split_id!r} was already recorded in {p.markers.table}, and "
+                                       f"reading that record failed: {describe(exc)}") from exc
+        self._release(conn)
+        p.add_written(rows, split_id)
+        self.log.warning("writer.split_already_durable", split_id=split_id)
+
+    def _settle(self, split_id: str, pid: int, exc: psycopg.Error) -> None:
+        """COMMIT was sent but its answer lost: once the server has ended that session, the split's marker
+        says whether it committed. Returns when it did; raises ``SplitLost`` when not."""
+        p = self.periphery
+        close_quietly(self._splits.pop(split_id, None))
+        try:
+            check = p.connect(WriteError, log=self.log)
+        except WriteError as error:
+            self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
+                       f"and the server cannot be asked whether it was: {error}", split_id)
+        try:
+            deadline = time.monotonic() + _SETTLE_WAIT_S
+            while check.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is not None:
+                if time.monotonic() > deadline or self.ctx.stop.wait(0.05):
+                    raise TimeoutError(f"session {pid} did not end within {_SETTLE_WAIT_S:g} s")
+            durable = p.markers.has(check, split_id)
+        except (psycopg.Error, TimeoutError) as error:
+            self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
+                       f"and its outcome cannot be settled: {error}", split_id)
+        finally:
+            close_quietly(check)
+        self.log.warning("writer.commit_settled", split_id=split_id, durable=durable, error=describe(exc))
+        if not durable:
+            raise self._lose(split_id, f"the connection was lost while split {split_id!r} was being committed "
+                                       f"and it did not commit: {describe(exc)}") from exc
+
+    def _release(self, conn: psycopg.Connection[Any]) -> None:
+        if len(self._free) < _FREE_CONNECTIONS and not conn.broken:
+            self._free.append(conn)
+        else:
+            close_quietly(conn)
+
+    def abort_split(self, split_id: str) -> None:
+        """Roll back what this writer holds of the split; a split it does not know is a no-op."""
+        self._split_written.pop(split_id, None)
+        conn = self._splits.pop(split_id, None)
+        if conn is None:
+            return
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            close_quietly(conn)  # a dead connection rolled back with the session
+        else:
+            self._release(conn)
+        self.log.info("writer.split_aborted", split_id=split_id)
+
+
+class _Broken(Exception):
+    """A piece failed in a way no retry can mend (or COMMIT's outcome is unknown): the load is broken."""

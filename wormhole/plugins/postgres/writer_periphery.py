@@ -1,0 +1,404 @@
+"""The postgres destination's periphery: the target prepared, then the load committed or rolled back.
+
+Loads (``load``):
+- ``append``: each split is committed with its marker row (:mod:`.markers`); rollback runs
+  ``rollback_sql``, or, without it, fails plainly (the rows stay and the result says so);
+- ``truncate``: ``TRUNCATE`` at prepare, in the transaction that records the prepared marker (a resumed
+  run does not truncate again), then as append;
+- ``staging``: rows go to a staging table (:mod:`.staging`) swapped in at commit.
+
+Commit is one transaction: verify, the staging swap, ``post_sql`` and the ``committed`` phase, so a crash
+leaves the load committed or not, and a run resuming after a commit that was recorded does nothing again.
+Prepare is one transaction too (TRUNCATE or the staging table, the table ``create_table`` makes, the
+prepared marker), after ``pre_sql``. A target this run created is dropped again on rollback (it was not
+there before prepare). :meth:`PostgresWriterPeriphery.leftovers` finds what crashed runs of the task left.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
+from wormhole.plugins.base import ShippedWithoutLock, WriteContext
+from wormhole.plugins.postgres.connection import close_quietly, connect, describe
+from wormhole.plugins.postgres.ddl import create_table_sql
+from wormhole.plugins.postgres.markers import COMMITTED, SplitMarkers, fetch_all, fetch_one
+from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
+from wormhole.plugins.postgres.staging import Staging, TargetSql, staging_leftovers
+from wormhole.plugins.sql import quote
+
+UPSERT_TABLE = "wh_upsert"
+"""The temporary table (of each writer's session) an upsert's batch is COPY'd into first."""
+
+
+class PostgresWriterPeriphery(ShippedWithoutLock):
+    """Prepares the target (pre_sql, create, truncate or staging table), and commits or rolls back the load."""
+
+    def __init__(self, options: PostgresWriterOptions, ctx: WriteContext) -> None:
+        self.options = options
+        self.ctx = ctx
+        self.endpoint = options.endpoint(options.database)
+        self.sql = TargetSql(self.endpoint, options.schema, ctx.destination)
+        self.lock = threading.Lock()
+        self.columns: tuple[str, ...] = ()
+        """The target's columns written, by position of the source's (the target's own spelling)."""
+        self.write_table = options.table
+        """Where writers put rows: the target, or the staging table."""
+        self.staging: Staging | None = None
+        self.copy_sql = ""
+        self.upsert_sql: tuple[str, ...] = ()
+        """An upsert's statements per batch before its COPY into :data:`UPSERT_TABLE` (``copy_sql``)."""
+        self.insert_sql = ""
+        self.session_sql: tuple[str, ...] = ()
+        """Statements each writer session runs (committed) before its first piece: an upsert's temporary table."""
+        """An upsert's INSERT ... SELECT from :data:`UPSERT_TABLE` ... ON CONFLICT, after the COPY."""
+        self.rows_before: int | None = None
+        self.rows_written = 0
+        self._counted: set[str] = set()
+        self.truncated = False
+        self.created_target = False
+        self.prepared = False
+        self.finished = False
+        self.broken: str | None = None
+        """Why the load cannot be committed (set by a writer whose piece failed for good)."""
+        self.markers = SplitMarkers(self.sql, ctx)
+        self.markers_ready = False
+        self.durable: dict[str, int] = {}
+        self.phase: str | None = None
+
+    @property
+    def target(self) -> str:
+        return self.sql.ref(self.options.table)
+
+    def connect(self, error: type[StorageError], *, autocommit: bool = True,
+                log: Any = None) -> psycopg.Connection[Any]:
+        return connect(self.endpoint, error, attempts=self.options.connect_retries,
+                       timeout=self.options.connect_timeout_s, autocommit=autocommit,
+                       destination=self.ctx.destination, stop=self.ctx.stop, log=self.ctx.log if log is None else log)
+
+    def add_written(self, rows: int, split_id: str | None = None) -> None:
+        """Count rows committed to the written table; a split's rows count once (a split durable before this
+        run is counted in :attr:`durable_rows`)."""
+        with self.lock:
+            if split_id is not None:
+                if split_id in self._counted or split_id in self.durable:
+                    return
+                self._counted.add(split_id)
+            self.rows_written += rows
+
+    def durable_splits(self) -> dict[str, int]:
+        return dict(self.durable)
+
+    @property
+    def durable_rows(self) -> int:
+        return sum(self.durable.values())
+
+    def _session(self, error: type[StorageError], what: str, step: Callable[[psycopg.Connection[Any]], None]) -> None:
+        conn = self.connect(error)
+        try:
+            step(conn)
+        except psycopg.Error as exc:
+            raise self.sql.error(error, f"{what} {self.target} on {self.endpoint.mark} failed: "
+                                        f"{describe(exc)}") from exc
+        finally:
+            close_quietly(conn)
+
+    # -- prepare --------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        if self.prepared:
+            return
+        self._session(PrepareError, "preparing", self._prepare)
+        self.prepared = True
+
+    def _prepare(self, conn: psycopg.Connection[Any]) -> None:
+        self.markers.ensure(conn)
+        self.markers_ready = True
+        self._remove_leftovers(conn)
+        phase, recorded_before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
+        self.phase = phase
+        if phase is not None:
+            # The crashed run got through prepare: its pre_sql and TRUNCATE ran and its durable splits are in
+            # the target (or its staging table); running them again would lose those.
+            self.ctx.log.info("writer.prepare_resumed", state_run=self.ctx.state_run, phase=phase)
+            self.truncated = self.options.load == "truncate"
+            self.rows_before = recorded_before
+            self._describe_target(conn)
+            if phase != COMMITTED and self.options.load == "staging":
+                self._adopt_staging(conn)
+        else:
+            for statement in self.options.pre_sql:
+                self.sql.run(conn, statement, "pre_sql", PrepareError)
+            made: dict[str, bool] = {}
+            with conn.transaction():
+                self._prepare_target(conn, made)
+            self.created_target = made.get("created", False)  # once committed: a failed prepare made nothing
+            self.truncated = made.get("truncated", False)
+            if self.staging is not None:
+                self.staging.created = True
+        self.durable = self.markers.durable(conn) if self.ctx.resuming else {}
+        self._build_sql(conn)
+
+    def _prepare_target(self, conn: psycopg.Connection[Any], made: dict[str, bool]) -> None:
+        """In one transaction: the target created or truncated, the staging table, the prepared marker."""
+        opts = self.options
+        if not self._describe_target(conn):
+            conn.execute(create_table_sql(self.target, self.columns, self.ctx.schema, opts.distributed_by))
+            made["created"] = True
+            self.ctx.log.info("writer.table_created", table=self.target)
+        if opts.load == "truncate":
+            conn.execute(f"TRUNCATE TABLE {self.target}")
+            made["truncated"] = True
+        if opts.load == "staging":
+            if fetch_one(conn, "SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", (self.target,)) == ("p",):
+                raise self.sql.error(PrepareError, f"{self.target} is partitioned: a staging table made LIKE it "
+                                                   f"would not be, so load 'staging' would swap its partitions away "
+                                                   f"(use load 'truncate' or 'append')")
+            staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+            staging.create(conn)
+            staging.created = False  # not until the transaction commits
+            self.staging = staging
+            self.write_table = staging.name
+        if opts.verify == "count" and opts.load == "append":
+            found = fetch_one(conn, f"SELECT count(*) FROM {self.target}")
+            self.rows_before = int(found[0]) if found else 0
+        self.markers.record_prepared(conn, self.rows_before)
+
+    def _adopt_staging(self, conn: psycopg.Connection[Any]) -> None:
+        opts = self.options
+        self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+        if not self.staging.adopt(conn):
+            # The markers name splits of a staging table that is gone: they are written again.
+            self.ctx.log.warning("writer.durable_state_lost", table=self.staging.name)
+            with conn.transaction():
+                self.markers.forget(conn)
+                self.staging.create(conn)
+                self.markers.record_prepared(conn, self.rows_before)
+        self.write_table = self.staging.name
+
+    def _describe_target(self, conn: psycopg.Connection[Any]) -> bool:
+        """Sets the target columns written; False when the target does not exist and create_table makes it."""
+        opts, schema = self.options, self.ctx.schema
+        names = opts.columns if opts.columns is not None else schema.names
+        if len(names) != len(schema):
+            raise self.sql.error(PrepareError, f"columns names {len(names)} column(s) but the source has "
+                                               f"{len(schema)}: {', '.join(schema.names)}")
+        found = [str(r[0]) for r in fetch_all(
+            conn, "SELECT a.attname FROM pg_attribute a WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND "
+                  "NOT a.attisdropped ORDER BY a.attnum", (self.target,))]
+        if not found:
+            if not opts.create_table or fetch_one(conn, "SELECT to_regclass(%s)", (self.target,)) != (None,):
+                raise self.sql.error(PrepareError, f"table {self.target} does not exist on {self.endpoint.mark}"
+                                                   + ("" if opts.create_table else " (create_table can create it)"))
+            self._check_distribution(names)
+            self.columns = tuple(names)
+            return False
+        self.columns = tuple(_match(n, found) or n for n in names)
+        unknown = [n for n, c in zip(names, self.columns, strict=True) if c not in found]
+        if unknown:
+            raise self.sql.error(PrepareError, f"table {self.target} has no column {', '.join(unknown)}")
+        return True
+
+    def _check_distribution(self, names: tuple[str, ...]) -> None:
+        unknown = [c for c in self.options.distributed_by or () if c not in names]
+        if unknown:
+            raise self.sql.error(PrepareError, f"params.distributed_by names {', '.join(unknown)}, not among the "
+                                               f"columns written: {', '.join(names)}")
+
+    def _build_sql(self, conn: psycopg.Connection[Any]) -> None:
+        cols = ", ".join(quote(c) for c in self.columns)
+        table = self.sql.ref(self.write_table)
+        if self.options.write_mode != "upsert":
+            self.copy_sql = f"COPY {table} ({cols}) FROM STDIN"
+            return
+        key = self._upsert_key(conn)
+        self._check_unique(conn, key)
+        temp = f"pg_temp.{quote(UPSERT_TABLE)}"
+        updates = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in self.columns if c not in key)
+        action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
+        self.copy_sql = f"COPY {temp} ({cols}) FROM STDIN"
+        self.session_sql = (f"CREATE TEMP TABLE {quote(UPSERT_TABLE)} AS SELECT {cols} FROM {table} WITH NO DATA",)
+        self.upsert_sql = (f"TRUNCATE {temp}",)
+        self.insert_sql = (f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {temp} ON CONFLICT "
+                           f"({', '.join(quote(c) for c in key)}) {action}")
+
+    def _upsert_key(self, conn: psycopg.Connection[Any]) -> tuple[str, ...]:
+        if self.options.upsert_key is not None:
+            key = tuple(_match(c, list(self.columns)) or c for c in self.options.upsert_key)
+            missing = [c for c in key if c not in self.columns]
+            if missing:
+                raise self.sql.error(PrepareError, f"params.upsert_key names {', '.join(missing)}, not among the "
+                                                   f"columns written: {', '.join(self.columns)}")
+            return key
+        key = tuple(str(r[0]) for r in fetch_all(
+            conn, "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = "
+                  "ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary ORDER BY "
+                  "array_position(i.indkey::int2[], a.attnum)", (self.target,)))
+        if not key:
+            raise self.sql.error(PrepareError, f"params.upsert_key: write_mode 'upsert' needs a key, and {self.target} "
+                                               f"has no primary key: name the columns of a unique index in upsert_key")
+        return key
+
+    def _check_unique(self, conn: psycopg.Connection[Any], key: tuple[str, ...]) -> None:
+        """ON CONFLICT needs a unique index on exactly the key's columns: said at prepare, before any row."""
+        found = fetch_all(conn, "SELECT array_agg(a.attname::text) FROM pg_index i JOIN pg_attribute a ON a.attrelid "
+                                "= i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND "
+                                "i.indisunique AND i.indpred IS NULL GROUP BY i.indexrelid", (self.target,))
+        if set(key) not in [set(r[0]) for r in found]:
+            raise self.sql.error(PrepareError, f"params.upsert_key: {self.target} has no unique index on exactly "
+                                               f"({', '.join(key)}), which INSERT ... ON CONFLICT needs")
+
+    def _remove_leftovers(self, conn: psycopg.Connection[Any]) -> None:
+        for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers
+            try:
+                remove(conn)
+            except psycopg.Error as exc:  # not this run's: `task show` keeps listing it
+                self.ctx.log.warning("writer.leftover_not_removed", leftover=text, error=describe(exc))
+            else:
+                self.ctx.log.info("writer.leftover_removed", leftover=text)
+
+    # -- commit / rollback ----------------------------------------------------------------------
+
+    def commit(self) -> None:
+        if self.finished:
+            return
+        if self.broken is not None:
+            raise self.sql.error(CommitError, f"cannot commit {self.target}: {self.broken}")
+        if self.phase == COMMITTED:
+            self.ctx.log.info("writer.commit_skipped", reason=f"run {self.ctx.state_run} committed this load "
+                                                              "before it crashed")
+        else:
+            self._session(CommitError, "committing", self._commit)
+        self.phase = COMMITTED
+        self.finished = True
+
+    def _commit(self, conn: psycopg.Connection[Any]) -> None:
+        """Verify, swap, post_sql and the ``committed`` phase: one transaction, so all of it or none."""
+        with conn.transaction():
+            if self.options.verify == "count":
+                self._verify(conn)
+            if self.staging is not None:
+                self.staging.swap(conn)
+            for statement in self.options.post_sql:
+                self.sql.run(conn, statement, "post_sql", CommitError)
+            if self.markers_ready:
+                self.markers.set_phase(conn, COMMITTED)
+
+    def _verify(self, conn: psycopg.Connection[Any]) -> None:
+        """Rows in the written table == rows before the load + rows written by this run and the runs it resumes."""
+        table = self.sql.ref(self.write_table)
+        if self.options.load == "append" and self.rows_before is None:
+            self.ctx.log.warning("writer.verify_skipped", reason="the row count before the load is unknown")
+            return
+        found = fetch_one(conn, f"SELECT count(*) FROM {table}")
+        count = int(found[0]) if found else 0
+        expected = self.rows_written + self.durable_rows + (self.rows_before or 0)
+        if count != expected:
+            earlier = f", {self.durable_rows} by the runs resumed" if self.durable else ""
+            raise self.sql.error(CommitError, f"verify count: {table} holds {count} rows, expected {expected} "
+                                              f"({self.rows_written} written{earlier})")
+
+    def release(self) -> None:
+        """The task's outcome is recorded: this load's markers are not needed to resume any more."""
+        def forget(conn: psycopg.Connection[Any]) -> None:
+            if self.markers.exists(conn):
+                self.markers.forget(conn)
+
+        self._session(PeripheryError, "deleting the split markers of", forget)
+
+    def rollback(self) -> None:
+        if self.finished:
+            return
+        if self.phase == COMMITTED:
+            self.finished = True
+            raise self.sql.error(RollbackError, f"not rolled back: run {self.ctx.state_run} committed the load "
+                                                f"into {self.target} before it crashed")
+        self.finished = True
+        if not self.markers_ready:
+            return  # prepare stopped before anything was made (the markers come first)
+        if self.created_target or self.staging is not None:
+            self._session(RollbackError, "rolling back", self._drop_made)
+        elif self.options.rollback_sql:
+            self._session(RollbackError, "rolling back", self._rollback_sql)
+        else:
+            self._session(RollbackError, "rolling back", self.markers.forget)
+            self._left_as_is()
+
+    def _drop_made(self, conn: psycopg.Connection[Any]) -> None:
+        """What this run made goes: the staging table, a target it created (its rows with it)."""
+        with conn.transaction():
+            if self.staging is not None and self.staging.created:
+                self.staging.drop(conn)
+            if self.created_target:
+                conn.execute(f"DROP TABLE IF EXISTS {self.target}")
+            self.markers.forget(conn)
+
+    def _rollback_sql(self, conn: psycopg.Connection[Any]) -> None:
+        for statement in self.options.rollback_sql:
+            self.sql.run(conn, statement, "rollback_sql", RollbackError)
+        self.markers.forget(conn)
+
+    def _left_as_is(self) -> None:
+        committed = self.rows_written + self.durable_rows
+        what = []
+        if self.truncated:
+            what.append(f"{self.target} was truncated (its earlier rows are gone)")
+        if committed:
+            earlier = f" ({self.durable_rows} by the runs resumed)" if self.durable else ""
+            what.append(f"{committed} rows committed to {self.target}{earlier} stay there")
+        if what:
+            raise self.sql.error(RollbackError, f"not rolled back: load is '{self.options.load}' without "
+                                                f"rollback_sql: {'; '.join(what)}")
+
+    # -- leftovers of crashed runs ------------------------------------------------------------
+
+    def leftovers(self, keep_run: int | None) -> list[str]:
+        """What crashed runs of this task left for this destination: staging tables (marked and named as
+        wormhole names them) and split markers, of every state run but ``keep_run``."""
+        found: list[str] = []
+        self._session(PeripheryError, "looking for leftovers of",
+                      lambda conn: found.extend(text for text, _ in self._leftovers(conn, keep_run)))
+        return found
+
+    def clean_leftovers(self, keep_run: int | None) -> list[str]:
+        removed: list[str] = []
+
+        def clean(conn: psycopg.Connection[Any]) -> None:
+            for text, remove in self._leftovers(conn, keep_run):
+                remove(conn)
+                removed.append(text)
+                self.ctx.log.info("writer.leftover_removed", leftover=text)
+
+        self._session(PeripheryError, "removing leftovers of", clean)
+        return removed
+
+    def _leftovers(self, conn: psycopg.Connection[Any], keep_run: int | None) -> list[tuple[str, Any]]:
+        found: list[tuple[str, Any]] = []
+        for name, run in staging_leftovers(self.sql, conn, self.ctx, self.options.table, self.options.staging_table,
+                                           keep_run):
+            ref = self.sql.ref(name)
+            found.append((f"table {ref} (staging of run {run})", lambda c, r=ref: c.execute(f"DROP TABLE {r}")))
+        for run, splits in self.markers.other_runs(conn, keep_run).items():
+            found.append((f"{splits} split marker(s) of run {run} in {self.markers.table}",
+                          lambda c, r=run: self.markers.drop_run(c, r)))
+        return found
+
+
+def _match(name: str, columns: list[str]) -> str | None:
+    """The column of ``columns`` named ``name``: exactly, else its only one ignoring case."""
+    if name in columns:
+        return name
+    folded = [c for c in columns if c.lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+def plan_load(options: PostgresWriterOptions, schema: Any, rows_changed: bool) -> str:
+    """The ``load`` line of ``wormhole plan`` for a postgres destination (nothing is read: the writers encode
+    every batch alike)."""
+    into = "a temporary table, then INSERT ... ON CONFLICT" if options.write_mode == "upsert" else \
+        ("the staging table" if options.load == "staging" else "the target")
+    return f"COPY text from Arrow into {into}"
