@@ -5,22 +5,27 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.pg_helpers import Schemas, pg_schemas, qi  # noqa: F401 (a fixture)
+from tests.pg_helpers import Schemas, pg_schemas, qi
 from tests.spark_helpers import dirty_lines, run_task
 from wormhole.config import EngineConf
+
+__all__ = ["pg_schemas"]  # the fixture, used by name
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
 TYPES_DDL = """CREATE TABLE {t} (
-  id integer PRIMARY KEY, si smallint, bi bigint, r real, dp double precision, n numeric(12,3), nneg numeric(5,-2),
-  s text, vc varchar(10), ch char(3), u uuid, ip inet, iv interval, tm time, bt bit(4), b bytea, flag boolean,
-  d date, ts timestamp, tz timestamptz, j json, jb jsonb, arr integer[], tarr text[], arr2 integer[][], mood {s}.mood)"""
+  id integer PRIMARY KEY, si smallint, bi bigint, r real, dp double precision, n numeric(12,3),
+  nneg numeric(5,-2), s text, vc varchar(10), ch char(3), u uuid, ip inet, iv interval, tm time, bt bit(4),
+  b bytea, flag boolean, d date, ts timestamp, tz timestamptz, j json, jb jsonb, arr integer[], tarr text[],
+  arr2 integer[][], mood {s}.mood)"""
 TYPES_ROWS = [
     "1, -32768, 9223372036854775807, 1.1, 0.1, -123456789.125, 12300, E'a\\tb\\n\"c\" ,\\\\ é😀', '', 'ab',"
     " 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '10.0.0.1/32', '1 year 2 mons 3 days 04:05:06.5', '10:11:12.5', B'1010',"
@@ -84,7 +89,8 @@ def assert_same_outputs(tmp_path: Path, rows: int, lines: int | None = None) -> 
     assert ta.schema == tb.schema
     assert ta.num_rows == tb.num_rows == rows
     for name in ta.column_names:  # NaN == NaN here (Table.equals says not)
-        assert list(map(_same_nan, ta.column(name).to_pylist())) == list(map(_same_nan, tb.column(name).to_pylist())), name
+        a, b = (list(map(_same_nan, t.column(name).to_pylist())) for t in (ta, tb))
+        assert a == b, name
 
 
 def _same_nan(value: Any) -> Any:
@@ -133,3 +139,63 @@ def test_postgres_columns_jdbc_cannot_carry_use_the_row_reader(spark_conf: Engin
     assert "free (numeric without a declared scale)" in planned["reason"]
     assert "d (date with special_dates: reject)" in planned["reason"]
     assert_same_outputs(tmp_path, 198)
+
+
+def table_text(conn: Any, schema: str, table: str) -> list[tuple[Any, ...]]:
+    """Every row of a table as PostgreSQL prints it, by id."""
+    return [tuple(r) for r in conn.execute(f"SELECT t::text FROM {qi(schema)}.{qi(table)} AS t ORDER BY id")]
+
+
+@pytest.mark.timeout(300)
+def test_spark_mode_writes_postgres_as_local_mode_and_a_killed_partition_lands_once(
+        spark_conf: EngineConf, pg_schemas: Schemas) -> None:
+    """The postgres row writers run in the executors, a split per partition, each committed with its
+    marker row; a partition whose session is terminated mid-COPY is retried by Spark and its rows land
+    once. The created tables hold, row by row, what local mode's does."""
+    conn, server = pg_schemas.conn, pg_schemas.server
+    schema = types_table(pg_schemas, "src")
+    source = {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id",
+                                                           special_dates="null")}
+    copy = {"plugin": "postgres", "params": server.params(schema, create_table=True, load="staging")}
+    local, _ = run_task(spark_conf, {"source": source, "settings": {"engine": "local"},
+                                     "destinations": [{"id": "copy", **copy, "params": {**copy["params"],
+                                                                                         "table": "local"}}]})
+    assert local.exit_code == 0, local.result
+    # The victim: the created table's columns, each row slowed down so a COPY is caught running.
+    conn.execute(f"CREATE TABLE {qi(schema)}.victim AS SELECT * FROM {qi(schema)}.local WITH NO DATA")
+    conn.execute(f"CREATE FUNCTION {qi(schema)}.slow() RETURNS trigger LANGUAGE plpgsql AS "
+                 "$$ BEGIN PERFORM pg_sleep(0.01); RETURN NEW; END $$")
+    conn.execute(f"CREATE TRIGGER slow BEFORE INSERT ON {qi(schema)}.victim FOR EACH ROW "
+                 f"EXECUTE FUNCTION {qi(schema)}.slow()")
+    killed: list[int] = []
+    done = threading.Event()
+
+    def killer() -> None:
+        watcher = server.connect()
+        while not done.is_set() and not killed:
+            for (pid,) in watcher.execute("SELECT pid FROM pg_stat_activity WHERE state = 'active' "
+                                          "AND query LIKE 'COPY%%victim%%'").fetchall():
+                watcher.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                killed.append(pid)
+                break
+            time.sleep(0.02)
+        watcher.close()
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        spark, events = run_task(spark_conf, {"source": source, "settings": {"engine": "spark"}, "destinations": [
+            {"id": "copy", **copy, "params": {**copy["params"], "table": "spark"}},
+            {"id": "victim", "plugin": "postgres", "params": server.params(schema, table="victim")}]})
+    finally:
+        done.set()
+        thread.join()
+    assert killed, "no victim COPY was caught running"
+    assert spark.exit_code == 0, spark.result
+    ways = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
+    assert ways == {"copy": "partitions", "victim": "partitions"}, ways
+    assert spark.result["destinations"]["victim"]["rows_written"] == 296
+    want = table_text(conn, schema, "local")
+    assert len(want) == 296
+    assert table_text(conn, schema, "spark") == want
+    assert table_text(conn, schema, "victim") == want  # every row once
