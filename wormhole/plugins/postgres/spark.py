@@ -122,6 +122,8 @@ class _Plan:
     def __init__(self, source: PostgresSource, schema: Schema) -> None:
         self.source = source
         self.first = {c.name.lower(): (c.precision, c.scale) for c in schema.columns if c.type == "decimal"}
+        self.read = {name.lower() for name in schema.names}
+        """The columns the splits read (a pushed-down projection leaves some out)."""
         self.columns: dict[tuple[int, str | None], list[ColumnInfo]] = {}
         self.awkward: list[str] = []
         self.where: str | None = None
@@ -129,6 +131,8 @@ class _Plan:
     def add(self, key: tuple[int, str | None], infos: list[ColumnInfo]) -> None:
         self.columns[key] = infos
         for info in infos:
+            if info.name.lower() not in self.read:
+                continue
             why = _why_inexact(info, self.first.get(info.name.lower()), self.source.special_dates)
             shown = f"{info.name} ({why})"
             if why is not None and shown not in self.awkward:
@@ -167,7 +171,8 @@ def inline_where(pushed: PushedQuery, conn: psycopg.Connection[Any]) -> str | No
     return "".join(out)
 
 
-def read(spark: SparkSession, options: PostgresSource, splits: list[Split], schema: Schema) -> DataFrame | RowReaderPlan:
+def read(spark: SparkSession, options: PostgresSource, splits: list[Split],
+         schema: Schema) -> DataFrame | RowReaderPlan:
     """One JDBC relation per shard table (or query), one partition per split, unioned by column name;
     the row reader per split (:class:`RowReaderPlan`) when a column would not travel exactly."""
     pushed: PushedQuery | None = splits[0].params.get("pushdown")
