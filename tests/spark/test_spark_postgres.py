@@ -59,16 +59,20 @@ def types_table(pg: Schemas, table: str = "t") -> str:
 
 
 def copy_both_engines(spark_conf: EngineConf, tmp_path: Path, source: dict[str, Any],
-                      transforms: list[dict[str, Any]] | None = None,
+                      transforms: list[dict[str, Any]] | None = None, postgres: dict[str, Any] | None = None,
                       **settings: Any) -> dict[str, tuple[Any, list[dict[str, Any]]]]:
+    """The source into jsonl and parquet files (and a postgres table named after the engine) in each engine."""
     runs = {}
     for engine in ("local", "spark"):
+        tables = [] if postgres is None else [{"id": "db", "plugin": "postgres",
+                                                "params": {**postgres, "table": engine}}]
         runs[engine] = run_task(spark_conf, {
             "source": source, "transforms": transforms or [],
             "destinations": [
                 {"id": "lines", "plugin": "file", "params": {"path": str(tmp_path / engine / "j"), "format": "jsonl"}},
                 {"id": "files", "plugin": "file", "params": {"path": str(tmp_path / engine / "p"),
                                                              "format": "parquet"}},
+                *tables,
             ],
             "settings": {"engine": engine, "speed": {"channel": 2}, **settings},
         })
@@ -98,15 +102,25 @@ def _same_nan(value: Any) -> Any:
     return "NaN" if isinstance(value, float) and math.isnan(value) else value
 
 
+def table_text(conn: Any, schema: str, table: str) -> list[tuple[Any, ...]]:
+    """Every row of a table as PostgreSQL prints it, by id."""
+    return [tuple(r) for r in conn.execute(f"SELECT t::text FROM {qi(schema)}.{qi(table)} AS t ORDER BY id")]
+
+
 @pytest.mark.timeout(300)
-def test_every_postgres_type_reads_natively_as_in_local_mode(spark_conf: EngineConf, pg_schemas: Schemas,
-                                                              tmp_path: Path) -> None:
+def test_every_postgres_type_reads_and_writes_as_in_local_mode(spark_conf: EngineConf, pg_schemas: Schemas,
+                                                                tmp_path: Path) -> None:
+    """Natively over JDBC, a partition per split: jsonl and parquet files equal local mode's value by
+    value; the postgres tables create_table makes (written by the row writers in the executors, a split
+    per partition) equal local mode's row by row."""
     schema = types_table(pg_schemas)
-    source = {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="t", split_pk="id",
-                                                                      special_dates="null")}
+    server = pg_schemas.server
+    source = {"plugin": "postgres", "params": server.params(schema, table="t", split_pk="id", special_dates="null")}
     # Pushed down into every split's JDBC predicate as literals (a '%' and a timestamp among them).
     pushed = [{"filter": "id <> 250 AND (s IS NULL OR s <> '50%') AND (ts IS NULL OR ts >= TIMESTAMP '1000-01-01')"}]
-    runs = copy_both_engines(spark_conf, tmp_path, source, pushed, error_limit={"record": 2})
+    runs = copy_both_engines(spark_conf, tmp_path, source, pushed, server.params(schema, create_table=True,
+                                                                                 load="staging"),
+                             error_limit={"record": 2})
     for engine, (result, _) in runs.items():
         # JSON has no NaN or infinity: the jsonl destination rejects rows 3 and 4 in both engines.
         assert result.exit_code == 201, (engine, result.result)
@@ -115,7 +129,12 @@ def test_every_postgres_type_reads_natively_as_in_local_mode(spark_conf: EngineC
     planned = next(e for e in events if e["event"] == "spark.source_planned")
     splits = next(e for e in runs["local"][1] if e["event"] == "splitter.done")["splits"]
     assert planned["read"] == "native" and planned["partitions"] == splits > 1, (planned, splits)
+    ways = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
+    assert ways["db"] == "partitions", ways
     assert_same_outputs(tmp_path, 5 + 291 - 1, 3 + 291 - 1)
+    want = table_text(pg_schemas.conn, schema, "local")
+    assert len(want) == 5 + 291 - 1
+    assert table_text(pg_schemas.conn, schema, "spark") == want  # numeric(12,3) holds 2.000 in both
     row1 = jsonl_rows(tmp_path / "spark" / "j")[0]
     assert (row1["ch"], row1["ip"], row1["iv"], row1["bt"], row1["tz"]) == (
         "ab ", "10.0.0.1", "P1Y2M3DT4H5M6.5S", "1010", "2024-01-01T10:00:00")
@@ -144,28 +163,18 @@ def test_postgres_columns_jdbc_cannot_carry_use_the_row_reader(spark_conf: Engin
     assert_same_outputs(tmp_path, 198)
 
 
-def table_text(conn: Any, schema: str, table: str) -> list[tuple[Any, ...]]:
-    """Every row of a table as PostgreSQL prints it, by id."""
-    return [tuple(r) for r in conn.execute(f"SELECT t::text FROM {qi(schema)}.{qi(table)} AS t ORDER BY id")]
-
-
 @pytest.mark.timeout(300)
-def test_spark_mode_writes_postgres_as_local_mode_and_a_killed_partition_lands_once(
-        spark_conf: EngineConf, pg_schemas: Schemas) -> None:
-    """The postgres row writers run in the executors, a split per partition, each committed with its
-    marker row; a partition whose session is terminated mid-COPY is retried by Spark and its rows land
-    once. The created tables hold, row by row, what local mode's does."""
+def test_a_postgres_partition_whose_session_is_terminated_lands_once(spark_conf: EngineConf,
+                                                                       pg_schemas: Schemas) -> None:
+    """Spark retries a partition whose session was terminated mid-COPY: its split's transaction went with
+    the session, the retry writes it again with its marker row, and every row lands once."""
     conn, server = pg_schemas.conn, pg_schemas.server
-    schema = types_table(pg_schemas, "src")
-    source = {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id",
-                                                           special_dates="null")}
-    copy = {"plugin": "postgres", "params": server.params(schema, create_table=True, load="staging")}
-    local, _ = run_task(spark_conf, {"source": source, "settings": {"engine": "local"},
-                                     "destinations": [{"id": "copy", **copy, "params": {**copy["params"],
-                                                                                         "table": "local"}}]})
-    assert local.exit_code == 0, local.result
-    # The victim: the created table's columns, each row slowed down so a COPY is caught running.
-    conn.execute(f"CREATE TABLE {qi(schema)}.victim AS SELECT * FROM {qi(schema)}.local WITH NO DATA")
+    schema = pg_schemas.create("spk")
+    conn.execute(f"CREATE TABLE {qi(schema)}.src (id integer PRIMARY KEY, name text)")
+    conn.execute(f"INSERT INTO {qi(schema)}.src SELECT i, 'name ' || i FROM generate_series(1, 300) i")
+    # No primary key on the victim (a duplicate would go unnoticed), and each row slowed down so a COPY is
+    # caught running.
+    conn.execute(f"CREATE TABLE {qi(schema)}.victim (id bigint, name text)")
     conn.execute(f"CREATE FUNCTION {qi(schema)}.slow() RETURNS trigger LANGUAGE plpgsql AS "
                  "$$ BEGIN PERFORM pg_sleep(0.01); RETURN NEW; END $$")
     conn.execute(f"CREATE TRIGGER slow BEFORE INSERT ON {qi(schema)}.victim FOR EACH ROW "
@@ -187,18 +196,17 @@ def test_spark_mode_writes_postgres_as_local_mode_and_a_killed_partition_lands_o
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
     try:
-        spark, events = run_task(spark_conf, {"source": source, "settings": {"engine": "spark"}, "destinations": [
-            {"id": "copy", **copy, "params": {**copy["params"], "table": "spark"}},
-            {"id": "victim", "plugin": "postgres", "params": server.params(schema, table="victim")}]})
+        result, events = run_task(spark_conf, {
+            "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
+            "destinations": [{"id": "victim", "plugin": "postgres", "params": server.params(schema, table="victim")}],
+            "settings": {"engine": "spark", "speed": {"channel": 2}}})
     finally:
         done.set()
         thread.join()
     assert killed, "no victim COPY was caught running"
-    assert spark.exit_code == 0, spark.result
+    assert result.exit_code == 0, result.result
     ways = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
-    assert ways == {"copy": "partitions", "victim": "partitions"}, ways
-    assert spark.result["destinations"]["victim"]["rows_written"] == 296
-    want = table_text(conn, schema, "local")
-    assert len(want) == 296
-    assert table_text(conn, schema, "spark") == want
-    assert table_text(conn, schema, "victim") == want  # every row once
+    assert ways == {"victim": "partitions"}, ways
+    assert result.result["destinations"]["victim"]["rows_written"] == 300
+    rows = conn.execute(f"SELECT id, name FROM {qi(schema)}.victim ORDER BY id").fetchall()
+    assert rows == [(i, f"name {i}") for i in range(1, 301)]  # every row once
