@@ -96,22 +96,6 @@ def mysql_or_skip() -> Any:
         pytest.skip(f"MariaDB at {MYSQL_URL} unreachable: {exc}")
 
 
-PG_URL = os.environ.get("WORMHOLE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def postgres_or_skip() -> Any:
-    """A psycopg connection (autocommit) to the PostgreSQL test database; skip when absent unless
-    WORMHOLE_REQUIRE_MYSQL=1 (CI's switch for every database server it starts)."""
-    import psycopg
-
-    try:
-        return psycopg.connect(PG_URL, connect_timeout=5, autocommit=True)
-    except psycopg.OperationalError as exc:
-        if os.environ.get("WORMHOLE_REQUIRE_MYSQL") == "1":
-            pytest.fail(f"PostgreSQL at {PG_URL} is required (WORMHOLE_REQUIRE_MYSQL=1) but unreachable: {exc}")
-        pytest.skip(f"PostgreSQL at {PG_URL} unreachable: {exc}")
-
-
 @pytest.fixture(name="mysql_db")
 def fixture_mysql_db() -> Iterator[str]:
     """A fresh database on the test server; yields its mysql:// URL and drops it afterwards."""

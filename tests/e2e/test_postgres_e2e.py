@@ -139,11 +139,11 @@ def test_postgres_fans_out_to_mysql_and_jsonl(tmp_path: Path, mysql_dbs: tuple[S
     schema = pg_schemas.create("src")
     pg = pg_schemas.conn
     pg.execute(f"CREATE TABLE {qi(schema)}.src ({PG_SRC})")
-    pg.execute(f"INSERT INTO {qi(schema)}.src SELECT g, g / 7.0, CASE WHEN g % 50 = 0 THEN E'tab\\there\\nnl 😀' "
-               f"WHEN g % 97 = 0 THEN NULL ELSE 'r' || g END, decode(lpad(to_hex(g), 8, '0'), 'hex'), "
+    pg.execute(f"INSERT INTO {qi(schema)}.src SELECT g, g / 7.0, CASE WHEN g %% 50 = 0 THEN E'tab\\there\\nnl 😀' "
+               f"WHEN g %% 97 = 0 THEN NULL ELSE 'r' || g END, decode(lpad(to_hex(g), 8, '0'), 'hex'), "
                "timestamptz '2024-03-01 12:00:00+02' + g * interval '1 minute 1.5 second', date '2020-01-01' + g, "
                "jsonb_build_object('g', g, 'l', jsonb_build_array(g, 'x')), md5(g::text)::uuid, ARRAY[g, g + 1], "
-               "g % 3 = 0 FROM generate_series(1, %s) g", (ROWS,))
+               "g %% 3 = 0 FROM generate_series(1, %s) g", (ROWS,))
     dst = dbs.create("frompg")
     conn = server.connect()
     create_table(conn, dst, "copy", MY_DST)

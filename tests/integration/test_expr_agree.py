@@ -561,9 +561,9 @@ SQL_TYPES["postgres"] = ("BIGINT", "BIGINT", "DOUBLE PRECISION", "NUMERIC", "TEX
 
 @pytest.fixture(scope="module", name="pg_conn")
 def fixture_pg_conn() -> Iterator[Any]:
-    from tests.conftest import postgres_or_skip
+    from tests.pg_helpers import pg_or_skip
 
-    conn = postgres_or_skip()
+    conn = pg_or_skip()
     name = f"wh_expr_{uuid.uuid4().hex[:8]}"
     conn.execute(f'CREATE SCHEMA "{name}"')
     conn.execute(f'SET search_path = "{name}"')

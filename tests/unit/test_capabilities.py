@@ -16,7 +16,7 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import Plugin
 from wormhole.plugins.capabilities import Capabilities
 
-STORES = ("file", "hive", "mysql", "sqlite", "stream")
+STORES = ("file", "hive", "mysql", "postgres", "sqlite", "stream")
 
 
 def _classes(plugin: Plugin) -> tuple[type | None, type | None, type | None]:

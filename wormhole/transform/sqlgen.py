@@ -53,6 +53,31 @@ def compile_sql(e: Expr, typed: Typed, dialect: Dialect) -> SqlText:
     return SqlText(text, tuple(gen.args))
 
 
+def compile_filter(e: Expr, typed: Typed, dialect: Dialect) -> SqlText:
+    """SQL for the filter condition ``e``: :func:`compile_sql`'s, and in PostgreSQL each top-level comparison
+    of a date or timestamp column with a literal once more on the bare column (``"at" >= $1``), so an index
+    on it serves the read (an incremental window's bounds). The exact form makes a value Python has none for
+    (infinity) NULL through a CASE, which no index matches; the added conjunct holds wherever the exact one
+    is true, so the rows kept are the same."""
+    exact = compile_sql(e, typed, dialect)
+    if dialect != "postgres":
+        return exact
+    gen = _Gen(typed, dialect)
+    extra = [f"({quote_name(c.a.name, dialect)} {c.op} {gen.bind(c.b.value)})" for c in _conjuncts(e)
+             if isinstance(c, Binary) and c.op in ("=", "<", "<=", ">", ">=") and isinstance(c.a, Col)
+             and isinstance(c.b, Lit) and c.b.value is not None and typed.of(c.a) in ("date", "datetime")
+             and type(c.b.value) is (datetime if typed.of(c.a) == "datetime" else date)]
+    if not extra:
+        return exact
+    return SqlText(f"({exact.text} AND {' AND '.join(extra)})", (*exact.args, *gen.args))
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, Binary) and e.op == "AND":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+
+
 def quote_name(name: str, dialect: Dialect) -> str:
     if "\x00" in name:
         raise NotPushable("a column name holds NUL")
@@ -110,6 +135,8 @@ class _Gen:
                 value = float(value)
         self.args.append(value)
         if self.dialect == "postgres":
+            if isinstance(value, str) and "\x00" in value:
+                raise NotPushable("PostgreSQL text cannot hold NUL")
             kind = next(t for py, t in _PG_TYPES if isinstance(value, py))
             if kind == "bigint" and not -2**63 <= value < 2**63:
                 kind = "numeric"

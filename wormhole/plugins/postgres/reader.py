@@ -78,7 +78,9 @@ class PostgresReader:
                                        source.selection.columns, shard.endpoint, where)
         finally:
             close_quietly(conn)
-        return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable,  # type: ignore[arg-type]
+        # special_dates: null makes NULLs of a NOT NULL date column's infinities.
+        nulled = ("date", "datetime", "timestamptz") if source.special_dates == "null" else ()
+        return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable or c.kind in nulled,  # type: ignore[arg-type]
                                    precision=c.precision, scale=c.scale) for c in infos))
 
     def _columns(self, names: tuple[str, ...], kinds: tuple[str, ...],

@@ -53,9 +53,9 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         self.upsert_sql: tuple[str, ...] = ()
         """An upsert's statements per batch before its COPY into :data:`UPSERT_TABLE` (``copy_sql``)."""
         self.insert_sql = ""
+        """An upsert's INSERT ... SELECT from :data:`UPSERT_TABLE` ... ON CONFLICT, after the COPY."""
         self.session_sql: tuple[str, ...] = ()
         """Statements each writer session runs (committed) before its first piece: an upsert's temporary table."""
-        """An upsert's INSERT ... SELECT from :data:`UPSERT_TABLE` ... ON CONFLICT, after the COPY."""
         self.rows_before: int | None = None
         self.rows_written = 0
         self._counted: set[str] = set()

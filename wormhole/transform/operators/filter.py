@@ -11,7 +11,7 @@ from wormhole.plugins.base import Schema
 from wormhole.transform.arrowfn import compile_arrow
 from wormhole.transform.frame import Frame, Step
 from wormhole.transform.operators.base import BoundOp, Operator, OpSpec, SourcePart, SparkKit, check_exprs, parse_expr
-from wormhole.transform.sqlgen import Dialect, NotPushable, compile_sql
+from wormhole.transform.sqlgen import Dialect, NotPushable, compile_filter
 
 
 def _boolean(kind: str) -> str | None:
@@ -46,7 +46,7 @@ class Filter(Operator):
 
     def sql(self, op: BoundOp, dialect: Dialect) -> SourcePart:
         try:
-            return SourcePart(where=compile_sql(op.spec.exprs[0][1], op.typed[0], dialect))
+            return SourcePart(where=compile_filter(op.spec.exprs[0][1], op.typed[0], dialect))
         except NotPushable:
             raise NotPushable(f"{dialect} cannot evaluate it exactly") from None
 
