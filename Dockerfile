@@ -5,15 +5,15 @@
 FROM debian:bookworm-slim AS system
 
 ARG DEBIAN_FRONTEND=noninteractive
-# Java 17 runs Spark; Debian's python3 is 3.11; libmariadb-java is the Connector/J that
-# wormhole/spark/session.py puts on Spark's classpath (/usr/share/java/mariadb-java-client.jar).
+# Java 17 runs Spark; Debian's python3 is 3.11; libmariadb-java (Connector/J) and libpostgresql-jdbc-java
+# (pgjdbc) are the JDBC drivers wormhole/spark/session.py puts on Spark's classpath (/usr/share/java/...).
 RUN mkdir -p /usr/share/man/man1 \
     && apt-get update -q \
     && apt-get install -y -q --no-install-recommends \
-        openjdk-17-jre-headless python3 python3-venv libmariadb-java ca-certificates \
+        openjdk-17-jre-headless python3 python3-venv libmariadb-java libpostgresql-jdbc-java ca-certificates \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
     && java -version 2>&1 | head -n 1 && python3 --version \
-    && test -f /usr/share/java/mariadb-java-client.jar
+    && test -f /usr/share/java/mariadb-java-client.jar && test -f /usr/share/java/postgresql.jar
 
 ENV VIRTUAL_ENV=/opt/wormhole \
     PATH=/opt/wormhole/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \

@@ -18,9 +18,10 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,dev,spark]'
 	scripts/install-connector-j.sh
+	scripts/install-pg-jdbc.sh
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv with wormhole, its test/dev/spark extras, and MariaDB Connector/J for Spark
+install: $(STAMP)  ## create .venv with wormhole, its test/dev/spark extras, and MariaDB Connector/J and pgjdbc for Spark
 
 demo: $(STAMP)  ## run a real fan-out task on the embedded defaults and show its result
 	$(BIN)/python scripts/demo.py

@@ -26,6 +26,11 @@ asked for (``make bench BENCH_ARGS="--only files --before /tmp/base"``).
 10%-selective filter over a 1M-row MySQL source: rows/s of each mode and the ratios to off. It runs
 only when asked for (``make bench BENCH_ARGS="--only pushup"``).
 
+``--only postgres`` (benchmarks/postgres_scenario.py) compares the postgres store with PostgreSQL's and MySQL's
+C tools and pgloader: PostgreSQL -> PostgreSQL, MySQL -> PostgreSQL, and MySQL -> {PostgreSQL, MySQL} read
+once, 1M rows by default (``--rows N``), every copy checksummed against the source. It runs only when asked
+for (``make bench BENCH_ARGS="--only postgres"``).
+
 ``--only mysql-read`` (benchmarks/mysql_read.py) measures the mysql store's reader alone: the 1M-row bench
 table read into nothing as 2 splits on 1 and on 2 threads, rows/s, CPU time and peak RSS.
 """
@@ -39,7 +44,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import files, mysql_read, mysql_scenario, pushup, spark_scenario, speed
+from benchmarks import files, mysql_read, mysql_scenario, postgres_scenario, pushup, spark_scenario, speed
 
 RESULTS = Path("benchmarks/results/latest.json")
 
@@ -99,11 +104,13 @@ def save(results: list[dict], parts: set[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup", "mysql-read", "files"],
+    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup", "mysql-read", "files",
+                                           "postgres"],
                         help="run one part (default: stream, then mysql; spark only with --with-spark, speed, "
-                             "pushup, mysql-read and files only with --only)")
+                             "pushup, mysql-read, files and postgres only with --only)")
     parser.add_argument("--with-spark", action="store_true", help="run the (long) Spark scenario after the others")
-    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000], help="stream rows")
+    parser.add_argument("--rows", type=int, nargs="+",
+                        help="stream rows (default 1M 5M); with --only postgres, that part's rows (default 1M)")
     parser.add_argument("--repeat", type=int,
                         help="runs per scenario, the best counts (default: 3 for stream and pushup, 1 for mysql)")
     mysql_scenario.add_arguments(parser, prefix="mysql-")
@@ -112,11 +119,12 @@ def main() -> None:
     pushup.add_arguments(parser)
     mysql_read.add_arguments(parser, prefix="read-")
     files.add_arguments(parser)
+    postgres_scenario.add_arguments(parser, prefix="pg-")
     args = parser.parse_args()
     parts = {args.only} if args.only else {"stream", "mysql"} | ({"spark"} if args.with_spark else set())
     results: list[dict] = []
     if "stream" in parts:
-        results += run_stream(args.rows, args.repeat or 3)
+        results += run_stream(args.rows or [1_000_000, 5_000_000], args.repeat or 3)
         save(results, {"stream"})
     if "mysql" in parts:
         if "stream" in parts:
@@ -162,6 +170,15 @@ def main() -> None:
             results += mysql_read.run_all(mysql_scenario.Server.of(args), args.read_rows, args.repeat or 3)
         except mysql_scenario.BenchmarkFailure as exc:
             raise SystemExit(f"MYSQL-READ BENCHMARK FAILED: {exc}") from None
+        save(results, parts)
+    if "postgres" in parts:
+        rows = args.pg_rows or (args.rows[0] if args.rows else None)
+        opts = postgres_scenario.options_from(args, "pg_", rows, args.repeat or 1, mysql_scenario.Server.of(args),
+                                              wormhole=not args.no_wormhole, keep=args.keep)
+        try:
+            results += postgres_scenario.run_all(opts)
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"POSTGRES BENCHMARK FAILED: {exc}") from None
         save(results, parts)
     if "files" in parts:
         results += files.run_all(files.Options(rows=args.files_rows, repeat=args.repeat or 1,

@@ -138,7 +138,7 @@ class SparkConf:
     hive: bool = True
     """Build the session with Hive support (the ``hive`` store needs it)."""
     jars: tuple[str, ...] | None = None
-    """Extra jars; by default Debian's MariaDB Connector/J when it is installed."""
+    """Extra jars; by default Debian's MariaDB Connector/J and PostgreSQL JDBC driver, those installed."""
     conf: dict[str, Any] = field(default_factory=dict)
     """Any ``spark.*`` setting, passed to the session builder as is (``[spark.conf]`` in TOML)."""
 

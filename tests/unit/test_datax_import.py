@@ -32,6 +32,21 @@ def mysql_writer(**parameter: Any) -> dict[str, Any]:
     return {"name": "mysqlwriter", "parameter": {**base, **parameter}}
 
 
+PG_URL = "jdbc:postgresql://pg1.example:5433/shop"
+
+
+def pg_reader(**parameter: Any) -> dict[str, Any]:
+    base = {"username": "etl", "column": ["id", "name"],
+            "connection": [{"table": ["orders"], "jdbcUrl": [PG_URL]}]}
+    return {"name": "postgresqlreader", "parameter": {**base, **parameter}}
+
+
+def pg_writer(**parameter: Any) -> dict[str, Any]:
+    base = {"username": "loader", "column": ["id", "name"],
+            "connection": [{"table": ["orders_copy"], "jdbcUrl": "jdbc:postgresql://pg2.example/dw"}]}
+    return {"name": "postgresqlwriter", "parameter": {**base, **parameter}}
+
+
 def txt_writer(**parameter: Any) -> dict[str, Any]:
     return {"name": "txtfilewriter", "parameter": {"path": "/data/out", "fileName": "orders",
                                                    "writeMode": "append", **parameter}}
@@ -268,6 +283,97 @@ def test_mysqlwriter_several_tables_are_refused(conns: list[dict[str, Any]]) -> 
 
 
 # ---------------------------------------------------------------------------------------------
+# postgresqlreader and postgresqlwriter
+
+
+def test_postgresqlreader_table_keys_fold_names_as_postgresql_does() -> None:
+    # DataX sends names unquoted into its SQL (folded to lower case); the store quotes them as written.
+    doc = job(pg_reader(column=["ID", "Name", '"MixedCase"'], splitPk="Id", where="id > 5", password="pw-9",
+                        fetchSize=2048, connection=[{"table": ["Sales.Orders"], "jdbcUrl": [PG_URL]}]))
+    tr = one(doc)
+    assert tr.task["source"] == {"plugin": "postgres", "params": {
+        "user": "etl", "password_env": "DATAX_READER_PASSWORD", "host": "pg1.example", "port": 5433,
+        "database": "shop", "schema": "sales", "table": "orders", "columns": ["id", "name", "MixedCase"],
+        "where": "id > 5", "split_pk": "id"}}
+    assert "pw-9" not in json.dumps(tr.task)
+    assert "COPY" in notes(tr)[f"{R}.fetchSize"]
+
+
+def test_postgresqlreader_url_current_schema_hosts_and_properties() -> None:
+    conns = [{"table": ["orders", '"Other"."T"'],
+              "jdbcUrl": ["jdbc:postgresql://h1,h2:5434/shop?currentSchema=Dw&ssl=true", "jdbc:postgresql://h3/shop"]}]
+    tr = one(job(pg_reader(connection=conns)))
+    params = tr.task["source"]["params"]
+    # Tables in two schemas: a shard each, on the first host (the store connects to one server).
+    assert params["connections"] == [
+        {"host": "h1", "port": 5432, "database": "shop", "schema": "dw", "tables": ["orders"]},
+        {"host": "h1", "port": 5432, "database": "shop", "schema": "Other", "tables": ["T"]}]
+    jdbc = [i.reason for i in tr.untranslated if i.path == f"{R}.connection[0].jdbcUrl"]
+    assert any("h2:5434/shop, h3:5432/shop" in r and "not used" in r for r in jdbc)
+    assert any("properties ssl" in r for r in jdbc)
+
+
+def test_postgresqlreader_query_sql_and_expression_columns() -> None:
+    conns = [{"querySql": ["select 1 as a"], "jdbcUrl": [PG_URL + "?currentSchema=s"], "table": ["t"]}]
+    tr = one(job(pg_reader(connection=conns, splitPk="id")))
+    assert tr.task["source"]["params"] == {"user": "etl", "host": "pg1.example", "port": 5433, "database": "shop",
+                                           "query": "select 1 as a"}
+    assert "qualify" in notes(tr)[f"{R}.connection[0].jdbcUrl"]
+    assert f"{R}.splitPk" in notes(tr)
+    expr = one(job(pg_reader(column=["id", "'x'::varchar", "power(2,3)"], where="id > 1", splitPk="id",
+                             connection=[{"table": ['s."Big T"'], "jdbcUrl": [PG_URL]}])))
+    params = expr.task["source"]["params"]
+    assert params["query"] == 'SELECT id, \'x\'::varchar, power(2,3) FROM "s"."Big T" WHERE id > 1'
+    assert {"table", "schema", "split_pk"}.isdisjoint(params)
+
+
+@pytest.mark.parametrize("url", ["jdbc:mysql://h/db", "jdbc:postgresql://h/", "jdbc:postgresql://h:99999/db",
+                                 "jdbc:postgresql://u:Tk#p@ss@h/db", "jdbc:postgresql://h/db?user=u&password=Tk#p@ss"])
+def test_postgresql_bad_jdbc_urls_are_refused(url: str) -> None:
+    with pytest.raises(DataxImportError, match=r"connection\[0\]\.jdbcUrl") as info:
+        one(job(pg_reader(connection=[{"table": ["t"], "jdbcUrl": [url]}])))
+    assert "Tk#" not in str(info.value) and "@ss" not in str(info.value)
+
+
+def test_postgresqlwriter_keys() -> None:
+    doc = job(writer=pg_writer(password="pw-2", column=["ID", '"Name"'], batchSize=512, session=["set x=1"],
+                               preSql=["delete from @table"], postSql=["analyze @table"],
+                               connection=[{"table": ['Stage."Orders"'],
+                                            "jdbcUrl": "jdbc:postgresql://pg2.example/dw"}]))
+    tr = one(doc)
+    d = tr.task["destinations"][0]
+    assert d["id"] == "postgres_dw_Orders"
+    assert d["params"] == {"user": "loader", "host": "pg2.example", "port": 5432, "database": "dw",
+                           "schema": "stage", "table": "Orders", "columns": ["id", "Name"], "write_mode": "insert",
+                           "pre_sql": ['delete from Stage."Orders"'], "post_sql": ['analyze Stage."Orders"'],
+                           "batch_size": 512, "password_env": "DATAX_POSTGRES_DW_ORDERS_PASSWORD"}
+    assert "pw-2" not in json.dumps(tr.task)
+    assert "session" in notes(tr)[f"{W}.session"]
+
+
+@pytest.mark.parametrize(("mode", "expected"), [
+    (None, {"write_mode": "insert"}), ("INSERT", {"write_mode": "insert"}), ("copy", {"write_mode": "insert"}),
+    ("update", {"write_mode": "upsert"}), ('update (ID, "Key")', {"write_mode": "upsert", "upsert_key": ["id", "Key"]}),
+])
+def test_postgresqlwriter_write_modes(mode: str | None, expected: dict[str, Any]) -> None:
+    tr = one(job(writer=pg_writer(writeMode=mode)))
+    params = tr.task["destinations"][0]["params"]
+    assert {k: params[k] for k in ("write_mode", "upsert_key") if k in params} == expected
+    assert (f"{W}.writeMode" in notes(tr)) is (mode not in (None, "INSERT"))
+
+
+@pytest.mark.parametrize(("writer", "message"), [
+    (pg_writer(writeMode="replace"), "writeMode"), (pg_writer(writeMode="update (1)"), "writeMode"),
+    (pg_writer(column=["id", "now()"]), "column"),
+    (pg_writer(connection=[{"table": ["a", "b"], "jdbcUrl": "jdbc:postgresql://h/db"}]), "one table"),
+    (pg_writer(connection=[{"table": ["a.b.c"], "jdbcUrl": "jdbc:postgresql://h/db"}]), r"table\b.*schema\.table"),
+])
+def test_postgresqlwriter_refusals(writer: dict[str, Any], message: str) -> None:
+    with pytest.raises(DataxImportError, match=message):
+        one(job(writer=writer))
+
+
+# ---------------------------------------------------------------------------------------------
 # txtfilewriter and streamwriter
 
 
@@ -440,7 +546,7 @@ def test_other_settings_are_reported_with_their_paths() -> None:
 @pytest.mark.parametrize(("doc", "message"), [
     ({"content": []}, "not a DataX job"),
     (job(reader={"name": "oraclereader", "parameter": {}}), "'oraclereader' is not supported"),
-    (job(writer={"name": "hdfswriter", "parameter": {}}), "'hdfswriter' is not supported"),
+    (job(writer={"name": "hdfswriter", "parameter": {}}), "'hdfswriter' is not supported.*postgresqlwriter"),
     (job(mysql_reader(username=None)), "username: is required"),
     ({"job": {"content": "x"}}, "content"),
 ])

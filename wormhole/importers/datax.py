@@ -12,7 +12,8 @@ What maps to what:
   limit, ``speed.channel`` (see :func:`~wormhole.importers.datax_parts.speed`).
 - ``job.setting.errorLimit``: ``error_limit`` (``record``, ``percentage``); no errorLimit is no limit,
   as in DataX (wormhole's own default would fail a destination on its first rejected row).
-- readers and writers: :mod:`wormhole.importers.datax_plugins`.
+- readers and writers: :mod:`wormhole.importers.datax_plugins` (mysql, txtfile, stream) and
+  :mod:`wormhole.importers.datax_postgres` (postgresql).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wormhole.importers import datax_plugins, datax_postgres
 from wormhole.importers.datax_parts import (
     DataxImportError,
     Params,
@@ -30,9 +32,12 @@ from wormhole.importers.datax_parts import (
     report_leaves,
     speed,
 )
-from wormhole.importers.datax_plugins import READERS, WRITERS, Destination, Source, secret
+from wormhole.importers.datax_plugins import Destination, Source, secret
 
 __all__ = ["DataxImportError", "Translation", "Untranslated", "log_report", "translate"]
+
+READERS = {**datax_plugins.READERS, **datax_postgres.READERS}
+WRITERS = {**datax_plugins.WRITERS, **datax_postgres.WRITERS}
 
 _ID_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 _MAX_ID = 60

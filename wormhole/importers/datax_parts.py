@@ -1,5 +1,6 @@
-"""The pieces of a DataX job import: parameter access with a record of what was used, jdbcUrl parsing,
-and the DataX settings that become the task's ``settings`` (speed, errorLimit).
+"""The pieces of a DataX job import: parameter access with a record of what was used, jdbcUrl parsing
+(MySQL's, and PostgreSQL's with its name folding), and the DataX settings that become the task's
+``settings`` (speed, errorLimit).
 
 Every key of a DataX object is either translated or reported as an :class:`Untranslated` item with
 its key path, so nothing in a job is dropped silently. Reader and writer translators live in
@@ -201,17 +202,125 @@ def parse_jdbc_url(url: str, p: Params, key: str | int) -> Server:
     return Server(host, port, database, tuple(f"{_bracket(h)}:{pt}" for h, pt in hosts[1:]))
 
 
-def _host_port(text: str, p: Params, key: str | int) -> tuple[str, int]:
+def _host_port(text: str, p: Params, key: str | int, default: int = 3306) -> tuple[str, int]:
     if text.startswith("["):  # [IPv6]:port
         host, _, rest = text[1:].partition("]")
         port_text = rest.removeprefix(":")
     else:
         host, _, port_text = text.partition(":")
     if not port_text:
-        return host, 3306
+        return host, default
     if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise p.fail(key, f"port {port_text!r} is not a TCP port")
     return host, int(port_text)
+
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL: jdbcUrl and names
+
+_PG_JDBC = re.compile(r"jdbc:postgresql:(?://(?P<hosts>[^/?#]*))?/?(?P<db>[^?#]*)(?:\?(?P<props>.*))?",
+                      re.IGNORECASE | re.DOTALL)
+_PG_PART = re.compile(r'"((?:[^"]|"")+)"|([A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*)')
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_PG_CREDENTIALS = {"user", "password"}
+
+
+@dataclass(frozen=True, slots=True)
+class PgServer:
+    """A PostgreSQL jdbcUrl as the postgres store's connection keys."""
+
+    host: str
+    port: int
+    database: str
+    schema: str | None = None
+    """``currentSchema`` of the URL, or the schema a ``schema.table`` name gives (None: the store's default)."""
+
+    def params(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"host": self.host, "port": self.port, "database": self.database}
+        if self.schema is not None:
+            out["schema"] = self.schema
+        return out
+
+
+def pg_names(text: str) -> list[str] | None:
+    """A dotted name as PostgreSQL reads it: unquoted parts folded to lower case (ASCII only, as the
+    server folds them), ``"quoted"`` ones kept; None when ``text`` is anything else (an expression,
+    a constant). DataX sends names unquoted into its SQL, so ``Orders`` is the table ``orders``."""
+    name, parts, pos = text.strip(), [], 0
+    while True:
+        match = _PG_PART.match(name, pos)
+        if match is None:
+            return None
+        quoted, plain = match.groups()
+        if plain is not None and plain.lower() in ("null", "true", "false"):
+            return None  # SQL's literals, never names
+        parts.append(quoted.replace('""', '"') if quoted is not None else plain.translate(_ASCII_LOWER))
+        pos = match.end()
+        if pos == len(name):
+            return parts
+        if name[pos] != ".":
+            return None
+        pos += 1
+
+
+def pg_name(text: str) -> str | None:
+    """One column name as PostgreSQL reads it (see :func:`pg_names`), or None."""
+    parts = pg_names(text)
+    return parts[0] if parts is not None and len(parts) == 1 else None
+
+
+def parse_pg_jdbc_urls(p: Params, key: str) -> PgServer:
+    """A connection's ``jdbcUrl`` (a list for a reader: DataX tries them in order). The postgres store
+    connects to one server, so the first URL's first host is used and the others are reported."""
+    urls = p.texts(key)
+    if not urls:
+        raise p.fail(key, "is required")
+    servers = [_pg_url(url, p, key) for url in urls]
+    first, others = servers[0][0], [h for hosts in servers for h in hosts][1:]
+    if others:
+        shown = ", ".join(f"{_bracket(s.host)}:{s.port}/{s.database}" for s in others)
+        p.note(key, f"wormhole's postgres store connects to one server ({_bracket(first.host)}:{first.port}); "
+                    f"the others DataX would try ({shown}) are not used")
+    return first
+
+
+def _pg_url(url: str, p: Params, key: str) -> list[PgServer]:
+    match = _PG_JDBC.fullmatch(url.strip())
+    shown = redact_url(url.strip())  # a password in the URL is never echoed
+    if match is None:
+        raise p.fail(key, f"{shown!r} is not a PostgreSQL JDBC URL (jdbc:postgresql://host:port/database)")
+    hosts_text = match["hosts"]
+    if hosts_text is not None and "@" in hosts_text:
+        raise p.fail(key, "credentials inside the jdbcUrl are not supported; use username/password")
+    database = unquote(match["db"])
+    if not database:
+        raise p.fail(key, f"{shown!r} names no database; wormhole needs jdbc:postgresql://host:port/database")
+    schema = _pg_properties(match["props"] or "", p, key)
+    texts = [h.strip() for h in (hosts_text or "").split(",") if h.strip()] or ["localhost"]  # pgjdbc's default
+    return [PgServer(host, port, database, schema)
+            for host, port in (_host_port(h, p, key, default=5432) for h in texts)]
+
+
+def _pg_properties(props: str, p: Params, key: str) -> str | None:
+    """``currentSchema`` (pgjdbc's search_path) becomes the schema of unqualified tables; credentials are
+    refused (without showing them); any other property is reported."""
+    pairs = [prop.partition("=") for prop in props.split("&") if prop]
+    names = {name for name, _, _ in pairs}
+    if names & _PG_CREDENTIALS:
+        raise p.fail(key, "credentials inside the jdbcUrl are not supported; use username/password")
+    schema = None
+    for name, _, value in pairs:
+        if name == "currentSchema" and value:
+            first = unquote(value).split(",")[0]
+            schema = (pg_names(first) or [first])[0]
+            if "," in unquote(value):
+                p.note(key, f"currentSchema {unquote(value)!r}: unqualified tables are read from {schema!r}, "
+                            "the first schema of the list")
+    others = [name for name, _, _ in pairs if name != "currentSchema"]
+    if others:
+        p.note(key, f"connection properties {', '.join(others)} are not used: wormhole's postgres store "
+                    "connects with its own settings (UTF-8, UTC, ISO dates)")
+    return schema
 
 
 # ---------------------------------------------------------------------------------------------

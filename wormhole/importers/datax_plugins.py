@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from wormhole.importers.datax_parts import Params, Server, parse_jdbc_urls
+from wormhole.importers.datax_parts import Params, PgServer, Server, parse_jdbc_urls
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9_$\u0080-\uffff]+")
 _RANGE = re.compile(r"(\w+\.)?(\w+)\[(\d+)-(\d+)\](.*)")
@@ -93,15 +93,17 @@ _MYSQL_READER_REASONS = {
 
 
 @dataclass(frozen=True, slots=True)
-class _Shard:
-    server: Server
+class Shard:
+    """One connection of a reader (a postgres one: one schema of it) with its tables or queries."""
+
+    server: Server | PgServer
     tables: list[str]
     queries: list[str]
 
 
-def _reader_shard(c: Params) -> _Shard:
+def _reader_shard(c: Params) -> Shard:
     server = parse_jdbc_urls(c, "jdbcUrl")  # DataX's URL list: tried in order (failover_hosts)
-    shard = _Shard(server, expand_tables(c.texts("table")), c.texts("querySql"))
+    shard = Shard(server, expand_tables(c.texts("table")), c.texts("querySql"))
     c.report_rest()
     return shard
 
@@ -113,7 +115,7 @@ def mysql_reader(p: Params, channels: int | None) -> Source:
     shards = [_reader_shard(c) for c in p.objects("connection", required=True)]
     transforms: list[dict[str, Any]] = []
     if any(s.queries for s in shards):
-        _query_source(p, shards, params)
+        query_source(p, shards, params)
         columns = None
     else:
         columns = _table_source(p, shards, params, transforms)
@@ -124,7 +126,7 @@ def mysql_reader(p: Params, channels: int | None) -> Source:
     return Source("mysql", params, columns, {"plugin": "mysql", **identity}, tuple(transforms))
 
 
-def _place(shards: list[_Shard], params: dict[str, Any], tables: bool) -> None:
+def place(shards: list[Shard], params: dict[str, Any], tables: bool) -> None:
     """One connection reading one table is the flat form; anything more is ``connections``."""
     if len(shards) == 1 and (not tables or len(shards[0].tables) == 1):
         s = shards[0]
@@ -141,7 +143,7 @@ def _place(shards: list[_Shard], params: dict[str, Any], tables: bool) -> None:
     params["connections"] = conns
 
 
-def _query_source(p: Params, shards: list[_Shard], params: dict[str, Any]) -> None:
+def query_source(p: Params, shards: list[Shard], params: dict[str, Any]) -> None:
     queries = {q.strip() for s in shards for q in s.queries}
     if any(not s.queries for s in shards):
         raise p.fail("connection", "querySql is given on some connections only; DataX refuses that mix too")
@@ -149,7 +151,7 @@ def _query_source(p: Params, shards: list[_Shard], params: dict[str, Any]) -> No
         raise p.fail("connection", "several different querySql statements: wormhole runs one query on every "
                                    "connection; split the job, or union the queries into one statement")
     params["query"] = queries.pop()
-    _place(shards, params, tables=False)
+    place(shards, params, tables=False)
     for key in ("column", "where", "splitPk"):
         if p.has(key):
             p.get(key)
@@ -159,7 +161,7 @@ def _query_source(p: Params, shards: list[_Shard], params: dict[str, Any]) -> No
             p.note("connection", f"connection[{i}].table ignored with querySql, as DataX ignores it")
 
 
-def _table_source(p: Params, shards: list[_Shard], params: dict[str, Any],
+def _table_source(p: Params, shards: list[Shard], params: dict[str, Any],
                   transforms: list[dict[str, Any]]) -> tuple[str, ...] | None:
     if any(not s.tables for s in shards):
         raise p.fail("connection", "every connection needs a table (or querySql)")
@@ -177,7 +179,7 @@ def _table_source(p: Params, shards: list[_Shard], params: dict[str, Any],
         return None  # read through a query: its columns are not known here, as with querySql
     _table_read(shards, params, [n for n in names if n is not None], where, split_pk)
     if constants:
-        names = _derive_constants(p, names, constants, transforms)
+        names = derive_constants(p, names, constants, transforms)
     return tuple(n for n in names if n is not None)
 
 
@@ -185,13 +187,13 @@ def _plain_and_constant(raw_columns: list[str]) -> tuple[list[str | None], dict[
     """Each column's plain name (None for other text) and, by position, the others as transform constants
     (None for SQL no constant holds, which is read through a query)."""
     names = [plain_name(c) for c in raw_columns]
-    return names, {i: _constant(c) for i, c in enumerate(raw_columns) if names[i] is None}
+    return names, {i: constant(c) for i, c in enumerate(raw_columns) if names[i] is None}
 
 
-def _table_read(shards: list[_Shard], params: dict[str, Any], columns: list[str] | None, where: str | None,
+def _table_read(shards: list[Shard], params: dict[str, Any], columns: list[str] | None, where: str | None,
                 split_pk: str | None) -> None:
     """The params of a read of the tables: their connections, the columns (None: every one), where, splitPk."""
-    _place(shards, params, tables=True)
+    place(shards, params, tables=True)
     if columns is not None:
         params["columns"] = columns
     if where is not None:
@@ -206,7 +208,7 @@ _STRING = re.compile(r"'(?:[^'\\]|'')*'")
 """A MySQL string literal without backslash escapes: the same text means the same in wormhole's grammar."""
 
 
-def _constant(text: str) -> str | None:
+def constant(text: str) -> str | None:
     """A DataX constant column as a transform expression; None for any other SQL (read through a query)."""
     value = text.strip()
     if _NUMBER.fullmatch(value):
@@ -220,7 +222,7 @@ def _constant(text: str) -> str | None:
     return None
 
 
-def _derive_constants(p: Params, names: list[str | None], constants: dict[int, str | None],
+def derive_constants(p: Params, names: list[str | None], constants: dict[int, str | None],
                       transforms: list[dict[str, Any]]) -> list[str | None]:
     """Constant columns are derived after the read (``colN``, N their position), so the table keeps its
     splitPk; a ``project`` puts them back in their place when real columns follow them."""
@@ -242,7 +244,7 @@ def _derive_constants(p: Params, names: list[str | None], constants: dict[int, s
     return out
 
 
-def _expression_query(p: Params, shards: list[_Shard], params: dict[str, Any], raw_columns: list[str],
+def _expression_query(p: Params, shards: list[Shard], params: dict[str, Any], raw_columns: list[str],
                       where: str | None, split_pk: str | None) -> None:
     """Columns holding expressions or constants (``now()``, ``'x'``) become one SELECT per connection."""
     tables = {t for s in shards for t in s.tables}
@@ -253,7 +255,7 @@ def _expression_query(p: Params, shards: list[_Shard], params: dict[str, Any], r
     quoted = "`" + (plain_name(table) or table).replace("`", "``") + "`"
     params["query"] = f"SELECT {', '.join(c.strip() for c in raw_columns)} FROM {quoted}" + (
         f" WHERE {where}" if where is not None else "")
-    _place(shards, params, tables=False)
+    place(shards, params, tables=False)
     p.note("column", "holds expressions or constants: read through a query on the table instead")
     if split_pk is not None:
         p.note("splitPk", "not used: a query is read without splitting (one split per connection)")

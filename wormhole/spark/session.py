@@ -3,7 +3,7 @@
 Defaults make a task's data round-trip unchanged and its logs readable: UTC everywhere (JVM,
 session, so DATETIME values never shift), naive timestamps (``TimestampNTZ``), Spark's console
 progress bar and UI off, Spark's own log4j output at ERROR (our JSON log lines stay readable),
-the executors' Python the same interpreter as the driver's, MariaDB Connector/J on the classpath,
+the executors' Python the same interpreter as the driver's, MariaDB Connector/J and pgjdbc on the classpath,
 and Hive support over an embedded Derby metastore under ``var/``. The wormhole package is zipped
 and shipped with ``addPyFile`` so executors on a cluster import the same code as the driver.
 """
@@ -29,6 +29,8 @@ log = structlog.get_logger("wormhole.spark")
 
 CONNECTOR_J = "/usr/share/java/mariadb-java-client.jar"
 """Debian's libmariadb-java, which ``make install`` installs."""
+PG_JDBC = "/usr/share/java/postgresql.jar"
+"""Debian's libpostgresql-jdbc-java (pgjdbc), which ``make install`` installs for the postgres store."""
 
 _LOG4J = """\
 rootLogger.level = error
@@ -46,7 +48,9 @@ _startup_s: float = 0.0
 
 
 def default_jars() -> tuple[str, ...]:
-    return (CONNECTOR_J,) if os.path.isfile(CONNECTOR_J) else ()
+    """The JDBC drivers installed where Debian puts them (a missing one is left out: only its store's
+    JDBC paths need it)."""
+    return tuple(jar for jar in (CONNECTOR_J, PG_JDBC) if os.path.isfile(jar))
 
 
 def builder_settings(conf: SparkConf) -> dict[str, str]:
