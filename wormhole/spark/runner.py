@@ -36,7 +36,7 @@ from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Rejected, Schema, Split, split_order
+from wormhole.plugins.base import Column, ReadContext, Rejected, Schema, Split, split_order
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.recovery.split_lane import SplitTarget
@@ -192,13 +192,15 @@ class SparkExecution:
                 self.split_ids = order
             self.partitions = frame.rdd.getNumPartitions()
             # What Spark's read produced, but a column carried as exact text keeps its reader's type,
-            # and every column the reader's nullability (JDBC calls a derived table's columns nullable).
+            # and every column the reader's nullability (JDBC calls a derived table's columns nullable)
+            # and, of the same type, its declaration (a decimal's shape, the source's own type), which
+            # a destination's create_table makes the column of, as in local mode.
             reader_columns = {c.name: c for c in schema.columns}
             exact = exact_columns(frame.schema)
             schema = Schema(tuple(
                 c if c.name not in reader_columns
                 else reader_columns[c.name] if c.name in exact
-                else dataclasses.replace(c, nullable=reader_columns[c.name].nullable)
+                else _as_read(c, reader_columns[c.name])
                 for c in logical_schema(frame.schema).columns))
             how = "native"
         else:
@@ -474,3 +476,10 @@ class SparkExecution:
             self.frame.unpersist()
             self.frame = None
 
+
+def _as_read(column: Column, read: Column) -> Column:
+    """A native read's column with the nullability the reader says, and its declaration when the types agree."""
+    if column.type != read.type:
+        return dataclasses.replace(column, nullable=read.nullable)
+    return dataclasses.replace(column, nullable=read.nullable, precision=read.precision, scale=read.scale,
+                               native=read.native)

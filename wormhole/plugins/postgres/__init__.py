@@ -6,7 +6,8 @@ append, truncate, upsert or an atomic staging-table swap.
 the sessions and error classes. The source role: :mod:`.source_options` (its params and shapes),
 :mod:`.catalog` (types), :mod:`.splitter`, :mod:`.reader`, :mod:`.periphery`, :mod:`.bounds`. The sink
 role: :mod:`.sink_options`, :mod:`.writer_periphery`, :mod:`.writer` (with :mod:`.encoding`,
-:mod:`.markers`, :mod:`.staging` and :mod:`.ddl`).
+:mod:`.markers`, :mod:`.staging` and :mod:`.ddl`). :mod:`.spark` is the native Spark read (loaded in
+Spark mode only).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ PLUGIN = Plugin(
         splitter=PostgresSplitter,
         reader=PostgresReader,
         periphery=PostgresReaderPeriphery,
+        spark_read="wormhole.plugins.postgres.spark:read",
         bounds=bounds,
     ),
     sink=SinkRole(

@@ -1,0 +1,228 @@
+"""The postgres store's native Spark read (``spark_read``), loaded in Spark mode only.
+
+PostgreSQL goes over JDBC with Debian's pgjdbc: one partition per split predicate (key or ctid
+ranges, the task's pushed-down filters ANDed as literals), every shard and table its own relation,
+unioned by name (the union says which split each partition is, for destinations that make splits
+durable). Sessions get the settings local mode's have (UTC, ISO dates and intervals). Columns whose
+JDBC value is not the one the local reader gives are selected through an expression (see
+:data:`JDBC_EXACT_KINDS`); a column no expression makes exact sends the read to the row reader per
+split (:class:`wormhole.spark.types.RowReaderPlan`). Writes go through the store's own row writers
+inside the executors (a split per partition, durable with its marker row), not JDBC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+from typing import Any
+from urllib.parse import quote as url_quote
+
+import psycopg
+from psycopg.sql import Literal
+from pyspark.sql import Column as SparkColumn
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from wormhole.errors import SplitError
+from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split, with_split_order
+from wormhole.plugins.postgres.catalog import ColumnInfo, choose_columns, describe_query, describe_table, relation
+from wormhole.plugins.postgres.connection import SESSION_SETTINGS, close_quietly, connect
+from wormhole.plugins.postgres.options import Endpoint
+from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource
+from wormhole.plugins.sql import quote, resolve_password
+from wormhole.spark.types import EXACT, RowReaderPlan
+
+PG_DRIVER = "org.postgresql.Driver"
+
+JDBC_EXACT_KINDS = frozenset({"int", "float", "bool", "bytes"})
+"""Kinds (:mod:`.catalog`) Spark's JDBC read carries exactly as local mode reads them, as they are,
+measured with pgjdbc 42.5 and Spark 4 against the local reader (smallint, integer, bigint, double
+precision with NaN and infinities, boolean, bytea). The others go through an expression in the query:
+
+- ``real``: a CAST to double precision (JDBC's float would be the same value; the reader's own choice);
+- ``numeric(p, s)`` within decimal(38,18): a CAST to itself (``numeric(5,-2)`` is refused by Spark as
+  it is), exact; wider ones (``numeric(40,5)`` is rounded to decimal(38,3)) and ``numeric`` without a
+  declared scale (read as decimal(38,18): rounded, where local mode rejects the row) send the read to
+  the row reader, as does a shard whose declared shape differs from the first table's. A NaN in a
+  ``numeric(p, s)`` column fails the read (pgjdbc: "Bad value for type BigDecimal"), where local mode
+  rejects its row;
+- ``date``, ``timestamp``, ``timestamptz`` (``AT TIME ZONE 'UTC'``): their ISO text, cast back in Spark,
+  exact for years 1 to 9999 (JDBC's own values shift dates before 1582-10-15 by the Julian calendar,
+  read BC dates as negative years, clamp infinity to 9999-12-31 or overflow). With ``special_dates:
+  null`` the text of a date out of that range is NULL, as local mode reads it; with ``reject`` (the
+  default) such a column sends the read to the row reader, which rejects those rows;
+- ``json``/``jsonb`` and arrays (``to_json``): their JSON text, carried as exact text (JDBC reads
+  arrays as Spark arrays, which a Parquet write would cast to Spark's own text, not JSON);
+- everything read as a string (text, varchar, char(n) with its padding, uuid, inet, interval in ISO
+  8601, enums, money, xml, time, timetz, bit, oid, ranges, ...): the type's output text through
+  ``format('%s', ...)``, what COPY prints (JDBC reads time as a 1970-01-01 timestamp, bit(n) as bytes,
+  oid as a decimal, and ``inet::text`` would add a /32).
+"""
+
+_TEMPORAL_SPARK = {"date": T.DateType(), "datetime": T.TimestampNTZType(), "timestamptz": T.TimestampNTZType()}
+_HIGH = {"date": "<= '9999-12-31'", "datetime": "< '10000-01-01'", "timestamptz": "< '10000-01-01'"}
+_TEXT_TYPES = ("text", "character varying", "varchar", "character(", "bpchar")
+"""Declared types pgjdbc hands as their text already (no ``format`` needed)."""
+
+
+def jdbc_url(ep: Endpoint) -> str:
+    return f"jdbc:postgresql://{ep.host}:{ep.port}/{url_quote(ep.database, safe='')}?ApplicationName=wormhole"
+
+
+def _properties(ep: Endpoint, timeout_s: float) -> dict[str, str]:
+    # No predicate push-down by Spark: the task's filters go to PostgreSQL as the ``pushdown`` SQL
+    # local mode sends, which means what Spark and local mode mean (collation, special dates).
+    # fetchsize: pgjdbc streams with a cursor (Spark's dialect turns autocommit off) instead of
+    # holding a whole partition in memory.
+    return {"user": ep.user, "password": resolve_password(ep.password, ep.password_env), "driver": PG_DRIVER,
+            "fetchsize": "10000", "preferTimestampNTZ": "true", "pushDownPredicate": "false",
+            "connectTimeout": str(max(1, round(timeout_s))),
+            "sessionInitStatement": "; ".join(s for s in SESSION_SETTINGS if "client_encoding" not in s)}
+
+
+def _why_inexact(info: ColumnInfo, first: tuple[int | None, int | None] | None, special_dates: str) -> str | None:
+    """Why no expression makes a column's JDBC value the local reader's (None: one does)."""
+    if info.kind == "decimal":
+        if info.precision is None or info.scale is None:
+            return "numeric without a declared scale"
+        if info.scale > 18 or info.precision - info.scale > 20:
+            return f"numeric({info.precision},{info.scale}) beyond decimal(38,18)"
+        if first is not None and first != (info.precision, info.scale):
+            return f"numeric({info.precision},{info.scale}) unlike the first table's"
+    if info.kind in _TEMPORAL_SPARK and special_dates == "reject":
+        return f"{info.type_name} with special_dates: reject"
+    return None
+
+
+def _expression(info: ColumnInfo) -> str | None:
+    """What the JDBC query selects for a column (None: the column as it is)."""
+    q = quote(info.name)
+    if info.kind in JDBC_EXACT_KINDS:
+        return None
+    if info.kind == "float4":
+        return f"CAST({q} AS double precision)"
+    if info.kind == "decimal":
+        return f"CAST({q} AS numeric({info.precision},{info.scale}))"
+    if info.kind in _TEMPORAL_SPARK:
+        value = f"({q} AT TIME ZONE 'UTC')" if info.kind == "timestamptz" else q
+        return f"CASE WHEN {value} >= '0001-01-01' AND {value} {_HIGH[info.kind]} THEN CAST({value} AS text) END"
+    if info.kind == "json":
+        return f"CAST({q} AS text)"
+    if info.kind == "array":
+        return f"CAST(to_json({q}) AS text)"
+    if info.type_name.startswith(_TEXT_TYPES):
+        return None
+    return f"CASE WHEN {q} IS NOT NULL THEN format('%s', {q}) END"
+
+
+class _Plan:
+    """The columns of each relation a source reads (see :func:`_plan`), and what JDBC would not carry."""
+
+    def __init__(self, source: PostgresSource, schema: Schema) -> None:
+        self.source = source
+        self.first = {c.name.lower(): (c.precision, c.scale) for c in schema.columns if c.type == "decimal"}
+        self.read = {name.lower() for name in schema.names}
+        """The columns the splits read (a pushed-down projection leaves some out)."""
+        self.columns: dict[tuple[int, str | None], list[ColumnInfo]] = {}
+        self.awkward: list[str] = []
+        self.where: str | None = None
+
+    def add(self, key: tuple[int, str | None], infos: list[ColumnInfo]) -> None:
+        self.columns[key] = infos
+        for info in infos:
+            if info.name.lower() not in self.read:
+                continue
+            why = _why_inexact(info, self.first.get(info.name.lower()), self.source.special_dates)
+            shown = f"{info.name} ({why})"
+            if why is not None and shown not in self.awkward:
+                self.awkward.append(shown)
+
+
+def _plan(source: PostgresSource, schema: Schema, pushed: PushedQuery | None) -> _Plan:
+    """Each relation's columns (a query's under the key ``(shard, None)``), the awkward ones, and the
+    pushed-down condition with its values as literals (Spark's JDBC predicates bind none)."""
+    plan = _Plan(source, schema)
+    for index, shard in enumerate(source.shards):
+        conn = connect(shard.endpoint, SplitError, attempts=source.connect_retries, timeout=source.connect_timeout_s)
+        try:
+            if plan.where is None and pushed is not None:
+                plan.where = inline_where(pushed, conn)
+            if isinstance(source, QuerySource):
+                plan.add((index, None), describe_query(conn, shard.endpoint, source.query))
+                continue
+            for table in shard.tables:
+                where = relation(shard.schema, table)
+                infos = describe_table(conn, shard.endpoint, shard.schema, table)
+                plan.add((index, where), choose_columns(infos, source.selection.columns, shard.endpoint, where))
+        finally:
+            close_quietly(conn)
+    return plan
+
+
+def inline_where(pushed: PushedQuery, conn: psycopg.Connection[Any]) -> str | None:
+    """The pushed-down condition with its bound values written in as PostgreSQL literals."""
+    if pushed.where is None:
+        return None
+    parts = pushed.where.split(PARAM_MARK)
+    out = [parts[0]]
+    for arg, part in zip(pushed.args, parts[1:], strict=True):
+        out += [Literal(arg).as_string(conn), part]
+    return "".join(out)
+
+
+def read(spark: SparkSession, options: PostgresSource, splits: list[Split],
+         schema: Schema) -> DataFrame | RowReaderPlan:
+    """One JDBC relation per shard table (or query), one partition per split, unioned by column name;
+    the row reader per split (:class:`RowReaderPlan`) when a column would not travel exactly."""
+    pushed: PushedQuery | None = splits[0].params.get("pushdown")
+    plan = _plan(options, schema, pushed)
+    if plan.awkward:
+        shown = plan.awkward[:6]
+        more = f" and {len(plan.awkward) - 6} more" if len(plan.awkward) > 6 else ""
+        return RowReaderPlan(f"JDBC would not carry {', '.join(shown)}{more} exactly")
+    groups: dict[tuple[int, str | None], list[Split]] = {}
+    for split in splits:
+        groups.setdefault((split.params["shard"], split.params.get("relation")), []).append(split)
+    frames = [_relation(spark, options, key, members, plan, schema) for key, members in groups.items()]
+    # The union's partitions are the groups' in turn: say which split each is (resumable writes).
+    return with_split_order(reduce(lambda a, b: a.unionByName(b), frames),
+                            [s.id for members in groups.values() for s in members])
+
+
+def _relation(spark: SparkSession, source: PostgresSource, key: tuple[int, str | None], members: list[Split],
+              plan: _Plan, schema: Schema) -> DataFrame:
+    """One table (or query) of one shard over JDBC, a partition per split: the table's own columns
+    stay for the split predicates and the task's where, the expressions beside them under new names."""
+    ep = source.shards[key[0]].endpoint
+    infos = {c.name: c for c in plan.columns[key]}
+    columns: Sequence[str] = members[0].params["columns"]
+    pushed: PushedQuery | None = members[0].params.get("pushdown")
+    if pushed is not None:
+        columns = [columns[k] for k in pushed.keep]
+    predicates = [s.params.get("predicate") or "TRUE" for s in members]
+    if plan.where is not None:
+        predicates = [f"({p}) AND ({plan.where})" for p in predicates]
+    exprs = {c: _expression(infos[c]) for c in columns}
+    named = {c: f"__wh_{i}" for i, c in enumerate(columns) if exprs[c] is not None}
+    base = f"({source.query}) AS wh_q" if isinstance(source, QuerySource) else key[1]
+    # ctid is a system column, which * leaves out: block-range predicates need it by name.
+    ctid = ", ctid" if any("ctid" in p for p in predicates) and key[1] is not None else ""
+    texts = "".join(f", {exprs[c]} AS {quote(n)}" for c, n in named.items())
+    table = f"(SELECT *{ctid}{texts} FROM {base}) AS wh_r"
+    frame = spark.read.jdbc(jdbc_url(ep), table, predicates=predicates,
+                            properties=_properties(ep, source.connect_timeout_s))
+    frame = frame.select([_column(infos[c], named.get(c)) for c in columns])
+    return frame.toDF(*schema.names)  # the names the reader's schema gives
+
+
+def _column(info: ColumnInfo, name: str | None) -> SparkColumn:
+    if name is None:
+        return F.col(f"`{info.name}`")
+    col = F.col(f"`{name}`")
+    if info.kind in _TEMPORAL_SPARK:
+        return col.cast(_TEMPORAL_SPARK[info.kind]).alias(info.name)
+    if info.kind in ("json", "array"):
+        # JSON text: the writers get its values back, as the row reader's (its logical type stays json).
+        return col.alias(info.name, metadata={EXACT: True})
+    return col.alias(info.name)
