@@ -17,7 +17,7 @@ from tests.mysql_types_table import (
     measure_roundtrip,
     roundtrip_markdown,
 )
-from tests.pg_helpers import Schemas, pg_schemas
+from tests.pg_helpers import Schemas, pg_execute, pg_schemas
 from tests.spark_helpers import run_task
 from wormhole.config import EngineConf, PathsConf
 
@@ -42,9 +42,14 @@ def test_type_round_trip_table_local(dbs: Databases, server: Server, pg_schemas:
         assert outcomes[store]["js"] == "exact", (store, outcomes[store]["js"])
     assert "null rejected" not in outcomes["parquet"]["js"] and "null ->" not in outcomes["parquet"]["js"]
     assert outcomes["mysql"] == dict.fromkeys(outcomes["mysql"], "exact"), outcomes["mysql"]
-    # postgres (the types create_table chooses: real, numeric(65,30), numeric(20), bigint, text, jsonb,
-    # bytea, varchar(n)) keeps every value exactly but zero dates and jsonb's key order.
+    # postgres, in the types create_table chooses for the MySQL columns, keeps every value exactly but zero
+    # dates and jsonb's key order.
     assert outcomes["postgres"] == {c: POSTGRES_INEXACT.get(c, "exact") for c in ROUNDTRIP_COLUMNS}
+    created = dict(pg_execute(pg_schemas.conn, "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                              "WHERE attrelid = %s::regclass AND attnum > 0", (f"{pg[1]}.copy",)))
+    assert created == {"id": "integer", "fl": "real", "db": "double precision", "dec": "numeric(65,30)",
+                       "d18": "numeric(38,18)", "bu": "numeric(20,0)", "bt": "bigint", "zd": "date", "tm": "text",
+                       "js": "jsonb", "bn": "bytea", "u8": "character varying(40)", "es": "character varying(10)"}
     check_readme_table("local", roundtrip_markdown(outcomes))
 
 
