@@ -9,17 +9,29 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.mysql_helpers import Databases, Server, execute, q
-from tests.mysql_types_table import check_readme_table, measure_roundtrip, roundtrip_markdown
+from tests.mysql_types_table import (
+    POSTGRES_INEXACT,
+    ROUNDTRIP_COLUMNS,
+    ROUNDTRIP_STORES,
+    check_readme_table,
+    measure_roundtrip,
+    roundtrip_markdown,
+)
+from tests.pg_helpers import Schemas, pg_execute, pg_schemas
 from tests.spark_helpers import run_task
 from wormhole.config import EngineConf, PathsConf
 
 pytestmark = pytest.mark.mysql
 
+__all__ = ["pg_schemas"]  # the fixture, used by name
 
+
+@pytest.mark.postgres
 @pytest.mark.timeout(300)
-def test_type_round_trip_table_local(dbs: Databases, server: Server, tmp_path: Path) -> None:
+def test_type_round_trip_table_local(dbs: Databases, server: Server, pg_schemas: Schemas, tmp_path: Path) -> None:
     conf = EngineConf(paths=PathsConf(dirty_dir=str(tmp_path / "dirty")))
-    outcomes = measure_roundtrip(conf, "local", server, dbs, tmp_path)
+    pg = (pg_schemas.server, pg_schemas.create("types"))
+    outcomes = measure_roundtrip(conf, "local", server, dbs, tmp_path, (*ROUNDTRIP_STORES, "postgres"), pg)
     # What issue 23 fixed holds in every store that can hold the type at all.
     for store in ("mysql", "csv", "jsonl", "parquet", "sqlite"):
         assert outcomes[store]["fl"] == "exact", (store, outcomes[store]["fl"])
@@ -30,6 +42,14 @@ def test_type_round_trip_table_local(dbs: Databases, server: Server, tmp_path: P
         assert outcomes[store]["js"] == "exact", (store, outcomes[store]["js"])
     assert "null rejected" not in outcomes["parquet"]["js"] and "null ->" not in outcomes["parquet"]["js"]
     assert outcomes["mysql"] == dict.fromkeys(outcomes["mysql"], "exact"), outcomes["mysql"]
+    # postgres, in the types create_table chooses for the MySQL columns, keeps every value exactly but zero
+    # dates and jsonb's key order.
+    assert outcomes["postgres"] == {c: POSTGRES_INEXACT.get(c, "exact") for c in ROUNDTRIP_COLUMNS}
+    created = dict(pg_execute(pg_schemas.conn, "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                              "WHERE attrelid = %s::regclass AND attnum > 0", (f"{pg[1]}.copy",)))
+    assert created == {"id": "integer", "fl": "real", "db": "double precision", "dec": "numeric(65,30)",
+                       "d18": "numeric(38,18)", "bu": "numeric(20,0)", "bt": "bigint", "zd": "date", "tm": "text",
+                       "js": "jsonb", "bn": "bytea", "u8": "character varying(40)", "es": "character varying(10)"}
     check_readme_table("local", roundtrip_markdown(outcomes))
 
 

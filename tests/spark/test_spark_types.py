@@ -16,6 +16,8 @@ import pytest
 
 from tests.mysql_helpers import Databases, Server, execute, q
 from tests.mysql_types_table import (
+    POSTGRES_INEXACT,
+    ROUNDTRIP_COLUMNS,
     ROUNDTRIP_STORES,
     TYPE_COLUMNS,
     TYPE_ROWS,
@@ -24,10 +26,13 @@ from tests.mysql_types_table import (
     measure_roundtrip,
     roundtrip_markdown,
 )
+from tests.pg_helpers import Schemas, pg_schemas
 from tests.spark_helpers import dirty_lines, run_task
 from wormhole.config import EngineConf
 
 pytestmark = [pytest.mark.spark, pytest.mark.mysql]
+
+__all__ = ["pg_schemas"]  # the fixture, used by name
 
 BIT_COLUMNS = ("bt", "b1", "b5")
 """CAST(bit AS CHAR) is the raw bytes; bit + 0 its number."""
@@ -165,12 +170,17 @@ def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
 
 
 @pytest.mark.timeout(300)
-def test_type_round_trip_table_spark(spark_conf: EngineConf, dbs: Databases, server: Server, tmp_path: Path) -> None:
+@pytest.mark.postgres
+def test_type_round_trip_table_spark(spark_conf: EngineConf, dbs: Databases, server: Server, pg_schemas: Schemas,
+                                     tmp_path: Path) -> None:
     """README's Spark type round-trip table: Spark mode writes every store's copy, local mode reads it
-    back (hive: Spark mode, a table the destination creates)."""
-    outcomes = measure_roundtrip(spark_conf, "spark", server, dbs, tmp_path, (*ROUNDTRIP_STORES, "hive"))
+    back (hive: Spark mode, a table the destination creates; postgres: a table create_table makes)."""
+    pg = (pg_schemas.server, pg_schemas.create("types"))
+    stores = (*ROUNDTRIP_STORES, "hive", "postgres")
+    outcomes = measure_roundtrip(spark_conf, "spark", server, dbs, tmp_path, stores, pg)
     for store in ("mysql", "csv", "jsonl", "parquet", "sqlite", "hive"):
         assert outcomes[store]["fl"] == "exact" and outcomes[store]["es"] == "exact", store
     for store in ("mysql", "csv", "jsonl", "parquet", "hive"):
         assert outcomes[store]["bu"] == "exact", (store, outcomes[store]["bu"])
+    assert outcomes["postgres"] == {c: POSTGRES_INEXACT.get(c, "exact") for c in ROUNDTRIP_COLUMNS}  # as local mode
     check_readme_table("spark", roundtrip_markdown(outcomes))
