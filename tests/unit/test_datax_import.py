@@ -297,6 +297,7 @@ def test_postgresqlreader_table_keys_fold_names_as_postgresql_does() -> None:
         "where": "id > 5", "split_pk": "id"}}
     assert "pw-9" not in json.dumps(tr.task)
     assert "COPY" in notes(tr)[f"{R}.fetchSize"]
+    TaskSpec.from_mapping(tr.task)
 
 
 def test_postgresqlreader_url_current_schema_hosts_and_properties() -> None:
@@ -325,6 +326,7 @@ def test_postgresqlreader_query_sql_and_expression_columns() -> None:
     params = expr.task["source"]["params"]
     assert params["query"] == 'SELECT id, \'x\'::varchar, power(2,3) FROM "s"."Big T" WHERE id > 1'
     assert {"table", "schema", "split_pk"}.isdisjoint(params)
+    TaskSpec.from_mapping(expr.task)
 
 
 @pytest.mark.parametrize("url", ["jdbc:mysql://h/db", "jdbc:postgresql://h/", "jdbc:postgresql://h:99999/db",
@@ -349,6 +351,7 @@ def test_postgresqlwriter_keys() -> None:
                            "batch_size": 512, "password_env": "DATAX_POSTGRES_DW_ORDERS_PASSWORD"}
     assert "pw-2" not in json.dumps(tr.task)
     assert "session" in notes(tr)[f"{W}.session"]
+    TaskSpec.from_mapping(tr.task)
 
 
 @pytest.mark.parametrize(("mode", "expected"), [
