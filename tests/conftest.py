@@ -3,6 +3,7 @@ subprocess, log capture."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -144,6 +145,34 @@ class Workspace:
             raise AssertionError(f"wormhole {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
         return proc
 
+    def run_here(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        """The same ``wormhole`` command run in this process (click's runner: same arguments, environment and
+        working directory, stdout and stderr apart), without the ~0.5 s of CPU a new interpreter spends
+        importing the CLI. For the bookkeeping every test repeats (``db init``, ``task show``); what a
+        user sees of those commands as a process is asserted in tests/e2e/test_cli*.py."""
+        from click.testing import CliRunner
+
+        from wormhole.cli import cli
+
+        env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("WORMHOLE_")}
+        env.update(self.env())
+        configured = structlog.is_configured()
+        saved = structlog.get_config()
+        try:
+            with contextlib.chdir(self.root):
+                result = CliRunner(env=env).invoke(cli, list(args), prog_name="wormhole")
+        finally:  # the command configured logging for itself: give the test process its own back
+            if configured:
+                structlog.configure(**saved)
+            else:
+                structlog.reset_defaults()
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        proc = subprocess.CompletedProcess(["wormhole", *args], result.exit_code, result.stdout, result.stderr)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"wormhole {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+        return proc
+
     def popen(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen([*wormhole_command(), *args], cwd=self.root, env=self.env(),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -188,7 +217,7 @@ class Workspace:
             conn.close()
 
     def show(self, task_id: int) -> dict[str, Any]:
-        return json.loads(self.run("task", "show", str(task_id), check=True).stdout)
+        return json.loads(self.run_here("task", "show", str(task_id), check=True).stdout)
 
 
 def run_task(ws: Workspace, spec: dict[str, Any] | str, timeout: float = 240) -> tuple[int, dict[str, Any], str]:
@@ -210,7 +239,7 @@ def log_events(stderr: str) -> list[dict[str, Any]]:
 def make_workspace(root: Path, task_db: str | None = None) -> Workspace:
     ws = Workspace(root=root, task_db=task_db or "sqlite:///var/wormhole.db")
     ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, timeouts={"shutdown_s": 5.0})
-    ws.run("db", "init", check=True)
+    ws.run_here("db", "init", check=True)
     return ws
 
 

@@ -52,8 +52,7 @@ def submit(ws: Workspace, spec: Path) -> int:
 
 
 def show(ws: Workspace, task_id: int) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(ws.run("task", "show", str(task_id), check=True).stdout)
-    return doc
+    return ws.show(task_id)
 
 
 def finished(ws: Workspace, task_id: int) -> list[dict[str, Any]]:
