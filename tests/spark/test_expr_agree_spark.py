@@ -9,6 +9,7 @@ one ``select``, and the first predicate also as a ``filter``, on the test run's 
 from __future__ import annotations
 
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from tests.integration.test_expr_agree import (
     python_values,
 )
 from wormhole.transform.check import int_bound
-from wormhole.transform.expr import Expr, children
+from wormhole.transform.expr import Binary, Col, Expr, Lit, children
 
 pytestmark = [pytest.mark.spark]
 
@@ -33,13 +34,35 @@ SPARK_SCHEMA = ("id long, i long, j long, f double, m decimal(38, 18), s string,
                 "ts timestamp")
 
 
+_DECIMAL_COLUMN = 10**3
+"""The largest magnitude of the rows' decimal column ``m`` (ROWS keeps DECIMAL(65,30)'s edges out of Spark)."""
+
+
+def _magnitude(e: Expr, c: Case) -> int:
+    """An upper bound of ``|value|`` of a numeric expression, for the DECIMAL(38, 18) check below."""
+    if c.typed.of(e) == "int":
+        return int_bound(e, c.typed, 2**63)
+    if isinstance(e, Lit):
+        return int(abs(e.value)) + 1 if isinstance(e.value, (int, Decimal)) and not isinstance(e.value, bool) else 1
+    if isinstance(e, Col):
+        return _DECIMAL_COLUMN
+    if isinstance(e, Binary) and e.op in ("+", "-", "*", "/", "%"):
+        a, b = _magnitude(e.a, c), _magnitude(e.b, c)
+        # A quotient grows by the divisor's smallest non-zero value (a literal or m's 0.001): 10^4 at most.
+        return {"*": a * b, "/": a * 10**4, "%": min(a, b)}.get(e.op, a + b)
+    return max((_magnitude(x, c) for x in children(e)), default=1)
+
+
 def _in_spark_range(c: Case) -> bool:
     """Spark computes integer arithmetic in 38 digits and holds a decimal as DECIMAL(38, 18) (README): an
-    int that may reach 10^20 (a product of two BIGINTs) is beyond what it casts to a decimal exactly."""
+    int that may reach 10^20 (a product of two BIGINTs) is beyond what it casts to a decimal exactly, and a
+    decimal that may reach 10^20 (``10.9 * i`` at BIGINT's limit) overflows it (NUMERIC_VALUE_OUT_OF_RANGE)."""
     todo: list[Expr] = [c.tree]
     while todo:
         e = todo.pop()
         if c.typed.of(e) == "int" and int_bound(e, c.typed, 2**63) >= 10**20:
+            return False
+        if c.typed.of(e) == "decimal" and _magnitude(e, c) >= 10**20:
             return False
         todo.extend(children(e))
     return True
