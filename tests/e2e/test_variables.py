@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,8 @@ def test_a_resumed_run_uses_the_values_of_the_run_it_resumes(ws: Workspace) -> N
         # A run that crashed yesterday: it recorded its values, and the task was reset to resume it.
         assert store.claim(task_id, "gone")
         crashed = store.start_run(task_id, "gone", variables='{"day": "2026-01-02", "run_date": "2020-05-06"}')
+        # Heartbeats are kept to the millisecond: one older than 0 s needs the clock past the claim's.
+        time.sleep(0.005)
         assert store.retry(task_id, force=True, stale_s=0.0)
     proc = ws.run("--task-id", str(task_id))
     assert proc.returncode == 0, proc.stderr
