@@ -156,7 +156,8 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
                   "pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT "
                   "a.attisdropped", (self.target,)))
         types = [found.get(c, ("?", "?")) for c in self.columns]
-        self.binary_kinds = binary_kinds([c.type for c in self.ctx.schema.columns], [t[0] for t in types])
+        self.binary_kinds = binary_kinds([c.type for c in self.ctx.schema.columns], [t[0] for t in types]) \
+            if self.options.copy_format == "auto" else None
         self.copy_binary_sql = self.copy_sql + " (FORMAT binary)"
         self.ctx.log.info("writer.copy_format", table=self.target,
                           format="binary" if self.binary_kinds is not None else "text",
@@ -420,4 +421,6 @@ def plan_load(options: PostgresWriterOptions, schema: Any, rows_changed: bool) -
     at prepare from the target's column types)."""
     into = "a temporary table, then INSERT ... ON CONFLICT" if options.write_mode == "upsert" else \
         ("the staging table" if options.load == "staging" else "the target")
+    if options.copy_format == "text":
+        return f"COPY text from Arrow into {into}"
     return f"COPY binary from Arrow into {into} if the target's column types allow (chosen at prepare), else text"
