@@ -98,6 +98,7 @@ class PostgresWriter:
         self._splits: dict[str, psycopg.Connection[Any]] = {}
         self._split_written: dict[str, int] = {}
         self._free: list[psycopg.Connection[Any]] = []
+        self._said_text = False
 
     def _error(self, message: str) -> WriteError:
         return WriteError(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
@@ -211,8 +212,9 @@ class PostgresWriter:
         if kinds is not None and batch.num_rows:
             try:
                 return BinaryPiece(batch, kinds)
-            except NotBinary as exc:
-                self.log.debug("writer.text_batch", reason=str(exc))
+            except NotBinary as exc:  # said once a writer (info), then at debug: it may be every batch
+                (self.log.debug if self._said_text else self.log.info)("writer.text_batch", reason=str(exc))
+                self._said_text = True
         return self._encoded(batch, rejected)
 
     def _encoded(self, batch: pa.RecordBatch, rejected: list[Rejected]) -> ArrowPiece:
