@@ -212,7 +212,7 @@ class PostgresWriter:
         if kinds is not None and batch.num_rows:
             try:
                 return BinaryPiece(batch, kinds)
-            except NotBinary as exc:  # said once a writer (info), then at debug: it may be every batch
+            except (NotBinary, *_ENCODE_ERRORS) as exc:  # said once a writer (info), then at debug
                 (self.log.debug if self._said_text else self.log.info)("writer.text_batch", reason=str(exc))
                 self._said_text = True
         return self._encoded(batch, rejected)
