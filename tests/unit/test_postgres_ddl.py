@@ -41,6 +41,9 @@ def test_plan_names_how_a_destination_loads() -> None:
     assert sink is not None and sink.plan_load is not None
     upsert = PostgresWriterOptions(user="u", database="d", table="t", write_mode="upsert")
     staged = PostgresWriterOptions(user="u", database="d", table="t", load="staging")
-    assert sink.plan_load(upsert, SCHEMA, False) == "COPY text from Arrow into a temporary table, then INSERT ... " \
-                                                    "ON CONFLICT"
-    assert sink.plan_load(staged, SCHEMA, False) == "COPY text from Arrow into the staging table"
+    text = PostgresWriterOptions(user="u", database="d", table="t", copy_format="text")
+    assert sink.plan_load(upsert, SCHEMA, False) == "COPY binary from Arrow into a temporary table, then INSERT ... " \
+        "ON CONFLICT if the target's column types allow (chosen at prepare), else text"
+    assert sink.plan_load(staged, SCHEMA, False) == "COPY binary from Arrow into the staging table if the target's " \
+        "column types allow (chosen at prepare), else text"
+    assert sink.plan_load(text, SCHEMA, False) == "COPY text from Arrow into the target"

@@ -14,10 +14,10 @@ PostgreSQL's input function of the target's type reads back to the same value:
 - string, json: the text, escaped. PostgreSQL text cannot hold NUL (U+0000): :func:`nul_rows` finds the
   rows holding one, which the writer rejects before the COPY.
 
-Text, not binary COPY: measured on 1M rows (README "postgres"), encoding a batch here and sending it
-whole is several times quicker than psycopg's per-row binary ``write_row``, and text lets PostgreSQL cast
-each field to whatever the target column declares (an int into ``integer``, a string into ``varchar(5)``,
-a json into ``jsonb``), where binary COPY needs the exact type of every column.
+Text lets PostgreSQL cast each field to whatever the target column declares (an int into ``numeric``, a
+string into ``uuid``), where binary COPY needs the exact type of every column: a destination whose target
+columns all have a type :mod:`.binary` encodes is written in binary instead (the server's COPY costs less),
+and any other, or a batch the binary form cannot take, here.
 """
 
 from __future__ import annotations
@@ -201,6 +201,8 @@ def row_line(types: Sequence[str], row: Sequence[Any]) -> bytes:
 class ArrowPiece:
     """Rows of a batch as Arrow, with each column's COPY text made once."""
 
+    binary = False
+
     def __init__(self, batch: pa.RecordBatch, texts: Sequence[pa.Array]) -> None:
         self.batch = batch
         self.texts = texts
@@ -220,6 +222,8 @@ class ArrowPiece:
 class TuplePiece:
     """Rows that have no Arrow form in their columns but a COPY text all the same (a decimal wider than its
     column's Arrow shape), encoded value by value."""
+
+    binary = False
 
     def __init__(self, rows: Sequence[Row], lines: Sequence[bytes]) -> None:
         self.rows = rows

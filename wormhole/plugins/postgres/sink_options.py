@@ -67,6 +67,10 @@ class PostgresWriterOptions(ServerOptions):
     of this task and destination: wormhole never drops a table it did not create."""
     batch_size: int = opt(65536, min=1, max=1_000_000)
     """Most rows per COPY; a split's COPYs share its transaction."""
+    copy_format: Literal["auto", "text"] = "auto"
+    """``auto``: COPY in binary when every target column's type has a binary form wormhole makes (chosen at
+    prepare from the catalog; the server's COPY costs less), else text; ``text``: always text (a server
+    without binary COPY)."""
     retries: int = opt(3, min=0, max=20)
     """Retries of a batch after a transient error (deadlock, serialization failure, lock not available,
     lost connection); a split whose transaction is lost is written again from its start."""

@@ -40,6 +40,7 @@ import pyarrow as pa
 from wormhole.errors import SplitLost, TransientWriteError, WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.batch import BadValues, Rows, rows_from_arrow
+from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
 from wormhole.plugins.postgres.connection import (
     PLUGIN_NAME,
     backend_pid,
@@ -64,6 +65,7 @@ _CARDINALITY = "21000"
 _FREE_CONNECTIONS = 2
 _SETTLE_WAIT_S = 30.0
 _ENCODE_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
+AnyPiece = Piece | BinaryPiece
 
 
 def copy_line(exc: BaseException) -> tuple[int, str | None] | None:
@@ -96,6 +98,7 @@ class PostgresWriter:
         self._splits: dict[str, psycopg.Connection[Any]] = {}
         self._split_written: dict[str, int] = {}
         self._free: list[psycopg.Connection[Any]] = []
+        self._said_text = False
 
     def _error(self, message: str) -> WriteError:
         return WriteError(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
@@ -135,7 +138,7 @@ class PostgresWriter:
         if p.broken is not None:
             raise self._error(f"cannot write {p.target}: {p.broken}")
         batch, rejected, extra = self._form(rows)
-        pieces: list[Piece] = [self._encoded(batch, rejected)]
+        pieces: list[AnyPiece] = [self._arrow_piece(batch, rejected)]
         if extra:
             pieces.append(self._lines(extra, rejected))
         written = 0
@@ -203,6 +206,17 @@ class PostgresWriter:
                 kept.append(row)
         return TuplePiece(kept, lines)
 
+    def _arrow_piece(self, batch: pa.RecordBatch, rejected: list[Rejected]) -> AnyPiece:
+        """The batch in binary when the destination writes binary and the batch has that form, else text."""
+        kinds = self.periphery.binary_kinds
+        if kinds is not None and batch.num_rows:
+            try:
+                return BinaryPiece(batch, kinds)
+            except (NotBinary, *_ENCODE_ERRORS) as exc:  # said once a writer (info), then at debug
+                (self.log.debug if self._said_text else self.log.info)("writer.text_batch", reason=str(exc))
+                self._said_text = True
+        return self._encoded(batch, rejected)
+
     def _encoded(self, batch: pa.RecordBatch, rejected: list[Rejected]) -> ArrowPiece:
         """Each column's COPY text; when some value has none (a date beyond the years 1-9999), the rows
         holding one are found row by row and rejected."""
@@ -225,7 +239,7 @@ class PostgresWriter:
         return self._encoded(batch.filter(pa.array([r not in bad for r in range(batch.num_rows)], pa.bool_())),
                              rejected)
 
-    def _piece(self, piece: Piece, start: int, end: int, split_id: str | None) -> list[Rejected]:
+    def _piece(self, piece: AnyPiece, start: int, end: int, split_id: str | None) -> list[Rejected]:
         """Rows ``start`` to ``end`` of ``piece`` (its own transaction, or a savepoint of the split's); the
         rows PostgreSQL refused, with its reasons."""
         conn = self._connection(split_id)
@@ -238,7 +252,7 @@ class PostgresWriter:
             conn.execute("RELEASE SAVEPOINT wh_piece")
         return rejected
 
-    def _load(self, conn: psycopg.Connection[Any], piece: Piece, start: int, end: int,
+    def _load(self, conn: psycopg.Connection[Any], piece: AnyPiece, start: int, end: int,
               rejected: list[Rejected]) -> None:
         """COPY rows ``start`` to ``end``; a row PostgreSQL refuses is rejected and the others loaded."""
         while start < end:
@@ -263,13 +277,13 @@ class PostgresWriter:
                     self._load(conn, piece, start, middle, rejected)
                     start = middle
 
-    def _copy(self, conn: psycopg.Connection[Any], piece: Piece, start: int, end: int) -> None:
+    def _copy(self, conn: psycopg.Connection[Any], piece: AnyPiece, start: int, end: int) -> None:
         p = self.periphery
         with conn.cursor() as cur:
             cur.execute("SAVEPOINT wh_try")
             for statement in p.upsert_sql:
                 cur.execute(statement)
-            with cur.copy(p.copy_sql) as copy:
+            with cur.copy(p.copy_binary_sql if piece.binary else p.copy_sql) as copy:
                 copy.write(memoryview(piece.payload(start, end)))
             if p.insert_sql:
                 cur.execute(p.insert_sql)

@@ -24,6 +24,7 @@ import psycopg
 
 from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
 from wormhole.plugins.base import ShippedWithoutLock, WriteContext
+from wormhole.plugins.postgres.binary import binary_kinds
 from wormhole.plugins.postgres.connection import close_quietly, connect, describe
 from wormhole.plugins.postgres.ddl import create_table_sql
 from wormhole.plugins.postgres.markers import COMMITTED, SplitMarkers, fetch_all, fetch_one
@@ -50,6 +51,9 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         """Where writers put rows: the target, or the staging table."""
         self.staging: Staging | None = None
         self.copy_sql = ""
+        self.copy_binary_sql = ""
+        self.binary_kinds: tuple[str, ...] | None = None
+        """The target columns' types when COPY is binary (:mod:`.binary`), None when text."""
         self.upsert_sql: tuple[str, ...] = ()
         """An upsert's statements per batch before its COPY into :data:`UPSERT_TABLE` (``copy_sql``)."""
         self.insert_sql = ""
@@ -142,6 +146,22 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
                 self.staging.created = True
         self.durable = self.markers.durable(conn) if self.ctx.resuming else {}
         self._build_sql(conn)
+        self._choose_format(conn)
+
+    def _choose_format(self, conn: psycopg.Connection[Any]) -> None:
+        """Binary COPY when every target column's type (from the catalog) is one :mod:`.binary` encodes from
+        its source column's logical type, else text."""
+        found = dict((str(r[0]), (str(r[1]), str(r[2]))) for r in fetch_all(
+            conn, "SELECT a.attname, t.typname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN "
+                  "pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT "
+                  "a.attisdropped", (self.target,)))
+        types = [found.get(c, ("?", "?")) for c in self.columns]
+        self.binary_kinds = binary_kinds([c.type for c in self.ctx.schema.columns], [t[0] for t in types]) \
+            if self.options.copy_format == "auto" else None
+        self.copy_binary_sql = self.copy_sql + " (FORMAT binary)"
+        self.ctx.log.info("writer.copy_format", table=self.target,
+                          format="binary" if self.binary_kinds is not None else "text",
+                          types=[t[1] for t in types])
 
     def _prepare_target(self, conn: psycopg.Connection[Any], made: dict[str, bool]) -> None:
         """In one transaction: the target created or truncated, the staging table, the prepared marker."""
@@ -397,8 +417,10 @@ def _match(name: str, columns: list[str]) -> str | None:
 
 
 def plan_load(options: PostgresWriterOptions, schema: Any, rows_changed: bool) -> str:
-    """The ``load`` line of ``wormhole plan`` for a postgres destination (nothing is read: the writers encode
-    every batch alike)."""
+    """The ``load`` line of ``wormhole plan`` for a postgres destination (nothing is read: the format is chosen
+    at prepare from the target's column types)."""
     into = "a temporary table, then INSERT ... ON CONFLICT" if options.write_mode == "upsert" else \
         ("the staging table" if options.load == "staging" else "the target")
-    return f"COPY text from Arrow into {into}"
+    if options.copy_format == "text":
+        return f"COPY text from Arrow into {into}"
+    return f"COPY binary from Arrow into {into} if the target's column types allow (chosen at prepare), else text"
