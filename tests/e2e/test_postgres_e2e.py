@@ -245,8 +245,13 @@ def test_a_postgres_destination_whose_session_is_terminated_fails_alone_and_leav
     first = start_crashing(ws, task_id, "before_seal:pg:2:stop")
     deadline = time.monotonic() + 60
     while True:
-        pids = [r[0] for r in pg_execute(pg, "SELECT pid FROM pg_stat_activity WHERE application_name = 'wormhole' "
-                                             "AND datname = current_database() AND state LIKE 'idle in transaction%%'")]
+        # This run's writer sessions: the ones holding a lock on this schema's dst tables (the staging table the
+        # split COPYs into); other tests' wormhole sessions share the database.
+        pids = [r[0] for r in pg_execute(
+            pg, "SELECT DISTINCT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
+                "JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relname LIKE 'dst%%' AND a.state LIKE 'idle in transaction%%'",
+            (schema,))]
         if pids and os.path.exists(f"/proc/{first.pid}") and _stopped(first.pid):
             break
         assert first.poll() is None and time.monotonic() < deadline, (ws.root / "first.err").read_text()[-3000:]

@@ -403,8 +403,9 @@ def test_a_session_killed_mid_copy_fails_and_rollback_leaves_nothing(pg: Any) ->
     thread = threading.Thread(target=write)
     thread.start()
     deadline = time.monotonic() + 10
+    # The writer's session waiting on this test's lock (other tests' sessions share the database).
     while not (pids := pg_execute(conn, "SELECT pid FROM pg_stat_activity WHERE application_name = 'wormhole' AND "
-                                        "wait_event_type = 'Lock'")):
+                                        "%s = ANY(pg_blocking_pids(pid))", (locker.info.backend_pid,))):
         assert time.monotonic() < deadline, "the COPY never waited on the lock"
         time.sleep(0.02)
     pg_execute(conn, "SELECT pg_terminate_backend(%s)", (pids[0][0],))

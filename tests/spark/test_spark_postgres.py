@@ -186,7 +186,7 @@ def test_a_postgres_partition_whose_session_is_terminated_lands_once(spark_conf:
         watcher = server.connect()
         while not done.is_set() and not killed:
             for (pid,) in watcher.execute("SELECT pid FROM pg_stat_activity WHERE state = 'active' "
-                                          "AND query LIKE 'COPY%%victim%%'").fetchall():
+                                          "AND query LIKE %s", (f"COPY%{schema}%victim%",)).fetchall():
                 watcher.execute("SELECT pg_terminate_backend(%s)", (pid,))
                 killed.append(pid)
                 break
