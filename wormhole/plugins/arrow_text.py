@@ -14,6 +14,7 @@ from __future__ import annotations
 import binascii
 import itertools
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -154,3 +155,30 @@ def base64_text(values: pa.Array) -> Text:
 def json_values(values: pa.Array, encode: Callable[[Any], str]) -> Text:
     """Each JSON text parsed and encoded again: the text the row encoders write of the parsed value."""
     return pa.array([None if v is None else encode(json_loads(v)) for v in values.to_pylist()], pa.string())
+
+
+def value_offsets(values: pa.Array) -> pa.Array:
+    """A string or binary array's value offsets (len + 1 of them, from its slice's start)."""
+    return pa.Array.from_buffers(pa.int32(), len(values) + 1, [None, values.buffers()[1]], offset=values.offset)
+
+
+@cache
+def _hex_digits() -> pa.Array:
+    """Byte value -> its two hex digits: a ``take`` by the bytes themselves writes a whole column's hex.
+    Made on first use: Arrow's first array costs a process about 50 MiB, which a run of tuples never pays."""
+    return pa.array([b"%02x" % i for i in range(256)], pa.binary(2))
+
+
+def hex_text(values: pa.Array) -> pa.Array:
+    """Binary values as lowercase hex text (``bytes.hex``), nulls kept."""
+    offsets = value_offsets(values)
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    data = values.buffers()[2]
+    if data is None or last == first:
+        digits = pa.py_buffer(b"")
+    else:
+        octets = pa.Array.from_buffers(pa.uint8(), last - first, [None, data], offset=first)
+        digits = pc.take(_hex_digits(), octets).buffers()[1]
+    hex_offsets = pc.multiply(pc.subtract(offsets, pa.scalar(first, offsets.type)), pa.scalar(2, offsets.type))
+    text = pa.StringArray.from_buffers(len(values), hex_offsets.buffers()[1], digits)
+    return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), text)

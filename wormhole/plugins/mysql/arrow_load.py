@@ -19,12 +19,11 @@ from a slice of it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.arrow_text import NotExact, datetime_text, decimal_text, float_text
+from wormhole.plugins.arrow_text import NotExact, datetime_text, decimal_text, float_text, hex_text, value_offsets
 
 _NULL = "\\N"
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
@@ -34,7 +33,7 @@ _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00"
 def _escaped(text: pa.Array) -> pa.Array:
     # One C search per special character over the column's bytes (memchr, far quicker than a pass of
     # Arrow's substring kernels); only the characters present cost a replacing pass.
-    offsets = _offsets(text)
+    offsets = value_offsets(text)
     first, last = offsets[0].as_py(), offsets[-1].as_py()
     if last == first:
         return text
@@ -43,33 +42,6 @@ def _escaped(text: pa.Array) -> pa.Array:
         if data.find(special.encode()) >= 0:
             text = pc.replace_substring(text, special, escape)
     return text
-
-
-def _offsets(values: pa.Array) -> pa.Array:
-    """A string or binary array's value offsets (len + 1 of them, from its slice's start)."""
-    return pa.Array.from_buffers(pa.int32(), len(values) + 1, [None, values.buffers()[1]], offset=values.offset)
-
-
-@cache
-def _hex_digits() -> pa.Array:
-    """Byte value -> its two hex digits: a ``take`` by the bytes themselves writes a whole column's hex.
-    Made on first use: Arrow's first array costs a process about 50 MiB, which a run of tuples never pays."""
-    return pa.array([b"%02x" % i for i in range(256)], pa.binary(2))
-
-
-def _hex(values: pa.Array) -> pa.Array:
-    """Binary values as lowercase hex text (``bytes.hex``), nulls kept."""
-    offsets = _offsets(values)
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
-    data = values.buffers()[2]
-    if data is None or last == first:
-        digits = pa.py_buffer(b"")
-    else:
-        octets = pa.Array.from_buffers(pa.uint8(), last - first, [None, data], offset=first)
-        digits = pc.take(_hex_digits(), octets).buffers()[1]
-    hex_offsets = pc.multiply(pc.subtract(offsets, pa.scalar(first, offsets.type)), pa.scalar(2, offsets.type))
-    text = pa.StringArray.from_buffers(len(values), hex_offsets.buffers()[1], digits)
-    return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), text)
 
 
 def _float_text(values: pa.Array) -> pa.Array:
@@ -98,7 +70,7 @@ def column_text(values: pa.Array) -> pa.Array:
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):  # text and json
         text = _escaped(pc.cast(values, pa.string()))
     elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        text = _hex(pc.cast(values, pa.binary()))
+        text = hex_text(pc.cast(values, pa.binary()))
     elif pa.types.is_floating(kind):
         text = _float_text(pc.cast(values, pa.float64()))
     elif pa.types.is_decimal(kind):
@@ -118,7 +90,7 @@ def wire_text(wire: pa.Array, kind: pa.DataType) -> pa.Array:
     """One column's wire text (binary, as the mysql reader cut it) as LOAD DATA fields: escaped, ``\\N``
     for NULL, bytes (a binary column) as hex for UNHEX: the text itself is not parsed nor re-formatted."""
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        text = _hex(wire)
+        text = hex_text(wire)
     else:  # UTF-8 already: the typed cast of the same bytes checked it
         text = _escaped(wire.view(pa.string()))
     return pc.fill_null(text, _NULL)
@@ -133,7 +105,7 @@ def arrow_payload(batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None 
              else wire_text(wire[i], batch.column(i).type) for i in range(batch.num_columns)]
     texts[-1] = pc.binary_join_element_wise(texts[-1], "\n", "")  # the row's end
     lines = pc.binary_join_element_wise(*texts, "\t") if len(texts) > 1 else texts[-1]
-    offsets = _offsets(lines)
+    offsets = value_offsets(lines)
     first, last = offsets[0].as_py(), offsets[-1].as_py()
     data = lines.buffers()[2]
     if data is None:

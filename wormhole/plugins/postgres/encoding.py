@@ -27,13 +27,12 @@ import operator
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from functools import cache
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text
+from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, hex_text, value_offsets
 from wormhole.plugins.batch import free_scale, rows_from_arrow, trimmed
 from wormhole.plugins.schema import Row
 from wormhole.plugins.values import json_dumps, plain_decimal
@@ -43,14 +42,9 @@ _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
 """COPY text escapes, backslash first (the others add backslashes)."""
 
 
-def _offsets(values: pa.Array) -> pa.Array:
-    """A string or binary array's value offsets (len + 1 of them, from its slice's start)."""
-    return pa.Array.from_buffers(pa.int32(), len(values) + 1, [None, values.buffers()[1]], offset=values.offset)
-
-
 def _data(values: pa.Array) -> bytes:
     """The bytes of a string or binary array's values (its slice's only)."""
-    offsets = _offsets(values)
+    offsets = value_offsets(values)
     first, last = offsets[0].as_py(), offsets[-1].as_py()
     data = values.buffers()[2]
     return b"" if data is None or last == first else data.slice(first, last - first).to_pybytes()
@@ -80,26 +74,9 @@ def nul_rows(batch: pa.RecordBatch) -> dict[int, str]:
     return bad
 
 
-@cache
-def _hex_digits() -> pa.Array:
-    """Byte value -> its two hex digits: a ``take`` by the bytes themselves writes a whole column's hex."""
-    return pa.array([b"%02x" % i for i in range(256)], pa.binary(2))
-
-
 def _bytea(values: pa.Array) -> pa.Array:
     """Binary values as bytea hex input escaped for COPY (``\\\\x`` then two digits a byte), nulls kept."""
-    offsets = _offsets(values)
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
-    data = values.buffers()[2]
-    if data is None or last == first:
-        digits = pa.py_buffer(b"")
-    else:
-        octets = pa.Array.from_buffers(pa.uint8(), last - first, [None, data], offset=first)
-        digits = pc.take(_hex_digits(), octets).buffers()[1]
-    hex_offsets = pc.multiply(pc.subtract(offsets, pa.scalar(first, offsets.type)), pa.scalar(2, offsets.type))
-    text = pa.StringArray.from_buffers(len(values), hex_offsets.buffers()[1], digits)
-    prefixed = pc.binary_join_element_wise("\\\\x", text, "")
-    return pc.if_else(values.is_null(), pa.scalar(None, pa.string()), prefixed)
+    return pc.binary_join_element_wise("\\\\x", hex_text(values), "")
 
 
 def _decimal(values: pa.Array, field: pa.Field) -> pa.Array:
@@ -150,7 +127,7 @@ def copy_payload(batch: pa.RecordBatch, texts: Sequence[pa.Array] | None = None)
     fields = list(texts)
     fields[-1] = pc.binary_join_element_wise(fields[-1], "\n", "")  # the row's end
     lines = pc.binary_join_element_wise(*fields, "\t") if len(fields) > 1 else fields[-1]
-    offsets = _offsets(lines)
+    offsets = value_offsets(lines)
     first, last = offsets[0].as_py(), offsets[-1].as_py()
     data = lines.buffers()[2]
     if data is None:
