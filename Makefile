@@ -40,6 +40,9 @@ lint: $(STAMP)  ## ruff, then mypy (strict on the core modules; setup.cfg [mypy]
 	$(BIN)/mypy wormhole
 
 bench: $(STAMP)  ## throughput: stream, MySQL (BENCH_ARGS="--only mysql"); Spark vs plain PySpark: --only spark
+	@# wormhole as installed: pip compiles a package's bytecode, an editable checkout does not (and under
+	@# PYTHONDONTWRITEBYTECODE would compile every module again on every run the benchmark times).
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q wormhole > /dev/null
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 docker:  ## build the image `wormhole` (installs and starts Docker and builds its debian base when missing)

@@ -28,6 +28,7 @@ from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.execution import Execution, LocalExecution
 from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
+from wormhole.planning.encoded import choose_encoding
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins import registry
 from wormhole.plugins.base import BusySource, ReadContext, Schema
@@ -349,8 +350,10 @@ class Engine:
         coordinator = run.coordinator = self._coordinate(run)
         if run.pushup is not None:
             run.pushup.start()
+        encoding = choose_encoding(run.readers, run.writers.destinations.values(), local=self._engine != "spark",
+                                   transformed=run.plan is not None and run.plan.transforms is not None, log=self._log)
         with self._reading():
-            run.reads = run.execution.start_reads(run.readers, SplitFeed(coordinator, run.pushup))
+            run.reads = run.execution.start_reads(run.readers, SplitFeed(coordinator, run.pushup, encoding))
         over = run.source_over_limit()  # Spark has read every row by now
         if over:
             return over

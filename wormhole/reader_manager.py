@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from wormhole.config import EngineConf, SourceSpec
 from wormhole.counters import Counters, ReaderCounters
@@ -27,12 +27,12 @@ from wormhole.exchange.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.log import Logger
 from wormhole.planning.assign import TaskGroup, dispatch_order
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
+from wormhole.plugins.base import EncodedReader, Encoding, ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout, spawn
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.state import RecoveryState
 from wormhole.transform.pushup import PushUp
-from wormhole.transform.reader import transforming_reader
+from wormhole.transform.reader import Batches, SplitSource, transforming_reader
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,8 @@ class SplitFeed:
 
     coordinator: SplitCoordinator
     pushup: PushUp | None = None
+    encoding: Encoding | None = None
+    """The source's own encoding every destination takes (the engine chose it): readers send it undecoded."""
 
 
 class ReaderManager:
@@ -144,9 +146,23 @@ class ReaderManager:
                 self._futures.append(future)
         self._log.info("reader.started", threads=len(self._futures), task_groups=len(self.groups))
 
-    def _run(self, worker: int, group: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:
+    def encoding(self) -> Encoding | None:
+        """The source's own encoding of its rows, when its store can send them undecoded (and can for
+        these options)."""
+        if registry.capabilities(self._plugin).encoded_read is None:
+            return None
+        return cast(EncodedReader, self._role.reader(self._options, self._ctx)).encoding()
+
+    def _source(self, worker: int) -> SplitSource:
+        reader = self._role.reader(self._options, self._ctx)
+        assert self._feed is not None
+        if self._feed.encoding is not None:
+            return _EncodedSource(cast(EncodedReader, reader), self._feed.encoding)
         # The task's transforms and their placement, behind the store's reader (transform/reader.py).
-        source = transforming_reader(self._role.reader(self._options, self._ctx), self.pushup, worker)
+        return transforming_reader(reader, self.pushup, worker)
+
+    def _run(self, worker: int, group: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:
+        source = self._source(worker)
         log = self._log.bind(worker=worker, task_group=group)
         assert self._feed is not None
         coordinator = self._feed.coordinator
@@ -247,6 +263,18 @@ class ReaderManager:
             except TimeoutError:
                 return False
         return True
+
+
+class _EncodedSource:
+    """Splits read in the source's own encoding (no transform: the engine chose it for a run without)."""
+
+    def __init__(self, reader: EncodedReader, encoding: Encoding) -> None:
+        self.reader = reader
+        self.encoding = encoding
+
+    def read(self, split: Split) -> Batches:
+        for batch in self.reader.read_encoded(split, self.encoding):
+            yield len(batch), batch
 
 
 def _ended(batches: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:

@@ -156,3 +156,31 @@ def test_a_free_scale_decimal_of_38_digits_comes_back_whole() -> None:
     values = [Decimal("12345678901234567890.123456789012345678"), Decimal("-99999999999999999999"), Decimal("2.5")]
     batch = Rows([(v,) for v in values]).arrow(schema)
     assert [repr(v) for (v,) in Rows.of_arrow(batch)] == [repr(v) for v in values]
+
+
+def _encoded(rows: list[bytes]) -> Rows:
+    """Rows in a made-up encoding: each row's bytes, decoded back to (its text,) when asked."""
+    from itertools import accumulate
+
+    from wormhole.plugins.batch import EncodedRows, Encoding
+
+    def decode(encoded: EncodedRows, i: int) -> tuple[str]:
+        return (bytes(encoded.span(i, i + 1)).decode(),)
+
+    return Rows.of_encoded(EncodedRows(Encoding("test.bytes", ("text",)), b"".join(rows),
+                                       list(accumulate(map(len, rows))), decode))
+
+
+def test_an_encoded_batch_goes_through_the_exchange_undecoded_and_counts_its_bytes() -> None:
+    storage = RAMStorage("d", ExchangeConf(queue_rows=1 << 20, queue_bytes=1 << 30, spill_rows=1))
+    exchanger = BufferedLineExchanger([storage], batch_rows=2, stop=threading.Event())
+    batch = _encoded([b"a", b"bb", b"", b"dddd"])
+    exchanger.send(batch)  # more rows than batch_rows: the reader cut it already, it goes whole
+    exchanger.flush()
+    storage.close_input()
+    (got,) = [b.rows for b in BufferedLineExchanger.receive(storage)]
+    assert got is batch and len(got) == 4 and got._tuples is None  # nothing was decoded on the way
+    assert exchanger.bytes_sent == 7 == got.encoded_nbytes
+    assert got.encoded is not None and bytes(got.encoded.span(1, 3)) == b"bb" and bytes(got.encoded.span(2, 2)) == b""
+    assert list(got) == [("a",), ("bb",), ("",), ("dddd",)]  # values only when asked, by the source's decoder
+    assert list(pickle.loads(pickle.dumps(got))) == [("a",), ("bb",), ("",), ("dddd",)]

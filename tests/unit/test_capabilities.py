@@ -53,6 +53,10 @@ def test_a_store_declares_what_its_classes_do(name: str) -> None:
         "busy_threads": _has(source_periphery, "busy_threads"),
     }
     assert {k: getattr(caps, k) for k in found} == found
+    reader = plugin.source.reader if plugin.source and isinstance(plugin.source.reader, type) else None
+    # An encoding is a byte format both ends name: a reader that sends it, a periphery whose writers load it.
+    assert (caps.encoded_read is not None) == _has(reader, "encoding", "read_encoded")
+    assert (caps.encoded_write is not None) == _has(sink_periphery, "takes_encoding")
 
 
 @pytest.mark.parametrize("name", STORES)

@@ -10,6 +10,13 @@ and its global options here, one module per command family beside it.
 
 from __future__ import annotations
 
+import os
+
+# Before anything imports numpy (pyarrow does): its OpenBLAS starts a worker thread per core that spins
+# after start-up, about 0.1 s of a core per run measured on 2 cores, and wormhole does no linear algebra.
+# A value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import click
 
 from wormhole import __version__

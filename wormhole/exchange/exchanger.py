@@ -62,6 +62,10 @@ class BufferedLineExchanger:
         if isinstance(rows, Rows) and rows.has_arrow:
             self._send_columns(rows)
             return
+        if isinstance(rows, Rows) and rows.encoded is not None:
+            self.flush()  # the reader cut it to batch_rows and batch_bytes already
+            self._push(rows)
+            return
         # A batch holds batch_rows rows, and fewer when they are wide: at most what batch_bytes holds
         # (one row at least), so a queue's byte bound is what bounds memory.
         limit = min(self._batch_rows, max(self._batch_bytes // max(estimate_row_bytes(rows[0]), 1), 1))
@@ -126,8 +130,8 @@ class BufferedLineExchanger:
     def _push(self, rows: Rows) -> None:
         if self._stop.is_set():
             raise TaskAborted("reading stopped", reason="stopped")
-        arrow_bytes = rows.arrow_nbytes
-        nbytes = arrow_bytes if arrow_bytes is not None else estimate_row_bytes(rows[0]) * len(rows)
+        held = rows.arrow_nbytes if rows.encoded is None else rows.encoded_nbytes
+        nbytes = held if held is not None else estimate_row_bytes(rows[0]) * len(rows)
         now = time.monotonic()
         if self.first_at is None:
             self.first_at = now

@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 
 from wormhole.log import Logger
+from wormhole.plugins.batch import Encoding as Encoding
 from wormhole.plugins.batch import Rows as Rows  # the batch type: plugins import it from here
 from wormhole.plugins.batch import batch_memo as batch_memo
 from wormhole.plugins.capabilities import Capabilities
@@ -222,6 +223,19 @@ class Reader(Protocol):
     def read(self, split: Split) -> Iterator[Sequence[Row]]: ...
 
 
+class EncodedReader(Protocol):
+    """The reader of a store declaring ``Capabilities.encoded_read``: rows in its server's own bytes."""
+
+    def encoding(self) -> Encoding | None:
+        """What :meth:`read_encoded` sends for these options (the columns' declared types), None when it
+        cannot send them undecoded (a column read through an expression, a query)."""
+        ...
+
+    def read_encoded(self, split: Split, encoding: Encoding) -> Iterator[Rows]:
+        """The split's rows as ``Rows.of_encoded`` batches; the same rows :meth:`Reader.read` gives."""
+        ...
+
+
 class ReaderPeriphery(Protocol):
     """Pre-processing of the source: reachability and size; bounded by a timeout and skippable.
     A store declaring ``Capabilities.busy_threads`` is a :class:`BusySource` too."""
@@ -234,6 +248,15 @@ class BusySource(Protocol):
 
     def busy_threads(self) -> int | None:
         """Statements the source's busiest server is running (not this one's own), None when it cannot say."""
+        ...
+
+
+class EncodedPeriphery(Protocol):
+    """The periphery of a destination declaring ``Capabilities.encoded_write``."""
+
+    def takes_encoding(self, encoding: Encoding) -> bool:
+        """Once prepared: whether its writers load rows in ``encoding`` as they are (the target's columns
+        declare exactly those types, and nothing of the destination needs the values)."""
         ...
 
 

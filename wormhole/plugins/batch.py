@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Context, Decimal
 from typing import Any, overload
@@ -233,6 +234,39 @@ def rows_from_arrow(batch: pa.RecordBatch) -> tuple[Row, ...]:
     return tuple(zip(*(column_values(batch, i) for i in range(batch.num_columns)), strict=True))
 
 
+@dataclass(frozen=True, slots=True)
+class Encoding:
+    """A source's own encoding of its rows, the bytes its server sends, which a destination declaring the
+    same column types loads as they are: no value is decoded or encoded on the way (``Capabilities.
+    encoded_read``/``encoded_write``; the engine chooses it when every destination of a run takes it)."""
+
+    format: str
+    """The byte format: ``postgres.copy_binary`` (rows of PostgreSQL's binary COPY, without its header)."""
+    columns: tuple[str, ...]
+    """Each column's type as the source declares it (``character varying(60)``, ``numeric(12,2)``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedRows:
+    """Rows in a source's :class:`Encoding`: one ``payload`` holding them back to back, ``ends[i]`` the
+    offset just past row ``i``."""
+
+    encoding: Encoding
+    payload: bytes
+    ends: Sequence[int]
+    decode: Callable[[EncodedRows, int], Row]
+    """Row ``i`` as values, by the source's own rules; only for whoever needs values (a row a destination
+    refused, written to the dirty-record file with its reason)."""
+
+    def span(self, start: int, end: int) -> memoryview:
+        """The bytes of rows ``start`` to ``end``."""
+        first = self.ends[start - 1] if start else 0
+        return memoryview(self.payload)[first:self.ends[end - 1] if end > start else first]
+
+    def row(self, index: int) -> Row:
+        return self.decode(self, index)
+
+
 class Rows(Sequence["Row"]):
     """An immutable batch of rows as the exchange hands it to every destination (the same object).
 
@@ -242,17 +276,25 @@ class Rows(Sequence["Row"]):
     """
 
     def __init__(self, rows: Sequence[Row] = (), *, arrow: pa.RecordBatch | None = None,
-                 wire: Sequence[pa.Array | None] | None = None) -> None:
-        self._tuples: tuple[Row, ...] | None = tuple(rows) if arrow is None else None
+                 wire: Sequence[pa.Array | None] | None = None, encoded: EncodedRows | None = None) -> None:
+        self._tuples: tuple[Row, ...] | None = tuple(rows) if arrow is None and encoded is None else None
         self._arrow = arrow
         self.wire: tuple[pa.Array | None, ...] | None = tuple(wire) if wire is not None and arrow is not None else None
         """The source's own text of each column (None for a column that has none), beside the Arrow form:
         the mysql reader's wire bytes, which a mysql destination declaring the same types loads as they
         are (:mod:`wormhole.plugins.mysql.passthrough`). Only the reader's own batches carry it: a batch
         made from another (a transform's, one without some rows) holds other values, and has none."""
+        self.encoded = encoded
+        """The rows in the source's own encoding (:class:`EncodedRows`), when the reader sent them so (the
+        engine chose it: every destination loads them as they are); their values are decoded only if asked."""
         self._native = arrow is not None
-        self._len = arrow.num_rows if arrow is not None else len(self._tuples or ())
+        self._len = (arrow.num_rows if arrow is not None else len(encoded.ends) if encoded is not None
+                     else len(self._tuples or ()))
         self._lock = threading.Lock()
+
+    @classmethod
+    def of_encoded(cls, encoded: EncodedRows) -> Rows:
+        return cls(encoded=encoded)
 
     @classmethod
     def of_arrow(cls, batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None = None) -> Rows:
@@ -287,7 +329,7 @@ class Rows(Sequence["Row"]):
     __hash__ = None  # type: ignore[assignment]  # equal to lists: not hashable
 
     def __repr__(self) -> str:
-        form = "arrow" if self._arrow is not None else "tuples"
+        form = "arrow" if self._arrow is not None else "encoded" if self.encoded is not None else "tuples"
         return f"Rows({self._len} rows, {form})"
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -295,7 +337,7 @@ class Rows(Sequence["Row"]):
         # (the wire text stays too: it is for a local mysql destination only).
         if self._arrow is not None:
             return (_rows_of_arrow, (self._arrow,))
-        return (Rows, (self._tuples,))
+        return (Rows, (self.tuples(),))  # an encoded batch as its values (an encoding is for local runs)
 
     @property
     def native_arrow(self) -> pa.RecordBatch | None:
@@ -314,8 +356,12 @@ class Rows(Sequence["Row"]):
         if self._tuples is None:
             with self._lock:
                 if self._tuples is None:
-                    assert self._arrow is not None
-                    self._tuples = rows_from_arrow(self._arrow)
+                    if self.encoded is not None:
+                        encoded = self.encoded
+                        self._tuples = tuple(encoded.row(i) for i in range(self._len))
+                    else:
+                        assert self._arrow is not None
+                        self._tuples = rows_from_arrow(self._arrow)
         return self._tuples
 
     def arrow(self, schema: Schema) -> pa.RecordBatch:
@@ -336,6 +382,11 @@ class Rows(Sequence["Row"]):
         """The Arrow form of a batch that has one (:attr:`has_arrow`)."""
         assert self._arrow is not None, "the batch has no Arrow form yet: ask arrow(schema)"
         return self._arrow
+
+    @property
+    def encoded_nbytes(self) -> int | None:
+        """The size of the encoded form, when the batch came so."""
+        return None if self.encoded is None else len(self.encoded.payload)
 
     @property
     def arrow_nbytes(self) -> int | None:

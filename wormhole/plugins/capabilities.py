@@ -26,6 +26,9 @@ class Capabilities:
     which adaptive push-up asks before it moves work into the source."""
     spark_only: bool = False
     """The store can only be read through Spark (its reader's ``read`` is never called)."""
+    encoded_read: str | None = None
+    """The reader is an ``EncodedReader`` too: it can send rows in this byte format of its server's
+    (:class:`~wormhole.plugins.batch.Encoding`), undecoded, when every destination of a local run takes it."""
 
     # -- as a destination ----------------------------------------------------------------------
     default_concurrency: int = 1
@@ -43,6 +46,9 @@ class Capabilities:
     needs_spark: bool = False
     """The store needs a SparkSession even when the rows move in local mode (a Hive catalog), so
     ``settings.engine = auto`` chooses Spark."""
+    encoded_write: str | None = None
+    """Its periphery is an ``EncodedPeriphery`` and its writers load batches in this byte format as they
+    are (``Rows.encoded``), when the periphery says, once prepared, that its target takes the encoding."""
     spark_partitions: bool = False
     """In Spark mode the row writer may run inside the executors, one writer per partition with
     ``worker_index`` = partition id: a partition written twice (a task retry) leaves its rows once.

@@ -51,6 +51,8 @@ class ColumnInfo:
     nullable: bool = True
     precision: int | None = None
     scale: int | None = None
+    base: str = ""
+    """The base type's ``pg_type.typname`` (a domain's underlying type), for tables."""
 
 
 def relation(schema: str, table: str) -> str:
@@ -99,7 +101,7 @@ def describe_table(conn: psycopg.Connection[Any], ep: Endpoint, schema: str, tab
     infos = []
     for name, declared, nullable, type_name, category, typmod in found:
         kind, precision, scale = kind_of(str(type_name), str(category), int(typmod))
-        infos.append(ColumnInfo(str(name), kind, str(declared), bool(nullable), precision, scale))
+        infos.append(ColumnInfo(str(name), kind, str(declared), bool(nullable), precision, scale, str(type_name)))
     return infos
 
 

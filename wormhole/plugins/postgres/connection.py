@@ -9,6 +9,7 @@ rows of one batch (they are found and rejected one by one); anything else fails 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import psycopg
@@ -140,3 +141,22 @@ def close_quietly(conn: psycopg.Connection[Any] | None) -> None:
 def backend_pid(conn: psycopg.Connection[Any]) -> int:
     """The server process of ``conn`` (what ``pg_terminate_backend`` and ``pg_stat_activity`` name)."""
     return int(conn.info.backend_pid)
+
+
+_LINE = re.compile(r"\bline (\d+)(?:, column (.+?)(?::|$))?")
+
+
+def copy_line(exc: BaseException) -> tuple[int, str | None] | None:
+    """The line (1-based) and column a failed COPY names in its error context, when it names one."""
+    context = exc.diag.context if isinstance(exc, psycopg.Error) else None
+    first = (context or "").splitlines()[0] if context else ""
+    found = _LINE.search(first) if first.startswith("COPY ") else None
+    return None if found is None else (int(found[1]), found[2])
+
+
+def reason_of(exc: psycopg.Error) -> str:
+    """PostgreSQL's reason for refusing a row: its state and text, and the column when it names one."""
+    where = copy_line(exc)
+    column = exc.diag.column_name or (where[1] if where else None)
+    detail = exc.diag.message_detail
+    return describe(exc) + (f" (column {column})" if column else "") + (f": {detail}" if detail else "")

@@ -28,7 +28,6 @@ durable; missing, it is lost.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -45,12 +44,15 @@ from wormhole.plugins.postgres.connection import (
     PLUGIN_NAME,
     backend_pid,
     close_quietly,
+    copy_line,
     describe,
     is_row_error,
     is_transient,
+    reason_of,
     sqlstate,
 )
 from wormhole.plugins.postgres.encoding import ArrowPiece, Piece, TuplePiece, column_text, nul_rows, row_line
+from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
 from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
 from wormhole.plugins.sql import VALUE_ERRORS
@@ -58,30 +60,13 @@ from wormhole.retry import policy
 
 T = TypeVar("T")
 
-_LINE = re.compile(r"\bline (\d+)(?:, column (.+?)(?::|$))?")
 _UNIQUE_VIOLATION = "23505"
 _CARDINALITY = "21000"
 """ON CONFLICT DO UPDATE meeting one key twice in one statement: rows of the batch, found by halving."""
 _FREE_CONNECTIONS = 2
 _SETTLE_WAIT_S = 30.0
 _ENCODE_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
-AnyPiece = Piece | BinaryPiece
-
-
-def copy_line(exc: BaseException) -> tuple[int, str | None] | None:
-    """The line (1-based) and column a failed COPY names in its error context, when it names one."""
-    context = exc.diag.context if isinstance(exc, psycopg.Error) else None
-    first = (context or "").splitlines()[0] if context else ""
-    found = _LINE.search(first) if first.startswith("COPY ") else None
-    return None if found is None else (int(found[1]), found[2])
-
-
-def reason_of(exc: psycopg.Error) -> str:
-    """PostgreSQL's reason for refusing a row: its state and text, and the column when it names one."""
-    where = copy_line(exc)
-    column = exc.diag.column_name or (where[1] if where else None)
-    detail = exc.diag.message_detail
-    return describe(exc) + (f" (column {column})" if column else "") + (f": {detail}" if detail else "")
+AnyPiece = Piece | BinaryPiece | EncodedPiece
 
 
 class PostgresWriter:
@@ -137,10 +122,7 @@ class PostgresWriter:
         p = self.periphery
         if p.broken is not None:
             raise self._error(f"cannot write {p.target}: {p.broken}")
-        batch, rejected, extra = self._form(rows)
-        pieces: list[AnyPiece] = [self._arrow_piece(batch, rejected)]
-        if extra:
-            pieces.append(self._lines(extra, rejected))
+        pieces, rejected = self._pieces(rows)
         written = 0
         size = self.options.batch_size
         for piece in pieces:
@@ -157,6 +139,18 @@ class PostgresWriter:
                 written += end - start - len(bad)
                 rejected.extend(bad)
         return WriteResult(written=written, rejected=tuple(rejected))
+
+    def _pieces(self, rows: Sequence[Row]) -> tuple[list[AnyPiece], list[Rejected]]:
+        """What the batch is loaded as: the source's binary rows as they are (:mod:`.passthrough`), or
+        pieces encoded from its values, less the rows refused on the way."""
+        encoded = rows.encoded if isinstance(rows, Rows) else None
+        if encoded is not None and self.periphery.takes_encoding(encoded.encoding):
+            return [EncodedPiece(encoded)], []
+        batch, rejected, extra = self._form(rows)
+        pieces: list[AnyPiece] = [self._arrow_piece(batch, rejected)]
+        if extra:
+            pieces.append(self._lines(extra, rejected))
+        return pieces, rejected
 
     def _form(self, rows: Sequence[Row]) -> tuple[pa.RecordBatch, list[Rejected], list[Row]]:
         """The batch's Arrow columns less the rows PostgreSQL cannot take (rejected, with the reason) and the

@@ -23,11 +23,12 @@ from typing import Any
 import psycopg
 
 from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
-from wormhole.plugins.base import ShippedWithoutLock, WriteContext
+from wormhole.plugins.base import Encoding, ShippedWithoutLock, WriteContext
 from wormhole.plugins.postgres.binary import binary_kinds
 from wormhole.plugins.postgres.connection import close_quietly, connect, describe
 from wormhole.plugins.postgres.ddl import create_table_sql
 from wormhole.plugins.postgres.markers import COMMITTED, SplitMarkers, fetch_all, fetch_one
+from wormhole.plugins.postgres.passthrough import takes
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
 from wormhole.plugins.postgres.staging import Staging, TargetSql, staging_leftovers
 from wormhole.plugins.sql import quote
@@ -53,6 +54,8 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         self.copy_sql = ""
         self.copy_binary_sql = ""
         self.binary_kinds: tuple[str, ...] | None = None
+        self.target_types: tuple[str, ...] = ()
+        """Each written column's declared type (``format_type``), once prepared."""
         """The target columns' types when COPY is binary (:mod:`.binary`), None when text."""
         self.upsert_sql: tuple[str, ...] = ()
         """An upsert's statements per batch before its COPY into :data:`UPSERT_TABLE` (``copy_sql``)."""
@@ -156,12 +159,17 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
                   "pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT "
                   "a.attisdropped", (self.target,)))
         types = [found.get(c, ("?", "?")) for c in self.columns]
+        self.target_types = tuple(t[1] for t in types)
         self.binary_kinds = binary_kinds([c.type for c in self.ctx.schema.columns], [t[0] for t in types]) \
             if self.options.copy_format == "auto" else None
         self.copy_binary_sql = self.copy_sql + " (FORMAT binary)"
         self.ctx.log.info("writer.copy_format", table=self.target,
                           format="binary" if self.binary_kinds is not None else "text",
                           types=[t[1] for t in types])
+
+    def takes_encoding(self, encoding: Encoding) -> bool:
+        """The source's binary COPY rows are loaded as they are: the written columns declare its types."""
+        return takes(encoding, self.target_types, self.options.copy_format)
 
     def _prepare_target(self, conn: psycopg.Connection[Any], made: dict[str, bool]) -> None:
         """In one transaction: the target created or truncated, the staging table, the prepared marker."""

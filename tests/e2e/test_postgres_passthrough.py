@@ -1,0 +1,209 @@
+"""PostgreSQL to PostgreSQL without decoding, end to end through the CLI on the real server.
+
+When every destination is a postgres table declaring the source's column types, the source's binary COPY rows are
+loaded as they are (``engine.rows_encoded``). These tests hold that path to what users rely on everywhere else:
+every value lands bit for bit (the row's text in PostgreSQL compared, source against target), upsert and staging
+loads work on it, a row the target refuses is rejected with PostgreSQL's reason and its values while the rest
+load, a destination whose session dies fails alone, and a destination that declares other types gets values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import log_events, make_workspace, run_task
+from tests.e2e.test_postgres_e2e import _stopped, start_crashing
+from tests.pg_helpers import Schemas, pg_execute, pg_schemas, pg_tables, qi
+
+__all__ = ["pg_schemas"]  # the fixture, used by name
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+ROWS = 2000
+DDL = ("id bigint PRIMARY KEY, i2 smallint, i4 integer, q {schema}.qty, f double precision, n numeric(12,3), "
+       "nf numeric, b boolean, d date, ts timestamp(6), t text, v varchar(40), c char(5), by bytea, j jsonb, js json, "
+       "u uuid")
+# Row g's values; rows 1-9 hold the values no other path keeps as they are (NaN, -0, infinities, BC dates,
+# numerics of 40 digits, json's own spacing and repeated keys), one in each column, NULLs every 97th row.
+INSERT = """
+INSERT INTO {t} SELECT g, (g % 30000)::smallint, g * 1000, g % 50,
+  CASE g WHEN 1 THEN 'NaN'::float8 WHEN 2 THEN '-0'::float8 WHEN 3 THEN '-Infinity'::float8
+         WHEN 4 THEN 4.9e-324 ELSE g / 7.0 END,
+  CASE g WHEN 1 THEN 'NaN'::numeric ELSE g / 8.0 END,
+  CASE g WHEN 2 THEN 1234567890123456789012345678901234567890.0123456789
+         WHEN 3 THEN 1e-40 ELSE g END,
+  g % 3 = 0,
+  CASE g WHEN 1 THEN 'infinity'::date WHEN 2 THEN '-infinity'::date WHEN 3 THEN '4713-01-01 BC'::date
+         WHEN 4 THEN '20000-02-29'::date ELSE date '2020-01-01' + g END,
+  CASE g WHEN 5 THEN 'infinity'::timestamp WHEN 6 THEN '0044-03-15 12:00:00 BC'::timestamp
+         ELSE timestamp '2024-02-29 23:59:59.999999' + g * interval '1 second' END,
+  CASE g WHEN 7 THEN E'tab\\there\\nnew\\\\back \\u00e9 \\U0001F600' WHEN 8 THEN '' ELSE 'r' || g END,
+  'v' || g, CASE g WHEN 9 THEN 'ab' ELSE 'c' END, decode(lpad(to_hex(g), 8, '0'), 'hex') || '\\x00ff'::bytea,
+  jsonb_build_object('g', g, 'l', jsonb_build_array(g, 'x', null)),
+  CASE g WHEN 9 THEN '{{"a": 1,   "a" : [2]}}'::json ELSE json_build_object('g', g) END,
+  md5(g::text)::uuid
+FROM generate_series(1, {rows}) g"""
+
+
+def make(pg: Any, schema: str, table: str, rows: int = 0) -> str:
+    name = f"{qi(schema)}.{qi(table)}"
+    pg.execute(f"CREATE TABLE {name} ({DDL.format(schema=qi(schema))})")
+    if rows:
+        pg.execute(INSERT.format(t=name, rows=rows))
+        pg.execute(f"UPDATE {name} SET i2 = NULL, f = NULL, n = NULL, d = NULL, t = NULL, by = NULL, j = NULL "
+                   "WHERE id % 97 = 0")
+    return name
+
+
+def row_texts(pg: Any, name: str, where: str = "TRUE") -> list[str]:
+    """Every row as PostgreSQL's text of it, in key order: equal only if every value is the same."""
+    return [r[0] for r in pg_execute(pg, f"SELECT t::text FROM {name} t WHERE {where} ORDER BY id")]
+
+
+def schema_with_domain(pg_schemas: Schemas, label: str) -> str:
+    schema = pg_schemas.create(label)
+    pg_schemas.conn.execute(f"CREATE DOMAIN {qi(schema)}.qty AS integer CHECK (VALUE >= 0)")
+    return schema
+
+
+def test_every_value_lands_bit_for_bit_in_each_destination_loaded_undecoded(tmp_path: Path,
+                                                                            pg_schemas: Schemas) -> None:
+    pg = pg_schemas.conn
+    schema = schema_with_domain(pg_schemas, "pt")
+    src = make(pg, schema, "src", ROWS)
+    staged = make(pg, schema, "staged")
+    upserted = make(pg, schema, "upserted")
+    pg.execute(f"INSERT INTO {upserted} (id, t) VALUES (1, 'replaced'), (-5, 'kept')")
+    server = pg_schemas.server
+    spec = {
+        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
+        "destinations": [
+            {"id": "staged", "plugin": "postgres", "params": server.params(schema, table="staged", load="staging")},
+            {"id": "upserted", "plugin": "postgres",
+             "params": server.params(schema, table="upserted", write_mode="upsert", batch_size=300)},
+        ],
+        "settings": {"speed": {"channel": 2}},
+    }
+    code, task, stderr = run_task(make_workspace(tmp_path), spec)
+    assert code == 0, (task.get("error"), stderr[-3000:])
+    events = log_events(stderr)
+    (chosen,) = [e for e in events if e["event"] == "engine.rows_encoded"]
+    assert chosen["format"] == "postgres.copy_binary" and sorted(chosen["destinations"]) == ["staged", "upserted"]
+    result = task["result"]
+    assert result["source"]["rows_read"] == ROWS and result["source"]["rows_rejected"] == 0
+    want = row_texts(pg, src)
+    assert row_texts(pg, staged) == want
+    assert row_texts(pg, upserted, "id > 0") == want  # row 1 replaced
+    assert pg_execute(pg, f"SELECT t FROM {upserted} WHERE id = -5") == [("kept",)]
+    specials = pg_execute(pg, f"SELECT f::text, n::text, d::text, ts::text FROM {staged} WHERE id <= 6 ORDER BY id")
+    assert specials[0][:3] == ("NaN", "NaN", "infinity") and specials[1][0] == "-0"
+    assert specials[4][3] == "infinity" and specials[2][2] == "4713-01-01 BC"
+    assert sorted(pg_tables(pg, schema)) == ["src", "staged", "upserted", "wormhole_splits"]
+
+
+def test_rows_the_target_refuses_are_rejected_with_their_values_and_the_rest_load(tmp_path: Path,
+                                                                                 pg_schemas: Schemas) -> None:
+    pg = pg_schemas.conn
+    schema = schema_with_domain(pg_schemas, "rej")
+    src = make(pg, schema, "src", 300)
+    dst = make(pg, schema, "dst")
+    pg.execute(f"INSERT INTO {dst} (id, t) VALUES (11, 'already'), (250, 'already')")
+    server = pg_schemas.server
+    ws = make_workspace(tmp_path)
+    spec = {
+        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
+        "destinations": [{"id": "pg", "plugin": "postgres",
+                          "params": server.params(schema, table="dst", batch_size=7)}],  # pieces cut the batch
+        "settings": {"error_limit": {"record": 5}},
+    }
+    code, task, stderr = run_task(ws, spec)
+    assert code == 201, (task.get("error"), stderr[-3000:])  # success with rejected rows
+    assert any(e["event"] == "engine.rows_encoded" for e in log_events(stderr))
+    result = task["result"]
+    assert result["destinations"]["pg"]["rows_written"] == 298 and result["destinations"]["pg"]["rows_rejected"] == 2
+    assert row_texts(pg, dst, "id NOT IN (11, 250)") == row_texts(pg, src, "id NOT IN (11, 250)")
+    assert pg_execute(pg, f"SELECT id, t FROM {dst} WHERE id IN (11, 250) ORDER BY id") == [(11, "already"),
+                                                                                           (250, "already")]
+    with (ws.root / result["dirty_file"]).open(encoding="utf-8") as f:
+        dirty = sorted((json.loads(line) for line in f), key=lambda d: d["row"][0])
+    assert [(d["origin"], d["row"][0], d["row"][10], d["row"][11]) for d in dirty] == [
+        ("pg", 11, "r11", "v11"), ("pg", 250, "r250", "v250")]
+    assert all("23505" in d["reason"] and "duplicate key" in d["reason"] for d in dirty), dirty
+
+
+def test_a_destination_declaring_other_types_gets_values_and_says_why(tmp_path: Path, pg_schemas: Schemas) -> None:
+    pg = pg_schemas.conn
+    schema = pg_schemas.create("other")
+    pg.execute(f"CREATE TABLE {qi(schema)}.src (id bigint PRIMARY KEY, v varchar(40), n numeric(12,3))")
+    pg.execute(f"INSERT INTO {qi(schema)}.src SELECT g, 'v' || g, g / 8.0 FROM generate_series(1, 500) g")
+    pg.execute(f"CREATE TABLE {qi(schema)}.same (id bigint PRIMARY KEY, v varchar(40), n numeric(12,3))")
+    pg.execute(f"CREATE TABLE {qi(schema)}.wider (id bigint PRIMARY KEY, v text, n numeric(14,3))")
+    server = pg_schemas.server
+    spec = {
+        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
+        "destinations": [{"id": "same", "plugin": "postgres", "params": server.params(schema, table="same")},
+                         {"id": "wider", "plugin": "postgres", "params": server.params(schema, table="wider")}],
+    }
+    code, task, stderr = run_task(make_workspace(tmp_path), spec)
+    assert code == 0, (task.get("error"), stderr[-3000:])
+    events = log_events(stderr)
+    assert not [e for e in events if e["event"] == "engine.rows_encoded"]
+    (decoded,) = [e for e in events if e["event"] == "engine.rows_decoded"]
+    assert decoded["destinations"] == ["wider"] and decoded["reason"] == "column types differ"
+    for table in ("same", "wider"):
+        assert pg_execute(pg, f"SELECT COUNT(*), SUM(id), SUM(n), MAX(v) FROM {qi(schema)}.{table}") == \
+            pg_execute(pg, f"SELECT COUNT(*), SUM(id), SUM(n), MAX(v) FROM {qi(schema)}.src")
+
+
+def test_a_destination_whose_session_dies_fails_alone_while_the_other_commits(tmp_path: Path,
+                                                                             pg_schemas: Schemas) -> None:
+    pg = pg_schemas.conn
+    schema = pg_schemas.create("die")
+    pg.execute(f"CREATE TABLE {qi(schema)}.src (id bigint PRIMARY KEY, v text NOT NULL)")
+    pg.execute(f"INSERT INTO {qi(schema)}.src SELECT g, 'v' || g FROM generate_series(1, 20000) g")
+    for table in ("fail", "keep"):
+        pg.execute(f"CREATE TABLE {qi(schema)}.{table} (id bigint PRIMARY KEY, v text NOT NULL)")
+        pg.execute(f"INSERT INTO {qi(schema)}.{table} VALUES (-1, 'before')")
+    server = pg_schemas.server
+    ws = make_workspace(tmp_path)
+    spec = {
+        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
+        "destinations": [
+            {"id": "pg", "plugin": "postgres",
+             "params": server.params(schema, table="fail", load="staging", retries=0)},
+            {"id": "keep", "plugin": "postgres", "params": server.params(schema, table="keep")}],
+        "settings": {"speed": {"channel": 2}},
+    }
+    task_id = ws.submit(spec)
+    first = start_crashing(ws, task_id, "before_seal:pg:2:stop")  # paused inside pg's 2nd split, its COPY done
+    deadline = time.monotonic() + 60
+    while True:
+        pids = [r[0] for r in pg_execute(
+            pg, "SELECT DISTINCT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
+                "JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relname LIKE 'fail%%' AND a.state LIKE 'idle in transaction%%'",
+            (schema,))]
+        if pids and _stopped(first.pid):
+            break
+        assert first.poll() is None and time.monotonic() < deadline, (ws.root / "first.err").read_text()[-3000:]
+        time.sleep(0.05)
+    for pid in pids:
+        pg.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    os.kill(first.pid, signal.SIGCONT)
+    first.wait(timeout=120)
+    err = (ws.root / "first.err").read_text()
+    assert first.returncode == 202, err[-3000:]
+    assert any(e["event"] == "engine.rows_encoded" for e in log_events(err))
+    result = ws.show(task_id)["result"]
+    assert result["destinations"]["pg"]["status"] == "failed" and result["destinations"]["keep"]["status"] == "success"
+    assert pg_execute(pg, f"SELECT id, v FROM {qi(schema)}.fail") == [(-1, "before")]
+    kept = pg_execute(pg, f"SELECT COUNT(*), SUM(id) FROM {qi(schema)}.keep WHERE id > 0")
+    assert kept == [(20000, 20000 * 20001 // 2)]
+    assert [t for t in pg_tables(pg, schema) if t not in ("src", "fail", "keep", "wormhole_splits")] == []

@@ -1,0 +1,38 @@
+"""Whether a run's rows travel in the source's own encoding: read once, loaded as they are everywhere.
+
+A store whose server can send rows in a form another server of its kind loads unchanged (PostgreSQL's
+binary COPY) declares it (``Capabilities.encoded_read``, ``encoded_write``). The engine chooses that form
+for a local run only when nothing in the run needs the values: no transform anywhere, and every live
+destination's prepared periphery says its target declares exactly the source's column types. Then no
+value is decoded or encoded between the two servers; otherwise the rows travel as values, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import cast
+
+from wormhole.destination import Destination
+from wormhole.log import Logger
+from wormhole.plugins import registry
+from wormhole.plugins.base import EncodedPeriphery, Encoding
+from wormhole.reader_manager import ReaderManager
+
+
+def choose_encoding(readers: ReaderManager, destinations: Iterable[Destination], *, local: bool,
+                    transformed: bool, log: Logger) -> Encoding | None:
+    """The source's encoding when every live destination takes it as it is, else None (values)."""
+    live = [d for d in destinations if d.live]
+    if not local or transformed or not live:
+        return None
+    if any(registry.capabilities(d.plugin).encoded_write is None for d in live):
+        return None
+    encoding = readers.encoding()  # None unless the source's store sends an encoding, and can for its options
+    if encoding is None or any(registry.capabilities(d.plugin).encoded_write != encoding.format for d in live):
+        return None
+    refused = [d.id for d in live if not cast(EncodedPeriphery, d.periphery).takes_encoding(encoding)]
+    if refused:
+        log.info("engine.rows_decoded", format=encoding.format, reason="column types differ", destinations=refused)
+        return None
+    log.info("engine.rows_encoded", format=encoding.format, destinations=[d.id for d in live])
+    return encoding
