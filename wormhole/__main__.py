@@ -1,3 +1,3 @@
-from wormhole.cli import main
+from wormhole.entry import main
 
 main()

@@ -252,7 +252,8 @@ class EncodedRows:
     offset just past row ``i``."""
 
     encoding: Encoding
-    payload: bytes
+    payload: bytes | bytearray
+    """The rows' bytes (a reader's buffer handed on: nobody writes to it again)."""
     ends: Sequence[int]
     decode: Callable[[EncodedRows, int], Row]
     """Row ``i`` as values, by the source's own rules; only for whoever needs values (a row a destination

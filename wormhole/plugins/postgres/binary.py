@@ -19,6 +19,7 @@ first, cost about three times as much: an index per byte.)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -216,6 +217,9 @@ class BinaryPiece:
             return pa.py_buffer(self.stream)
         rows = self.stream[int(self.offsets[start]):int(self.offsets[end])]
         return pa.py_buffer(np.concatenate((_HEADER, rows, _TRAILER)))
+
+    def parts(self, start: int, end: int) -> tuple[Any, ...]:
+        return (self.payload(start, end),)
 
     def row(self, index: int) -> Row:
         return rows_from_arrow(self.batch.slice(index, 1))[0]

@@ -192,6 +192,9 @@ class ArrowPiece:
         return copy_payload(self.batch, [t.slice(start, end - start) for t in self.texts]) if end > start else \
             pa.py_buffer(b"")
 
+    def parts(self, start: int, end: int) -> tuple[Any, ...]:
+        return (self.payload(start, end),)
+
     def row(self, index: int) -> Row:
         return rows_from_arrow(self.batch.slice(index, 1))[0]
 
@@ -212,6 +215,9 @@ class TuplePiece:
 
     def payload(self, start: int, end: int) -> pa.Buffer:
         return pa.py_buffer(b"".join(self.lines[start:end]))
+
+    def parts(self, start: int, end: int) -> tuple[Any, ...]:
+        return (self.payload(start, end),)
 
     def row(self, index: int) -> Row:
         return self.rows[index]

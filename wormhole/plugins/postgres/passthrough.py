@@ -138,7 +138,7 @@ def read_rows(conn: psycopg.Connection[Any], query: bytes, encoding: Encoding,
             # Cut before a message, never after: the last one (the trailer) stays in the batch held back.
             if len(buf) >= limit_bytes or len(ends) >= limit_rows:
                 total += len(ends)
-                yield Rows.of_encoded(EncodedRows(encoding, bytes(buf), ends, decode))
+                yield Rows.of_encoded(EncodedRows(encoding, buf, ends, decode))  # handed on, never written again
                 buf, ends = bytearray(), array("q")
                 append = ends.append
             buf += data
@@ -150,7 +150,7 @@ def read_rows(conn: psycopg.Connection[Any], query: bytes, encoding: Encoding,
         ends.pop()
     _finish(pg, conn, stop, total + len(ends), split_id)
     if ends:
-        yield Rows.of_encoded(EncodedRows(encoding, bytes(buf), ends, decode))
+        yield Rows.of_encoded(EncodedRows(encoding, buf, ends, decode))
 
 
 def _first_row(pg: pq.abc.PGconn, stop: StopSignal, split_id: str) -> bytes | None:
@@ -230,7 +230,11 @@ class EncodedPiece:
         return len(self.rows.ends)
 
     def payload(self, start: int, end: int) -> bytes:
-        return b"".join((HEADER, self.rows.span(start, end), TRAILER))
+        return b"".join(self.parts(start, end))
+
+    def parts(self, start: int, end: int) -> tuple[bytes | memoryview, ...]:
+        """The COPY stream in three parts: the rows are not copied to put the header before them."""
+        return HEADER, self.rows.span(start, end), TRAILER
 
     def row(self, index: int) -> Row:
         return self.rows.row(index)

@@ -278,7 +278,8 @@ class PostgresWriter:
             for statement in p.upsert_sql:
                 cur.execute(statement)
             with cur.copy(p.copy_binary_sql if piece.binary else p.copy_sql) as copy:
-                copy.write(memoryview(piece.payload(start, end)))
+                for part in piece.parts(start, end):
+                    copy.write(memoryview(part))
             if p.insert_sql:
                 cur.execute(p.insert_sql)
             cur.execute("RELEASE SAVEPOINT wh_try")
