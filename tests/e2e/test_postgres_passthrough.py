@@ -207,3 +207,79 @@ def test_a_destination_whose_session_dies_fails_alone_while_the_other_commits(tm
     kept = pg_execute(pg, f"SELECT COUNT(*), SUM(id) FROM {qi(schema)}.keep WHERE id > 0")
     assert kept == [(20000, 20000 * 20001 // 2)]
     assert [t for t in pg_tables(pg, schema) if t not in ("src", "fail", "keep", "wormhole_splits")] == []
+
+
+def test_sigkill_after_a_split_then_takeover_loads_each_row_once(tmp_path: Path, pg_schemas: Schemas) -> None:
+    """Append into a table without a key, the only destination: a split loaded twice would show as duplicate ids."""
+    pg = pg_schemas.conn
+    schema = pg_schemas.create("kill")
+    pg.execute(f"CREATE TABLE {qi(schema)}.src (id bigint PRIMARY KEY, v text NOT NULL)")
+    pg.execute(f"INSERT INTO {qi(schema)}.src SELECT g, 'v' || g FROM generate_series(1, 20000) g")
+    pg.execute(f"CREATE TABLE {qi(schema)}.dst (id bigint NOT NULL, v text NOT NULL)")
+    ws = make_workspace(tmp_path)
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
+                  claim={"heartbeat_s": 0.5, "stale_s": 2.0}, recovery={"retry_wait_s": 0.2})
+    spec = {
+        "source": {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="src", split_pk="id")},
+        "destinations": [{"id": "pg", "plugin": "postgres", "params": pg_schemas.server.params(schema, table="dst")}],
+        "settings": {"speed": {"channel": 2}},
+    }
+    task_id = ws.submit(spec)
+    first = start_crashing(ws, task_id, "after_seal:pg:4")  # the 4th split committed in PostgreSQL, not checkpointed
+    first.wait(timeout=120)
+    err = (ws.root / "first.err").read_text()
+    assert first.returncode == -signal.SIGKILL, err[-3000:]
+    assert any(e["event"] == "engine.rows_encoded" for e in log_events(err))
+    held = pg_execute(pg, f"SELECT COUNT(*) FROM {qi(schema)}.dst")[0][0]
+    assert 0 < held < 20000
+    time.sleep(2.5)  # stale_s = 2
+    proc = ws.run("--task-id", str(task_id), timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    events = log_events(proc.stderr)
+    names = {e["event"] for e in events}
+    assert "task.resumed" in names and "engine.rows_encoded" in names
+    count, distinct, total = pg_execute(pg, f"SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM {qi(schema)}.dst")[0]
+    assert (count, distinct, total) == (20000, 20000, 20000 * 20001 // 2)
+    assert ws.show(task_id)["result"]["destinations"]["pg"]["rows_resumed"] >= held
+    assert pg_execute(pg, f"SELECT COUNT(*) FROM {qi(schema)}.wormhole_splits")[0][0] == 0
+
+
+def test_a_source_session_killed_mid_copy_rereads_its_split_and_loads_each_row_once(tmp_path: Path,
+                                                                                   pg_schemas: Schemas) -> None:
+    pg = pg_schemas.conn
+    schema = pg_schemas.create("srckill")
+    pg.execute(f"CREATE TABLE {qi(schema)}.src (id bigint PRIMARY KEY, v text NOT NULL)")
+    pg.execute(f"INSERT INTO {qi(schema)}.src SELECT g, repeat('v', 200) || g FROM generate_series(1, 60000) g")
+    pg.execute(f"CREATE TABLE {qi(schema)}.dst (id bigint NOT NULL, v text NOT NULL)")
+    ws = make_workspace(tmp_path)
+    # Small batches and queues: while the writer is held, the readers stop mid-COPY with the queue full.
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
+                  exchange={"batch_rows": 64, "batch_bytes": 16384, "queue_rows": 256, "spill_rows": 64},
+                  recovery={"retry_wait_s": 0.2})
+    spec = {
+        "source": {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="src", split_pk="id")},
+        "destinations": [{"id": "pg", "plugin": "postgres", "params": pg_schemas.server.params(schema, table="dst")}],
+        "settings": {"speed": {"channel": 2}},
+    }
+    task_id = ws.submit(spec)
+    first = start_crashing(ws, task_id, "before_seal:pg:1:stop")  # paused at the end of pg's first split
+    deadline = time.monotonic() + 60
+    while True:
+        copies = [r[0] for r in pg_execute(
+            pg, "SELECT pid FROM pg_stat_activity WHERE query LIKE 'COPY (SELECT%%' AND query LIKE %s "
+                "AND pid <> pg_backend_pid()", (f"%{schema}%",))]
+        if copies and _stopped(first.pid):
+            break
+        assert first.poll() is None and time.monotonic() < deadline, (ws.root / "first.err").read_text()[-3000:]
+        time.sleep(0.05)
+    for pid in copies:  # the source's COPY sessions, in the middle of their splits
+        pg.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    os.kill(first.pid, signal.SIGCONT)
+    first.wait(timeout=120)
+    err = (ws.root / "first.err").read_text()
+    assert first.returncode == 0, err[-3000:]
+    events = log_events(err)
+    assert any(e["event"] == "engine.rows_encoded" for e in events)
+    assert [e for e in events if e["event"] == "reader.split_failed"], "no split was read again"
+    count, distinct, total = pg_execute(pg, f"SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM {qi(schema)}.dst")[0]
+    assert (count, distinct, total) == (60000, 60000, 60000 * 60001 // 2)

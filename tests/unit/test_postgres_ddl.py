@@ -42,8 +42,9 @@ def test_plan_names_how_a_destination_loads() -> None:
     upsert = PostgresWriterOptions(user="u", database="d", table="t", write_mode="upsert")
     staged = PostgresWriterOptions(user="u", database="d", table="t", load="staging")
     text = PostgresWriterOptions(user="u", database="d", table="t", copy_format="text")
+    undecoded = "; a postgres source's binary rows as they are when every destination declares its column types"
     assert sink.plan_load(upsert, SCHEMA, False) == "COPY binary from Arrow into a temporary table, then INSERT ... " \
-        "ON CONFLICT if the target's column types allow (chosen at prepare), else text"
-    assert sink.plan_load(staged, SCHEMA, False) == "COPY binary from Arrow into the staging table if the target's " \
-        "column types allow (chosen at prepare), else text"
+        "ON CONFLICT if the target's column types allow (chosen at prepare), else text" + undecoded
+    assert sink.plan_load(staged, SCHEMA, True) == "COPY binary from Arrow into the staging table if the target's " \
+        "column types allow (chosen at prepare), else text"  # transforms make the rows: never undecoded
     assert sink.plan_load(text, SCHEMA, False) == "COPY text from Arrow into the target"

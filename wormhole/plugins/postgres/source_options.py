@@ -83,7 +83,8 @@ class PostgresReaderOptions(ServerOptions):
     on without an estimate."""
     special_dates: Literal["reject", "null"] = "reject"
     """A date or timestamp Python cannot hold (``infinity``, ``-infinity``, a BC date, a year after
-    9999): reject the row to the dirty-record file with the value, or read it as NULL."""
+    9999): reject the row to the dirty-record file with the value, or read it as NULL. Rows read without
+    decoding (every destination a postgres table of the same types) keep such values as they are."""
 
     def check(self, path: str, problems: Problems) -> None:
         check_credentials(self.password, self.password_env, path, problems)

@@ -431,4 +431,7 @@ def plan_load(options: PostgresWriterOptions, schema: Any, rows_changed: bool) -
         ("the staging table" if options.load == "staging" else "the target")
     if options.copy_format == "text":
         return f"COPY text from Arrow into {into}"
-    return f"COPY binary from Arrow into {into} if the target's column types allow (chosen at prepare), else text"
+    undecoded = "" if rows_changed else \
+        "; a postgres source's binary rows as they are when every destination declares its column types"
+    return (f"COPY binary from Arrow into {into} if the target's column types allow (chosen at prepare), else "
+            f"text{undecoded}")
