@@ -9,16 +9,19 @@ load, a destination whose session dies fails alone, and a destination that decla
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
+import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import log_events, make_workspace, run_task
+from tests.conftest import log_events, make_workspace, run_task, wormhole_command
 from tests.e2e.test_postgres_e2e import _stopped, start_crashing
 from tests.pg_helpers import Schemas, pg_execute, pg_schemas, pg_tables, qi
 
@@ -135,6 +138,9 @@ def test_rows_the_target_refuses_are_rejected_with_their_values_and_the_rest_loa
         dirty = sorted((json.loads(line) for line in f), key=lambda d: d["row"][0])
     assert [(d["origin"], d["row"][0], d["row"][10], d["row"][11]) for d in dirty] == [
         ("pg", 11, "r11", "v11"), ("pg", 250, "r250", "v250")]
+    # The other values as the reader gives them: the domain's int, numeric text, the JSON parsed, the uuid's text.
+    assert dirty[0]["row"][3] == 11 % 50 and dirty[0]["row"][5] == "1.375" and dirty[0]["row"][14] == \
+        {"g": 11, "l": [11, "x", None]} and dirty[0]["row"][16] == str(uuid.UUID(hashlib.md5(b"11").hexdigest()))
     assert all("23505" in d["reason"] and "duplicate key" in d["reason"] for d in dirty), dirty
 
 
@@ -183,21 +189,26 @@ def test_a_destination_whose_session_dies_fails_alone_while_the_other_commits(tm
     }
     task_id = ws.submit(spec)
     first = start_crashing(ws, task_id, "before_seal:pg:2:stop")  # paused inside pg's 2nd split, its COPY done
-    deadline = time.monotonic() + 60
-    while True:
-        pids = [r[0] for r in pg_execute(
-            pg, "SELECT DISTINCT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
-                "JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relname LIKE 'fail%%' AND a.state LIKE 'idle in transaction%%'",
-            (schema,))]
-        if pids and _stopped(first.pid):
-            break
-        assert first.poll() is None and time.monotonic() < deadline, (ws.root / "first.err").read_text()[-3000:]
-        time.sleep(0.05)
-    for pid in pids:
-        pg.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    os.kill(first.pid, signal.SIGCONT)
-    first.wait(timeout=120)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            pids = [r[0] for r in pg_execute(
+                pg, "SELECT DISTINCT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
+                    "JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = %s AND c.relname LIKE 'fail%%' AND a.state LIKE 'idle in transaction%%'",
+                (schema,))]
+            if pids and _stopped(first.pid):
+                break
+            assert first.poll() is None and time.monotonic() < deadline, (ws.root / "first.err").read_text()[-3000:]
+            time.sleep(0.05)
+        for pid in pids:
+            pg.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        os.kill(first.pid, signal.SIGCONT)
+        first.wait(timeout=120)
+    finally:
+        if first.poll() is None:  # a failed check must not leave it stopped, holding locks on the schema
+            first.kill()
+            first.wait()
     err = (ws.root / "first.err").read_text()
     assert first.returncode == 202, err[-3000:]
     assert any(e["event"] == "engine.rows_encoded" for e in log_events(err))
@@ -248,38 +259,43 @@ def test_a_source_session_killed_mid_copy_rereads_its_split_and_loads_each_row_o
                                                                                    pg_schemas: Schemas) -> None:
     pg = pg_schemas.conn
     schema = pg_schemas.create("srckill")
-    pg.execute(f"CREATE TABLE {qi(schema)}.src (id bigint PRIMARY KEY, v text NOT NULL)")
-    pg.execute(f"INSERT INTO {qi(schema)}.src SELECT g, repeat('v', 200) || g FROM generate_series(1, 60000) g")
+    pg.execute(f"CREATE TABLE {qi(schema)}.base (id bigint PRIMARY KEY, v text NOT NULL)")
+    pg.execute(f"INSERT INTO {qi(schema)}.base SELECT g, 'v' || g FROM generate_series(1, 5000) g")
+    # A view whose rows come slowly (0.1 ms each), so a split's COPY is still running when it is killed.
+    pg.execute(f"CREATE FUNCTION {qi(schema)}.slow(t text) RETURNS text LANGUAGE plpgsql STABLE AS "
+               "$$ BEGIN PERFORM pg_sleep(0.0001); RETURN t; END $$")
+    pg.execute(f"CREATE VIEW {qi(schema)}.src AS SELECT id, {qi(schema)}.slow(v) AS v FROM {qi(schema)}.base")
     pg.execute(f"CREATE TABLE {qi(schema)}.dst (id bigint NOT NULL, v text NOT NULL)")
     ws = make_workspace(tmp_path)
-    # Small batches and queues: while the writer is held, the readers stop mid-COPY with the queue full.
     ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
-                  exchange={"batch_rows": 64, "batch_bytes": 16384, "queue_rows": 256, "spill_rows": 64},
                   recovery={"retry_wait_s": 0.2})
     spec = {
-        "source": {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="src", split_pk="id")},
+        "source": {"plugin": "postgres",
+                   "params": pg_schemas.server.params(schema, table="src", split_pk="id", split_factor=2)},
         "destinations": [{"id": "pg", "plugin": "postgres", "params": pg_schemas.server.params(schema, table="dst")}],
         "settings": {"speed": {"channel": 2}},
     }
     task_id = ws.submit(spec)
-    first = start_crashing(ws, task_id, "before_seal:pg:1:stop")  # paused at the end of pg's first split
-    deadline = time.monotonic() + 60
-    while True:
-        copies = [r[0] for r in pg_execute(
-            pg, "SELECT pid FROM pg_stat_activity WHERE query LIKE 'COPY (SELECT%%' AND query LIKE %s "
-                "AND pid <> pg_backend_pid()", (f"%{schema}%",))]
-        if copies and _stopped(first.pid):
-            break
-        assert first.poll() is None and time.monotonic() < deadline, (ws.root / "first.err").read_text()[-3000:]
-        time.sleep(0.05)
-    for pid in copies:  # the source's COPY sessions, in the middle of their splits
-        pg.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    os.kill(first.pid, signal.SIGCONT)
-    first.wait(timeout=120)
-    err = (ws.root / "first.err").read_text()
-    assert first.returncode == 0, err[-3000:]
+    run = subprocess.Popen([*wormhole_command(), "--task-id", str(task_id)], cwd=ws.root, env=ws.env(),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        killed: list[int] = []
+        while not killed:
+            assert run.poll() is None and time.monotonic() < deadline, "no COPY of the source was seen running"
+            killed = [r[0] for r in pg_execute(
+                pg, "SELECT pg_terminate_backend(pid), pid FROM pg_stat_activity WHERE state = 'active' "
+                    "AND query LIKE 'COPY (SELECT%%' AND query LIKE %s AND pid <> pg_backend_pid()",
+                (f"%{schema}%",)) if r[0]]
+            time.sleep(0.02)
+        _, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0, err[-3000:]
     events = log_events(err)
     assert any(e["event"] == "engine.rows_encoded" for e in events)
     assert [e for e in events if e["event"] == "reader.split_failed"], "no split was read again"
     count, distinct, total = pg_execute(pg, f"SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM {qi(schema)}.dst")[0]
-    assert (count, distinct, total) == (60000, 60000, 60000 * 60001 // 2)
+    assert (count, distinct, total) == (5000, 5000, 5000 * 5001 // 2)

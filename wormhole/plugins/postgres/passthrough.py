@@ -97,9 +97,10 @@ class RowDecoder:
         row: list[bytes | None] = [None] * len(self.bases)
         row[i] = field
         try:
-            return self.tx.load_sequence(row)[i]
+            value = self.tx.load_sequence(row)[i]
         except (psycopg.DataError, ValueError, OverflowError):
             return _special(base, field)
+        return str(value) if base == "uuid" else value  # a string, as the reader gives it
 
 
 def _special(base: str, field: bytes) -> str:
