@@ -117,7 +117,7 @@ def test_rows_the_target_refuses_are_rejected_with_their_values_and_the_rest_loa
     schema = schema_with_domain(pg_schemas, "rej")
     src = make(pg, schema, "src", 300)
     dst = make(pg, schema, "dst")
-    pg.execute(f"INSERT INTO {dst} (id, t) VALUES (11, 'already'), (250, 'already')")
+    pg.execute(f"INSERT INTO {dst} (id, t) VALUES (1, 'already'), (11, 'already'), (250, 'already')")
     server = pg_schemas.server
     ws = make_workspace(tmp_path)
     spec = {
@@ -130,14 +130,17 @@ def test_rows_the_target_refuses_are_rejected_with_their_values_and_the_rest_loa
     assert code == 201, (task.get("error"), stderr[-3000:])  # success with rejected rows
     assert any(e["event"] == "engine.rows_encoded" for e in log_events(stderr))
     result = task["result"]
-    assert result["destinations"]["pg"]["rows_written"] == 298 and result["destinations"]["pg"]["rows_rejected"] == 2
-    assert row_texts(pg, dst, "id NOT IN (11, 250)") == row_texts(pg, src, "id NOT IN (11, 250)")
-    assert pg_execute(pg, f"SELECT id, t FROM {dst} WHERE id IN (11, 250) ORDER BY id") == [(11, "already"),
-                                                                                           (250, "already")]
+    assert result["destinations"]["pg"]["rows_written"] == 297 and result["destinations"]["pg"]["rows_rejected"] == 3
+    assert row_texts(pg, dst, "id NOT IN (1, 11, 250)") == row_texts(pg, src, "id NOT IN (1, 11, 250)")
+    assert pg_execute(pg, f"SELECT id, t FROM {dst} WHERE id IN (1, 11, 250) ORDER BY id") == [
+        (1, "already"), (11, "already"), (250, "already")]
     with (ws.root / result["dirty_file"]).open(encoding="utf-8") as f:
         dirty = sorted((json.loads(line) for line in f), key=lambda d: d["row"][0])
     assert [(d["origin"], d["row"][0], d["row"][10], d["row"][11]) for d in dirty] == [
-        ("pg", 11, "r11", "v11"), ("pg", 250, "r250", "v250")]
+        ("pg", 1, "r1", "v1"), ("pg", 11, "r11", "v11"), ("pg", 250, "r250", "v250")]
+    # Values Python has no form for, by PostgreSQL's names: row 1 holds NaN and an infinity date.
+    assert (dirty[0]["row"][5], dirty[0]["row"][8]) == ("NaN", "infinity")
+    dirty = dirty[1:]
     # The other values as the reader gives them: the domain's int, numeric text, the JSON parsed, the uuid's text.
     assert dirty[0]["row"][3] == 11 % 50 and dirty[0]["row"][5] == "1.375" and dirty[0]["row"][14] == \
         {"g": 11, "l": [11, "x", None]} and dirty[0]["row"][16] == str(uuid.UUID(hashlib.md5(b"11").hexdigest()))

@@ -104,9 +104,11 @@ class RowDecoder:
 
 
 def _special(base: str, field: bytes) -> str:
-    """PostgreSQL's text of a date or timestamp Python cannot hold."""
-    fmt = ">i" if base == "date" else ">q"
-    value = struct.unpack(fmt, field)[0]
+    """PostgreSQL's text of a date or timestamp Python cannot hold; another value Python has no form for as
+    its type and bytes."""
+    if (base, len(field)) not in (("date", 4), ("timestamp", 8)):
+        return f"a {base} value Python cannot hold (binary {field.hex()})"
+    value = struct.unpack(">i" if base == "date" else ">q", field)[0]
     if value == (2**31 - 1 if base == "date" else 2**63 - 1):
         return "infinity"
     if value == (-(2**31) if base == "date" else -(2**63)):
