@@ -188,9 +188,11 @@ def start_crashing(ws: Workspace, task_id: int, crash: str) -> Any:
                                 stdout=subprocess.DEVNULL, stderr=log, text=True)
 
 
-def test_sigkill_after_a_postgres_split_then_takeover_appends_each_row_once(tmp_path: Path,
-                                                                            pg_schemas: Schemas) -> None:
-    """Append into a table without a key: a split loaded twice would show as duplicate ids."""
+@pytest.mark.parametrize("alone", [False, True], ids=["with_jsonl", "postgres_alone"])
+def test_sigkill_after_a_postgres_split_then_takeover_appends_each_row_once(tmp_path: Path, pg_schemas: Schemas,
+                                                                            alone: bool) -> None:
+    """Append into a table without a key: a split loaded twice would show as duplicate ids. With the postgres
+    destination alone, the rows travel undecoded (README "PostgreSQL to PostgreSQL without decoding")."""
     schema = pg_schemas.create("kill")
     pg = pg_schemas.conn
     pg.execute(f"CREATE TABLE {qi(schema)}.src (id bigint PRIMARY KEY, v text NOT NULL)")
@@ -199,22 +201,27 @@ def test_sigkill_after_a_postgres_split_then_takeover_appends_each_row_once(tmp_
     ws = make_workspace(tmp_path)
     ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
                   claim={"heartbeat_s": 0.5, "stale_s": 2.0}, recovery={"retry_wait_s": 0.2})
+    jsonl = {"id": "js", "plugin": "file", "params": {"path": str(tmp_path / "out"), "format": "jsonl"}}
     spec = {
         "source": {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="src", split_pk="id")},
         "destinations": [{"id": "pg", "plugin": "postgres", "params": pg_schemas.server.params(schema, table="dst")},
-                         {"id": "js", "plugin": "file", "params": {"path": str(tmp_path / "out"), "format": "jsonl"}}],
+                         *([] if alone else [jsonl])],
         "settings": {"speed": {"channel": 2}},
     }
     task_id = ws.submit(spec)
     first = start_crashing(ws, task_id, "after_seal:pg:4")  # the 4th split committed in PostgreSQL, not checkpointed
     first.wait(timeout=120)
-    assert first.returncode == -signal.SIGKILL, (ws.root / "first.err").read_text()[-3000:]
+    err = (ws.root / "first.err").read_text()
+    assert first.returncode == -signal.SIGKILL, err[-3000:]
     held = pg_execute(pg, f"SELECT COUNT(*) FROM {qi(schema)}.dst")[0][0]
     assert 0 < held < 20000
     time.sleep(2.5)  # stale_s = 2
     proc = ws.run("--task-id", str(task_id), timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert any(e["event"] == "task.resumed" for e in log_events(proc.stderr))
+    events = {e["event"] for e in log_events(proc.stderr)}
+    assert "task.resumed" in events
+    encoded = {"engine.rows_encoded" in events, "engine.rows_encoded" in {e["event"] for e in log_events(err)}}
+    assert encoded == {alone}  # both runs, or neither
     count, distinct, total = pg_execute(pg, f"SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM {qi(schema)}.dst")[0]
     assert (count, distinct, total) == (20000, 20000, 20000 * 20001 // 2)
     result = ws.show(task_id)["result"]
@@ -243,23 +250,7 @@ def test_a_postgres_destination_whose_session_is_terminated_fails_alone_and_leav
     task_id = ws.submit(spec)
     # Paused inside pg's 2nd split: its rows are COPY'd into the staging table, the transaction still open.
     first = start_crashing(ws, task_id, "before_seal:pg:2:stop")
-    deadline = time.monotonic() + 60
-    while True:
-        # This run's writer sessions: the ones holding a lock on this schema's dst tables (the staging table the
-        # split COPYs into); other tests' wormhole sessions share the database.
-        pids = [r[0] for r in pg_execute(
-            pg, "SELECT DISTINCT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
-                "JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relname LIKE 'dst%%' AND a.state LIKE 'idle in transaction%%'",
-            (schema,))]
-        if pids and os.path.exists(f"/proc/{first.pid}") and _stopped(first.pid):
-            break
-        assert first.poll() is None and time.monotonic() < deadline, (ws.root / "first.err").read_text()[-3000:]
-        time.sleep(0.05)
-    for pid in pids:
-        pg.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    os.kill(first.pid, signal.SIGCONT)
-    first.wait(timeout=120)
+    terminate_paused_writer(pg, schema, "dst", first, ws)
     err = (ws.root / "first.err").read_text()
     assert first.returncode == 202, err[-3000:]  # partial: one destination failed, the other committed
     result = ws.show(task_id)["result"]
@@ -272,6 +263,33 @@ def test_a_postgres_destination_whose_session_is_terminated_fails_alone_and_leav
     assert left == []
     if "wormhole_splits" in pg_tables(pg, schema):
         assert pg_execute(pg, f"SELECT COUNT(*) FROM {qi(schema)}.wormhole_splits")[0][0] == 0
+
+
+def terminate_paused_writer(pg: Any, schema: str, tables: str, first: Any, ws: Workspace) -> None:
+    """Once ``first`` has stopped itself inside a split: terminate its writer sessions (those idle in a
+    transaction with a lock on a table of ``schema`` named ``tables...``: other tests' wormhole sessions share
+    the database), let it go on, and wait for it. It is killed if anything here fails, so that it does not stay
+    stopped holding locks on the schema the test drops."""
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            pids = [r[0] for r in pg_execute(
+                pg, "SELECT DISTINCT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
+                    "JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = %s AND c.relname LIKE %s AND a.state LIKE 'idle in transaction%%'",
+                (schema, tables + "%"))]
+            if pids and os.path.exists(f"/proc/{first.pid}") and _stopped(first.pid):
+                break
+            assert first.poll() is None and time.monotonic() < deadline, (ws.root / "first.err").read_text()[-3000:]
+            time.sleep(0.05)
+        for pid in pids:
+            pg.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        os.kill(first.pid, signal.SIGCONT)
+        first.wait(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
 
 
 def _stopped(pid: int) -> bool:

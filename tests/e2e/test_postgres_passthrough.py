@@ -4,15 +4,15 @@ When every destination is a postgres table declaring the source's column types, 
 loaded as they are (``engine.rows_encoded``). These tests hold that path to what users rely on everywhere else:
 every value lands bit for bit (the row's text in PostgreSQL compared, source against target), upsert and staging
 loads work on it, a row the target refuses is rejected with PostgreSQL's reason and its values while the rest
-load, a destination whose session dies fails alone, and a destination that declares other types gets values.
+load, a destination whose session dies fails alone, a source session killed mid-COPY has its split read again,
+and a destination that declares other types gets values. (A SIGKILL then a takeover: tests/e2e/test_postgres_e2e.py,
+"postgres_alone".)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import subprocess
 import time
 import uuid
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import log_events, make_workspace, run_task, wormhole_command
-from tests.e2e.test_postgres_e2e import _stopped, start_crashing
+from tests.e2e.test_postgres_e2e import start_crashing, terminate_paused_writer
 from tests.pg_helpers import Schemas, pg_execute, pg_schemas, pg_tables, qi
 
 __all__ = ["pg_schemas"]  # the fixture, used by name
@@ -192,26 +192,7 @@ def test_a_destination_whose_session_dies_fails_alone_while_the_other_commits(tm
     }
     task_id = ws.submit(spec)
     first = start_crashing(ws, task_id, "before_seal:pg:2:stop")  # paused inside pg's 2nd split, its COPY done
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            pids = [r[0] for r in pg_execute(
-                pg, "SELECT DISTINCT a.pid FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
-                    "JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace "
-                    "WHERE n.nspname = %s AND c.relname LIKE 'fail%%' AND a.state LIKE 'idle in transaction%%'",
-                (schema,))]
-            if pids and _stopped(first.pid):
-                break
-            assert first.poll() is None and time.monotonic() < deadline, (ws.root / "first.err").read_text()[-3000:]
-            time.sleep(0.05)
-        for pid in pids:
-            pg.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        os.kill(first.pid, signal.SIGCONT)
-        first.wait(timeout=120)
-    finally:
-        if first.poll() is None:  # a failed check must not leave it stopped, holding locks on the schema
-            first.kill()
-            first.wait()
+    terminate_paused_writer(pg, schema, "fail", first, ws)
     err = (ws.root / "first.err").read_text()
     assert first.returncode == 202, err[-3000:]
     assert any(e["event"] == "engine.rows_encoded" for e in log_events(err))
@@ -221,41 +202,6 @@ def test_a_destination_whose_session_dies_fails_alone_while_the_other_commits(tm
     kept = pg_execute(pg, f"SELECT COUNT(*), SUM(id) FROM {qi(schema)}.keep WHERE id > 0")
     assert kept == [(20000, 20000 * 20001 // 2)]
     assert [t for t in pg_tables(pg, schema) if t not in ("src", "fail", "keep", "wormhole_splits")] == []
-
-
-def test_sigkill_after_a_split_then_takeover_loads_each_row_once(tmp_path: Path, pg_schemas: Schemas) -> None:
-    """Append into a table without a key, the only destination: a split loaded twice would show as duplicate ids."""
-    pg = pg_schemas.conn
-    schema = pg_schemas.create("kill")
-    pg.execute(f"CREATE TABLE {qi(schema)}.src (id bigint PRIMARY KEY, v text NOT NULL)")
-    pg.execute(f"INSERT INTO {qi(schema)}.src SELECT g, 'v' || g FROM generate_series(1, 20000) g")
-    pg.execute(f"CREATE TABLE {qi(schema)}.dst (id bigint NOT NULL, v text NOT NULL)")
-    ws = make_workspace(tmp_path)
-    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
-                  claim={"heartbeat_s": 0.5, "stale_s": 2.0}, recovery={"retry_wait_s": 0.2})
-    spec = {
-        "source": {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="src", split_pk="id")},
-        "destinations": [{"id": "pg", "plugin": "postgres", "params": pg_schemas.server.params(schema, table="dst")}],
-        "settings": {"speed": {"channel": 2}},
-    }
-    task_id = ws.submit(spec)
-    first = start_crashing(ws, task_id, "after_seal:pg:4")  # the 4th split committed in PostgreSQL, not checkpointed
-    first.wait(timeout=120)
-    err = (ws.root / "first.err").read_text()
-    assert first.returncode == -signal.SIGKILL, err[-3000:]
-    assert any(e["event"] == "engine.rows_encoded" for e in log_events(err))
-    held = pg_execute(pg, f"SELECT COUNT(*) FROM {qi(schema)}.dst")[0][0]
-    assert 0 < held < 20000
-    time.sleep(2.5)  # stale_s = 2
-    proc = ws.run("--task-id", str(task_id), timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    events = log_events(proc.stderr)
-    names = {e["event"] for e in events}
-    assert "task.resumed" in names and "engine.rows_encoded" in names
-    count, distinct, total = pg_execute(pg, f"SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM {qi(schema)}.dst")[0]
-    assert (count, distinct, total) == (20000, 20000, 20000 * 20001 // 2)
-    assert ws.show(task_id)["result"]["destinations"]["pg"]["rows_resumed"] >= held
-    assert pg_execute(pg, f"SELECT COUNT(*) FROM {qi(schema)}.wormhole_splits")[0][0] == 0
 
 
 def test_a_source_session_killed_mid_copy_rereads_its_split_and_loads_each_row_once(tmp_path: Path,
