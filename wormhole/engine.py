@@ -350,9 +350,10 @@ class Engine:
         coordinator = run.coordinator = self._coordinate(run)
         if run.pushup is not None:
             run.pushup.start()
-        encoding = choose_encoding(run.readers, run.writers.destinations.values(), local=self._engine != "spark",
-                                   transformed=run.plan is not None and run.plan.transforms is not None, log=self._log)
-        with self._reading():
+        with self._reading():  # choosing asks the source its columns' types: a source gone now fails the read
+            encoding = choose_encoding(run.readers, run.writers.destinations.values(), local=self._engine != "spark",
+                                       transformed=run.plan is not None and run.plan.transforms is not None,
+                                       log=self._log)
             run.reads = run.execution.start_reads(run.readers, SplitFeed(coordinator, run.pushup, encoding))
         over = run.source_over_limit()  # Spark has read every row by now
         if over:

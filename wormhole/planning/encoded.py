@@ -10,16 +10,22 @@ value is decoded or encoded between the two servers; otherwise the rows travel a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import cast
+from typing import Protocol, cast
 
 from wormhole.destination import Destination
+from wormhole.errors import WormholeError
 from wormhole.log import Logger
 from wormhole.plugins import registry
 from wormhole.plugins.base import EncodedPeriphery, Encoding
-from wormhole.reader_manager import ReaderManager
 
 
-def choose_encoding(readers: ReaderManager, destinations: Iterable[Destination], *, local: bool,
+class EncodingSource(Protocol):
+    """What choosing asks of the read side (the ReaderManager)."""
+
+    def encoding(self) -> Encoding | None: ...
+
+
+def choose_encoding(readers: EncodingSource, destinations: Iterable[Destination], *, local: bool,
                     transformed: bool, log: Logger) -> Encoding | None:
     """The source's encoding when every live destination takes it as it is, else None (values)."""
     live = [d for d in destinations if d.live]
@@ -27,7 +33,11 @@ def choose_encoding(readers: ReaderManager, destinations: Iterable[Destination],
         return None
     if any(registry.capabilities(d.plugin).encoded_write is None for d in live):
         return None
-    encoding = readers.encoding()  # None unless the source's store sends an encoding, and can for its options
+    try:
+        encoding = readers.encoding()  # None unless the source's store sends an encoding, and can for its options
+    except WormholeError as exc:  # the source's catalog out of reach a moment: values; the reads retry as ever
+        log.warning("engine.rows_decoded", reason=f"the source's column types could not be read: {exc}")
+        return None
     if encoding is None or any(registry.capabilities(d.plugin).encoded_write != encoding.format for d in live):
         return None
     refused = [d.id for d in live if not cast(EncodedPeriphery, d.periphery).takes_encoding(encoding)]
