@@ -58,6 +58,8 @@ def test_fanout_gives_the_same_contents_in_local_and_spark_mode(spark_conf: Engi
     """50,000 generated rows in 4 splits (each several 4096-row batches) -> Parquet + MySQL + Hive, once per
     engine: equal by value."""
     rows = 50_000
+    # A progress line every check: the Spark run may take less than the usual 40 checks (2 s).
+    spark_conf = dataclasses.replace(spark_conf, monitor=dataclasses.replace(spark_conf.monitor, report_every=1))
     db = dbs.create("fan")
     admin = server.connect()
     outputs = {}
