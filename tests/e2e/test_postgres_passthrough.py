@@ -248,3 +248,29 @@ def test_a_source_session_killed_mid_copy_rereads_its_split_and_loads_each_row_o
     assert [e for e in events if e["event"] == "reader.split_failed"], "no split was read again"
     count, distinct, total = pg_execute(pg, f"SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM {qi(schema)}.dst")[0]
     assert (count, distinct, total) == (5000, 5000, 5000 * 5001 // 2)
+
+
+@pytest.mark.parametrize("other", ["bigint", "integer"], ids=["same_types", "one_shard_differs"])
+def test_a_sharded_source_goes_undecoded_only_when_every_shard_declares_the_same_types(
+        tmp_path: Path, pg_schemas: Schemas, other: str) -> None:
+    pg = pg_schemas.conn
+    schema = pg_schemas.create("shards")
+    for table, key in (("a", "bigint"), ("b", other)):
+        pg.execute(f"CREATE TABLE {qi(schema)}.{table} (id {key} PRIMARY KEY, v varchar(20))")
+    pg.execute(f"INSERT INTO {qi(schema)}.a SELECT g, 'a' || g FROM generate_series(1, 1000) g")
+    pg.execute(f"INSERT INTO {qi(schema)}.b SELECT g, 'b' || g FROM generate_series(1001, 1500) g")
+    pg.execute(f"CREATE TABLE {qi(schema)}.dst (id bigint PRIMARY KEY, v varchar(20))")
+    server = pg_schemas.server
+    shard = {"host": server.host, "port": server.port, "database": server.database, "schema": schema,
+             "tables": ["a", "b"]}
+    spec = {
+        "source": {"plugin": "postgres", "params": {"user": server.user, "connections": [shard], "split_pk": "id"}},
+        "destinations": [{"id": "pg", "plugin": "postgres", "params": server.params(schema, table="dst")}],
+    }
+    code, task, stderr = run_task(make_workspace(tmp_path), spec)
+    assert code == 0, (task.get("error"), stderr[-3000:])
+    events = log_events(stderr)
+    assert any(e["event"] == "engine.rows_encoded" for e in events) == (other == "bigint")
+    assert any(e["event"] == "reader.types_differ" for e in events) == (other == "integer")
+    assert pg_execute(pg, f"SELECT COUNT(*), SUM(id), MIN(v), MAX(v) FROM {qi(schema)}.dst") == [
+        (1500, 1500 * 1501 // 2, "a1", "b1500")]

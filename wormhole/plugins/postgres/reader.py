@@ -40,7 +40,7 @@ from wormhole.plugins.postgres.catalog import (
 )
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
 from wormhole.plugins.postgres.passthrough import ENCODED_ROWS_FACTOR, RowDecoder, read_rows, source_encoding
-from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource
+from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource, Shard
 from wormhole.plugins.postgres.splitter import escape, source_connection
 from wormhole.plugins.sql import quote
 
@@ -94,9 +94,28 @@ class PostgresReader:
                                    precision=c.precision, scale=c.scale) for c in infos))
 
     def encoding(self) -> Encoding | None:
-        """Binary COPY rows, undecoded (:mod:`.passthrough`), for a table whose columns all have such a form."""
+        """Binary COPY rows, undecoded (:mod:`.passthrough`), for tables whose columns all have such a form and
+        declare the same types in every shard (the splitter compares kinds only: ``integer`` and ``bigint``
+        are both ints, but not the same binary rows)."""
         self.schema()
-        return source_encoding(self._infos, self.source.special_dates)
+        encoding = source_encoding(self._infos, self.source.special_dates)
+        if encoding is None or isinstance(self.source, QuerySource) or len(self._tables()) == 1:
+            return encoding
+        for shard, table in self._tables()[1:]:
+            conn = source_connection(self.source, shard.endpoint, SplitError, self.ctx)
+            try:
+                infos = choose_columns(describe_table(conn, shard.endpoint, shard.schema, table),
+                                       self.source.selection.columns, shard.endpoint, relation(shard.schema, table))
+            finally:
+                close_quietly(conn)
+            if tuple(c.type_name for c in infos) != encoding.columns:
+                self.ctx.log.info("reader.types_differ", table=f"{shard.endpoint.mark}/{relation(shard.schema, table)}",
+                                  types=[c.type_name for c in infos], first=list(encoding.columns))
+                return None
+        return encoding
+
+    def _tables(self) -> list[tuple[Shard, str]]:
+        return [(shard, table) for shard in self.source.shards for table in shard.tables]
 
     def read_encoded(self, split: Split, encoding: Encoding) -> Iterator[Rows]:
         shard = self.source.shards[split.params["shard"]]
