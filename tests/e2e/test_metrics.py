@@ -54,12 +54,19 @@ def value(samples: Samples, name: str, **labels: str) -> float | None:
 
 
 def scrapes_until_exit(proc: subprocess.Popen[str], port: int, timeout: float = 90) -> Iterator[Samples]:
+    """The run's scrapes, until its endpoint closes (or the process ends). Once it has answered, a port that
+    stops answering is closed for good: whatever answers there later is another process's (a test in
+    parallel bound the port it freed), never this run's."""
     deadline = time.monotonic() + timeout
+    answered = False
     while proc.poll() is None:
         assert time.monotonic() < deadline, "the process did not end in time"
         samples = scrape(port)
         if samples is not None:
+            answered = True
             yield samples
+        elif answered:
+            return
         time.sleep(0.2)
 
 
