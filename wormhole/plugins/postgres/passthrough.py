@@ -232,9 +232,6 @@ class EncodedPiece:
     def num_rows(self) -> int:
         return len(self.rows.ends)
 
-    def payload(self, start: int, end: int) -> bytes:
-        return b"".join(self.parts(start, end))
-
     def parts(self, start: int, end: int) -> tuple[bytes | memoryview, ...]:
         """The COPY stream in three parts: the rows are not copied to put the header before them."""
         return HEADER, self.rows.span(start, end), TRAILER
