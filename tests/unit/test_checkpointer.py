@@ -4,6 +4,7 @@ task database that refuses it for a moment; a write it cannot make is not fatal 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,7 @@ def test_a_stop_ends_the_waits_between_attempts(store: SqlTaskStore) -> None:
 def test_the_state_a_task_would_resume_is_its_chains_first_run(store: SqlTaskStore) -> None:
     from wormhole.recovery.leftovers import resumable_chain, resumable_run
 
+    time.sleep(0.01)  # the claim's heartbeat is in milliseconds: stale_s=0 takes only an older one
     assert store.take_over(1, "second", stale_s=0) == 1  # run 1 crashed (it never recorded a plan)
     second = store.start_run(1, "second", resumed_from=1)
     assert resumable_chain(store, 1) == [second, 1] and resumable_run(store, 1) == 1
