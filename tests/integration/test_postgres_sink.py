@@ -436,6 +436,52 @@ def test_a_lost_split_session_raises_split_lost_and_leaves_nothing_of_it(pg: Any
     assert rows(pg) == SPLITS["A"]
 
 
+def _losing_commit(conn: Any, pg: Any, *, commit_first: bool) -> None:
+    """Make ``conn.commit`` lose its session: terminated before COMMIT is sent, or right after the server
+    committed (the answer never arrives); either way the writer sees a broken connection."""
+    real = conn.commit
+    pid = backend_pid(conn)
+
+    def commit() -> None:
+        if commit_first:
+            real()
+        pg_execute(pg[1], "SELECT pg_terminate_backend(%s)", (pid,))
+        deadline = time.monotonic() + 10
+        while pg_execute(pg[1], "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)):
+            assert time.monotonic() < deadline, f"session {pid} was never terminated"
+            time.sleep(0.02)
+        if commit_first:
+            conn.execute("SELECT 1")  # the connection finds its session gone
+        real()
+
+    conn.commit = commit
+
+
+@pytest.mark.parametrize("commit_first", [True, False], ids=["after_commit", "before_commit"])
+def test_a_commit_lost_in_flight_is_settled_by_the_marker(pg: Any, commit_first: bool) -> None:
+    from wormhole.errors import SplitLost
+
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)")  # no key: a split landing twice would show
+    periphery, writer = start(options(pg), ctx(1))
+    write_whole(writer, "A")
+    writer.write_split("B", SPLITS["B"])
+    _losing_commit(writer._splits["B"], pg, commit_first=commit_first)
+    with capture_logs() as logs:
+        if commit_first:
+            writer.end_split("B", 2)  # it did commit: durable, nothing to write again
+        else:
+            with pytest.raises(SplitLost, match="did not commit") as lost:
+                writer.end_split("B", 2)
+            assert lost.value.split_id == "B"
+            assert [m[2] for m in markers(pg)] == ["", "A"]
+            writer.abort_split("B")  # what the engine does: then B is delivered again
+            write_whole(writer, "B")
+    assert [e["durable"] for e in logs if e["event"] == "writer.commit_settled"] == [commit_first]
+    writer.close()
+    periphery.commit()
+    assert rows(pg) == sorted(SPLITS["A"] + SPLITS["B"])
+
+
 def test_a_deadlock_mid_split_is_retried_from_the_pieces_savepoint(pg: Any) -> None:
     """The split holds key 1 and waits for key 2, which another session holds while it waits for key 1:
     PostgreSQL cancels the split's statement (40P01). Its piece is undone to its savepoint and retried once
