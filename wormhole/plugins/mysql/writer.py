@@ -22,7 +22,8 @@ row or a lock wait timeout undoes that piece only; ``end_split`` inserts the spl
 error that takes the split's transaction with it (deadlock, lost connection) raises ``SplitLost``:
 the split is written again from its start. When the connection is lost while COMMIT was in flight,
 the writer waits until the server has finished with the old session and looks for the marker: found,
-the split is durable; missing, it is lost. So each split is committed exactly once.
+the split is durable; missing, it is lost. So each split is committed exactly once. That split lifecycle
+is :mod:`wormhole.plugins.split_transactions`, shared with the postgres store; this module is MySQL's part.
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pymysql
 
-from wormhole.errors import SplitLost, TransientWriteError, WriteError
+from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
@@ -52,10 +53,8 @@ from wormhole.plugins.mysql.encoding import Encoded, PieceEncoder
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
 from wormhole.plugins.mysql.types import sql_values
+from wormhole.plugins.split_transactions import Broken, SplitTransactions
 from wormhole.plugins.sql import VALUE_ERRORS, rows_one_by_one
-from wormhole.retry import policy
-
-T = TypeVar("T")
 
 _LOAD_INFO = re.compile(r"Records:\s*(\d+)\s+Deleted:\s*(\d+)\s+Skipped:\s*(\d+)\s+Warnings:\s*(\d+)")
 _KEEPS_CONNECTION = (1205, 1213)
@@ -66,36 +65,25 @@ _COMMIT_UNKNOWN = (2013, 2055)
 """Lost while waiting for COMMIT's answer: whether the server committed is unknown."""
 _DUPLICATE_KEY = 1062
 _SAVEPOINT = "wh_piece"
-_FREE_CONNECTIONS = 2
-"""Connections kept for the next splits after a commit; more open splits open more."""
-_SETTLE_WAIT_S = 30.0
-"""How long a lost COMMIT's outcome is waited for (its old session ending on the server)."""
 
 
-class MysqlWriter:
+class MysqlWriter(SplitTransactions[pymysql.Connection]):
     """One connection; each piece of ``batch_size`` rows is one transaction."""
+
+    plugin = PLUGIN_NAME
+    db_error = pymysql.err.MySQLError
+    periphery: MysqlWriterPeriphery
+    options: MysqlWriterOptions
 
     def __init__(self, options: MysqlWriterOptions, ctx: WriteContext, periphery: MysqlWriterPeriphery,
                  worker: int) -> None:
-        self.options = options
-        self.ctx = ctx
-        self.periphery = periphery
-        self.worker = worker
+        super().__init__(options, ctx, periphery, worker)
         self.types = [c.type for c in ctx.schema.columns]
-        self.log = ctx.log.bind(worker=worker)
         self.encoder: PieceEncoder | None = None
         self._from_wire = False
         """Some batch was loaded from its wire text (logged once, ``writer.load_from_wire``)."""
-        self.conn: pymysql.Connection | None = None
         self._file: int | None = None
         self._file_path = ""
-        self._splits: dict[str, pymysql.Connection] = {}
-        """The open splits' transactions, each on its own connection."""
-        self._split_written: dict[str, int] = {}
-        self._free: list[pymysql.Connection] = []
-
-    def _error(self, message: str) -> WriteError:
-        return WriteError(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -123,14 +111,7 @@ class MysqlWriter:
         """Nothing buffered: every piece is committed before ``write`` returns."""
 
     def close(self) -> None:
-        # Splits still open are not committed: closing their connections rolls them back.
-        for conn in [*self._splits.values(), *self._free]:
-            close_quietly(conn)
-        self._splits.clear()
-        self._split_written.clear()
-        self._free.clear()
-        close_quietly(self.conn)
-        self.conn = None
+        self._close_connections()
         if self._file is not None:
             os.close(self._file)
             if not self._file_path.startswith("/proc/"):
@@ -141,12 +122,6 @@ class MysqlWriter:
 
     def write(self, rows: Sequence[Row]) -> WriteResult:
         return self._write(rows, None)
-
-    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
-        """Write a batch of ``split_id`` inside the split's transaction (not durable until ``end_split``)."""
-        result = self._write(rows, split_id)
-        self._split_written[split_id] = self._split_written.get(split_id, 0) + result.written
-        return result
 
     def _write(self, rows: Sequence[Row], split_id: str | None) -> WriteResult:
         size = self.options.batch_size
@@ -176,8 +151,7 @@ class MysqlWriter:
         """Rows ``start`` to ``start + size`` of ``batch`` at once; when some row's value fails that (or
         cannot be encoded), the piece again row by row, so only the bad rows are rejected."""
         p = self.periphery
-        if p.broken is not None:
-            raise self._error(f"cannot write {p.target}: {p.broken}")
+        self._check_not_broken()
         assert self.encoder is not None
         encoded = self.encoder.encode(batch, form, start, size, wire)
         if encoded is not None and self._retrying(split_id, lambda: self._bulk(size, encoded, split_id)):
@@ -283,16 +257,6 @@ class MysqlWriter:
             return describe(exc)
         return None
 
-    def _connection(self, split_id: str | None = None) -> pymysql.Connection:
-        if split_id is not None:
-            conn = self._splits.get(split_id)
-            if conn is None:
-                conn = self._splits[split_id] = self._split_connection()
-            return conn
-        if self.conn is None:
-            self.conn = self._connect()
-        return self.conn
-
     def _split_connection(self) -> pymysql.Connection:
         """A connection for a split's transaction: a free one (the plain-write one first), or a new one."""
         if self._free:
@@ -310,59 +274,22 @@ class MysqlWriter:
             # Lost while waiting for COMMIT's answer: the server may or may not have committed. A
             # failure to send it (2006), or an error answer, means it did not: that piece is retried.
             if error_code(exc) in _COMMIT_UNKNOWN:
-                raise _Broken(f"the connection was lost while a batch was being committed, so whether its rows "
-                              f"are in {self.periphery.target} is unknown: {describe(exc)}") from exc
+                raise Broken(f"the connection was lost while a batch was being committed, so whether its rows "
+                             f"are in {self.periphery.target} is unknown: {describe(exc)}") from exc
             raise
-
-    def _rollback_quietly(self) -> None:
-        if self.conn is None:
-            return
-        try:
-            self.conn.rollback()
-        except pymysql.err.MySQLError:
-            self._drop_connection()
-
-    def _drop_connection(self) -> None:
-        close_quietly(self.conn)
-        self.conn = None
-
-    def _retrying(self, split_id: str | None, step: Callable[[], T]) -> T:
-        """``step`` (a piece's statements), retried on transient errors by the one retry policy; when
-        it fails for good the destination is broken (its load cannot be committed). In a split, only
-        what undoes the piece alone is retried; losing the split's transaction raises ``SplitLost``."""
-        attempts = 0
-
-        def attempt() -> T:
-            nonlocal attempts
-            attempts += 1
-            try:
-                return step()
-            except pymysql.err.MySQLError as exc:
-                raise self._classify(exc, split_id) from exc
-
-        retrying = policy(attempts=self.options.retries + 1, wait_s=self.options.retry_wait_s, max_wait_s=30.0,
-                          stop=self.ctx.stop, log=self.log, event="writer.retry")
-        try:
-            return retrying(attempt)
-        except TransientWriteError as exc:
-            stopping = " (the task is stopping)" if self.ctx.stop.is_set() else ""
-            self._fail(f"writing {self.periphery.target} failed after {attempts} attempt(s){stopping}: {exc}",
-                       split_id)
-        except _Broken as exc:
-            self._fail(str(exc), split_id)
 
     def _classify(self, exc: pymysql.err.MySQLError, split_id: str | None) -> Exception:
         """The store boundary: a transient MySQL error becomes ``TransientWriteError`` (retryable),
         or ``SplitLost`` when it took a split's transaction; any other breaks the destination."""
         if not is_transient(exc):
-            return _Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
+            return Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
         if split_id is not None:
             return self._split_error(exc, split_id)
         # The piece's transaction is gone (rolled back, or with the connection): it is redone whole.
         self._rollback_quietly()
         if error_code(exc) not in _KEEPS_CONNECTION:
             self._drop_connection()
-        return TransientWriteError(describe(exc), destination=self.ctx.destination, plugin=PLUGIN_NAME)
+        return self._transient(exc)
 
     def _split_error(self, exc: pymysql.err.MySQLError, split_id: str) -> Exception:
         conn = self._splits[split_id]
@@ -372,124 +299,33 @@ class MysqlWriter:
             except pymysql.err.MySQLError:
                 pass  # the savepoint went with the transaction (innodb_rollback_on_timeout): lost
             else:
-                return TransientWriteError(describe(exc), destination=self.ctx.destination, plugin=PLUGIN_NAME)
+                return self._transient(exc)
         return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
                                     f"{describe(exc)}")
 
-    def _lose(self, split_id: str, reason: str) -> SplitLost:
-        """Forget the split (its connection closed, so nothing of it can commit) and say it is lost."""
-        close_quietly(self._splits.pop(split_id, None))
-        self._split_written.pop(split_id, None)
-        self.log.warning("writer.split_lost", split_id=split_id, reason=reason)
-        return SplitLost(reason, split_id=split_id, destination=self.ctx.destination, plugin=PLUGIN_NAME)
+    # -- the driver's part of the splits' transactions --------------------------------------------
 
-    def _fail(self, reason: str, split_id: str | None = None) -> NoReturn:
-        if split_id is None:
-            self._rollback_quietly()
-        else:
-            close_quietly(self._splits.pop(split_id, None))
-            self._split_written.pop(split_id, None)
-        self.periphery.broken = reason
-        raise self._error(reason)
+    _close = staticmethod(close_quietly)
+    _is_transient = staticmethod(is_transient)
+    _describe = staticmethod(describe)
 
-    # -- splits ---------------------------------------------------------------------------------
+    @staticmethod
+    def _is_duplicate(exc: Exception) -> bool:
+        return isinstance(exc, pymysql.err.MySQLError) and error_code(exc) == _DUPLICATE_KEY
 
-    def end_split(self, split_id: str, rows: int) -> None:
-        """Insert the split's marker and commit: its rows and the marker are one transaction."""
-        p = self.periphery
-        if p.broken is not None:
-            raise self._error(f"cannot write {p.target}: {p.broken}")
-        conn = self._connection(split_id)  # a split without rows still gets its marker
-        try:
-            with conn.cursor() as cur:
-                cur.execute(p.markers.insert_sql, (self.ctx.destination, split_id, rows))
-        except pymysql.err.MySQLError as exc:
-            if is_transient(exc):
-                raise self._lose(split_id, f"split {split_id!r} lost its transaction on {p.target}: "
-                                           f"{describe(exc)}") from exc
-            if error_code(exc) == _DUPLICATE_KEY:
-                self._already_durable(split_id, conn)
-                return
-            self._fail(f"recording split {split_id!r} in {p.markers.table} failed: {describe(exc)}", split_id)
-        try:
-            conn.commit()
-        except pymysql.err.MySQLError as exc:
-            if error_code(exc) in _COMMIT_UNKNOWN or isinstance(exc, pymysql.err.InterfaceError):
-                self._settle(split_id, conn, exc)
-            elif is_transient(exc):  # not sent (2006) or refused: the transaction did not commit
-                raise self._lose(split_id, f"committing split {split_id!r} to {p.target} failed: "
-                                           f"{describe(exc)}") from exc
-            else:
-                self._fail(f"committing split {split_id!r} to {p.target} failed: {describe(exc)}", split_id)
-        else:
-            self._splits.pop(split_id, None)
-            self._release(conn)
-        p.add_written(self._split_written.pop(split_id, 0), split_id)
-        self.log.debug("writer.split_committed", split_id=split_id, rows=rows)
+    def _insert_marker(self, conn: pymysql.Connection, split_id: str, rows: int) -> None:
+        with conn.cursor() as cur:
+            cur.execute(self.periphery.markers.insert_sql, (self.ctx.destination, split_id, rows))
 
-    def _already_durable(self, split_id: str, conn: pymysql.Connection) -> None:
-        """The split's marker is there already: another attempt made it durable (a Spark task run twice, or
-        a process whose claim was taken over finishing the split first). Ours is rolled back: it lands once."""
-        p = self.periphery
-        self._splits.pop(split_id, None)
-        self._split_written.pop(split_id, None)
-        try:
-            conn.rollback()
-            rows = p.markers.rows_of(conn, split_id)
-        except pymysql.err.MySQLError as exc:
-            close_quietly(conn)
-            raise self._lose(split_id, f"split {split_id!r} was already recorded in {p.markers.table}, and "
-                                       f"reading that record failed: {describe(exc)}") from exc
-        self._release(conn)
-        p.add_written(rows, split_id)  # its rows are in the table (once): verify counts them
-        self.log.warning("writer.split_already_durable", split_id=split_id)
+    def _session(self, conn: pymysql.Connection) -> int:
+        return int(conn.thread_id())
 
-    def _settle(self, split_id: str, conn: pymysql.Connection, exc: pymysql.err.MySQLError) -> None:
-        """COMMIT was sent but its answer lost: wait until the server is done with that session, then
-        the split's marker says whether it committed. Returns when it did; raises ``SplitLost`` when not."""
-        p = self.periphery
-        thread = conn.thread_id()
-        self._splits.pop(split_id, None)
+    def _commit_unknown(self, exc: Exception, conn: pymysql.Connection) -> bool:
+        return isinstance(exc, pymysql.err.InterfaceError) or (
+            isinstance(exc, pymysql.err.MySQLError) and error_code(exc) in _COMMIT_UNKNOWN)
+
+    def _wait_ended(self, check: pymysql.Connection, session: int) -> None:
+        wait_session_ended(check, session, self.ctx.stop, self.settle_wait_s)
+
+    def _abandon(self, conn: pymysql.Connection) -> None:
         abandon(conn)
-        try:
-            check = p.connect(WriteError, log=self.log)
-        except WriteError as error:
-            self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
-                       f"and the server cannot be asked whether it was: {error}", split_id)
-        try:
-            wait_session_ended(check, thread, self.ctx.stop, _SETTLE_WAIT_S)
-            durable = p.markers.has(check, split_id)
-        except (pymysql.err.MySQLError, TimeoutError) as error:
-            self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
-                       f"and its outcome cannot be settled: {error}", split_id)
-        finally:
-            close_quietly(check)
-        self.log.warning("writer.commit_settled", split_id=split_id, durable=durable, error=describe(exc))
-        if not durable:
-            raise self._lose(split_id, f"the connection was lost while split {split_id!r} was being committed "
-                                       f"and it did not commit: {describe(exc)}") from exc
-
-    def _release(self, conn: pymysql.Connection) -> None:
-        if len(self._free) < _FREE_CONNECTIONS:
-            self._free.append(conn)
-        else:
-            close_quietly(conn)
-
-    def abort_split(self, split_id: str) -> None:
-        """Roll back what this writer holds of the split; a split it does not know is a no-op."""
-        self._split_written.pop(split_id, None)
-        conn = self._splits.pop(split_id, None)
-        if conn is None:
-            return
-        try:
-            conn.rollback()
-        except pymysql.err.MySQLError:
-            close_quietly(conn)  # a dead connection rolled back with the session
-        else:
-            self._release(conn)
-        self.log.info("writer.split_aborted", split_id=split_id)
-
-
-class _Broken(Exception):
-    """A piece failed in a way no retry can mend (or COMMIT's outcome is unknown): the load is broken."""
-

@@ -10,6 +10,7 @@ rows of one batch (they are found and rejected one by one); anything else fails 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import psycopg
@@ -141,6 +142,17 @@ def close_quietly(conn: psycopg.Connection[Any] | None) -> None:
 def backend_pid(conn: psycopg.Connection[Any]) -> int:
     """The server process of ``conn`` (what ``pg_terminate_backend`` and ``pg_stat_activity`` name)."""
     return int(conn.info.backend_pid)
+
+
+def wait_session_ended(conn: psycopg.Connection[Any], pid: int, stop: StopSignal, wait_s: float) -> None:
+    """Wait until the server process ``pid`` (a session whose COMMIT's answer was lost) has ended; TimeoutError
+    after ``wait_s`` or once ``stop`` (an Event) is set."""
+    deadline = time.monotonic() + wait_s
+    while conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is not None:
+        if stop.wait(0.05):
+            raise TimeoutError(f"the task stopped before session {pid} ended")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"session {pid} did not end within {wait_s:.0f} s")
 
 
 _LINE = re.compile(r"\bline (\d+)(?:, column (.+?)(?::|$))?")

@@ -23,20 +23,20 @@ it again from its start; with ``retries: 0`` the destination fails instead). As 
 :class:`~wormhole.plugins.base.SplitWriter`, ``end_split`` inserts the split's marker (:mod:`.markers`)
 and commits: its rows and the record that they are in are one transaction. A connection lost while COMMIT
 was in flight is settled by the marker once the server has ended that session: found, the split is
-durable; missing, it is lost.
+durable; missing, it is lost. That split lifecycle is :mod:`wormhole.plugins.split_transactions`, shared with
+the mysql store; this module is PostgreSQL's part of it.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, NoReturn, TypeVar
+from typing import Any
 
 import psycopg
 import pyarrow as pa
 
-from wormhole.errors import SplitLost, TransientWriteError, WriteError
+from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.batch import BadValues, Rows, rows_from_arrow
 from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
@@ -50,43 +50,35 @@ from wormhole.plugins.postgres.connection import (
     is_transient,
     reason_of,
     sqlstate,
+    wait_session_ended,
 )
 from wormhole.plugins.postgres.encoding import ArrowPiece, Piece, TuplePiece, column_text, nul_rows, row_line
 from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
 from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
+from wormhole.plugins.split_transactions import Broken, SplitTransactions
 from wormhole.plugins.sql import VALUE_ERRORS
-from wormhole.retry import policy
-
-T = TypeVar("T")
 
 _UNIQUE_VIOLATION = "23505"
 _CARDINALITY = "21000"
 """ON CONFLICT DO UPDATE meeting one key twice in one statement: rows of the batch, found by halving."""
-_FREE_CONNECTIONS = 2
-_SETTLE_WAIT_S = 30.0
 _ENCODE_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
 AnyPiece = Piece | BinaryPiece | EncodedPiece
 
 
-class PostgresWriter:
+class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
     """Plain writes: each piece of ``batch_size`` rows one transaction. Splits: one transaction each."""
+
+    plugin = PLUGIN_NAME
+    db_error = psycopg.Error
+    lost_fails_without_retries = True
+    periphery: PostgresWriterPeriphery
+    options: PostgresWriterOptions
 
     def __init__(self, options: PostgresWriterOptions, ctx: WriteContext, periphery: PostgresWriterPeriphery,
                  worker: int) -> None:
-        self.options = options
-        self.ctx = ctx
-        self.periphery = periphery
-        self.worker = worker
-        self.log = ctx.log.bind(worker=worker)
-        self.conn: psycopg.Connection[Any] | None = None
-        self._splits: dict[str, psycopg.Connection[Any]] = {}
-        self._split_written: dict[str, int] = {}
-        self._free: list[psycopg.Connection[Any]] = []
+        super().__init__(options, ctx, periphery, worker)
         self._said_text = False
-
-    def _error(self, message: str) -> WriteError:
-        return WriteError(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -99,29 +91,16 @@ class PostgresWriter:
         """Nothing buffered: every piece is committed before ``write`` returns."""
 
     def close(self) -> None:
-        # Splits still open are not committed: closing their connections rolls them back.
-        for conn in [*self._splits.values(), *self._free, self.conn]:
-            close_quietly(conn)
-        self._splits.clear()
-        self._split_written.clear()
-        self._free.clear()
-        self.conn = None
+        self._close_connections()
 
     # -- writing --------------------------------------------------------------------------------
 
     def write(self, rows: Sequence[Row]) -> WriteResult:
         return self._write(rows, None)
 
-    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
-        """Write a batch of ``split_id`` inside the split's transaction (not durable until ``end_split``)."""
-        result = self._write(rows, split_id)
-        self._split_written[split_id] = self._split_written.get(split_id, 0) + result.written
-        return result
-
     def _write(self, rows: Sequence[Row], split_id: str | None) -> WriteResult:
         p = self.periphery
-        if p.broken is not None:
-            raise self._error(f"cannot write {p.target}: {p.broken}")
+        self._check_not_broken()
         pieces, rejected = self._pieces(rows)
         written = 0
         size = self.options.batch_size
@@ -284,16 +263,6 @@ class PostgresWriter:
                 cur.execute(p.insert_sql)
             cur.execute("RELEASE SAVEPOINT wh_try")
 
-    def _connection(self, split_id: str | None = None) -> psycopg.Connection[Any]:
-        if split_id is not None:
-            conn = self._splits.get(split_id)
-            if conn is None:
-                conn = self._splits[split_id] = self._free.pop() if self._free else self._connect()
-            return conn
-        if self.conn is None:
-            self.conn = self._connect()
-        return self.conn
-
     def _connect(self) -> psycopg.Connection[Any]:
         conn = self.periphery.connect(WriteError, log=self.log)
         try:
@@ -310,53 +279,15 @@ class PostgresWriter:
             conn.commit()
         except psycopg.OperationalError as exc:
             # Lost while waiting for COMMIT's answer: the server may or may not have committed.
-            raise _Broken(f"the connection was lost while a batch was being committed, so whether its rows are "
-                          f"in {self.periphery.target} is unknown: {describe(exc)}") from exc
-
-    def _rollback_quietly(self) -> None:
-        if self.conn is None:
-            return
-        try:
-            self.conn.rollback()
-        except psycopg.Error:
-            self._drop_connection()
-        if self.conn is not None and self.conn.broken:
-            self._drop_connection()
-
-    def _drop_connection(self) -> None:
-        close_quietly(self.conn)
-        self.conn = None
-
-    def _retrying(self, split_id: str | None, step: Callable[[], T]) -> T:
-        """``step``, retried on transient errors by the one retry policy; when it fails for good the
-        destination is broken. Losing a split's session raises ``SplitLost``."""
-        attempts = 0
-
-        def attempt() -> T:
-            nonlocal attempts
-            attempts += 1
-            try:
-                return step()
-            except psycopg.Error as exc:
-                raise self._classify(exc, split_id) from exc
-
-        retrying = policy(attempts=self.options.retries + 1, wait_s=self.options.retry_wait_s, max_wait_s=30.0,
-                          stop=self.ctx.stop, log=self.log, event="writer.retry")
-        try:
-            return retrying(attempt)
-        except TransientWriteError as exc:
-            stopping = " (the task is stopping)" if self.ctx.stop.is_set() else ""
-            self._fail(f"writing {self.periphery.target} failed after {attempts} attempt(s){stopping}: {exc}",
-                       split_id)
-        except _Broken as exc:
-            self._fail(str(exc), split_id)
+            raise Broken(f"the connection was lost while a batch was being committed, so whether its rows are "
+                         f"in {self.periphery.target} is unknown: {describe(exc)}") from exc
 
     def _classify(self, exc: psycopg.Error, split_id: str | None) -> Exception:
         """The store boundary: a transient error becomes ``TransientWriteError`` (retryable), or ``SplitLost``
         when it took the split's session; any other breaks the destination."""
         if not is_transient(exc):
-            return _Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
-        transient = TransientWriteError(describe(exc), destination=self.ctx.destination, plugin=PLUGIN_NAME)
+            return Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
+        transient = self._transient(exc)
         if split_id is None:
             self._rollback_quietly()  # the piece's transaction is redone whole
             return transient
@@ -371,123 +302,28 @@ class PostgresWriter:
         return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
                                     f"{describe(exc)}")
 
-    def _lose(self, split_id: str, reason: str) -> SplitLost:
-        """Forget the split (its connection closed, so nothing of it can commit) and say it is lost: the
-        engine writes it again. With ``retries: 0`` nothing transient is tried again: the destination fails."""
-        if self.options.retries == 0:
-            self._fail(f"{reason} (retries is 0)", split_id)
-        close_quietly(self._splits.pop(split_id, None))
-        self._split_written.pop(split_id, None)
-        self.log.warning("writer.split_lost", split_id=split_id, reason=reason)
-        return SplitLost(reason, split_id=split_id, destination=self.ctx.destination, plugin=PLUGIN_NAME)
+    # -- the driver's part of the splits' transactions --------------------------------------------
 
-    def _fail(self, reason: str, split_id: str | None = None) -> NoReturn:
-        if split_id is None:
-            self._rollback_quietly()
-        else:
-            close_quietly(self._splits.pop(split_id, None))
-            self._split_written.pop(split_id, None)
-        self.periphery.broken = reason
-        raise self._error(reason)
+    _close = staticmethod(close_quietly)
+    _is_transient = staticmethod(is_transient)
+    _describe = staticmethod(describe)
 
-    # -- splits ---------------------------------------------------------------------------------
+    @staticmethod
+    def _is_duplicate(exc: Exception) -> bool:
+        return isinstance(exc, psycopg.Error) and sqlstate(exc) == _UNIQUE_VIOLATION
 
-    def end_split(self, split_id: str, rows: int) -> None:
-        """Insert the split's marker and commit: its rows and the marker are one transaction."""
-        p = self.periphery
-        if p.broken is not None:
-            raise self._error(f"cannot write {p.target}: {p.broken}")
-        conn = self._connection(split_id)  # a split without rows still gets its marker
-        try:
-            conn.execute(p.markers.insert_sql, p.markers.insert_args(split_id, rows))
-            pid = backend_pid(conn)
-        except psycopg.Error as exc:
-            if is_transient(exc):
-                raise self._lose(split_id, f"split {split_id!r} lost its transaction on {p.target}: "
-                                           f"{describe(exc)}") from exc
-            if sqlstate(exc) == _UNIQUE_VIOLATION:
-                self._already_durable(split_id, conn)
-                return
-            self._fail(f"recording split {split_id!r} in {p.markers.table} failed: {describe(exc)}", split_id)
-        try:
-            conn.commit()
-        except psycopg.Error as exc:
-            if isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed):
-                self._settle(split_id, pid, exc)
-            elif is_transient(exc):
-                raise self._lose(split_id, f"committing split {split_id!r} to {p.target} failed: "
-                                           f"{describe(exc)}") from exc
-            else:
-                self._fail(f"committing split {split_id!r} to {p.target} failed: {describe(exc)}", split_id)
-        else:
-            self._splits.pop(split_id, None)
-            self._release(conn)
-        p.add_written(self._split_written.pop(split_id, 0), split_id)
-        self.log.debug("writer.split_committed", split_id=split_id, rows=rows)
+    def _insert_marker(self, conn: psycopg.Connection[Any], split_id: str, rows: int) -> None:
+        markers = self.periphery.markers
+        conn.execute(markers.insert_sql, markers.insert_args(split_id, rows))
 
-    def _already_durable(self, split_id: str, conn: psycopg.Connection[Any]) -> None:
-        """Another attempt made the split durable (a Spark task run twice): ours is rolled back, it lands once."""
-        p = self.periphery
-        self._splits.pop(split_id, None)
-        self._split_written.pop(split_id, None)
-        try:
-            conn.rollback()
-            rows = p.markers.rows_of(conn, split_id)
-            conn.rollback()
-        except psycopg.Error as exc:
-            close_quietly(conn)
-            raise self._lose(split_id, f"split {split_id!r} was already recorded in {p.markers.table}, and "
-                                       f"reading that record failed: {describe(exc)}") from exc
-        self._release(conn)
-        p.add_written(rows, split_id)
-        self.log.warning("writer.split_already_durable", split_id=split_id)
+    def _session(self, conn: psycopg.Connection[Any]) -> int:
+        return backend_pid(conn)
 
-    def _settle(self, split_id: str, pid: int, exc: psycopg.Error) -> None:
-        """COMMIT was sent but its answer lost: once the server has ended that session, the split's marker
-        says whether it committed. Returns when it did; raises ``SplitLost`` when not."""
-        p = self.periphery
-        close_quietly(self._splits.pop(split_id, None))
-        try:
-            check = p.connect(WriteError, log=self.log)
-        except WriteError as error:
-            self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
-                       f"and the server cannot be asked whether it was: {error}", split_id)
-        try:
-            deadline = time.monotonic() + _SETTLE_WAIT_S
-            while check.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is not None:
-                if time.monotonic() > deadline or self.ctx.stop.wait(0.05):
-                    raise TimeoutError(f"session {pid} did not end within {_SETTLE_WAIT_S:g} s")
-            durable = p.markers.has(check, split_id)
-        except (psycopg.Error, TimeoutError) as error:
-            self._fail(f"the connection was lost while split {split_id!r} was being committed ({describe(exc)}) "
-                       f"and its outcome cannot be settled: {error}", split_id)
-        finally:
-            close_quietly(check)
-        self.log.warning("writer.commit_settled", split_id=split_id, durable=durable, error=describe(exc))
-        if not durable:
-            raise self._lose(split_id, f"the connection was lost while split {split_id!r} was being committed "
-                                       f"and it did not commit: {describe(exc)}") from exc
+    def _commit_unknown(self, exc: Exception, conn: psycopg.Connection[Any]) -> bool:
+        return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
 
-    def _release(self, conn: psycopg.Connection[Any]) -> None:
-        if len(self._free) < _FREE_CONNECTIONS and not conn.broken:
-            self._free.append(conn)
-        else:
-            close_quietly(conn)
+    def _wait_ended(self, check: psycopg.Connection[Any], session: int) -> None:
+        wait_session_ended(check, session, self.ctx.stop, self.settle_wait_s)
 
-    def abort_split(self, split_id: str) -> None:
-        """Roll back what this writer holds of the split; a split it does not know is a no-op."""
-        self._split_written.pop(split_id, None)
-        conn = self._splits.pop(split_id, None)
-        if conn is None:
-            return
-        try:
-            conn.rollback()
-        except psycopg.Error:
-            close_quietly(conn)  # a dead connection rolled back with the session
-        else:
-            self._release(conn)
-        self.log.info("writer.split_aborted", split_id=split_id)
-
-
-class _Broken(Exception):
-    """A piece failed in a way no retry can mend (or COMMIT's outcome is unknown): the load is broken."""
+    def _reusable(self, conn: psycopg.Connection[Any]) -> bool:
+        return not conn.broken
