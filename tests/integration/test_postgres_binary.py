@@ -171,6 +171,26 @@ def test_an_int_beyond_its_column_is_rejected_as_the_text_path_rejects_it(pg: An
     assert reasons[0][0] == ((2, 40000), '(22003) value "40000" is out of range for type smallint (column small)')
 
 
+def test_an_int_into_boolean_is_binary_for_0_and_1_and_rejected_as_text_rejects_it_beyond(pg: Any) -> None:
+    """MySQL's TINYINT(1) (an int here) into a boolean column: 0 and 1 are binary; a batch holding 2 goes as
+    text, whose boolean input rejects that row."""
+    columns = Schema((Column("id", "int"), Column("flag", "int")))
+    create(pg, "flags", "id int, flag boolean")
+    assert load(pg, "flags", columns, [(1, 1), (2, 0), (3, None)]) == ([], "binary")
+    assert pg_execute(pg[1], f"SELECT * FROM {qi(pg[2])}.flags ORDER BY id") == [(1, True), (2, False), (3, None)]
+    batch = [(1, 1), (2, 2), (3, 0), (4, -1)]
+    reasons = []
+    for table, text in (("bin", False), ("txt", True)):
+        create(pg, table, "id int, flag boolean")
+        rejected, chosen = load(pg, table, columns, batch, text=text)
+        assert chosen == ("text" if text else "binary+text")
+        reasons.append([(r.row, r.reason) for r in rejected])
+        assert pg_execute(pg[1], f"SELECT * FROM {qi(pg[2])}.{table} ORDER BY id") == [(1, True), (3, False)]
+    assert reasons[0] == reasons[1]
+    assert [row for row, _ in reasons[0]] == [(2, 2), (4, -1)]
+    assert reasons[0][0][1].startswith('(22P02) invalid input syntax for type boolean: "2"')
+
+
 def test_bad_rows_in_binary_are_rejected_with_reasons_and_the_rest_loaded(pg: Any) -> None:
     create(pg, "t", "id int PRIMARY KEY, name varchar(5) NOT NULL")
     pg_execute(pg[1], f"INSERT INTO {qi(pg[2])}.t VALUES (9, 'old')")

@@ -38,7 +38,7 @@ _INT_RANGES = {"int2": (-(1 << 15), (1 << 15) - 1), "int4": (-(1 << 31), (1 << 3
 _WIDTH = {"int2": ">i2", "int4": ">i4", "int8": ">i8", "float8": ">f8", "bool": "u1", "date": ">i4",
           "timestamp": ">i8", "timestamptz": ">i8"}
 SUPPORTED: dict[str, frozenset[str]] = {
-    "int": frozenset({"int2", "int4", "int8"}),
+    "int": frozenset({"int2", "int4", "int8", "bool"}),
     "float": frozenset({"float8"}),
     "bool": frozenset({"bool"}),
     "date": frozenset({"date"}),
@@ -98,6 +98,9 @@ def _fixed(values: pa.Array, kind: str) -> np.ndarray:
             raise NotBinary(f"{t} for {kind}")
         return pc.fill_null(pc.cast(values, pa.float64()), 0.0).to_numpy(zero_copy_only=False).astype(">f8")
     if kind == "bool":
+        if pa.types.is_integer(t):  # MySQL's TINYINT(1): 0 and 1 only, as boolean's text input takes them
+            _range(values, 0, 1)
+            return pc.fill_null(values, 0).to_numpy(zero_copy_only=False).astype("u1")
         if not pa.types.is_boolean(t):
             raise NotBinary(f"{t} for {kind}")
         return pc.fill_null(values, False).to_numpy(zero_copy_only=False).astype("u1")
