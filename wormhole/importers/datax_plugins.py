@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,7 +119,8 @@ def mysql_reader(p: Params, channels: int | None) -> Source:
         query_source(p, shards, params)
         columns = None
     else:
-        columns = _table_source(p, shards, params, transforms)
+        columns = table_source(p, shards, params, transforms, name_of=plain_name,
+                               split_name=lambda text: plain_name(text) or text, expression_query=_expression_query)
     p.report_rest(_MYSQL_READER_REASONS)
     identity = {k: v for k, v in params.items() if k not in ("split_pk", "split_factor")}
     if transforms:
@@ -161,33 +163,40 @@ def query_source(p: Params, shards: list[Shard], params: dict[str, Any]) -> None
             p.note("connection", f"connection[{i}].table ignored with querySql, as DataX ignores it")
 
 
-def _table_source(p: Params, shards: list[Shard], params: dict[str, Any],
-                  transforms: list[dict[str, Any]]) -> tuple[str, ...] | None:
+ExpressionQuery = Callable[[Params, list[Shard], dict[str, Any], list[str], str | None, str | None], None]
+"""Columns holding SQL expressions, read through a query on the one table: (p, shards, params, raw columns,
+where, splitPk)."""
+
+
+def table_source(p: Params, shards: list[Shard], params: dict[str, Any], transforms: list[dict[str, Any]], *,
+                 name_of: Callable[[str], str | None], split_name: Callable[[str], str | None],
+                 expression_query: ExpressionQuery) -> tuple[str, ...] | None:
+    """A reader's tables (column, where, splitPk) into ``params``; the columns the source yields, None when
+    they are not known here. ``name_of`` reads a column as the database names it (None for other text: a
+    constant, derived after the read, or SQL, read through ``expression_query``); ``split_name`` reads
+    splitPk (None: not a column name)."""
     if any(not s.tables for s in shards):
         raise p.fail("connection", "every connection needs a table (or querySql)")
     raw_columns = p.texts("column")
     if not raw_columns:
         raise p.fail("column", "is required with table (use [\"*\"] for every column)")
     where = p.text("where")
-    split_pk = p.text("splitPk")
+    split_text = p.text("splitPk")
+    split_pk = None if split_text is None else split_name(split_text)
+    if split_text is not None and split_pk is None:
+        raise p.fail("splitPk", f"{split_text!r} is not a column name")
     if raw_columns == ["*"]:
         _table_read(shards, params, None, where, split_pk)
         return None
-    names, constants = _plain_and_constant(raw_columns)
+    names = [name_of(c) for c in raw_columns]
+    constants = {i: constant(c) for i, c in enumerate(raw_columns) if names[i] is None}
     if None in constants.values() or all(n is None for n in names):
-        _expression_query(p, shards, params, raw_columns, where, split_pk)
+        expression_query(p, shards, params, raw_columns, where, split_pk)
         return None  # read through a query: its columns are not known here, as with querySql
     _table_read(shards, params, [n for n in names if n is not None], where, split_pk)
     if constants:
         names = derive_constants(p, names, constants, transforms)
     return tuple(n for n in names if n is not None)
-
-
-def _plain_and_constant(raw_columns: list[str]) -> tuple[list[str | None], dict[int, str | None]]:
-    """Each column's plain name (None for other text) and, by position, the others as transform constants
-    (None for SQL no constant holds, which is read through a query)."""
-    names = [plain_name(c) for c in raw_columns]
-    return names, {i: constant(c) for i, c in enumerate(raw_columns) if names[i] is None}
 
 
 def _table_read(shards: list[Shard], params: dict[str, Any], columns: list[str] | None, where: str | None,
@@ -199,7 +208,7 @@ def _table_read(shards: list[Shard], params: dict[str, Any], columns: list[str] 
     if where is not None:
         params["where"] = where
     if split_pk is not None:
-        params["split_pk"] = plain_name(split_pk) or split_pk
+        params["split_pk"] = split_pk
 
 
 _NUMBER = re.compile(r"[+-]?\d{1,18}(\.\d{1,18})?")
@@ -299,36 +308,51 @@ READERS = {"mysqlreader": mysql_reader, "streamreader": stream_reader}
 # ---------------------------------------------------------------------------------------------
 # writers
 
+def one_table(p: Params) -> tuple[Params, str]:
+    """A writer's one connection and the one table it names."""
+    conns = p.objects("connection", required=True)
+    tables = expand_tables(conns[0].texts("table"))
+    if len(conns) > 1 or len(tables) != 1:
+        raise p.fail("connection", "DataX spreads the rows over several tables or connections; a wormhole "
+                                   "destination writes one table: give one connection and one table")
+    return conns[0], tables[0]
+
+
+def writer_columns(p: Params, params: dict[str, Any], name_of: Callable[[str], str | None], writer: str) -> None:
+    """``column`` (every column when absent or ``*``) as the destination's columns."""
+    columns = p.texts("column")
+    if columns and columns != ["*"]:
+        names = [name_of(col) for col in columns]
+        if None in names:
+            raise p.fail("column", f"{writer} columns must be column names")
+        params["columns"] = names
+
+
+def writer_statements(p: Params, params: dict[str, Any], table: str) -> None:
+    """preSql and postSql, DataX's ``@table`` placeholder replaced by ``table``, and batchSize."""
+    for key, target in (("preSql", "pre_sql"), ("postSql", "post_sql")):
+        statements = [s.replace("@table", table) for s in p.texts(key)]
+        if statements:
+            params[target] = statements
+    batch = p.integer("batchSize")
+    if batch is not None and batch > 0:
+        params["batch_size"] = batch
+
+
 _WRITE_MODES = {"insert": "insert", "replace": "replace", "update": "upsert", "ignore": "insert"}
 
 
 def mysql_writer(p: Params, source: Source) -> Destination:
     del source
     params: dict[str, Any] = {"user": p.text("username", required=True)}
-    conns = p.objects("connection", required=True)
-    c = conns[0]
-    tables = expand_tables(c.texts("table"))
-    if len(conns) > 1 or len(tables) != 1:
-        raise p.fail("connection", "DataX spreads the rows over several tables or connections; a wormhole "
-                                   "destination writes one table: give one connection and one table")
+    c, table_text = one_table(p)
     server = parse_jdbc_urls(c, "jdbcUrl")  # a list of URLs: tried in order (failover_hosts)
     c.report_rest()
-    table = plain_name(tables[0]) or tables[0]
+    table = plain_name(table_text) or table_text
     params.update(server.params(), table=table)
-    columns = p.texts("column")
-    if columns and columns != ["*"]:
-        names = [plain_name(col) for col in columns]
-        if None in names:
-            raise p.fail("column", "mysqlwriter columns must be column names")
-        params["columns"] = names
+    writer_columns(p, params, plain_name, "mysqlwriter")
     params["write_mode"] = _write_mode(p)
-    for key, target in (("preSql", "pre_sql"), ("postSql", "post_sql")):
-        statements = [s.replace("@table", table) for s in p.texts(key)]  # DataX's table placeholder
-        if statements:
-            params[target] = statements
-    batch = p.integer("batchSize")
-    if batch is not None and batch > 0:
-        params["batch_size"] = batch
+    writer_statements(p, params, table)
     has_password = p.get("password", "") != ""  # named with its variable once the destination id is known
     p.report_rest({"session": "session statements are not run: wormhole's mysql destination sets its own "
                               "session (strict SQL mode)",

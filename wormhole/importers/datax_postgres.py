@@ -19,12 +19,14 @@ from wormhole.importers.datax_plugins import (
     Destination,
     Shard,
     Source,
-    constant,
-    derive_constants,
     expand_tables,
+    one_table,
     place,
     query_source,
     secret,
+    table_source,
+    writer_columns,
+    writer_statements,
 )
 
 _READER_REASONS = {
@@ -79,49 +81,13 @@ def postgres_reader(p: Params, channels: int | None) -> Source:
     if any(s.queries for s in shards):
         query_source(p, shards, params)
     else:
-        columns = _table_source(p, shards, params, transforms)
+        columns = table_source(p, shards, params, transforms, name_of=pg_name, split_name=pg_name,
+                               expression_query=_expression_query)
     p.report_rest(_READER_REASONS)
     identity = {k: v for k, v in params.items() if k not in ("split_pk", "split_factor")}
     if transforms:
         identity["transforms"] = transforms
     return Source("postgres", params, columns, {"plugin": "postgres", **identity}, tuple(transforms))
-
-
-def _table_source(p: Params, shards: list[Shard], params: dict[str, Any],
-                  transforms: list[dict[str, Any]]) -> tuple[str, ...] | None:
-    if any(not s.tables for s in shards):
-        raise p.fail("connection", "every connection needs a table (or querySql)")
-    raw_columns = p.texts("column")
-    if not raw_columns:
-        raise p.fail("column", "is required with table (use [\"*\"] for every column)")
-    where = p.text("where")
-    split_text = p.text("splitPk")
-    split_pk = None if split_text is None else pg_name(split_text)
-    if split_text is not None and split_pk is None:
-        raise p.fail("splitPk", f"{split_text!r} is not a column name")
-    if raw_columns == ["*"]:
-        _table_read(shards, params, None, where, split_pk)
-        return None
-    names = [pg_name(c) for c in raw_columns]
-    constants = {i: constant(c) for i, c in enumerate(raw_columns) if names[i] is None}
-    if None in constants.values() or all(n is None for n in names):
-        _expression_query(p, shards, params, raw_columns, where, split_pk)
-        return None  # read through a query: its columns are not known here, as with querySql
-    _table_read(shards, params, [n for n in names if n is not None], where, split_pk)
-    if constants:
-        names = derive_constants(p, names, constants, transforms)
-    return tuple(n for n in names if n is not None)
-
-
-def _table_read(shards: list[Shard], params: dict[str, Any], columns: list[str] | None, where: str | None,
-                split_pk: str | None) -> None:
-    place(shards, params, tables=True)
-    if columns is not None:
-        params["columns"] = columns
-    if where is not None:
-        params["where"] = where
-    if split_pk is not None:
-        params["split_pk"] = split_pk
 
 
 def _quote(name: str) -> str:
@@ -161,33 +127,17 @@ def _without_schema(shard: Shard) -> PgServer:
 def postgres_writer(p: Params, source: Source) -> Destination:
     del source
     params: dict[str, Any] = {"user": p.text("username", required=True)}
-    conns = p.objects("connection", required=True)
-    c = conns[0]
-    tables = expand_tables(c.texts("table"))
-    if len(conns) > 1 or len(tables) != 1:
-        raise p.fail("connection", "DataX spreads the rows over several tables or connections; a wormhole "
-                                   "destination writes one table: give one connection and one table")
+    c, table_text = one_table(p)
     server = parse_pg_jdbc_urls(c, "jdbcUrl")
-    schema, table = _table(c, tables[0])
+    schema, table = _table(c, table_text)
     c.report_rest()
     if schema is not None:
         server = replace(server, schema=schema)
     params.update(server.params(), table=table)
-    columns = p.texts("column")
-    if columns and columns != ["*"]:
-        names = [pg_name(col) for col in columns]
-        if None in names:
-            raise p.fail("column", "postgresqlwriter columns must be column names")
-        params["columns"] = names
+    writer_columns(p, params, pg_name, "postgresqlwriter")
     params.update(_write_mode(p))
-    for key, target in (("preSql", "pre_sql"), ("postSql", "post_sql")):
-        # DataX's placeholder is replaced by the table as the job writes it: the statement means the same
-        statements = [s.replace("@table", tables[0]) for s in p.texts(key)]
-        if statements:
-            params[target] = statements
-    batch = p.integer("batchSize")
-    if batch is not None and batch > 0:
-        params["batch_size"] = batch
+    # DataX's placeholder is replaced by the table as the job writes it: the statement means the same
+    writer_statements(p, params, table_text)
     has_password = p.get("password", "") != ""  # named with its variable once the destination id is known
     p.report_rest(_WRITER_REASONS)
     return Destination("postgres", params, f"postgres_{server.database}_{table}", p if has_password else None)
