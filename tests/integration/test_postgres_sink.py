@@ -445,11 +445,7 @@ def _losing_commit(conn: Any, pg: Any, *, commit_first: bool) -> None:
     def commit() -> None:
         if commit_first:
             real()
-        pg_execute(pg[1], "SELECT pg_terminate_backend(%s)", (pid,))
-        deadline = time.monotonic() + 10
-        while pg_execute(pg[1], "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)):
-            assert time.monotonic() < deadline, f"session {pid} was never terminated"
-            time.sleep(0.02)
+        _terminate(pg, pid)
         if commit_first:
             conn.execute("SELECT 1")  # the connection finds its session gone
         real()
@@ -480,6 +476,48 @@ def test_a_commit_lost_in_flight_is_settled_by_the_marker(pg: Any, commit_first:
     writer.close()
     periphery.commit()
     assert rows(pg) == sorted(SPLITS["A"] + SPLITS["B"])
+
+
+def _terminate(pg: Any, pid: int) -> None:
+    pg_execute(pg[1], "SELECT pg_terminate_backend(%s)", (pid,))
+    deadline = time.monotonic() + 10
+    while pg_execute(pg[1], "SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)):
+        assert time.monotonic() < deadline, f"session {pid} was never terminated"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("commit_first", [True, False], ids=["after_commit", "before_commit"])
+def test_a_load_whose_commit_answer_is_lost_is_settled_by_its_committed_phase(pg: Any, commit_first: bool) -> None:
+    """The staging swap's one transaction loses its session: after its COMMIT (the answer never arrives) the
+    load is done, once; before it, the commit fails and the rollback leaves the target as it was."""
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')")
+    periphery, writer = start(options(pg, load="staging", verify="count"), ctx(1))
+    write_whole(writer, "A")
+    writer.close()
+    real = periphery._commit
+
+    def losing(conn: Any) -> None:
+        if commit_first:
+            real(conn)
+        _terminate(pg, backend_pid(conn))
+        if commit_first:
+            conn.execute("SELECT 1")  # the connection finds its session gone
+        real(conn)
+
+    periphery._commit = losing
+    with capture_logs() as logs:
+        if commit_first:
+            periphery.commit()
+        else:
+            with pytest.raises(CommitError, match="it did not commit"):
+                periphery.commit()
+            periphery.rollback()
+    assert [e["durable"] for e in logs if e["event"] == "writer.commit_settled"] == [commit_first]
+    assert rows(pg) == (SPLITS["A"] if commit_first else [(99, "old")])
+    assert pg_tables(pg[1], pg[2]) == ["t", "wormhole_splits"]
+    if commit_first:
+        periphery.release()
+    assert markers(pg) == []
 
 
 def test_a_deadlock_mid_split_is_retried_from_the_pieces_savepoint(pg: Any) -> None:

@@ -25,7 +25,7 @@ import psycopg
 from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
 from wormhole.plugins.base import Encoding, ShippedWithoutLock, WriteContext
 from wormhole.plugins.postgres.binary import binary_kinds
-from wormhole.plugins.postgres.connection import close_quietly, connect, describe
+from wormhole.plugins.postgres.connection import backend_pid, close_quietly, connect, describe, wait_session_ended
 from wormhole.plugins.postgres.ddl import create_table_sql
 from wormhole.plugins.postgres.markers import COMMITTED, SplitMarkers, fetch_all, fetch_one
 from wormhole.plugins.postgres.passthrough import takes
@@ -35,6 +35,8 @@ from wormhole.plugins.sql import quote
 
 UPSERT_TABLE = "wh_upsert"
 """The temporary table (of each writer's session) an upsert's batch is COPY'd into first."""
+_SETTLE_WAIT_S = 30.0
+"""How long a lost COMMIT's outcome is waited for (its old session ending on the server)."""
 
 
 class PostgresWriterPeriphery(ShippedWithoutLock):
@@ -300,9 +302,42 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
             self.ctx.log.info("writer.commit_skipped", reason=f"run {self.ctx.state_run} committed this load "
                                                               "before it crashed")
         else:
-            self._session(CommitError, "committing", self._commit)
+            self._commit_settled()
         self.phase = COMMITTED
         self.finished = True
+
+    def _commit_settled(self) -> None:
+        """The commit's one transaction. When its connection is lost (COMMIT's answer among what was lost),
+        the ``committed`` phase, written in that transaction, says whether it happened once the server has
+        ended that session: committed, the load is done; not, it fails and is rolled back as before."""
+        conn = self.connect(CommitError)
+        pid = backend_pid(conn)
+        try:
+            self._commit(conn)
+        except psycopg.Error as exc:
+            failed = f"committing {self.target} on {self.endpoint.mark} failed: {describe(exc)}"
+            if not (isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed) and self.markers_ready):
+                raise self.sql.error(CommitError, failed) from exc
+            if not self._committed_by(pid, failed):
+                raise self.sql.error(CommitError, f"{failed}; it did not commit") from exc
+        finally:
+            close_quietly(conn)
+
+    def _committed_by(self, pid: int, failed: str) -> bool:
+        """Whether the lost session ``pid`` committed this load (its ``committed`` phase is there)."""
+        try:
+            check = self.connect(CommitError)
+        except CommitError as error:
+            raise self.sql.error(CommitError, f"{failed}; whether it committed cannot be asked: {error}") from error
+        try:
+            wait_session_ended(check, pid, self.ctx.stop, _SETTLE_WAIT_S)
+            phase, _ = self.markers.phase(check)
+        except (psycopg.Error, TimeoutError) as error:
+            raise self.sql.error(CommitError, f"{failed}; whether it committed cannot be settled: {error}") from error
+        finally:
+            close_quietly(check)
+        self.ctx.log.warning("writer.commit_settled", table=self.target, durable=phase == COMMITTED, error=failed)
+        return phase == COMMITTED
 
     def _commit(self, conn: psycopg.Connection[Any]) -> None:
         """Verify, swap, post_sql and the ``committed`` phase: one transaction, so all of it or none."""
