@@ -11,12 +11,15 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlparse
 
 import pymysql
 import pytest
+from structlog.testing import capture_logs
 
+from tests.answer_dropper import AnswerDropper
 from tests.integration.test_mysql_store import connect, rows_of, run_sql, writer_options
-from wormhole.errors import PrepareError, SplitLost
+from wormhole.errors import CommitError, PrepareError, SplitLost
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, DurablePeriphery, LeftoverPeriphery, Schema, SplitWriter, WriteContext
 from wormhole.plugins.mysql.connection import abandon
@@ -241,6 +244,27 @@ def test_a_commit_lost_in_flight_is_settled_by_the_marker(target: str, commit_fi
     writer.close()
     periphery.commit()
     assert user_rows(target) == sorted([(99, "old"), *expected("A", "B")])
+
+
+@pytest.mark.parametrize("reached", [True, False], ids=["renamed", "never_sent"])
+def test_a_swap_whose_answer_is_lost_is_settled_and_rolled_back_exactly(target: str, reached: bool) -> None:
+    """The staging swap's RENAME loses its connection: whether or not the server ran it, the rollback that
+    follows the failed commit finds out (once the server has ended that session) and leaves the target as
+    it was, with no staging or old table left."""
+    with AnswerDropper("127.0.0.1", urlparse(target).port or 3306, b"RENAME TABLE", forward=reached) as proxy:
+        options = writer_options(target, table="t", load="staging", port=proxy.port)
+        periphery, writer = start(options, ctx(1))
+        write_whole(writer, "A")
+        writer.close()
+        proxy.armed.set()
+        with pytest.raises(CommitError, match="swapping in the staging table failed"):
+            periphery.commit()
+        assert proxy.fired.is_set()
+        with capture_logs() as logs:
+            periphery.rollback()
+    assert user_rows(target) == [(99, "old")]
+    assert tables(target) == ["t", "wormhole_splits"] and markers(target) == []
+    assert [e["swapped"] for e in logs if e["event"] == "writer.swap_settled"] == [reached]
 
 
 def test_a_lost_connection_mid_split_loses_the_split_not_the_destination(target: str) -> None:

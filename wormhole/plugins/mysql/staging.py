@@ -26,7 +26,14 @@ import pymysql
 
 from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
 from wormhole.plugins.base import WriteContext
-from wormhole.plugins.mysql.connection import PLUGIN_NAME, describe, fetch_all, fetch_one
+from wormhole.plugins.mysql.connection import (
+    PLUGIN_NAME,
+    describe,
+    error_code,
+    fetch_all,
+    fetch_one,
+    wait_session_ended,
+)
 from wormhole.plugins.mysql.options import MAX_IDENTIFIER, Endpoint
 from wormhole.plugins.sql import backquote as quote
 
@@ -80,6 +87,10 @@ def staging_leftovers(sql: TargetSql, conn: pymysql.Connection, ctx: WriteContex
     return leftovers
 
 
+_SETTLE_WAIT_S = 30.0
+"""How long a RENAME without an answer is waited for (its session ending on the server)."""
+_NO_ANSWER = (2013, 2055)
+"""The connection lost while the answer was awaited: the statement may have run."""
 PREPARED_PHASE, SWAPPING, SWAPPED, COMMITTED = "prepared", "swapping", "swapped", "committed"
 """The phases of a load, kept in the destination's own row of the split markers (:mod:`.markers`): a
 staging load's commit records ``swapping`` before its RENAME and ``swapped`` after it, so a resumed run
@@ -130,6 +141,9 @@ class Staging:
         self.adopted = False
         """The staging table is the one the crashed run of ``ctx.state_run`` left, rows and all."""
         self.swapped = False
+        self.swap_session: int | None = None
+        """The session that sent the RENAME while its answer is outstanding: when it never came (the
+        connection lost), whether the swap happened is settled at rollback."""
         self.target_comment = ""
         """The target's own table comment, given back to the staging table before the swap."""
 
@@ -217,9 +231,17 @@ class Staging:
         # The marker is for wormhole's own bookkeeping: the table swapped in keeps the target's comment.
         sql.run(conn, f"ALTER TABLE {sql.ref(self.name)} COMMENT = {conn.escape(self.target_comment)}",
                 "restoring the table comment", CommitError)
-        sql.run(conn, f"RENAME TABLE {sql.ref(self.target)} TO {sql.ref(self.old)}, "
-                      f"{sql.ref(self.name)} TO {sql.ref(self.target)}", "swapping in the staging table", CommitError)
+        self.swap_session = conn.thread_id()
+        try:
+            sql.run(conn, f"RENAME TABLE {sql.ref(self.target)} TO {sql.ref(self.old)}, "
+                          f"{sql.ref(self.name)} TO {sql.ref(self.target)}", "swapping in the staging table",
+                    CommitError)
+        except CommitError as exc:
+            if not _no_answer(exc.__cause__):  # the server answered: the RENAME did not happen
+                self.swap_session = None
+            raise
         self.swapped = True
+        self.swap_session = None
 
     def drop_old(self, conn: pymysql.Connection) -> None:
         """Drop the table the swap set aside (the load is committed: a failure only leaves it behind)."""
@@ -233,8 +255,28 @@ class Staging:
 
     def rollback(self, conn: pymysql.Connection) -> None:
         sql = self.sql
+        if self.swap_session is not None:
+            self._settle_swap(conn, self.swap_session)
         if self.swapped:  # post_sql failed after the swap: put the old table back first
             sql.run(conn, f"RENAME TABLE {sql.ref(self.target)} TO {sql.ref(self.name)}, "
                           f"{sql.ref(self.old)} TO {sql.ref(self.target)}", "swapping back", RollbackError)
             self.swapped = False
         sql.run(conn, f"DROP TABLE IF EXISTS {sql.ref(self.name)}", "dropping the staging table", RollbackError)
+
+    def _settle_swap(self, conn: pymysql.Connection, session: int) -> None:
+        """The RENAME failed without an answer: once the server has ended its session, the tables say whether
+        it happened (the staging table gone and the old one there: the loaded table is the target)."""
+        sql = self.sql
+        try:
+            wait_session_ended(conn, session, self.ctx.stop, _SETTLE_WAIT_S)
+        except (pymysql.err.MySQLError, TimeoutError) as exc:
+            raise sql.error(RollbackError, f"the swap into {sql.ref(self.target)} failed without an answer and "
+                                           f"whether it happened cannot be settled: {exc}") from exc
+        self.swapped = sql.table_comment(conn, self.name) is None and sql.table_comment(conn, self.old) is not None
+        self.swap_session = None
+        self.ctx.log.warning("writer.swap_settled", target=self.target, swapped=self.swapped)
+
+
+def _no_answer(exc: BaseException | None) -> bool:
+    return exc is not None and (error_code(exc) in _NO_ANSWER or isinstance(exc, (pymysql.err.InterfaceError,
+                                                                                  ConnectionError)))
