@@ -520,6 +520,33 @@ def test_a_load_whose_commit_answer_is_lost_is_settled_by_its_committed_phase(pg
     assert markers(pg) == []
 
 
+def test_binary_rows_not_in_the_columns_types_fail_the_destination_at_once(pg: Any) -> None:
+    """A source's binary rows whose declared types match the target's but whose bytes do not (a column's type
+    changed during the run): PostgreSQL refuses them as malformed (22P03), which is no row's fault, so the
+    destination fails on the first COPY instead of refusing every row with a COPY of its own."""
+    import struct
+
+    from wormhole.plugins.batch import EncodedRows, Encoding
+    from wormhole.plugins.postgres.passthrough import FORMAT
+
+    sql(pg, "CREATE TABLE {s}.t (id bigint, n integer)")
+    opts = options(pg)
+    periphery, writer = start(opts, ctx(1, schema=Schema((Column("id", "int"), Column("n", "int")))))
+    encoding = Encoding(FORMAT, ("bigint", "integer"))
+    assert periphery.takes_encoding(encoding)
+    payload, ends = bytearray(), []
+    for i in range(500):  # n as 8 bytes (a bigint), where the column takes 4
+        payload += struct.pack(">hiqiq", 2, 8, i, 8, i)
+        ends.append(len(payload))
+    batch = Rows.of_encoded(EncodedRows(encoding, bytes(payload), ends, lambda _, i: (i, i)))
+    with pytest.raises(WriteError, match=r"refused binary COPY rows as malformed.*\(22P03\)"):
+        writer.write_split("A", batch)  # before: each row refused by a COPY of its own, and the write went on
+    assert periphery.broken is not None
+    writer.close()
+    periphery.rollback()
+    assert rows(pg) == []
+
+
 def test_a_deadlock_mid_split_is_retried_from_the_pieces_savepoint(pg: Any) -> None:
     """The split holds key 1 and waits for key 2, which another session holds while it waits for key 1:
     PostgreSQL cancels the split's statement (40P01). Its piece is undone to its savepoint and retried once

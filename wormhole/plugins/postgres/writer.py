@@ -60,6 +60,8 @@ from wormhole.plugins.split_transactions import Broken, SplitTransactions
 from wormhole.plugins.sql import VALUE_ERRORS
 
 _UNIQUE_VIOLATION = "23505"
+_BINARY_FORMAT = "22P03"
+"""Binary COPY data not in the column type's form: not a row's fault (the rows' types are not the columns')."""
 _CARDINALITY = "21000"
 """ON CONFLICT DO UPDATE meeting one key twice in one statement: rows of the batch, found by halving."""
 _ENCODE_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
@@ -235,6 +237,10 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
             except psycopg.Error as exc:
                 if not (is_row_error(exc) or sqlstate(exc) == _CARDINALITY):
                     raise
+                if piece.binary and sqlstate(exc) == _BINARY_FORMAT:  # every row would be refused, one COPY each
+                    raise Broken(f"{self.periphery.target} refused binary COPY rows as malformed, so their column "
+                                 f"types are not its own (did a source or target column's type change during "
+                                 f"the run?): {describe(exc)}") from exc
                 conn.execute("ROLLBACK TO SAVEPOINT wh_try")
                 where = copy_line(exc)
                 if end - start == 1:
