@@ -145,8 +145,13 @@ def backend_pid(conn: psycopg.Connection[Any]) -> int:
 
 
 def wait_session_ended(conn: psycopg.Connection[Any], pid: int, stop: StopSignal, wait_s: float) -> None:
-    """Wait until the server process ``pid`` (a session whose COMMIT's answer was lost) has ended; TimeoutError
-    after ``wait_s`` or once ``stop`` (an Event) is set."""
+    """End server process ``pid`` (our session whose answer was lost: a statement it still runs is cut short,
+    a COMMIT that got through stays committed) and wait until it is gone; TimeoutError after ``wait_s`` or
+    once ``stop`` (an Event) is set."""
+    try:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    except psycopg.Error:  # not allowed to signal it: it ends on its own once it finds its client gone
+        pass
     deadline = time.monotonic() + wait_s
     while conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is not None:
         if stop.wait(0.05):
