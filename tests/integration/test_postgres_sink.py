@@ -520,6 +520,42 @@ def test_a_load_whose_commit_answer_is_lost_is_settled_by_its_committed_phase(pg
     assert markers(pg) == []
 
 
+def test_a_commit_whose_outcome_cannot_be_settled_is_not_rolled_back_and_a_resume_finds_it(pg: Any) -> None:
+    """The commit's answer is lost and the server cannot be reached to ask: the rollback leaves the load and
+    its markers alone (undoing a load that may be committed is no rollback), and the resumed run finds it
+    committed and does not load it again."""
+    from wormhole.errors import RollbackError
+
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')")
+    opts = options(pg, load="staging", verify="count")
+    periphery, writer = start(opts, ctx(1))
+    write_whole(writer, "A")
+    writer.close()
+    real = periphery._commit
+
+    def losing(conn: Any) -> None:
+        real(conn)
+        _terminate(pg, backend_pid(conn))
+        periphery.connect = unreachable  # from here on the server cannot be asked
+        conn.execute("SELECT 1")
+
+    def unreachable(*_: Any, **__: Any) -> Any:
+        raise CommitError("cannot connect: refused")
+
+    periphery._commit = losing
+    reachable = periphery.connect
+    with pytest.raises(CommitError, match="whether it committed cannot be asked"):
+        periphery.commit()
+    periphery.connect = reachable  # the server is back by the time the run rolls back
+    with pytest.raises(RollbackError, match=r"not rolled back: .* the markers are kept"):
+        periphery.rollback()
+    assert rows(pg) == SPLITS["A"] and [m[4] for m in markers(pg)][:1] == ["committed"]
+    resumed, _ = start(opts, ctx(2, origin=1))
+    resumed.commit()  # found committed: nothing again
+    resumed.release()
+    assert rows(pg) == SPLITS["A"] and markers(pg) == []
+
+
 def test_binary_rows_not_in_the_columns_types_fail_the_destination_at_once(pg: Any) -> None:
     """A source's binary rows whose declared types match the target's but whose bytes do not (a column's type
     changed during the run): PostgreSQL refuses them as malformed (22P03), which is no row's fault, so the

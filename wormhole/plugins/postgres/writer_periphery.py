@@ -73,6 +73,8 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         self.prepared = False
         self.finished = False
         self.broken: str | None = None
+        self.commit_unknown: str | None = None
+        """Why a commit's outcome could not be settled: then rollback leaves everything for a resume to read."""
         """Why the load cannot be committed (set by a writer whose piece failed for good)."""
         self.markers = SplitMarkers(self.sql, ctx)
         self.markers_ready = False
@@ -328,12 +330,14 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         try:
             check = self.connect(CommitError)
         except CommitError as error:
-            raise self.sql.error(CommitError, f"{failed}; whether it committed cannot be asked: {error}") from error
+            self.commit_unknown = f"{failed}; whether it committed cannot be asked: {error}"
+            raise self.sql.error(CommitError, self.commit_unknown) from error
         try:
             wait_session_ended(check, pid, self.ctx.stop, _SETTLE_WAIT_S)
             phase, _ = self.markers.phase(check)
         except (psycopg.Error, TimeoutError) as error:
-            raise self.sql.error(CommitError, f"{failed}; whether it committed cannot be settled: {error}") from error
+            self.commit_unknown = f"{failed}; whether it committed cannot be settled: {error}"
+            raise self.sql.error(CommitError, self.commit_unknown) from error
         finally:
             close_quietly(check)
         self.ctx.log.warning("writer.commit_settled", table=self.target, durable=phase == COMMITTED, error=failed)
@@ -381,6 +385,9 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
             raise self.sql.error(RollbackError, f"not rolled back: run {self.ctx.state_run} committed the load "
                                                 f"into {self.target} before it crashed")
         self.finished = True
+        if self.commit_unknown is not None:  # undoing what may be committed could leave neither load: a resume reads
+            raise self.sql.error(RollbackError, f"not rolled back: {self.commit_unknown}; the markers are kept, so "
+                                                f"retrying the task resumes from whichever it was")
         if not self.markers_ready:
             return  # prepare stopped before anything was made (the markers come first)
         if self.created_target or self.staging is not None:
