@@ -6,6 +6,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
 import structlog
 from structlog.testing import capture_logs
 
@@ -26,3 +27,18 @@ def run_task(conf: EngineConf, raw: dict[str, Any]) -> tuple[RunResult, list[dic
 def dirty_lines(conf: EngineConf, result: RunResult) -> list[str]:
     path = result.result["dirty_file"]
     return Path(path).read_text().splitlines() if path else []
+
+
+def answering_session(conf: EngineConf) -> str | None:
+    """Make the run's session one that answers, replacing a broken one; say what was wrong with it (None
+    when nothing was). Skips the test when a new session does not answer either."""
+    from wormhole.spark.session import discard_session, get_session, session_fault
+
+    fault = session_fault(get_session(conf.spark))
+    if fault is None:
+        return None
+    discard_session()
+    fault_after = session_fault(get_session(conf.spark))
+    if fault_after is not None:
+        pytest.skip(f"the run's SparkSession broke ({fault}) and a new one does not answer ({fault_after})")
+    return fault

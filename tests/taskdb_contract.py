@@ -492,7 +492,9 @@ class TaskStoreContract:
         assert store.claim(high, "setup")
         store.submit("pending", SPEC)
         task_in(store, "success")
-        stale_s = stale(store, high)
+        # Room for a loaded machine: ``fresh``'s heartbeat, written just before the query, must still be
+        # younger than stale_s when the query runs (0.025 s was not, at a load average of 10).
+        stale_s = stale(store, high, age=2.0)
         assert store.claim(fresh, "setup")  # its heartbeat was just written
         assert store.stale(10, stale_s) == [high, low]
         assert store.stale(1, stale_s) == [high]

@@ -1,5 +1,10 @@
 """One SparkSession for the whole test run (``local[2,3]``: two cores, and up to three attempts per task,
-so Spark really retries a failed partition as a cluster would; plain ``local[2]`` never retries)."""
+so Spark really retries a failed partition as a cluster would; plain ``local[2]`` never retries).
+
+A test interrupted inside a JVM call (pytest-timeout) can leave that session's gateway answering out of
+turn; every later test of the worker would then fail with ``Py4JError ... does not exist in the JVM``.
+Before each test the session is asked two cheap questions, and a session that cannot answer is replaced
+by a new one (in a new JVM): one slow test costs one failure, not every test after it."""
 
 from __future__ import annotations
 
@@ -30,6 +35,13 @@ def spark_conf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineConf]
     get_session(conf.spark)
     yield conf
     stop_session()
+
+
+@pytest.fixture(autouse=True)
+def _answering_session(spark_conf: EngineConf) -> None:
+    from tests.spark_helpers import answering_session
+
+    answering_session(spark_conf)
 
 
 @pytest.fixture

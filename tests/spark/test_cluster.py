@@ -51,6 +51,9 @@ def jsonl_lines(path: Path) -> list[str]:
     return sorted(line for part in path.glob("part-*.jsonl") for line in part.read_text().splitlines())
 
 
+# Its own budget: a cluster's JVMs start slowly on a loaded machine, and the run's own timeout (600 s)
+# should end a hung run, not pytest's default 300 s in the middle of a JVM call.
+@pytest.mark.timeout(900)
 def test_a_task_on_the_standalone_cluster_equals_local(cluster: str, spark_conf: EngineConf, tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     ws = make_workspace(tmp_path / "ws")

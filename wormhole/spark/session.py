@@ -10,6 +10,7 @@ and shipped with ``addPyFile`` so executors on a cluster import the same code as
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -124,6 +125,55 @@ def stop_session() -> None:
         if _session is not None:
             _session.stop()
             _session = None
+
+
+def session_fault(session: SparkSession) -> str | None:
+    """Why ``session`` cannot serve another job (its context stopped, its JVM gone, or its gateway
+    answering out of turn after a call was interrupted), or None when it answers. Two gateway calls:
+    cheap enough to ask before every job a long-lived process starts."""
+    try:
+        jsc = session.sparkContext._jsc
+        if jsc is None or jsc.sc().isStopped():
+            return "the SparkContext is stopped"
+        # A call interrupted mid-answer leaves the next caller reading another call's answer.
+        jvm = session.sparkContext._jvm
+        if jvm is None:
+            return "the SparkContext has no JVM"
+        answer = jvm.java.lang.Math.addExact(40, 2)
+        if answer != 42:
+            return f"the JVM gateway answers out of turn ({answer!r} for 40 + 2)"
+    except Exception as exc:  # any failure to get an answer means the same: unusable
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+    return None
+
+
+def discard_session() -> None:
+    """Forget the process's session whatever state it is in: stop what still stops and end its JVM,
+    so the next :func:`get_session` builds a new one in a new JVM (an unusable gateway cannot be
+    repaired: py4j has no way to resynchronise a connection that lost its place)."""
+    global _session
+    from pyspark import SparkContext
+
+    with _lock:
+        session, _session = _session, None
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.stop()
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            with contextlib.suppress(Exception):
+                gateway.shutdown()
+            proc = getattr(gateway, "proc", None)
+            if proc is not None:
+                with contextlib.suppress(Exception):
+                    proc.kill()
+                    proc.wait(30)
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        SparkContext._active_spark_context = None
+        SparkSession._instantiatedSession = None
+        SparkSession._activeSession = None
+    log.warning("spark.session_discarded", had_session=session is not None)
 
 
 def package_zip(directory: Path) -> Path:
