@@ -104,7 +104,12 @@ class RowDecoder:
             value = self.tx.load_sequence(row)[i]
         except (psycopg.DataError, ValueError, OverflowError):
             return _special(base, field)
-        return str(value) if base == "uuid" else value  # a string, as the reader gives it
+        return _uuids(value) if base in ("uuid", "_uuid") else value  # strings, as the reader gives them
+
+
+def _uuids(value: Any) -> Any:
+    """A uuid, or an array's (nested lists of them), as text."""
+    return [_uuids(v) for v in value] if isinstance(value, list) else None if value is None else str(value)
 
 
 def _special(base: str, field: bytes) -> str:
