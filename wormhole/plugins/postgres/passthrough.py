@@ -10,7 +10,7 @@ nothing is parsed, formatted or checked in Python on the way.
 
 Which columns take part (:func:`source_encoding`): built-in types whose binary form names no OID
 (integers, ``double precision``, numeric, boolean, date, timestamp, text, varchar, char, bytea, json,
-jsonb, uuid), domains over them included, and arrays of them (an array's binary form names its element
+jsonb, uuid), domains over them included, and arrays of these types (an array's binary form names its element
 type's OID, the same in every database for a built-in type), of any dimensions and lower bounds: the
 encoded read selects such an array as it is, where the values read takes ``to_json`` of it. Columns the
 reader selects through an expression (``real``, ``timestamptz``) are read as values, and so are queries.

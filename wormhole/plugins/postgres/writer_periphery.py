@@ -56,12 +56,12 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         self.copy_sql = ""
         self.copy_binary_sql = ""
         self.binary_kinds: tuple[str, ...] | None = None
+        """The target columns' types when COPY is binary (:mod:`.binary`), None when text."""
         self.target_types: tuple[str, ...] = ()
         """Each written column's declared type (``format_type``), once prepared."""
         self.array_columns: tuple[int, ...] = ()
         """The written columns (by position) that are arrays (or domains over one), once prepared: a JSON
         array is written to them as an array literal (:func:`.encoding.array_literal`)."""
-        """The target columns' types when COPY is binary (:mod:`.binary`), None when text."""
         self.upsert_sql: tuple[str, ...] = ()
         """An upsert's statements per batch before its COPY into :data:`UPSERT_TABLE` (``copy_sql``)."""
         self.insert_sql = ""
