@@ -26,6 +26,13 @@ def test_a_declaration_of_another_store_or_type_falls_back_to_the_logical_type()
     assert column_type(Column("x", "decimal")) == "numeric"
 
 
+def test_a_postgres_array_keeps_its_declaration_unless_a_transform_changed_its_type() -> None:
+    assert column_type(Column("x", "json", native="numeric(12,3)[]")) == "numeric(12,3)[]"
+    assert column_type(Column("x", "json", native="character varying(5)[]")) == "character varying(5)[]"
+    assert column_type(Column("x", "string", native="integer[]")) == "text"
+    assert column_type(Column("x", "json")) == "jsonb"  # an array of a query, or JSON of another store
+
+
 def test_the_staging_name_is_cut_to_63_bytes_at_a_character_boundary() -> None:
     ctx = WriteContext(task_id=12, run_id=3, destination="out", schema=SCHEMA, batch_rows=10, concurrency=1,
                        taskdb_id="ab12cd34")

@@ -8,8 +8,8 @@ from wormhole.plugins.postgres.catalog import ColumnInfo
 from wormhole.plugins.postgres.passthrough import FORMAT, source_encoding, takes
 
 
-def info(name: str, declared: str, base: str, kind: str = "string") -> ColumnInfo:
-    return ColumnInfo(name, kind, declared, base=base)
+def info(name: str, declared: str, base: str, kind: str = "string", element: str = "") -> ColumnInfo:
+    return ColumnInfo(name, kind, declared, base=base, element=element)
 
 
 PLAIN = [info("id", "bigint", "int8", "int"), info("v", "character varying(40)", "varchar"),
@@ -27,6 +27,18 @@ def test_a_column_read_through_an_expression_or_of_another_type_keeps_the_table_
                   info("a", "integer[]", "_int4", "array"), info("m", "mood", "mood"), info("x", "xml", "xml")):
         assert source_encoding([*PLAIN, other], "reject") is None, other
     assert source_encoding([], "reject") is None  # a query: its columns are not a table's
+
+
+def test_arrays_of_built_in_plain_types_are_read_undecoded_and_others_are_not() -> None:
+    arrays = [info("a", "integer[]", "_int4", "array", "int4"),
+              info("n", "numeric(12,3)[]", "_numeric", "array", "numeric"),
+              info("t", "text[]", "_text", "array", "text")]
+    assert source_encoding([*PLAIN, *arrays], "reject") == Encoding(
+        FORMAT, ("bigint", "character varying(40)", "numeric(12,3)", "date", "s.qty", "integer[]", "numeric(12,3)[]",
+                 "text[]"))
+    for other in (info("m", "mood[]", "_mood", "array"),  # a type of the database: no element known
+                  info("z", "timestamp with time zone[]", "_timestamptz", "array", "timestamptz")):
+        assert source_encoding([*PLAIN, other], "reject") is None, other
 
 
 def test_special_dates_null_asks_for_a_conversion_only_where_a_date_or_timestamp_is_read() -> None:

@@ -27,7 +27,8 @@ class Column:
     """A decimal column's declared digits after the point."""
     native: str | None = field(default=None, compare=False)
     """The source's own declaration of the column when a destination of the same store may use it (mysql:
-    its COLUMN_TYPE and character set, :mod:`wormhole.plugins.mysql.passthrough`); None otherwise. Not
+    its COLUMN_TYPE and character set, :mod:`wormhole.plugins.mysql.passthrough`; postgres: an array's
+    ``format_type``, ``integer[]``, :mod:`wormhole.plugins.postgres.ddl`); None otherwise. Not
     part of the column's identity: two columns of the same logical type are equal whatever their source."""
 
 

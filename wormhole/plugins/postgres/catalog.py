@@ -6,7 +6,10 @@ selected through an expression so COPY prints what wormhole holds:
 
 - ``real`` as ``double precision`` (the exact stored value, as the mysql store reads FLOAT);
 - ``timestamptz`` ``AT TIME ZONE 'UTC'`` (naive UTC, as the mysql store gives TIMESTAMP);
-- arrays through ``to_json`` (a JSON array, nested for several dimensions).
+- arrays through ``to_json`` (a JSON array, nested for several dimensions: logical type json). A postgres
+  destination whose column is an array reads it back as PostgreSQL's array literal
+  (:func:`wormhole.plugins.postgres.encoding.array_literal`); an array of a built-in element type keeps its
+  declaration (:attr:`ColumnInfo.element`) for ``create_table`` and travels undecoded (:mod:`.passthrough`).
 
 ``numeric(p, s)`` is a decimal of that shape; ``numeric`` without a declared scale (or wider than Arrow's
 76 digits) a decimal of no declared shape, held at scale 18 in 38 digits: a value that does not fit that
@@ -53,6 +56,9 @@ class ColumnInfo:
     scale: int | None = None
     base: str = ""
     """The base type's ``pg_type.typname`` (a domain's underlying type), for tables."""
+    element: str = ""
+    """An array's element type (``pg_type.typname``) when it is built in (its OID, which the array's binary
+    form names, is the same in every database), for tables; else empty."""
 
 
 def relation(schema: str, table: str) -> str:
@@ -79,12 +85,13 @@ def kind_of(type_name: str, category: str, typmod: int) -> tuple[str, int | None
 
 _COLUMNS_SQL = """
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, b.typname, b.typcategory,
-       CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END
+       CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END, coalesce(e.typname, '')
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
 JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
+LEFT JOIN pg_type e ON e.oid = b.typelem AND b.typcategory = 'A' AND e.oid < 16384  -- built in
 WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum"""
 
@@ -99,9 +106,10 @@ def describe_table(conn: psycopg.Connection[Any], ep: Endpoint, schema: str, tab
     if not found:
         raise SplitError(f"table {relation(schema, table)} does not exist in {ep.mark}", plugin=PLUGIN_NAME)
     infos = []
-    for name, declared, nullable, type_name, category, typmod in found:
+    for name, declared, nullable, type_name, category, typmod, element in found:
         kind, precision, scale = kind_of(str(type_name), str(category), int(typmod))
-        infos.append(ColumnInfo(str(name), kind, str(declared), bool(nullable), precision, scale, str(type_name)))
+        infos.append(ColumnInfo(str(name), kind, str(declared), bool(nullable), precision, scale, str(type_name),
+                                str(element)))
     return infos
 
 

@@ -15,6 +15,10 @@ column may hold 2 or -1, which ``boolean`` would refuse. BIT(1) -> ``boolean`` (
 which boolean reads exactly), wider BITs -> ``bigint`` (``numeric(20)`` for BIT(64)). A declaration of
 another store, or one the logical type disagrees with (a transform changed it), uses the logical mapping.
 
+An array a postgres table source read (a json column whose :attr:`Column.native` is its declaration,
+``integer[]``, ``numeric(12,3)[]``, ``text[]``: arrays of built-in types only) gets that same array type;
+an array from a ``query`` is ``jsonb`` (its JSON array), as json from any other store.
+
 No primary key or index is created (the schema declares none); ``distributed_by`` appends Greenplum's
 ``DISTRIBUTED BY (...)``.
 """
@@ -89,6 +93,8 @@ def _mysql_type(kind: str, args: str | None, unsigned: bool) -> tuple[str, str |
 
 def column_type(column: Column) -> str:
     """The PostgreSQL type ``create_table`` gives ``column``."""
+    if column.native and column.type == "json" and column.native.endswith("[]"):
+        return column.native  # a postgres array's own declaration (no MySQL type ends so)
     if column.native:
         found = mysql_type(column.native, column.type)
         if found is not None:

@@ -12,7 +12,9 @@ PostgreSQL's input function of the target's type reads back to the same value:
 - bool: ``t`` / ``f``; datetime: ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (naive: timestamp columns, sessions in UTC);
 - bytes: bytea's hex form ``\\x0a...`` (its backslash escaped for COPY);
 - string, json: the text, escaped. PostgreSQL text cannot hold NUL (U+0000): :func:`nul_rows` finds the
-  rows holding one, which the writer rejects before the COPY.
+  rows holding one, which the writer rejects before the COPY;
+- into an array column, a value that is a JSON array (a postgres source's arrays are) as PostgreSQL's array
+  literal (:func:`array_literal`), made before the escaping.
 
 Text lets PostgreSQL cast each field to whatever the target column declares (an int into ``numeric``, a
 string into ``uuid``), where binary COPY needs the exact type of every column: a destination whose target
@@ -22,6 +24,7 @@ and any other, or a batch the binary form cannot take, here.
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -57,6 +60,63 @@ def escaped(text: pa.Array) -> pa.Array:
         if data.find(special.encode()) >= 0:
             text = pc.replace_substring(text, special, escape)
     return text
+
+
+_JSON = json.JSONDecoder(parse_float=str, parse_int=str, parse_constant=str)  # numbers left as written
+_SPACE = " \t\n\r"
+
+
+def array_literal(text: str) -> str:
+    """A JSON array's text as PostgreSQL's array literal, which an array column's input reads back to the same
+    value: nested arrays as its dimensions, ``null`` as NULL, a string quoted (backslash before ``"`` and
+    ``\\``), a number, ``true`` or ``false`` as written (digit for digit), an object as its JSON text quoted
+    (a json[] element). Any other text is returned as it is: PostgreSQL reads it or names it malformed."""
+    at = len(text) - len(text.lstrip(_SPACE))
+    if not text.startswith("[", at):
+        return text
+    try:
+        literal, end = _array(text, at)
+    except (ValueError, IndexError):  # not JSON (JSONDecodeError is a ValueError), or cut short
+        return text
+    return literal if not text[end:].strip(_SPACE) else text
+
+
+def _skip(text: str, at: int) -> int:
+    while text[at] in _SPACE:
+        at += 1
+    return at
+
+
+def _array(text: str, at: int) -> tuple[str, int]:
+    """The JSON array starting at ``text[at]`` (``[``) as an array literal, and where it ends."""
+    parts: list[str] = []
+    at = _skip(text, at + 1)
+    if text[at] == "]":
+        return "{}", at + 1
+    while True:
+        if text[at] == "[":
+            part, at = _array(text, at)
+        else:
+            value, end = _JSON.raw_decode(text, at)
+            raw, at = text[at:end], end
+            part = "NULL" if value is None else _quoted(value) if raw[0] == '"' else _quoted(raw) \
+                if raw[0] == "{" else raw
+        parts.append(part)
+        at = _skip(text, at)
+        if text[at] == "]":
+            return "{" + ",".join(parts) + "}", at + 1
+        if text[at] != ",":
+            raise ValueError(f"no ',' or ']' at {at}")
+        at = _skip(text, at + 1)
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def array_literals(values: pa.Array) -> pa.Array:
+    """A string column's values for an array column (:func:`array_literal`), nulls kept."""
+    return pa.array([None if v is None else array_literal(v) for v in values.to_pylist()], pa.string())
 
 
 def nul_rows(batch: pa.RecordBatch) -> dict[int, str]:
@@ -161,9 +221,11 @@ _FIELDS: dict[str, Callable[[Any], str]] = {
     "date": lambda v: v.isoformat() if isinstance(v, date) and not isinstance(v, datetime) else _not(v, "date"),
     "datetime": lambda v: _datetime_field(v) if isinstance(v, datetime) else _not(v, "datetime"),
     "json": lambda v: _escape(json_dumps(v)),
+    "array": lambda v: _escape(array_literal(v if isinstance(v, str) else json_dumps(v))),
 }
 """Logical type -> the COPY text of a Python value (rows without an Arrow form: a decimal wider than the
-column's Arrow shape, an int beyond int64 for a numeric target)."""
+column's Arrow shape, an int beyond int64 for a numeric target); ``array``: a string or json value for an
+array column."""
 
 
 def _not(value: Any, kind: str) -> str:

@@ -10,10 +10,13 @@ nothing is parsed, formatted or checked in Python on the way.
 
 Which columns take part (:func:`source_encoding`): built-in types whose binary form names no OID
 (integers, ``double precision``, numeric, boolean, date, timestamp, text, varchar, char, bytea, json,
-jsonb, uuid), domains over them included. Columns the reader selects through an expression (``real``,
-``timestamptz``, arrays) are read as values, and so are queries. ``special_dates: null`` asks for a
-conversion, so a table with date or timestamp columns is then read as values; under ``reject`` nothing
-needs converting (the destination holds every value the source does) and nothing is rejected.
+jsonb, uuid), domains over them included, and arrays of these types (an array's binary form names its element
+type's OID, the same in every database for a built-in type), of any dimensions and lower bounds: the
+encoded read selects such an array as it is, where the values read takes ``to_json`` of it. Columns the
+reader selects through an expression (``real``, ``timestamptz``) are read as values, and so are queries.
+``special_dates: null`` asks for a conversion, so a table with date or timestamp columns is then read as
+values; under ``reject`` nothing needs converting (the destination holds every value the source does)
+and nothing is rejected.
 
 The server sends one CopyData message per row (the header rides on the first, the trailer is its own),
 so a batch is cut between rows without reading them; the server's own count of the rows it sent
@@ -53,7 +56,7 @@ _WAIT_S = 1.0
 
 def source_encoding(infos: Sequence[ColumnInfo], special_dates: str) -> Encoding | None:
     """The encoding a table's columns are read in undecoded, or None when some column must be read as values."""
-    if not infos or any(c.base not in PLAIN_TYPES for c in infos):
+    if not infos or any(c.base not in PLAIN_TYPES and c.element not in PLAIN_TYPES for c in infos):
         return None
     if special_dates == "null" and any(c.base in ("date", "timestamp") for c in infos):
         return None
@@ -70,11 +73,12 @@ class RowDecoder:
     record). json and jsonb are parsed as the reader parses them; a value with no Python form (an
     ``infinity`` date) is given as PostgreSQL's name for it."""
 
-    def __init__(self, conn: psycopg.Connection[Any], bases: Sequence[str]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], infos: Sequence[ColumnInfo]) -> None:
         types = conn.adapters.types
-        self.bases = tuple(bases)
+        self.bases = tuple(c.base for c in infos)
         self.tx = Transformer(conn)
-        self.tx.set_loader_types([types[b].oid for b in bases], pq.Format.BINARY)
+        self.tx.set_loader_types([types[c.element].array_oid if c.element else types[c.base].oid for c in infos],
+                                 pq.Format.BINARY)
 
     def __call__(self, rows: EncodedRows, index: int) -> Row:
         data = bytes(rows.span(index, index + 1))
@@ -100,7 +104,12 @@ class RowDecoder:
             value = self.tx.load_sequence(row)[i]
         except (psycopg.DataError, ValueError, OverflowError):
             return _special(base, field)
-        return str(value) if base == "uuid" else value  # a string, as the reader gives it
+        return _uuids(value) if base in ("uuid", "_uuid") else value  # strings, as the reader gives them
+
+
+def _uuids(value: Any) -> Any:
+    """A uuid, or an array's (nested lists of them), as text."""
+    return [_uuids(v) for v in value] if isinstance(value, list) else None if value is None else str(value)
 
 
 def _special(base: str, field: bytes) -> str:

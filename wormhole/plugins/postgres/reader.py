@@ -41,7 +41,7 @@ from wormhole.plugins.postgres.catalog import (
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
 from wormhole.plugins.postgres.passthrough import ENCODED_ROWS_FACTOR, RowDecoder, read_rows, source_encoding
 from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource, Shard
-from wormhole.plugins.postgres.splitter import escape, source_connection
+from wormhole.plugins.postgres.splitter import encoded_sql, escape, source_connection
 from wormhole.plugins.sql import quote
 
 _FAILED = (pa.ArrowException, ValueError, ArithmeticError, TypeError, InvalidOperation)
@@ -90,8 +90,10 @@ class PostgresReader:
             close_quietly(conn)
         # special_dates: null makes NULLs of a NOT NULL date column's infinities.
         nulled = ("date", "datetime", "timestamptz") if source.special_dates == "null" else ()
+        # native: an array of a built-in type keeps its declaration for a postgres create_table (:mod:`.ddl`).
         return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable or c.kind in nulled,  # type: ignore[arg-type]
-                                   precision=c.precision, scale=c.scale) for c in infos))
+                                   precision=c.precision, scale=c.scale, native=c.type_name if c.element else None)
+                            for c in infos))
 
     def encoding(self) -> Encoding | None:
         """Binary COPY rows, undecoded (:mod:`.passthrough`), for tables whose columns all have such a form and
@@ -127,9 +129,9 @@ class PostgresReader:
         conn = source_connection(self.source, shard.endpoint, ReadError, self.ctx, log=log)
         try:
             args = tuple(split.params["args"])
-            copy_sql = f"COPY ({split.params['sql']}) TO STDOUT (FORMAT binary)"
+            copy_sql = f"COPY ({self._encoded_sql(split)}) TO STDOUT (FORMAT binary)"
             query = psycopg.ClientCursor(conn).mogrify(copy_sql, args) if args else copy_sql.replace("%%", "%")
-            decode = RowDecoder(conn, [c.base for c in self._infos])
+            decode = RowDecoder(conn, self._infos)
             # Cut by bytes: its rows are not values, so the per-row cost batch_rows bounds is not there
             # (16 times as many rows per batch: 4 MiB of COPY a batch with the defaults).
             limits = (ENCODED_ROWS_FACTOR * self.ctx.batch_rows, self.ctx.batch_bytes)
@@ -139,6 +141,17 @@ class PostgresReader:
                             split_id=split.id) from exc
         finally:
             close_quietly(conn)  # a COPY stopped early ends with its session
+
+    def _encoded_sql(self, split: Split) -> str:
+        """The split's query with its arrays selected as they are (the values read takes their ``to_json``)."""
+        sql: str = split.params["sql"]
+        if all(c.kind != "array" for c in self._infos):
+            return sql
+        found = encoded_sql(sql, self._infos, split.params.get("relation", ""))
+        if found is None:
+            raise ReadError(f"split {split.id} reads no table's columns as they are: {sql}", plugin=PLUGIN_NAME,
+                            split_id=split.id)
+        return found
 
     def _columns(self, names: tuple[str, ...], kinds: tuple[str, ...],
                  pushed: PushedQuery | None) -> tuple[Column, ...]:

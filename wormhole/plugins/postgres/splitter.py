@@ -105,6 +105,20 @@ class PostgresSplitter:
                              "columns": tuple(c.name for c in shape)})
 
 
+def table_select(chosen: list[ColumnInfo], relation: str, *, encoded: bool = False) -> str:
+    """``SELECT <columns> FROM relation`` of a table split: each column as the values read selects it, or
+    (``encoded``) as it is, for the binary rows read undecoded."""
+    columns = (quote(c.name) if encoded else select_expr(c.name, c.kind) for c in chosen)
+    return f"SELECT {', '.join(columns)} FROM {relation}"
+
+
+def encoded_sql(sql: str, chosen: list[ColumnInfo], relation: str) -> str | None:
+    """A table split's query (made by :func:`table_select`, values read) selecting its columns as they are;
+    None when ``sql`` is not such a query."""
+    values, encoded = (escape(table_select(chosen, relation, encoded=e)) for e in (False, True))
+    return encoded + sql[len(values):] if sql.startswith(values) else None
+
+
 def same_shape(reference: list[tuple[str, str]] | None, chosen: list[ColumnInfo], ep: Endpoint,
                where: str) -> list[tuple[str, str]]:
     """Every table of a source must read as the first one does (names and logical types)."""
@@ -134,8 +148,8 @@ class _TableCutter:
     def make(self, suffix: str, condition: str | None, args: tuple[Any, ...]) -> Split:
         conditions = [c for c in (f"({escape(self.selection.where)})" if self.selection.where else None,
                                   condition) if c]
-        sql = f"SELECT {', '.join(select_expr(c.name, c.kind) for c in self.chosen)} FROM {self.relation}"
-        sql = escape(sql) + (f" WHERE {' AND '.join(conditions)}" if conditions else "")
+        sql = escape(table_select(self.chosen, self.relation)) + (f" WHERE {' AND '.join(conditions)}"
+                                                                  if conditions else "")
         mark = self.shard.endpoint.mark
         return Split(id=f"{mark}/{self.shard.schema}.{self.table}{suffix}", resource_mark=mark,
                      params={"shard": self.index, "sql": sql, "args": args,

@@ -52,7 +52,15 @@ from wormhole.plugins.postgres.connection import (
     sqlstate,
     wait_session_ended,
 )
-from wormhole.plugins.postgres.encoding import ArrowPiece, Piece, TuplePiece, column_text, nul_rows, row_line
+from wormhole.plugins.postgres.encoding import (
+    ArrowPiece,
+    Piece,
+    TuplePiece,
+    array_literals,
+    column_text,
+    nul_rows,
+    row_line,
+)
 from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
 from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
@@ -153,11 +161,24 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
             form = batch.without(exc.bad).arrow(schema)
         if form.num_columns != len(schema):
             raise self._error(f"a batch of {form.num_columns} columns for a schema of {len(schema)}")
+        form = self._array_input(form)
         bad = nul_rows(form)
         if bad:
             rejected.extend(Rejected(rows_from_arrow(form.slice(i, 1))[0], reason) for i, reason in sorted(bad.items()))
             form = form.filter(pa.array([i not in bad for i in range(form.num_rows)], pa.bool_()))
         return form, rejected, extra
+
+    def _array_input(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The batch with its text (json, string) for array columns as array literals: plain strings, as a
+        refused row shows them."""
+        columns = [i for i in self.periphery.array_columns if pa.types.is_string(batch.schema.field(i).type)]
+        if not columns:
+            return batch
+        arrays, fields = list(batch.columns), list(batch.schema)
+        for i in columns:
+            arrays[i] = array_literals(arrays[i])
+            fields[i] = pa.field(fields[i].name, pa.string(), fields[i].nullable)
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
     def _unfit(self, row: Row) -> str | None:
         """Why a row PostgreSQL cannot take is refused before any COPY, when it is for a zero date."""
@@ -169,7 +190,9 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
 
     def _lines(self, rows: list[Row], rejected: list[Rejected]) -> TuplePiece:
         """Rows without an Arrow form as COPY lines of their own; a value with no COPY text rejects its row."""
-        types = [c.type for c in self.ctx.schema.columns]
+        arrays = self.periphery.array_columns
+        types = ["array" if i in arrays and c.type in ("string", "json") else c.type
+                 for i, c in enumerate(self.ctx.schema.columns)]
         kept: list[Row] = []
         lines: list[bytes] = []
         for row in rows:

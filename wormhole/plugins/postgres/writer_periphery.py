@@ -56,9 +56,12 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         self.copy_sql = ""
         self.copy_binary_sql = ""
         self.binary_kinds: tuple[str, ...] | None = None
+        """The target columns' types when COPY is binary (:mod:`.binary`), None when text."""
         self.target_types: tuple[str, ...] = ()
         """Each written column's declared type (``format_type``), once prepared."""
-        """The target columns' types when COPY is binary (:mod:`.binary`), None when text."""
+        self.array_columns: tuple[int, ...] = ()
+        """The written columns (by position) that are arrays (or domains over one), once prepared: a JSON
+        array is written to them as an array literal (:func:`.encoding.array_literal`)."""
         self.upsert_sql: tuple[str, ...] = ()
         """An upsert's statements per batch before its COPY into :data:`UPSERT_TABLE` (``copy_sql``)."""
         self.insert_sql = ""
@@ -158,12 +161,13 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
     def _choose_format(self, conn: psycopg.Connection[Any]) -> None:
         """Binary COPY when every target column's type (from the catalog) is one :mod:`.binary` encodes from
         its source column's logical type, else text."""
-        found = dict((str(r[0]), (str(r[1]), str(r[2]))) for r in fetch_all(
-            conn, "SELECT a.attname, t.typname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN "
-                  "pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT "
-                  "a.attisdropped", (self.target,)))
-        types = [found.get(c, ("?", "?")) for c in self.columns]
+        found = dict((str(r[0]), (str(r[1]), str(r[2]), str(r[3]))) for r in fetch_all(
+            conn, "SELECT a.attname, t.typname, format_type(a.atttypid, a.atttypmod), t.typcategory FROM "
+                  "pg_attribute a JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = to_regclass(%s) AND "
+                  "a.attnum > 0 AND NOT a.attisdropped", (self.target,)))
+        types = [found.get(c, ("?", "?", "?")) for c in self.columns]
         self.target_types = tuple(t[1] for t in types)
+        self.array_columns = tuple(i for i, t in enumerate(types) if t[2] == "A")
         self.binary_kinds = binary_kinds([c.type for c in self.ctx.schema.columns], [t[0] for t in types]) \
             if self.options.copy_format == "auto" else None
         self.copy_binary_sql = self.copy_sql + " (FORMAT binary)"
