@@ -33,6 +33,7 @@ from wormhole.plugins.batch import Rows, arrow_schema, arrow_type, decimal_shape
 from wormhole.plugins.postgres.catalog import (
     KIND_TYPES,
     ColumnInfo,
+    as_read,
     choose_columns,
     describe_query,
     describe_table,
@@ -91,7 +92,7 @@ class PostgresReader:
         # special_dates: null makes NULLs of a NOT NULL date column's infinities.
         nulled = ("date", "datetime", "timestamptz") if source.special_dates == "null" else ()
         return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable or c.kind in nulled,  # type: ignore[arg-type]
-                                   precision=c.precision, scale=c.scale) for c in infos))
+                                   precision=c.precision, scale=c.scale, as_read=as_read(c)) for c in infos))
 
     def encoding(self) -> Encoding | None:
         """Binary COPY rows, undecoded (:mod:`.passthrough`), for tables whose columns all have such a form and
