@@ -455,6 +455,24 @@ def test_reader_keeps_each_dynamic_value_as_it_is_or_rejects_it_naming_it(tmp_pa
         "column b: the integer 2 is no boolean (0 or 1, or true, false, t, f as text)"]
 
 
+def test_a_filter_on_a_column_without_text_affinity_is_not_pushed(tmp_path: Path) -> None:
+    """Such a column may hold numbers, which the reader gives as their text and SQLite compares as numbers
+    (``1 = '1'`` is false there): a filter reading it runs in wormhole, on the values as read."""
+    from wormhole.config import TaskSpec
+    from wormhole.transform.plan import build_plan
+
+    db = make_db(tmp_path / "in.db", "CREATE TABLE t (s TEXT, x, n NUMBER)", "INSERT INTO t VALUES ('1', 1, 2.5)")
+    schema = SqliteReader(SqliteReaderOptions(path=str(db), table="t"), read_ctx()).schema()
+    for text, pushed in (("s = '1'", True), ("x = '1'", False), ("n = '2.5'", False), ("s = '1' AND x = '1'", False)):
+        spec = TaskSpec.from_mapping({"source": {"plugin": "sqlite", "params": {"path": str(db), "table": "t"}},
+                                      "transforms": [{"filter": text}], "settings": {"pushup": "static"},
+                                      "destinations": [{"id": "js", "plugin": "file",
+                                                        "params": {"path": str(tmp_path / "o"), "format": "jsonl"}}]})
+        plan = build_plan(spec, schema, "sqlite")
+        assert (plan.pushed_query(plan.widest()) is not None) == pushed, text
+    assert read_all(SqliteReaderOptions(path=str(db), table="t")) == [("1", "1", "2.5")]
+
+
 def test_reader_missing_file_table_or_column(tmp_path: Path) -> None:
     missing = SqliteReaderOptions(path=str(tmp_path / "nope.db"), table="t")
     with pytest.raises(SplitError, match=r"nope\.db"):

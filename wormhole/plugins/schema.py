@@ -33,7 +33,8 @@ class Column:
     """SQL in the source's dialect for the value the reader gives, ``{0}`` standing for the quoted column,
     where the column itself means another value in that SQL (a PostgreSQL ``char(n)`` compares and
     measures without the padding the reader keeps): what a pushed-down expression computes on. None:
-    the column as it is. Not part of the column's identity."""
+    the column as it is; ``""``: no SQL gives it (an expression reading the column is not pushed). Not
+    part of the column's identity."""
 
 
 @dataclass(frozen=True, slots=True)

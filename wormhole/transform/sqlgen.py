@@ -234,6 +234,8 @@ class _Gen:
     def _column(self, e: Col) -> str:
         name = quote_name(e.name, self.dialect)
         if e.name in self.as_read:
+            if not self.as_read[e.name]:
+                raise NotPushable(f"no SQL of the source gives column {e.name} as the reader reads it")
             return self.as_read[e.name].format(name)
         kind = self.typed.of(e)
         if self.dialect == "mysql" and kind == "float":

@@ -20,7 +20,7 @@ from wormhole.plugins.sql import VALUE_ERRORS, quote
 from wormhole.plugins.sqlite.arrow_columns import arrow_batch
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
 from wormhole.plugins.sqlite.options import SqliteReaderOptions
-from wormhole.plugins.sqlite.types import READ_CONVERTERS, logical_type
+from wormhole.plugins.sqlite.types import READ_CONVERTERS, as_read, logical_type
 
 
 def resolve_schema(conn: sqlite3.Connection, options: SqliteReaderOptions,
@@ -41,7 +41,7 @@ def resolve_schema(conn: sqlite3.Connection, options: SqliteReaderOptions,
             raise error(f"table {options.table} in {options.path} has no column {', '.join(unknown)}",
                         plugin=PLUGIN_NAME)
         chosen = [by_name[c.lower()] for c in options.columns]
-    return Schema(tuple(Column(name, logical_type(decl)) for name, decl in chosen))
+    return Schema(tuple(Column(name, logical_type(decl), as_read=as_read(decl)) for name, decl in chosen))
 
 
 class SqliteReader:

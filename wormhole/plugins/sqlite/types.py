@@ -45,6 +45,16 @@ def logical_type(declared: str) -> Literal["int", "float", "decimal", "string", 
     return "string"
 
 
+def as_read(declared: str) -> str | None:
+    """:attr:`Column.as_read` of a column: ``""`` (no SQL gives its value as read, so an expression reading it
+    is not pushed) for a string column without TEXT affinity (no declared type, ``NUMBER``, ...), which may
+    hold integers and reals: the reader gives them as their text (a real's shortest exact text), SQLite
+    compares them as numbers (``1 = '1'`` is false there) and has no such text of a real."""
+    t = declared.upper()
+    text_affinity = "INT" not in t and ("CHAR" in t or "CLOB" in t or "TEXT" in t)
+    return "" if logical_type(declared) == "string" and not text_affinity else None
+
+
 DECLARED_TYPES: dict[str, str] = {
     "int": "INTEGER",
     "float": "REAL",
