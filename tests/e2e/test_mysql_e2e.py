@@ -683,3 +683,33 @@ class TestBadParameters:
             assert fingerprint(admin, good, "t", FANOUT_COLUMNS) == fingerprint(admin, src, "src", FANOUT_COLUMNS)
         else:
             assert count(admin, good, "t") == 0
+
+
+def test_sqlite_dynamic_values_into_mysql_are_kept_as_they_are_or_rejected_naming_them(ws: Workspace,
+                                                                                         dbs: Databases) -> None:
+    """Issue 35 item 4: SQLite keeps each value's own type whatever the column declares. An integer or a real
+    in a column with no declared type goes as its text (the real's exact shortest text), a BOOLEAN holding 2
+    or a blob in a string column rejects its row with a reason naming column and value; none changes."""
+    import sqlite3
+
+    src = ws.root / "dyn.db"
+    conn = sqlite3.connect(src)
+    with conn:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, b BOOLEAN, x)")
+        conn.executemany("INSERT INTO t VALUES (?, ?, ?)", [
+            (1, 1, 1), (2, 0, "a"), (3, None, 2.5), (4, 2, "two"), (5, "true", 0.1 + 0.2), (6, 1, b"\x00\xff")])
+    conn.close()
+    db = dbs.create("dyn")
+    create_table(dbs.admin, db, "t", "id INT PRIMARY KEY, b BOOLEAN NULL, x TEXT NULL")
+    spec = {"source": {"plugin": "sqlite", "params": {"path": str(src), "table": "t"}},
+            "destinations": [mysql_dest("m", db, load="append")], "settings": {"error_limit": {"record": 2}}}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 201, stderr[-3000:]
+    assert table_rows(dbs.admin, db, "t", ("id", "b", "x")) == [
+        (1, 1, "1"), (2, 0, "a"), (3, None, "2.5"), (5, 1, "0.30000000000000004")]
+    lines = [json.loads(line) for line in (ws.root / task["result"]["dirty_file"]).read_text().splitlines()]
+    reasons = {line["row"][0]: line["reason"] for line in lines}
+    assert set(reasons) == {4, 6}, lines
+    assert "column b: the integer 2 is no boolean" in reasons[4], reasons[4]
+    assert "column x: the blob b'\\x00\\xff' is no text" in reasons[6], reasons[6]
+    assert "AttributeError" not in stderr

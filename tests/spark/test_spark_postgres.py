@@ -116,8 +116,11 @@ def test_every_postgres_type_reads_and_writes_as_in_local_mode(spark_conf: Engin
     schema = types_table(pg_schemas)
     server = pg_schemas.server
     source = {"plugin": "postgres", "params": server.params(schema, table="t", split_pk="id", special_dates="null")}
-    # Pushed down into every split's JDBC predicate as literals (a '%' and a timestamp among them).
-    pushed = [{"filter": "id <> 250 AND (s IS NULL OR s <> '50%') AND (ts IS NULL OR ts >= TIMESTAMP '1000-01-01')"}]
+    # Pushed down into every split's JDBC predicate as literals (a '%' and a timestamp among them). Row 3's
+    # char(3) is 'x  ' as read, which is not 'x' in either engine (issue 35 item 3); an enum and a uuid
+    # compare as their text.
+    pushed = [{"filter": "id <> 250 AND (s IS NULL OR s <> '50%') AND (ts IS NULL OR ts >= TIMESTAMP '1000-01-01') "
+                         "AND (ch IS NULL OR ch <> 'x') AND (mood IS NULL OR mood <> 'x') AND (u IS NULL OR u <> 'x')"}]
     runs = copy_both_engines(spark_conf, tmp_path, source, pushed, server.params(schema, create_table=True,
                                                                                  load="staging"),
                              error_limit={"record": 2})

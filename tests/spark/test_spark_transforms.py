@@ -59,3 +59,42 @@ def test_string_filters_on_mysql_compare_by_code_point_in_both_engines(spark_con
     pushed = [q for q in logged if "AS BINARY" in q]
     assert bool(pushed) == (pushup == "static"), logged
     assert not [q for q in logged if "`status` = '" in q]  # never Spark's own, collated, SQL
+
+
+def test_integer_arithmetic_beyond_64_bits_writes_the_same_value_in_both_engines(spark_conf: EngineConf,
+                                                                                 tmp_path: Path) -> None:
+    """Issue 35 item 17: ``-i`` of i = -2^63 is 2^63 in Python; Spark computes it as DECIMAL(38, 0) and carries
+    the derived column as its exact text, where a cast to long failed the task (CAST_OVERFLOW). A later
+    operator reads it exactly; jsonl gets the integer and parquet (int64) rejects that row, in both engines."""
+    import sqlite3
+
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "src.db"
+    conn = sqlite3.connect(src)
+    with conn:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, i INTEGER)")
+        conn.executemany("INSERT INTO t VALUES (?, ?)", [(1, -2**63), (2, 5), (3, None), (4, -7)])
+    conn.close()
+    outcomes = {}
+    for engine in ("local", "spark"):
+        out = tmp_path / engine
+        spec = {"source": {"plugin": "sqlite", "params": {"path": str(src), "table": "t"}},
+                "transforms": [{"derive": {"neg": "-i"}}, {"filter": "neg > 0 OR neg IS NULL"},
+                               {"derive": {"less": "neg - 1", "text": "cast(neg as string)"}}],
+                "destinations": [{"id": "js", "plugin": "file", "params": {"path": str(out / "js"), "format": "jsonl"}},
+                                 {"id": "pq", "plugin": "file", "params": {"path": str(out / "pq"),
+                                                                           "format": "parquet"}}],
+                "settings": {"engine": engine, "error_limit": {"record": 1}}}
+        result, _ = run_task(spark_conf, spec)
+        assert result.exit_code == 201, (engine, result.result)
+        rows = sorted((json.loads(line) for p in (out / "js").glob("*.jsonl") for line in p.read_text().splitlines()),
+                      key=lambda r: r["id"])
+        parquet = sorted(r["id"] for p in (out / "pq").glob("*.parquet") for r in pq.read_table(p).to_pylist())
+        dest = result.result["destinations"]
+        outcomes[engine] = (rows, parquet, dest["pq"]["rows_rejected"])
+    assert outcomes["local"] == outcomes["spark"], outcomes
+    assert outcomes["spark"] == ([
+        {"id": 1, "i": -2**63, "neg": 2**63, "less": 2**63 - 1, "text": "9223372036854775808"},
+        {"id": 3, "i": None, "neg": None, "less": None, "text": None},
+        {"id": 4, "i": -7, "neg": 7, "less": 6, "text": "7"}], [3, 4], 1)

@@ -429,6 +429,50 @@ def test_reader_sends_unconvertible_rows_to_the_dirty_sink(tmp_path: Path) -> No
     assert "column day" in sink.rows[0].reason and "column doc" in sink.rows[1].reason
 
 
+def test_reader_keeps_each_dynamic_value_as_it_is_or_rejects_it_naming_it(tmp_path: Path) -> None:
+    """SQLite's values keep their own type whatever the column declares: one its column's type holds exactly
+    is kept (an integer or real in a string column as its text, a text in a BLOB column as its bytes), any
+    other rejects its row naming column and value; a batch whose values all fit stays on the Arrow path."""
+    db = make_db(tmp_path / "in.db", "CREATE TABLE t (id INTEGER, i INTEGER, r REAL, s TEXT, x, raw BLOB, b BOOLEAN)",
+                 "INSERT INTO t VALUES (1, 1, 1.5, 'a', 7, x'00', 1), (2, 'abc', 2.5, 3, 0.1, 'é', 0), "
+                 "(3, 3, 'r', 4.25, 'x', NULL, NULL), (4, 4, 4.5, x'ff', 'x', NULL, 2), (5, 5, 1e300, 's', -9, 5, 't')")
+    sink = ListDirtySink()
+    rows = read_all(SqliteReaderOptions(path=str(db), table="t"), sink)
+    assert rows == [(1, 1, 1.5, "a", "7", b"\x00", True)]
+    reasons = {r.row[0]: r.reason.split(": ", 1)[1] for r in sink.rows}
+    assert reasons == {2: "column i: the text 'abc' is no integer", 3: "column r: the text 'r' is no real",
+                       4: "column s: the blob b'\\xff' is no text (a string column takes text, and integers and "
+                          "reals as their text)",
+                       5: "column raw: the integer 5 is no blob"}
+    ok = make_db(tmp_path / "ok.db", "CREATE TABLE t (s TEXT, x, raw BLOB, b BOOLEAN)",
+                 "INSERT INTO t VALUES (3, 0.1 + 0.2, 'é', 1), ('a', 1e300, NULL, 'f'), (NULL, -9, x'01', 0)")
+    assert read_all(SqliteReaderOptions(path=str(ok), table="t")) == [
+        ("3", "0.30000000000000004", "é".encode(), True), ("a", "1e+300", None, False), (None, "-9", b"\x01", False)]
+    two = make_db(tmp_path / "two.db", "CREATE TABLE t (b BOOLEAN)", "INSERT INTO t VALUES (1), (2), (0)")
+    sink = ListDirtySink()
+    assert read_all(SqliteReaderOptions(path=str(two), table="t"), sink) == [(True,), (False,)]
+    assert [r.reason.split(": ", 1)[1] for r in sink.rows] == [
+        "column b: the integer 2 is no boolean (0 or 1, or true, false, t, f as text)"]
+
+
+def test_a_filter_on_a_column_without_text_affinity_is_not_pushed(tmp_path: Path) -> None:
+    """Such a column may hold numbers, which the reader gives as their text and SQLite compares as numbers
+    (``1 = '1'`` is false there): a filter reading it runs in wormhole, on the values as read."""
+    from wormhole.config import TaskSpec
+    from wormhole.transform.plan import build_plan
+
+    db = make_db(tmp_path / "in.db", "CREATE TABLE t (s TEXT, x, n NUMBER)", "INSERT INTO t VALUES ('1', 1, 2.5)")
+    schema = SqliteReader(SqliteReaderOptions(path=str(db), table="t"), read_ctx()).schema()
+    for text, pushed in (("s = '1'", True), ("x = '1'", False), ("n = '2.5'", False), ("s = '1' AND x = '1'", False)):
+        spec = TaskSpec.from_mapping({"source": {"plugin": "sqlite", "params": {"path": str(db), "table": "t"}},
+                                      "transforms": [{"filter": text}], "settings": {"pushup": "static"},
+                                      "destinations": [{"id": "js", "plugin": "file",
+                                                        "params": {"path": str(tmp_path / "o"), "format": "jsonl"}}]})
+        plan = build_plan(spec, schema, "sqlite")
+        assert (plan.pushed_query(plan.widest()) is not None) == pushed, text
+    assert read_all(SqliteReaderOptions(path=str(db), table="t")) == [("1", "1", "2.5")]
+
+
 def test_reader_missing_file_table_or_column(tmp_path: Path) -> None:
     missing = SqliteReaderOptions(path=str(tmp_path / "nope.db"), table="t")
     with pytest.raises(SplitError, match=r"nope\.db"):

@@ -30,6 +30,12 @@ class Column:
     its COLUMN_TYPE and character set, :mod:`wormhole.plugins.mysql.passthrough`; postgres: an array's
     ``format_type``, ``integer[]``, :mod:`wormhole.plugins.postgres.ddl`); None otherwise. Not
     part of the column's identity: two columns of the same logical type are equal whatever their source."""
+    as_read: str | None = field(default=None, compare=False)
+    """SQL in the source's dialect for the value the reader gives, ``{0}`` standing for the quoted column,
+    where the column itself means another value in that SQL (a PostgreSQL ``char(n)`` compares and
+    measures without the padding the reader keeps): what a pushed-down expression computes on. None:
+    the column as it is; ``""``: no SQL gives it (an expression reading the column is not pushed). Not
+    part of the column's identity."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,11 @@ Chains (:func:`apply_chain`): each operator's Spark form
 task's chain runs on the source's DataFrame before it is persisted (once, before the fan-out); a
 destination's chain on that destination's view of it. Every operator is a narrow transformation,
 so each partition stays one split (durable destinations rely on it). A column the frame carries as
-text (exact values, decimals from a row reader) is handed to expressions in its logical type.
+text (exact values, decimals from a row reader) is handed to expressions in its logical type (an
+integer as DECIMAL(38, 0), which holds one beyond 64 bits). A derived integer Spark computed as
+DECIMAL(38, 0) (arithmetic that may leave 64 bits) is carried as its exact text, as local mode carries
+Python's int: a cast to long would fail the task under ANSI mode (CAST_OVERFLOW) where local mode writes
+the value, and every writer reads the text back as the integer.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pyspark.sql import types as T
 
 from wormhole.counters import WriterCounters
 from wormhole.plugins.base import Schema, Split
+from wormhole.spark.types import EXACT
 from wormhole.transform.chain import Chain
 from wormhole.transform.check import Typed, int_bound
 from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
@@ -243,6 +248,7 @@ class Kit:
     F = F
 
     def __init__(self, frame: DataFrame, op: BoundOp) -> None:
+        self._frame = frame
         self._carried = {f.name: f.dataType for f in frame.schema.fields}
         self._logical = {c.name: c.type for c in op.input.columns}
 
@@ -253,11 +259,17 @@ class Kit:
             if kind in ("date", "datetime"):
                 # A zero or partial date (and the year 0, which Spark would take) is NULL, as in pyfn.
                 return F.when(c.rlike(f"^(?:{TEXT_PATTERNS[kind]})"), c.try_cast(SPARK_TYPES[kind]))
-            return c.try_cast(SPARK_TYPES[kind])
+            return c.try_cast(WIDE_INT if kind == "int" else SPARK_TYPES[kind])  # an exact int may pass 64 bits
         return c
 
     def expr(self, e: Expr, typed: Typed) -> Column:
         return compile_spark(e, typed, self.value)
+
+    def result(self, name: str, e: Expr, typed: Typed) -> Column:
+        c = self.expr(e, typed)
+        if typed.type == "int" and isinstance(self._frame.select(c).schema.fields[0].dataType, T.DecimalType):
+            return c.cast(T.StringType()).alias(name, metadata={EXACT: True})  # computed as DECIMAL(38, 0)
+        return c.cast(SPARK_TYPES[typed.type]).alias(name)
 
     def ref(self, name: str) -> Column:
         return column(name)

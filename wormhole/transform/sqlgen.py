@@ -12,12 +12,14 @@ as Python's ints), decimals too (PostgreSQL's ``+ - *`` on numeric are exact), a
 NULL (PostgreSQL raises), and a date or timestamp Python has no value for (infinity, BC, a year after
 9999) is NULL in an expression, as the reader gives it with ``special_dates: null``. A double precision
 column is not pushed: it may hold NaN, which PostgreSQL sorts above every number and holds equal to
-itself, and Python does not.
+itself, and Python does not. A column whose SQL value is not the one the reader gives (a ``char(n)``:
+PostgreSQL drops its padding to compare or measure it, the reader keeps it) is read through the SQL the
+source's schema gives for it (``Column.as_read``): an expression means the value as read in every placement.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -46,20 +48,22 @@ class SqlText:
         return render_marks(self.text, placeholder, escape_percent)
 
 
-def compile_sql(e: Expr, typed: Typed, dialect: Dialect) -> SqlText:
-    """SQL for ``e`` (a checked expression) in ``dialect``; NotPushable when it has no exact one."""
-    gen = _Gen(typed, dialect)
+def compile_sql(e: Expr, typed: Typed, dialect: Dialect, as_read: Mapping[str, str] | None = None) -> SqlText:
+    """SQL for ``e`` (a checked expression) in ``dialect``; NotPushable when it has no exact one. ``as_read``:
+    column -> the SQL of the value the reader gives (:attr:`~wormhole.plugins.schema.Column.as_read`), which
+    the expression computes on instead of the bare column."""
+    gen = _Gen(typed, dialect, as_read)
     text = gen.sql(e)
     return SqlText(text, tuple(gen.args))
 
 
-def compile_filter(e: Expr, typed: Typed, dialect: Dialect) -> SqlText:
+def compile_filter(e: Expr, typed: Typed, dialect: Dialect, as_read: Mapping[str, str] | None = None) -> SqlText:
     """SQL for the filter condition ``e``: :func:`compile_sql`'s, and in PostgreSQL each top-level comparison
     of a date or timestamp column with a literal once more on the bare column (``"at" >= $1``), so an index
     on it serves the read (an incremental window's bounds). The exact form makes a value Python has none for
     (infinity) NULL through a CASE, which no index matches; the added conjunct holds wherever the exact one
     is true, so the rows kept are the same."""
-    exact = compile_sql(e, typed, dialect)
+    exact = compile_sql(e, typed, dialect, as_read)
     if dialect != "postgres":
         return exact
     gen = _Gen(typed, dialect)
@@ -116,9 +120,10 @@ _INT_LIMIT = {"mysql": 10**65, "sqlite": 2**63}
 
 
 class _Gen:
-    def __init__(self, typed: Typed, dialect: Dialect) -> None:
+    def __init__(self, typed: Typed, dialect: Dialect, as_read: Mapping[str, str] | None = None) -> None:
         self.typed = typed
         self.dialect = dialect
+        self.as_read = as_read or {}
         self.args: list[Any] = []
 
     def bind(self, value: Any) -> str:
@@ -228,6 +233,10 @@ class _Gen:
 
     def _column(self, e: Col) -> str:
         name = quote_name(e.name, self.dialect)
+        if e.name in self.as_read:
+            if not self.as_read[e.name]:
+                raise NotPushable(f"no SQL of the source gives column {e.name} as the reader reads it")
+            return self.as_read[e.name].format(name)
         kind = self.typed.of(e)
         if self.dialect == "mysql" and kind == "float":
             # A FLOAT column holds single-precision values that MySQL compares as they are stored, and the

@@ -154,6 +154,22 @@ def _typmod(column: Any) -> int:
     return int(mod) if isinstance(mod, int) else -1
 
 
+_TEXT_TYPES = frozenset({"text", "varchar"})
+"""The string types whose SQL value is the text the reader gives (a domain over one too)."""
+OUTPUT_TEXT = "(CASE WHEN {0} IS NOT NULL THEN format('%s', {0}) END)"
+"""A column's output text in SQL (``format`` calls the type's output function, as COPY does), NULL kept."""
+
+
+def as_read(info: ColumnInfo) -> str | None:
+    """The SQL a pushed-down expression reads a string column through (:attr:`Column.as_read`): the value
+    as COPY prints it, for every string type but text and varchar. ``char(n)`` is read with its padding
+    (``'a    '``), which PostgreSQL drops when it compares, concatenates or measures one (``c = 'a'`` is
+    true there); uuid, inet, enums and the rest have no ``COLLATE`` or text operators at all."""
+    if info.kind != "string" or (info.base or info.type_name) in _TEXT_TYPES:
+        return None
+    return OUTPUT_TEXT
+
+
 def select_expr(name: str, kind: str) -> str:
     """What the reader selects for a column of ``kind``, named as the column (see the module's text)."""
     q = quote(name)

@@ -33,6 +33,7 @@ from wormhole.plugins.batch import Rows, arrow_schema, arrow_type, decimal_shape
 from wormhole.plugins.postgres.catalog import (
     KIND_TYPES,
     ColumnInfo,
+    as_read,
     choose_columns,
     describe_query,
     describe_table,
@@ -92,7 +93,8 @@ class PostgresReader:
         nulled = ("date", "datetime", "timestamptz") if source.special_dates == "null" else ()
         # native: an array of a built-in type keeps its declaration for a postgres create_table (:mod:`.ddl`).
         return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable or c.kind in nulled,  # type: ignore[arg-type]
-                                   precision=c.precision, scale=c.scale, native=c.type_name if c.element else None)
+                                   precision=c.precision, scale=c.scale, as_read=as_read(c),
+                                   native=c.type_name if c.element else None)
                             for c in infos))
 
     def encoding(self) -> Encoding | None:

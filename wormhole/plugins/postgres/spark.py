@@ -26,7 +26,14 @@ from pyspark.sql import types as T
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split, with_split_order
-from wormhole.plugins.postgres.catalog import ColumnInfo, choose_columns, describe_query, describe_table, relation
+from wormhole.plugins.postgres.catalog import (
+    OUTPUT_TEXT,
+    ColumnInfo,
+    choose_columns,
+    describe_query,
+    describe_table,
+    relation,
+)
 from wormhole.plugins.postgres.connection import SESSION_SETTINGS, close_quietly, connect
 from wormhole.plugins.postgres.options import Endpoint
 from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource
@@ -113,7 +120,7 @@ def _expression(info: ColumnInfo) -> str | None:
         return f"CAST(to_json({q}) AS text)"
     if info.type_name.startswith(_TEXT_TYPES):
         return None
-    return f"CASE WHEN {q} IS NOT NULL THEN format('%s', {q}) END"
+    return OUTPUT_TEXT.format(q)
 
 
 class _Plan:

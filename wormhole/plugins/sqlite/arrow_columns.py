@@ -3,8 +3,9 @@ conversions (:mod:`.types`) make: each column one ``pa.array`` of the values sql
 decimal, date and datetime columns cast by pyarrow compute (:mod:`wormhole.plugins.arrow_parse`).
 
 SQLite keeps each value's own type whatever the column declares, so a column is taken only when its
-values are all of the type its conversion expects (one C-level ``set(map(type, ...))``): an int in a REAL
-column stays an int on the row path, a text in an INTEGER column a text, and such a batch goes as tuples.
+values are all of the type its conversion expects (one C-level ``set(map(type, ...))``): a batch with a
+value of another type (a text in an INTEGER column, an integer in a column with no declared type) goes to
+the row conversions, which keep it as it is where the column's type holds it, or reject its row.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ def _column(column: Column, values: Sequence[Any]) -> pa.Array:
         return pa.array(values, arrow_type(column), from_pandas=False)
     if kind == "json" and kinds <= {str}:
         return json_texts(values)
-    if kind == "bool" and kinds <= {int}:  # bound as 0/1: any int but 0 is true, as _to_bool reads it
-        return pc.not_equal(pa.array(values, pa.int64()), 0)
+    if kind == "bool" and kinds <= {int}:  # bound as 0/1; any other integer is no boolean (_to_bool rejects it)
+        ints = pa.array(values, pa.int64())
+        if pc.any(pc.invert(pc.is_in(ints, pa.array([0, 1])))).as_py():
+            raise Unfit("an integer other than 0 and 1 in a bool column")
+        return pc.equal(ints, 1)
     if kind == "decimal" and kinds == {int}:
         return pc.cast(pa.array(values, pa.int64()), arrow_type(column))
     if kind in TEXT_CASTS and kinds <= {str}:

@@ -1,10 +1,11 @@
 """The sqlite store's reader: the schema the table declares, read-only connection, typed batches.
 
-SQLite returns int, float, str, bytes and None; only the columns whose logical type differs
-(decimal, bool, date, datetime, json) are converted. A batch is made Arrow columns (:mod:`.arrow_columns`:
-one ``pa.array`` per column, text cast by pyarrow compute); a batch holding a value those casts do not
-read as the Python conversions (:mod:`.types`) do, a bad value or one Arrow cannot hold (a text in an int
-column: SQLite's types are the values') is converted as before, to tuples, rejecting exactly the bad rows.
+SQLite returns int, float, str, bytes and None, each value of its own type whatever its column declares.
+A batch is made Arrow columns (:mod:`.arrow_columns`: one ``pa.array`` per column, text cast by pyarrow
+compute); a batch holding a value those casts do not read as the Python conversions (:mod:`.types`) do,
+a bad value or one of another type (a text in an INTEGER column, an integer in a column with no declared
+type) is converted value by value, to tuples: a value its column's type holds exactly is kept (an integer
+or real in a string column as its text), any other rejects its row, the reason naming column and value.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from wormhole.plugins.sql import VALUE_ERRORS, quote
 from wormhole.plugins.sqlite.arrow_columns import arrow_batch
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
 from wormhole.plugins.sqlite.options import SqliteReaderOptions
-from wormhole.plugins.sqlite.types import READ_CONVERTERS, logical_type
+from wormhole.plugins.sqlite.types import READ_CONVERTERS, as_read, logical_type
 
 
 def resolve_schema(conn: sqlite3.Connection, options: SqliteReaderOptions,
@@ -40,7 +41,7 @@ def resolve_schema(conn: sqlite3.Connection, options: SqliteReaderOptions,
             raise error(f"table {options.table} in {options.path} has no column {', '.join(unknown)}",
                         plugin=PLUGIN_NAME)
         chosen = [by_name[c.lower()] for c in options.columns]
-    return Schema(tuple(Column(name, logical_type(decl)) for name, decl in chosen))
+    return Schema(tuple(Column(name, logical_type(decl), as_read=as_read(decl)) for name, decl in chosen))
 
 
 class SqliteReader:

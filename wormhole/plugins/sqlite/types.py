@@ -1,7 +1,8 @@
 """The sqlite store's types: declared column types to logical types and back, and value conversions.
 
-SQLite returns int, float, str, bytes and None; only the columns whose logical type differs
-(decimal, bool, date, datetime, json) are converted, both ways.
+SQLite returns int, float, str, bytes and None, each value of its own type whatever its column declares:
+reading checks (and converts where the logical type differs) every value; writing converts the columns
+whose logical type sqlite3 does not bind as wanted (date, datetime, decimal, json).
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ def logical_type(declared: str) -> Literal["int", "float", "decimal", "string", 
     return "string"
 
 
+def as_read(declared: str) -> str | None:
+    """:attr:`Column.as_read` of a column: ``""`` (no SQL gives its value as read, so an expression reading it
+    is not pushed) for a string column without TEXT affinity (no declared type, ``NUMBER``, ...), which may
+    hold integers and reals: the reader gives them as their text (a real's shortest exact text), SQLite
+    compares them as numbers (``1 = '1'`` is false there) and has no such text of a real."""
+    t = declared.upper()
+    text_affinity = "INT" not in t and ("CHAR" in t or "CLOB" in t or "TEXT" in t)
+    return "" if logical_type(declared) == "string" and not text_affinity else None
+
+
 DECLARED_TYPES: dict[str, str] = {
     "int": "INTEGER",
     "float": "REAL",
@@ -63,6 +74,50 @@ the table as it expects. Read back by this store, decimal and json columns are s
 
 
 # -- reading: SQLite value -> logical type ----------------------------------------------------
+# SQLite keeps each value's own type whatever the column declares (a column with no declared type holds
+# anything, an INTEGER column keeps a text that is no number): a value is kept as it is where its column's
+# logical type holds it exactly (an integer or real in a string column as its text), else its row is
+# rejected with a reason naming its SQLite type and value. A value is never changed.
+
+_SQLITE_TYPES = {int: "integer", float: "real", str: "text", bytes: "blob"}
+
+
+def _value(v: Any) -> str:
+    """A value as a reason names it: its SQLite type and (the start of) its Python form."""
+    shown = repr(v)
+    return f"the {_SQLITE_TYPES.get(type(v), type(v).__name__)} {shown[:60]}{'...' if len(shown) > 60 else ''}"
+
+
+def _to_int(v: Any) -> int:
+    if type(v) is int:
+        return v
+    raise ValueError(f"{_value(v)} is no integer")
+
+
+def _to_float(v: Any) -> float:
+    if type(v) is float:
+        return v
+    if type(v) is int and -2**53 <= v <= 2**53:  # a double holds it exactly
+        return float(v)
+    raise ValueError(f"{_value(v)} is no real")
+
+
+def _to_string(v: Any) -> str:
+    if type(v) is str:
+        return v
+    if type(v) is int:
+        return str(v)
+    if type(v) is float:
+        return repr(v)  # the shortest text that reads back as the same double: 0.30000000000000004, not 0.3
+    raise ValueError(f"{_value(v)} is no text (a string column takes text, and integers and reals as their text)")
+
+
+def _to_bytes(v: Any) -> bytes:
+    if type(v) is bytes:
+        return v
+    if type(v) is str:
+        return v.encode()  # the bytes SQLite itself gives (CAST(v AS BLOB))
+    raise ValueError(f"{_value(v)} is no blob")
 
 
 def _to_decimal(v: Any) -> Decimal:
@@ -70,18 +125,18 @@ def _to_decimal(v: Any) -> Decimal:
         # repr of a float is its shortest round-trip text: 0.1 reads as Decimal("0.1"), not 0.1000...055
         return Decimal(v if type(v) in (str, int) else repr(v))
     except InvalidOperation:
-        raise ValueError(f"not a decimal: {v!r}") from None
+        raise ValueError(f"{_value(v)} is no decimal") from None
 
 
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "t": True, "f": False}
 
 
 def _to_bool(v: Any) -> bool:
-    if type(v) is int:
-        return v != 0
+    if type(v) is int and v in (0, 1):
+        return v == 1
     if type(v) is str and v.strip().lower() in _BOOL_TEXT:
         return _BOOL_TEXT[v.strip().lower()]
-    raise ValueError(f"not a boolean: {v!r}")
+    raise ValueError(f"{_value(v)} is no boolean (0 or 1, or true, false, t, f as text)")
 
 
 def _to_json(v: Any) -> Any:
@@ -94,19 +149,24 @@ def _from_text(parse: Callable[[str], Any], what: str) -> Callable[[Any], Any]:
     def convert(v: Any) -> Any:
         if type(v) is str:
             return parse(v)
-        raise TypeError(f"expected {what} text, got {type(v).__name__} {v!r}")
+        raise TypeError(f"{_value(v)} is no {what} text")
 
     return convert
 
 
 READ_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "int": _to_int,
+    "float": _to_float,
+    "string": _to_string,
+    "bytes": _to_bytes,
     "decimal": _to_decimal,
     "bool": _to_bool,
     "date": _from_text(date.fromisoformat, "ISO date"),
     "datetime": _from_text(datetime.fromisoformat, "ISO datetime"),
     "json": _to_json,
 }
-"""SQLite value -> logical type, for the types SQLite does not return as they are."""
+"""SQLite value -> logical type: every type has one, since any column may hold a value of any SQLite type
+(the Arrow path, :mod:`.arrow_columns`, takes a column whose values need none)."""
 
 
 # -- writing: logical type -> a value sqlite3 binds ----------------------------------------------

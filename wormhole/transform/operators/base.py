@@ -95,6 +95,10 @@ class SparkKit(Protocol):
     def value(self, name: str) -> Any:
         """Input column ``name`` in its logical type (a column the frame carries as text, converted)."""
 
+    def result(self, name: str, e: Expr, typed: Typed) -> Any:
+        """The Column a derived column ``name`` holds: the expression's value in its type's Spark type, or
+        as its exact text where Spark's type would not hold it (an integer beyond 64 bits)."""
+
     def ref(self, name: str) -> Any:
         """Column ``name`` as the frame carries it."""
 

@@ -55,5 +55,5 @@ class Derive(Operator):
         return "python" if "python" in targets else "arrow"
 
     def spark(self, op: BoundOp, frame: Any, kit: SparkKit) -> Any:
-        return frame.withColumns({name: kit.expr(e, t).cast(kit.type(t.type))
-                                  for (name, e), t in zip(op.spec.exprs, op.typed, strict=True)})
+        return frame.withColumns({name: kit.result(name, e, t) for (name, e), t in zip(op.spec.exprs, op.typed,
+                                                                                     strict=True)})

@@ -46,7 +46,8 @@ class Filter(Operator):
 
     def sql(self, op: BoundOp, dialect: Dialect) -> SourcePart:
         try:
-            return SourcePart(where=compile_filter(op.spec.exprs[0][1], op.typed[0], dialect))
+            as_read = {c.name: c.as_read for c in op.input.columns if c.as_read is not None}
+            return SourcePart(where=compile_filter(op.spec.exprs[0][1], op.typed[0], dialect, as_read))
         except NotPushable:
             raise NotPushable(f"{dialect} cannot evaluate it exactly") from None
 
