@@ -669,6 +669,16 @@ def test_a_missing_target_fails_prepare_unless_create_table(pg: Any) -> None:
         periphery.rollback()
 
 
+def test_a_missing_schema_is_named_at_prepare(pg: Any) -> None:
+    missing = f"{pg[2]}_gone"
+    opts, _ = parse(PostgresWriterOptions, pg[0].params(missing, table="t", create_table=True))
+    with pytest.raises(PrepareError) as failed:
+        SINK.periphery(opts, ctx(1)).prepare()
+    assert f"schema {missing!r} does not exist" in str(failed.value)
+    assert "CREATE SCHEMA" in str(failed.value) and "params.schema" in str(failed.value)
+    assert "CREATE TABLE IF NOT EXISTS" not in str(failed.value) and "privilege" not in str(failed.value)
+
+
 # -- the CLI ------------------------------------------------------------------------------------
 
 
