@@ -48,6 +48,7 @@ from wormhole.plugins.mysql.connection import (
     close_quietly,
     connect,
     describe,
+    fetch_all,
     fetch_one,
     source_connection,
 )
@@ -169,6 +170,8 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self.truncated = opts.load == "truncate"
             self.rows_before = recorded_before
         else:
+            if opts.load == "staging":
+                self._refuse_triggers(conn)  # before pre_sql: nothing of the load is touched
             for statement in opts.pre_sql:
                 self.sql.run(conn, statement, "pre_sql", PrepareError)
             if opts.load == "truncate":
@@ -190,6 +193,18 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self.markers.record_prepared(conn, self.rows_before)
             self.durable = {}
         self._build_sql([types[c.lower()] for c in self.columns])
+
+    def _refuse_triggers(self, conn: pymysql.Connection) -> None:
+        """A staging swap replaces the target's table object, and MySQL's triggers belong to it: the RENAME
+        takes them to the old table, which is dropped. Its grants are kept (they are by name)."""
+        found = [str(r[0]) for r in fetch_all(
+            conn, "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = %s AND "
+                  "EVENT_OBJECT_TABLE = %s ORDER BY TRIGGER_NAME", (self.endpoint.database, self.options.table))]
+        if found:
+            raise self.sql.error(PrepareError, f"load 'staging' would drop the trigger(s) {', '.join(found)} of "
+                                               f"{self.target}: MySQL triggers belong to the table the swap replaces, "
+                                               f"so nothing was loaded (use load 'truncate' or 'append', which keep "
+                                               f"the table)")
 
     def _remove_leftovers(self, conn: pymysql.Connection) -> None:
         for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers
