@@ -330,9 +330,9 @@ def fixture_roles(pg: Any) -> Iterator[Callable[[str], str]]:
     """Makes uuid-named roles (cluster-wide), dropped with their grants after the test."""
     made: list[str] = []
 
-    def make(label: str) -> str:
+    def make(label: str, login: bool = False) -> str:
         made.append(f"wh_{label}_{uuid.uuid4().hex[:8]}")
-        pg[1].execute(f"CREATE ROLE {qi(made[-1])}")
+        pg[1].execute(f"CREATE ROLE {qi(made[-1])}{' LOGIN' if login else ''}")
         return made[-1]
 
     try:
@@ -401,6 +401,24 @@ def test_a_staging_swap_that_cannot_keep_a_grant_is_refused_before_anything_is_m
     assert f"grants SELECT to {other} by {reader} were made by a role other than its owner {owner!r}" \
         in str(refused.value) and "nothing was loaded" in str(refused.value)
     assert kept(pg) == before and rows(pg) == [(99, "old")] and pg_tables(conn, schema) == ["t", "wormhole_splits"]
+
+
+def test_a_loader_that_is_not_the_owner_is_refused_at_prepare_and_a_member_keeps_the_owner(pg: Any,
+                                                                                            roles: Any) -> None:
+    owner, reader, loader = roles("owner"), roles("reader"), roles("loader", login=True)
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')",
+        f"ALTER TABLE {{s}}.t OWNER TO {qi(owner)}", f"GRANT SELECT, INSERT ON {{s}}.t TO {qi(loader)}",
+        f"GRANT SELECT ON {{s}}.t TO {qi(reader)}", f"GRANT USAGE, CREATE ON SCHEMA {{s}} TO {qi(loader)}, {qi(owner)}")
+    server, conn, schema = pg
+    as_loader, _ = parse(PostgresWriterOptions, {**server.params(schema, table="t", load="staging"), "user": loader})
+    before = kept(pg)
+    with pytest.raises(PrepareError, match=rf"load 'staging' replaces .*\"t\", owned by '{owner}': the user "
+                                           rf"'{loader}' is neither that role nor a member of it"):
+        SINK.periphery(as_loader, ctx(1)).prepare()  # not at commit, after every row was loaded
+    assert kept(pg) == before and pg_tables(conn, schema) == ["t", "wormhole_splits"]
+    sql(pg, f"GRANT {qi(owner)} TO {qi(loader)}")
+    run_destination(SINK, as_loader, [[(1, "a")]], schema=TWO)
+    assert rows(pg) == [(1, "a")] and kept(pg) == before  # the owner given back by a member, grants as they were
 
 
 # -- splits, resume, leftovers ------------------------------------------------------------------------
