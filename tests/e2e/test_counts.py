@@ -97,7 +97,9 @@ def test_the_source_over_its_record_limit_names_the_rows_in_its_result_and_dirty
     }
     code, result, _ = run(ws, spec)
     assert code == 203, result
-    said = number_in(result["error"], rf"^the source rejected (\d+) rows, over the record limit of {limit}$")
+    said = number_in(result["error"], rf"^the source rejected (\d+) rows, over the record limit of {limit}; the "
+                                      rf"first: ")
+    assert result["error"].endswith(f"; the first: {first_reasons(ws, result)['source']}")
     assert said == result["source"]["rows_rejected"] == dirty_origins(ws, result)["source"] > limit, result
     assert result["destinations"]["sink"]["status"] == "rolled_back"
     assert result["destinations"]["sink"]["error"] == f"rolled back: {result['error']}"
