@@ -406,13 +406,23 @@ def test_staging_keeps_grants_and_refuses_a_target_with_triggers(target: str) ->
             "CREATE TRIGGER t_audit AFTER INSERT ON t FOR EACH ROW INSERT INTO audit VALUES (NEW.id)")
     options = writer_options(target, table="t", load="staging", pre_sql=["DELETE FROM t"])
     periphery = PLUGIN.sink.periphery(options, write_ctx(WSCHEMA))
-    with pytest.raises(PrepareError, match=r"load 'staging' would drop the trigger\(s\) t_audit of `.*`\.`t`: MySQL "
-                                           r"triggers belong to the table the swap replaces, so nothing was loaded"):
+    with pytest.raises(PrepareError, match=r"load 'staging' cannot keep the trigger t_audit of `.*`\.`t`: MySQL "
+                                           r"triggers and foreign keys belong to the table the swap replaces, so "
+                                           r"nothing was loaded"):
         periphery.prepare()
     periphery.rollback()
     assert rows_of(target, "t") == [(1, "a", None)] and user_tables(target) == ["audit", "t"]  # pre_sql did not run
     assert run_sql(target, "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = "
                            "DATABASE()") == [("t_audit",)]
+    run_sql(target, "DROP TRIGGER t_audit", "CREATE TABLE parent (id INT PRIMARY KEY)", "INSERT INTO parent VALUES (1)",
+            "ALTER TABLE t ADD CONSTRAINT t_parent FOREIGN KEY (id) REFERENCES parent (id)",
+            "CREATE TABLE child (id INT PRIMARY KEY, tid INT, CONSTRAINT child_t FOREIGN KEY (tid) REFERENCES t (id))")
+    periphery = PLUGIN.sink.periphery(options, write_ctx(WSCHEMA))
+    with pytest.raises(PrepareError, match=r"cannot keep the foreign key t_parent, foreign key child_t of table child "
+                                           r"of `.*`\.`t`"):
+        periphery.prepare()
+    periphery.rollback()
+    assert rows_of(target, "t") == [(1, "a", None)]
 
 
 def _comments(url: str) -> dict[str, str]:

@@ -356,7 +356,25 @@ def kept(pg: Any, table: str = "t") -> dict[str, Any]:
                                    (pg[2], table))
     found["triggers"] = pg_execute(pg[1], "SELECT tgname, pg_get_triggerdef(oid), tgenabled FROM pg_trigger WHERE "
                                           "tgrelid = %s::regclass AND NOT tgisinternal ORDER BY 1", (ref,))
+    found["foreign_keys"] = pg_execute(pg[1], "SELECT conname, pg_get_constraintdef(oid), convalidated FROM "
+                                              "pg_constraint WHERE conrelid = %s::regclass AND contype = 'f' "
+                                              "ORDER BY 1", (ref,))
     return found
+
+
+def test_the_staging_swap_keeps_the_targets_foreign_keys_and_a_load_breaking_one_fails(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.p (id int PRIMARY KEY)", "INSERT INTO {s}.p VALUES (10), (20)",
+        "CREATE TABLE {s}.t (id int PRIMARY KEY, pid int REFERENCES {s}.p DEFERRABLE, up int)",
+        "ALTER TABLE {s}.t ADD CONSTRAINT t_up FOREIGN KEY (up) REFERENCES {s}.t (id)",
+        "INSERT INTO {s}.t VALUES (1, 10, NULL)")
+    before = kept(pg)
+    assert [k[0] for k in before["foreign_keys"]] == ["t_pid_fkey", "t_up"]
+    ints = Schema((Column("id", "int"), Column("pid", "int"), Column("up", "int")))
+    run_destination(SINK, options(pg, load="staging"), [[(2, 20, None), (3, 10, 2)]], schema=ints)
+    assert rows(pg) == [(2, 20, None), (3, 10, 2)] and kept(pg) == before
+    with pytest.raises(CommitError, match=r'violates foreign key constraint "t_pid_fkey"'):
+        run_destination(SINK, options(pg, load="staging"), [[(4, 99, None)]], schema=ints)
+    assert rows(pg) == [(2, 20, None), (3, 10, 2)] and kept(pg) == before  # the target as it was
 
 
 def test_the_staging_swap_keeps_owner_grants_row_security_and_triggers(pg: Any, roles: Any) -> None:

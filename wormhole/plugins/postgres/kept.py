@@ -2,17 +2,20 @@
 
 A table made ``LIKE target INCLUDING ALL`` has the target's columns, defaults, constraints, indexes,
 identity, storage and comments, but not what belongs to the table object itself: its owner, its grants
-(table and column privileges), row-level security (the enabled and forced flags and the policies) and
-its triggers. :func:`read_kept` reads them from the target inside the commit's transaction, before the
-target is dropped; :meth:`Kept.apply` gives them to the swapped-in table right after the RENAME, in the
-same transaction, so a reader sees the old table or the new one with the same rights, never one without.
+(table and column privileges), row-level security (the enabled and forced flags and the policies), its
+triggers, and its foreign keys (LIKE never copies them). :func:`read_kept` reads them from the target
+inside the commit's transaction, before the target is dropped; :meth:`Kept.apply` gives them to the
+swapped-in table right after the RENAME, in the same transaction, so a reader sees the old table or the
+new one with the same rights, never one without.
 :meth:`Kept.check` refuses at prepare, before anything is made, what the connected user could not
 recreate: a target whose owner it cannot act for (it could not drop the target either), and grants
 made by a role other than the owner (a grant is recorded with the role that made it, which only that
 role can be again).
 
 Rows loaded by the run do not pass through the triggers (they go into the staging table, which has
-none): the triggers are there for the writes after the swap.
+none): the triggers are there for the writes after the swap. The foreign keys are added again with
+their definitions, so the loaded rows are checked against them then (a row breaking one fails the
+commit, and the target stays as it was).
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ class Kept:
     """Each policy's CREATE POLICY, on the target's name."""
     triggers: tuple[tuple[str, str, str], ...]
     """(name, its CREATE TRIGGER as ``pg_get_triggerdef`` gives it, ``tgenabled``)."""
+    foreign_keys: tuple[tuple[str, str], ...] = ()
+    """(name, its definition as ``pg_get_constraintdef`` gives it) of each foreign key the target declares."""
 
     def check(self, sql: TargetSql, conn: psycopg.Connection[Any], target: str) -> None:
         """At prepare: refuse the swap of ``target`` where the connected user could not keep all of it."""
@@ -102,6 +107,8 @@ class Kept:
             conn.execute(definition.encode())  # names the target: the swapped-in table now
             if state in _TRIGGER_STATE:
                 conn.execute(f"ALTER TABLE {target} {_TRIGGER_STATE[state]} {quote(name)}")
+        for name, definition in self.foreign_keys:  # checks the loaded rows (unless the key is NOT VALID)
+            conn.execute(f"ALTER TABLE {target} ADD CONSTRAINT {quote(name)} {definition}".encode())
         missing = self.grants ^ read_grants(conn, target)
         if missing:  # a grant recorded otherwise than asked: the commit (and its swap) is undone
             raise sql.error(CommitError, f"the grants of {target} could not be kept by the staging swap (differing: "
@@ -119,10 +126,13 @@ def read_kept(conn: psycopg.Connection[Any], target: str) -> Kept:
         "ORDER BY p.polname", (target,)).fetchall()
     triggers = conn.execute("SELECT tgname, pg_get_triggerdef(oid), tgenabled FROM pg_trigger WHERE tgrelid = "
                             "to_regclass(%s) AND NOT tgisinternal ORDER BY tgname", (target,)).fetchall()
+    keys = conn.execute("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+                        "to_regclass(%s) AND contype = 'f' ORDER BY conname", (target,)).fetchall()
     return Kept(owner=read_owner(conn, target), grants=read_grants(conn, target),
                 row_security=(bool(found[0]), bool(found[1])),
                 policies=tuple(_policy(target, *p) for p in policies),
-                triggers=tuple((str(n), str(d), str(s)) for n, d, s in triggers))
+                triggers=tuple((str(n), str(d), str(s)) for n, d, s in triggers),
+                foreign_keys=tuple((str(n), str(d)) for n, d in keys))
 
 
 def read_owner(conn: psycopg.Connection[Any], table: str) -> str:
