@@ -10,7 +10,9 @@ violation): each COPY runs under a savepoint, rolled back then; the error's cont
 the rows before it are COPY'd again, the bad row is rejected with PostgreSQL's own text and the COPY goes
 on after it. Where no line is named (an upsert's INSERT ... SELECT refused a row), the rows are cut in
 halves, each COPY'd alone, until the bad rows are single. All of it is inside the piece's transaction
-(plain writes: one per piece) or the split's.
+(plain writes: one per piece) or the split's. Once the batch's rejected rows go over the destination's
+record limit (``WriteContext.record_limit``) the piece is undone and the batch stops there: every row
+bad would otherwise cost a COPY each, of all the rows after it, for a destination that fails anyway.
 
 ``write_mode: upsert``: each piece is COPY'd into a temporary table of the session (:data:`.UPSERT_TABLE`),
 then ``INSERT INTO target SELECT ... ON CONFLICT (key) DO UPDATE``, in the same transaction.
