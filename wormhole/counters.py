@@ -102,6 +102,19 @@ def record_limit(rejected: int, limit: int | None, *, source: bool = False) -> V
     return Verdict(DirtyLimitExceeded.code, message)
 
 
+_REASON_CHARS = 500
+"""How much of the first rejection's reason a failure message quotes (the dirty file has it whole)."""
+
+
+def naming_first(verdict: Verdict, reason: str | None) -> Verdict:
+    """A rejected-rows verdict naming the first rejection's reason, so the error says why, not only how
+    many (every reason is in the dirty file)."""
+    if reason is None or verdict.code != DirtyLimitExceeded.code:
+        return verdict
+    shown = reason if len(reason) <= _REASON_CHARS else reason[:_REASON_CHARS] + "..."
+    return Verdict(verdict.code, f"{verdict.message}; the first: {shown}")
+
+
 def percentage_limit(rejected: int, total: int, limit: float | None, *, source: bool = False) -> Verdict | None:
     """The percentage rule, judged at the end: a rejected share above ``limit`` fails."""
     if limit is None or not total or rejected / total <= limit:
@@ -156,10 +169,10 @@ def write_counted(writer: BatchWriter, batch: Sequence[Row], counters: WriterCou
         counters.written += int(exc.details.get("written_before_failure", 0))
         raise
     rejected = len(result.rejected)
-    if result.written + rejected + result.filtered != len(batch):
-        raise WriteError(f"writer accounted for {result.written + rejected + result.filtered} of {len(batch)} rows",
-                         destination=destination, plugin=plugin)
-    counters.delivered += len(batch)
+    if result.written + rejected + result.filtered + result.stopped != len(batch):
+        raise WriteError(f"writer accounted for {result.written + rejected + result.filtered + result.stopped} of "
+                         f"{len(batch)} rows", destination=destination, plugin=plugin)
+    counters.delivered += len(batch) - result.stopped  # rows not tried (over the record limit) were not delivered
     counters.written += result.written
     counters.filtered += result.filtered
     counters.bytes += nbytes

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
 from wormhole.config import ErrorLimit
-from wormhole.counters import DestinationTotals, judge
+from wormhole.counters import DestinationTotals, judge, naming_first
 from wormhole.errors import (
     CommitError,
     PrepareError,
@@ -206,9 +206,13 @@ class Destination:
 
     # -- the end -------------------------------------------------------------------------------
 
-    def judge(self, sent: int, queued: int, totals: DestinationTotals, missing: list[str]) -> None:
-        """A written destination fails when a split it lacks never became durable, or its counts say so."""
+    def judge(self, sent: int, queued: int, totals: DestinationTotals, missing: list[str],
+              first_rejection: str | None = None) -> None:
+        """A written destination fails when a split it lacks never became durable, or its counts say so
+        (over a limit: naming ``first_rejection``, the first rejected row's reason)."""
         verdict = judge(rows_sent=sent, rows_queued=queued, totals=totals, limit=self.limit)
+        if verdict is not None:
+            verdict = naming_first(verdict, first_rejection)
         if missing:
             shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
             self.fail(f"{len(missing)} split(s) never became durable here: {shown}", RowsUnaccounted.code)

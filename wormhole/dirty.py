@@ -34,6 +34,8 @@ class DirtyFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.counts: dict[str, int] = {}
+        self.firsts: dict[str, str] = {}
+        """Each origin's first rejection's reason: a failure over the limits names it."""
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
 
@@ -49,9 +51,16 @@ class DirtyFile:
             self._file.write(lines)
             self._file.flush()
             self.counts[origin] = self.counts.get(origin, 0) + len(rows)
+            if rows:
+                self.firsts.setdefault(origin, rows[0].reason)
 
     def count(self, origin: str) -> int:
         return self.counts.get(origin, 0)
+
+    def first(self, origin: str) -> str | None:
+        """Why ``origin``'s first rejected row (in the file) was rejected; None before any."""
+        with self._lock:
+            return self.firsts.get(origin)
 
     def close(self) -> None:
         with self._lock:

@@ -20,7 +20,7 @@ from typing import cast
 
 from wormhole import incremental
 from wormhole.config import EngineConf, ErrorLimit, TaskSpec
-from wormhole.counters import Counters, percentage_limit, record_limit
+from wormhole.counters import Counters, naming_first, percentage_limit, record_limit
 from wormhole.dirty import DirtyFile
 from wormhole.errors import ConfigError, InvalidTaskConfig, SplitLost
 from wormhole.exchange import StorageManager
@@ -126,7 +126,7 @@ class _Run:
         if verdict is None:
             return None
         self.source_verdict = True
-        return verdict.message
+        return naming_first(verdict, self.dirty.first("source")).message
 
     @property
     def channels(self) -> int:
@@ -418,7 +418,7 @@ class Engine:
             rejected = run.dirty.count("source")
             verdict = percentage_limit(rejected, rejected + run.counters.rows_read, run.source_limit.percentage,
                                        source=True)
-            return verdict.message if verdict is not None else None
+            return naming_first(verdict, run.dirty.first("source")).message if verdict is not None else None
         return abort
 
     # -- execution ----------------------------------------------------------------------------

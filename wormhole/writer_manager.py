@@ -15,8 +15,10 @@ what the chain of runs already holds comes in the :class:`~wormhole.recovery.sta
 Rejected rows and the record limit: the limit is judged on the destination's total. The writer
 thread whose rejections take the total over it stops the destination's queue at once, so no
 writer takes another batch; a batch another thread already holds is finished and accounted for
-(those rows did reach the store). The failure is declared once every writer thread has stopped,
-with the final total, so the message, ``rows_rejected`` and the dirty-file lines agree.
+(those rows did reach the store). Within a batch, the writer stops at its first rejection past the
+limit (``WriteContext.record_limit``; the rows it did not try are ``WriteResult.stopped``). The
+failure is declared once every writer thread has stopped, with the final total, so the message,
+``rows_rejected`` and the dirty-file lines agree; it ends with the first rejection's reason.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from functools import partial
 from typing import Any, cast
 
 from wormhole.config import EngineConf, TaskSpec
-from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
+from wormhole.counters import Counters, WriterCounters, naming_first, record_limit, write_counted
 from wormhole.destination import Destination, DestinationSetup, Ending, WritePlane, describe
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, TaskAborted, WriteError, WriterStalled, WritersUnfinished
@@ -123,7 +125,7 @@ class WriterManager:
                                schema=chain.output if chain is not None else schema,
                                batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
                                plugin=dest.plugin, stop=dest.stop, origin_run_id=self._recovery.origin_for(dest.fresh),
-                               taskdb_id=self._recovery.taskdb_id)
+                               taskdb_id=self._recovery.taskdb_id, record_limit=dest.limit.record)
             dest.prepare(ctx, chain, timeout, self._recovery)
 
     def start(self, coordinator: SplitCoordinator) -> None:
@@ -212,6 +214,7 @@ class WriterManager:
         rejected = self._counters.totals(dest.id).rejected
         verdict = record_limit(rejected, dest.limit.record)
         assert verdict is not None  # only called once the total went over the limit
+        verdict = naming_first(verdict, self._dirty.first(dest.id))
         self.fail(dest.id, verdict.message, verdict.code)
 
     def fail(self, destination: str, reason: str, code: str = WriteError.code) -> None:
@@ -311,7 +314,7 @@ class WriterManager:
             else:
                 sent, queued = self._plane.handed(dest.storage, rows_sent)
             missing = self._coordinator.missing(dest.id) if self._coordinator is not None else []
-            dest.judge(sent, queued, totals, missing)
+            dest.judge(sent, queued, totals, missing, self._dirty.first(dest.id))
         elif dest.state == "running" and dest.over_limit_at is not None:
             self._fail_over_limit(dest)  # a writer thread outlived the shutdown wait
         elif dest.state in ("pending", "running") and abort_reason is None:

@@ -27,6 +27,16 @@ def dirty_origins(ws: Workspace, result: dict[str, Any]) -> collections.Counter[
         return collections.Counter(json.loads(line)["origin"] for line in f)
 
 
+def first_reasons(ws: Workspace, result: dict[str, Any]) -> dict[str, str]:
+    """Each origin's first reason in the run's dirty file."""
+    firsts: dict[str, str] = {}
+    with (ws.root / result["dirty_file"]).open(encoding="utf-8") as f:
+        for line in f:
+            entry = json.loads(line)
+            firsts.setdefault(entry["origin"], entry["reason"])
+    return firsts
+
+
 def number_in(error: str, pattern: str) -> int:
     match = re.search(pattern, error)
     assert match, f"no count in {error!r}"
@@ -59,8 +69,9 @@ def test_a_destination_over_its_record_limit_names_the_rows_in_its_result_and_di
     for dest_id in ("db", "lake"):
         dest = result["destinations"][dest_id]
         assert dest["status"] == "failed" and dest["error_code"] == "DIRTY_LIMIT_EXCEEDED", dest
-        said = number_in(dest["error"], rf"^(\d+) rejected rows exceed the record limit of {limit}$")
+        said = number_in(dest["error"], rf"^(\d+) rejected rows exceed the record limit of {limit}; the first: ")
         assert said == dest["rows_rejected"] == lines[dest_id] > limit, (dest, lines)
+        assert dest["error"].endswith(f"; the first: {first_reasons(ws, result)[dest_id]}"), dest  # why, not how many
         assert failed[dest_id] == dest["error"]  # the log line says the same
         assert dest["rows_written"] + dest["rows_rejected"] == dest["rows_delivered"], dest
     assert result["destinations"]["sink"]["status"] == "success"
@@ -86,7 +97,9 @@ def test_the_source_over_its_record_limit_names_the_rows_in_its_result_and_dirty
     }
     code, result, _ = run(ws, spec)
     assert code == 203, result
-    said = number_in(result["error"], rf"^the source rejected (\d+) rows, over the record limit of {limit}$")
+    said = number_in(result["error"], rf"^the source rejected (\d+) rows, over the record limit of {limit}; the "
+                                      rf"first: ")
+    assert result["error"].endswith(f"; the first: {first_reasons(ws, result)['source']}")
     assert said == result["source"]["rows_rejected"] == dirty_origins(ws, result)["source"] > limit, result
     assert result["destinations"]["sink"]["status"] == "rolled_back"
     assert result["destinations"]["sink"]["error"] == f"rolled back: {result['error']}"

@@ -295,3 +295,58 @@ def terminate_paused_writer(pg: Any, schema: str, tables: str, first: Any, ws: W
 def _stopped(pid: int) -> bool:
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_destinations_whose_every_row_is_bad_stop_at_the_first_past_the_limit_and_name_its_reason(
+        tmp_path: Path, mysql_dbs: tuple[Server, Databases], pg_schemas: Schemas) -> None:
+    """postgres, mysql and sqlite targets already holding every id, error_limit 0: each destination tries
+    rows until its first rejection (not one COPY or INSERT per row of the batch), and its error, in the
+    result and the log, names that rejection's reason besides the count."""
+    import sqlite3
+
+    ids = [(i, f"n{i}") for i in range(1, 301)]
+    src = sqlite3.connect(tmp_path / "src.db")
+    with src:
+        src.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
+        src.executemany("INSERT INTO t VALUES (?, ?)", ids)
+    src.close()
+    dst = sqlite3.connect(tmp_path / "dst.db")
+    with dst:
+        dst.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
+        dst.executemany("INSERT INTO t VALUES (?, ?)", ids)
+    dst.close()
+    server, dbs = mysql_dbs
+    db = dbs.create("allbad")
+    conn = server.connect()
+    create_table(conn, db, "t", "id INT PRIMARY KEY, name VARCHAR(20)")
+    insert_rows(conn, db, "t", ["id", "name"], ids)
+    conn.close()
+    schema = pg_schemas.create("allbad")
+    pg_schemas.conn.execute(f"CREATE TABLE {qi(schema)}.t (id int PRIMARY KEY, name text)")
+    pg_schemas.conn.execute(f"INSERT INTO {qi(schema)}.t SELECT i, 'n' || i FROM generate_series(1, 300) i")
+    spec = {
+        "source": {"plugin": "sqlite", "params": {"path": str(tmp_path / "src.db"), "table": "t"}},
+        "destinations": [
+            {"id": "pg", "plugin": "postgres", "concurrency": 1, "params": pg_schemas.server.params(schema, table="t")},
+            {"id": "my", "plugin": "mysql", "concurrency": 1, "params": server.params(db, table="t")},
+            {"id": "lite", "plugin": "sqlite", "concurrency": 1,
+             "params": {"path": str(tmp_path / "dst.db"), "table": "t"}},
+        ],
+        "settings": {"speed": {"channel": 1}, "error_limit": {"record": 0}},
+    }
+    ws = make_workspace(tmp_path)
+    code, task, stderr = run_task(ws, spec)
+    assert code == 203, (task.get("error"), stderr[-3000:])  # no destination committed
+    result = task["result"]
+    with (ws.root / result["dirty_file"]).open(encoding="utf-8") as f:
+        dirty = [json.loads(line) for line in f]
+    failed = {e["destination"]: e["error"] for e in log_events(stderr) if e["event"] == "destination.failed"}
+    for dest_id in ("pg", "my", "lite"):
+        dest = result["destinations"][dest_id]
+        assert dest["error_code"] == "DIRTY_LIMIT_EXCEEDED" and dest["rows_rejected"] == 1, dest
+        lines = [d for d in dirty if d["origin"] == dest_id]
+        assert len(lines) == 1 and dest["rows_written"] + 1 == dest["rows_delivered"], (lines, dest)
+        assert dest["error"] == f"1 rejected rows exceed the record limit of 0; the first: {lines[0]['reason']}"
+        assert failed[dest_id] == dest["error"]
+    assert "(1062) Duplicate entry" in result["destinations"]["my"]["error"]
+    assert "(23505) duplicate key value" in result["destinations"]["pg"]["error"]

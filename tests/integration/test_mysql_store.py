@@ -7,6 +7,7 @@ import socket
 import ssl
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
@@ -375,6 +376,53 @@ def test_staging_post_sql_failure_swaps_back(target: str) -> None:
     periphery.rollback()  # what the engine does after a failed commit: the old table is back, nothing left
     assert rows_of(target, "t") == [(100, "old", Decimal("1.00"))]
     assert user_tables(target) == ["t"]
+
+
+def test_staging_keeps_grants_and_refuses_a_target_with_triggers(target: str) -> None:
+    """Grants are by table name, so the swapped-in table has them; triggers belong to the table object the
+    swap replaces, so a target with any is refused at prepare, before pre_sql or a staging table."""
+    from wormhole.errors import PrepareError
+
+    assert PLUGIN.sink is not None
+    reader = f"wh_r_{uuid.uuid4().hex[:8]}"
+    run_sql(target, "INSERT INTO t VALUES (100, 'old', 1)", f"CREATE USER '{reader}'@'%'",
+            f"GRANT SELECT ON `{db_name(target)}`.`t` TO '{reader}'@'%'",
+            f"GRANT UPDATE (name) ON `{db_name(target)}`.`t` TO '{reader}'@'%'")
+    try:
+        grants = run_sql(target, f"SHOW GRANTS FOR '{reader}'@'%'")
+        lifecycle(writer_options(target, table="t", load="staging"), [[(1, "a", None)]])
+        assert run_sql(target, f"SHOW GRANTS FOR '{reader}'@'%'") == grants
+        as_reader = pymysql.connect(host="127.0.0.1", port=urlparse(target).port or 3306, user=reader,
+                                    database=db_name(target))
+        try:
+            with as_reader.cursor() as cur:
+                cur.execute("SELECT id FROM t")
+                assert list(cur.fetchall()) == [(1,)]  # the reporting user reads the swapped-in table
+        finally:
+            as_reader.close()
+    finally:
+        run_sql(target, f"DROP USER '{reader}'@'%'")
+    run_sql(target, "CREATE TABLE audit (id INT)",
+            "CREATE TRIGGER t_audit AFTER INSERT ON t FOR EACH ROW INSERT INTO audit VALUES (NEW.id)")
+    options = writer_options(target, table="t", load="staging", pre_sql=["DELETE FROM t"])
+    periphery = PLUGIN.sink.periphery(options, write_ctx(WSCHEMA))
+    with pytest.raises(PrepareError, match=r"load 'staging' cannot keep the trigger t_audit of `.*`\.`t`: MySQL "
+                                           r"triggers and foreign keys belong to the table the swap replaces, so "
+                                           r"nothing was loaded"):
+        periphery.prepare()
+    periphery.rollback()
+    assert rows_of(target, "t") == [(1, "a", None)] and user_tables(target) == ["audit", "t"]  # pre_sql did not run
+    assert run_sql(target, "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = "
+                           "DATABASE()") == [("t_audit",)]
+    run_sql(target, "DROP TRIGGER t_audit", "CREATE TABLE parent (id INT PRIMARY KEY)", "INSERT INTO parent VALUES (1)",
+            "ALTER TABLE t ADD CONSTRAINT t_parent FOREIGN KEY (id) REFERENCES parent (id)",
+            "CREATE TABLE child (id INT PRIMARY KEY, tid INT, CONSTRAINT child_t FOREIGN KEY (tid) REFERENCES t (id))")
+    periphery = PLUGIN.sink.periphery(options, write_ctx(WSCHEMA))
+    with pytest.raises(PrepareError, match=r"cannot keep the foreign key t_parent, foreign key child_t of table child "
+                                           r"of `.*`\.`t`"):
+        periphery.prepare()
+    periphery.rollback()
+    assert rows_of(target, "t") == [(1, "a", None)]
 
 
 def _comments(url: str) -> dict[str, str]:

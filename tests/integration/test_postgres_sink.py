@@ -14,7 +14,8 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -322,6 +323,120 @@ def test_the_staging_swap_is_atomic_for_a_concurrent_reader(pg: Any) -> None:
     assert pg_execute(pg[1], "SELECT nextval(pg_get_serial_sequence(%s, 'id'))", (f"{qi(schema)}.t",)) == [(2,)]
     assert pg_execute(pg[1], "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass",
                       (f"{qi(schema)}.t",)) == [("t_pkey",)]  # the target's index and constraint names
+
+
+@pytest.fixture(name="roles")
+def fixture_roles(pg: Any) -> Iterator[Callable[[str], str]]:
+    """Makes uuid-named roles (cluster-wide), dropped with their grants after the test."""
+    made: list[str] = []
+
+    def make(label: str, login: bool = False) -> str:
+        made.append(f"wh_{label}_{uuid.uuid4().hex[:8]}")
+        pg[1].execute(f"CREATE ROLE {qi(made[-1])}{' LOGIN' if login else ''}")
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        if made:
+            pg[1].execute(f"DROP OWNED BY {', '.join(map(qi, made))} CASCADE")
+            pg[1].execute(f"DROP ROLE {', '.join(map(qi, made))}")
+
+
+def kept(pg: Any, table: str = "t") -> dict[str, Any]:
+    """What a staging swap must keep of ``table``, read from the catalog."""
+    ref = f"{qi(pg[2])}.{qi(table)}"
+    found: dict[str, Any] = dict(zip(("owner", "acl", "rls", "forced"), pg_execute(
+        pg[1], "SELECT pg_get_userbyid(relowner), relacl::text, relrowsecurity, relforcerowsecurity FROM pg_class "
+               "WHERE oid = %s::regclass", (ref,))[0], strict=True))
+    found["columns"] = pg_execute(pg[1], "SELECT attname, attacl::text FROM pg_attribute WHERE attrelid = %s::regclass "
+                                         "AND attacl IS NOT NULL ORDER BY 1", (ref,))
+    found["policies"] = pg_execute(pg[1], "SELECT policyname, permissive, roles, cmd, qual, with_check FROM "
+                                          "pg_policies WHERE schemaname = %s AND tablename = %s ORDER BY 1",
+                                   (pg[2], table))
+    found["triggers"] = pg_execute(pg[1], "SELECT tgname, pg_get_triggerdef(oid), tgenabled FROM pg_trigger WHERE "
+                                          "tgrelid = %s::regclass AND NOT tgisinternal ORDER BY 1", (ref,))
+    found["foreign_keys"] = pg_execute(pg[1], "SELECT conname, pg_get_constraintdef(oid), convalidated FROM "
+                                              "pg_constraint WHERE conrelid = %s::regclass AND contype = 'f' "
+                                              "ORDER BY 1", (ref,))
+    return found
+
+
+def test_the_staging_swap_keeps_the_targets_foreign_keys_and_a_load_breaking_one_fails(pg: Any) -> None:
+    sql(pg, "CREATE TABLE {s}.p (id int PRIMARY KEY)", "INSERT INTO {s}.p VALUES (10), (20)",
+        "CREATE TABLE {s}.t (id int PRIMARY KEY, pid int REFERENCES {s}.p DEFERRABLE, up int)",
+        "ALTER TABLE {s}.t ADD CONSTRAINT t_up FOREIGN KEY (up) REFERENCES {s}.t (id)",
+        "INSERT INTO {s}.t VALUES (1, 10, NULL)")
+    before = kept(pg)
+    assert [k[0] for k in before["foreign_keys"]] == ["t_pid_fkey", "t_up"]
+    ints = Schema((Column("id", "int"), Column("pid", "int"), Column("up", "int")))
+    run_destination(SINK, options(pg, load="staging"), [[(2, 20, None), (3, 10, 2)]], schema=ints)
+    assert rows(pg) == [(2, 20, None), (3, 10, 2)] and kept(pg) == before
+    with pytest.raises(CommitError, match=r'violates foreign key constraint "t_pid_fkey"'):
+        run_destination(SINK, options(pg, load="staging"), [[(4, 99, None)]], schema=ints)
+    assert rows(pg) == [(2, 20, None), (3, 10, 2)] and kept(pg) == before  # the target as it was
+
+
+def test_the_staging_swap_keeps_owner_grants_row_security_and_triggers(pg: Any, roles: Any) -> None:
+    owner, reader = roles("owner"), roles("reader")
+    sql(pg, "CREATE TABLE {s}.t (id int PRIMARY KEY, name text)", "INSERT INTO {s}.t VALUES (99, 'old')",
+        "CREATE TABLE {s}.audit (id int)",
+        "CREATE FUNCTION {s}.audit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN INSERT INTO {s}.audit "
+        "VALUES (NEW.id); RETURN NEW; END$$",
+        "CREATE TRIGGER t_audit AFTER INSERT ON {s}.t FOR EACH ROW WHEN (NEW.id > 0) EXECUTE FUNCTION {s}.audit()",
+        "CREATE TRIGGER t_off BEFORE UPDATE ON {s}.t FOR EACH ROW EXECUTE FUNCTION {s}.audit()",
+        "ALTER TABLE {s}.t DISABLE TRIGGER t_off", f"ALTER TABLE {{s}}.t OWNER TO {qi(owner)}",
+        f"GRANT USAGE ON SCHEMA {{s}} TO {qi(reader)}", f"GRANT SELECT ON {{s}}.t TO {qi(reader)}",
+        f"GRANT UPDATE (name) ON {{s}}.t TO {qi(reader)} WITH GRANT OPTION",
+        "ALTER TABLE {s}.t ENABLE ROW LEVEL SECURITY", "ALTER TABLE {s}.t FORCE ROW LEVEL SECURITY",
+        f"CREATE POLICY small ON {{s}}.t AS PERMISSIVE FOR SELECT TO {qi(reader)} USING (id < 100)",
+        "CREATE POLICY no_odd ON {s}.t AS RESTRICTIVE FOR INSERT TO PUBLIC WITH CHECK (id % 2 = 0)")
+    before = kept(pg)
+    assert before["acl"] == f"{{{owner}=arwdDxt/{owner},{reader}=r/{owner}}}"
+    run_destination(SINK, options(pg, load="staging"), [[(1, "a"), (200, "b")]], schema=TWO)
+    assert rows(pg) == [(1, "a"), (200, "b")]
+    assert kept(pg) == before  # owner, grants, column grants, row security and its policies, triggers
+    _, conn, schema = pg
+    with conn.transaction():  # the reporting role still reads it, through its policy
+        conn.execute(f"SET LOCAL ROLE {qi(reader)}")
+        assert pg_execute(conn, f"SELECT id FROM {qi(schema)}.t") == [(1,)]
+    sql(pg, "INSERT INTO {s}.t VALUES (4, 'd')")
+    assert pg_execute(conn, f"SELECT id FROM {qi(schema)}.audit") == [(4,)]  # later writes fire the trigger
+
+
+def test_a_staging_swap_that_cannot_keep_a_grant_is_refused_before_anything_is_made(pg: Any, roles: Any) -> None:
+    owner, reader, other = roles("owner"), roles("reader"), roles("other")
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')",
+        f"ALTER TABLE {{s}}.t OWNER TO {qi(owner)}", f"GRANT USAGE ON SCHEMA {{s}} TO {qi(reader)}",
+        f"GRANT SELECT ON {{s}}.t TO {qi(reader)} WITH GRANT OPTION")
+    _, conn, schema = pg
+    with conn.transaction():
+        conn.execute(f"SET LOCAL ROLE {qi(reader)}")
+        conn.execute(f"GRANT SELECT ON {qi(schema)}.t TO {qi(other)}")  # recorded as made by the reader
+    before = kept(pg)
+    with pytest.raises(PrepareError) as refused:
+        SINK.periphery(options(pg, load="staging"), ctx(1)).prepare()
+    assert f"grants SELECT to {other} by {reader} were made by a role other than its owner {owner!r}" \
+        in str(refused.value) and "nothing was loaded" in str(refused.value)
+    assert kept(pg) == before and rows(pg) == [(99, "old")] and pg_tables(conn, schema) == ["t", "wormhole_splits"]
+
+
+def test_a_loader_that_is_not_the_owner_is_refused_at_prepare_and_a_member_keeps_the_owner(pg: Any,
+                                                                                            roles: Any) -> None:
+    owner, reader, loader = roles("owner"), roles("reader"), roles("loader", login=True)
+    sql(pg, "CREATE TABLE {s}.t (id int, name text)", "INSERT INTO {s}.t VALUES (99, 'old')",
+        f"ALTER TABLE {{s}}.t OWNER TO {qi(owner)}", f"GRANT SELECT, INSERT ON {{s}}.t TO {qi(loader)}",
+        f"GRANT SELECT ON {{s}}.t TO {qi(reader)}", f"GRANT USAGE, CREATE ON SCHEMA {{s}} TO {qi(loader)}, {qi(owner)}")
+    server, conn, schema = pg
+    as_loader, _ = parse(PostgresWriterOptions, {**server.params(schema, table="t", load="staging"), "user": loader})
+    before = kept(pg)
+    with pytest.raises(PrepareError, match=rf"load 'staging' replaces .*\"t\", owned by '{owner}': the user "
+                                           rf"'{loader}' is neither that role nor a member of it"):
+        SINK.periphery(as_loader, ctx(1)).prepare()  # not at commit, after every row was loaded
+    assert kept(pg) == before and pg_tables(conn, schema) == ["t", "wormhole_splits"]
+    sql(pg, f"GRANT {qi(owner)} TO {qi(loader)}")
+    run_destination(SINK, as_loader, [[(1, "a")]], schema=TWO)
+    assert rows(pg) == [(1, "a")] and kept(pg) == before  # the owner given back by a member, grants as they were
 
 
 # -- splits, resume, leftovers ------------------------------------------------------------------------
@@ -667,6 +782,16 @@ def test_a_missing_target_fails_prepare_unless_create_table(pg: Any) -> None:
     writer.close()
     with pytest.raises(RollbackError, match=r"1 rows committed to .* stay there"):
         periphery.rollback()
+
+
+def test_a_missing_schema_is_named_at_prepare(pg: Any) -> None:
+    missing = f"{pg[2]}_gone"
+    opts, _ = parse(PostgresWriterOptions, pg[0].params(missing, table="t", create_table=True))
+    with pytest.raises(PrepareError) as failed:
+        SINK.periphery(opts, ctx(1)).prepare()
+    assert f"schema {missing!r} does not exist" in str(failed.value)
+    assert "CREATE SCHEMA" in str(failed.value) and "params.schema" in str(failed.value)
+    assert "CREATE TABLE IF NOT EXISTS" not in str(failed.value) and "privilege" not in str(failed.value)
 
 
 # -- the CLI ------------------------------------------------------------------------------------

@@ -103,6 +103,9 @@ class WriteResult:
     rejected: tuple[Rejected, ...] = ()
     filtered: int = 0
     """Rows the destination's own transforms dropped before the store saw them (filters)."""
+    stopped: int = 0
+    """Rows the writer did not try: its rejections in this batch went over :attr:`WriteContext.record_limit`
+    before it reached them (they are neither written nor rejected, and not counted as delivered)."""
 
 
 class DirtySink(Protocol):
@@ -179,6 +182,10 @@ class WriteContext:
     """The id of the task database the task lives in (``db init`` made it; '' when there is none):
     task and run ids are only unique within one task database, so the state a destination keeps
     (split markers, staging tables, temporary directories) is named by this id too."""
+    record_limit: int | None = None
+    """The destination's record limit (``error_limit.record``; None: none). A writer whose rejected rows in
+    one batch go over it may stop that batch there (:attr:`WriteResult.stopped`): the destination fails
+    whatever the rest of the batch holds, so trying it row by row would only cost time."""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops or this destination fails: retry waits end at once."""
     log: Logger = field(init=False, compare=False, repr=False)

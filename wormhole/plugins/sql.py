@@ -140,12 +140,21 @@ def batch_then_rows(rows: Sequence[Row], batch: Callable[[], bool] | None,
     return by_row(rows)
 
 
-def rows_one_by_one(rows: Sequence[Row], write_one: Callable[[Row], str | None]) -> WriteResult:
+def rows_one_by_one(rows: Sequence[Row], write_one: Callable[[Row], str | None],
+                    room: int | None = None) -> WriteResult:
     """Each row through ``write_one``, which writes it and returns None, or returns why the row
-    was rejected (a failing single-row statement undoes only itself)."""
+    was rejected (a failing single-row statement undoes only itself). Once more than ``room`` rows are
+    rejected (the record limit left to the batch) the rest is not tried: ``stopped``."""
     rejected = []
-    for row in rows:
+    for tried, row in enumerate(rows, 1):
         reason = write_one(row)
         if reason is not None:
             rejected.append(Rejected(row, reason))
+            if room is not None and len(rejected) > room:
+                return WriteResult(written=tried - len(rejected), rejected=tuple(rejected), stopped=len(rows) - tried)
     return WriteResult(written=len(rows) - len(rejected), rejected=tuple(rejected))
+
+
+def room_left(limit: int | None, rejected: int) -> int | None:
+    """How many more rows a batch that rejected ``rejected`` may reject before it goes over ``limit``."""
+    return None if limit is None else limit - rejected

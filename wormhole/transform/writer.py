@@ -31,7 +31,8 @@ class TransformingWriter:
         if not out:
             return WriteResult(written=0, filtered=len(rows))
         result = write(out)
-        return WriteResult(written=result.written, rejected=result.rejected, filtered=len(rows) - len(out))
+        return WriteResult(written=result.written, rejected=result.rejected, filtered=len(rows) - len(out),
+                           stopped=result.stopped)
 
     def flush(self) -> None:
         self.inner.flush()

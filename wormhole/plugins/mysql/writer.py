@@ -54,7 +54,7 @@ from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
 from wormhole.plugins.mysql.types import sql_values
 from wormhole.plugins.split_transactions import Broken, SplitTransactions
-from wormhole.plugins.sql import VALUE_ERRORS, rows_one_by_one
+from wormhole.plugins.sql import VALUE_ERRORS, room_left, rows_one_by_one
 
 _LOAD_INFO = re.compile(r"Records:\s*(\d+)\s+Deleted:\s*(\d+)\s+Skipped:\s*(\d+)\s+Warnings:\s*(\d+)")
 _KEEPS_CONNECTION = (1205, 1213)
@@ -136,20 +136,24 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         written = 0
         rejected: list[Rejected] = []
         for start in range(0, len(rows), size):
+            room = room_left(self.ctx.record_limit, len(rejected))
             try:
-                n, bad = self._write_piece(rows, form, wire, start, min(size, len(rows) - start), split_id)
+                n, bad = self._write_piece(rows, form, wire, start, min(size, len(rows) - start), split_id, room)
             except WriteError as exc:
                 if split_id is None:
                     exc.details["written_before_failure"] = written  # pieces of this batch already committed
                 raise
             written += n
             rejected.extend(bad)
-        return WriteResult(written=written, rejected=tuple(rejected))
+            if room is not None and len(bad) > room:  # over the record limit: the destination fails
+                break
+        return WriteResult(written=written, rejected=tuple(rejected), stopped=len(rows) - written - len(rejected))
 
     def _write_piece(self, batch: Sequence[Row], form: pa.RecordBatch | None, wire: Sequence[pa.Array | None] | None,
-                     start: int, size: int, split_id: str | None) -> tuple[int, list[Rejected]]:
+                     start: int, size: int, split_id: str | None, room: int | None) -> tuple[int, list[Rejected]]:
         """Rows ``start`` to ``start + size`` of ``batch`` at once; when some row's value fails that (or
-        cannot be encoded), the piece again row by row, so only the bad rows are rejected."""
+        cannot be encoded), the piece again row by row, so only the bad rows are rejected (until more than
+        ``room`` are: the rest is not tried)."""
         p = self.periphery
         self._check_not_broken()
         assert self.encoder is not None
@@ -158,7 +162,7 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
             result = WriteResult(written=size)
         else:  # the piece's tuples: the batch's own, made from its Arrow form only now if it came as columns
             piece = batch[start:start + size]
-            result = self._retrying(split_id, lambda: self._row_by_row(piece, split_id))
+            result = self._retrying(split_id, lambda: self._row_by_row(piece, split_id, room))
         if split_id is None:
             p.add_written(result.written)  # committed; a split's rows count once the split is
         return result.written, list(result.rejected)
@@ -230,13 +234,13 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
             statements.append(p.insert_prefix + ",".join(current) + p.insert_suffix)
         return statements
 
-    def _row_by_row(self, piece: Sequence[Row], split_id: str | None) -> WriteResult:
+    def _row_by_row(self, piece: Sequence[Row], split_id: str | None, room: int | None) -> WriteResult:
         """The piece as single-row statements (one transaction, or in the split's after a savepoint);
         bad rows are rejected with MySQL's reason (a failing statement undoes only itself)."""
         with self._connection(split_id).cursor() as cur:
             if split_id is not None:
                 cur.execute(f"SAVEPOINT {_SAVEPOINT}")
-            result = rows_one_by_one(piece, lambda row: self._insert_row(cur, row))
+            result = rows_one_by_one(piece, lambda row: self._insert_row(cur, row), room)
         if split_id is None:
             self._commit()
         return result

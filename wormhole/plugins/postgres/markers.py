@@ -26,6 +26,7 @@ from wormhole.errors import PrepareError, StorageError
 from wormhole.plugins.base import WriteContext
 from wormhole.plugins.postgres.connection import describe
 from wormhole.plugins.postgres.staging import TargetSql
+from wormhole.plugins.sql import quote
 
 TABLE = "wormhole_splits"
 PREPARED = ""
@@ -83,6 +84,11 @@ class SplitMarkers:
             conn.execute(DDL.format(table=self.table))
         except psycopg.errors.UniqueViolation:
             return  # another destination created it at the same moment (pg_type's unique name)
+        except psycopg.errors.InvalidSchemaName as exc:  # no privilege nor CREATE TABLE can help: name it
+            raise self.sql.error(PrepareError, f"schema {self.sql.schema!r} does not exist on "
+                                               f"{self.sql.endpoint.mark} (params.schema of destination "
+                                               f"{self.ctx.destination!r}): create it (CREATE SCHEMA "
+                                               f"{quote(self.sql.schema)}) or name an existing one") from exc
         except psycopg.Error as exc:
             raise self.sql.error(PrepareError, f"the split markers table {self.table} cannot be created on "
                                                f"{self.sql.endpoint.mark}: {describe(exc)}; it needs the CREATE "

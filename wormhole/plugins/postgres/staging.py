@@ -4,7 +4,8 @@ Rows go to ``CREATE TABLE <staging> (LIKE <target> INCLUDING ALL)`` (defaults, c
 identity, storage and comments of the columns). Commit swaps it in inside the commit's transaction: the
 target's own table comment is given to the staging table, sequences the target's columns own (``serial``)
 are handed to the staging table's columns, then ``DROP TABLE target`` and ``ALTER TABLE staging RENAME
-TO target``, and its indexes take the names of the target's matching ones. DDL is transactional in
+TO target``, and its indexes take the names of the target's matching ones; then it gets the target's
+owner, grants, row-level security and triggers (:mod:`.kept`). DDL is transactional in
 PostgreSQL, so the swap is atomic: a reader sees the old table or the new one, never none (it waits on
 the DROP's lock until the commit, then reads the new table).
 Rollback drops the staging table, leaving the target untouched.
@@ -28,6 +29,7 @@ import psycopg
 from wormhole.errors import PrepareError, StorageError
 from wormhole.plugins.base import WriteContext
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, describe
+from wormhole.plugins.postgres.kept import read_kept
 from wormhole.plugins.postgres.options import MAX_IDENTIFIER_BYTES, Endpoint
 from wormhole.plugins.sql import quote
 
@@ -173,10 +175,12 @@ class Staging:
         for sequence, column in owned:
             conn.execute(f"ALTER SEQUENCE {sequence} OWNED BY {sql.ref(self.name)}.{quote(column)}")
         names = self._index_names(conn)
+        kept = read_kept(conn, sql.ref(self.target))
         conn.execute(f"DROP TABLE {sql.ref(self.target)}")
         conn.execute(f"ALTER TABLE {sql.ref(self.name)} RENAME TO {quote(self.target)}")
-        for staged, kept in names:  # the target's names are free now: t_pkey stays t_pkey
-            conn.execute(f"ALTER INDEX {sql.ref(staged)} RENAME TO {quote(kept)}")
+        for staged, kept_name in names:  # the target's names are free now: t_pkey stays t_pkey
+            conn.execute(f"ALTER INDEX {sql.ref(staged)} RENAME TO {quote(kept_name)}")
+        kept.apply(sql, conn, sql.ref(self.target))  # its owner, grants, row security and triggers
 
     def _index_names(self, conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
         """(staging index, the target's index of the same definition) pairs, each index once."""

@@ -10,7 +10,9 @@ violation): each COPY runs under a savepoint, rolled back then; the error's cont
 the rows before it are COPY'd again, the bad row is rejected with PostgreSQL's own text and the COPY goes
 on after it. Where no line is named (an upsert's INSERT ... SELECT refused a row), the rows are cut in
 halves, each COPY'd alone, until the bad rows are single. All of it is inside the piece's transaction
-(plain writes: one per piece) or the split's.
+(plain writes: one per piece) or the split's. Once the batch's rejected rows go over the destination's
+record limit (``WriteContext.record_limit``) the piece is undone and the batch stops there: every row
+bad would otherwise cost a COPY each, of all the rows after it, for a destination that fails anyway.
 
 ``write_mode: upsert``: each piece is COPY'd into a temporary table of the session (:data:`.UPSERT_TABLE`),
 then ``INSERT INTO target SELECT ... ON CONFLICT (key) DO UPDATE``, in the same transaction.
@@ -65,7 +67,7 @@ from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
 from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
 from wormhole.plugins.split_transactions import Broken, SplitTransactions
-from wormhole.plugins.sql import VALUE_ERRORS
+from wormhole.plugins.sql import VALUE_ERRORS, room_left
 
 _UNIQUE_VIOLATION = "23505"
 _BINARY_FORMAT = "22P03"
@@ -114,19 +116,28 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
         pieces, rejected = self._pieces(rows)
         written = 0
         size = self.options.batch_size
+
+        def stopped() -> WriteResult:  # over the record limit: the destination fails, so the rest is not tried
+            return WriteResult(written=written, rejected=tuple(rejected), stopped=len(rows) - written - len(rejected))
+
         for piece in pieces:
             for start in range(0, piece.num_rows, size):
                 end = min(start + size, piece.num_rows)
+                room = room_left(self.ctx.record_limit, len(rejected))
+                if room is not None and room < 0:
+                    return stopped()
                 try:
-                    bad = self._retrying(split_id, partial(self._piece, piece, start, end, split_id))
+                    bad = self._retrying(split_id, partial(self._piece, piece, start, end, split_id, room))
                 except WriteError as exc:
                     if split_id is None:
                         exc.details["written_before_failure"] = written  # pieces of this batch already committed
                     raise
+                rejected.extend(bad)
+                if room is not None and len(bad) > room:  # the piece stopped at its first row past the limit
+                    return stopped()  # (and was undone: nothing of it is written)
                 if split_id is None:
                     p.add_written(end - start - len(bad))  # committed; a split's rows count once the split is
                 written += end - start - len(bad)
-                rejected.extend(bad)
         return WriteResult(written=written, rejected=tuple(rejected))
 
     def _pieces(self, rows: Sequence[Row]) -> tuple[list[AnyPiece], list[Rejected]]:
@@ -237,13 +248,20 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
         return self._encoded(batch.filter(pa.array([r not in bad for r in range(batch.num_rows)], pa.bool_())),
                              rejected)
 
-    def _piece(self, piece: AnyPiece, start: int, end: int, split_id: str | None) -> list[Rejected]:
+    def _piece(self, piece: AnyPiece, start: int, end: int, split_id: str | None,
+               room: int | None = None) -> list[Rejected]:
         """Rows ``start`` to ``end`` of ``piece`` (its own transaction, or a savepoint of the split's); the
-        rows PostgreSQL refused, with its reasons."""
+        rows PostgreSQL refused, with its reasons. More than ``room`` refused: the piece stops there and is
+        undone (the record limit is exceeded, so the destination fails; a COPY per bad row would only cost
+        time), and only its rejected rows are returned."""
         conn = self._connection(split_id)
         rejected: list[Rejected] = []
         conn.execute("SAVEPOINT wh_piece")
-        self._load(conn, piece, start, end, rejected)
+        if self._load(conn, piece, start, end, rejected, room):
+            conn.execute("ROLLBACK TO SAVEPOINT wh_piece")
+            if split_id is None:
+                self._commit(conn)  # nothing of the piece: ends its transaction
+            return rejected
         if split_id is None:
             self._commit(conn)
         else:
@@ -251,12 +269,15 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
         return rejected
 
     def _load(self, conn: psycopg.Connection[Any], piece: AnyPiece, start: int, end: int,
-              rejected: list[Rejected]) -> None:
-        """COPY rows ``start`` to ``end``; a row PostgreSQL refuses is rejected and the others loaded."""
+              rejected: list[Rejected], room: int | None = None) -> bool:
+        """COPY rows ``start`` to ``end``; a row PostgreSQL refuses is rejected and the others loaded. True
+        when more than ``room`` rows are rejected: it stopped there."""
         while start < end:
+            if room is not None and len(rejected) > room:
+                return True
             try:
                 self._copy(conn, piece, start, end)
-                return
+                return False
             except psycopg.Error as exc:
                 if not (is_row_error(exc) or sqlstate(exc) == _CARDINALITY):
                     raise
@@ -268,16 +289,19 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
                 where = copy_line(exc)
                 if end - start == 1:
                     rejected.append(Rejected(piece.row(start), reason_of(exc)))
-                    return
+                    return room is not None and len(rejected) > room
                 if where is not None and where[0] <= end - start:
                     bad = start + where[0] - 1
-                    self._load(conn, piece, start, bad, rejected)
+                    if self._load(conn, piece, start, bad, rejected, room):
+                        return True
                     rejected.append(Rejected(piece.row(bad), reason_of(exc)))
                     start = bad + 1
                 else:  # no line named: halves, until the bad rows are single
                     middle = (start + end) // 2
-                    self._load(conn, piece, start, middle, rejected)
+                    if self._load(conn, piece, start, middle, rejected, room):
+                        return True
                     start = middle
+        return room is not None and len(rejected) > room
 
     def _copy(self, conn: psycopg.Connection[Any], piece: AnyPiece, start: int, end: int) -> None:
         p = self.periphery

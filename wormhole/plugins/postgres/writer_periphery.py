@@ -27,6 +27,7 @@ from wormhole.plugins.base import Encoding, ShippedWithoutLock, WriteContext
 from wormhole.plugins.postgres.binary import binary_kinds
 from wormhole.plugins.postgres.connection import backend_pid, close_quietly, connect, describe, wait_session_ended
 from wormhole.plugins.postgres.ddl import create_table_sql
+from wormhole.plugins.postgres.kept import read_kept
 from wormhole.plugins.postgres.markers import COMMITTED, SplitMarkers, fetch_all, fetch_one
 from wormhole.plugins.postgres.passthrough import takes
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
@@ -194,6 +195,7 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
                 raise self.sql.error(PrepareError, f"{self.target} is partitioned: a staging table made LIKE it "
                                                    f"would not be, so load 'staging' would swap its partitions away "
                                                    f"(use load 'truncate' or 'append')")
+            read_kept(conn, self.target).check(self.sql, conn, self.target)  # refused before anything is made
             staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
             staging.create(conn)
             staging.created = False  # not until the transaction commits

@@ -183,7 +183,7 @@ class SqliteWriter:
             conn.execute("SAVEPOINT wh_batch")
         except sqlite3.Error as exc:
             raise self._broken(conn, exc) from exc
-        result = rows_one_by_one(rows, lambda row: self._write_row(conn, row, split, good))
+        result = rows_one_by_one(rows, lambda row: self._write_row(conn, row, split, good), self.ctx.record_limit)
         if p.sql:
             # The rows tried on the target are undone with the savepoint; the good ones are staged again,
             # in order (they went in before, so they go in again).
