@@ -74,6 +74,20 @@ def configure_log(fmt: str, level: str) -> None:
     log.configure(fmt, level, stream=LOG_STREAM)  # type: ignore[arg-type]
 
 
+def quiet_on_a_terminal(ctx: click.Context) -> None:
+    """A command whose output is for a person (``plan``) logs warnings and errors only on a terminal,
+    unless a log level was asked for (``--log-level``, before or after the subcommand, or
+    WORMHOLE_LOG_LEVEL): its info events would come before what it prints."""
+    if not LOG_STREAM.isatty():
+        return
+    current: click.Context | None = ctx
+    while current is not None:
+        if current.get_parameter_source("log_level") not in (None, click.core.ParameterSource.DEFAULT):
+            return
+        current = current.parent
+    configure_log(ctx.obj.log_format, "warning")
+
+
 def set_state(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     """Callback of a global option given after the subcommand: it overrides the one given before."""
 
