@@ -120,7 +120,9 @@ def test_plan_groups_a_sharded_source_as_datax_would(ws: Workspace, dbs: Databas
     assert sorted(i for g in plan["task_groups"] for i in g["splits"]) == sorted(s["id"] for s in splits)
     assert plan["destinations"] == [{"id": "copy", "plugin": "mysql", "writers": 3,
                                      "method": "writer threads; load=append, write_mode=insert, method=auto",
-                                     "load": "unknown (no table t yet)"}]
+                                     "load": f"none: the run will fail: table `{target}`.`t` does not exist on "
+                                             f"{SERVER.host}:{SERVER.port}/{target} (the mysql store creates no "
+                                             "table: create it first)"}]
     # Planning moved no row and touched no destination; no task was recorded.
     assert execute(dbs.admin, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
                    (target,))[0][0] == 0
