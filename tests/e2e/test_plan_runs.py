@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import MYSQL_URL, Workspace, log_events, run_task
+from tests.e2e.test_progress import run_on_a_terminal
 from tests.mysql_helpers import (
     Databases,
     Server,
@@ -277,40 +278,6 @@ def test_a_table_listed_twice_is_refused_not_read_twice_or_merged(ws: Workspace,
     assert not (ws.root / "out").exists()
 
 
-def on_a_terminal(ws: Workspace, *args: str) -> tuple[int, str, str]:
-    """``wormhole`` with its stderr on a pseudo-terminal, as a person runs it: the exit code, stdout, and
-    what the terminal showed (read as it comes: a pty holds only a few KiB)."""
-    import os
-    import pty
-    import subprocess
-
-    from tests.conftest import wormhole_command
-
-    master, slave = pty.openpty()
-    shown: list[bytes] = []
-
-    def read() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: every writer closed its end
-                return
-            if not chunk:
-                return
-            shown.append(chunk)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        proc = subprocess.run([*wormhole_command(), *args], cwd=ws.root, env=ws.env(), stdout=subprocess.PIPE,
-                              stderr=slave, text=True, timeout=120)
-    finally:
-        os.close(slave)
-    reader.join(10)
-    os.close(master)
-    return proc.returncode, proc.stdout, b"".join(shown).decode("utf-8", "replace")
-
-
 @pytest.mark.mysql
 def test_plan_says_a_run_will_fail_on_a_missing_mysql_table_and_shows_no_log_on_a_terminal(
         ws: Workspace, dbs: Databases) -> None:
@@ -323,13 +290,13 @@ def test_plan_says_a_run_will_fail_on_a_missing_mysql_table_and_shows_no_log_on_
     spec = {"source": {"plugin": "mysql", "params": SERVER.params(db, table="orders", split_pk="id")},
             "destinations": [{"id": "dw", "plugin": "mysql", "params": SERVER.params(db, table="orders_new")}]}
     (ws.root / "task.json").write_text(json.dumps(spec), encoding="utf-8")
-    code, out, terminal = on_a_terminal(ws, "plan", "task.json")
-    assert code == 0, terminal
-    assert f"    load: none: the run will fail: table `{db}`.`orders_new` does not exist on " in out, out
-    assert "(the mysql store creates no table: create it first)" in out
-    assert terminal.strip() == ""  # the plan, not the log
-    code, out, terminal = on_a_terminal(ws, "plan", "task.json", "--log-level", "info")  # asked for: shown
-    assert code == 0 and "plan.made" in terminal and "load: none: the run will fail" in out
+    code, shown = run_on_a_terminal(ws, "plan", "task.json")
+    assert code == 0, shown
+    assert f"    load: none: the run will fail: table `{db}`.`orders_new` does not exist on " in shown, shown
+    assert "(the mysql store creates no table: create it first)" in shown
+    assert shown.startswith("engine:") and "[info" not in shown and "plan.made" not in shown  # the plan, not the log
+    code, shown = run_on_a_terminal(ws, "plan", "task.json", "--log-level", "info")  # asked for: shown
+    assert code == 0 and "plan.made" in shown and "load: none: the run will fail" in shown
     proc = ws.run("run", "task.json")  # and the run does fail, as the plan said
     assert proc.returncode != 0 and f"table `{db}`.`orders_new` does not exist" in proc.stderr, proc.stderr[-2000:]
 
