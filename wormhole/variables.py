@@ -8,6 +8,11 @@ wrote), the built-ins. A name no source gives is a problem naming it and its JSO
 
 A resumed run uses the values the run it resumes used (recorded on the run row), never new ones: a
 resumed window must be the crashed run's window.
+
+Values come from upstream systems, so a value can never change what SQL text says: ``${name:type}``
+checks a value's form (:data:`TYPES`), and in SQL text (a SQL store's ``where``, ``query``, pre/post/
+rollback SQL, a transform's expression) each value is written as one literal where its placeholder
+stands, or refused (``_Walk.sql``; ``${name:sql}`` is trusted text, unchecked).
 """
 
 from __future__ import annotations
@@ -244,7 +249,7 @@ class _Walk:
         if secret:
             self.secret.add(name)
         if kind is not None and not _typed(kind, value):
-            self.problems.append(f"{path}: ${{{inner}}} = {_shown(value, secret)} is not {TYPES[kind or 'str'][1]}")
+            self.problems.append(f"{path}: ${{{inner}}} = {_shown(value, secret)} is not {TYPES[kind][1]}")
             return slot
         slot.value = slot.text = value
         return slot
@@ -259,8 +264,7 @@ class _Walk:
         for slot in slots:
             at = slot.start + shift
             shift += len("0" if slot.value is not None else slot.text) - (slot.end - slot.start)
-            if slot.value is None:
-                checked = checked and slot.text.startswith("$")
+            if slot.value is None:  # $${x}, or a problem already: its text stays as written
                 continue
             if slot.kind == "sql":
                 checked = False  # trusted SQL text: only a where's own check holds it
