@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, log_events
 
 pytestmark = pytest.mark.e2e
 
@@ -129,3 +129,10 @@ def test_validate_and_run_name_every_unset_password_env_of_an_imported_datax_tas
     proc = subprocess.run([*wormhole_command(), "validate", "task.json"], cwd=ws.root, capture_output=True,
                           env={**ws.env(), reader: "r"}, text=True, timeout=120)
     assert proc.returncode == 204 and writer in proc.stderr and reader not in proc.stderr, proc.stderr
+    # A submitted task (it may run elsewhere: submit does not check) run here: its log names both too.
+    task_id = int(ws.run("task", "submit", "task.json", check=True).stdout)
+    proc = ws.run("--task-id", str(task_id))
+    assert proc.returncode != 0
+    (event,) = [e for e in log_events(proc.stderr) if e["event"] == "task.environment_unset"]
+    assert event["problems"] == [f"source.params.password_env: environment variable {reader} is not set",
+                                 f"destinations[0].params.password_env: environment variable {writer} is not set"]

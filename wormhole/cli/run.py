@@ -34,6 +34,7 @@ from wormhole.cli.common import (
     read_spec,
     submit,
     task_store,
+    unset_environment,
 )
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
@@ -268,6 +269,9 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
             return _claim_lost(claim, logger, observers)
         observers.set_state("failed")
         return EXIT_BAD_TASK
+    unset = unset_environment(resolved.document)
+    if unset:  # the first store to connect fails naming its own: the log names every one at once
+        logger.warning("task.environment_unset", problems=unset)
     return _run_engine(store, checkpoints, conf, spec, claim, run_id, (resume_from, finished), logger, observers)
 
 
