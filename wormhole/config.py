@@ -280,6 +280,12 @@ class DestinationSpec:
     transforms: tuple[OpSpec, ...] = ()  # this destination's own, run in its writer path
 
 
+def _is_datax_job(raw: Any) -> bool:
+    """A DataX job document (``{"job": {"content": [...]}}``) given where a task goes."""
+    job = raw.get("job") if isinstance(raw, dict) and "source" not in raw else None
+    return isinstance(job, dict) and isinstance(job.get("content"), list)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskSpec:
     name: str
@@ -315,6 +321,9 @@ class TaskSpec:
     @classmethod
     def _from_mapping(cls, raw: Any) -> TaskSpec:
         problems = Problems()
+        if _is_datax_job(raw):
+            raise InvalidTaskConfig(["<root>: this is a DataX job (job.content), not a wormhole task: convert it "
+                                     "with `wormhole import datax FILE -o task.json`, then use task.json"])
         ref = parse_options(_TaskRef, raw, "", problems)
         if ref is None:
             # The shape is wrong; still check what can be checked so the user sees everything.

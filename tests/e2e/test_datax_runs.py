@@ -66,9 +66,10 @@ def import_jobs(ws: Workspace, job: str, *merged: str) -> tuple[dict[str, Any], 
     proc = wormhole(ws, "import", "datax", job, *merge_args, "-o", "task.json")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "task written to task.json"
-    checked = wormhole(ws, "validate", "task.json")
+    task = json.loads((ws.root / "task.json").read_text())
+    checked = wormhole(ws, "validate", "task.json", env=passwords(task))  # validate checks every password_env
     assert checked.returncode == 0, checked.stderr
-    return json.loads((ws.root / "task.json").read_text()), log_events(proc.stderr)
+    return task, log_events(proc.stderr)
 
 
 def run(ws: Workspace, env: dict[str, str]) -> tuple[int, dict[str, Any]]:

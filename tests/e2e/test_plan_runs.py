@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import MYSQL_URL, Workspace, log_events, run_task
+from tests.e2e.test_progress import run_on_a_terminal
 from tests.mysql_helpers import (
     Databases,
     Server,
@@ -27,6 +28,9 @@ from tests.mysql_helpers import (
     fingerprint,
     q,
 )
+from tests.pg_helpers import Schemas, pg_schemas
+
+__all__ = ["pg_schemas"]  # the fixture, used by name
 
 SERVER = Server.from_url(MYSQL_URL)
 DDL = "id INT NOT NULL PRIMARY KEY, name VARCHAR(40) NULL, amount INT NULL"
@@ -117,7 +121,9 @@ def test_plan_groups_a_sharded_source_as_datax_would(ws: Workspace, dbs: Databas
     assert sorted(i for g in plan["task_groups"] for i in g["splits"]) == sorted(s["id"] for s in splits)
     assert plan["destinations"] == [{"id": "copy", "plugin": "mysql", "writers": 3,
                                      "method": "writer threads; load=append, write_mode=insert, method=auto",
-                                     "load": "unknown (no table t yet)"}]
+                                     "load": f"none: the run will fail: table `{target}`.`t` does not exist on "
+                                             f"{SERVER.host}:{SERVER.port}/{target} (the mysql store creates no "
+                                             "table: create it first)"}]
     # Planning moved no row and touched no destination; no task was recorded.
     assert execute(dbs.admin, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
                    (target,))[0][0] == 0
@@ -270,3 +276,47 @@ def test_a_table_listed_twice_is_refused_not_read_twice_or_merged(ws: Workspace,
     code, task, stderr = run_task(ws, spec)
     assert code == 203 and "two splits named" in task["error"], stderr[-2000:]
     assert not (ws.root / "out").exists()
+
+
+@pytest.mark.mysql
+def test_plan_says_a_run_will_fail_on_a_missing_mysql_table_and_shows_no_log_on_a_terminal(
+        ws: Workspace, dbs: Databases) -> None:
+    """It said ``load: unknown (no table orders_new yet)``, after three info log lines (one of 4,189 characters)."""
+    db = dbs.create("plan")
+    conn = SERVER.connect(db)
+    create_table(conn, db, "orders", DDL)
+    fill_from_sequence(conn, db, "orders", 50, FILL)
+    conn.close()
+    spec = {"source": {"plugin": "mysql", "params": SERVER.params(db, table="orders", split_pk="id")},
+            "destinations": [{"id": "dw", "plugin": "mysql", "params": SERVER.params(db, table="orders_new")}]}
+    (ws.root / "task.json").write_text(json.dumps(spec), encoding="utf-8")
+    code, shown = run_on_a_terminal(ws, "plan", "task.json")
+    assert code == 0, shown
+    assert f"    load: none: the run will fail: table `{db}`.`orders_new` does not exist on " in shown, shown
+    assert "(the mysql store creates no table: create it first)" in shown
+    assert shown.startswith("engine:") and "[info" not in shown and "plan.made" not in shown  # the plan, not the log
+    code, shown = run_on_a_terminal(ws, "plan", "task.json", "--log-level", "info")  # asked for: shown
+    assert code == 0 and "plan.made" in shown and "load: none: the run will fail" in shown
+    proc = ws.run("run", "task.json")  # and the run does fail, as the plan said
+    assert proc.returncode != 0 and f"table `{db}`.`orders_new` does not exist" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.postgres
+def test_plan_says_whether_a_missing_postgres_table_fails_the_run_or_is_created(ws: Workspace,
+                                                                                 pg_schemas: Schemas) -> None:
+    schema = pg_schemas.create("plan")
+    conn = sqlite3.connect(ws.root / "src.db")
+    with conn:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    conn.close()
+    spec = {"source": {"plugin": "sqlite", "params": {"path": "src.db", "table": "t"}}, "destinations": [
+        {"id": "fails", "plugin": "postgres", "params": pg_schemas.server.params(schema, table="missing")},
+        {"id": "made", "plugin": "postgres", "params": pg_schemas.server.params(schema, table="new",
+                                                                               create_table=True)}]}
+    (ws.root / "task.json").write_text(json.dumps(spec), encoding="utf-8")
+    planned = json.loads(ws.run("plan", "task.json", "--json", check=True).stdout)
+    load = {d["id"]: d["load"] for d in planned["destinations"]}
+    assert load["fails"] == (f'none: the run will fail: table "{schema}"."missing" does not exist on '
+                             f"{pg_schemas.server.host}:{pg_schemas.server.port}/{pg_schemas.server.database} "
+                             "(create_table: true creates it from the source's columns)"), load
+    assert load["made"].endswith(f'(no table "{schema}"."new" yet: the run creates it from the source\'s columns)')

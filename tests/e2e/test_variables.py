@@ -14,6 +14,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import Workspace, log_events, make_workspace
+from tests.mysql_helpers import Databases, Server, create_table, insert_rows
+from tests.pg_helpers import Schemas, pg_execute, pg_schemas
+
+__all__ = ["pg_schemas"]  # the fixture, used by name
 
 DAYS = ("2026-01-01", "2026-01-02", "2026-01-03")
 
@@ -205,3 +209,84 @@ def test_sigkill_then_takeover_resumes_with_the_crashed_runs_values(ws: Workspac
     (out,) = (ws.root / "out").iterdir()
     assert out.name == crashed["variables"]["run_ts"]
     assert jsonl_ids(out) == list(range(4000))
+
+
+# -- a value cannot rewrite the SQL it goes into --------------------------------------------------
+
+def names_source(ws: Workspace, where: str, plugin: str, params: dict[str, Any]) -> str:
+    """A file task reading ``people`` (``plugin`` with ``params``) with ``where`` into out/sel."""
+    lake = {"id": "lake", "plugin": "file", "params": {"path": "out/sel", "format": "jsonl"}}
+    return write(ws, {"source": {"plugin": plugin, "params": {**params, "where": where}},
+                      "settings": {"speed": {"channel": 4}}, "destinations": [lake]}, "sel.json")
+
+
+PEOPLE = [(i, "O'Brien" if i == 7 else "back\\slash" if i == 8 else f"p{i}") for i in range(1, 301)]
+
+
+@pytest.mark.mysql
+def test_a_value_that_is_no_sql_literal_cannot_widen_a_mysql_where(ws: Workspace, server: Server,
+                                                                    dbs: Databases) -> None:
+    """``id > ${n}`` with ``n=0) OR (1=1`` read every row in each of the 20 splits (6,000 rows from 300,
+    exit 0); ``O'Brien`` broke the SQL. Now: a raw value is one literal or exit 204; typed ones are written
+    as literals of MySQL; a where that closes more than it opens is refused too."""
+    db = dbs.create("vars")
+    conn = server.connect(db)
+    create_table(conn, db, "people", "id INT PRIMARY KEY, name VARCHAR(20)")
+    insert_rows(conn, db, "people", ("id", "name"), PEOPLE)
+    conn.close()
+    source = {"plugin": "mysql", "params": server.params(db, table="people", split_pk="id")}
+    out = ws.root / "out" / "sel"
+
+    proc = ws.run("run", names_source(ws, "id > ${n}", **source), "-p", "n=0) OR (1=1")
+    assert proc.returncode == 204, proc.stderr[-2000:]
+    assert "source.params.where: ${n} = '0) OR (1=1' is not one SQL literal" in proc.stderr
+    assert not out.exists()
+    # The guard without variables (and under ${n:sql}, trusted text): the where must stay one condition.
+    for where, params in (("id > 0) OR (1=1", ()), ("id > ${n:sql}", ("-p", "n=0) OR (1=1"))):
+        proc = ws.run("run", names_source(ws, where, **source), *params)
+        assert proc.returncode == 204, proc.stderr[-2000:]
+        assert "source.params.where: the ) at offset 6 closes a parenthesis it did not open" in proc.stderr
+        assert not out.exists()
+    proc = ws.run("run", names_source(ws, "id > ${n:int}", **source), "-p", "n=1 OR 1=1")
+    assert proc.returncode == 204 and "${n:int} = '1 OR 1=1' is not an integer" in proc.stderr
+    proc = ws.run("run", names_source(ws, "name = '${s}'", **source), "-p", "s=O'Brien")
+    assert proc.returncode == 204 and "would end the string literal it stands in: declare it ${s:str}" in proc.stderr
+
+    # A plain number is one literal, as before; typed strings are escaped for MySQL (a ' and a \).
+    proc = ws.run("run", names_source(ws, "id > ${n} OR name IN (${a:str}, '${b:str}')", **source),
+                  "-p", "n=295", "-p", "a=O'Brien", "-p", "b=back\\slash")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert jsonl_ids(out) == [7, 8, 296, 297, 298, 299, 300]
+
+
+def test_a_sqlite_where_stays_one_condition_and_a_str_value_is_escaped(ws: Workspace) -> None:
+    conn = sqlite3.connect(ws.root / "people.db")
+    with conn:
+        conn.execute("CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.executemany("INSERT INTO people VALUES (?, ?)", PEOPLE)
+    conn.close()
+    source = {"plugin": "sqlite", "params": {"path": "people.db", "table": "people"}}
+    proc = ws.run("run", names_source(ws, "id > ${n}", **source), "-p", "n=300 OR 1=1")
+    assert proc.returncode == 204 and "${n} = '300 OR 1=1' is not one SQL literal" in proc.stderr
+    proc = ws.run("run", names_source(ws, "id > 300) OR (1=1", **source))
+    assert proc.returncode == 204 and "source.params.where: the ) at offset 8" in proc.stderr
+    proc = ws.run("run", names_source(ws, "name = ${s:str} OR name = ${b:str}", **source),
+                  "-p", "s=O'Brien", "-p", "b=back\\slash")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert jsonl_ids(ws.root / "out" / "sel") == [7, 8]
+
+
+@pytest.mark.postgres
+def test_typed_values_are_postgresql_literals(ws: Workspace, pg_schemas: Schemas) -> None:
+    schema = pg_schemas.create("vars")
+    pg_execute(pg_schemas.conn, f"CREATE TABLE {schema}.people (id int PRIMARY KEY, name text, born date)")
+    for i, name in PEOPLE[:10]:
+        pg_execute(pg_schemas.conn, f"INSERT INTO {schema}.people VALUES (%s, %s, %s)",
+                   (i, name, f"2026-01-{i:02d}"))
+    source = {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="people")}
+    proc = ws.run("run", names_source(ws, "born > ${d}", **source), "-p", "d=2026-01-02")  # arithmetic: refused
+    assert proc.returncode == 204 and "${d} = '2026-01-02' is not one SQL literal" in proc.stderr
+    proc = ws.run("run", names_source(ws, "born >= ${d:date} OR name = ${s:str} OR name = E'${b:str}'", **source),
+                  "-p", "d=2026-01-09", "-p", "s=O'Brien", "-p", "b=back\\slash")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert jsonl_ids(ws.root / "out" / "sel") == [7, 8, 9, 10]

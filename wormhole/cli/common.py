@@ -8,6 +8,7 @@ tools type them.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -21,6 +22,7 @@ import click
 from wormhole import log
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
+from wormhole.options import join_path
 from wormhole.planning.channels import speed_limits
 from wormhole.schedule import next_tick
 from wormhole.spec_json import load_spec_json
@@ -72,6 +74,20 @@ LOG_STREAM = LogStream()
 
 def configure_log(fmt: str, level: str) -> None:
     log.configure(fmt, level, stream=LOG_STREAM)  # type: ignore[arg-type]
+
+
+def quiet_on_a_terminal(ctx: click.Context) -> None:
+    """A command whose output is for a person (``plan``) logs warnings and errors only on a terminal,
+    unless a log level was asked for (``--log-level``, before or after the subcommand, or
+    WORMHOLE_LOG_LEVEL): its info events would come before what it prints."""
+    if not LOG_STREAM.isatty():
+        return
+    current: click.Context | None = ctx
+    while current is not None:
+        if current.get_parameter_source("log_level") not in (None, click.core.ParameterSource.DEFAULT):
+            return
+        current = current.parent
+    configure_log(ctx.obj.log_format, "warning")
 
 
 def set_state(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
@@ -134,6 +150,32 @@ def read_spec(path: str, params: Mapping[str, str] | None = None) -> tuple[str, 
         fail(exc)
     # Valid JSON is valid UTF-8 here (load_spec_json refused anything else), so the text round-trips.
     return data.decode("utf-8").removeprefix("\ufeff"), spec, resolved
+
+
+def unset_environment(document: Any, path: str = "") -> list[str]:
+    """Every ``*_env`` option of a resolved spec (the source's, each destination's, a transform's) naming an
+    environment variable this process lacks, as problems by JSON path: ``validate`` and ``run FILE`` name
+    them all at once (a run would stop at the first one it connects with)."""
+    problems: list[str] = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            at = join_path(path, key)
+            if isinstance(key, str) and key.endswith("_env") and isinstance(value, str) and value:
+                if value not in os.environ:
+                    problems.append(f"{at}: environment variable {value} is not set")
+            else:
+                problems += unset_environment(value, at)
+    elif isinstance(document, list):
+        for i, value in enumerate(document):
+            problems += unset_environment(value, join_path(path, i))
+    return problems
+
+
+def check_environment(resolved: Resolved) -> None:
+    """Exit 204 naming every environment variable the spec names and this process lacks."""
+    problems = unset_environment(resolved.document)
+    if problems:
+        fail(InvalidTaskConfig(problems, where="environment"))
 
 
 def submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskSpec, priority: int = 0,

@@ -17,7 +17,15 @@ from typing import Any
 import click
 
 from wormhole import incremental, log
-from wormhole.cli.common import PARAMS_OPTION, TASK_ID, fail, global_options, read_spec, task_store
+from wormhole.cli.common import (
+    PARAMS_OPTION,
+    TASK_ID,
+    fail,
+    global_options,
+    quiet_on_a_terminal,
+    read_spec,
+    task_store,
+)
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.counters import Counters
 from wormhole.errors import ConfigError, InvalidTaskConfig, TaskNotFound, WormholeError
@@ -48,6 +56,7 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
     variables it would use are shown too (-p overrides a task's params here, for a look only)."""
     if (file is None) == (task_id is None):
         raise click.UsageError("give a task FILE or --task-id N (one of them)")
+    quiet_on_a_terminal(ctx)
     if file is not None:
         _text, spec, resolved = read_spec(file, params)
     else:

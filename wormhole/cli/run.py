@@ -25,7 +25,17 @@ from typing import Any, Protocol, TypeVar
 import click
 
 from wormhole import log
-from wormhole.cli.common import NAME_OPTION, PARAMS_OPTION, fail, global_options, read_spec, submit, task_store
+from wormhole.cli.common import (
+    NAME_OPTION,
+    PARAMS_OPTION,
+    check_environment,
+    fail,
+    global_options,
+    read_spec,
+    submit,
+    task_store,
+    unset_environment,
+)
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
@@ -259,6 +269,9 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
             return _claim_lost(claim, logger, observers)
         observers.set_state("failed")
         return EXIT_BAD_TASK
+    unset = unset_environment(resolved.document)
+    if unset:  # the first store to connect fails naming its own: the log names every one at once
+        logger.warning("task.environment_unset", problems=unset)
     return _run_engine(store, checkpoints, conf, spec, claim, run_id, (resume_from, finished), logger, observers)
 
 
@@ -299,9 +312,21 @@ def _refused(store: TaskStore, task_id: int, logger: Any, wanted: str, stale_s: 
                            "takes it over and resumes it")
         return EXIT_CLAIMED
     logger.error("task.claim_refused", status=status, claimed_by=owner, error_code="TASK_CLAIMED",
-                 error=f"task {task_id} is {status} (claimed by {owner}); only a task {wanted} can be run. "
-                       f"`wormhole task retry {task_id}` makes a failed or partial task pending again")
+                 error=f"task {task_id} is {status} (claimed by {owner}); only a task {wanted} can be run"
+                       + _next_step(task_id, status))
     return EXIT_CLAIMED
+
+
+def _next_step(task_id: int, status: str) -> str:
+    """What makes a task of ``status`` runnable again: the command that works for that status."""
+    if status in ("failed", "partial"):
+        return f". `wormhole task retry {task_id}` makes it pending again (its next run resumes it)"
+    if status == "success":
+        return (f". `wormhole task retry {task_id} --force` makes it pending again, to load its destinations "
+                "again (or submit the task anew)")
+    if status == "scheduled":
+        return ". A recurring task: `wormhole daemon` runs it at its schedule's ticks"
+    return ""
 
 
 def _claim_lost(claim: _Claim, logger: Any, observers: Observers) -> int:
@@ -391,7 +416,8 @@ def run_file(ctx: click.Context, file: str, name: str | None, params: dict[str, 
     nothing. -p values are recorded as the task row's params, so a retry or takeover uses them too.
     """
     # Loads engine.toml too: a broken one leaves no recorded task behind.
-    text, spec, _ = read_spec(file, params)
+    text, spec, resolved = read_spec(file, params)
+    check_environment(resolved)
     # The metrics port is bound before the task is recorded: a busy one exits 203 leaving no task
     # behind (a pending one would be run later by a daemon, once per attempt).
     observers = Observers(ObserveOptions.of(ctx.obj), None, log.get_logger())

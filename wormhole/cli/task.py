@@ -13,6 +13,7 @@ from wormhole.cli.common import (
     NAME_OPTION,
     PARAMS_OPTION,
     TASK_ID,
+    check_environment,
     fail,
     global_options,
     read_spec,
@@ -311,6 +312,7 @@ def _pause(ctx: click.Context, task_id: int, *, paused: bool) -> None:
 def validate(file: str, params: dict[str, str]) -> None:
     """Validate a task JSON file without running it; exit 204 listing every problem (a ${NAME} without
     a value among them)."""
-    _text, spec, _ = read_spec(file, params)
+    _text, spec, resolved = read_spec(file, params)
+    check_environment(resolved)
     dests = ", ".join(f"{d.id} ({d.plugin})" for d in spec.destinations)
     click.echo(f"valid: {spec.source.plugin} -> {dests}")

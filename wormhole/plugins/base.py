@@ -438,6 +438,10 @@ class SourceRole:
     read incrementally. Raises a SplitError naming the column when it is not one of the source's."""
 
 
+WILL_FAIL = "none: the run will fail"
+"""How a ``plan_load`` line starts when the destination's prepare will fail (a missing target, say)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SinkRole:
     options: type
@@ -463,7 +467,8 @@ class SinkRole:
     plan_load: Callable[[Any, Schema, bool], str] | None = None
     """Optional: ``plan_load(options, schema, rows_changed)`` says how the destination encodes what it
     loads, for ``wormhole plan`` (``load``); it may read (never write) the target to decide as its writers
-    will. ``rows_changed``: transforms make the rows it gets (they are not the reader's own batches)."""
+    will. ``rows_changed``: transforms make the rows it gets (they are not the reader's own batches).
+    A line that starts with :data:`WILL_FAIL` says the run's prepare will fail, and why."""
     spark_replaces: Callable[[Any], bool] | None = None
     """Optional: for these options the native Spark write replaces the destination's whole output
     at commit (a temporary directory swapped in), so in Spark mode it writes every row each run and

@@ -12,6 +12,7 @@ from typing import Any
 
 from wormhole.options import Problems, join_path
 from wormhole.plugins.base import Rejected, Row, WriteResult
+from wormhole.sql_text import where_problem
 
 # -- identifiers ---------------------------------------------------------------------------------
 
@@ -41,6 +42,14 @@ def check_names(names: Sequence[str] | None, path: str, problems: Problems,
     lowered = [n.lower() for n in names]
     if len(set(lowered)) != len(lowered):
         problems.add(path, "names must be unique")
+
+
+def check_where(where: str | None, path: str, problems: Problems, dialect: str) -> None:
+    """A ``where`` is one condition: the engine reads ``(where) AND (<split range>)``, and a where that
+    closes a parenthesis it did not open (``id > 0) OR (1=1``) would read every row in every split."""
+    problem = None if where is None else where_problem(where, dialect)
+    if problem is not None:
+        problems.add(join_path(path, "where"), problem)
 
 
 # -- servers and secrets ------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from wormhole.options import Problems, join_path, opt
-from wormhole.plugins.sql import check_names, parse_server
+from wormhole.plugins.sql import check_names, check_where, parse_server
 from wormhole.plugins.sql import resolve_password as resolve_password  # connection and spark import it from here
 
 MAX_IDENTIFIER = 64
@@ -161,6 +161,7 @@ class MysqlReaderOptions(ServerOptions):
         _check_credentials(self.password, self.password_env, path, problems)
         _check_failover(self.failover_hosts, path, problems)
         _check_names(self.columns, join_path(path, "columns"), problems)
+        check_where(self.where, path, problems, "mysql")
         for key in ("table", "split_pk", "database"):
             value = getattr(self, key)
             if value is not None:

@@ -27,8 +27,10 @@ from typing import Any
 import pymysql
 
 from wormhole.errors import PrepareError
+from wormhole.plugins.base import WILL_FAIL
 from wormhole.plugins.mysql.connection import close_quietly, connect, describe, fetch_all, fetch_one
 from wormhole.plugins.schema import Schema
+from wormhole.plugins.sql import backquote
 
 TYPED_ONLY = frozenset({"float", "bit"})
 """MySQL data types whose wire text is not what LOAD DATA reads back to the same value (see above)."""
@@ -101,7 +103,9 @@ def plan_load(options: Any, schema: Schema, rows_changed: bool) -> str:
     if method is None:
         return "none (method 'load_data' needs local_infile, which the server has switched off)"
     if not found:
-        return f"unknown (no table {options.table} yet)"
+        # prepare fails on a missing target (the mysql store creates no table): say so now, not at the run
+        return (f"{WILL_FAIL}: table {backquote(endpoint.database)}.{backquote(options.table)} does not exist on "
+                f"{endpoint.mark} (the mysql store creates no table: create it first)")
     written = options.columns if options.columns is not None else schema.names
     if len(written) != len(schema):
         return "unknown (the target's columns do not match the source's: prepare will say why)"

@@ -21,6 +21,7 @@ from wormhole.plugins.postgres.options import (
     check_credentials,
     check_identifier,
 )
+from wormhole.plugins.sql import check_where
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +90,7 @@ class PostgresReaderOptions(ServerOptions):
     def check(self, path: str, problems: Problems) -> None:
         check_credentials(self.password, self.password_env, path, problems)
         check_column_names(self.columns, join_path(path, "columns"), problems)
+        check_where(self.where, path, problems, "postgres")
         for key in ("table", "split_pk", "database", "schema"):
             value = getattr(self, key)
             if value is not None:

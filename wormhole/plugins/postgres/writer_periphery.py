@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 
 from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
-from wormhole.plugins.base import Encoding, ShippedWithoutLock, WriteContext
+from wormhole.plugins.base import WILL_FAIL, Encoding, ShippedWithoutLock, WriteContext
 from wormhole.plugins.postgres.binary import binary_kinds
 from wormhole.plugins.postgres.connection import backend_pid, close_quietly, connect, describe, wait_session_ended
 from wormhole.plugins.postgres.ddl import create_table_sql
@@ -473,13 +473,29 @@ def _match(name: str, columns: list[str]) -> str | None:
 
 
 def plan_load(options: PostgresWriterOptions, schema: Any, rows_changed: bool) -> str:
-    """The ``load`` line of ``wormhole plan`` for a postgres destination (nothing is read: the format is chosen
-    at prepare from the target's column types)."""
+    """The ``load`` line of ``wormhole plan`` for a postgres destination: whether its target exists is read
+    (a missing one fails the run's prepare unless ``create_table``); the format is chosen at prepare from
+    the target's column types."""
     into = "a temporary table, then INSERT ... ON CONFLICT" if options.write_mode == "upsert" else \
         ("the staging table" if options.load == "staging" else "the target")
+    target = f"{quote(options.schema)}.{quote(options.table)}"
+    endpoint = options.endpoint(options.database)
+    try:
+        conn = connect(endpoint, PrepareError, attempts=1, timeout=options.connect_timeout_s)
+        try:
+            exists = fetch_one(conn, "SELECT to_regclass(%s)", (target,)) != (None,)
+        finally:
+            close_quietly(conn)
+    except (PrepareError, psycopg.Error) as exc:
+        note = f" (the target cannot be reached: {exc if isinstance(exc, PrepareError) else describe(exc)})"
+    else:
+        if not exists and not options.create_table:
+            return (f"{WILL_FAIL}: table {target} does not exist on {endpoint.mark} (create_table: true creates "
+                    "it from the source's columns)")
+        note = "" if exists else f" (no table {target} yet: the run creates it from the source's columns)"
     if options.copy_format == "text":
-        return f"COPY text from Arrow into {into}"
+        return f"COPY text from Arrow into {into}{note}"
     undecoded = "" if rows_changed else \
         "; a postgres source's binary rows as they are when every destination declares its column types"
     return (f"COPY binary from Arrow into {into} if the target's column types allow (chosen at prepare), else "
-            f"text{undecoded}")
+            f"text{undecoded}{note}")

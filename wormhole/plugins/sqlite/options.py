@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wormhole.options import Problems, join_path, opt
-from wormhole.plugins.sql import check_names
+from wormhole.plugins.sql import check_names, check_where
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,6 +23,7 @@ class SqliteReaderOptions:
 
     def check(self, path: str, problems: Problems) -> None:
         check_names(self.columns, join_path(path, "columns"), problems)
+        check_where(self.where, path, problems, "sqlite")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -367,7 +367,7 @@ class SqliteReaderPeriphery:
                 except sqlite3.OperationalError:
                     (rows,) = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
             else:
-                (rows,) = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {opts.where}").fetchone()
+                (rows,) = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE ({opts.where})").fetchone()
         except sqlite3.Error as exc:
             raise ReadError(f"cannot count the rows of {opts.table} in {opts.path}: {exc}",
                             plugin=PLUGIN_NAME) from exc
