@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import Workspace, log_events, make_workspace
+from tests.e2e.test_daemon import TaskDb
 from tests.e2e.test_resume import failure, start
 from tests.mysql_helpers import Databases, create_table, execute, q
+from wormhole.taskdb import open_store
 
 pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
 
@@ -281,3 +283,54 @@ def test_a_run_killed_between_two_commits_resumes_its_own_window_and_the_next_ru
     assert {d: r["rows_written"] for d, r in last["result"]["destinations"].items()} == {"my": 50, "lite": 50, "js": 50}
     assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 451)) for d in ("my", "lite", "js")}
 
+
+
+# -- a recurring task: one destination broken for several ticks -----------------------------------
+
+
+def run_tick(ws: Workspace, task_id: int, n: int) -> dict[str, Any]:
+    """Claim the recurring task's next tick as a daemon does (made due at once: no waiting for the clock)
+    and run it in the foreground as the daemon's child would; the run's result."""
+    tick = datetime(2026, 1, 1, 0, 0, n)
+    TaskDb(ws).query("UPDATE wormhole_task SET next_run_at = ? WHERE id = ?", (f"{tick:%Y-%m-%d %H:%M:%S}.000",
+                                                                              task_id))
+    store = open_store(f"sqlite:///{ws.root}/var/wormhole.db")
+    try:
+        assert store.claim_tick(task_id, f"test/tick-{n}", tick)
+    finally:
+        store.close()
+    proc = ws.run("--task-id", str(task_id), "--claimed-by", f"test/tick-{n}")
+    assert proc.returncode in (0, 202), proc.stderr[-3000:]
+    result: dict[str, Any] = ws.show(task_id)["result"]  # the latest run's
+    return result
+
+
+def test_a_recurring_task_gives_the_healthy_destinations_new_rows_while_the_broken_one_catches_up_later(
+        dbs: Databases, tmp_path: Path) -> None:
+    db, ws, spec = append_setup(dbs, tmp_path, "incsched")
+    spec["destinations"] = [d for d in spec["destinations"] if d["id"] != "lite"]
+    spec["settings"]["schedule"] = "0 0 1 1 *"  # never due by itself: each tick is claimed by run_tick
+    (ws.root / "task.json").write_text(json.dumps(spec), encoding="utf-8")
+    task_id = int(ws.run("task", "submit", "task.json", check=True).stdout.strip())
+    insert(dbs, db, range(1, 101))
+    assert {d: r["rows_written"] for d, r in run_tick(ws, task_id, 1)["destinations"].items()} == {"my": 100,
+                                                                                                  "js": 100}
+    execute(dbs.admin, f"RENAME TABLE {q(db)}.dst TO {q(db)}.dst_away")  # `my` is broken for two ticks
+    for n, top in ((2, 200), (3, 300)):
+        insert(dbs, db, range(top - 99, top + 1))
+        result = run_tick(ws, task_id, n)
+        assert result["destinations"]["js"]["rows_written"] == 100  # the new rows, every tick
+        assert result["status"] == "partial" and result["resumed_from_run"] is None
+        assert result["destinations"]["my"]["status"] == "failed"
+        assert result["incremental"]["to"] == str(top)
+        assert {d: w["value"] for d, w in ws.show(task_id)["watermarks"]["destinations"].items()} == \
+            {"my": "100", "js": str(top)}
+    execute(dbs.admin, f"RENAME TABLE {q(db)}.dst_away TO {q(db)}.dst")
+    insert(dbs, db, range(301, 401))
+    result = run_tick(ws, task_id, 4)
+    assert result["status"] == "success"  # read once from 100: `my` catches up, `js` keeps only what is new
+    assert {d: r["rows_written"] for d, r in result["destinations"].items()} == {"my": 300, "js": 100}
+    mine = [int(r[0]) for r in execute(dbs.admin, f"SELECT id FROM {q(db)}.dst ORDER BY id")]
+    lines = sorted(json.loads(line)["id"] for part in (ws.root / "out").glob("*.jsonl")
+                   for line in part.read_text(encoding="utf-8").splitlines())
+    assert mine == lines == list(range(1, 401))  # each row once in each

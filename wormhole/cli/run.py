@@ -32,8 +32,9 @@ from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import InvalidTaskConfig, TaskDbError, WormholeError
 from wormhole.planning.channels import speed_limits
 from wormhole.recovery.lease import Lease
+from wormhole.recovery.leftovers import next_run_resumes
 from wormhole.schedule import next_wait
-from wormhole.taskdb import CRASHED, RunRecord, SqlTaskStore, TaskRecord, TaskStore, open_store
+from wormhole.taskdb import RunRecord, SqlTaskStore, TaskRecord, TaskStore, open_store
 from wormhole.taskdb.sql import utcnow
 from wormhole.variables import Resolved, resolve_text, values_for_run
 
@@ -233,8 +234,7 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
         # A run that crashed before (taken over later by `task retry --force`, or settled by the
         # daemon) left durable state: the next run resumes it instead of writing it all again. A
         # partial run (the task retried) is resumed too: what its chain committed is not loaded twice.
-        if runs and runs[-1].status in (CRASHED, "partial"):
-            resume_from = runs[-1].id
+        resume_from = next_run_resumes(record, runs)
     # Runs whose outcome was recorded: their destinations released their own records, so what they
     # committed is known from the checkpoint alone (also after a crash of the retry that resumed them).
     finished = frozenset(r.id for r in runs if r.status == "partial")
