@@ -245,7 +245,11 @@ def test_a_retried_partial_run_finishes_its_own_window_for_the_destination_that_
     create_table(dbs.admin, db, "dst", "id BIGINT NOT NULL, v BIGINT NOT NULL")
     insert(dbs, db, range(301, 351))  # after the partial run's plan: the next run's
     ws.run("task", "retry", str(task_id), check=True)
+    planned = json.loads(ws.run_here("plan", "--task-id", str(task_id), "--json", check=True).stdout)
+    assert planned["resumes_run"] == ws.show(task_id)["runs"][0]["id"]  # the plan shows what the run will do:
+    assert (planned["incremental"]["from"], planned["incremental"]["to"]) == (None, "300")  # its own window
     retried = finished(ws, task_id, start(ws, task_id))
+    assert retried["result"]["plan"]["splits"] == planned["splits"]
     results = retried["result"]["destinations"]
     assert results["my"]["rows_written"] == 300 and retried["result"]["incremental"]["to"] == "300"
     assert results["lite"]["skipped"] == results["js"]["skipped"] == f"committed by run {retried['runs'][0]['id']}"

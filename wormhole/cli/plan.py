@@ -24,7 +24,8 @@ from wormhole.errors import ConfigError, InvalidTaskConfig, TaskNotFound, Wormho
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins.base import ReadContext, Rejected
 from wormhole.reader_manager import ReaderManager
-from wormhole.taskdb import CRASHED
+from wormhole.recovery.leftovers import next_run_resumes
+from wormhole.recovery.state import RecoveryState, chain_state
 from wormhole.variables import Resolved, resolve_text, values_for_run
 
 
@@ -48,23 +49,30 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
     variables it would use are shown too (-p overrides a task's params here, for a look only)."""
     if (file is None) == (task_id is None):
         raise click.UsageError("give a task FILE or --task-id N (one of them)")
+    resumes: int | None = None
     if file is not None:
         _text, spec, resolved = read_spec(file, params)
     else:
-        spec, resolved = _stored_spec(ctx, task_id or 0, params)
+        spec, resolved, resumes, finished = _stored_spec(ctx, task_id or 0, params)
     try:
         conf = EngineConf.load(ctx.obj.conf_dir)
-        made = _make(spec, conf, task_id or 0, _watermarks(ctx))
+        recovery = None if resumes is None else _chain(ctx, resumes, finished, task_id or 0)
+        made = _make(spec, conf, task_id or 0, _watermarks(ctx), recovery)
     except WormholeError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps({**made.to_dict(), "variables": resolved.shown()}, indent=2))
+        click.echo(json.dumps({**made.to_dict(), **({"resumes_run": resumes} if task_id is not None else {}),
+                               "variables": resolved.shown()}, indent=2))
         return
     shown = ", ".join(f"{k}={v}" for k, v in resolved.shown().items())
-    click.echo(describe(made) + (f"\nvariables:      {shown}" if shown else ""))
+    resumed = f"\nresumes:        run {resumes} (the window and splits it recorded)" if resumes is not None else ""
+    click.echo(describe(made) + resumed + (f"\nvariables:      {shown}" if shown else ""))
 
 
-def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]) -> tuple[TaskSpec, Resolved]:
+def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]
+                 ) -> tuple[TaskSpec, Resolved, int | None, frozenset[int]]:
+    """The task's spec and variables as its next run would have them, the run that run resumes (None: it
+    starts afresh) and the task's runs that ended partial."""
     store = task_store(ctx)
     try:
         record = store.get(task_id)
@@ -75,15 +83,27 @@ def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]) -> tu
         store.close()
     if record is None:
         fail(TaskNotFound(f"no task with id {task_id} in {store.url}"))
+    # The run the next run resumes, as `--task-id` decides it; a running one is resumed by a takeover.
+    resumes = runs[-1].id if runs and runs[-1].status == "running" else next_run_resumes(record, runs)
     # The values the next run would use: a run resuming the last one takes its recorded values.
-    resumed = runs[-1].variables if runs and runs[-1].status in (CRASHED, "partial", "running") else None
+    resumed = next((r.variables for r in runs if r.id == resumes), None)
     try:
         # A recurring task's next run is for the tick it waits for (or a later one, should ticks be missed).
         tick = record.next_run_at if record.status == "scheduled" else record.tick_at
         resolved = resolve_text(record.spec, {**values_for_run(record.params, resumed, tick=tick), **params})
-        return TaskSpec.from_mapping(resolved.check()), resolved
+        spec = TaskSpec.from_mapping(resolved.check())
     except InvalidTaskConfig as exc:
         fail(exc)
+    return spec, resolved, resumes, frozenset(r.id for r in runs if r.status == "partial")
+
+
+def _chain(ctx: click.Context, resumes: int, finished: frozenset[int], task_id: int) -> RecoveryState:
+    """What the run resuming ``resumes`` continues: the window and splits its chain recorded."""
+    store = task_store(ctx)
+    try:
+        return chain_state(store, resumes, finished, log.get_logger(task_id=task_id))
+    finally:
+        store.close()
 
 
 def _watermarks(ctx: click.Context) -> Callable[[str], Mapping[str, tuple[str | None, int]]]:
@@ -98,13 +118,16 @@ def _watermarks(ctx: click.Context) -> Callable[[str], Mapping[str, tuple[str | 
 
 
 def _make(spec: TaskSpec, conf: EngineConf, task_id: int,
-          kept: Callable[[str], Mapping[str, tuple[str | None, int]]]) -> Plan:
+          kept: Callable[[str], Mapping[str, tuple[str | None, int]]], recovery: RecoveryState | None = None) -> Plan:
+    """The plan; ``recovery``: the chain a resumed run continues (its splits and window are the run's)."""
     logger = log.get_logger(task_id=task_id)
     ctx = ReadContext(task_id=task_id, run_id=0, batch_rows=conf.exchange.batch_rows, dirty=_NoRows(),
                       plugin=spec.source.plugin, stop=threading.Event())
-    readers = ReaderManager(spec.source, ctx, conf, Counters(), lambda _: None, logger)
+    readers = ReaderManager(spec.source, ctx, conf, Counters(), lambda _: None, logger, recovery)
     try:
-        window = None if spec.source.incremental is None else incremental.fresh_window(spec, ctx, task_id, kept)
+        window = None if spec.source.incremental is None else (
+            recovery.window if recovery is not None and recovery.window is not None
+            else incremental.fresh_window(spec, ctx, task_id, kept))
         made = make_plan(incremental.windowed(spec, window) if window is not None else spec, conf, readers, logger)
     except WormholeError:
         raise
