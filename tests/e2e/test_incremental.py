@@ -338,3 +338,32 @@ def test_a_recurring_task_gives_the_healthy_destinations_new_rows_while_the_brok
     lines = sorted(json.loads(line)["id"] for part in (ws.root / "out").glob("*.jsonl")
                    for line in part.read_text(encoding="utf-8").splitlines())
     assert mine == lines == list(range(1, 401))  # each row once in each
+
+
+# -- two runs of one job at once ------------------------------------------------------------------
+
+
+def test_a_second_run_of_one_state_key_waits_for_the_first_and_takes_only_what_is_new(
+        dbs: Databases, tmp_path: Path) -> None:
+    db, ws, spec = append_setup(dbs, tmp_path, "inclock")
+    # The first run is paused (SIGSTOP) for a while: its claim must not go stale meanwhile.
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
+                  claim={"heartbeat_s": 0.3, "stale_s": 60.0}, recovery={"retry_wait_s": 0.2})
+    insert(dbs, db, range(1, 301))
+    first, proc = submit_and_run(ws, spec, crash="before_commit:my:1:stop")  # every row written, not committed
+    paused(proc)
+    second, other = submit_and_run(ws, spec)  # the same job (one state key), submitted again
+    deadline = time.monotonic() + 60
+    while '"incremental.waiting"' not in other.log_path.read_text():  # type: ignore[attr-defined]
+        assert other.poll() is None, failure(other)  # before the fix: it read the same window and committed
+        assert time.monotonic() < deadline, failure(other)
+        time.sleep(0.1)
+    waiting = next(e for e in log_events(other.log_path.read_text())  # type: ignore[attr-defined]
+                   if e["event"] == "incremental.waiting")
+    assert (waiting["state_key"], waiting["held_by_task"]) == ("events_sync", first)
+    os.kill(proc.pid, signal.SIGCONT)
+    assert {d: r["rows_written"] for d, r in finished(ws, first, proc)["result"]["destinations"].items()} == \
+        {"my": 300, "lite": 300, "js": 300}
+    assert {d: r["rows_written"] for d, r in finished(ws, second, other)["result"]["destinations"].items()} == \
+        {"my": 0, "lite": 0, "js": 0}
+    assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 301)) for d in ("my", "lite", "js")}
