@@ -367,3 +367,4 @@ def test_a_second_run_of_one_state_key_waits_for_the_first_and_takes_only_what_i
     assert {d: r["rows_written"] for d, r in finished(ws, second, other)["result"]["destinations"].items()} == \
         {"my": 0, "lite": 0, "js": 0}
     assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 301)) for d in ("my", "lite", "js")}
+    assert all(part.stat().st_size for part in (ws.root / "out").glob("*.jsonl"))  # no empty part from the second
