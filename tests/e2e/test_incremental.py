@@ -314,6 +314,10 @@ def test_a_recurring_task_gives_the_healthy_destinations_new_rows_while_the_brok
     db, ws, spec = append_setup(dbs, tmp_path, "incsched")
     spec["destinations"] = [d for d in spec["destinations"] if d["id"] != "lite"]
     spec["settings"]["schedule"] = "0 0 1 1 *"  # never due by itself: each tick is claimed by run_tick
+    (ws.root / "nope.json").write_text(json.dumps({**spec, "source": {**spec["source"], "incremental": {
+        "column": "nope"}}}), encoding="utf-8")
+    planned = ws.run_here("plan", "nope.json")  # a column the source lacks: a bad task (204), not a failed read
+    assert planned.returncode == 204 and "source.incremental.column: nope is not a column of `src`" in planned.stderr
     (ws.root / "task.json").write_text(json.dumps(spec), encoding="utf-8")
     task_id = int(ws.run("task", "submit", "task.json", check=True).stdout.strip())
     insert(dbs, db, range(1, 101))

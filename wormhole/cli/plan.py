@@ -17,15 +17,16 @@ from typing import Any
 import click
 
 from wormhole import incremental, log
-from wormhole.cli.common import PARAMS_OPTION, TASK_ID, fail, global_options, read_spec, task_store
+from wormhole.cli.common import CHECK_PARAMS_OPTION, TASK_ID, fail, global_options, read_spec, task_store
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.counters import Counters
-from wormhole.errors import ConfigError, InvalidTaskConfig, TaskNotFound, WormholeError
+from wormhole.errors import ConfigError, InvalidTaskConfig, TaskDbError, TaskNotFound, WormholeError
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins.base import ReadContext, Rejected
 from wormhole.reader_manager import ReaderManager
 from wormhole.recovery.leftovers import next_run_resumes
 from wormhole.recovery.state import RecoveryState, chain_state
+from wormhole.taskdb import open_store
 from wormhole.variables import Resolved, resolve_text, values_for_run
 
 
@@ -40,7 +41,7 @@ class _NoRows:
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--task-id", type=TASK_ID, help="Plan this task of the task database (it stays as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the keys the README documents).")
-@PARAMS_OPTION
+@CHECK_PARAMS_OPTION
 @global_options
 @click.pass_context
 def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: bool, params: dict[str, str]) -> None:
@@ -50,6 +51,7 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
     if (file is None) == (task_id is None):
         raise click.UsageError("give a task FILE or --task-id N (one of them)")
     resumes: int | None = None
+    missing: list[str] = []  # why no watermark could be read (plan FILE without a task database)
     if file is not None:
         _text, spec, resolved = read_spec(file, params)
     else:
@@ -57,7 +59,7 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
     try:
         conf = EngineConf.load(ctx.obj.conf_dir)
         recovery = None if resumes is None else _chain(ctx, resumes, finished, task_id or 0)
-        made = _make(spec, conf, task_id or 0, _watermarks(ctx), recovery)
+        made = _make(spec, conf, task_id or 0, _watermarks(ctx, missing), recovery)
     except WormholeError as exc:
         fail(exc)
     if as_json:
@@ -66,6 +68,8 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
         return
     shown = ", ".join(f"{k}={v}" for k, v in resolved.shown().items())
     resumed = f"\nresumes:        run {resumes} (the window and splits it recorded)" if resumes is not None else ""
+    if missing:
+        resumed += f"\n  no watermark read (every destination from initial): {missing[0]}"
     click.echo(describe(made) + resumed + (f"\nvariables:      {shown}" if shown else ""))
 
 
@@ -106,10 +110,19 @@ def _chain(ctx: click.Context, resumes: int, finished: frozenset[int], task_id: 
         store.close()
 
 
-def _watermarks(ctx: click.Context) -> Callable[[str], Mapping[str, tuple[str | None, int]]]:
-    """The watermarks the task database keeps under a state key (read only when the task is incremental)."""
+def _watermarks(ctx: click.Context, missing: list[str]) -> Callable[[str], Mapping[str, tuple[str | None, int]]]:
+    """The watermarks the task database keeps under a state key (read only when the task is incremental).
+    ``plan FILE`` needs no task database: without one (``missing`` gets why) no watermark is kept, so the
+    plan shows every destination starting from ``initial``, as a run on a new task database would."""
     def read(key: str) -> Mapping[str, tuple[str | None, int]]:
-        store = task_store(ctx)
+        try:
+            store = open_store(ctx.obj.task_db)
+        except TaskDbError as exc:
+            if ctx.params.get("task_id") is not None:
+                fail(exc)
+            missing.append(str(exc))
+            log.get_logger().warning("plan.no_watermarks", state_key=key, error=str(exc))
+            return {}
         try:
             return store.watermarks(key)
         finally:

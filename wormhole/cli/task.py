@@ -10,6 +10,7 @@ import click
 
 from wormhole import incremental
 from wormhole.cli.common import (
+    CHECK_PARAMS_OPTION,
     NAME_OPTION,
     PARAMS_OPTION,
     TASK_ID,
@@ -306,7 +307,7 @@ def _pause(ctx: click.Context, task_id: int, *, paused: bool) -> None:
 
 @click.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
-@PARAMS_OPTION
+@CHECK_PARAMS_OPTION
 @global_options
 def validate(file: str, params: dict[str, str]) -> None:
     """Validate a task JSON file without running it; exit 204 listing every problem (a ${NAME} without
