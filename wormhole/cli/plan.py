@@ -23,6 +23,7 @@ from wormhole.counters import Counters
 from wormhole.errors import ConfigError, InvalidTaskConfig, TaskDbError, TaskNotFound, WormholeError
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins.base import ReadContext, Rejected
+from wormhole.pool import run_with_timeout
 from wormhole.reader_manager import ReaderManager
 from wormhole.recovery.leftovers import next_run_resumes
 from wormhole.recovery.state import RecoveryState, chain_state
@@ -134,8 +135,7 @@ def _make(spec: TaskSpec, conf: EngineConf, task_id: int,
           kept: Callable[[str], Mapping[str, tuple[str | None, int]]], recovery: RecoveryState | None = None) -> Plan:
     """The plan; ``recovery``: the chain a resumed run continues (its splits and window are the run's)."""
     logger = log.get_logger(task_id=task_id)
-    ctx = ReadContext(task_id=task_id, run_id=0, batch_rows=conf.exchange.batch_rows, dirty=_NoRows(),
-                      plugin=spec.source.plugin, stop=threading.Event())
+    ctx = _context(spec, conf, task_id)
     readers = ReaderManager(spec.source, ctx, conf, Counters(), lambda _: None, logger, recovery)
     try:
         window = None if spec.source.incremental is None else (
@@ -147,6 +147,36 @@ def _make(spec: TaskSpec, conf: EngineConf, task_id: int,
     except Exception as exc:  # a store's own error while splitting: still a clear message, exit 204
         raise ConfigError(f"planning failed: {type(exc).__name__}: {exc}") from exc
     return made if window is None else replace(made, incremental=window.describe())
+
+
+def _context(spec: TaskSpec, conf: EngineConf, task_id: int) -> ReadContext:
+    """What planning asks the source with (it reads no row)."""
+    return ReadContext(task_id=task_id, run_id=0, batch_rows=conf.exchange.batch_rows, dirty=_NoRows(),
+                       plugin=spec.source.plugin, stop=threading.Event())
+
+
+SUBMIT_CHECK_S = 5.0
+"""How long ``task submit`` waits for a source to say whether the incremental column can be one."""
+
+
+def check_incremental(spec: TaskSpec, conf: EngineConf, wait_s: float = SUBMIT_CHECK_S) -> None:
+    """``task submit``: ask the source, when it answers within ``wait_s``, whether the incremental column
+    can be one: InvalidTaskConfig (exit 204) naming ``source.incremental.column``, as ``plan`` and a run
+    would say. A source that does not answer (down, or its password not in this environment) is checked
+    when a run plans."""
+    if spec.source.incremental is None:
+        return
+    stop = threading.Event()
+    ctx = replace(_context(spec, conf, 0), stop=stop)
+    try:
+        run_with_timeout(lambda: incremental.fresh_window(spec, ctx, 0, lambda _key: {}), wait_s,
+                         "incremental-check")
+    except InvalidTaskConfig:
+        raise
+    except Exception as exc:  # not reachable now: the run says it
+        log.get_logger().info("task.incremental_unchecked", reason=f"the source did not answer: {exc!r}"[:300])
+    finally:
+        stop.set()  # ends a connection's retry waits
 
 
 def describe(made: Plan) -> str:

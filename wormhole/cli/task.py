@@ -20,6 +20,7 @@ from wormhole.cli.common import (
     submit,
     task_store,
 )
+from wormhole.cli.plan import check_incremental
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
@@ -70,6 +71,10 @@ def task_submit(ctx: click.Context, file: str, name: str | None, priority: int, 
 
     The file's text is stored as it is, ${NAME} placeholders included; each run resolves them."""
     text, spec, _ = read_spec(file, params)
+    try:
+        check_incremental(spec, EngineConf.load(ctx.obj.conf_dir))  # where the source answers now
+    except InvalidTaskConfig as exc:
+        fail(exc)
     store = task_store(ctx)
     try:
         task_id = submit(store, file, name, text, spec, priority, params)
