@@ -28,6 +28,7 @@ class WatermarksMixin(CheckpointsMixin):
 
     watermark_ddl: ClassVar[str] = ""
     state_lock_ddl: ClassVar[str] = ""
+    _state_lock_ready = False
 
     def watermarks(self, state_key: str) -> dict[str, tuple[str | None, int]]:
         """Destination -> (its watermark as JSON text, the run that set it) under ``state_key``; none on a
@@ -66,7 +67,9 @@ class WatermarksMixin(CheckpointsMixin):
         when taken (or already ours), else the run that holds it. A holder whose task no longer runs under
         its claim, or whose heartbeat is older than ``stale_s`` (its process died), holds it no longer."""
         claimed_by = clip(claimed_by, CLAIMED_BY_MAX) or ""
-        self._run("create the state lock table", self.state_lock_ddl)  # a database from before the lock
+        if not self._state_lock_ready:  # a database from before the lock: made on first use, as db init would
+            self._run("create the state lock table", self.state_lock_ddl)
+            self._state_lock_ready = True
         cutoff = format_ts(utcnow() - timedelta(seconds=stale_s))
         with self._atomic(f"lock the state key {state_key!r}"):
             self._execute(f"DELETE FROM {STATE_LOCK_TABLE} WHERE state_key = ? AND NOT EXISTS (SELECT 1 FROM"
