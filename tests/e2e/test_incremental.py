@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Workspace, log_events, make_workspace
-from tests.e2e.test_daemon import TaskDb
+from tests.e2e.test_daemon import FAST, Daemon, TaskDb, wait_for
 from tests.e2e.test_resume import failure, start
 from tests.mysql_helpers import Databases, create_table, execute, q
 from wormhole.taskdb import open_store
@@ -367,3 +367,22 @@ def test_a_second_run_of_one_state_key_waits_for_the_first_and_takes_only_what_i
         {"my": 0, "lite": 0, "js": 0}
     assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 301)) for d in ("my", "lite", "js")}
     assert all(part.stat().st_size for part in (ws.root / "out").glob("*.jsonl"))  # no empty part from the second
+
+
+def test_one_job_submitted_three_times_under_one_daemon_moves_each_row_once(dbs: Databases, tmp_path: Path) -> None:
+    db, ws, spec = append_setup(dbs, tmp_path, "incdaemon")
+    # A loaded machine may start a child late: its claim must not look dead meanwhile.
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
+                  claim={"heartbeat_s": 0.3, "stale_s": 10.0}, recovery={"retry_wait_s": 0.2})
+    insert(dbs, db, range(1, 301))
+    tasks = [ws.submit(spec) for _ in range(3)]
+    daemon = Daemon(ws, *FAST, "--max-tasks", "4")
+    try:
+        wait_for(lambda: set(TaskDb(ws).statuses().values()) == {"success"} and len(TaskDb(ws).statuses()) == 3,
+                 90, "the three runs")
+        assert daemon.events("incremental.waiting")  # two of them waited for the one that ran first
+    finally:
+        daemon.close()
+    written = sorted(ws.show(t)["result"]["destinations"]["my"]["rows_written"] for t in tasks)
+    assert written == [0, 0, 300]
+    assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 301)) for d in ("my", "lite", "js")}

@@ -63,22 +63,28 @@ class WatermarksMixin(CheckpointsMixin):
 
     def lock_state(self, state_key: str, task_id: int, run_id: int, claimed_by: str,
                    stale_s: float) -> StateHolder | None:
-        """Take ``state_key`` for run ``run_id`` of task ``task_id`` (running under ``claimed_by``); None
-        when taken (or already ours), else the run that holds it. A holder whose task no longer runs under
-        its claim, or whose heartbeat is older than ``stale_s`` (its process died), holds it no longer."""
+        """Take ``state_key`` for run ``run_id`` of task ``task_id`` (running under ``claimed_by``, whose
+        heartbeat this writes); None when taken (or already ours), else the run that holds it. A holder whose
+        task no longer runs under its claim, or whose heartbeat is older than ``stale_s`` (its process died),
+        holds it no longer."""
         claimed_by = clip(claimed_by, CLAIMED_BY_MAX) or ""
         if not self._state_lock_ready:  # a database from before the lock: made on first use, as db init would
             self._run("create the state lock table", self.state_lock_ddl)
             self._state_lock_ready = True
-        cutoff = format_ts(utcnow() - timedelta(seconds=stale_s))
+        now = utcnow()
+        cutoff = format_ts(now - timedelta(seconds=stale_s))
         with self._atomic(f"lock the state key {state_key!r}"):
+            # Our heartbeat now: a holder is judged by it, and the heartbeat thread's first beat may be a while
+            # off (the claim's own stamp is the daemon's, from before this process started).
+            self._execute(f"UPDATE {TASK_TABLE} SET heartbeat_at = ? WHERE id = ? AND status = ? AND claimed_by = ?",
+                          (format_ts(now), task_id, "running", claimed_by))
             self._execute(f"DELETE FROM {STATE_LOCK_TABLE} WHERE state_key = ? AND NOT EXISTS (SELECT 1 FROM"
                           f" {TASK_TABLE} t WHERE t.id = {STATE_LOCK_TABLE}.task_id AND t.status = ? AND"
                           f" t.claimed_by = {STATE_LOCK_TABLE}.claimed_by AND t.heartbeat_at >= ?)",
                           (state_key, "running", cutoff))
             self._execute(f"{self.insert_ignore} INTO {STATE_LOCK_TABLE} (state_key, task_id, run_id, claimed_by,"
                           " acquired_at) VALUES (?, ?, ?, ?, ?)",
-                          (state_key, task_id, run_id, claimed_by, format_ts(utcnow())))
+                          (state_key, task_id, run_id, claimed_by, format_ts(now)))
             rows = self._execute(f"SELECT task_id, run_id, claimed_by FROM {STATE_LOCK_TABLE} WHERE state_key = ?",
                                  (state_key,)).rows
         holders = self._records(lambda r: StateHolder(int(r[0]), int(r[1]), str(r[2])), rows)
