@@ -27,6 +27,7 @@ import pytest
 from wormhole.errors import TaskDbError
 from wormhole.recovery.checkpoint import PLAN_ROW, WINDOW_ROW, CheckpointRow, WatermarkWrite
 from wormhole.taskdb import TASK_STATUSES, RunRecord, TaskRecord, TaskStore, open_store
+from wormhole.taskdb.watermarks import StateHolder
 
 SPEC = '{"name": "orders", "source": {"plugin": "sqlite", "params": {}}, "destinations": []}'
 UPSTREAM_INSERT = (
@@ -642,3 +643,24 @@ class TaskStoreContract:
         with pytest.raises(ValueError, match="longer than 255"):  # nothing half-written: the watermark stays
             store.mark_committed(task_id, run_id, run_id, "x" * 256, 1, WatermarkWrite("orders", '{"int": "9"}'))
         assert store.watermarks("orders") == {"dw": ('{"int": "42"}', run_id)}
+
+    def test_one_run_at_a_time_holds_a_state_key_until_it_ends_or_its_heartbeat_is_stale(
+            self, store: TaskStore, raw_insert: RawInsert) -> None:
+        first, second = task_in(store, "running"), task_in(store, "running")
+        run1, run2 = store.start_run(first, "setup"), store.start_run(second, "setup")
+        raw_insert("DROP TABLE wormhole_state_lock")  # a database from before the lock: made on first use
+        assert store.lock_state("orders", first, run1, "setup", 60) is None
+        assert store.lock_state("orders", first, run1, "setup", 60) is None  # already ours
+        assert store.lock_state("orders", second, run2, "setup", 60) == StateHolder(first, run1, "setup")
+        assert store.lock_state("other", second, run2, "setup", 60) is None  # another key: free
+        store.unlock_state("orders", second, "setup")  # not its lock: a no-op
+        assert store.lock_state("orders", second, run2, "setup", 60) == StateHolder(first, run1, "setup")
+        store.unlock_state("orders", first, "setup")
+        assert store.lock_state("orders", second, run2, "setup", 60) is None
+        # A holder whose heartbeat is older than stale_s (its process died) holds it no longer.
+        stale_s = stale(store, second)
+        assert store.beat(first, "setup")
+        assert store.lock_state("orders", first, run1, "setup", stale_s) is None
+        # Nor one whose task is no longer running under its claim (it finished, or was taken over).
+        store.finish(first, run1, status="success", run_status="success", exit_code=0, result=None, error=None)
+        assert store.lock_state("orders", second, run2, "setup", 60) is None

@@ -185,6 +185,10 @@ class Engine:
             self._lease.lose()
         self.stop(reason)
 
+    def stopped(self, wait_s: float = 0.0) -> bool:
+        """Whether the run was asked to stop (waiting up to ``wait_s`` for it)."""
+        return self._stop.wait(wait_s)
+
     def stop(self, reason: str) -> None:
         """Ask a running task to stop: reading ends, writers are released, everything rolls back."""
         if self._stop_reason is None:

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import Workspace, log_events, make_workspace
+from tests.e2e.test_daemon import FAST, Daemon, TaskDb, wait_for
 from tests.e2e.test_resume import failure, start
 from tests.mysql_helpers import Databases, create_table, execute, q
+from wormhole.taskdb import open_store
 
 pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
 
@@ -243,7 +245,11 @@ def test_a_retried_partial_run_finishes_its_own_window_for_the_destination_that_
     create_table(dbs.admin, db, "dst", "id BIGINT NOT NULL, v BIGINT NOT NULL")
     insert(dbs, db, range(301, 351))  # after the partial run's plan: the next run's
     ws.run("task", "retry", str(task_id), check=True)
+    planned = json.loads(ws.run_here("plan", "--task-id", str(task_id), "--json", check=True).stdout)
+    assert planned["resumes_run"] == ws.show(task_id)["runs"][0]["id"]  # the plan shows what the run will do:
+    assert (planned["incremental"]["from"], planned["incremental"]["to"]) == (None, "300")  # its own window
     retried = finished(ws, task_id, start(ws, task_id))
+    assert retried["result"]["plan"]["splits"] == planned["splits"]
     results = retried["result"]["destinations"]
     assert results["my"]["rows_written"] == 300 and retried["result"]["incremental"]["to"] == "300"
     assert results["lite"]["skipped"] == results["js"]["skipped"] == f"committed by run {retried['runs'][0]['id']}"
@@ -281,3 +287,102 @@ def test_a_run_killed_between_two_commits_resumes_its_own_window_and_the_next_ru
     assert {d: r["rows_written"] for d, r in last["result"]["destinations"].items()} == {"my": 50, "lite": 50, "js": 50}
     assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 451)) for d in ("my", "lite", "js")}
 
+
+
+# -- a recurring task: one destination broken for several ticks -----------------------------------
+
+
+def run_tick(ws: Workspace, task_id: int, n: int) -> dict[str, Any]:
+    """Claim the recurring task's next tick as a daemon does (made due at once: no waiting for the clock)
+    and run it in the foreground as the daemon's child would; the run's result."""
+    tick = datetime(2026, 1, 1, 0, 0, n)
+    TaskDb(ws).query("UPDATE wormhole_task SET next_run_at = ? WHERE id = ?", (f"{tick:%Y-%m-%d %H:%M:%S}.000",
+                                                                              task_id))
+    store = open_store(f"sqlite:///{ws.root}/var/wormhole.db")
+    try:
+        assert store.claim_tick(task_id, f"test/tick-{n}", tick)
+    finally:
+        store.close()
+    proc = ws.run("--task-id", str(task_id), "--claimed-by", f"test/tick-{n}")
+    assert proc.returncode in (0, 202), proc.stderr[-3000:]
+    result: dict[str, Any] = ws.show(task_id)["result"]  # the latest run's
+    return result
+
+
+def test_a_recurring_task_gives_the_healthy_destinations_new_rows_while_the_broken_one_catches_up_later(
+        dbs: Databases, tmp_path: Path) -> None:
+    db, ws, spec = append_setup(dbs, tmp_path, "incsched", dst=False)  # `my` is broken: its table is missing
+    spec["destinations"] = [d for d in spec["destinations"] if d["id"] != "lite"]
+    spec["settings"]["schedule"] = "0 0 1 1 *"  # never due by itself: each tick is claimed by run_tick
+    (ws.root / "nope.json").write_text(json.dumps({**spec, "source": {**spec["source"], "incremental": {
+        "column": "nope"}}}), encoding="utf-8")
+    planned = ws.run_here("plan", "nope.json")  # a column the source lacks: a bad task (204), not a failed read
+    assert planned.returncode == 204 and "source.incremental.column: nope is not a column of `src`" in planned.stderr
+    (ws.root / "task.json").write_text(json.dumps(spec), encoding="utf-8")
+    task_id = int(ws.run("task", "submit", "task.json", check=True).stdout.strip())
+    for n, top in ((1, 100), (2, 200)):
+        insert(dbs, db, range(top - 99, top + 1))
+        result = run_tick(ws, task_id, n)
+        assert result["destinations"]["js"]["rows_written"] == 100  # the new rows, every tick
+        assert result["status"] == "partial" and result["resumed_from_run"] is None  # not the last tick's window
+        assert result["destinations"]["my"]["status"] == "failed"
+        assert result["incremental"]["to"] == str(top)
+        assert {d: w["value"] for d, w in ws.show(task_id)["watermarks"]["destinations"].items()} == {"js": str(top)}
+    create_table(dbs.admin, db, "dst", "id BIGINT NOT NULL, v BIGINT NOT NULL")
+    insert(dbs, db, range(201, 301))
+    result = run_tick(ws, task_id, 3)
+    assert result["status"] == "success"  # read once from the start: `my` catches up, `js` keeps only what is new
+    assert {d: r["rows_written"] for d, r in result["destinations"].items()} == {"my": 300, "js": 100}
+    mine = [int(r[0]) for r in execute(dbs.admin, f"SELECT id FROM {q(db)}.dst ORDER BY id")]
+    lines = sorted(json.loads(line)["id"] for part in (ws.root / "out").glob("*.jsonl")
+                   for line in part.read_text(encoding="utf-8").splitlines())
+    assert mine == lines == list(range(1, 301))  # each row once in each
+
+
+# -- two runs of one job at once ------------------------------------------------------------------
+
+
+def test_a_second_run_of_one_state_key_waits_for_the_first_and_takes_only_what_is_new(
+        dbs: Databases, tmp_path: Path) -> None:
+    db, ws, spec = append_setup(dbs, tmp_path, "inclock")
+    # The first run is paused (SIGSTOP) for a while: its claim must not go stale meanwhile.
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
+                  claim={"heartbeat_s": 0.3, "stale_s": 60.0}, recovery={"retry_wait_s": 0.2})
+    insert(dbs, db, range(1, 301))
+    first, proc = submit_and_run(ws, spec, crash="before_commit:my:1:stop")  # every row written, not committed
+    paused(proc)
+    second, other = submit_and_run(ws, spec)  # the same job (one state key), submitted again
+    deadline = time.monotonic() + 60
+    while '"incremental.waiting"' not in other.log_path.read_text():  # type: ignore[attr-defined]
+        assert other.poll() is None, failure(other)  # before the fix: it read the same window and committed
+        assert time.monotonic() < deadline, failure(other)
+        time.sleep(0.1)
+    waiting = next(e for e in log_events(other.log_path.read_text())  # type: ignore[attr-defined]
+                   if e["event"] == "incremental.waiting")
+    assert (waiting["state_key"], waiting["held_by_task"]) == ("events_sync", first)
+    os.kill(proc.pid, signal.SIGCONT)
+    assert {d: r["rows_written"] for d, r in finished(ws, first, proc)["result"]["destinations"].items()} == \
+        {"my": 300, "lite": 300, "js": 300}
+    assert {d: r["rows_written"] for d, r in finished(ws, second, other)["result"]["destinations"].items()} == \
+        {"my": 0, "lite": 0, "js": 0}
+    assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 301)) for d in ("my", "lite", "js")}
+    assert all(part.stat().st_size for part in (ws.root / "out").glob("*.jsonl"))  # no empty part from the second
+
+
+def test_one_job_submitted_three_times_under_one_daemon_moves_each_row_once(dbs: Databases, tmp_path: Path) -> None:
+    db, ws, spec = append_setup(dbs, tmp_path, "incdaemon")
+    # A loaded machine may start a child late: its claim must not look dead meanwhile.
+    ws.write_conf(monitor={"interval_s": 0.05, "report_every": 40}, timeouts={"shutdown_s": 5.0},
+                  claim={"heartbeat_s": 0.3, "stale_s": 10.0}, recovery={"retry_wait_s": 0.2})
+    insert(dbs, db, range(1, 301))
+    tasks = [ws.submit(spec) for _ in range(3)]
+    daemon = Daemon(ws, *FAST, "--max-tasks", "4")
+    try:
+        wait_for(lambda: set(TaskDb(ws).statuses().values()) == {"success"} and len(TaskDb(ws).statuses()) == 3,
+                 90, "the three runs")
+        assert daemon.events("incremental.waiting")  # two of them waited for the one that ran first
+    finally:
+        daemon.close()
+    written = sorted(ws.show(t)["result"]["destinations"]["my"]["rows_written"] for t in tasks)
+    assert written == [0, 0, 300]
+    assert ids_everywhere(dbs, db, ws) == {d: list(range(1, 301)) for d in ("my", "lite", "js")}

@@ -58,3 +58,32 @@ def test_a_timestamp_key_takes_each_row_once_after_its_time(ws: Workspace) -> No
     watermarks = ws.show(2)["watermarks"]
     assert watermarks["state_key"] == "events" and set(watermarks["destinations"]) == {"js", "db"}
     assert datetime.fromisoformat(watermarks["destinations"]["js"]["value"]) >= now
+
+
+def test_a_missing_or_unfit_column_is_a_bad_task_at_plan_and_run_and_plan_needs_no_task_database(
+        ws: Workspace) -> None:
+    add(ws, [(1, datetime(2026, 3, 1))])
+    cases = (("nope", "source.incremental.column: nope is not a column of events in src.db"),
+             ("v", "source.incremental.column: v is string; an incremental column must be"))
+    for task_id, (column, problem) in enumerate(cases, 1):
+        spec = {**SPEC, "source": {**SPEC["source"], "incremental": {"column": column}}}
+        (ws.root / "task.json").write_text(json.dumps(spec), encoding="utf-8")
+        submitted = ws.run_here("task", "submit", "task.json")  # the source answers: checked now, nothing recorded
+        assert submitted.returncode == 204 and problem in submitted.stderr, (column, submitted.stderr)
+        planned = ws.run_here("plan", "task.json")
+        assert planned.returncode == 204 and problem in planned.stderr, (column, planned.stderr)
+        ran = ws.run_here("run", "task.json")
+        assert ran.returncode == 204, (column, ran.returncode)  # not 203: nothing failed to read
+        assert problem in ws.show(task_id)["error"]
+    # A source that does not answer now (a server down) is checked when a run plans: the task is recorded.
+    down = {**SPEC, "source": {"plugin": "mysql", "incremental": {"column": "nope"}, "params": {
+        "host": "127.0.0.1", "port": 1, "user": "root", "database": "d", "table": "t", "connect_retries": 1}}}
+    (ws.root / "down.json").write_text(json.dumps(down), encoding="utf-8")
+    assert ws.run_here("task", "submit", "down.json").returncode == 0
+    # Without a task database, `plan FILE` shows every destination starting from `initial`.
+    (ws.root / "task.json").write_text(json.dumps(SPEC), encoding="utf-8")
+    shown = ws.run_here("plan", "task.json", "--task-db", "sqlite:///nowhere/none.db")
+    assert shown.returncode == 0, shown.stderr
+    assert "  js: from 2026-01-01 00:00:00 (watermark 2026-01-01 00:00:00)" in shown.stdout, shown.stdout
+    assert "no watermark read (every destination from initial)" in shown.stdout
+    assert not (ws.root / "nowhere").exists()

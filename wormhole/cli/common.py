@@ -198,9 +198,14 @@ def _params(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]
         raise click.BadParameter(str(exc)) from None
 
 
-PARAMS_OPTION = click.option(
-    "-p", "--param", "params", multiple=True, metavar="NAME=VALUE", callback=_params,
-    help="A job variable's value for ${NAME} in the spec (repeatable); recorded as the task row's params.")
+def params_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-p NAME=VALUE``; ``what`` says what the command does with the values."""
+    return click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE", callback=_params,
+                        help=f"A job variable's value for ${{NAME}} in the spec (repeatable); {what}.")
+
+
+PARAMS_OPTION = params_option("recorded as the task row's params")
+CHECK_PARAMS_OPTION = params_option("used for this look only, nothing is recorded")
 
 
 NAME_OPTION = click.option("--name", help="Task name (default: the spec's name, else the file name).")

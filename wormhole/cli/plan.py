@@ -18,7 +18,7 @@ import click
 
 from wormhole import incremental, log
 from wormhole.cli.common import (
-    PARAMS_OPTION,
+    CHECK_PARAMS_OPTION,
     TASK_ID,
     fail,
     global_options,
@@ -28,11 +28,14 @@ from wormhole.cli.common import (
 )
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.counters import Counters
-from wormhole.errors import ConfigError, InvalidTaskConfig, TaskNotFound, WormholeError
+from wormhole.errors import ConfigError, InvalidTaskConfig, TaskDbError, TaskNotFound, WormholeError
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins.base import ReadContext, Rejected
+from wormhole.pool import run_with_timeout
 from wormhole.reader_manager import ReaderManager
-from wormhole.taskdb import CRASHED
+from wormhole.recovery.leftovers import next_run_resumes
+from wormhole.recovery.state import RecoveryState, chain_state
+from wormhole.taskdb import open_store
 from wormhole.variables import Resolved, resolve_text, values_for_run
 
 
@@ -47,7 +50,7 @@ class _NoRows:
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--task-id", type=TASK_ID, help="Plan this task of the task database (it stays as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the keys the README documents).")
-@PARAMS_OPTION
+@CHECK_PARAMS_OPTION
 @global_options
 @click.pass_context
 def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: bool, params: dict[str, str]) -> None:
@@ -57,23 +60,33 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
     if (file is None) == (task_id is None):
         raise click.UsageError("give a task FILE or --task-id N (one of them)")
     quiet_on_a_terminal(ctx)
+    resumes: int | None = None
+    missing: list[str] = []  # why no watermark could be read (plan FILE without a task database)
     if file is not None:
         _text, spec, resolved = read_spec(file, params)
     else:
-        spec, resolved = _stored_spec(ctx, task_id or 0, params)
+        spec, resolved, resumes, finished = _stored_spec(ctx, task_id or 0, params)
     try:
         conf = EngineConf.load(ctx.obj.conf_dir)
-        made = _make(spec, conf, task_id or 0, _watermarks(ctx))
+        recovery = None if resumes is None else _chain(ctx, resumes, finished, task_id or 0)
+        made = _make(spec, conf, task_id or 0, _watermarks(ctx, missing), recovery)
     except WormholeError as exc:
         fail(exc)
     if as_json:
-        click.echo(json.dumps({**made.to_dict(), "variables": resolved.shown()}, indent=2))
+        click.echo(json.dumps({**made.to_dict(), **({"resumes_run": resumes} if task_id is not None else {}),
+                               "variables": resolved.shown()}, indent=2))
         return
     shown = ", ".join(f"{k}={v}" for k, v in resolved.shown().items())
-    click.echo(describe(made) + (f"\nvariables:      {shown}" if shown else ""))
+    resumed = f"\nresumes:        run {resumes} (the window and splits it recorded)" if resumes is not None else ""
+    if missing:
+        resumed += f"\n  no watermark read (every destination from initial): {missing[0]}"
+    click.echo(describe(made) + resumed + (f"\nvariables:      {shown}" if shown else ""))
 
 
-def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]) -> tuple[TaskSpec, Resolved]:
+def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]
+                 ) -> tuple[TaskSpec, Resolved, int | None, frozenset[int]]:
+    """The task's spec and variables as its next run would have them, the run that run resumes (None: it
+    starts afresh) and the task's runs that ended partial."""
     store = task_store(ctx)
     try:
         record = store.get(task_id)
@@ -84,21 +97,42 @@ def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]) -> tu
         store.close()
     if record is None:
         fail(TaskNotFound(f"no task with id {task_id} in {store.url}"))
+    # The run the next run resumes, as `--task-id` decides it; a running one is resumed by a takeover.
+    resumes = runs[-1].id if runs and runs[-1].status == "running" else next_run_resumes(record, runs)
     # The values the next run would use: a run resuming the last one takes its recorded values.
-    resumed = runs[-1].variables if runs and runs[-1].status in (CRASHED, "partial", "running") else None
+    resumed = next((r.variables for r in runs if r.id == resumes), None)
     try:
         # A recurring task's next run is for the tick it waits for (or a later one, should ticks be missed).
         tick = record.next_run_at if record.status == "scheduled" else record.tick_at
         resolved = resolve_text(record.spec, {**values_for_run(record.params, resumed, tick=tick), **params})
-        return TaskSpec.from_mapping(resolved.check()), resolved
+        spec = TaskSpec.from_mapping(resolved.check())
     except InvalidTaskConfig as exc:
         fail(exc)
+    return spec, resolved, resumes, frozenset(r.id for r in runs if r.status == "partial")
 
 
-def _watermarks(ctx: click.Context) -> Callable[[str], Mapping[str, tuple[str | None, int]]]:
-    """The watermarks the task database keeps under a state key (read only when the task is incremental)."""
+def _chain(ctx: click.Context, resumes: int, finished: frozenset[int], task_id: int) -> RecoveryState:
+    """What the run resuming ``resumes`` continues: the window and splits its chain recorded."""
+    store = task_store(ctx)
+    try:
+        return chain_state(store, resumes, finished, log.get_logger(task_id=task_id))
+    finally:
+        store.close()
+
+
+def _watermarks(ctx: click.Context, missing: list[str]) -> Callable[[str], Mapping[str, tuple[str | None, int]]]:
+    """The watermarks the task database keeps under a state key (read only when the task is incremental).
+    ``plan FILE`` needs no task database: without one (``missing`` gets why) no watermark is kept, so the
+    plan shows every destination starting from ``initial``, as a run on a new task database would."""
     def read(key: str) -> Mapping[str, tuple[str | None, int]]:
-        store = task_store(ctx)
+        try:
+            store = open_store(ctx.obj.task_db)
+        except TaskDbError as exc:
+            if ctx.params.get("task_id") is not None:
+                fail(exc)
+            missing.append(str(exc))
+            log.get_logger().warning("plan.no_watermarks", state_key=key, error=str(exc))
+            return {}
         try:
             return store.watermarks(key)
         finally:
@@ -107,19 +141,51 @@ def _watermarks(ctx: click.Context) -> Callable[[str], Mapping[str, tuple[str | 
 
 
 def _make(spec: TaskSpec, conf: EngineConf, task_id: int,
-          kept: Callable[[str], Mapping[str, tuple[str | None, int]]]) -> Plan:
+          kept: Callable[[str], Mapping[str, tuple[str | None, int]]], recovery: RecoveryState | None = None) -> Plan:
+    """The plan; ``recovery``: the chain a resumed run continues (its splits and window are the run's)."""
     logger = log.get_logger(task_id=task_id)
-    ctx = ReadContext(task_id=task_id, run_id=0, batch_rows=conf.exchange.batch_rows, dirty=_NoRows(),
-                      plugin=spec.source.plugin, stop=threading.Event())
-    readers = ReaderManager(spec.source, ctx, conf, Counters(), lambda _: None, logger)
+    ctx = _context(spec, conf, task_id)
+    readers = ReaderManager(spec.source, ctx, conf, Counters(), lambda _: None, logger, recovery)
     try:
-        window = None if spec.source.incremental is None else incremental.fresh_window(spec, ctx, task_id, kept)
+        window = None if spec.source.incremental is None else (
+            recovery.window if recovery is not None and recovery.window is not None
+            else incremental.fresh_window(spec, ctx, task_id, kept))
         made = make_plan(incremental.windowed(spec, window) if window is not None else spec, conf, readers, logger)
     except WormholeError:
         raise
     except Exception as exc:  # a store's own error while splitting: still a clear message, exit 204
         raise ConfigError(f"planning failed: {type(exc).__name__}: {exc}") from exc
     return made if window is None else replace(made, incremental=window.describe())
+
+
+def _context(spec: TaskSpec, conf: EngineConf, task_id: int) -> ReadContext:
+    """What planning asks the source with (it reads no row)."""
+    return ReadContext(task_id=task_id, run_id=0, batch_rows=conf.exchange.batch_rows, dirty=_NoRows(),
+                       plugin=spec.source.plugin, stop=threading.Event())
+
+
+SUBMIT_CHECK_S = 5.0
+"""How long ``task submit`` waits for a source to say whether the incremental column can be one."""
+
+
+def check_incremental(spec: TaskSpec, conf: EngineConf, wait_s: float = SUBMIT_CHECK_S) -> None:
+    """``task submit``: ask the source, when it answers within ``wait_s``, whether the incremental column
+    can be one: InvalidTaskConfig (exit 204) naming ``source.incremental.column``, as ``plan`` and a run
+    would say. A source that does not answer (down, or its password not in this environment) is checked
+    when a run plans."""
+    if spec.source.incremental is None:
+        return
+    stop = threading.Event()
+    ctx = replace(_context(spec, conf, 0), stop=stop)
+    try:
+        run_with_timeout(lambda: incremental.fresh_window(spec, ctx, 0, lambda _key: {}), wait_s,
+                         "incremental-check")
+    except InvalidTaskConfig:
+        raise
+    except Exception as exc:  # not reachable now: the run says it
+        log.get_logger().info("task.incremental_unchecked", reason=f"the source did not answer: {exc!r}"[:300])
+    finally:
+        stop.set()  # ends a connection's retry waits
 
 
 def describe(made: Plan) -> str:

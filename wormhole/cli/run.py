@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 import click
 
-from wormhole import log
+from wormhole import incremental, log
 from wormhole.cli.common import (
     NAME_OPTION,
     PARAMS_OPTION,
@@ -42,8 +42,9 @@ from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import InvalidTaskConfig, TaskDbError, WormholeError
 from wormhole.planning.channels import speed_limits
 from wormhole.recovery.lease import Lease
+from wormhole.recovery.leftovers import next_run_resumes
 from wormhole.schedule import next_wait
-from wormhole.taskdb import CRASHED, RunRecord, SqlTaskStore, TaskRecord, TaskStore, open_store
+from wormhole.taskdb import RunRecord, SqlTaskStore, TaskRecord, TaskStore, open_store
 from wormhole.taskdb.sql import utcnow
 from wormhole.variables import Resolved, resolve_text, values_for_run
 
@@ -243,8 +244,7 @@ def _claim_and_run(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf
         # A run that crashed before (taken over later by `task retry --force`, or settled by the
         # daemon) left durable state: the next run resumes it instead of writing it all again. A
         # partial run (the task retried) is resumed too: what its chain committed is not loaded twice.
-        if runs and runs[-1].status in (CRASHED, "partial"):
-            resume_from = runs[-1].id
+        resume_from = next_run_resumes(record, runs)
     # Runs whose outcome was recorded: their destinations released their own records, so what they
     # committed is known from the checkpoint alone (also after a crash of the retry that resumed them).
     finished = frozenset(r.id for r in runs if r.status == "partial")
@@ -348,7 +348,10 @@ def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, s
                         taskdb_id=checkpoints.taskdb_id(), finished_runs=finished)
         previous = _install_signal_handlers(engine, logger)
         claim.start_heartbeat(engine, logger)
+        key = _state_key(spec, task_id)
         try:
+            if key is not None:
+                _hold_state_key(store, key, claim, run_id, engine, logger)
             outcome = engine.run()
         except Exception as exc:  # a bug of ours: still record it, never leave the task 'running'
             logger.exception("task.crashed", error=str(exc))
@@ -361,6 +364,9 @@ def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, s
         finally:
             claim.stop_heartbeat()  # before finish(): no beat may follow the final update
             _restore_signal_handlers(previous)
+            # A lock left behind (a refusing database) is no one's once the task no longer runs under the claim.
+            if key is not None:
+                _release_state_key(store, key, claim, logger)
     if not claim.finish(store, run_id, status=outcome.status, run_status=outcome.run_status,
                         exit_code=outcome.exit_code, result=json.dumps(outcome.result, default=str),
                         error=outcome.error):
@@ -375,6 +381,41 @@ def _run_engine(store: TaskStore, checkpoints: SqlTaskStore, conf: EngineConf, s
                               for k, v in outcome.result["destinations"].items()},
                 dirty_file=outcome.result["dirty_file"], error=outcome.error)
     return outcome.exit_code
+
+
+def _state_key(spec: TaskSpec, task_id: int) -> str | None:
+    """The state key an incremental task's runs hold while they run (None: not incremental)."""
+    inc = spec.source.incremental
+    return None if inc is None else incremental.state_key(inc.state_key, spec.name, task_id)
+
+
+def _hold_state_key(store: TaskStore, key: str, claim: _Claim, run_id: int, engine: Engine, logger: Any) -> None:
+    """Wait until this run holds ``key``: two runs of one incremental job (one state key) never overlap,
+    or both would read the same window. A holder whose heartbeat is older than ``claim.stale_s`` (its
+    process died) holds it no longer. The heartbeat goes on meanwhile; a stop ends the wait."""
+    stale_s = claim.conf.claim.stale_s
+    told = False
+    while not engine.stopped():
+        holder = claim.patience("lock the state key", lambda: store.lock_state(key, claim.task_id, run_id,
+                                                                                claim.claimed_by, stale_s))
+        if holder is None:
+            if told:
+                logger.info("incremental.state_key_locked", state_key=key)
+            return
+        if not told:
+            logger.warning("incremental.waiting", state_key=key, held_by_task=holder.task_id,
+                           held_by_run=holder.run_id, claimed_by=holder.claimed_by,
+                           reason=f"run {holder.run_id} of task {holder.task_id} is running the state key {key!r}: "
+                                  "this run starts once it ends")
+            told = True
+        engine.stopped(min(1.0, claim.conf.claim.heartbeat_s))
+
+
+def _release_state_key(store: TaskStore, key: str, claim: _Claim, logger: Any) -> None:
+    try:
+        store.unlock_state(key, claim.task_id, claim.claimed_by)
+    except TaskDbError as exc:
+        logger.warning("incremental.unlock_failed", state_key=key, error=str(exc))
 
 
 def _install_signal_handlers(engine: Engine, logger: Any) -> dict[int, Any]:

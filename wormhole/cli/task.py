@@ -10,6 +10,7 @@ import click
 
 from wormhole import incremental
 from wormhole.cli.common import (
+    CHECK_PARAMS_OPTION,
     NAME_OPTION,
     PARAMS_OPTION,
     TASK_ID,
@@ -20,6 +21,7 @@ from wormhole.cli.common import (
     submit,
     task_store,
 )
+from wormhole.cli.plan import check_incremental
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
@@ -70,6 +72,10 @@ def task_submit(ctx: click.Context, file: str, name: str | None, priority: int, 
 
     The file's text is stored as it is, ${NAME} placeholders included; each run resolves them."""
     text, spec, _ = read_spec(file, params)
+    try:
+        check_incremental(spec, EngineConf.load(ctx.obj.conf_dir))  # where the source answers now
+    except InvalidTaskConfig as exc:
+        fail(exc)
     store = task_store(ctx)
     try:
         task_id = submit(store, file, name, text, spec, priority, params)
@@ -307,7 +313,7 @@ def _pause(ctx: click.Context, task_id: int, *, paused: bool) -> None:
 
 @click.command("validate")
 @click.argument("file", type=click.Path(dir_okay=False))
-@PARAMS_OPTION
+@CHECK_PARAMS_OPTION
 @global_options
 def validate(file: str, params: dict[str, str]) -> None:
     """Validate a task JSON file without running it; exit 204 listing every problem (a ${NAME} without

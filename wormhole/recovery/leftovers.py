@@ -9,12 +9,15 @@ marker) is a leftover.
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Sequence
+from typing import Any, cast
 
 from wormhole.config import TaskSpec
+from wormhole.errors import InvalidTaskConfig
 from wormhole.plugins import registry
 from wormhole.plugins.base import LeftoverPeriphery, Schema, WriteContext
-from wormhole.taskdb import CRASHED, SqlTaskStore
+from wormhole.spec_json import load_spec_json
+from wormhole.taskdb import CRASHED, RunRecord, SqlTaskStore, TaskRecord
 
 
 def resumable_chain(store: SqlTaskStore, task_id: int, *, retried: bool = False) -> list[int]:
@@ -30,6 +33,28 @@ def resumable_chain(store: SqlTaskStore, task_id: int, *, retried: bool = False)
         chain.append(run)
         run = store.resumed_from(run)
     return chain
+
+
+def next_run_resumes(record: TaskRecord, runs: Sequence[RunRecord]) -> int | None:
+    """The run the task's next run resumes (None: it starts afresh): its latest run, when that crashed or
+    ended partial (a retry finishes what it did not). Not a partial run of a recurring incremental task:
+    its next run is for a new tick, and each destination's watermark says exactly what it holds (a
+    destination that failed rolled back), so it plans a new window from them: the healthy destinations
+    get the new rows while the one that failed catches up from its own watermark."""
+    if not runs or runs[-1].status not in (CRASHED, "partial"):
+        return None
+    if runs[-1].status == "partial" and record.schedule is not None and _incremental(record.spec):
+        return None
+    return runs[-1].id
+
+
+def _incremental(text: str) -> bool:
+    try:
+        raw: Any = load_spec_json(text)
+    except InvalidTaskConfig:
+        return False  # the run says why (exit 204)
+    source = raw.get("source") if isinstance(raw, dict) else None
+    return isinstance(source, dict) and source.get("incremental") is not None
 
 
 def resumable_run(store: SqlTaskStore, task_id: int) -> int | None:

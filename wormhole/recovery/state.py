@@ -99,6 +99,13 @@ class RecoveryState:
         return dataclasses.replace(state, checkpointer=checkpointer)
 
 
+def chain_state(checkpoints: CheckpointStore, resume_from: int, finished_runs: frozenset[int],
+                log: Logger) -> RecoveryState:
+    """What a run resuming ``resume_from`` would continue (its window, its splits), without starting a
+    run: what ``wormhole plan --task-id`` shows."""
+    return _walk(checkpoints, RecoveryState(0, 0), resume_from, finished_runs, log)
+
+
 def _walk(checkpoints: CheckpointStore, state: RecoveryState, resume_from: int, finished_runs: frozenset[int],
           log: Logger) -> RecoveryState:
     # The plan of the newest run of the chain that recorded one (a run killed before it planned recorded

@@ -30,7 +30,7 @@ from wormhole.taskdb.schema import (
     TASK_TABLE,
 )
 from wormhole.taskdb.sql import clip, format_ts, parse_ts, utcnow
-from wormhole.taskdb.watermarks import WatermarksMixin
+from wormhole.taskdb.watermarks import StateHolder, WatermarksMixin
 
 __all__ = ["CRASHED", "DEFAULT_STALE_S", "TASK_STATUSES", "RunRecord", "SqlTaskStore", "TaskRecord", "TaskStore"]
 
@@ -142,6 +142,9 @@ class TaskStore(Protocol):
     def mark_committed(self, task_id: int, run_id: int, origin_run_id: int, destination: str, rows: int,
                        watermark: WatermarkWrite | None = None) -> None: ...
     def watermarks(self, state_key: str) -> dict[str, tuple[str | None, int]]: ...
+    def lock_state(self, state_key: str, task_id: int, run_id: int, claimed_by: str,
+                   stale_s: float) -> StateHolder | None: ...
+    def unlock_state(self, state_key: str, task_id: int, claimed_by: str) -> None: ...
     def mark_durable(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
                      rows: int, payload: str | None = None) -> None: ...
     def checkpoint(self, run_id: int) -> builtins.list[CheckpointRow]: ...
@@ -175,7 +178,7 @@ class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin):
 
     def init_schema(self) -> None:
         """Create what is missing, tables and (on a database from an older version) columns."""
-        for statement in (*self.ddl, self.watermark_ddl):
+        for statement in (*self.ddl, self.watermark_ddl, self.state_lock_ddl):
             self._run("create the schema", statement)
         for table, column, definition in self.added_columns:
             with self._guard(f"add the column {table}.{column}"):

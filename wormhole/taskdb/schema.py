@@ -19,6 +19,8 @@ DAEMON_TABLE = "wormhole_daemon"
 CHECKPOINT_TABLE = "wormhole_checkpoint"
 WATERMARK_TABLE = "wormhole_watermark"
 """Incremental tasks' watermarks: one row per state key and destination (see ``wormhole/incremental.py``)."""
+STATE_LOCK_TABLE = "wormhole_state_lock"
+"""Which run of an incremental job holds its state key: one row per state key while a run holds it."""
 META_TABLE = "wormhole_meta"
 """Facts about the task database itself: ``taskdb_id`` (see ``SqlTaskStore.taskdb_id``)."""
 
@@ -134,6 +136,13 @@ SQLITE_WATERMARK_DDL = f"""CREATE TABLE IF NOT EXISTS {WATERMARK_TABLE} (
     updated_at  TEXT DEFAULT {_SQLITE_NOW},
     PRIMARY KEY (state_key, destination)
 )"""
+SQLITE_STATE_LOCK_DDL = f"""CREATE TABLE IF NOT EXISTS {STATE_LOCK_TABLE} (
+    state_key   VARCHAR(255) NOT NULL PRIMARY KEY,
+    task_id     INTEGER NOT NULL,
+    run_id      INTEGER NOT NULL,
+    claimed_by  VARCHAR(255) NOT NULL,
+    acquired_at TEXT
+)"""
 
 # Indexes are declared inline: MySQL (unlike MariaDB) has no CREATE INDEX IF NOT EXISTS.
 # created_at is TIMESTAMP(3), not DATETIME(3): TIMESTAMP stores UTC and converts from the *inserting*
@@ -215,4 +224,12 @@ MYSQL_WATERMARK_DDL = f"""CREATE TABLE IF NOT EXISTS {WATERMARK_TABLE} (
     run_id      BIGINT NOT NULL,
     updated_at  DATETIME(3) NULL,
     PRIMARY KEY (state_key, destination)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""
+MYSQL_STATE_LOCK_DDL = f"""CREATE TABLE IF NOT EXISTS {STATE_LOCK_TABLE} (
+    state_key   VARCHAR(255) NOT NULL,
+    task_id     BIGINT NOT NULL,
+    run_id      BIGINT NOT NULL,
+    claimed_by  VARCHAR(255) NOT NULL,
+    acquired_at DATETIME(3) NULL,
+    PRIMARY KEY (state_key)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from wormhole.errors import TaskDbError
 from wormhole.recovery.checkpoint import TASKDB_WRITES
 from wormhole.taskdb.base import SqlTaskStore
-from wormhole.taskdb.schema import SQLITE_ADDED_COLUMNS, SQLITE_DDL, SQLITE_WATERMARK_DDL
+from wormhole.taskdb.schema import SQLITE_ADDED_COLUMNS, SQLITE_DDL, SQLITE_STATE_LOCK_DDL, SQLITE_WATERMARK_DDL
 from wormhole.taskdb.sql import Result
 
 BUSY_TIMEOUT_S = 30.0
@@ -24,6 +24,7 @@ class SqliteTaskStore(SqlTaskStore):
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = (sqlite3.Error,)
     ddl: ClassVar[tuple[str, ...]] = SQLITE_DDL
     watermark_ddl: ClassVar[str] = SQLITE_WATERMARK_DDL
+    state_lock_ddl: ClassVar[str] = SQLITE_STATE_LOCK_DDL
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = SQLITE_ADDED_COLUMNS
 
     def __init__(self, url: str, path: str | Path, *, create: bool = False) -> None:

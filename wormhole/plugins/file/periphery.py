@@ -16,8 +16,8 @@ after an fsync: the renamed part is the destination's record that the split is d
 run keeps the parts it finds and deletes the in-progress ones (``durable_splits``). The split key is
 the split id in urlsafe base64, or its sha256 with the id in a ``_wh_split-<sha>`` file when too long.
 
-Overwrite swaps whole directories by rename; append moves each part into the target under a name
-unique to the state run (``part-T-R-00000.csv``; a resumed run counts the parts a crashed append
+Overwrite swaps whole directories by rename; append moves each part that holds rows into the target under a
+name unique to the state run (``part-T-R-00000.csv``; a resumed run counts the parts a crashed append
 already moved as durable). Rollback only ever removes the temporary directory, so the target is never
 half-written. A fresh run removes what other runs of its task left for this target (``clean_leftovers``).
 
@@ -353,6 +353,9 @@ class FileWriterPeriphery:
             for name in sorted(os.listdir(self.tmp_dir)):
                 if not name.startswith("part-"):
                     continue
+                found = parse_split_part(self.tmp_dir, name)
+                if found is not None and found[1] == 0:
+                    continue  # a split without rows: no empty file in the target (its record goes with the tmp dir)
                 src = os.path.join(self.tmp_dir, name)
                 dst = os.path.join(self.target, prefix + name[len("part-"):])
                 hashed = _HASHED_PART.fullmatch(name)

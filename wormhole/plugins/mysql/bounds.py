@@ -9,6 +9,7 @@ from typing import Any
 import pymysql
 
 from wormhole.errors import SplitError
+from wormhole.incremental import not_a_column
 from wormhole.plugins.base import ReadContext, SourceBounds
 from wormhole.plugins.mysql.catalog import describe_table
 from wormhole.plugins.mysql.connection import PLUGIN_NAME, close_quietly, describe, fetch_one, source_connection
@@ -61,7 +62,7 @@ def _relations(conn: pymysql.Connection, source: MysqlSource, ep: Endpoint, tabl
 def _kind(found: dict[str, str], column: str, where: str) -> str:
     kind = found.get(column.lower())
     if kind is None:
-        raise SplitError(f"incremental column {column} is not a column of {where}", plugin=PLUGIN_NAME)
+        raise not_a_column(column, where)
     return kind
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 from wormhole.errors import SplitError
+from wormhole.incremental import not_a_column
 from wormhole.plugins.base import ReadContext, SourceBounds
 from wormhole.plugins.postgres.catalog import KIND_TYPES, ColumnInfo, describe_query, describe_table
 from wormhole.plugins.postgres.catalog import relation as table_relation
@@ -68,7 +69,7 @@ def _relations(conn: psycopg.Connection[Any], source: PostgresSource, shard: Sha
 def _column(infos: list[ColumnInfo], column: str, where: str) -> ColumnInfo:
     found = {c.name: c for c in infos}.get(column) or {c.name.lower(): c for c in infos}.get(column.lower())
     if found is None:
-        raise SplitError(f"incremental column {column} is not a column of {where}", plugin=PLUGIN_NAME)
+        raise not_a_column(column, where)
     return found
 
 

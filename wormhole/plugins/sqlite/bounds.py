@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from wormhole.errors import SplitError
+from wormhole.incremental import not_a_column
 from wormhole.plugins.base import ReadContext, SourceBounds
 from wormhole.plugins.sql import quote
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly
@@ -23,8 +24,7 @@ def bounds(options: SqliteReaderOptions, ctx: ReadContext, column: str) -> Sourc
         schema = resolve_schema(conn, options, SplitError)
         found = {c.name.lower(): c for c in schema.columns}.get(column.lower())
         if found is None:
-            raise SplitError(f"incremental column {column} is not a column of {options.table} in {options.path}",
-                             plugin=PLUGIN_NAME)
+            raise not_a_column(column, f"{options.table} in {options.path}")
         return SourceBounds(kind=found.type, maximum=_maximum(conn, options, found.name, found.type), now=now)
     except sqlite3.Error as exc:
         raise SplitError(f"cannot read the incremental bound of {column} in {options.path}: {exc}",
