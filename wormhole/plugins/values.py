@@ -5,6 +5,10 @@ A json column's value is the parsed JSON (dict, list, str, number, bool); SQL NU
 JSON literal ``null`` is :data:`JSON_NULL`, so a column holding it is not taken for a NULL column
 (MySQL's ``js IS NULL`` is false for it): readers that parse JSON map ``null`` to it
 (:func:`json_column`), and :func:`json_dumps` writes it back as ``null``.
+
+JSON numbers are exact: :func:`json_parse` reads a number with a fraction or an exponent as a ``Decimal``
+(an integer as an ``int``), never through a double, and :func:`json_encoder` writes a ``Decimal`` back as
+its own digits, so ``0.10000000000000000001`` and ``1e400`` leave as they came (``1e400`` as ``1E+400``).
 """
 
 from __future__ import annotations
@@ -45,17 +49,94 @@ def json_default(v: Any) -> Any:
     raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
 
 
-_DUMPS = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=json_default).encode
+_DECODE = json.JSONDecoder(parse_float=Decimal).decode
 
 
-def json_dumps(v: Any) -> str:
-    """A json column's value as its JSON text (JSON_NULL as ``null``; NaN refused)."""
-    return _DUMPS(v)
+def json_parse(text: str | bytes) -> Any:
+    """``json.loads`` with exact numbers: a fraction or an exponent as a ``Decimal``, not a double."""
+    if not isinstance(text, str):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")  # what json.loads does with bytes
+    return _DECODE(text)
+
+
+class _Decimal(Exception):
+    """The C encoder met a ``Decimal``, whose digits it cannot write: the value goes the exact way."""
+
+
+def number_text(v: Decimal) -> str:
+    """A ``Decimal`` as a JSON number, digit for digit (``str``: ``1E+400``, ``0.10000000000000000001``)."""
+    if not v.is_finite():
+        raise ValueError(f"Out of range float values are not JSON compliant: {v}")
+    return str(v)
+
+
+class _ExactEncoder:
+    """A JSON encoder (``ensure_ascii=False``, NaN refused) that writes a ``Decimal`` as an exact number.
+
+    The C encoder writes a value without a ``Decimal`` (one C call, as before); a value holding one is
+    walked in Python, its other leaves still written by the C encoder, so the text is the same but for
+    the decimals' digits. ``default`` serves the types JSON has not (not ``Decimal``, which it never sees).
+    """
+
+    def __init__(self, separators: tuple[str, str], default: Callable[[Any], Any], check_circular: bool) -> None:
+        self._item_sep, self._key_sep = separators
+        self._default = default
+        self._fast = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=separators,
+                                      default=self._hook, check_circular=check_circular).encode
+
+    def _hook(self, v: Any) -> Any:
+        if isinstance(v, Decimal):
+            raise _Decimal
+        return self._default(v)
+
+    def __call__(self, v: Any) -> str:
+        try:
+            return self._fast(v)
+        except _Decimal:
+            out: list[str] = []
+            self._pieces(v, out)
+            return "".join(out)
+
+    def _pieces(self, v: Any, out: list[str]) -> None:
+        fast = self._fast
+        if isinstance(v, Decimal):
+            out.append(number_text(v))
+        elif isinstance(v, dict):
+            out.append("{")
+            for i, (k, x) in enumerate(v.items()):
+                if i:
+                    out.append(self._item_sep)
+                # keys as the encoder makes them: a str as it is, a number, bool or None as its JSON text
+                out += (fast(k if isinstance(k, str) else fast(k)), self._key_sep)
+                self._pieces(x, out)
+            out.append("}")
+        elif isinstance(v, (list, tuple)):
+            out.append("[")
+            for i, x in enumerate(v):
+                if i:
+                    out.append(self._item_sep)
+                self._pieces(x, out)
+            out.append("]")
+        elif v is None or isinstance(v, (str, int, float)):
+            out.append(fast(v))
+        else:
+            self._pieces(self._default(v), out)
+
+
+def json_encoder(separators: tuple[str, str] = (", ", ": "), default: Callable[[Any], Any] = json_default,
+                 check_circular: bool = True) -> Callable[[Any], str]:
+    """A JSON encoder that writes a ``Decimal`` as an exact number (:class:`_ExactEncoder`)."""
+    return _ExactEncoder(separators, default, check_circular)
+
+
+json_dumps: Callable[[Any], str] = json_encoder()
+"""A json column's value as its JSON text (JSON_NULL as ``null``; NaN refused; decimals digit for digit)."""
 
 
 def json_loads(text: str | bytes) -> Any:
-    """JSON text as a json column's value: ``null`` is JSON_NULL, not SQL NULL."""
-    v = json.loads(text)
+    """JSON text as a json column's value (numbers exact, :func:`json_parse`): ``null`` is JSON_NULL, not
+    SQL NULL."""
+    v = json_parse(text)
     return JSON_NULL if v is None else v
 
 
