@@ -147,3 +147,57 @@ def _fetch(conn: Any, sql: str) -> list[tuple[Any, ...]]:
     with conn.cursor() as cur:
         cur.execute(sql)
         return list(cur.fetchall())
+
+
+def test_postgres_json_and_jsonb_arrive_digit_for_digit(dbs: Databases, server: Server, pg_schemas: Schemas,
+                                                        tmp_path: Path) -> None:
+    schema = pg_schemas.create("jsnum")
+    pg_execute(pg_schemas.conn, f'CREATE TABLE "{schema}".src (id int PRIMARY KEY, j json, jb jsonb)')
+    for i, text in DOCS.items():
+        pg_execute(pg_schemas.conn, f'INSERT INTO "{schema}".src VALUES (%s, %s, %s)', (i, text, text))
+    admin = server.connect()
+    db = dbs.create("jsnum")
+    execute(admin, f"CREATE TABLE {q(db)}.dst (id INT PRIMARY KEY, j JSON, jb JSON)")
+    result, _ = run_task(_conf(tmp_path), {
+        "source": {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="src")},
+        "destinations": [
+            {"id": "mysql", "plugin": "mysql", "params": server.params(db, table="dst")},
+            {"id": "sqlite", "plugin": "sqlite", "params": {"path": str(tmp_path / "t.sqlite"), "table": "t"}},
+            {"id": "csv", "plugin": "file", "params": {"path": str(tmp_path / "csv"), "format": "csv"}}]})
+    assert result.exit_code == 0, result.result
+    mysql_rows = _fetch(admin, f"SELECT id, j, jb FROM {q(db)}.dst")
+    admin.close()
+    lite = sqlite3.connect(tmp_path / "t.sqlite")
+    sqlite_rows = lite.execute("SELECT id, j, jb FROM t").fetchall()
+    lite.close()
+    csv_rows = [(r["id"], r["j"], r["jb"]) for r in _file_rows(tmp_path / "csv", "csv")]
+    got = {store: {column: _docs([(r[0], r[k]) for r in rows]) for k, column in ((1, "json"), (2, "jsonb"))}
+           for store, rows in (("mysql", mysql_rows), ("sqlite", sqlite_rows), ("csv", csv_rows))}
+    assert got == {store: {"json": WANT, "jsonb": WANT} for store in got}
+
+
+def test_a_jsonl_decimal_and_json_column_keep_their_digits(tmp_path: Path) -> None:
+    """A jsonl source's decimal column reads a number's text, its json column exact numbers; a jsonl
+    destination writes that json value itself, digit for digit."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": 1, "d": 12345678901234567890.123456789, "f": 0.1, '
+                      '"j": {"price": 0.10000000000000000001}}\n'
+                      '{"id": 2, "d": "-0.000000000000000000000000000001", "f": 2, "j": [1e400, 1.50]}\n',
+                      encoding="utf-8")
+    columns = [{"name": "id", "type": "int"}, {"name": "d", "type": "decimal"}, {"name": "f", "type": "float"},
+               {"name": "j", "type": "json"}]
+    result, _ = run_task(_conf(tmp_path), {
+        "source": {"plugin": "file", "params": {"path": str(source), "format": "jsonl", "columns": columns}},
+        "destinations": [
+            {"id": "sqlite", "plugin": "sqlite", "params": {"path": str(tmp_path / "t.sqlite"), "table": "t"}},
+            {"id": "jsonl", "plugin": "file", "params": {"path": str(tmp_path / "out"), "format": "jsonl"}}]})
+    assert result.exit_code == 0, result.result
+    lite = sqlite3.connect(tmp_path / "t.sqlite")
+    assert lite.execute("SELECT id, d, f, j FROM t ORDER BY id").fetchall() == [
+        (1, "12345678901234567890.123456789", 0.1, '{"price": 0.10000000000000000001}'),
+        (2, "-0.000000000000000000000000000001", 2.0, "[1E+400, 1.50]")]
+    lite.close()
+    lines = sorted(line for p in (tmp_path / "out").glob("part-*.jsonl")
+                   for line in p.read_text(encoding="utf-8").splitlines())
+    assert lines == ['{"id":1,"d":"12345678901234567890.123456789","f":0.1,"j":{"price":0.10000000000000000001}}',
+                     '{"id":2,"d":"-0.000000000000000000000000000001","f":2.0,"j":[1E+400,1.50]}']
