@@ -14,6 +14,7 @@ its own digits, so ``0.10000000000000000001`` and ``1e400`` leave as they came (
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from types import ModuleType
@@ -59,8 +60,9 @@ def json_parse(text: str | bytes) -> Any:
     return _DECODE(text)
 
 
-class _Decimal(Exception):
-    """The C encoder met a ``Decimal``, whose digits it cannot write: the value goes the exact way."""
+_NOT_FINITE = frozenset("NI")
+"""Letters of a ``Decimal``'s text that is no JSON number (NaN, sNaN, Infinity); digits, '.', 'E', '+', '-'
+are all the others hold."""
 
 
 def number_text(v: Decimal) -> str:
@@ -73,32 +75,50 @@ def number_text(v: Decimal) -> str:
 class _ExactEncoder:
     """A JSON encoder (``ensure_ascii=False``, NaN refused) that writes a ``Decimal`` as an exact number.
 
-    The C encoder writes a value without a ``Decimal`` (one C call, as before); a value holding one is
-    walked in Python, its other leaves still written by the C encoder, so the text is the same but for
-    the decimals' digits. ``default`` serves the types JSON has not (not ``Decimal``, which it never sees).
+    One C encoder call per value, as before: its hook replaces each ``Decimal`` by the string ``"\u0000"``
+    and keeps the decimals in order (per thread: writer threads share an encoder), and those strings are
+    replaced by the numbers' digits. Should a string of the value itself be ``"\u0000"`` (more such
+    strings than decimals), the value is walked in Python instead. ``default`` serves the types JSON has
+    not (not ``Decimal``, which it never sees).
     """
+
+    _MARK = '"\\u0000"'
+    """How the C encoder writes the string a ``Decimal`` is replaced by (NUL: always escaped)."""
 
     def __init__(self, separators: tuple[str, str], default: Callable[[Any], Any], check_circular: bool) -> None:
         self._item_sep, self._key_sep = separators
         self._default = default
-        self._fast = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=separators,
-                                      default=self._hook, check_circular=check_circular).encode
+        self._local = threading.local()
+        self._encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=separators,
+                                        check_circular=check_circular, default=self._hook).encode
+        self._leaf = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=separators,
+                                      check_circular=check_circular, default=default).encode
 
     def _hook(self, v: Any) -> Any:
         if isinstance(v, Decimal):
-            raise _Decimal
+            self._local.found.append(v)
+            return "\x00"
         return self._default(v)
 
     def __call__(self, v: Any) -> str:
-        try:
-            return self._fast(v)
-        except _Decimal:
+        found: list[Decimal] = []
+        self._local.found = found
+        text = self._encode(v)
+        if not found:
+            return text
+        pieces = text.split(self._MARK)
+        if len(pieces) != len(found) + 1:
             out: list[str] = []
             self._pieces(v, out)
             return "".join(out)
+        numbers = list(map(str, found))
+        if any(map(_NOT_FINITE.intersection, numbers)):  # NaN, sNaN, Infinity: as allow_nan=False refuses
+            raise ValueError(f"Out of range float values are not JSON compliant: {found}")
+        numbers.append("")
+        return "".join([p for pair in zip(pieces, numbers, strict=True) for p in pair])
 
     def _pieces(self, v: Any, out: list[str]) -> None:
-        fast = self._fast
+        fast = self._leaf
         if isinstance(v, Decimal):
             out.append(number_text(v))
         elif isinstance(v, dict):
