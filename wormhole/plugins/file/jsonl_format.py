@@ -119,6 +119,14 @@ _COERCE: dict[str, Callable[[Any], Any]] = {
 }
 
 
+_NUMBERS = frozenset((Decimal, int, float, _NONE))
+"""What an exactly parsed file (:data:`_EXACT_TYPES`) gives a float column: ``float()`` of each, in C."""
+
+
+def _floats(col: Sequence[Any]) -> list[Any]:
+    return list(map(float, col)) if None not in col else [None if v is None else float(v) for v in col]
+
+
 def column_coercer(ltype: str) -> ColumnFn | None:
     """Converts a column of JSON values to ``ltype`` values; None when any value will do."""
     passing = _PASS[ltype]
@@ -127,8 +135,11 @@ def column_coercer(ltype: str) -> ColumnFn | None:
     coerce = _COERCE[ltype]
 
     def convert(col: Sequence[Any]) -> Sequence[Any]:
-        if set(map(type, col)) <= passing:
+        kinds = set(map(type, col))
+        if kinds <= passing:
             return col
+        if ltype == "float" and kinds <= _NUMBERS:
+            return _floats(col)
         return [v if type(v) in passing else coerce(v) for v in col]
 
     return convert
@@ -152,6 +163,8 @@ def arrow_column(column: Column) -> ArrowFn:
         kinds = set(map(type, col)) - {_NONE}
         if same is not None and kinds <= {same}:
             return pa.array(col, arrow_type(column), from_pandas=False)
+        if kind == "float" and kinds <= _NUMBERS:
+            return pa.array(_floats(col), arrow_type(column), from_pandas=False)
         if cast is not None and kinds <= {str}:
             return cast(pa.array(col, pa.string()), column)
         raise Unfit(f"values of {sorted(k.__name__ for k in kinds)} in a {kind} column")
