@@ -17,6 +17,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
+from itertools import chain
 from types import ModuleType
 from typing import Any
 
@@ -58,11 +59,6 @@ def json_parse(text: str | bytes) -> Any:
     if not isinstance(text, str):
         text = text.decode(json.detect_encoding(text), "surrogatepass")  # what json.loads does with bytes
     return _DECODE(text)
-
-
-_NOT_FINITE = frozenset("NI")
-"""Letters of a ``Decimal``'s text that is no JSON number (NaN, sNaN, Infinity); digits, '.', 'E', '+', '-'
-are all the others hold."""
 
 
 def number_text(v: Decimal) -> str:
@@ -112,10 +108,11 @@ class _ExactEncoder:
             self._pieces(v, out)
             return "".join(out)
         numbers = list(map(str, found))
-        if any(map(_NOT_FINITE.intersection, numbers)):  # NaN, sNaN, Infinity: as allow_nan=False refuses
+        joined = "".join(numbers)
+        if "N" in joined or "I" in joined:  # NaN, sNaN, Infinity: as allow_nan=False refuses a float's
             raise ValueError(f"Out of range float values are not JSON compliant: {found}")
         numbers.append("")
-        return "".join([p for pair in zip(pieces, numbers, strict=True) for p in pair])
+        return "".join(chain.from_iterable(zip(pieces, numbers, strict=True)))
 
     def _pieces(self, v: Any, out: list[str]) -> None:
         fast = self._leaf

@@ -301,15 +301,19 @@ class JsonlEncoder:
     def __init__(self, schema: Schema) -> None:
         self._names = schema.names
         # check_circular=False saves ~10% per row; a self-referencing value still fails (RecursionError).
-        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
-                                        check_circular=False, default=_default).encode
+        self._encode: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"),
+                                                              allow_nan=False, check_circular=False,
+                                                              default=_default).encode
         # A json column's decimals are JSON numbers, digit for digit (a decimal column's are strings)
         json_encode = json_encoder((",", ":"), _default, check_circular=False)
         self._arrow = JsonlArrowEncoder(schema, self._encode, json_encode)
         self._keys: list[str] | None = None
         self._encoders: list[Callable[[Any], str]] = []
-        if any(c.type == "json" for c in schema.columns):
-            # Such a row is written field by field, each with its column's encoder, in the key order of a dict's.
+        types = {c.type for c in schema.columns}
+        if "json" in types and "decimal" not in types:
+            self._encode = json_encode  # the row's only decimals are its json values'
+        elif "json" in types:
+            # A row is written field by field, each with its column's encoder, in the key order of a dict's.
             self._keys = [("{" if i == 0 else ",") + self._encode(c.name) + ":" for i, c in enumerate(schema.columns)]
             self._encoders = [json_encode if c.type == "json" else self._encode for c in schema.columns]
 
