@@ -66,6 +66,7 @@ ROUNDTRIP_COLUMNS: dict[str, tuple[str, str, str]] = {
     "d18": ("DECIMAL(38,18)", "decimal", "CAST({c} AS CHAR)"),
     "bu": ("BIGINT UNSIGNED", "int", "CAST({c} AS CHAR)"),
     "bt": ("BIT(10)", "int", "CAST({c} + 0 AS CHAR)"),
+    "b64": ("BIT(64)", "int", "CAST({c} + 0 AS CHAR)"),
     "zd": ("DATE", "date", "CAST({c} AS CHAR)"),
     "tm": ("TIME(6)", "string", "CAST({c} AS CHAR)"),
     "js": ("JSON", "json", "JSON_COMPACT({c})"),
@@ -75,7 +76,8 @@ ROUNDTRIP_COLUMNS: dict[str, tuple[str, str, str]] = {
 }
 ROUNDTRIP_LABELS: dict[str, str] = {
     "fl": "FLOAT", "db": "DOUBLE", "dec": "DECIMAL(65,30)", "d18": "DECIMAL(38,18)", "bu": "BIGINT UNSIGNED",
-    "bt": "BIT(10)", "zd": "DATE (zero dates)", "tm": "TIME beyond 24 h", "js": "JSON (JSON null too)",
+    "bt": "BIT(10)", "b64": "BIT(64)", "zd": "DATE (zero dates)", "tm": "TIME beyond 24 h",
+    "js": "JSON (JSON null, exact numbers too)",
     "bn": "VARBINARY", "u8": "VARCHAR utf8mb4", "es": "'' and NULL",
 }
 ROUNDTRIP_VALUES: list[tuple[str, Any]] = [
@@ -86,10 +88,12 @@ ROUNDTRIP_VALUES: list[tuple[str, Any]] = [
     ("d18", "0"), ("d18", "-12345678901234567890.000000000000000001"),
     ("bu", 18446744073709551615), ("bu", 9223372036854775808), ("bu", 0),
     ("bt", 1023), ("bt", 0),
+    ("b64", 18446744073709551615), ("b64", 9223372036854775808),
     ("zd", "0000-00-00"), ("zd", "2024-00-10"), ("zd", "2024-02-29"),
     ("tm", "838:59:59.000000"), ("tm", "-838:59:59.000000"), ("tm", "00:00:00.000001"),
     ("js", '{"a": null, "b": [1, 2.5, "x\U0001f600"]}'), ("js", "null"), ("js", '"text"'), ("js", "[]"),
-    ("js", '{"b": 1, "a": 2}'),
+    ("js", '{"b": 1, "a": 2}'), ("js", "12345678901234567890.123456789"),
+    ("js", "0.1000000000000000055511151231257827"), ("js", '{"price": 0.10000000000000000001}'),
     ("bn", b"\x00\xff\t\n\\N"), ("bn", b""),
     ("u8", "\U0001f600 \U0001d11e \u00fc \u4e2d"), ("u8", "tab\there \\N"),
     ("es", ""), ("es", " "),

@@ -48,7 +48,8 @@ def test_type_round_trip_table_local(dbs: Databases, server: Server, pg_schemas:
     created = dict(pg_execute(pg_schemas.conn, "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
                               "WHERE attrelid = %s::regclass AND attnum > 0", (f"{pg[1]}.copy",)))
     assert created == {"id": "integer", "fl": "real", "db": "double precision", "dec": "numeric(65,30)",
-                       "d18": "numeric(38,18)", "bu": "numeric(20,0)", "bt": "bigint", "zd": "date", "tm": "text",
+                       "d18": "numeric(38,18)", "bu": "numeric(20,0)", "bt": "bigint", "b64": "numeric(20,0)",
+                       "zd": "date", "tm": "text",
                        "js": "jsonb", "bn": "bytea", "u8": "character varying(40)", "es": "character varying(10)"}
     check_readme_table("local", roundtrip_markdown(outcomes))
 

@@ -214,7 +214,7 @@ def test_jsonl_reads_arrow_batches_of_the_values_the_tuple_path_gave(tmp_path: P
 
 
 JSONL_AWKWARD = "\n".join([
-    '{"id": 1, "dec": 1.50}',  # Decimal('1.5') from the float: Arrow holds it
+    '{"id": 1, "dec": 1.5}',  # Decimal('1.5') from the number's text: Arrow holds it ('1.50' would keep its scale)
     '{"id": 4.0, "f": 4, "s": 5, "flag": 1}',  # coerced in Python, column by column
     '{"id": 2, "dec": "1.50"}',  # a decimal's own scale: tuples
     '{"id": 99999999999999999999}',  # beyond int64: tuples

@@ -13,7 +13,6 @@ already in that form (no trailing zero after the point, no negative zero) are ca
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from decimal import Decimal
@@ -24,7 +23,7 @@ import pyarrow.compute as pc
 
 from wormhole.plugins.batch import arrow_type, trimmed
 from wormhole.plugins.schema import Column
-from wormhole.plugins.values import json_dumps
+from wormhole.plugins.values import json_dumps, json_parse
 
 FAILED = (pa.ArrowException, ValueError, TypeError, ArithmeticError, RecursionError)
 """What a cast of a column holding a value with no form in the column's type raises (Unfit too)."""
@@ -106,8 +105,7 @@ def datetimes(text: pa.Array, column: Column) -> pa.Array:
 def json_texts(values: Sequence[Any]) -> pa.Array:
     """JSON texts (None for NULL) as the text of the value each parses to (``json_dumps``): what the row
     path's writers write; raises ValueError for a text that is not JSON."""
-    loads = json.loads
-    return pa.array([None if v is None else json_dumps(loads(v)) for v in values], pa.string())
+    return pa.array([None if v is None else json_dumps(json_parse(v)) for v in values], pa.string())
 
 
 TEXT_CASTS: dict[str, Callable[[pa.Array, Column], pa.Array]] = {

@@ -225,10 +225,11 @@ def _quoted_string(values: Text, dumps: Callable[[Any], str]) -> Text:
 class JsonlArrowEncoder:
     """The JSON lines of Arrow batches of ``schema``, as the row encoder writes them."""
 
-    def __init__(self, schema: Schema, encode: Callable[[Any], str]) -> None:
+    def __init__(self, schema: Schema, encode: Callable[[Any], str], json_encode: Callable[[Any], str]) -> None:
         self._schema = schema
         self._types = expected_types(schema)
         self._encode = encode
+        self._json_encode = json_encode
         self._keys = [("{" if i == 0 else ",") + encode(c.name) + ":" for i, c in enumerate(schema.columns)]
 
     def _column(self, kind: str, values: pa.Array) -> Text:
@@ -239,7 +240,7 @@ class JsonlArrowEncoder:
                 raise NotExact("JSON has no NaN or infinity: the row encoder refuses the row")
             return float_text(values)
         if kind == "json":
-            return json_values(values, self._encode)
+            return json_values(values, self._json_encode)
         if kind == "string":
             return _quoted_string(values, self._encode)
         if kind == "decimal":

@@ -3,8 +3,10 @@
 Reading takes the first object's keys (and its values' kinds) as the columns unless ``columns``
 names them. A value that already has the column's Python type passes untouched; others are coerced
 (an integral float to int, ISO text to a date, base64 text to bytes). A line that is not JSON or
-not an object is rejected with ``<file>:<line>``. Writing renders dates as ISO text, decimals as
-strings and bytes as base64.
+not an object is rejected with ``<file>:<line>``. A file with a decimal or json column is parsed with
+exact numbers (:func:`~wormhole.plugins.values.json_parse`: a fraction as a ``Decimal``, never a double).
+Writing renders dates as ISO text, decimals as strings, bytes as base64, and a json column's value as
+JSON with its numbers digit for digit.
 """
 
 from __future__ import annotations
@@ -35,18 +37,20 @@ from wormhole.plugins.file.convert import (
     parse_bytes,
     parse_decimal,
 )
-from wormhole.plugins.values import JSON_NULL, plain_decimal
+from wormhole.plugins.values import JSON_NULL, json_dumps, json_encoder, json_parse, plain_decimal
 
 PLUGIN_NAME = "file"
 
 
 def _kind(value: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
-            dict: "an object"}.get(type(value), type(value).__name__)
+    return {bool: "a boolean", int: "an integer", float: "a number", Decimal: "a number", str: "a string",
+            list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def _to_int(v: Any) -> int:
     if type(v) is float and v.is_integer():
+        return int(v)
+    if type(v) is Decimal and v.is_finite() and v == v.to_integral_value():
         return int(v)
     if type(v) is str:
         return int(v)
@@ -54,7 +58,7 @@ def _to_int(v: Any) -> int:
 
 
 def _to_float(v: Any) -> float:
-    if type(v) in (int, str):
+    if type(v) in (int, str, Decimal):  # a Decimal as a double the same as float() of its text
         return float(v)
     raise TypeError(f"expected a number, got {_kind(v)}")
 
@@ -69,7 +73,7 @@ def _to_decimal(v: Any) -> Decimal:
 
 def _to_string(v: Any) -> str:
     # Lenient: a scalar or nested value in a string column keeps its JSON text.
-    return json.dumps(v, ensure_ascii=False)
+    return json_dumps(v)
 
 
 def _to_bool(v: Any) -> bool:
@@ -93,7 +97,7 @@ _NONE = type(None)
 _PASS: dict[str, frozenset[type] | None] = {
     "int": frozenset((int, _NONE)),
     "float": frozenset((float, _NONE)),
-    "decimal": frozenset((_NONE,)),
+    "decimal": frozenset((Decimal, _NONE)),
     "string": frozenset((str, _NONE)),
     "bytes": frozenset((_NONE,)),
     "bool": frozenset((bool, _NONE)),
@@ -115,6 +119,14 @@ _COERCE: dict[str, Callable[[Any], Any]] = {
 }
 
 
+_NUMBERS = frozenset((Decimal, int, float, _NONE))
+"""What an exactly parsed file (:data:`_EXACT_TYPES`) gives a float column: ``float()`` of each, in C."""
+
+
+def _floats(col: Sequence[Any]) -> list[Any]:
+    return list(map(float, col)) if None not in col else [None if v is None else float(v) for v in col]
+
+
 def column_coercer(ltype: str) -> ColumnFn | None:
     """Converts a column of JSON values to ``ltype`` values; None when any value will do."""
     passing = _PASS[ltype]
@@ -123,8 +135,11 @@ def column_coercer(ltype: str) -> ColumnFn | None:
     coerce = _COERCE[ltype]
 
     def convert(col: Sequence[Any]) -> Sequence[Any]:
-        if set(map(type, col)) <= passing:
+        kinds = set(map(type, col))
+        if kinds <= passing:
             return col
+        if ltype == "float" and kinds <= _NUMBERS:
+            return _floats(col)
         return [v if type(v) in passing else coerce(v) for v in col]
 
     return convert
@@ -148,6 +163,8 @@ def arrow_column(column: Column) -> ArrowFn:
         kinds = set(map(type, col)) - {_NONE}
         if same is not None and kinds <= {same}:
             return pa.array(col, arrow_type(column), from_pandas=False)
+        if kind == "float" and kinds <= _NUMBERS:
+            return pa.array(_floats(col), arrow_type(column), from_pandas=False)
         if cast is not None and kinds <= {str}:
             return cast(pa.array(col, pa.string()), column)
         raise Unfit(f"values of {sorted(k.__name__ for k in kinds)} in a {kind} column")
@@ -189,8 +206,11 @@ def first_object_schema(path: str) -> Schema | None:
 _DECODE = json.JSONDecoder().decode
 """json.loads of a str, less its per-call work on bytes (the encoding sniffed line by line)."""
 
+_EXACT_TYPES = frozenset(("decimal", "json"))
+"""Column types whose values keep a number's digits: a file with one is parsed with exact numbers."""
 
-def _objects(lines: list[bytes]) -> Iterator[Any]:
+
+def _objects(lines: list[bytes], decode: Callable[[str], Any]) -> Iterator[Any]:
     """The JSON value of each line, as ``json.loads`` gives it, the batch decoded from UTF-8 at once.
     ``json.loads`` of a line would take a BOM or UTF-16 too: such a line (and one not UTF-8) raises here,
     so the batch goes line by line as it always did."""
@@ -199,7 +219,7 @@ def _objects(lines: list[bytes]) -> Iterator[Any]:
         texts.pop()  # the last line's newline
     if len(texts) != len(lines):
         raise ValueError("a line the decoded text does not split into")
-    return map(_DECODE, texts)
+    return map(decode, texts)
 
 
 class JsonlReader:
@@ -209,6 +229,10 @@ class JsonlReader:
         self._converter = BatchConverter(schema, [column_coercer(c.type) for c in schema.columns],
                                          [arrow_column(c) for c in schema.columns])
         self._batch_rows = batch_rows
+        # Doubles where no column needs more (the C parser's fast path); else every number exact
+        exact = any(c.type in _EXACT_TYPES for c in schema.columns)
+        self._decode: Callable[[str], Any] = json_parse if exact else _DECODE
+        self._loads: Callable[[bytes], Any] = json_parse if exact else json.loads
 
     def batches(self, path: str) -> Iterator[Converted]:
         convert = self._converter.convert
@@ -222,7 +246,7 @@ class JsonlReader:
                         return
                     try:
                         # A non-object line has no .get: AttributeError sends the batch to the slow path.
-                        raw: list[Sequence[Any]] = [tuple(map(o.get, names)) for o in _objects(lines)]
+                        raw: list[Sequence[Any]] = [tuple(map(o.get, names)) for o in _objects(lines, self._decode)]
                         converted = convert(raw, path, partial(operator.add, first))
                     except (ValueError, AttributeError, TypeError, RecursionError):
                         converted = self._slow(lines, first, path)
@@ -241,7 +265,7 @@ class JsonlReader:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = self._loads(line)
             except (ValueError, RecursionError) as exc:
                 text = line.decode("utf-8", "replace").rstrip("\r\n")
                 rejected.append(Rejected((text,), f"{path}:{lineno}: malformed JSON: {exc}"))
@@ -277,9 +301,21 @@ class JsonlEncoder:
     def __init__(self, schema: Schema) -> None:
         self._names = schema.names
         # check_circular=False saves ~10% per row; a self-referencing value still fails (RecursionError).
-        self._encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False,
-                                        check_circular=False, default=_default).encode
-        self._arrow = JsonlArrowEncoder(schema, self._encode)
+        self._encode: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"),
+                                                              allow_nan=False, check_circular=False,
+                                                              default=_default).encode
+        # A json column's decimals are JSON numbers, digit for digit (a decimal column's are strings)
+        json_encode = json_encoder((",", ":"), _default, check_circular=False)
+        self._arrow = JsonlArrowEncoder(schema, self._encode, json_encode)
+        self._keys: list[str] | None = None
+        self._encoders: list[Callable[[Any], str]] = []
+        types = {c.type for c in schema.columns}
+        if "json" in types and "decimal" not in types:
+            self._encode = json_encode  # the row's only decimals are its json values'
+        elif "json" in types:
+            # A row is written field by field, each with its column's encoder, in the key order of a dict's.
+            self._keys = [("{" if i == 0 else ",") + self._encode(c.name) + ":" for i, c in enumerate(schema.columns)]
+            self._encoders = [json_encode if c.type == "json" else self._encode for c in schema.columns]
 
     def encode_arrow(self, batch: pa.RecordBatch) -> pa.Buffer:
         """The lines of an Arrow batch, the same as :meth:`encode` of its rows (raises NotExact where not)."""
@@ -291,6 +327,16 @@ class JsonlEncoder:
     def encode(self, rows: Sequence[Row]) -> bytes:
         names = self._names
         encode = self._encode
-        lines = [encode(dict(zip(names, r, strict=True))) for r in rows]
+        if self._keys is not None:
+            lines = list(map(self._line, rows))
+        else:
+            lines = [encode(dict(zip(names, r, strict=True))) for r in rows]
         lines.append("")
         return "\n".join(lines).encode("utf-8")
+
+    def _line(self, row: Row) -> str:
+        assert self._keys is not None
+        pieces = [piece for key, encode, v in zip(self._keys, self._encoders, row, strict=True)
+                  for piece in (key, encode(v))]
+        pieces.append("}")
+        return "".join(pieces)

@@ -26,7 +26,7 @@ from wormhole.plugins.base import Rejected, Row
 from wormhole.plugins.batch import Rows, arrow_schema, arrow_type, decimal_shape
 from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate
 from wormhole.plugins.schema import Column, Schema
-from wormhole.plugins.values import json_column, json_loads
+from wormhole.plugins.values import json_column, json_loads, json_parse
 
 _FAILED = (pa.ArrowException, ValueError, ArithmeticError, UnicodeDecodeError, TypeError)
 """What a cast (or a Python conversion) of a value that has no form in the column's type raises."""
@@ -169,7 +169,7 @@ def _python(kind: str, arr: pa.Array) -> list[Any]:
     values = arr.to_pylist()
     if kind == "json":
         present = [v for v in values if v is not None]
-        parsed = iter(json_column(map(json.loads, present)))
+        parsed = iter(json_column(map(json_parse, present)))
         values = [None if v is None else next(parsed) for v in values]
     return values
 

@@ -11,7 +11,7 @@ from pymysql.constants.FLAG import UNSIGNED as UNSIGNED_FLAG
 from wormhole.errors import SplitError
 from wormhole.plugins.mysql.connection import PLUGIN_NAME, fetch_all
 from wormhole.plugins.mysql.options import Endpoint
-from wormhole.plugins.mysql.types import JSON_CHECK, kind_of_data_type, kind_of_field
+from wormhole.plugins.mysql.types import JSON_CHECK, kind_of_data_type, kind_of_field, wide_unsigned
 from wormhole.plugins.sql import backquote as quote
 
 
@@ -29,6 +29,8 @@ class ColumnInfo:
     """A decimal column's declared digits after the point (NUMERIC_SCALE)."""
     column_type: str = ""
     """COLUMN_TYPE as the server declares it (``int(10) unsigned``, ``decimal(65,30)``), lower case."""
+    unsigned: bool = False
+    """An int column whose values reach 2**64 - 1 (:func:`~wormhole.plugins.mysql.types.wide_unsigned`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,8 @@ class ResultColumn:
 
     name: str
     kind: str
+    unsigned: bool
+    """An int column whose values reach 2**64 - 1 (:func:`~wormhole.plugins.mysql.types.wide_unsigned`)."""
     precision: int | None = None
     scale: int | None = None
 
@@ -61,7 +65,8 @@ def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[C
         decimal = kind == "decimal" and precision is not None
         infos.append(ColumnInfo(name=str(name), kind=kind, data_type=str(dt).lower(), nullable=nullable == "YES",
                                 charset=cs, collation=coll, precision=int(precision) if decimal else None,
-                                scale=int(scale or 0) if decimal else None, column_type=str(ctype).lower()))
+                                scale=int(scale or 0) if decimal else None, column_type=str(ctype).lower(),
+                                unsigned=wide_unsigned(kind, int(precision or 0))))  # BIT(n): precision n
     return infos
 
 
@@ -87,7 +92,7 @@ def describe_query(conn: pymysql.Connection, query: str) -> list[ResultColumn]:
             unsigned = bool(f.flags & UNSIGNED_FLAG)
             kind = kind_of_field(f.type_code, f.charsetnr, unsigned)
             shape = result_decimal(f.length, f.scale, unsigned) if kind == "decimal" else (None, None)
-            columns.append(ResultColumn(str(f.name), kind, *shape))
+            columns.append(ResultColumn(str(f.name), kind, wide_unsigned(kind, f.length), *shape))
         return columns
 
 

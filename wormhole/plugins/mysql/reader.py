@@ -76,12 +76,12 @@ class MysqlReader:
         conn = source_connection(source, ep, SplitError, self.ctx)
         try:
             if isinstance(source, QuerySource):
-                return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], unsigned=c.kind == "uint64",
+                return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], unsigned=c.unsigned,
                                            precision=c.precision, scale=c.scale)
                                     for c in query_columns(conn, ep, source.query)))
             chosen = choose_columns(describe_table(conn, ep, tables[0]), source.selection.columns, ep, tables[0])
             # native: a mysql destination declaring the same type takes the column's wire text (passthrough)
-            return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable, c.kind == "uint64", c.precision,
+            return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable, c.unsigned, c.precision,
                                        c.scale, native_type(c.column_type, c.charset)) for c in chosen))
         finally:
             close_quietly(conn)

@@ -12,7 +12,6 @@ literals the same way, and the encoded batch is shared by every MySQL destinatio
 
 from __future__ import annotations
 
-import json
 import operator
 import re
 from collections.abc import Callable, Sequence
@@ -24,7 +23,7 @@ from typing import Any
 from pymysql.constants import FIELD_TYPE
 
 from wormhole.plugins.base import LogicalType
-from wormhole.plugins.values import json_column, json_dumps, json_loads
+from wormhole.plugins.values import json_column, json_dumps, json_loads, json_parse
 
 KIND_TYPES: dict[str, LogicalType] = {
     "int": "int", "uint64": "int", "bit": "int", "decimal": "decimal", "float": "float", "float32": "float",
@@ -54,6 +53,12 @@ def kind_of_data_type(data_type: str, is_json: bool = False, unsigned: bool = Fa
     if unsigned and data_type.lower() == "bigint":
         return "uint64"
     return _DATA_TYPE_KINDS.get(data_type.lower(), "string")
+
+
+def wide_unsigned(kind: str, bits: int) -> bool:
+    """Whether a column of ``kind`` (``bits`` wide: a BIT(n)'s n) holds ints up to 2**64 - 1, beyond int64:
+    BIGINT UNSIGNED and BIT(64). Such a column is ``unsigned`` (uint64 in Arrow and parquet)."""
+    return kind == "uint64" or (kind == "bit" and bits == 64)
 
 
 _FIELD_KINDS: dict[int, str] = {
@@ -145,7 +150,7 @@ _FAST: dict[str, Callable[[Any], Any]] = {
     "uint64": lambda vs: map(int, vs),
     "float": lambda vs: map(float, vs),
     "float32": lambda vs: map(float, vs),
-    "json": lambda vs: json_column(map(json.loads, vs)),  # the JSON literal null is JSON_NULL, not NULL
+    "json": lambda vs: json_column(map(json_parse, vs)),  # exact numbers; the JSON literal null is JSON_NULL
 }
 
 
