@@ -107,6 +107,18 @@ class Databases:
         self.admin.close()
 
 
+@contextmanager
+def global_max_allowed_packet(admin: Connection, size: int) -> Iterator[None]:
+    """The server's global ``max_allowed_packet`` set to ``size`` (sessions opened from now on take it), restored
+    after."""
+    before = int(scalar(admin, "SELECT @@GLOBAL.max_allowed_packet"))
+    execute(admin, f"SET GLOBAL max_allowed_packet = {int(size)}")
+    try:
+        yield
+    finally:
+        execute(admin, f"SET GLOBAL max_allowed_packet = {before}")
+
+
 def create_table(conn: Connection, db: str, table: str, columns_ddl: str) -> None:
     execute(conn, f"CREATE TABLE {q(db)}.{q(table)} ({columns_ddl}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
 

@@ -8,8 +8,10 @@ and bad parameters. Every test makes its own uuid-named databases (and users) an
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -22,7 +24,7 @@ import pymysql
 import pytest
 
 from tests import conftest
-from tests.conftest import MYSQL_URL, Workspace, log_events
+from tests.conftest import MYSQL_URL, Workspace, log_events, wormhole_command
 from tests.mysql_helpers import (
     NO_SUCH_TABLE,
     Connection,
@@ -35,6 +37,7 @@ from tests.mysql_helpers import (
     execute,
     fill_from_sequence,
     fingerprint,
+    global_max_allowed_packet,
     insert_rows,
     kill,
     polling,
@@ -623,6 +626,53 @@ def test_rejected_rows_go_to_the_dirty_file(ws: Workspace, dbs: Databases, metho
         assert "Data too long" in reasons[i], reasons[i]
     for i in TAKEN:
         assert "Duplicate entry" in reasons[i], reasons[i]
+
+
+# --- 6b. wide rows --------------------------------------------------------------------------------------
+
+def run_measured(ws: Workspace, *args: str) -> tuple[int, str, float]:
+    """``wormhole ARGS`` as a subprocess: (exit code, stderr, its peak RSS in MiB: the kernel's high-water
+    mark of that very process, as wait4 reports it)."""
+    err_path = ws.root / "measured.stderr"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([*wormhole_command(), *args], cwd=ws.root, env=ws.env(), stdout=subprocess.DEVNULL,
+                                stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    return proc.returncode, err_path.read_text(), usage.ru_maxrss / 1024
+
+
+WIDE = 16 << 20
+"""Rows of 16 MiB: each read in two packets, and far over ``exchange.batch_bytes`` and the queue's share."""
+WIDE_DDL = "id INT NOT NULL PRIMARY KEY, b LONGBLOB NOT NULL, s VARCHAR(10) NULL"
+
+
+def test_rows_of_16_mib_stay_within_the_memory_the_queue_settings_allow(ws: Workspace, dbs: Databases) -> None:
+    """4 channels, an 8 MiB queue, rows of 16 MiB into MySQL: the process's peak RSS stays under 768 MiB (it
+    went over 1.2 GiB while a byte index of 8 bytes per byte cut each row into columns), every row exact."""
+    src, db = dbs.create("src"), dbs.create("dst")
+    with global_max_allowed_packet(dbs.admin, 64 << 20):
+        conn = dbs.server.connect(src)  # a session opened after the change takes the new limit
+        try:
+            create_table(conn, src, "src", WIDE_DDL)
+            create_table(conn, db, "t", WIDE_DDL)
+            execute(conn, f"INSERT INTO src SELECT seq, REPEAT(CHAR(96 + seq), {WIDE}), 'x' FROM seq_1_to_8")
+        finally:
+            conn.close()
+        ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, timeouts={"shutdown_s": 5.0},
+                      exchange={"queue_bytes": 8 << 20})
+        spec = {"source": mysql_source(src), "destinations": [mysql_dest("d", db)],
+                "settings": {"speed": {"channel": 4}}}
+        code, stderr, peak_mib = run_measured(ws, "--task-id", str(ws.submit(spec)))
+
+    assert code == 0, stderr[-3000:]
+    assert peak_mib <= 768, f"peak RSS {peak_mib:.0f} MiB"
+    digest = "SELECT COUNT(*), SUM(CRC32(b)), SUM(LENGTH(b)) FROM {}.{}"
+    assert scalar_row(dbs.admin, digest.format(q(db), "t")) == scalar_row(dbs.admin, digest.format(q(src), "src"))
+
+
+def scalar_row(conn: Connection, sql: str) -> tuple[Any, ...]:
+    return tuple(execute(conn, sql)[0])
 
 
 # --- 7. bad parameters --------------------------------------------------------------------------------
