@@ -675,6 +675,47 @@ def scalar_row(conn: Connection, sql: str) -> tuple[Any, ...]:
     return tuple(execute(conn, sql)[0])
 
 
+WIDER_THAN_PACKET = {5, 14}
+"""Source ids whose value (2 MiB) no INSERT within the destination's max_allowed_packet (1 MiB) can hold."""
+TOO_LONG_CODE = 6
+"""A source id whose code does not fit the destination's VARCHAR(5): its piece (ids 1-8) is written row by row."""
+
+
+@pytest.mark.parametrize(("method", "rejected"), [("insert", {5, 6, 14}), ("load_data", {5, 6})])
+def test_a_row_over_the_destinations_max_allowed_packet_is_rejected_naming_it(
+        ws: Workspace, dbs: Databases, method: str, rejected: set[int]) -> None:
+    """A row no INSERT of the destination can hold is rejected with a reason naming max_allowed_packet and its
+    value, under the error limit, and the rows that fit arrive (the destination failed with "(1153) Got a packet
+    bigger than 'max_allowed_packet' bytes", or "(2006) MySQL server has gone away" after 4 reads of the split).
+    LOAD DATA streams its rows, so a wide row loads (id 14); only a piece replayed row by row (a bad row in it)
+    meets the limit."""
+    src, db = dbs.create("src"), dbs.create("dst")
+    create_table(dbs.admin, src, "src", "id INT NOT NULL PRIMARY KEY, b LONGTEXT NOT NULL, c VARCHAR(20) NOT NULL")
+    create_table(dbs.admin, db, "t", "id INT NOT NULL PRIMARY KEY, b LONGTEXT NOT NULL, c VARCHAR(5) NOT NULL")
+    wide = ", ".join(map(str, WIDER_THAN_PACKET))
+    execute(dbs.admin, f"INSERT INTO {q(src)}.src SELECT seq, IF(seq IN ({wide}), REPEAT('w', {2 << 20}), "
+                       f"CONCAT('small-', seq)), IF(seq = {TOO_LONG_CODE}, 'too-long', 'ok') FROM {q(src)}.seq_1_to_20")
+    spec = {"source": {"plugin": "mysql", "params": SERVER.params(src, table="src")},  # one split, one batch
+            "destinations": [mysql_dest("d", db, method=method, batch_size=8, strict=True,
+                                        error_limit={"record": len(rejected)})]}
+    with global_max_allowed_packet(dbs.admin, 1 << 20):
+        code, task, stderr = run_task(ws, spec)
+
+    assert code == 201, stderr[-3000:]
+    dest = task["result"]["destinations"]["d"]
+    assert (dest["status"], dest["rows_written"], dest["rows_rejected"]) == ("success", 20 - len(rejected),
+                                                                             len(rejected)), dest
+    expected = [(i, "w" * (2 << 20) if i in WIDER_THAN_PACKET else f"small-{i}", "ok") for i in range(1, 21)
+                if i not in rejected]
+    assert table_rows(dbs.admin, db, "t", ("id", "b", "c")) == expected
+    lines = [json.loads(line) for line in (ws.root / task["result"]["dirty_file"]).read_text().splitlines()]
+    reasons = {line["row"][0]: line["reason"] for line in lines}
+    assert set(reasons) == rejected
+    assert "Data too long" in reasons.pop(TOO_LONG_CODE)
+    for reason in reasons.values():
+        assert "is 2.0 MiB, over the destination's max_allowed_packet of 1.0 MiB (1048576 bytes)" in reason, reason
+
+
 # --- 7. bad parameters --------------------------------------------------------------------------------
 
 class TestBadParameters:

@@ -67,6 +67,10 @@ _DUPLICATE_KEY = 1062
 _SAVEPOINT = "wh_piece"
 
 
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
+
+
 class MysqlWriter(SplitTransactions[pymysql.Connection]):
     """One connection; each piece of ``batch_size`` rows is one transaction."""
 
@@ -154,6 +158,8 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         self._check_not_broken()
         assert self.encoder is not None
         encoded = self.encoder.encode(batch, form, start, size, wire)
+        if isinstance(encoded, list) and any(len(v) > self._row_budget for v in encoded):
+            encoded = None  # a row that may not fit any INSERT: row by row, where such a row is rejected alone
         if encoded is not None and self._retrying(split_id, lambda: self._bulk(size, encoded, split_id)):
             result = WriteResult(written=size)
         else:  # the piece's tuples: the batch's own, made from its Arrow form only now if it came as columns
@@ -214,6 +220,13 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         records, _deleted, skipped, warnings = (int(g) for g in info.groups())
         return records == expected and skipped == 0 and warnings == 0
 
+    @property
+    def _row_budget(self) -> int:
+        """Characters of a row's values that surely fit one INSERT within max_allowed_packet (4 bytes a
+        character at most); a longer row is measured in bytes, row by row."""
+        p = self.periphery
+        return (p.max_packet - 1) // 4 - len(p.insert_prefix) - len(p.insert_suffix)
+
     def _insert_statements(self, values: list[str]) -> list[str]:
         p = self.periphery
         budget = int(p.max_packet * 0.9) - len(p.insert_prefix) - len(p.insert_suffix)
@@ -246,9 +259,16 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         p = self.periphery
         try:
             (values,) = sql_values(self.types, (row,))
-            values.encode("utf-8")  # a lone surrogate fails here, as the row's fault
+            size = len(values.encode("utf-8"))  # a lone surrogate fails here, as the row's fault
         except VALUE_ERRORS as exc:
             return f"{type(exc).__name__}: {exc}"
+        if len(values) > self._row_budget:
+            # The server refuses a statement over its max_allowed_packet (and may drop the connection):
+            # such a row can never be written by INSERT, whatever the retries.
+            size += len(p.insert_prefix.encode("utf-8")) + len(p.insert_suffix.encode("utf-8")) + 1
+            if size > p.max_packet:
+                return (f"the row's INSERT is {_mib(size)}, over the destination's max_allowed_packet of "
+                        f"{_mib(p.max_packet)} ({p.max_packet} bytes): raise it on the server to write this row")
         try:
             cur.execute(p.insert_prefix + values + p.insert_suffix)
         except pymysql.err.MySQLError as exc:
