@@ -107,6 +107,24 @@ class Databases:
         self.admin.close()
 
 
+@contextmanager
+def global_max_allowed_packet(admin: Connection, size: int) -> Iterator[None]:
+    """The server's global ``max_allowed_packet`` set to ``size`` (sessions opened from now on take it), restored
+    after. Tests that change it take turns (a server lock held by ``admin``): two at once, in two xdist workers,
+    would see each other's value and restore the wrong one."""
+    if scalar(admin, "SELECT GET_LOCK('wormhole_tests_max_allowed_packet', 600)") != 1:
+        raise AssertionError("another test held the max_allowed_packet lock for 10 minutes")
+    try:
+        before = int(scalar(admin, "SELECT @@GLOBAL.max_allowed_packet"))
+        execute(admin, f"SET GLOBAL max_allowed_packet = {int(size)}")
+        try:
+            yield
+        finally:
+            execute(admin, f"SET GLOBAL max_allowed_packet = {before}")
+    finally:
+        execute(admin, "DO RELEASE_LOCK('wormhole_tests_max_allowed_packet')")
+
+
 def create_table(conn: Connection, db: str, table: str, columns_ddl: str) -> None:
     execute(conn, f"CREATE TABLE {q(db)}.{q(table)} ({columns_ddl}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
 

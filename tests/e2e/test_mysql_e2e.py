@@ -8,8 +8,10 @@ and bad parameters. Every test makes its own uuid-named databases (and users) an
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -22,7 +24,7 @@ import pymysql
 import pytest
 
 from tests import conftest
-from tests.conftest import MYSQL_URL, Workspace, log_events
+from tests.conftest import MYSQL_URL, Workspace, log_events, wormhole_command
 from tests.mysql_helpers import (
     NO_SUCH_TABLE,
     Connection,
@@ -35,6 +37,7 @@ from tests.mysql_helpers import (
     execute,
     fill_from_sequence,
     fingerprint,
+    global_max_allowed_packet,
     insert_rows,
     kill,
     polling,
@@ -623,6 +626,94 @@ def test_rejected_rows_go_to_the_dirty_file(ws: Workspace, dbs: Databases, metho
         assert "Data too long" in reasons[i], reasons[i]
     for i in TAKEN:
         assert "Duplicate entry" in reasons[i], reasons[i]
+
+
+# --- 6b. wide rows --------------------------------------------------------------------------------------
+
+def run_measured(ws: Workspace, *args: str) -> tuple[int, str, float]:
+    """``wormhole ARGS`` as a subprocess: (exit code, stderr, its peak RSS in MiB: the kernel's high-water
+    mark of that very process, as wait4 reports it)."""
+    err_path = ws.root / "measured.stderr"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([*wormhole_command(), *args], cwd=ws.root, env=ws.env(), stdout=subprocess.DEVNULL,
+                                stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    return proc.returncode, err_path.read_text(), usage.ru_maxrss / 1024
+
+
+WIDE = 16 << 20
+"""Rows of 16 MiB: each read in two packets, and far over ``exchange.batch_bytes`` and the queue's share."""
+WIDE_DDL = "id INT NOT NULL PRIMARY KEY, b LONGBLOB NOT NULL, s VARCHAR(10) NULL"
+
+
+def test_rows_of_16_mib_stay_within_the_memory_the_queue_settings_allow(ws: Workspace, dbs: Databases) -> None:
+    """4 channels, an 8 MiB queue, rows of 16 MiB into MySQL: the process's peak RSS stays under 768 MiB (it
+    went over 1.2 GiB while a byte index of 8 bytes per byte cut each row into columns), every row exact."""
+    src, db = dbs.create("src"), dbs.create("dst")
+    with global_max_allowed_packet(dbs.admin, 64 << 20):
+        conn = dbs.server.connect(src)  # a session opened after the change takes the new limit
+        try:
+            create_table(conn, src, "src", WIDE_DDL)
+            create_table(conn, db, "t", WIDE_DDL)
+            execute(conn, f"INSERT INTO src SELECT seq, REPEAT(CHAR(96 + seq), {WIDE}), 'x' FROM seq_1_to_8")
+        finally:
+            conn.close()
+        ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, timeouts={"shutdown_s": 5.0},
+                      exchange={"queue_bytes": 8 << 20})
+        spec = {"source": mysql_source(src), "destinations": [mysql_dest("d", db)],
+                "settings": {"speed": {"channel": 4}}}
+        code, stderr, peak_mib = run_measured(ws, "--task-id", str(ws.submit(spec)))
+
+    assert code == 0, stderr[-3000:]
+    assert peak_mib <= 768, f"peak RSS {peak_mib:.0f} MiB"
+    digest = "SELECT COUNT(*), SUM(CRC32(b)), SUM(LENGTH(b)) FROM {}.{}"
+    assert scalar_row(dbs.admin, digest.format(q(db), "t")) == scalar_row(dbs.admin, digest.format(q(src), "src"))
+
+
+def scalar_row(conn: Connection, sql: str) -> tuple[Any, ...]:
+    return tuple(execute(conn, sql)[0])
+
+
+WIDER_THAN_PACKET = {5, 14}
+"""Source ids whose value (2 MiB) no INSERT within the destination's max_allowed_packet (1 MiB) can hold."""
+TOO_LONG_CODE = 6
+"""A source id whose code does not fit the destination's VARCHAR(5): its piece (ids 1-8) is written row by row."""
+
+
+@pytest.mark.parametrize(("method", "rejected"), [("insert", {5, 6, 14}), ("load_data", {5, 6})])
+def test_a_row_over_the_destinations_max_allowed_packet_is_rejected_naming_it(
+        ws: Workspace, dbs: Databases, method: str, rejected: set[int]) -> None:
+    """A row no INSERT of the destination can hold is rejected with a reason naming max_allowed_packet and its
+    value, under the error limit, and the rows that fit arrive (the destination failed with "(1153) Got a packet
+    bigger than 'max_allowed_packet' bytes", or "(2006) MySQL server has gone away" after 4 reads of the split).
+    LOAD DATA streams its rows, so a wide row loads (id 14); only a piece replayed row by row (a bad row in it)
+    meets the limit."""
+    src, db = dbs.create("src"), dbs.create("dst")
+    create_table(dbs.admin, src, "src", "id INT NOT NULL PRIMARY KEY, b LONGTEXT NOT NULL, c VARCHAR(20) NOT NULL")
+    create_table(dbs.admin, db, "t", "id INT NOT NULL PRIMARY KEY, b LONGTEXT NOT NULL, c VARCHAR(5) NOT NULL")
+    wide = ", ".join(map(str, WIDER_THAN_PACKET))
+    execute(dbs.admin, f"INSERT INTO {q(src)}.src SELECT seq, IF(seq IN ({wide}), REPEAT('w', {2 << 20}), "
+                       f"CONCAT('small-', seq)), IF(seq = {TOO_LONG_CODE}, 'too-long', 'ok') FROM {q(src)}.seq_1_to_20")
+    spec = {"source": {"plugin": "mysql", "params": SERVER.params(src, table="src")},  # one split, one batch
+            "destinations": [mysql_dest("d", db, method=method, batch_size=8, strict=True,
+                                        error_limit={"record": len(rejected)})]}
+    with global_max_allowed_packet(dbs.admin, 1 << 20):
+        code, task, stderr = run_task(ws, spec)
+
+    assert code == 201, stderr[-3000:]
+    dest = task["result"]["destinations"]["d"]
+    assert (dest["status"], dest["rows_written"], dest["rows_rejected"]) == ("success", 20 - len(rejected),
+                                                                             len(rejected)), dest
+    expected = [(i, "w" * (2 << 20) if i in WIDER_THAN_PACKET else f"small-{i}", "ok") for i in range(1, 21)
+                if i not in rejected]
+    assert table_rows(dbs.admin, db, "t", ("id", "b", "c")) == expected
+    lines = [json.loads(line) for line in (ws.root / task["result"]["dirty_file"]).read_text().splitlines()]
+    reasons = {line["row"][0]: line["reason"] for line in lines}
+    assert set(reasons) == rejected
+    assert "Data too long" in reasons.pop(TOO_LONG_CODE)
+    for reason in reasons.values():
+        assert "is 2.0 MiB, over the destination's max_allowed_packet of 1.0 MiB (1048576 bytes)" in reason, reason
 
 
 # --- 7. bad parameters --------------------------------------------------------------------------------

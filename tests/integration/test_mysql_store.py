@@ -20,6 +20,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.conftest import Workspace
+from tests.mysql_helpers import global_max_allowed_packet
 from tests.plugin_helpers import ListDirtySink, parse, read_ctx, write_ctx
 from wormhole.errors import CommitError, RollbackError, SplitError, WriteError
 from wormhole.plugins import registry
@@ -694,21 +695,21 @@ def test_odd_identifiers_are_quoted_everywhere(mysql_db: str, method: str) -> No
 
 def test_rows_over_16_mib_span_packets_and_still_parse(mysql_db: str) -> None:
     # A row of 16 MiB or more arrives in several packets; the server must allow such packets first.
-    (before,) = run_sql(mysql_db, "SELECT @@GLOBAL.max_allowed_packet")[0]
-    run_sql(mysql_db, "SET GLOBAL max_allowed_packet = 67108864")
+    admin = connect(mysql_db)
     try:
-        run_sql(mysql_db, "CREATE TABLE big (id INT PRIMARY KEY, b LONGBLOB, s VARCHAR(10))")
-        conn = connect(mysql_db)  # a new connection sees the new limit
-        with conn.cursor() as cur:
-            cur.execute("INSERT INTO big VALUES (1, REPEAT('a', 17000000), 'x'), (2, 'small', NULL), "
-                        "(3, REPEAT('b', 16777215 - 20), 'edge'), (4, REPEAT('c', 33554432 + 7), 'two')")
-        conn.close()
-        _, rows = read_splits(reader_options(mysql_db, table="big"))
-        got = {r[0]: (len(r[1]), r[1][:1], r[2]) for r in rows}
-        assert got == {1: (17000000, b"a", "x"), 2: (5, b"s", None), 3: (16777195, b"b", "edge"),
-                       4: (33554439, b"c", "two")}
+        with global_max_allowed_packet(admin, 67108864):
+            run_sql(mysql_db, "CREATE TABLE big (id INT PRIMARY KEY, b LONGBLOB, s VARCHAR(10))")
+            conn = connect(mysql_db)  # a new connection sees the new limit
+            with conn.cursor() as cur:
+                cur.execute("INSERT INTO big VALUES (1, REPEAT('a', 17000000), 'x'), (2, 'small', NULL), "
+                            "(3, REPEAT('b', 16777215 - 20), 'edge'), (4, REPEAT('c', 33554432 + 7), 'two')")
+            conn.close()
+            _, rows = read_splits(reader_options(mysql_db, table="big"))
     finally:
-        run_sql(mysql_db, f"SET GLOBAL max_allowed_packet = {int(before)}")
+        admin.close()
+    got = {r[0]: (len(r[1]), r[1][:1], r[2]) for r in rows}
+    assert got == {1: (17000000, b"a", "x"), 2: (5, b"s", None), 3: (16777195, b"b", "edge"),
+                   4: (33554439, b"c", "two")}
 
 
 def test_connections_share_one_tls_context(mysql_db: str) -> None:

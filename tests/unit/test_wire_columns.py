@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 from pymysql import err as mysql_err
 
-from wormhole.plugins.mysql.wire_columns import binary_columns, check_sequence, packet_stops
+from wormhole.plugins.mysql.wire_columns import (
+    _INDEX_BYTES,
+    binary_columns,
+    check_sequence,
+    packet_stops,
+    pad,
+)
 
 
 def lenenc(value: bytes | None) -> bytes:
@@ -73,3 +79,20 @@ def test_a_sequence_number_out_of_order_is_an_error() -> None:
     buf, starts = packets([[b"a"], [b"b"], [b"c"]], first_seq=7)
     with pytest.raises(mysql_err.InternalError, match="got 7, expected 6"):
         check_sequence(buf, starts, 6)
+
+
+def test_values_wider_than_one_byte_index_are_gathered_piecewise_and_exact() -> None:
+    # Wide values are gathered through a byte index of bounded size (_INDEX_BYTES of values at a time) and
+    # a value longer than that as one slice: values on both sides of each cut, and one over it, stay exact.
+    size = _INDEX_BYTES
+    values = [bytes([65 + i % 26]) * n for i, n in enumerate((size // 3, size // 3, size // 3 + 5, 49, size + 7, 0,
+                                                               size - 1, 1, 300))]
+    rows: list[list[bytes | None]] = [[b"%d" % i, v] for i, v in enumerate(values)] + [[b"n", None]]
+    buf, starts = packets(rows)
+    ids, column = binary_columns(buf, starts, packet_stops(buf, starts), 2)
+    assert column.to_pylist() == [*values, None] and ids.to_pylist() == [r[0] for r in rows]
+    payload = bytearray(lenenc(values[4]))  # one row (a long row is a batch of its own): viewed, not copied
+    size = len(payload)
+    pad(payload)
+    (single,) = binary_columns(payload, np.zeros(1, np.int64), np.full(1, size, np.int64), 1, padded=True)
+    assert single.to_pylist() == [values[4]]

@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 from pymysql import err as mysql_err
 
-from wormhole.plugins.mysql.wire_columns import binary_columns, check_sequence, packet_stops
+from wormhole.plugins.mysql.wire_columns import binary_columns, check_sequence, packet_stops, pad
 
 _CHUNK = 1 << 16
+_LONG_CHUNK = 1 << 20
+"""A long row's bytes are read off the socket this many at a time, straight onto its payload."""
 _MAX_PAYLOAD = 0xFFFFFF
 
 
@@ -52,15 +54,18 @@ class ColumnStream:
                 and hasattr(conn, "_rfile") and hasattr(conn, "_next_seq_id") and bool(result.fields))
 
     def _more(self) -> None:
+        self._buf += self._recv(self._rfile.read1, _CHUNK)  # a batch's packets stay in one buffer until cut
+
+    def _recv(self, read: Any, size: int) -> bytes:
         try:
-            chunk = self._rfile.read1(_CHUNK)
+            chunk: bytes = read(size)
         except (OSError, ValueError) as exc:  # reset by the server, or the file closed under us
             self._finish()
             raise mysql_err.OperationalError(2013, f"Lost connection to MySQL server during query ({exc})") from exc
         if not chunk:
             self._finish()
             raise mysql_err.OperationalError(2013, "Lost connection to MySQL server during query")
-        self._buf += chunk  # a batch's packets stay in one buffer until they are cut into columns
+        return chunk
 
     def _finish(self) -> None:
         self.done = True
@@ -83,7 +88,9 @@ class ColumnStream:
         buf, pos, end = self._buf, 0, len(self._buf)
         # One Python step per row (the packet headers chain), on locals; numpy cuts the values afterwards.
         while count < max_rows and size < max_bytes:
-            if end - pos < 4 or end - pos - 4 < (length := buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16):
+            # (a long row's first packet is not waited for: its bytes go straight onto its own payload)
+            if end - pos < 4 or (end - pos - 4 < (length := buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16)
+                                 and length != _MAX_PAYLOAD):
                 self._pos = pos
                 self._more()
                 buf, end = self._buf, len(self._buf)
@@ -146,28 +153,42 @@ class ColumnStream:
     def _long_row(self, pos: int) -> list[Any]:
         self._check_seq(self._buf[pos + 3], self._seq)
         self._seq = (self._seq + 1) & 0xFF
-        payload, self._pos = self._long_payload(pos + 4, _MAX_PAYLOAD)
+        payload, self._pos = self._long_payload(pos + 4)
+        size = len(payload)
+        pad(payload)
         try:
-            return binary_columns(payload, np.zeros(1, np.int64), np.full(1, len(payload), np.int64), self._ncols)
+            return binary_columns(payload, np.zeros(1, np.int64), np.full(1, size, np.int64), self._ncols,
+                                  padded=True)
         except mysql_err.MySQLError:
             self._finish()
             raise
 
-    def _long_payload(self, p: int, length: int) -> tuple[bytes, int]:
-        parts = []
-        while True:
-            while len(self._buf) - p < length:
-                self._more()
-            parts.append(bytes(self._buf[p:p + length]))
-            p += length
-            if length < _MAX_PAYLOAD:
-                return b"".join(parts), p
-            while len(self._buf) - p < 4:
-                self._more()
-            length = self._buf[p] | self._buf[p + 1] << 8 | self._buf[p + 2] << 16
-            self._check_seq(self._buf[p + 3], self._seq)
+    def _long_payload(self, p: int) -> tuple[bytearray, int]:
+        """The row's packets' bodies from ``p`` (the first one's) as one payload, and where the
+        buffer is read to: read straight onto the payload, so the row is held once, not in the buffer too."""
+        payload = bytearray()
+        length = _MAX_PAYLOAD
+        p = self._take(payload, p, length)
+        while length == _MAX_PAYLOAD:
+            head = bytearray()
+            p = self._take(head, p, 4)
+            length = head[0] | head[1] << 8 | head[2] << 16
+            self._check_seq(head[3], self._seq)
             self._seq = (self._seq + 1) & 0xFF
-            p += 4
+            p = self._take(payload, p, length)
+        return payload, p
+
+    def _take(self, out: bytearray, p: int, n: int) -> int:
+        """``n`` bytes of the stream from ``p`` in the buffer onto ``out``: those in the buffer, then the
+        rest off the socket (a chunk at a time, never through the buffer); where the buffer is read to."""
+        have = max(min(len(self._buf) - p, n), 0)
+        out += self._buf[p:p + have]
+        n -= have
+        while n:
+            chunk = self._recv(self._rfile.read, min(n, _LONG_CHUNK))
+            out += chunk
+            n -= len(chunk)
+        return p + have
 
     def _check_drained(self) -> None:
         # pymysql reads nothing past the EOF packet; neither may we, or the next command desyncs.

@@ -16,6 +16,8 @@ from pymysql import err as mysql_err
 _GATHER_WIDTH = 48
 """Columns whose longest value is at most this many bytes are gathered as one (rows x width) block;
 longer ones byte by byte (their bytes dominate, the block would be mostly padding)."""
+_INDEX_BYTES = 1 << 20
+"""Bytes of values gathered through one byte index (8 bytes of index per byte): a bound on that index."""
 
 
 def _u(b: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -52,18 +54,43 @@ def _gather(b: np.ndarray, start: np.ndarray, length: np.ndarray, offsets: np.nd
         windows = np.lib.stride_tricks.sliding_window_view(b, widest) if widest else b[:0, None]
         block = windows[start] if widest else np.zeros((len(start), 0), np.uint8)
         return block[np.arange(widest) < length[:, None]]
-    at = np.repeat(start - offsets[:-1], length) + np.arange(int(offsets[-1]))
-    return b[at]
+    if len(length) == 1:  # one value (a wide row is a batch of its own): its bytes where they are, no copy
+        return b[int(start[0]):int(start[0] + length[0])]
+    # A byte index of 8 bytes per byte gathered: built for at most _INDEX_BYTES of values at a time, and
+    # a value longer than that copied as one slice, so the index never costs more than the values do.
+    out = np.empty(int(offsets[-1]), np.uint8)
+    i, n = 0, len(length)
+    while i < n:
+        first = int(offsets[i])
+        if length[i] >= _INDEX_BYTES:
+            out[first:first + int(length[i])] = b[int(start[i]):int(start[i] + length[i])]
+            i += 1
+            continue
+        j = int(np.searchsorted(offsets, first + _INDEX_BYTES, "right")) - 1  # values i..j-1 fit
+        last = int(offsets[j])
+        out[first:last] = b[np.repeat(start[i:j] - offsets[i:j], length[i:j]) + np.arange(first, last)]
+        i = j
+    return out
+
+
+def pad(buf: bytearray) -> None:
+    """Give ``buf`` the padding :func:`binary_columns` needs after its bytes, in place (no copy of them)."""
+    buf += bytes(_GATHER_WIDTH)
 
 
 def binary_columns(buf: bytes | bytearray | memoryview, starts: np.ndarray, stops: np.ndarray,
-                   ncols: int) -> list[pa.Array]:
+                   ncols: int, *, padded: bool = False) -> list[pa.Array]:
     """The ``ncols`` values of the row payloads ``buf[starts[i]:stops[i]]`` as one binary array per
-    column (NULL where the row has NULL); an InternalError when a payload is not exactly its columns."""
-    padded = np.zeros(len(buf) + _GATHER_WIDTH, np.uint8)  # every value has a full window after its start
-    padded[:len(buf)] = np.frombuffer(buf, np.uint8)
+    column (NULL where the row has NULL); an InternalError when a payload is not exactly its columns.
+    ``padded``: ``buf`` ends with the padding of :func:`pad` (else its bytes are copied to pad them). A
+    column of a single row views its value in ``buf``, which must then not change."""
+    if padded:
+        b = np.frombuffer(buf, np.uint8)
+    else:
+        b = np.zeros(len(buf) + _GATHER_WIDTH, np.uint8)  # every value has a full window after its start
+        b[:len(buf)] = np.frombuffer(buf, np.uint8)
     try:
-        return _columns(padded, starts, stops, ncols)
+        return _columns(b, starts, stops, ncols)
     except IndexError as exc:  # a length that runs past the bytes read
         raise mysql_err.InternalError(f"a row packet's value runs past its end ({exc})") from exc
 

@@ -67,6 +67,10 @@ _DUPLICATE_KEY = 1062
 _SAVEPOINT = "wh_piece"
 
 
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
+
+
 class MysqlWriter(SplitTransactions[pymysql.Connection]):
     """One connection; each piece of ``batch_size`` rows is one transaction."""
 
@@ -158,6 +162,9 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         self._check_not_broken()
         assert self.encoder is not None
         encoded = self.encoder.encode(batch, form, start, size, wire)
+        longest = max(map(len, encoded), default=0) if isinstance(encoded, list) else 0
+        if 4 * longest >= p.max_packet and any(map(self._over_packet, encoded or ())):
+            encoded = None  # a row no INSERT can hold: row by row, where it is rejected alone
         if encoded is not None and self._retrying(split_id, lambda: self._bulk(size, encoded, split_id)):
             result = WriteResult(written=size)
         else:  # the piece's tuples: the batch's own, made from its Arrow form only now if it came as columns
@@ -218,20 +225,33 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         records, _deleted, skipped, warnings = (int(g) for g in info.groups())
         return records == expected and skipped == 0 and warnings == 0
 
+    def _over_packet(self, values: str) -> int:
+        """The bytes of the INSERT of one row of ``values`` (its packet: one byte more) when they exceed the
+        server's max_allowed_packet, else 0; measured only for a row that might (4 bytes a character at most)."""
+        p = self.periphery
+        if 4 * (len(values) + len(p.insert_prefix) + len(p.insert_suffix)) < p.max_packet:
+            return 0
+        parts = (p.insert_prefix, values, p.insert_suffix)
+        size = 1 + sum(len(t) if t.isascii() else len(t.encode("utf-8")) for t in parts)
+        return size if size > p.max_packet else 0
+
     def _insert_statements(self, values: list[str]) -> list[str]:
         p = self.periphery
-        budget = int(p.max_packet * 0.9) - len(p.insert_prefix) - len(p.insert_suffix)
+        budget = int(p.max_packet * 0.9) - len(p.insert_prefix.encode()) - len(p.insert_suffix.encode())
         statements: list[str] = []
-        current: list[str] = []
+        current: list[str] = [p.insert_prefix]
         size = 0
         for v in values:
-            if current and size + len(v) + 1 > budget:
-                statements.append(p.insert_prefix + ",".join(current) + p.insert_suffix)
-                current, size = [], 0
-            current.append(v)
-            size += len(v) + 1
-        if current:
-            statements.append(p.insert_prefix + ",".join(current) + p.insert_suffix)
+            n = len(v) + 1 if v.isascii() else len(v.encode("utf-8")) + 1  # the packet's bytes, not characters
+            if size and size + n > budget:
+                current[-1] = p.insert_suffix
+                statements.append("".join(current))
+                current, size = [p.insert_prefix], 0
+            current += (v, ",")
+            size += n
+        if size:
+            current[-1] = p.insert_suffix
+            statements.append("".join(current))  # one join: a wide row's text is copied once, not twice
         return statements
 
     def _row_by_row(self, piece: Sequence[Row], split_id: str | None, room: int | None) -> WriteResult:
@@ -253,6 +273,11 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
             values.encode("utf-8")  # a lone surrogate fails here, as the row's fault
         except VALUE_ERRORS as exc:
             return f"{type(exc).__name__}: {exc}"
+        # The server refuses a statement over its max_allowed_packet (and may drop the connection): such a
+        # row can never be written by INSERT, whatever the retries.
+        if size := self._over_packet(values):
+            return (f"the row's INSERT is {_mib(size)}, over the destination's max_allowed_packet of "
+                    f"{_mib(p.max_packet)} ({p.max_packet} bytes): raise it on the server to write this row")
         try:
             cur.execute(p.insert_prefix + values + p.insert_suffix)
         except pymysql.err.MySQLError as exc:
