@@ -32,6 +32,8 @@ from wormhole.plugins.schema import LogicalType as LogicalType
 from wormhole.plugins.schema import Row as Row
 from wormhole.plugins.schema import Schema as Schema
 
+WILL_FAIL = "none: the run will fail"  # starts a plan_load line whose prepare will fail
+
 
 @dataclass(frozen=True, slots=True)
 class Split:
@@ -104,8 +106,7 @@ class WriteResult:
     filtered: int = 0
     """Rows the destination's own transforms dropped before the store saw them (filters)."""
     stopped: int = 0
-    """Rows the writer did not try: its rejections in this batch went over :attr:`WriteContext.record_limit`
-    before it reached them (they are neither written nor rejected, and not counted as delivered)."""
+    """Rows not tried: the batch's rejections went over :attr:`WriteContext.record_limit` first (not delivered)."""
 
 
 class DirtySink(Protocol):
@@ -183,9 +184,8 @@ class WriteContext:
     task and run ids are only unique within one task database, so the state a destination keeps
     (split markers, staging tables, temporary directories) is named by this id too."""
     record_limit: int | None = None
-    """The destination's record limit (``error_limit.record``; None: none). A writer whose rejected rows in
-    one batch go over it may stop that batch there (:attr:`WriteResult.stopped`): the destination fails
-    whatever the rest of the batch holds, so trying it row by row would only cost time."""
+    """``error_limit.record`` (None: none). A writer may stop a batch whose rejections go over it
+    (:attr:`WriteResult.stopped`): the destination fails whatever the rest holds."""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops or this destination fails: retry waits end at once."""
     log: Logger = field(init=False, compare=False, repr=False)
@@ -438,10 +438,6 @@ class SourceRole:
     read incrementally. Raises a SplitError naming the column when it is not one of the source's."""
 
 
-WILL_FAIL = "none: the run will fail"
-"""How a ``plan_load`` line starts when the destination's prepare will fail (a missing target, say)."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SinkRole:
     options: type
@@ -467,8 +463,8 @@ class SinkRole:
     plan_load: Callable[[Any, Schema, bool], str] | None = None
     """Optional: ``plan_load(options, schema, rows_changed)`` says how the destination encodes what it
     loads, for ``wormhole plan`` (``load``); it may read (never write) the target to decide as its writers
-    will. ``rows_changed``: transforms make the rows it gets (they are not the reader's own batches).
-    A line that starts with :data:`WILL_FAIL` says the run's prepare will fail, and why."""
+    will. ``rows_changed``: transforms make the rows it gets (not the reader's own); :data:`WILL_FAIL` starts a
+    line saying the run's prepare will fail, and why."""
     spark_replaces: Callable[[Any], bool] | None = None
     """Optional: for these options the native Spark write replaces the destination's whole output
     at commit (a temporary directory swapped in), so in Spark mode it writes every row each run and

@@ -48,7 +48,6 @@ from wormhole.plugins.mysql.connection import (
     close_quietly,
     connect,
     describe,
-    fetch_all,
     fetch_one,
     source_connection,
 )
@@ -56,7 +55,7 @@ from wormhole.plugins.mysql.markers import COMMITTED, SWAPPED, SWAPPING, SplitMa
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, MysqlWriterOptions, QuerySource
 from wormhole.plugins.mysql.passthrough import choose_method, load_method, target_columns, wire_columns
 from wormhole.plugins.mysql.reader import endpoints
-from wormhole.plugins.mysql.staging import Staging, TargetSql, staging_leftovers
+from wormhole.plugins.mysql.staging import Staging, TargetSql, refuse_unkept, staging_leftovers
 from wormhole.plugins.sql import backquote as quote
 
 
@@ -170,8 +169,8 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self.truncated = opts.load == "truncate"
             self.rows_before = recorded_before
         else:
-            if opts.load == "staging":
-                self._refuse_unkept(conn)  # before pre_sql: nothing of the load is touched
+            if opts.load == "staging":  # before pre_sql: nothing of the load is touched
+                refuse_unkept(self.sql, conn, self.endpoint.database, opts.table, self.target)
             for statement in opts.pre_sql:
                 self.sql.run(conn, statement, "pre_sql", PrepareError)
             if opts.load == "truncate":
@@ -193,29 +192,6 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self.markers.record_prepared(conn, self.rows_before)
             self.durable = {}
         self._build_sql([types[c.lower()] for c in self.columns])
-
-    def _refuse_unkept(self, conn: pymysql.Connection) -> None:
-        """A staging swap replaces the target's table object. Its grants are kept (MySQL records them by
-        name), but its triggers and foreign keys belong to the object: the RENAME takes them (and the foreign
-        keys of other tables referencing it) to the old table, which is dropped. A target with any is
-        refused, naming them."""
-        args = (self.endpoint.database, self.options.table)
-        found = [f"trigger {r[0]}" for r in fetch_all(
-            conn, "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = %s AND "
-                  "EVENT_OBJECT_TABLE = %s ORDER BY TRIGGER_NAME", args)]
-        found += [f"foreign key {r[0]}" for r in fetch_all(
-            conn, "SELECT CONSTRAINT_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = "
-                  "%s AND TABLE_NAME = %s ORDER BY CONSTRAINT_NAME", args)]
-        # Tables of the same database only: asking for every database's would open every table on the server.
-        found += [f"foreign key {r[0]} of table {r[1]}" for r in fetch_all(
-            conn, "SELECT CONSTRAINT_NAME, TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE "
-                  "CONSTRAINT_SCHEMA = %s AND REFERENCED_TABLE_NAME = %s AND UNIQUE_CONSTRAINT_SCHEMA = "
-                  "CONSTRAINT_SCHEMA AND TABLE_NAME <> REFERENCED_TABLE_NAME ORDER BY 2, 1", args)]
-        if found:
-            raise self.sql.error(PrepareError, f"load 'staging' cannot keep the {', '.join(found)} of {self.target}: "
-                                               f"MySQL triggers and foreign keys belong to the table the swap "
-                                               f"replaces, so nothing was loaded (use load 'truncate' or 'append', "
-                                               f"which keep the table)")
 
     def _remove_leftovers(self, conn: pymysql.Connection) -> None:
         for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers

@@ -68,6 +68,30 @@ def _tag(ctx: WriteContext, state_run: int) -> str:
     return f"{ctx.task_id}_{state_run}" + (f"_{ctx.taskdb_id}" if ctx.taskdb_id else "")
 
 
+def refuse_unkept(sql: TargetSql, conn: pymysql.Connection, database: str, table: str, target: str) -> None:
+    """A staging swap replaces the target's table object. Its grants are kept (MySQL records them by
+    name), but its triggers and foreign keys belong to the object: the RENAME takes them (and the foreign
+    keys of other tables referencing it) to the old table, which is dropped. A target with any is
+    refused, naming them."""
+    args = (database, table)
+    found = [f"trigger {r[0]}" for r in fetch_all(
+        conn, "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = %s AND "
+              "EVENT_OBJECT_TABLE = %s ORDER BY TRIGGER_NAME", args)]
+    found += [f"foreign key {r[0]}" for r in fetch_all(
+        conn, "SELECT CONSTRAINT_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = "
+              "%s AND TABLE_NAME = %s ORDER BY CONSTRAINT_NAME", args)]
+    # Tables of the same database only: asking for every database's would open every table on the server.
+    found += [f"foreign key {r[0]} of table {r[1]}" for r in fetch_all(
+        conn, "SELECT CONSTRAINT_NAME, TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE "
+              "CONSTRAINT_SCHEMA = %s AND REFERENCED_TABLE_NAME = %s AND UNIQUE_CONSTRAINT_SCHEMA = "
+              "CONSTRAINT_SCHEMA AND TABLE_NAME <> REFERENCED_TABLE_NAME ORDER BY 2, 1", args)]
+    if found:
+        raise sql.error(PrepareError, f"load 'staging' cannot keep the {', '.join(found)} of {target}: "
+                                      f"MySQL triggers and foreign keys belong to the table the swap "
+                                      f"replaces, so nothing was loaded (use load 'truncate' or 'append', "
+                                      f"which keep the table)")
+
+
 def staging_leftovers(sql: TargetSql, conn: pymysql.Connection, ctx: WriteContext, target: str,
                       named: str | None, keep_run: int | None) -> list[tuple[str, int]]:
     """``(table, run)`` of every staging table of ``ctx``'s task and destination but ``keep_run``'s:

@@ -21,15 +21,22 @@ commit, and the target stays as it was).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 
-from wormhole.errors import CommitError, PrepareError
+from wormhole.errors import CommitError, PrepareError, StorageError
 from wormhole.plugins.sql import quote
 
-if TYPE_CHECKING:
-    from wormhole.plugins.postgres.staging import TargetSql
+
+class TargetSql(Protocol):
+    """What this module needs of :class:`wormhole.plugins.postgres.staging.TargetSql` (which imports this
+    module, so it is named by its shape here)."""
+
+    @property
+    def schema(self) -> str: ...
+
+    def error(self, cls: type[StorageError], message: str) -> StorageError: ...
 
 Grant = tuple[str, str | None, str, str, bool]
 """``(column or '', grantee or None for PUBLIC, grantor, privilege, with grant option)``."""

@@ -474,8 +474,7 @@ def _match(name: str, columns: list[str]) -> str | None:
 
 def plan_load(options: PostgresWriterOptions, schema: Any, rows_changed: bool) -> str:
     """The ``load`` line of ``wormhole plan`` for a postgres destination: whether its target exists is read
-    (a missing one fails the run's prepare unless ``create_table``); the format is chosen at prepare from
-    the target's column types."""
+    (a missing one fails the run unless ``create_table``); the format is chosen at prepare from its types."""
     into = "a temporary table, then INSERT ... ON CONFLICT" if options.write_mode == "upsert" else \
         ("the staging table" if options.load == "staging" else "the target")
     target = f"{quote(options.schema)}.{quote(options.table)}"
