@@ -47,7 +47,7 @@ CLEAN = [
      "2024-02-29", "2024-02-29 23:59:59.000001", '{"a": [1, null], "b": "é"}'),
     (-9223372036854775808, -0.0, "", b"", "-0.25", 0, "0001-01-01", "9999-12-31T23:59:59", "null"),
     (None, None, None, None, None, None, None, None, None),
-    (0, 1e300, "x", b"y", "100", 7, "2000-01-01", "2000-01-01", '"text"'),
+    (0, 1e300, "x", b"y", "100", 1, "2000-01-01", "2000-01-01", '"text"'),
 ]
 
 
@@ -94,19 +94,21 @@ def test_sqlite_a_batch_arrow_cannot_hold_goes_as_tuples_and_bad_rows_are_reject
     awkward = [
         (1, 2.0, "a", b"", "1.50", 1, "2024-01-01", "2024-01-01", "[]"),  # a decimal's own scale: tuples
         clean,
-        ("three", 2.0, "a", b"", "1.5", 1, "2024-01-01", "2024-01-01", "[]"),  # SQLite keeps a text: tuples
+        ("three", 2.0, "a", b"", "1.5", 1, "2024-01-01", "2024-01-01", "[]"),  # a text in INTEGER: rejected
         (4, 2.0, "a", b"", "1.5", 1, "2024-01-01", "2024-01-01 10:00:00+02:00", "[]"),  # aware: tuples
         (5, 2.0, "a", b"", "1.5", 1, "2024-02-30", "2024-01-01", "[]"),  # no such day: rejected
         clean,
         (7, 2.0, "a", b"", "1.5", 1, "2024-01-01", "2024-01-01", "{bad"),  # not JSON: rejected
         clean,
+        (9, 2.0, "a", b"", "1.5", 7, "2024-01-01", "2024-01-01", "[]"),  # BOOLEAN holds 0 and 1 only: rejected
+        clean,
     ]
     batches, sink, old, old_sink = _both(_sqlite(tmp_path, awkward), 2, monkeypatch)
     assert typed(batches) == typed(old)
     assert rejections(sink) == rejections(old_sink)
-    assert [r for r, _ in rejections(sink)] == [awkward[4], awkward[6]]
+    assert [r for r, _ in rejections(sink)] == [awkward[2], awkward[4], awkward[6], awkward[8]]
     assert typed(batches)[0][4] == ("Decimal", "Decimal('1.50')")
-    assert forms(batches) == ["tuples", "tuples", "arrow", "arrow"]
+    assert forms(batches) == ["tuples", "tuples", "arrow", "arrow", "arrow"]
 
 
 # ---------------------------------------------------------------------------------------------

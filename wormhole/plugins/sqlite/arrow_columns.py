@@ -36,7 +36,9 @@ def _column(column: Column, values: Sequence[Any]) -> pa.Array:
         return json_texts(values)
     if kind == "bool" and kinds <= {int}:  # bound as 0/1; any other integer is no boolean (_to_bool rejects it)
         ints = pa.array(values, pa.int64())
-        if pc.any(pc.invert(pc.is_in(ints, pa.array([0, 1])))).as_py():
+        # not_equal keeps a NULL null and any skips it (is_in would call a NULL "not in", sending the batch to
+        # tuples): only an integer other than 0 and 1 is Unfit
+        if pc.any(pc.and_(pc.not_equal(ints, 0), pc.not_equal(ints, 1))).as_py():
             raise Unfit("an integer other than 0 and 1 in a bool column")
         return pc.equal(ints, 1)
     if kind == "decimal" and kinds == {int}:
