@@ -4,6 +4,7 @@ replaces a session that no longer answers before each test)."""
 from __future__ import annotations
 
 import pytest
+from structlog.testing import capture_logs
 
 from tests.spark_helpers import answering_session, run_task
 from wormhole.config import EngineConf
@@ -18,7 +19,10 @@ def test_a_session_stopped_under_the_run_is_replaced_before_the_next_test(spark_
     broken.sparkContext.stop()
     assert session_fault(broken) == "the SparkContext is stopped"
 
-    assert answering_session(spark_conf) == "the SparkContext is stopped"
+    with capture_logs() as events:
+        assert answering_session(spark_conf) == "the SparkContext is stopped"
+    # Its JVM still answered, so the new session is built in it: seconds, not a JVM start.
+    assert [e["jvm_kept"] for e in events if e["event"] == "spark.session_discarded"] == [True]
     fresh = get_session(spark_conf.spark)
     assert fresh is not broken and session_fault(fresh) is None
     # The next task runs on the new session as on the first.

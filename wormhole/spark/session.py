@@ -19,6 +19,7 @@ import threading
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import structlog
 from pyspark.sql import SparkSession
@@ -148,9 +149,10 @@ def session_fault(session: SparkSession) -> str | None:
 
 
 def discard_session() -> None:
-    """Forget the process's session whatever state it is in: stop what still stops and end its JVM,
-    so the next :func:`get_session` builds a new one in a new JVM (an unusable gateway cannot be
-    repaired: py4j has no way to resynchronise a connection that lost its place)."""
+    """Forget the process's session whatever state it is in, so the next :func:`get_session` builds a new
+    one: stop what still stops; keep the JVM when its gateway still answers (a stopped context), else end
+    it too (an unusable gateway cannot be repaired: py4j has no way to resynchronise a connection that
+    lost its place), and the next session starts a new JVM."""
     global _session
     from pyspark import SparkContext
 
@@ -160,7 +162,8 @@ def discard_session() -> None:
             with contextlib.suppress(Exception):
                 session.stop()
         gateway = SparkContext._gateway
-        if gateway is not None:
+        jvm_kept = gateway is not None and _answers(gateway)
+        if gateway is not None and not jvm_kept:
             with contextlib.suppress(Exception):
                 gateway.shutdown()
             proc = getattr(gateway, "proc", None)
@@ -168,12 +171,20 @@ def discard_session() -> None:
                 with contextlib.suppress(Exception):
                     proc.kill()
                     proc.wait(30)
-        SparkContext._gateway = None
-        SparkContext._jvm = None
+            SparkContext._gateway = None
+            SparkContext._jvm = None
         SparkContext._active_spark_context = None
         SparkSession._instantiatedSession = None
         SparkSession._activeSession = None
-    log.warning("spark.session_discarded", had_session=session is not None)
+    log.warning("spark.session_discarded", had_session=session is not None, jvm_kept=jvm_kept)
+
+
+def _answers(gateway: Any) -> bool:
+    try:
+        return bool(gateway.jvm.java.lang.Math.addExact(40, 2) == 42
+                    and gateway.jvm.java.lang.Math.addExact(41, 2) == 43)
+    except Exception:  # no answer at all: the JVM or its connection is gone
+        return False
 
 
 def package_zip(directory: Path) -> Path:
