@@ -108,13 +108,18 @@ class Databases:
 
 
 @contextmanager
-def global_max_allowed_packet(admin: Connection, size: int) -> Iterator[None]:
+def global_max_allowed_packet(admin: Connection, size: int,
+                              prepare: Callable[[], None] | None = None) -> Iterator[None]:
     """The server's global ``max_allowed_packet`` set to ``size`` (sessions opened from now on take it), restored
     after. Tests that change it take turns (a server lock held by ``admin``): two at once, in two xdist workers,
-    would see each other's value and restore the wrong one."""
+    would see each other's value and restore the wrong one. ``prepare`` runs once the lock is held and before
+    the change, when the global is the server's own: a session it opens then may build values wider than
+    ``size`` (one opened while another test held the lock could not)."""
     if scalar(admin, "SELECT GET_LOCK('wormhole_tests_max_allowed_packet', 600)") != 1:
         raise AssertionError("another test held the max_allowed_packet lock for 10 minutes")
     try:
+        if prepare is not None:
+            prepare()
         before = int(scalar(admin, "SELECT @@GLOBAL.max_allowed_packet"))
         execute(admin, f"SET GLOBAL max_allowed_packet = {int(size)}")
         try:

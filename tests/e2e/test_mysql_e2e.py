@@ -693,12 +693,20 @@ def test_a_row_over_the_destinations_max_allowed_packet_is_rejected_naming_it(
     create_table(dbs.admin, src, "src", "id INT NOT NULL PRIMARY KEY, b LONGTEXT NOT NULL, c VARCHAR(20) NOT NULL")
     create_table(dbs.admin, db, "t", "id INT NOT NULL PRIMARY KEY, b LONGTEXT NOT NULL, c VARCHAR(5) NOT NULL")
     wide = ", ".join(map(str, WIDER_THAN_PACKET))
-    execute(dbs.admin, f"INSERT INTO {q(src)}.src SELECT seq, IF(seq IN ({wide}), REPEAT('w', {2 << 20}), "
-                       f"CONCAT('small-', seq)), IF(seq = {TOO_LONG_CODE}, 'too-long', 'ok') FROM {q(src)}.seq_1_to_20")
+
+    def fill() -> None:  # a new session, under the server's own max_allowed_packet: REPEAT makes 2 MiB values
+        conn = SERVER.connect()
+        try:
+            execute(conn, f"INSERT INTO {q(src)}.src SELECT seq, IF(seq IN ({wide}), REPEAT('w', {2 << 20}), "
+                          f"CONCAT('small-', seq)), IF(seq = {TOO_LONG_CODE}, 'too-long', 'ok') "
+                          f"FROM {q(src)}.seq_1_to_20")
+        finally:
+            conn.close()
+
     spec = {"source": {"plugin": "mysql", "params": SERVER.params(src, table="src")},  # one split, one batch
             "destinations": [mysql_dest("d", db, method=method, batch_size=8, strict=True,
                                         error_limit={"record": len(rejected)})]}
-    with global_max_allowed_packet(dbs.admin, 1 << 20):
+    with global_max_allowed_packet(dbs.admin, 1 << 20, prepare=fill):
         code, task, stderr = run_task(ws, spec)
 
     assert code == 201, stderr[-3000:]
