@@ -24,26 +24,13 @@ markers).
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pymysql
 import pymysql.cursors
 
-from wormhole.errors import (
-    CommitError,
-    PeripheryError,
-    PrepareError,
-    ReadError,
-    RollbackError,
-    StorageError,
-)
-from wormhole.plugins.base import (
-    ReadContext,
-    ShippedWithoutLock,
-    SourceInfo,
-    WriteContext,
-)
+from wormhole.errors import CommitError, PrepareError, ReadError, RollbackError, StorageError
+from wormhole.plugins.base import ReadContext, SourceInfo, WriteContext
 from wormhole.plugins.mysql.connection import (
     close_quietly,
     connect,
@@ -51,27 +38,24 @@ from wormhole.plugins.mysql.connection import (
     fetch_one,
     source_connection,
 )
-from wormhole.plugins.mysql.markers import COMMITTED, SWAPPED, SWAPPING, SplitMarkers
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, MysqlWriterOptions, QuerySource
 from wormhole.plugins.mysql.passthrough import choose_method, load_method, target_columns, wire_columns
 from wormhole.plugins.mysql.reader import endpoints
-from wormhole.plugins.mysql.staging import Staging, TargetSql, refuse_unkept, staging_leftovers
+from wormhole.plugins.mysql.staging import MysqlStaging, refuse_unkept
 from wormhole.plugins.sql import backquote as quote
+from wormhole.plugins.sql.markers import COMMITTED, SWAPPED, SWAPPING
+from wormhole.plugins.sql.periphery import SqlWriterPeriphery
+from wormhole.plugins.sql.target import TargetSql
 
 
-class MysqlWriterPeriphery(ShippedWithoutLock):
+class MysqlWriterPeriphery(SqlWriterPeriphery):
     """Prepares the target (pre_sql, truncate or staging table), and commits or rolls back the load."""
 
+    staging: MysqlStaging | None
+
     def __init__(self, options: MysqlWriterOptions, ctx: WriteContext) -> None:
-        self.options = options
-        self.ctx = ctx
-        self.endpoint = options.endpoint
-        self.sql = TargetSql(self.endpoint, ctx.destination)
-        self.lock = threading.Lock()
-        self.columns: tuple[str, ...] = ()
-        self.write_table = options.table
-        """Where writers put rows: the target, or the staging table."""
-        self.staging: Staging | None = None
+        super().__init__(options, ctx, TargetSql(options.endpoint, options.endpoint.database, ctx.destination, MYSQL))
         self.method = "insert"
         self.wire: tuple[bool, ...] = ()
         """Which columns' LOAD DATA fields are their wire text (:mod:`.passthrough`), decided at prepare."""
@@ -80,27 +64,6 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         self.insert_prefix = ""
         self.insert_suffix = ""
         self.max_packet = 16 << 20
-        self.rows_before: int | None = None
-        self.rows_written = 0
-        self._counted: set[str] = set()
-        self.truncated = False
-        self.prepared = False
-        self.finished = False
-        self.broken: str | None = None
-        """Why the load cannot be committed (set by a writer whose piece failed for good)."""
-        self.markers = SplitMarkers(self.sql, ctx)
-        self.markers_ready = False
-        self.durable: dict[str, int] = {}
-        """Splits held durably before this run (resuming): split id -> rows."""
-        self.phase: str | None = None
-        """How far the state run's load got when this run prepared (resuming): see :mod:`.markers`."""
-
-    @property
-    def target(self) -> str:
-        return self.sql.ref(self.options.table)
-
-    def table_ref(self, name: str) -> str:
-        return self.sql.ref(name)
 
     def connect(self, error: type[StorageError], *, autocommit: bool = True, local_infile: bool = False,
                 log: Any = None) -> pymysql.Connection:
@@ -108,49 +71,14 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
                        autocommit=autocommit, local_infile=local_infile, destination=self.ctx.destination,
                        stop=self.ctx.stop, log=self.ctx.log if log is None else log)
 
-    def add_written(self, rows: int, split_id: str | None = None) -> None:
-        """Count rows committed to the written table; a split's rows count once, however many attempts
-        at it ended (a second one finds it durable already)."""
-        with self.lock:
-            if split_id is not None:
-                if split_id in self._counted:
-                    return
-                self._counted.add(split_id)
-            self.rows_written += rows
-
-    def durable_splits(self) -> dict[str, int]:
-        """The splits this destination already holds for ``ctx.state_run`` (their markers), read at prepare."""
-        return dict(self.durable)
-
-    @property
-    def durable_rows(self) -> int:
-        return sum(self.durable.values())
-
     # -- prepare --------------------------------------------------------------------------------
-
-    def prepare(self) -> None:
-        if self.prepared:
-            return
-        conn = self.connect(PrepareError)
-        try:
-            self._prepare(conn)
-        except pymysql.err.MySQLError as exc:
-            raise self.sql.error(PrepareError, f"preparing {self.target} on {self.endpoint.mark} failed: "
-                                               f"{describe(exc)}") from exc
-        finally:
-            close_quietly(conn)
-        self.prepared = True
 
     def _prepare(self, conn: pymysql.Connection) -> None:
         opts = self.options
         types = self._target_columns(conn)
         self.max_packet = int(fetch_one(conn, "SELECT @@max_allowed_packet")[0])
         self.method = self._choose_method(conn)
-        self.markers.ensure(conn)
-        self.markers_ready = True
-        self._remove_leftovers(conn)
-        phase, recorded_before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
-        self.phase = phase
+        phase, recorded_before = self._open_markers(conn)
         done = phase is not None
         if phase == COMMITTED:
             # The crashed run committed this load before its outcome was recorded: nothing is left to do.
@@ -158,7 +86,7 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self.rows_before = recorded_before
             self.durable = self.markers.durable(conn)
             if opts.load == "staging":
-                self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+                self.staging = MysqlStaging(self.sql, self.ctx, opts.table, opts.staging_table)
                 self.staging.swapped = True  # its commit may not have dropped the old table yet
             self._build_sql([types[c.lower()] for c in self.columns])
             return
@@ -169,49 +97,40 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self.truncated = opts.load == "truncate"
             self.rows_before = recorded_before
         else:
-            if opts.load == "staging":  # before pre_sql: nothing of the load is touched
-                refuse_unkept(self.sql, conn, self.endpoint.database, opts.table, self.target)
-            for statement in opts.pre_sql:
-                self.sql.run(conn, statement, "pre_sql", PrepareError)
-            if opts.load == "truncate":
-                self.sql.run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
-                self.truncated = True
+            self._first_prepare(conn)
         if opts.load == "staging":
-            self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+            self.staging = MysqlStaging(self.sql, self.ctx, opts.table, opts.staging_table)
             self.staging.prepare(conn, phase)
             self.write_table = self.staging.name
         if not done:
-            if opts.verify == "count" and opts.load == "append":
-                self.rows_before = int(fetch_one(conn, f"SELECT COUNT(*) FROM {self.target}")[0])
+            self._count_before(conn)
             self.markers.record_prepared(conn, self.rows_before)
         self.durable = self.markers.durable(conn) if self.ctx.resuming else {}
         if self.durable and self.staging is not None and not self.staging.adopted:
             # The markers name splits of a staging table that is gone: they are written again.
             self.ctx.log.warning("writer.durable_state_lost", table=self.staging.name, splits=len(self.durable))
-            self.markers.forget(conn, "forgetting split markers", PrepareError)
+            self.markers.forget(conn)
             self.markers.record_prepared(conn, self.rows_before)
             self.durable = {}
         self._build_sql([types[c.lower()] for c in self.columns])
 
-    def _remove_leftovers(self, conn: pymysql.Connection) -> None:
-        for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers
-            try:
-                remove(conn)
-            except PeripheryError as exc:  # not this run's: `task show` keeps listing it
-                self.ctx.log.warning("writer.leftover_not_removed", leftover=text, error=str(exc))
-            else:
-                self.ctx.log.info("writer.leftover_removed", leftover=text)
+    def _first_prepare(self, conn: pymysql.Connection) -> None:
+        """What only a run's first prepare does: refuse a target the swap cannot keep, pre_sql, TRUNCATE."""
+        opts = self.options
+        if opts.load == "staging":  # before pre_sql: nothing of the load is touched
+            refuse_unkept(self.sql, conn, self.endpoint.database, opts.table, self.target)
+        for statement in opts.pre_sql:
+            self.sql.run(conn, statement, "pre_sql", PrepareError)
+        if opts.load == "truncate":
+            self.sql.run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
+            self.truncated = True
 
     def _target_columns(self, conn: pymysql.Connection) -> dict[str, str]:
         """The target's column types by lower-case name; sets the columns written (checked against them)."""
-        opts, schema = self.options, self.ctx.schema
-        found = target_columns(conn, self.endpoint.database, opts.table)
+        found = target_columns(conn, self.endpoint.database, self.options.table)
         if not found:
             raise self.sql.error(PrepareError, f"table {self.target} does not exist on {self.endpoint.mark}")
-        columns = opts.columns if opts.columns is not None else schema.names
-        if len(columns) != len(schema):
-            raise self.sql.error(PrepareError, f"columns names {len(columns)} column(s) but the source has "
-                                               f"{len(schema)}: {', '.join(schema.names)}")
+        columns = self._written_names()
         types = {name.lower(): dt for name, dt, _ in found}
         unknown = [c for c in columns if c.lower() not in types]
         if unknown:
@@ -261,23 +180,15 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
 
     # -- commit / rollback ----------------------------------------------------------------------
 
-    def commit(self) -> None:
-        if self.finished:
-            return
-        if self.broken is not None:
-            raise self.sql.error(CommitError, f"cannot commit {self.target}: {self.broken}")
+    def _commit_load(self, done: bool) -> None:
         conn = self.connect(CommitError)
         try:
-            if self.phase == COMMITTED:
-                self.ctx.log.info("writer.commit_skipped", reason=f"run {self.ctx.state_run} committed this load "
-                                                                  "before it crashed")
-            else:
+            if not done:
                 self._commit(conn)
             if self.staging is not None:
                 self.staging.drop_old(conn)
         finally:
             close_quietly(conn)
-        self.finished = True
 
     def _commit(self, conn: pymysql.Connection) -> None:
         """Verify, swap (recording the phase around the RENAME), post_sql, then ``committed``: a crash
@@ -295,134 +206,43 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         self._set_phase(conn, COMMITTED)
 
     def _set_phase(self, conn: pymysql.Connection, phase: str) -> None:
+        """Recorded on its own (autocommit): durable before the step it announces."""
         if self.markers_ready:
-            self.markers.set_phase(conn, phase, CommitError)
+            with self.sql.failing_as(CommitError, f"recording the load's phase ({phase}) in {self.markers.table}"):
+                self.markers.set_phase(conn, phase)
             self.phase = phase
 
-    def release(self) -> None:
-        """The task's outcome is recorded: this load's markers are not needed to resume any more."""
-        self._drop_markers(PeripheryError)
-
-    def _forget_markers(self, conn: pymysql.Connection) -> None:
-        if not self.markers_ready:
-            return
-        try:
-            self.markers.forget(conn, "deleting split markers", PeripheryError)
-        except PeripheryError as exc:
-            # The load itself is decided; markers of a finished state run are only leftovers.
-            self.ctx.log.warning("writer.markers_left", table=self.markers.table, error=str(exc))
-
-    def _verify(self, conn: pymysql.Connection) -> None:
-        """Rows in the written table == rows before the load + rows written by this run and by the runs
-        it resumes (their markers). The count before an append is recorded at prepare, so a resumed
-        run knows it too; should it be unknown (a marker table from before), the check is skipped."""
-        table = self.table_ref(self.write_table)
-        if self.options.load == "append" and self.rows_before is None:
-            self.ctx.log.warning("writer.verify_skipped", reason="the row count before the load is unknown")
-            return
-        found = int(fetch_one(conn, f"SELECT COUNT(*) FROM {table}")[0])
-        expected = self.rows_written + self.durable_rows + (self.rows_before or 0)
-        if found != expected:
-            earlier = f", {self.durable_rows} by the runs resumed" if self.durable else ""
-            raise self.sql.error(CommitError, f"verify count: {table} holds {found} rows, expected {expected} "
-                                              f"({self.rows_written} written{earlier})")
-
-    def rollback(self) -> None:
-        if self.finished:
-            return
-        if self.phase == COMMITTED:
-            self.finished = True
-            raise self.sql.error(RollbackError, f"not rolled back: run {self.ctx.state_run} committed the load "
-                                                f"into {self.target} before it crashed")
+    def _rollback_load(self) -> None:
         if self.options.load == "staging":
             self._rollback_staging()
-        elif self.prepared or self.truncated:  # else prepare failed before any row could be written
-            self._rollback_load()
-        self.finished = True
-
-    def _drop_markers(self, error: type[StorageError]) -> None:
-        if not self.markers_ready:
-            return
-        conn = self.connect(error)
-        try:
-            self.markers.forget(conn, "deleting split markers", error)
-        finally:
-            close_quietly(conn)
+        elif not (self.prepared or self.truncated):
+            return  # prepare failed before any row could be written
+        elif self.options.rollback_sql:
+            self._session(RollbackError, "rolling back", self._undo)
+        else:
+            self._left_as_is()
 
     def _rollback_staging(self) -> None:
         if self.staging is None or not self.staging.created:
-            self._drop_markers(RollbackError)
-            return  # this run never created it: a table by that name is not ours to drop
-        conn = self.connect(RollbackError)
-        try:
-            self.staging.rollback(conn)
-            self._forget_markers(conn)
-        finally:
-            close_quietly(conn)
-
-    def _rollback_load(self) -> None:
-        opts = self.options
-        if opts.rollback_sql:
-            conn = self.connect(RollbackError)
-            try:
-                for statement in opts.rollback_sql:
-                    self.sql.run(conn, statement, "rollback_sql", RollbackError)
-                self._forget_markers(conn)
-            finally:
-                close_quietly(conn)
+            if self.markers_ready:  # this run never created it: a table by that name is not ours to drop
+                self._session(RollbackError, "rolling back", self.markers.forget)
             return
-        self._drop_markers(RollbackError)
-        committed = self.rows_written + self.durable_rows
-        if committed or self.truncated:
-            what = []
-            if self.truncated:
-                what.append(f"{self.target} was truncated (its earlier rows are gone)")
-            if committed:
-                earlier = f" ({self.durable_rows} by the runs resumed)" if self.durable else ""
-                what.append(f"{committed} rows committed to {self.target}{earlier} stay there")
-            self.finished = True
-            raise self.sql.error(RollbackError, f"not rolled back: load is '{opts.load}' without rollback_sql: "
-                                                f"{'; '.join(what)}")
+        self._session(RollbackError, "rolling back", self._undo)
 
-    # -- leftovers of crashed runs ------------------------------------------------------------
-
-    def leftovers(self, keep_run: int | None) -> list[str]:
-        """What crashed runs of this task left for this destination: staging tables (marked and named
-        as wormhole names them) and split markers, of every state run but ``keep_run``."""
-        conn = self.connect(PeripheryError)
+    def _undo(self, conn: pymysql.Connection) -> None:
+        """The staging table dropped (the swap undone first), or rollback_sql run; then the markers go."""
+        if self.staging is not None:
+            self.staging.rollback(conn)
+        else:
+            self._rollback_sql(conn)
+        if not self.markers_ready:
+            return
         try:
-            return [text for text, _ in self._leftovers(conn, keep_run)]
-        finally:
-            close_quietly(conn)
-
-    def clean_leftovers(self, keep_run: int | None) -> list[str]:
-        conn = self.connect(PeripheryError)
-        removed = []
-        try:
-            for text, remove in self._leftovers(conn, keep_run):
-                remove(conn)
-                removed.append(text)
-                self.ctx.log.info("writer.leftover_removed", leftover=text)
-        finally:
-            close_quietly(conn)
-        return removed
-
-    def _leftovers(self, conn: pymysql.Connection, keep_run: int | None) -> list[tuple[str, Any]]:
-        found: list[tuple[str, Any]] = []
-        try:
-            for name, run in staging_leftovers(self.sql, conn, self.ctx, self.options.table,
-                                               self.options.staging_table, keep_run):
-                statement = f"DROP TABLE {self.sql.ref(name)}"
-                found.append((f"table {self.sql.ref(name)} (staging of run {run})",
-                              lambda c, s=statement: self.sql.run(c, s, "dropping a leftover staging table",
-                                                                  PeripheryError)))
-            for run, splits in self.markers.other_runs(conn, keep_run).items():
-                found.append((f"{splits} split marker(s) of run {run} in {self.markers.table}",
-                              lambda c, r=run: self.markers.drop_run(c, r, PeripheryError)))
-        except pymysql.err.MySQLError as exc:
-            raise self.sql.error(PeripheryError, f"looking for leftovers on {self.endpoint.mark} failed: "
-                                                 f"{describe(exc)}") from exc
-        return found
+            with self.sql.failing_as(RollbackError, f"deleting split markers in {self.markers.table}"):
+                self.markers.forget(conn)
+        except RollbackError as exc:
+            # The load itself is decided; markers of a finished state run are only leftovers.
+            self.ctx.log.warning("writer.markers_left", table=self.markers.table, error=str(exc))
 
 
 class MysqlReaderPeriphery:

@@ -41,20 +41,19 @@ from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
-    abandon,
-    close_quietly,
     describe,
     error_code,
     is_row_error,
     is_transient,
-    wait_session_ended,
 )
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.encoding import Encoded, PieceEncoder
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
 from wormhole.plugins.mysql.types import sql_values
-from wormhole.plugins.split_transactions import Broken, SplitTransactions
+from wormhole.plugins.split_transactions import Broken
 from wormhole.plugins.sql import VALUE_ERRORS, room_left, rows_one_by_one
+from wormhole.plugins.sql.writer import SqlWriter
 
 _LOAD_INFO = re.compile(r"Records:\s*(\d+)\s+Deleted:\s*(\d+)\s+Skipped:\s*(\d+)\s+Warnings:\s*(\d+)")
 _KEEPS_CONNECTION = (1205, 1213)
@@ -63,7 +62,6 @@ _LOCK_WAIT_TIMEOUT = 1205
 """Undoes only the statement (unless innodb_rollback_on_timeout): a split's piece retries from its savepoint."""
 _COMMIT_UNKNOWN = (2013, 2055)
 """Lost while waiting for COMMIT's answer: whether the server committed is unknown."""
-_DUPLICATE_KEY = 1062
 _SAVEPOINT = "wh_piece"
 
 
@@ -71,10 +69,11 @@ def _mib(size: int) -> str:
     return f"{size / (1 << 20):.1f} MiB"
 
 
-class MysqlWriter(SplitTransactions[pymysql.Connection]):
+class MysqlWriter(SqlWriter[pymysql.Connection]):
     """One connection; each piece of ``batch_size`` rows is one transaction."""
 
     plugin = PLUGIN_NAME
+    dialect = MYSQL
     db_error = pymysql.err.MySQLError
     periphery: MysqlWriterPeriphery
     options: MysqlWriterOptions
@@ -92,11 +91,9 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
     # -- lifecycle ------------------------------------------------------------------------------
 
     def open(self) -> None:
-        p = self.periphery
-        if not p.prepared or p.finished:
-            raise self._error(f"{p.target} is not prepared for writing")
+        super().open()
         self.conn = self._connect()
-        if p.method == "load_data":
+        if self.periphery.method == "load_data":
             self._open_buffer()
 
     def _connect(self) -> pymysql.Connection:
@@ -110,9 +107,6 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         else:  # pragma: no cover - not Linux
             fd, self._file_path = tempfile.mkstemp(prefix="wormhole-load-")
             self._file = fd
-
-    def flush(self) -> None:
-        """Nothing buffered: every piece is committed before ``write`` returns."""
 
     def close(self) -> None:
         self._close_connections()
@@ -331,30 +325,3 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
                 return self._transient(exc)
         return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
                                     f"{describe(exc)}")
-
-    # -- the driver's part of the splits' transactions --------------------------------------------
-
-    _close = staticmethod(close_quietly)
-    _is_transient = staticmethod(is_transient)
-    _describe = staticmethod(describe)
-
-    @staticmethod
-    def _is_duplicate(exc: Exception) -> bool:
-        return isinstance(exc, pymysql.err.MySQLError) and error_code(exc) == _DUPLICATE_KEY
-
-    def _insert_marker(self, conn: pymysql.Connection, split_id: str, rows: int) -> None:
-        with conn.cursor() as cur:
-            cur.execute(self.periphery.markers.insert_sql, (self.ctx.destination, split_id, rows))
-
-    def _session(self, conn: pymysql.Connection) -> int:
-        return int(conn.thread_id())
-
-    def _commit_unknown(self, exc: Exception, conn: pymysql.Connection) -> bool:
-        return isinstance(exc, pymysql.err.InterfaceError) or (
-            isinstance(exc, pymysql.err.MySQLError) and error_code(exc) in _COMMIT_UNKNOWN)
-
-    def _wait_ended(self, check: pymysql.Connection, session: int) -> None:
-        wait_session_ended(check, session, self.ctx.stop, self.settle_wait_s)
-
-    def _abandon(self, conn: pymysql.Connection) -> None:
-        abandon(conn)
