@@ -44,7 +44,6 @@ from wormhole.plugins.batch import BadValues, Rows, rows_from_arrow
 from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
 from wormhole.plugins.postgres.connection import (
     PLUGIN_NAME,
-    backend_pid,
     close_quietly,
     copy_line,
     describe,
@@ -52,8 +51,8 @@ from wormhole.plugins.postgres.connection import (
     is_transient,
     reason_of,
     sqlstate,
-    wait_session_ended,
 )
+from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.encoding import (
     ArrowPiece,
     Piece,
@@ -66,10 +65,10 @@ from wormhole.plugins.postgres.encoding import (
 from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
 from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
-from wormhole.plugins.split_transactions import Broken, SplitTransactions
+from wormhole.plugins.split_transactions import Broken
 from wormhole.plugins.sql import VALUE_ERRORS, room_left
+from wormhole.plugins.sql.writer import SqlWriter
 
-_UNIQUE_VIOLATION = "23505"
 _BINARY_FORMAT = "22P03"
 """Binary COPY data not in the column type's form: not a row's fault (the rows' types are not the columns')."""
 _CARDINALITY = "21000"
@@ -78,10 +77,11 @@ _ENCODE_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
 AnyPiece = Piece | BinaryPiece | EncodedPiece
 
 
-class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
+class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
     """Plain writes: each piece of ``batch_size`` rows one transaction. Splits: one transaction each."""
 
     plugin = PLUGIN_NAME
+    dialect = POSTGRES
     db_error = psycopg.Error
     lost_fails_without_retries = True
     periphery: PostgresWriterPeriphery
@@ -93,14 +93,6 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
         self._said_text = False
 
     # -- lifecycle ------------------------------------------------------------------------------
-
-    def open(self) -> None:
-        p = self.periphery
-        if not p.prepared or p.finished:
-            raise self._error(f"{p.target} is not prepared for writing")
-
-    def flush(self) -> None:
-        """Nothing buffered: every piece is committed before ``write`` returns."""
 
     def close(self) -> None:
         self._close_connections()
@@ -354,29 +346,6 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
                 return transient
         return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
                                     f"{describe(exc)}")
-
-    # -- the driver's part of the splits' transactions --------------------------------------------
-
-    _close = staticmethod(close_quietly)
-    _is_transient = staticmethod(is_transient)
-    _describe = staticmethod(describe)
-
-    @staticmethod
-    def _is_duplicate(exc: Exception) -> bool:
-        return isinstance(exc, psycopg.Error) and sqlstate(exc) == _UNIQUE_VIOLATION
-
-    def _insert_marker(self, conn: psycopg.Connection[Any], split_id: str, rows: int) -> None:
-        markers = self.periphery.markers
-        conn.execute(markers.insert_sql, markers.insert_args(split_id, rows))
-
-    def _session(self, conn: psycopg.Connection[Any]) -> int:
-        return backend_pid(conn)
-
-    def _commit_unknown(self, exc: Exception, conn: psycopg.Connection[Any]) -> bool:
-        return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
-
-    def _wait_ended(self, check: psycopg.Connection[Any], session: int) -> None:
-        wait_session_ended(check, session, self.ctx.stop, self.settle_wait_s)
 
     def _reusable(self, conn: psycopg.Connection[Any]) -> bool:
         return not conn.broken
