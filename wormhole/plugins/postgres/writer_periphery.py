@@ -225,55 +225,6 @@ class PostgresWriterPeriphery(SqlWriterPeriphery):
             raise self.sql.error(PrepareError, f"params.upsert_key: {self.target} has no unique index on exactly "
                                                f"({', '.join(key)}), which INSERT ... ON CONFLICT needs")
 
-    def _check_distribution(self, names: tuple[str, ...]) -> None:
-        unknown = [c for c in self.options.distributed_by or () if c not in names]
-        if unknown:
-            raise self.sql.error(PrepareError, f"params.distributed_by names {', '.join(unknown)}, not among the "
-                                               f"columns written: {', '.join(names)}")
-
-    def _build_sql(self, conn: psycopg.Connection[Any]) -> None:
-        cols = ", ".join(quote(c) for c in self.columns)
-        table = self.sql.ref(self.write_table)
-        if self.options.write_mode != "upsert":
-            self.copy_sql = f"COPY {table} ({cols}) FROM STDIN"
-            return
-        key = self._upsert_key(conn)
-        self._check_unique(conn, key)
-        temp = f"pg_temp.{quote(UPSERT_TABLE)}"
-        updates = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in self.columns if c not in key)
-        action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
-        self.copy_sql = f"COPY {temp} ({cols}) FROM STDIN"
-        self.session_sql = (f"CREATE TEMP TABLE {quote(UPSERT_TABLE)} AS SELECT {cols} FROM {table} WITH NO DATA",)
-        self.upsert_sql = (f"TRUNCATE {temp}",)
-        self.insert_sql = (f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {temp} ON CONFLICT "
-                           f"({', '.join(quote(c) for c in key)}) {action}")
-
-    def _upsert_key(self, conn: psycopg.Connection[Any]) -> tuple[str, ...]:
-        if self.options.upsert_key is not None:
-            key = tuple(_match(c, list(self.columns)) or c for c in self.options.upsert_key)
-            missing = [c for c in key if c not in self.columns]
-            if missing:
-                raise self.sql.error(PrepareError, f"params.upsert_key names {', '.join(missing)}, not among the "
-                                                   f"columns written: {', '.join(self.columns)}")
-            return key
-        key = tuple(str(r[0]) for r in fetch_all(
-            conn, "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = "
-                  "ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary ORDER BY "
-                  "array_position(i.indkey::int2[], a.attnum)", (self.target,)))
-        if not key:
-            raise self.sql.error(PrepareError, f"params.upsert_key: write_mode 'upsert' needs a key, and {self.target} "
-                                               f"has no primary key: name the columns of a unique index in upsert_key")
-        return key
-
-    def _check_unique(self, conn: psycopg.Connection[Any], key: tuple[str, ...]) -> None:
-        """ON CONFLICT needs a unique index on exactly the key's columns: said at prepare, before any row."""
-        found = fetch_all(conn, "SELECT array_agg(a.attname::text) FROM pg_index i JOIN pg_attribute a ON a.attrelid "
-                                "= i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND "
-                                "i.indisunique AND i.indpred IS NULL GROUP BY i.indexrelid", (self.target,))
-        if set(key) not in [set(r[0]) for r in found]:
-            raise self.sql.error(PrepareError, f"params.upsert_key: {self.target} has no unique index on exactly "
-                                               f"({', '.join(key)}), which INSERT ... ON CONFLICT needs")
-
     # -- commit / rollback ----------------------------------------------------------------------
 
     def _commit_load(self, done: bool) -> None:
