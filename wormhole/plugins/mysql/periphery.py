@@ -30,7 +30,7 @@ import pymysql
 import pymysql.cursors
 
 from wormhole.errors import CommitError, PrepareError, ReadError, RollbackError, StorageError
-from wormhole.plugins.base import ReadContext, SourceInfo, WriteContext
+from wormhole.plugins.base import WriteContext
 from wormhole.plugins.mysql.connection import (
     close_quietly,
     connect,
@@ -46,6 +46,7 @@ from wormhole.plugins.mysql.staging import MysqlStaging, refuse_unkept
 from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql.markers import COMMITTED, SWAPPED, SWAPPING
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
+from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
 from wormhole.plugins.sql.target import TargetSql
 
 
@@ -245,49 +246,26 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
             self.ctx.log.warning("writer.markers_left", table=self.markers.table, error=str(exc))
 
 
-class MysqlReaderPeriphery:
+class MysqlReaderPeriphery(SqlReaderPeriphery):
     """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
 
-    def __init__(self, options: MysqlSource, ctx: ReadContext) -> None:
-        self.source = options
-        self.ctx = ctx
+    dialect = MYSQL
+    source: MysqlSource
 
-    def prepare(self) -> SourceInfo:
-        rows: int | None = 0
-        size: int | None = 0
-        for ep, tables in endpoints(self.source):
-            conn = source_connection(self.source, ep, ReadError, self.ctx)
-            try:
-                r, b = self._estimate(conn, ep, tables)
-            finally:
-                close_quietly(conn)
-            rows = None if rows is None or r is None else rows + r
-            size = None if size is None or b is None else size + b
-        return SourceInfo(estimated_rows=rows, estimated_bytes=size)
+    def _shards(self) -> list[tuple[Endpoint, tuple[str, ...]]]:
+        return list(endpoints(self.source))
 
-    def busy_threads(self) -> int | None:
-        """Threads running statements on the busiest of the source's servers, this one's own excluded
-        (MySQL's Threads_running): what adaptive push-up asks before it moves work into the source.
-        None when a server cannot say (the push-up then treats the source as idle)."""
-        busiest: int | None = None
-        for ep, _ in endpoints(self.source):
-            try:
-                conn = source_connection(self.source, ep, ReadError, self.ctx)
-            except ReadError:
-                return None
-            try:
-                found = fetch_one(conn, "SHOW GLOBAL STATUS LIKE 'Threads_running'")
-            except pymysql.err.MySQLError:
-                return None
-            finally:
-                close_quietly(conn)
-            running = int(found[1]) - 1 if found else 0
-            busiest = running if busiest is None else max(busiest, running)
-        return busiest
+    def _connect(self, shard: tuple[Endpoint, tuple[str, ...]]) -> pymysql.Connection:
+        return source_connection(self.source, shard[0], ReadError, self.ctx)
 
-    def _estimate(self, conn: pymysql.Connection, ep: Endpoint, tables: tuple[str, ...]) -> tuple[int | None,
-                                                                                                 int | None]:
-        source = self.source
+    def _running(self, conn: pymysql.Connection) -> int:
+        """MySQL's Threads_running, this session's own excluded."""
+        found = fetch_one(conn, "SHOW GLOBAL STATUS LIKE 'Threads_running'")
+        return int(found[1]) - 1 if found else 0
+
+    def _estimate(self, conn: pymysql.Connection, shard: tuple[Endpoint, tuple[str, ...]]) -> tuple[int | None,
+                                                                                                   int | None]:
+        source, (ep, tables) = self.source, shard
         where = None if isinstance(source, QuerySource) else source.selection.where
         if source.estimate == "none":
             return None, None

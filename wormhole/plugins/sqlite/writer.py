@@ -160,9 +160,16 @@ class SqliteWriter:
         return conn
 
     def _undo_batch(self, conn: sqlite3.Connection) -> None:
+        self._run(conn, "ROLLBACK TO wh_batch", "RELEASE wh_batch")
+
+    def _run(self, conn: sqlite3.Connection, *statements: str | tuple[str, Sequence[Sequence[Any]]]) -> None:
+        """Each statement (or one run over many rows' parameters); an error breaks the destination."""
         try:
-            conn.execute("ROLLBACK TO wh_batch")
-            conn.execute("RELEASE wh_batch")
+            for statement in statements:
+                if isinstance(statement, tuple):
+                    conn.executemany(*statement)
+                else:
+                    conn.execute(statement)
         except sqlite3.Error as exc:
             raise self._broken(conn, exc) from exc
 
@@ -179,23 +186,13 @@ class SqliteWriter:
     def _row_by_row(self, conn: sqlite3.Connection, rows: Sequence[Row], split: str | None) -> WriteResult:
         p = self.periphery
         good: list[Sequence[Any]] = []
-        try:
-            conn.execute("SAVEPOINT wh_batch")
-        except sqlite3.Error as exc:
-            raise self._broken(conn, exc) from exc
+        self._run(conn, "SAVEPOINT wh_batch")
         result = rows_one_by_one(rows, lambda row: self._write_row(conn, row, split, good), self.ctx.record_limit)
         if p.sql:
             # The rows tried on the target are undone with the savepoint; the good ones are staged again,
             # in order (they went in before, so they go in again).
-            try:
-                conn.execute("ROLLBACK TO wh_batch")
-                conn.executemany(p.stage_sql, self._stage_params(good, split))
-            except sqlite3.Error as exc:
-                raise self._broken(conn, exc) from exc
-        try:
-            conn.execute("RELEASE wh_batch")
-        except sqlite3.Error as exc:
-            raise self._broken(conn, exc) from exc
+            self._run(conn, "ROLLBACK TO wh_batch", (p.stage_sql, self._stage_params(good, split)))
+        self._run(conn, "RELEASE wh_batch")
         return result
 
     def _write_row(self, conn: sqlite3.Connection, row: Row, split: str | None,
@@ -213,18 +210,11 @@ class SqliteWriter:
                 conn.execute(p.sql, params)
             conn.execute(p.stage_sql, (*params, split))
         except VALUE_ERRORS + ROW_ERRORS as exc:
-            try:
-                conn.execute("ROLLBACK TO wh_row")
-                conn.execute("RELEASE wh_row")
-            except sqlite3.Error as undo:
-                raise self._broken(conn, undo) from undo
+            self._run(conn, "ROLLBACK TO wh_row", "RELEASE wh_row")
             return f"{type(exc).__name__}: {exc}"
         except sqlite3.Error as exc:
             raise self._broken(conn, exc) from exc
-        try:
-            conn.execute("RELEASE wh_row")
-        except sqlite3.Error as exc:
-            raise self._broken(conn, exc) from exc
+        self._run(conn, "RELEASE wh_row")
         good.append(params)
         return None
 
