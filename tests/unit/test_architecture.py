@@ -197,8 +197,12 @@ def names_under(found: set[str], roots: tuple[str, ...]) -> list[str]:
 STORES = PACKAGE / "plugins"
 
 
+KITS = {"sql"}
+"""Packages of wormhole/plugins/ that are kits the stores build on (the SQL store kit), not stores."""
+
+
 def store_packages() -> list[Path]:
-    return sorted(p.parent for p in STORES.glob("*/__init__.py"))
+    return sorted(p.parent for p in STORES.glob("*/__init__.py") if p.parent.name not in KITS)
 
 
 def is_spark_adapter(name: str) -> bool:
@@ -319,3 +323,46 @@ def test_the_product_reads_no_test_setting() -> None:
     readers = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
                if "WORMHOLE_TEST_" in p.read_text(encoding="utf-8")]
     assert readers == []
+
+
+# -- the SQL store kit (issue 36, item 1: the write side) --------------------------------------------
+
+SQL_STORES = ("mysql", "postgres")
+"""The stores whose destinations are built on the SQL store kit (wormhole/plugins/sql/)."""
+
+
+def test_the_sql_stores_destinations_are_the_kits_with_a_dialect() -> None:
+    """Each SQL store's destination is the kit's periphery and writer driven by the store's dialect, which
+    has every member of the kit's Dialect protocol: the phases, markers, staging names, leftovers and
+    settling live once, in the kit."""
+    import importlib
+
+    from wormhole.plugins.sql.dialect import Dialect
+    from wormhole.plugins.sql.periphery import SqlWriterPeriphery
+    from wormhole.plugins.sql.writer import SqlWriter
+
+    members = {name for name in vars(Dialect) if not name.startswith("_")} | set(Dialect.__annotations__)
+    entry = {"mysql": ("MysqlWriterPeriphery", "MysqlWriter"),
+             "postgres": ("PostgresWriterPeriphery", "PostgresWriter")}
+    for store in SQL_STORES:
+        package = importlib.import_module(f"wormhole.plugins.{store}")
+        dialect = importlib.import_module(f"wormhole.plugins.{store}.dialect")
+        instances = [v for v in vars(dialect).values() if type(v).__name__.endswith("Dialect")]
+        assert len(instances) == 1, f"{store}: one dialect object"
+        assert sorted(m for m in members if not hasattr(instances[0], m)) == [], store
+        periphery, writer = (getattr(package, name) for name in entry[store])
+        assert issubclass(periphery, SqlWriterPeriphery) and issubclass(writer, SqlWriter), store
+
+
+def test_no_sql_store_keeps_its_own_markers_or_staging_names() -> None:
+    """The split markers table, the staging table's marker comment and the leftovers' search are the kit's:
+    no store module spells them again, and no SQL store imports another."""
+    for store in (*SQL_STORES, "sqlite"):
+        for path in sorted((STORES / store).glob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            assert "wormhole_splits" not in text.replace("``wormhole_splits``", ""), path
+            assert "wormhole:(?:db=" not in text, path
+            name = module_name(path)
+            others = tuple(f"wormhole.plugins.{s}" for s in SQL_STORES if s != store)
+            assert names_under(imported_names(path, name), others) == [], path
+

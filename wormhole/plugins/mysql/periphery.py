@@ -1,25 +1,11 @@
-"""The mysql store's peripheries: the source's reachability, size and load; the target prepared, then
-the load committed or rolled back.
+"""The mysql store's peripheries: the source's reachability, size and load (:class:`MysqlReaderPeriphery`,
+with ``busy_threads`` for adaptive push-up); the target prepared, then the load committed or rolled back,
+on the SQL kit's phases (:mod:`wormhole.plugins.sql.periphery`: loads, markers, resuming, leftovers).
 
-The reader periphery (:class:`MysqlReaderPeriphery`) checks every shard answers and estimates rows and
-bytes, and says how busy the servers are (``busy_threads``, for adaptive push-up). The writer's:
-
-Loads (``load``):
-- ``append``: rows are committed batch by batch (or split by split) into the target; rollback runs
-  ``rollback_sql``, or, without it, fails plainly (the rows stay and the result says so);
-- ``truncate``: ``TRUNCATE TABLE`` in prepare, then as append;
-- ``staging``: rows go to a staging table swapped in at commit (:mod:`.staging`); ``post_sql`` runs
-  after the swap, and if it fails the swap is undone.
-
-Resumable runs (:class:`~wormhole.plugins.base.DurablePeriphery`): writers commit each split with its
-marker row in ``wormhole_splits`` (:mod:`.markers`), which prepare creates. A run that resumes
-(``ctx.resuming``) after the crashed run's prepare had finished repeats none of it (no ``pre_sql``, no
-TRUNCATE, the staging table adopted, not reclaimed) and reports the markers as its durable splits.
-The load's phase in the same table carries a commit across a crash: a resumed run finishes a staging
-swap that was under way, and does nothing again for a load the crashed run had committed. Commit keeps
-the markers (``committed``); ``release``, once the task's outcome is recorded, and rollback delete
-them. :meth:`MysqlWriterPeriphery.leftovers` finds what crashed runs of the task left (staging tables,
-markers).
+MySQL's DDL is not transactional: prepare runs ``pre_sql``, TRUNCATE and the staging table (:mod:`.staging`)
+each on its own, then records the prepared marker; commit records the load's phase around the staging
+swap's RENAME (``swapping``, ``swapped``), then ``post_sql`` and ``committed``, so a resumed run finishes a
+swap that was under way (post_sql may then run again), and if post_sql fails the swap is undone.
 """
 
 from __future__ import annotations

@@ -14,16 +14,9 @@ at the store boundary, and :func:`wormhole.retry.policy` retries the piece on a 
 with backoff, ``retries`` times; the waits end at once when the task stops. A connection lost while
 COMMIT was in flight is not retried, because whether the piece was committed is unknown.
 
-As a :class:`~wormhole.plugins.base.SplitWriter` (``write_split``/``end_split``/``abort_split``) a writer
-keeps one transaction per open split, on a connection of its own (opened on the split's first
-batch, reused from a small free list after a commit). Each piece runs under a SAVEPOINT, so a bad
-row or a lock wait timeout undoes that piece only; ``end_split`` inserts the split's marker row
-(:mod:`.markers`) and commits: the rows and the record that they are in are one transaction. An
-error that takes the split's transaction with it (deadlock, lost connection) raises ``SplitLost``:
-the split is written again from its start. When the connection is lost while COMMIT was in flight,
-the writer waits until the server has finished with the old session and looks for the marker: found,
-the split is durable; missing, it is lost. So each split is committed exactly once. That split lifecycle
-is :mod:`wormhole.plugins.split_transactions`, shared with the postgres store; this module is MySQL's part.
+As a :class:`~wormhole.plugins.base.SplitWriter` a writer keeps one transaction per open split
+(:mod:`wormhole.plugins.split_transactions`, with the SQL kit's part in :mod:`wormhole.plugins.sql.writer`);
+each piece runs under a SAVEPOINT, so a bad row or a lock wait timeout undoes that piece only.
 """
 
 from __future__ import annotations

@@ -21,12 +21,8 @@ Transient errors (deadlock, serialization failure, lock not available, lost conn
 ``TransientWriteError`` at the store boundary and :func:`wormhole.retry.policy` retries the piece,
 ``retries`` times with backoff: a plain write on a fresh transaction; a split's piece from its savepoint
 while the session lives, and when the session is gone the split is lost (``SplitLost``: the engine writes
-it again from its start; with ``retries: 0`` the destination fails instead). As a
-:class:`~wormhole.plugins.base.SplitWriter`, ``end_split`` inserts the split's marker (:mod:`.markers`)
-and commits: its rows and the record that they are in are one transaction. A connection lost while COMMIT
-was in flight is settled by the marker once the server has ended that session: found, the split is
-durable; missing, it is lost. That split lifecycle is :mod:`wormhole.plugins.split_transactions`, shared with
-the mysql store; this module is PostgreSQL's part of it.
+it again from its start; with ``retries: 0`` the destination fails instead). The split lifecycle is
+:mod:`wormhole.plugins.split_transactions`, with the SQL kit's part in :mod:`wormhole.plugins.sql.writer`.
 """
 
 from __future__ import annotations

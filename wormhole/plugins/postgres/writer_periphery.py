@@ -1,17 +1,11 @@
-"""The postgres destination's periphery: the target prepared, then the load committed or rolled back.
+"""The postgres destination's periphery on the SQL kit's phases (:mod:`wormhole.plugins.sql.periphery`: loads,
+markers, resuming, leftovers): what PostgreSQL's transactional DDL lets it do in one step each.
 
-Loads (``load``):
-- ``append``: each split is committed with its marker row (:mod:`.markers`); rollback runs
-  ``rollback_sql``, or, without it, fails plainly (the rows stay and the result says so);
-- ``truncate``: ``TRUNCATE`` at prepare, in the transaction that records the prepared marker (a resumed
-  run does not truncate again), then as append;
-- ``staging``: rows go to a staging table (:mod:`.staging`) swapped in at commit.
-
-Commit is one transaction: verify, the staging swap, ``post_sql`` and the ``committed`` phase, so a crash
-leaves the load committed or not, and a run resuming after a commit that was recorded does nothing again.
-Prepare is one transaction too (TRUNCATE or the staging table, the table ``create_table`` makes, the
-prepared marker), after ``pre_sql``. A target this run created is dropped again on rollback (it was not
-there before prepare). :meth:`PostgresWriterPeriphery.leftovers` finds what crashed runs of the task left.
+Prepare is one transaction after ``pre_sql``: TRUNCATE or the staging table, the table ``create_table``
+makes, the prepared marker (a resumed run does not truncate again). Commit is one transaction too: verify,
+the staging swap (:mod:`.staging`), ``post_sql`` and the ``committed`` phase, so a crash leaves the load
+committed or not; a COMMIT whose answer was lost is settled by that phase (:mod:`wormhole.plugins.sql.settling`).
+A target this run created is dropped again on rollback (it was not there before prepare).
 """
 
 from __future__ import annotations
