@@ -28,9 +28,10 @@ from wormhole.plugins.base import Row, WriteContext, WriteResult
 from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, quote, rows_one_by_one
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME
+from wormhole.plugins.sqlite.dialect import SQLITE
 from wormhole.plugins.sqlite.options import SqliteWriterOptions
 from wormhole.plugins.sqlite.periphery import ROW_ERRORS, SqliteWriterPeriphery
-from wormhole.plugins.sqlite.staging import MARKERS, SPLIT_COLUMN
+from wormhole.plugins.sqlite.staging import SPLIT_COLUMN
 from wormhole.plugins.sqlite.types import WRITE_CONVERTERS
 from wormhole.plugins.values import json_dumps
 
@@ -105,8 +106,7 @@ class SqliteWriter:
         with p.lock:
             conn = self._connection()
             try:
-                conn.execute(f"INSERT OR REPLACE INTO {MARKERS} (taskdb, task_id, state_run, destination, split_id, "
-                             f"rows) VALUES (?, ?, ?, ?, ?, ?)", (*p._marker_key(), split_id, rows))
+                conn.execute(SQLITE.marker_sql, (*p._marker_key(), split_id, rows))
                 # Other splits' rows are committed too, without a marker: a resumed run deletes them.
                 conn.execute("COMMIT")
                 conn.execute("BEGIN IMMEDIATE")
