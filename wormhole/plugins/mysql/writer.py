@@ -37,7 +37,6 @@ from wormhole.plugins.mysql.connection import (
     describe,
     error_code,
     is_row_error,
-    is_transient,
 )
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.encoding import Encoded, PieceEncoder
@@ -46,7 +45,7 @@ from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
 from wormhole.plugins.mysql.types import sql_values
 from wormhole.plugins.split_transactions import Broken
 from wormhole.plugins.sql import VALUE_ERRORS, room_left, rows_one_by_one
-from wormhole.plugins.sql.writer import SqlWriter
+from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
 
 _LOAD_INFO = re.compile(r"Records:\s*(\d+)\s+Deleted:\s*(\d+)\s+Skipped:\s*(\d+)\s+Warnings:\s*(\d+)")
 _KEEPS_CONNECTION = (1205, 1213)
@@ -55,7 +54,6 @@ _LOCK_WAIT_TIMEOUT = 1205
 """Undoes only the statement (unless innodb_rollback_on_timeout): a split's piece retries from its savepoint."""
 _COMMIT_UNKNOWN = (2013, 2055)
 """Lost while waiting for COMMIT's answer: whether the server committed is unknown."""
-_SAVEPOINT = "wh_piece"
 
 
 def _mib(size: int) -> str:
@@ -168,7 +166,7 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
         try:
             with conn.cursor() as cur:
                 if split_id is not None:
-                    cur.execute(f"SAVEPOINT {_SAVEPOINT}")
+                    cur.execute(f"SAVEPOINT {SAVEPOINT}")
                 if not isinstance(encoded, list):  # a LOAD DATA payload
                     assert self._file is not None
                     os.ftruncate(self._file, 0)
@@ -197,7 +195,7 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
             conn.rollback()
             return
         with conn.cursor() as cur:
-            cur.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")  # raises when the split's transaction is gone
+            cur.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")  # raises when the split's transaction is gone
 
     def _loaded_exactly(self, cur: Any, expected: int) -> bool:
         # With LOCAL, MySQL turns bad values and duplicate keys into warnings and skips or mangles
@@ -246,7 +244,7 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
         bad rows are rejected with MySQL's reason (a failing statement undoes only itself)."""
         with self._connection(split_id).cursor() as cur:
             if split_id is not None:
-                cur.execute(f"SAVEPOINT {_SAVEPOINT}")
+                cur.execute(f"SAVEPOINT {SAVEPOINT}")
             result = rows_one_by_one(piece, lambda row: self._insert_row(cur, row), room)
         if split_id is None:
             self._commit()
@@ -294,27 +292,10 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
                              f"are in {self.periphery.target} is unknown: {describe(exc)}") from exc
             raise
 
-    def _classify(self, exc: pymysql.err.MySQLError, split_id: str | None) -> Exception:
-        """The store boundary: a transient MySQL error becomes ``TransientWriteError`` (retryable),
-        or ``SplitLost`` when it took a split's transaction; any other breaks the destination."""
-        if not is_transient(exc):
-            return Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
-        if split_id is not None:
-            return self._split_error(exc, split_id)
-        # The piece's transaction is gone (rolled back, or with the connection): it is redone whole.
-        self._rollback_quietly()
-        if error_code(exc) not in _KEEPS_CONNECTION:
+    def _after_transient(self, exc: Exception) -> None:
+        if error_code(exc) not in _KEEPS_CONNECTION:  # the piece's transaction went with the connection
             self._drop_connection()
-        return self._transient(exc)
 
-    def _split_error(self, exc: pymysql.err.MySQLError, split_id: str) -> Exception:
-        conn = self._splits[split_id]
-        if error_code(exc) == _LOCK_WAIT_TIMEOUT:
-            try:
-                self._undo_piece(conn, split_id)
-            except pymysql.err.MySQLError:
-                pass  # the savepoint went with the transaction (innodb_rollback_on_timeout): lost
-            else:
-                return self._transient(exc)
-        return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
-                                    f"{describe(exc)}")
+    def _piece_undoable(self, exc: Exception, conn: pymysql.Connection) -> bool:
+        """A lock wait timeout undoes only the statement (unless innodb_rollback_on_timeout)."""
+        return error_code(exc) == _LOCK_WAIT_TIMEOUT

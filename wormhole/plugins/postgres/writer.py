@@ -44,7 +44,6 @@ from wormhole.plugins.postgres.connection import (
     copy_line,
     describe,
     is_row_error,
-    is_transient,
     reason_of,
     sqlstate,
 )
@@ -63,7 +62,7 @@ from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
 from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
 from wormhole.plugins.split_transactions import Broken
 from wormhole.plugins.sql import VALUE_ERRORS, room_left
-from wormhole.plugins.sql.writer import SqlWriter
+from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
 
 _BINARY_FORMAT = "22P03"
 """Binary COPY data not in the column type's form: not a row's fault (the rows' types are not the columns')."""
@@ -244,16 +243,16 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
         time), and only its rejected rows are returned."""
         conn = self._connection(split_id)
         rejected: list[Rejected] = []
-        conn.execute("SAVEPOINT wh_piece")
+        conn.execute(f"SAVEPOINT {SAVEPOINT}")
         if self._load(conn, piece, start, end, rejected, room):
-            conn.execute("ROLLBACK TO SAVEPOINT wh_piece")
+            conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
             if split_id is None:
                 self._commit(conn)  # nothing of the piece: ends its transaction
             return rejected
         if split_id is None:
             self._commit(conn)
         else:
-            conn.execute("RELEASE SAVEPOINT wh_piece")
+            conn.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
         return rejected
 
     def _load(self, conn: psycopg.Connection[Any], piece: AnyPiece, start: int, end: int,
@@ -323,25 +322,8 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
             raise Broken(f"the connection was lost while a batch was being committed, so whether its rows are "
                          f"in {self.periphery.target} is unknown: {describe(exc)}") from exc
 
-    def _classify(self, exc: psycopg.Error, split_id: str | None) -> Exception:
-        """The store boundary: a transient error becomes ``TransientWriteError`` (retryable), or ``SplitLost``
-        when it took the split's session; any other breaks the destination."""
-        if not is_transient(exc):
-            return Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
-        transient = self._transient(exc)
-        if split_id is None:
-            self._rollback_quietly()  # the piece's transaction is redone whole
-            return transient
-        conn = self._splits[split_id]
-        if not conn.broken and not conn.closed:
-            try:
-                conn.execute("ROLLBACK TO SAVEPOINT wh_piece")  # the split's earlier pieces stay
-            except psycopg.Error:
-                pass
-            else:
-                return transient
-        return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
-                                    f"{describe(exc)}")
+    def _piece_undoable(self, exc: Exception, conn: psycopg.Connection[Any]) -> bool:
+        return not conn.broken and not conn.closed
 
     def _reusable(self, conn: psycopg.Connection[Any]) -> bool:
         return not conn.broken

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, TypeVar
 
-from wormhole.plugins.split_transactions import Connection, SplitTransactions
+from wormhole.plugins.split_transactions import Broken, Connection, SplitTransactions
 from wormhole.plugins.sql.dialect import Dialect
 
 C = TypeVar("C", bound=Connection)
+
+SAVEPOINT = "wh_piece"
+"""The savepoint each piece of a split runs under: undoing it keeps the split's earlier pieces."""
 
 
 class SqlWriter(SplitTransactions[C]):
@@ -27,6 +30,37 @@ class SqlWriter(SplitTransactions[C]):
 
     def flush(self) -> None:
         """Nothing buffered: every piece is committed before ``write`` returns."""
+
+    # -- the store boundary ---------------------------------------------------------------------
+
+    def _classify(self, exc: Exception, split_id: str | None) -> Exception:
+        """A transient error becomes ``TransientWriteError`` (retried): a plain piece's transaction is redone
+        whole, a split's piece from its savepoint while :meth:`_piece_undoable`, else the split is lost
+        (``SplitLost``); any other error breaks the destination."""
+        if not self.dialect.is_transient(exc):
+            return Broken(f"writing {self.periphery.target} failed: {self._describe(exc)}")
+        if split_id is None:
+            self._rollback_quietly()
+            self._after_transient(exc)
+            return self._transient(exc)
+        conn = self._splits[split_id]
+        if self._piece_undoable(exc, conn):
+            try:
+                with conn.cursor() as cur:  # type: ignore[attr-defined]
+                    cur.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")  # the split's earlier pieces stay
+            except self.db_error:
+                pass  # the savepoint went with the transaction: lost
+            else:
+                return self._transient(exc)
+        return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
+                                    f"{self._describe(exc)}")
+
+    def _after_transient(self, exc: Exception) -> None:
+        """After a plain piece's transient error (its transaction rolled back)."""
+
+    def _piece_undoable(self, exc: Exception, conn: C) -> bool:
+        """The transient ``exc`` left the split's transaction (and its piece's savepoint) in place."""
+        raise NotImplementedError
 
     # -- the driver's part of the splits' transactions, from the dialect ----------------------------
 
