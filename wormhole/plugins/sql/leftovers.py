@@ -4,6 +4,7 @@ names them) and split markers of state runs that never finished, found and remov
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from wormhole.errors import PeripheryError
@@ -23,11 +24,11 @@ def find_leftovers(sql: TargetSql, conn: Any, ctx: WriteContext, options: Any, m
     for name, run in staging_leftovers(sql, conn, ctx, options.table, options.staging_table, keep_run):
         ref = sql.ref(name)
         found.append((f"table {ref} (staging of run {run})",
-                      lambda c, r=ref: sql.run(c, f"DROP TABLE {r}", "dropping a leftover staging table",
-                                               PeripheryError)))
+                      partial(sql.run, statement=f"DROP TABLE {ref}", what="dropping a leftover staging table",
+                              error=PeripheryError)))
     for run, splits in markers.other_runs(conn, keep_run).items():
         found.append((f"{splits} split marker(s) of run {run} in {markers.table}",
-                      lambda c, r=run: markers.drop_run(c, r)))
+                      partial(markers.drop_run, state_run=run)))
     return found
 
 
