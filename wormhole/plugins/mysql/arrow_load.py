@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.arrow_text import NotExact, datetime_text, decimal_text, float_text, hex_text
-from wormhole.plugins.sql.bulk_text import NULL, escaped, tab_lines
+from wormhole.plugins.arrow_text import decimal_text, float_text, hex_text
+from wormhole.plugins.sql.bulk_text import NULL, Encoders, column_fields, escaped, tab_lines, timestamp_fields
 
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
 """What :func:`wormhole.plugins.mysql.types.load_escape` replaces, in its order (backslash first)."""
@@ -39,37 +39,22 @@ def _float_text(values: pa.Array) -> pa.Array:
     return float_text(values)
 
 
-def _datetime_text(values: pa.Array) -> pa.Array:
+_FIELDS: Encoders = {
+    "string": lambda v: escaped(pc.cast(v, pa.string()), _ESCAPES),  # text and json
+    "binary": lambda v: hex_text(pc.cast(v, pa.binary())),
+    "float": lambda v: _float_text(pc.cast(v, pa.float64())),
+    "decimal": decimal_text,  # plain notation, as every text writer
+    "bool": lambda v: pc.cast(pc.cast(v, pa.uint8()), pa.string()),
     # Python's isoformat, as the row encoder writes it: 'T' between date and time, no fraction when it is zero.
-    if values.type != pa.timestamp("us"):
-        values = pc.cast(values, pa.timestamp("us"))
-    try:
-        return datetime_text(values, "T")
-    except NotExact as exc:
-        raise ValueError(str(exc)) from None
+    "timestamp": lambda v: timestamp_fields(v, "T"),
+    "int": lambda v: pc.cast(v, pa.string()), "date": lambda v: pc.cast(v, pa.string()),
+}
 
 
 def column_text(values: pa.Array) -> pa.Array:
     """One column as LOAD DATA fields (strings, ``\\N`` for NULL); raises ValueError for a value MySQL
     cannot hold (a float infinity or NaN), as the row encoder does."""
-    kind = values.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):  # text and json
-        text = escaped(pc.cast(values, pa.string()), _ESCAPES)
-    elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        text = hex_text(pc.cast(values, pa.binary()))
-    elif pa.types.is_floating(kind):
-        text = _float_text(pc.cast(values, pa.float64()))
-    elif pa.types.is_decimal(kind):
-        text = decimal_text(values)  # plain notation, as every text writer
-    elif pa.types.is_boolean(kind):
-        text = pc.cast(pc.cast(values, pa.uint8()), pa.string())
-    elif pa.types.is_timestamp(kind):
-        text = _datetime_text(values)
-    elif pa.types.is_integer(kind) or pa.types.is_date32(kind):
-        text = pc.cast(values, pa.string())
-    else:
-        raise TypeError(f"no LOAD DATA text for Arrow type {kind}")
-    return pc.fill_null(text, NULL)
+    return column_fields(values, _FIELDS, "LOAD DATA")
 
 
 def wire_text(wire: pa.Array, kind: pa.DataType) -> pa.Array:

@@ -35,10 +35,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, hex_text
+from wormhole.plugins.arrow_text import NotExact, date_text, decimal_text, hex_text
 from wormhole.plugins.batch import free_scale, rows_from_arrow, trimmed
 from wormhole.plugins.schema import Row
-from wormhole.plugins.sql.bulk_text import NULL, escaped, tab_lines, value_bytes
+from wormhole.plugins.sql.bulk_text import (
+    NULL,
+    Encoders,
+    column_fields,
+    escaped,
+    tab_lines,
+    timestamp_fields,
+    value_bytes,
+)
 from wormhole.plugins.values import json_dumps, plain_decimal
 
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
@@ -128,36 +136,25 @@ def _decimal(values: pa.Array, field: pa.Field) -> pa.Array:
     return decimal_text(values)
 
 
+def _date(values: pa.Array) -> pa.Array:
+    try:
+        return date_text(values)
+    except NotExact as exc:
+        raise ValueError(str(exc)) from None
+
+
+_COLUMN_FIELDS: Encoders = {
+    "string": lambda v: escaped(pc.cast(v, pa.string()), _ESCAPES),  # text and json
+    "binary": lambda v: _bytea(pc.cast(v, pa.binary())),
+    "float": lambda v: pc.cast(pc.cast(v, pa.float64()), pa.string()),
+    "bool": lambda v: pc.if_else(v, "t", "f"),
+    "timestamp": lambda v: timestamp_fields(v, " "), "date": _date, "int": lambda v: pc.cast(v, pa.string()),
+}
+
+
 def column_text(values: pa.Array, field: pa.Field) -> pa.Array:
     """One column as COPY text fields (``\\N`` for NULL); ValueError for a value PostgreSQL has no text of."""
-    kind = values.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):  # text and json
-        text = escaped(pc.cast(values, pa.string()), _ESCAPES)
-    elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        text = _bytea(pc.cast(values, pa.binary()))
-    elif pa.types.is_floating(kind):
-        text = pc.cast(pc.cast(values, pa.float64()), pa.string())
-    elif pa.types.is_decimal(kind):
-        text = _decimal(values, field)
-    elif pa.types.is_boolean(kind):
-        text = pc.if_else(values, "t", "f")
-    elif pa.types.is_timestamp(kind):
-        if kind != pa.timestamp("us"):
-            values = pc.cast(values, pa.timestamp("us"))
-        try:
-            text = datetime_text(values, " ")
-        except NotExact as exc:
-            raise ValueError(str(exc)) from None
-    elif pa.types.is_date32(kind):
-        try:
-            text = date_text(values)
-        except NotExact as exc:
-            raise ValueError(str(exc)) from None
-    elif pa.types.is_integer(kind):
-        text = pc.cast(values, pa.string())
-    else:
-        raise TypeError(f"no COPY text for Arrow type {kind}")
-    return pc.fill_null(text, NULL)
+    return column_fields(values, {**_COLUMN_FIELDS, "decimal": lambda v: _decimal(v, field)}, "COPY")
 
 
 def copy_payload(batch: pa.RecordBatch, texts: Sequence[pa.Array] | None = None) -> pa.Buffer:

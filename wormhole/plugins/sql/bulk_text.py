@@ -5,14 +5,46 @@ Each store's encoder makes its columns' fields (:mod:`wormhole.plugins.mysql.arr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.arrow_text import value_offsets
+from wormhole.plugins.arrow_text import NotExact, datetime_text, value_offsets
 
 NULL = "\\N"
+
+Encoders = Mapping[str, Callable[[pa.Array], pa.Array]]
+"""A store's fields of each kind of Arrow column (:func:`kind_of`), NULL aside."""
+
+
+def kind_of(kind: pa.DataType) -> str | None:
+    """``string`` (text and json), ``binary``, ``float``, ``decimal``, ``bool``, ``timestamp``, ``date`` or
+    ``int``: what a bulk-load encoder tells apart; None for another type."""
+    checks = (("string", pa.types.is_string), ("string", pa.types.is_large_string), ("binary", pa.types.is_binary),
+              ("binary", pa.types.is_large_binary), ("float", pa.types.is_floating), ("decimal", pa.types.is_decimal),
+              ("bool", pa.types.is_boolean), ("timestamp", pa.types.is_timestamp), ("date", pa.types.is_date32),
+              ("int", pa.types.is_integer))
+    return next((name for name, check in checks if check(kind)), None)
+
+
+def column_fields(values: pa.Array, encoders: Encoders, load: str) -> pa.Array:
+    """One column as a load's fields: each value by the store's encoder of its kind, ``\\N`` for NULL."""
+    kind = kind_of(values.type)
+    encode = None if kind is None else encoders.get(kind)
+    if encode is None:
+        raise TypeError(f"no {load} text for Arrow type {values.type}")
+    return pc.fill_null(encode(values), NULL)
+
+
+def timestamp_fields(values: pa.Array, sep: str) -> pa.Array:
+    """Timestamps as ``isoformat(sep)`` writes them (no fraction when it is zero); ValueError for one with none."""
+    if values.type != pa.timestamp("us"):
+        values = pc.cast(values, pa.timestamp("us"))
+    try:
+        return datetime_text(values, sep)
+    except NotExact as exc:
+        raise ValueError(str(exc)) from None
 
 
 def value_bytes(values: pa.Array) -> bytes:

@@ -22,10 +22,6 @@ class TargetSql:
     destination: str
     dialect: Dialect
 
-    @property
-    def schema(self) -> str:
-        return self.namespace
-
     def ref(self, name: str) -> str:
         quote = self.dialect.quote
         return f"{quote(self.namespace)}.{quote(name)}"
