@@ -106,10 +106,9 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
         opts = self.options
         if opts.load == "staging":  # before pre_sql: nothing of the load is touched
             refuse_unkept(self.sql, conn, self.endpoint.database, opts.table, self.target)
-        for statement in opts.pre_sql:
-            self.sql.run(conn, statement, "pre_sql", PrepareError)
+        self._pre_sql(conn)
         if opts.load == "truncate":
-            self.sql.run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
+            self._truncate(conn)
             self.truncated = True
 
     def _target_columns(self, conn: pymysql.Connection) -> dict[str, str]:
@@ -188,8 +187,7 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
                 self._set_phase(conn, SWAPPING)
                 staging.swap(conn)
                 self._set_phase(conn, SWAPPED)
-        for statement in self.options.post_sql:
-            self.sql.run(conn, statement, "post_sql", CommitError)
+        self._post_sql(conn)
         self._set_phase(conn, COMMITTED)
 
     def _set_phase(self, conn: pymysql.Connection, phase: str) -> None:

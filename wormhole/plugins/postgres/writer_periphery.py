@@ -81,8 +81,7 @@ class PostgresWriterPeriphery(SqlWriterPeriphery):
             if phase != COMMITTED and self.options.load == "staging":
                 self._adopt_staging(conn)
         else:
-            for statement in self.options.pre_sql:
-                self.sql.run(conn, statement, "pre_sql", PrepareError)
+            self._pre_sql(conn)
             made: dict[str, bool] = {}
             with conn.transaction():
                 self._prepare_target(conn, made)
@@ -123,7 +122,7 @@ class PostgresWriterPeriphery(SqlWriterPeriphery):
             made["created"] = True
             self.ctx.log.info("writer.table_created", table=self.target)
         if opts.load == "truncate":
-            conn.execute(f"TRUNCATE TABLE {self.target}")
+            self._truncate(conn)
             made["truncated"] = True
         if opts.load == "staging":
             if fetch_one(conn, "SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", (self.target,)) == ("p",):
@@ -258,8 +257,7 @@ class PostgresWriterPeriphery(SqlWriterPeriphery):
                 self._verify(conn)
             if self.staging is not None:
                 self.staging.swap(conn)
-            for statement in self.options.post_sql:
-                self.sql.run(conn, statement, "post_sql", CommitError)
+            self._post_sql(conn)
             if self.markers_ready:
                 self.markers.set_phase(conn, COMMITTED)
 

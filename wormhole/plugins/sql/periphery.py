@@ -126,6 +126,13 @@ class SqlWriterPeriphery(ShippedWithoutLock):
         self.phase, before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
         return self.phase, before
 
+    def _pre_sql(self, conn: Any) -> None:
+        for statement in self.options.pre_sql:
+            self.sql.run(conn, statement, "pre_sql", PrepareError)
+
+    def _truncate(self, conn: Any) -> None:
+        self.sql.run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
+
     def _count_before(self, conn: Any) -> None:
         """An append that verifies counts the target's rows first (recorded with the prepared marker)."""
         if self.options.verify == "count" and self.options.load == "append":
@@ -150,6 +157,10 @@ class SqlWriterPeriphery(ShippedWithoutLock):
     def _commit_load(self, done: bool) -> None:
         """Commit the load (``done``: the state run committed it already, only what follows is left)."""
         raise NotImplementedError
+
+    def _post_sql(self, conn: Any) -> None:
+        for statement in self.options.post_sql:
+            self.sql.run(conn, statement, "post_sql", CommitError)
 
     def _verify(self, conn: Any) -> None:
         """Rows in the written table == rows before the load + rows written by this run and by the runs it
