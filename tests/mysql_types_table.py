@@ -9,10 +9,11 @@ type-equality test (tests/spark/test_spark_types.py), so both engines are held t
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.mysql_helpers import Databases, Server, execute, q
+from tests.mysql_helpers import Databases, Server, db_of, execute, q
 from tests.pg_helpers import PgServer
 from tests.spark_helpers import run_task
 from wormhole.config import EngineConf
@@ -53,6 +54,23 @@ TYPE_COLUMNS: list[str] = ["id", "ti", "tu", "si", "su", "mi", "mu", "i", "iu", 
 
 
 # ---------------------------------------------------------------------------------------------
+def fill_types_table(url: str, *copies: str, rows: Sequence[tuple[Any, ...]] = TYPE_ROWS, strict: bool = False,
+                     then: Sequence[str] = ()) -> None:
+    """In the database of the mysql:// ``url``: table ``src`` (TYPES_DDL) holding ``rows``, empty tables
+    ``copies`` of the same shape, then the statements ``then``, in a UTC session (strict with ``strict``)."""
+    conn = Server.from_url(url).connect(db_of(url))
+    try:
+        for name in ("src", *copies):
+            execute(conn, TYPES_DDL.format(name=name))
+        with conn.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'" + (", sql_mode = 'STRICT_ALL_TABLES'" if strict else ""))
+            cur.executemany(f"INSERT INTO src VALUES ({', '.join(['%s'] * len(TYPE_COLUMNS))})", rows)
+            for statement in then:
+                cur.execute(statement)
+    finally:
+        conn.close()
+
+
 # The type round-trip table (docs/manual/types.md, "Type round trip"): one awkward value per row, so a store that
 # refuses a row refuses that value only; each store's copy is read back into MySQL by wormhole and
 # compared with the source cell by cell, exactly (tests/integration/test_type_table.py: local mode;

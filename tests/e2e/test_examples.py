@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import REPO, Workspace
 from tests.mysql_helpers import Databases, Server, count, execute, q
-from tests.pg_helpers import PgServer, Schemas, pg_execute, pg_or_skip, qi
+from tests.pg_helpers import Schemas, fresh_schemas, pg_execute, qi
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mysql]
 
@@ -76,12 +76,8 @@ class Stores:
 
 @pytest.fixture
 def stores(server: Server, dbs: Databases) -> Iterator[Stores]:
-    pg = PgServer.from_url()
-    schemas = Schemas(pg, pg_or_skip(pg))
-    try:
+    for schemas in fresh_schemas():
         yield Stores(server, dbs, schemas)
-    finally:
-        schemas.drop_all()
 
 
 def run_example(ws: Workspace, spec: dict[str, Any], name: str) -> dict[str, Any]:
