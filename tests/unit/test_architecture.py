@@ -229,7 +229,7 @@ ENGINE_RUNTIME = ("wormhole.engine", "wormhole.execution", "wormhole.reader_mana
                   "wormhole.spark.accumulators", "wormhole.spark.splits", "wormhole.spark.transforms",
                   "wormhole.spark.throttle")
 """The engine's runtime: what runs a task (managers, recovery, Spark's execution). Stores are what it
-runs; they see it only through the plugin contract (wormhole/plugins/base.py, capabilities.py)."""
+runs; they see it only through the plugin contract (wormhole/plugins/base.py, facets.py)."""
 
 
 def test_stores_import_nothing_of_the_engines_runtime() -> None:
@@ -245,10 +245,10 @@ def test_stores_import_nothing_of_the_engines_runtime() -> None:
     assert offenders == {}
 
 
-STORE_MODULES = {"__init__.py", "capabilities.py", "options.py", "splitter.py", "reader.py", "periphery.py",
-                 "writer.py"}
+STORE_MODULES = {"__init__.py", "options.py", "splitter.py", "reader.py", "periphery.py", "writer.py"}
 """The files every store package has, each role in its own module (short ones too), so a store is
-read the same way whichever it is; ``spark.py`` only where the store has a Spark adapter."""
+read the same way whichever it is; ``spark.py`` only where the store has a Spark adapter. What a store
+can do is said once, by the facets of the roles its ``__init__.py`` registers."""
 
 
 def test_every_store_package_has_the_same_modules() -> None:
