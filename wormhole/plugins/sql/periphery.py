@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
 from wormhole.plugins.base import ShippedWithoutLock, WriteContext
@@ -27,6 +27,9 @@ from wormhole.plugins.sql.leftovers import Leftover, find_leftovers, remove_left
 from wormhole.plugins.sql.markers import COMMITTED, SplitMarkers
 from wormhole.plugins.sql.staging import Staging
 from wormhole.plugins.sql.target import TargetSql, fetch_one
+
+P = TypeVar("P", bound="SqlWriterPeriphery")
+"""The store's periphery class: the methods its role's facets name are typed by it, not by this base."""
 
 
 class SqlWriterPeriphery(ShippedWithoutLock):
@@ -69,7 +72,7 @@ class SqlWriterPeriphery(ShippedWithoutLock):
     def connect(self, error: type[StorageError], *, autocommit: bool = True, log: Any = None) -> Any:
         raise NotImplementedError
 
-    def add_written(self, rows: int, split_id: str | None = None) -> None:
+    def add_written(self: P, rows: int, split_id: str | None = None) -> None:
         """Count rows committed to the written table; a split's rows count once, however many attempts at it
         ended (a split durable before this run is counted in :attr:`durable_rows`)."""
         with self.lock:
@@ -79,7 +82,7 @@ class SqlWriterPeriphery(ShippedWithoutLock):
                 self._counted.add(split_id)
             self.rows_written += rows
 
-    def durable_splits(self) -> dict[str, int]:
+    def durable_splits(self: P) -> dict[str, int]:
         """The splits this destination already holds for ``ctx.state_run`` (their markers), read at prepare."""
         return dict(self.durable)
 
@@ -178,7 +181,7 @@ class SqlWriterPeriphery(ShippedWithoutLock):
             raise self.sql.error(CommitError, f"verify count: {table} holds {count} rows, expected {expected} "
                                               f"({self.rows_written} written{earlier})")
 
-    def release(self) -> None:
+    def release(self: P) -> None:
         """The task's outcome is recorded: this load's markers are not needed to resume any more."""
         if self.markers_ready:
             self._session(PeripheryError, "deleting the split markers of", self.markers.forget)
@@ -217,7 +220,7 @@ class SqlWriterPeriphery(ShippedWithoutLock):
 
     # -- leftovers of earlier runs ------------------------------------------------------------
 
-    def leftovers(self, keep_run: int | None) -> list[str]:
+    def leftovers(self: P, keep_run: int | None) -> list[str]:
         """What crashed runs of this task left for this destination: staging tables (marked and named as
         wormhole names them) and split markers, of every state run but ``keep_run``."""
         found: list[str] = []
@@ -225,7 +228,7 @@ class SqlWriterPeriphery(ShippedWithoutLock):
                       lambda conn: found.extend(text for text, _ in self._leftovers(conn, keep_run)))
         return found
 
-    def clean_leftovers(self, keep_run: int | None) -> list[str]:
+    def clean_leftovers(self: P, keep_run: int | None) -> list[str]:
         removed: list[str] = []
         self._session(PeripheryError, "removing leftovers of", lambda conn: removed.extend(remove_leftovers(
             self.sql, conn, self.ctx, self._leftovers(conn, keep_run), quietly=False)))
