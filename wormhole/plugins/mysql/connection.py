@@ -10,23 +10,16 @@ from __future__ import annotations
 
 import ssl
 import threading
-import time
 from typing import Any
 
 import pymysql
 import pymysql.converters
 import structlog
 
-from wormhole.errors import (
-    PeripheryError,
-    StorageError,
-    TransientReadError,
-    TransientWriteError,
-    WriteError,
-)
+from wormhole.errors import StorageError
 from wormhole.plugins.base import ReadContext, StopSignal
-from wormhole.plugins.mysql.options import Endpoint, SourceSettings, resolve_password
-from wormhole.retry import policy
+from wormhole.plugins.sql.connection import open_session, wait_session_gone
+from wormhole.plugins.sql.source_options import Endpoint, SourceSettings
 
 PLUGIN_NAME = "mysql"
 
@@ -110,29 +103,16 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def transient_class(side: type[StorageError]) -> type[StorageError]:
-    """The retryable error class on ``side`` (a read-side or write-side error class)."""
-    return TransientWriteError if issubclass(side, (WriteError, PeripheryError)) else TransientReadError
-
-
 def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3, timeout: float = 10.0,
             raw: bool = False, local_infile: bool = False, strict: bool = False, autocommit: bool = True,
             destination: str | None = None, stop: StopSignal | None = None, log: Any = None) -> pymysql.Connection:
-    """A configured connection; ``error`` when it cannot be had.
+    """A configured connection; ``error`` when it cannot be had (:func:`wormhole.plugins.sql.connection.open_session`:
+    a server that does not answer is retried, one that refuses is not).
 
-    A refused or dropped connection is transient and retried by :func:`wormhole.retry.policy` up to
-    ``attempts`` times with backoff (the waits end at once when ``stop`` is set; ``log`` gets
-    ``connection.retry`` before each); anything else (bad credentials, no such database) fails at once.
     ``raw``: values come back as bytes (readers decode them column by column, much faster).
     """
-    try:
-        password = resolve_password(endpoint.password, endpoint.password_env)
-    except KeyError as exc:
-        raise error(f"environment variable {exc.args[0]} (password_env) is not set",
-                    plugin=PLUGIN_NAME, destination=destination) from None
-    transient = transient_class(error)
 
-    def attempt() -> pymysql.Connection:
+    def attempt(password: str, transient: type[StorageError]) -> pymysql.Connection:
         failures: list[str] = []
         last: BaseException | None = None
         for host, port in servers_in_order(endpoint):
@@ -152,20 +132,9 @@ def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3,
             return conn
         raise transient(_cannot_connect(endpoint, failures), plugin=PLUGIN_NAME, destination=destination) from last
 
-    try:
-        conn = policy(attempts=attempts, wait_s=0.5, max_wait_s=5.0, stop=stop, log=log, event="connection.retry",
-                      resource=endpoint.mark)(attempt)
-    except StorageError as exc:
-        if type(exc) is error:
-            raise
-        raise error(str(exc), plugin=PLUGIN_NAME, destination=destination) from exc.__cause__
-    try:
-        _configure(conn, strict)
-    except pymysql.err.MySQLError as exc:
-        conn.close()
-        raise error(f"cannot configure the session on {endpoint.mark}: {describe(exc)}",
-                    plugin=PLUGIN_NAME, destination=destination) from exc
-    return conn
+    return open_session(endpoint, error, PLUGIN_NAME, attempt, lambda conn: _configure(conn, strict),
+                        lambda conn: conn.close(), failed=pymysql.err.MySQLError, describe=describe,
+                        attempts=attempts, stop=stop, log=log, destination=destination)
 
 
 _ANSWERED: dict[tuple[tuple[str, int], ...], tuple[str, int]] = {}
@@ -292,9 +261,5 @@ def wait_session_ended(conn: pymysql.Connection, thread: int, stop: StopSignal, 
     except pymysql.err.MySQLError as exc:
         if error_code(exc) != _UNKNOWN_THREAD:  # already gone: nothing to wait for
             raise
-    deadline = time.monotonic() + wait_s
-    while fetch_one(conn, "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s", (thread,)) is not None:
-        if stop.wait(0.05):
-            raise TimeoutError(f"the task stopped before session {thread} ended")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"session {thread} did not end within {wait_s:.0f} s")
+    wait_session_gone(lambda: fetch_one(conn, "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s",
+                                        (thread,)) is not None, thread, stop, wait_s)

@@ -90,7 +90,7 @@ class PostgresReader:
         finally:
             close_quietly(conn)
         # special_dates: null makes NULLs of a NOT NULL date column's infinities.
-        nulled = ("date", "datetime", "timestamptz") if source.special_dates == "null" else ()
+        nulled = ("date", "datetime", "timestamptz") if source.dates == "null" else ()
         # native: an array of a built-in type keeps its declaration for a postgres create_table (:mod:`.ddl`).
         return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable or c.kind in nulled,  # type: ignore[arg-type]
                                    precision=c.precision, scale=c.scale, as_read=as_read(c),
@@ -102,7 +102,7 @@ class PostgresReader:
         declare the same types in every shard (the splitter compares kinds only: ``integer`` and ``bigint``
         are both ints, but not the same binary rows)."""
         self.schema()
-        encoding = source_encoding(self._infos, self.source.special_dates)
+        encoding = source_encoding(self._infos, self.source.dates)
         if encoding is None or isinstance(self.source, QuerySource) or len(self._tables()) == 1:
             return encoding
         for shard, table in self._tables()[1:]:
@@ -174,7 +174,7 @@ class PostgresReader:
         if pushed is not None:
             sql, args, kinds, names = pushed_sql(split, pushed)
             self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
-        decoder = CsvDecoder(self._columns(names, kinds, pushed), self.source.special_dates)
+        decoder = CsvDecoder(self._columns(names, kinds, pushed), self.source.dates)
         log = self.ctx.log.bind(split_id=split.id)
         conn = source_connection(self.source, shard.endpoint, ReadError, self.ctx, log=log)
         finished = False
