@@ -37,10 +37,6 @@ class _Cutter(TableCut):
     __slots__ = ()
 
     @property
-    def relation(self) -> str:
-        return MYSQL.relation(self.shard, self.table)
-
-    @property
     def where(self) -> str | None:
         return f"({self.selection.where})" if self.selection.where else None
 

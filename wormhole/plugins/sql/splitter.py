@@ -34,6 +34,11 @@ class TableCut:
     """The columns read, as the store's catalog describes them."""
 
     @property
+    def relation(self) -> str:
+        """The table as SQL names it."""
+        return self.dialect.relation(self.shard, self.table)
+
+    @property
     def label(self) -> str:
         """The table in messages: ``<name> in <host:port/database>``."""
         return f"{self.dialect.table_label(self.shard, self.table)} in {self.shard.endpoint.mark}"
