@@ -14,10 +14,10 @@ from typing import Any
 
 import pymysql
 import pymysql.converters
-import structlog
 
 from wormhole.errors import StorageError
 from wormhole.plugins.base import ReadContext, StopSignal
+from wormhole.plugins.sql.connection import answering_server as answering_server  # spark's JDBC URL
 from wormhole.plugins.sql.connection import open_session, wait_session_gone
 from wormhole.plugins.sql.source_options import Endpoint, SourceSettings
 
@@ -112,63 +112,15 @@ def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3,
     ``raw``: values come back as bytes (readers decode them column by column, much faster).
     """
 
-    def attempt(password: str, transient: type[StorageError]) -> pymysql.Connection:
-        failures: list[str] = []
-        last: BaseException | None = None
-        for host, port in servers_in_order(endpoint):
-            try:
-                conn = _Connection(host=host, port=port, user=endpoint.user, password=password,
-                                   database=endpoint.database, charset="utf8mb4", connect_timeout=timeout,
-                                   autocommit=autocommit, local_infile=local_infile,
-                                   conv=ENCODERS if raw else None, use_unicode=not raw)
-            except pymysql.err.MySQLError as exc:
-                failures.append(f"{host}:{port}: {describe(exc)}")
-                last = exc
-                if error_code(exc) in CONNECT_TRANSIENT_CODES:
-                    continue  # no answer: the next server of a failover list, if any
-                # It answered and refused (credentials, database): a later server would not be the choice.
-                raise error(_cannot_connect(endpoint, failures), plugin=PLUGIN_NAME, destination=destination) from exc
-            _chosen(endpoint, (host, port), failures, log)
-            return conn
-        raise transient(_cannot_connect(endpoint, failures), plugin=PLUGIN_NAME, destination=destination) from last
+    def one(host: str, port: int, password: str) -> pymysql.Connection:
+        return _Connection(host=host, port=port, user=endpoint.user, password=password, database=endpoint.database,
+                           charset="utf8mb4", connect_timeout=timeout, autocommit=autocommit,
+                           local_infile=local_infile, conv=ENCODERS if raw else None, use_unicode=not raw)
 
-    return open_session(endpoint, error, PLUGIN_NAME, attempt, lambda conn: _configure(conn, strict),
-                        lambda conn: conn.close(), failed=pymysql.err.MySQLError, describe=describe,
+    return open_session(endpoint, error, PLUGIN_NAME, one, lambda conn: _configure(conn, strict),
+                        lambda conn: conn.close(), failed=pymysql.err.MySQLError,
+                        no_answer=lambda exc: error_code(exc) in CONNECT_TRANSIENT_CODES, describe=describe,
                         attempts=attempts, stop=stop, log=log, destination=destination)
-
-
-_ANSWERED: dict[tuple[tuple[str, int], ...], tuple[str, int]] = {}
-"""Per process, the server of each failover list that last answered: later connections go to it first
-(a dead primary costs its connect timeout once, not on every connection) and the choice is logged once."""
-
-
-def servers_in_order(endpoint: Endpoint) -> list[tuple[str, int]]:
-    """The endpoint's servers in the order to try them: the one that last answered first, then the list."""
-    servers = endpoint.servers
-    chosen = _ANSWERED.get(servers)
-    return list(servers) if chosen is None else [chosen, *(s for s in servers if s != chosen)]
-
-
-def answering_server(endpoint: Endpoint) -> tuple[str, int]:
-    """The server to use (Spark's JDBC URL): the one that last answered here, else the first."""
-    return servers_in_order(endpoint)[0]
-
-
-def _chosen(endpoint: Endpoint, server: tuple[str, int], failures: list[str], log: Any) -> None:
-    if len(endpoint.servers) == 1 or _ANSWERED.get(endpoint.servers) == server:
-        return
-    _ANSWERED[endpoint.servers] = server
-    logger = log if log is not None else structlog.get_logger("wormhole")
-    emit = logger.warning if failures else logger.info  # a failed-over primary is worth a look
-    emit("connection.server_chosen", resource=endpoint.mark, server=f"{server[0]}:{server[1]}",
-         failed=failures)
-
-
-def _cannot_connect(endpoint: Endpoint, failures: list[str]) -> str:
-    if len(failures) == 1 and len(endpoint.servers) == 1:
-        return f"cannot connect to mysql {endpoint.user}@{endpoint.mark}: {failures[0].split(': ', 1)[1]}"
-    return (f"cannot connect to mysql {endpoint.user}@{endpoint.mark} (tried {len(failures)} of "
-            f"{len(endpoint.servers)} servers in order): {'; '.join(failures)}")
 
 
 def _configure(conn: pymysql.Connection, strict: bool) -> None:

@@ -21,20 +21,15 @@ from wormhole.plugins.sql.source_options import (
     Endpoint,
     Naming,
     QuerySource,
-    Selection,
-    Shard,
-    ShardedSource,
     SourceParams,
-    SourceSettings,
     SqlSource,
-    TableSource,
     check_connection,
     check_credentials,
     check_failover,
     servers,
 )
 
-__all__ = ["Endpoint", "QuerySource", "Selection", "Shard", "ShardedSource", "SourceSettings", "TableSource"]
+__all__ = ["Endpoint", "QuerySource"]  # the shapes, for the periphery and spark
 
 MAX_IDENTIFIER = 64
 """MySQL's limit on database, table and column names."""

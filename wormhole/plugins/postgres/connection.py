@@ -73,30 +73,25 @@ def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3,
     """A configured connection; ``error`` when it cannot be had (:func:`wormhole.plugins.sql.connection.open_session`:
     a server that does not answer is retried, one that refuses is not)."""
 
-    def attempt(password: str, transient: type[StorageError]) -> psycopg.Connection[Any]:
-        try:
-            return psycopg.connect(host=endpoint.host, port=endpoint.port, user=endpoint.user,
-                                   password=password or None, dbname=endpoint.database,
-                                   connect_timeout=max(1, round(timeout)), autocommit=True,
-                                   application_name="wormhole")
-        except psycopg.OperationalError as exc:
-            message = f"cannot connect to postgres {endpoint.user}@{endpoint.mark}: {describe(exc)}"
-            if _refused_for_good(exc):
-                raise error(message, plugin=PLUGIN_NAME, destination=destination) from exc
-            raise transient(message, plugin=PLUGIN_NAME, destination=destination) from exc
+    def one(host: str, port: int, password: str) -> psycopg.Connection[Any]:
+        return psycopg.connect(host=host, port=port, user=endpoint.user, password=password or None,
+                               dbname=endpoint.database, connect_timeout=max(1, round(timeout)), autocommit=True,
+                               application_name="wormhole")
 
     def configure(conn: psycopg.Connection[Any]) -> None:
         conn.execute("; ".join(SESSION_SETTINGS))
         conn.autocommit = autocommit
 
-    return open_session(endpoint, error, PLUGIN_NAME, attempt, configure, close_quietly, failed=psycopg.Error,
-                        describe=describe, attempts=attempts, stop=stop, log=log, destination=destination)
+    return open_session(endpoint, error, PLUGIN_NAME, one, configure, close_quietly, failed=psycopg.OperationalError,
+                        no_answer=lambda exc: not _refused_for_good(exc), unconfigured=psycopg.Error,
+                        describe=describe, attempts=attempts,
+                        stop=stop, log=log, destination=destination)
 
 
 _FOR_GOOD = ("password authentication failed", "does not exist", "no pg_hba.conf entry", "permission denied")
 
 
-def _refused_for_good(exc: psycopg.OperationalError) -> bool:
+def _refused_for_good(exc: BaseException) -> bool:
     """The server answered and refused (credentials, database): another attempt would be refused too.
     libpq gives no SQLSTATE for a failed connection, only its text."""
     text = str(exc)

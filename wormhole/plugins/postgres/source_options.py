@@ -18,17 +18,13 @@ from wormhole.plugins.sql.source_options import (
     Endpoint,
     Naming,
     QuerySource,
-    Selection,
     Shard,
-    ShardedSource,
     SourceParams,
-    SourceSettings,
     SqlSource,
-    TableSource,
     check_connection,
 )
 
-__all__ = ["QuerySource", "Selection", "Shard", "ShardedSource", "SourceSettings", "TableSource"]
+__all__ = ["QuerySource", "Shard"]  # the shapes, for the periphery and spark
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
