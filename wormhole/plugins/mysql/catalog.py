@@ -13,13 +13,12 @@ from wormhole.plugins.mysql.connection import PLUGIN_NAME, fetch_all
 from wormhole.plugins.mysql.types import JSON_CHECK, kind_of_data_type, kind_of_field, wide_unsigned
 from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql import catalog as sql_catalog
+from wormhole.plugins.sql.catalog import CatalogColumn
 from wormhole.plugins.sql.source_options import Endpoint
 
 
 @dataclass(frozen=True, slots=True)
-class ColumnInfo:
-    name: str
-    kind: str
+class ColumnInfo(CatalogColumn):
     data_type: str
     nullable: bool
     charset: str | None
@@ -35,11 +34,9 @@ class ColumnInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class ResultColumn:
+class ResultColumn(CatalogColumn):
     """A column of a query's result, as its metadata describes it."""
 
-    name: str
-    kind: str
     unsigned: bool
     """An int column whose values reach 2**64 - 1 (:func:`~wormhole.plugins.mysql.types.wide_unsigned`)."""
     precision: int | None = None

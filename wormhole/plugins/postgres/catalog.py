@@ -31,6 +31,7 @@ from wormhole.errors import SplitError
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, describe
 from wormhole.plugins.sql import catalog as sql_catalog
 from wormhole.plugins.sql import quote
+from wormhole.plugins.sql.catalog import CatalogColumn
 from wormhole.plugins.sql.source_options import Endpoint
 
 KIND_TYPES: dict[str, str] = {
@@ -47,9 +48,7 @@ MAX_ARROW_PRECISION = 76
 
 
 @dataclass(frozen=True, slots=True)
-class ColumnInfo:
-    name: str
-    kind: str
+class ColumnInfo(CatalogColumn):
     type_name: str
     """The declared type as ``format_type`` writes it (``numeric(10,2)``, ``timestamp with time zone``)."""
     nullable: bool = True

@@ -4,23 +4,22 @@ and the rule that every table of a source reads as the first one does."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, TypeVar
+from dataclasses import dataclass
+from typing import TypeVar
 
 from wormhole.errors import SplitError
 
 
-class ColumnInfo(Protocol):
+@dataclass(frozen=True, slots=True)
+class CatalogColumn:
     """A column as a store's catalog describes it (each store's own class holds more)."""
 
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def kind(self) -> str:
-        """How the reader selects and parses the column: the store's kinds map to logical types."""
+    name: str
+    kind: str
+    """How the reader selects and parses the column: the store's kinds map to logical types."""
 
 
-ColumnT = TypeVar("ColumnT", bound=ColumnInfo)
+ColumnT = TypeVar("ColumnT", bound=CatalogColumn)
 
 
 def choose_columns(infos: list[ColumnT], wanted: Sequence[str] | None, where: str, plugin: str) -> list[ColumnT]:
@@ -44,7 +43,7 @@ def find_column(infos: Sequence[ColumnT], name: str) -> ColumnT | None:
 Shape = list[tuple[str, str]]
 
 
-def same_shape(reference: Shape | None, chosen: Sequence[ColumnInfo], kind_types: Mapping[str, str], where: str,
+def same_shape(reference: Shape | None, chosen: Sequence[CatalogColumn], kind_types: Mapping[str, str], where: str,
                plugin: str) -> Shape:
     """Every table of a source must read as the first one does (names and logical types)."""
     shape = [(c.name.lower(), kind_types[c.kind]) for c in chosen]

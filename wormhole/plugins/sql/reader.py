@@ -11,15 +11,10 @@ from wormhole.plugins.sql.source_dialect import SourceDialect
 from wormhole.plugins.sql.source_options import QuerySource, SqlSource
 
 
-class SqlReader:
-    """Streams the rows of each split (one connection per split, closed after it); the store reads them."""
+class SchemaOnce:
+    """A reader whose schema is described once, when it is first asked for."""
 
-    DIALECT: ClassVar[SourceDialect]
-
-    def __init__(self, options: SqlSource, ctx: ReadContext) -> None:
-        self.source = options
-        self.ctx = ctx
-        self._schema: Schema | None = None
+    _schema: Schema | None = None
 
     def schema(self) -> Schema:
         if self._schema is None:
@@ -28,6 +23,16 @@ class SqlReader:
 
     def _describe(self) -> Schema:
         raise NotImplementedError
+
+
+class SqlReader(SchemaOnce):
+    """Streams the rows of each split (one connection per split, closed after it); the store reads them."""
+
+    DIALECT: ClassVar[SourceDialect]
+
+    def __init__(self, options: SqlSource, ctx: ReadContext) -> None:
+        self.source = options
+        self.ctx = ctx
 
     def first_columns(self) -> list[Any]:
         """The columns the source reads, as the store's catalog describes them on its first connection:

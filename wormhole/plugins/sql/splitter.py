@@ -12,11 +12,11 @@ from typing import Any, ClassVar, TypeVar
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import ReadContext, Split
-from wormhole.plugins.sql.catalog import ColumnInfo, Shape, find_column, same_shape
+from wormhole.plugins.sql.catalog import CatalogColumn, Shape, find_column, same_shape
 from wormhole.plugins.sql.source_dialect import SourceDialect
 from wormhole.plugins.sql.source_options import QuerySource, Selection, Shard, SqlSource
 
-ColumnT = TypeVar("ColumnT", bound=ColumnInfo)
+ColumnT = TypeVar("ColumnT", bound=CatalogColumn)
 
 
 @dataclass(frozen=True, slots=True)
