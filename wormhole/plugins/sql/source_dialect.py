@@ -21,12 +21,17 @@ from wormhole.plugins.sql.source_options import Endpoint, Shard, SourceSettings
 class SourceDialect(Protocol):
     """One SQL store's read side, as the kit sees it."""
 
-    name: str
-    """The plugin's name (errors carry it)."""
-    kind_types: Mapping[str, str]
-    """Each column kind (how the reader selects and parses a column) -> its logical type."""
-    driver_error: type[Exception]
-    """What the driver raises when a statement fails."""
+    @property
+    def name(self) -> str:
+        """The plugin's name (errors carry it)."""
+
+    @property
+    def kind_types(self) -> Mapping[str, str]:
+        """Each column kind (how the reader selects and parses a column) -> its logical type."""
+
+    @property
+    def driver_error(self) -> type[Exception]:
+        """What the driver raises when a statement fails."""
 
     def quote(self, identifier: str) -> str:
         """``identifier`` quoted for this server's SQL."""
