@@ -197,8 +197,12 @@ def names_under(found: set[str], roots: tuple[str, ...]) -> list[str]:
 STORES = PACKAGE / "plugins"
 
 
+KITS = {"sql"}
+"""Packages under wormhole/plugins/ that are no store but what stores build on (the SQL store kit)."""
+
+
 def store_packages() -> list[Path]:
-    return sorted(p.parent for p in STORES.glob("*/__init__.py"))
+    return sorted(p.parent for p in STORES.glob("*/__init__.py") if p.parent.name not in KITS)
 
 
 def is_spark_adapter(name: str) -> bool:
