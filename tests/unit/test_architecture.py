@@ -198,7 +198,7 @@ STORES = PACKAGE / "plugins"
 
 
 KITS = {"sql"}
-"""Packages under wormhole/plugins/ that are no store but what stores build on (the SQL store kit)."""
+"""Packages of wormhole/plugins/ that are kits the stores build on (the SQL store kit), not stores."""
 
 
 def store_packages() -> list[Path]:
