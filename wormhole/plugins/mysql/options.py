@@ -17,6 +17,7 @@ from typing import ClassVar, Literal
 from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.sql import check_names
 from wormhole.plugins.sql import resolve_password as resolve_password  # connection and spark import it from here
+from wormhole.plugins.sql.sink_options import SinkParams
 from wormhole.plugins.sql.source_options import (
     Endpoint,
     Naming,
@@ -150,7 +151,7 @@ MysqlSource = SqlSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MysqlWriterOptions(ServerOptions):
+class MysqlWriterOptions(ServerOptions, SinkParams):
     database: str = opt(nonempty=True)
     """The database of the target table."""
     table: str = opt(nonempty=True)
@@ -193,26 +194,20 @@ class MysqlWriterOptions(ServerOptions):
     retry_wait_s: float = opt(0.5, min=0.0)
     """First wait before a retry; it doubles each time (at most 30 s). A stopping task ends the wait at once."""
 
+    NAMING: ClassVar[Naming] = NAMING
+    FOLDS_CASE: ClassVar[bool] = True
+    VERIFY_WHY: ClassVar[str] = "replace and upsert may rightly change fewer rows than they write"
+
     def check(self, path: str, problems: Problems) -> None:
         check_credentials(self.password, self.password_env, path, problems)
         _check_failover(self.failover_hosts, path, problems)
         _check_names(self.columns, join_path(path, "columns"), problems)
         check_identifier(self.database, join_path(path, "database"), problems)
         check_identifier(self.table, join_path(path, "table"), problems)
-        if self.staging_table is not None:
-            check_identifier(self.staging_table, join_path(path, "staging_table"), problems)
-            if self.load != "staging":
-                problems.add(join_path(path, "staging_table"), "only with load 'staging'")
-            elif self.staging_table.lower() == self.table.lower():
-                problems.add(join_path(path, "staging_table"), "must differ from table")
-        if self.verify == "count" and self.write_mode != "insert":
-            problems.add(join_path(path, "verify"), "count needs write_mode 'insert' (replace and upsert may "
-                                                    "rightly change fewer rows than they write)")
+        self.check_staging(path, problems)
         if self.method == "load_data" and self.write_mode == "upsert":
             problems.add(join_path(path, "method"), "load_data cannot upsert; use method 'insert' or 'auto'")
-        if self.rollback_sql and self.load == "staging":
-            problems.add(join_path(path, "rollback_sql"), "not with load 'staging' (rollback drops the staging "
-                                                          "table)")
+        self.check_rollback(path, problems)
 
     @property
     def endpoint(self) -> Endpoint:
