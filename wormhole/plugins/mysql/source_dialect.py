@@ -22,9 +22,7 @@ class MysqlSourceDialect:
     kind_types = KIND_TYPES
     driver_error = pymysql.err.MySQLError
 
-    @staticmethod
-    def quote(identifier: str) -> str:
-        return backquote(identifier)
+    quote = staticmethod(backquote)
 
     @staticmethod
     def relation(shard: Shard, table: str) -> str:
@@ -34,22 +32,16 @@ class MysqlSourceDialect:
     def table_label(shard: Shard, table: str) -> str:
         return backquote(table)
 
-    @staticmethod
-    def describe(exc: BaseException) -> str:
-        return connection.describe(exc)
+    describe = staticmethod(connection.describe)
 
     @staticmethod
     def connect(source: SourceSettings, endpoint: Endpoint, error: type[Any], ctx: ReadContext,
                 log: Any = None) -> pymysql.Connection:
         return connection.source_connection(source, endpoint, error, ctx, log=log)
 
-    @staticmethod
-    def close(conn: pymysql.Connection) -> None:
-        connection.close_quietly(conn)
+    close = staticmethod(connection.close_quietly)
 
-    @staticmethod
-    def fetch_one(conn: pymysql.Connection, sql: str, args: Sequence[Any] | None = None) -> Any:
-        return connection.fetch_one(conn, sql, args)
+    fetch_one = staticmethod(connection.fetch_one)
 
     @staticmethod
     def describe_table(conn: pymysql.Connection, shard: Shard, table: str) -> list[catalog.ColumnInfo]:

@@ -25,9 +25,7 @@ class PostgresSourceDialect:
     kind_types = catalog.KIND_TYPES
     driver_error = psycopg.Error
 
-    @staticmethod
-    def quote(identifier: str) -> str:
-        return sql_quote(identifier)
+    quote = staticmethod(sql_quote)
 
     @staticmethod
     def relation(shard: Shard, table: str) -> str:
@@ -37,9 +35,7 @@ class PostgresSourceDialect:
     def table_label(shard: Shard, table: str) -> str:
         return catalog.relation(shard.schema, table)
 
-    @staticmethod
-    def describe(exc: BaseException) -> str:
-        return connection.describe(exc)
+    describe = staticmethod(connection.describe)
 
     @staticmethod
     def connect(source: SourceSettings, endpoint: Endpoint, error: type[Any], ctx: ReadContext,
@@ -47,9 +43,7 @@ class PostgresSourceDialect:
         return connection.connect(endpoint, error, attempts=source.connect_retries, timeout=source.connect_timeout_s,
                                   stop=ctx.stop, log=ctx.log if log is None else log)
 
-    @staticmethod
-    def close(conn: psycopg.Connection[Any]) -> None:
-        connection.close_quietly(conn)
+    close = staticmethod(connection.close_quietly)
 
     @staticmethod
     def fetch_one(conn: psycopg.Connection[Any], sql: str, args: Sequence[Any] | None = None) -> Any:
@@ -64,9 +58,7 @@ class PostgresSourceDialect:
                        table: str) -> list[catalog.ColumnInfo]:
         return catalog.choose_columns(infos, wanted, shard.endpoint, catalog.relation(shard.schema, table))
 
-    @staticmethod
-    def describe_query(conn: psycopg.Connection[Any], endpoint: Endpoint, query: str) -> list[catalog.ColumnInfo]:
-        return catalog.describe_query(conn, endpoint, query)
+    describe_query = staticmethod(catalog.describe_query)
 
     @staticmethod
     def max_and_now(conn: psycopg.Connection[Any], shard: Shard, relation: str, info: catalog.ColumnInfo,
