@@ -1,12 +1,12 @@
 """The mysql store's options: what users write under ``source.params`` / ``destinations[i].params``.
 
 A source's params are parsed flat (:class:`MysqlReaderOptions`, the keys users write), checked, and
-then resolved into one of three shapes, a tagged union the reader works with: :class:`TableSource`
-(one table), :class:`QuerySource` (a query, on one server or on each connection) or
-:class:`ShardedSource` (tables on several connections). Identifiers (databases, tables, columns) are
-checked here against what MySQL can name and are always quoted with backticks in SQL; values are
-always bound by the driver. ``where``, ``query``, ``pre_sql``, ``post_sql`` and ``rollback_sql`` are SQL
-text from the task author and run as given.
+then resolved into one of the SQL store kit's three shapes (:mod:`wormhole.plugins.sql.source_options`:
+a table, a query on one server or on each connection, tables on several connections); the checks across
+keys are the kit's too (``SourceParams``, ``SinkParams``), with MySQL's naming rules. Identifiers
+(databases, tables, columns) are checked here against what MySQL can name and are always quoted with
+backticks in SQL; values are always bound by the driver. ``where``, ``query``, ``pre_sql``, ``post_sql``
+and ``rollback_sql`` are SQL text from the task author and run as given.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The postgres source's options: what users write under ``source.params``.
 
-The params are parsed flat (:class:`PostgresReaderOptions`), checked with key paths, and resolved into
-one of three shapes the splitter and reader work with: :class:`TableSource` (one table),
-:class:`QuerySource` (a query, on one database or on each connection) or :class:`ShardedSource` (tables
-on several connections). ``where`` and ``query`` are SQL text from the task author and run as given;
-names are always quoted with ``"`` (their case is kept as written).
+The params are parsed flat (:class:`PostgresReaderOptions`), checked with key paths by the SQL store kit's
+``SourceParams`` (with PostgreSQL's naming rules, :data:`.options.NAMING`), and resolved into one of the kit's
+three shapes (:mod:`wormhole.plugins.sql.source_options`) the splitter and reader work with. ``where``
+and ``query`` are SQL text from the task author and run as given; names are always quoted with ``"``
+(their case is kept as written).
 """
 
 from __future__ import annotations
