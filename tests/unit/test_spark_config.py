@@ -89,3 +89,11 @@ def test_plan_shows_the_master_its_origin_the_conf_and_the_spark_methods(tmp_pat
     # The next invocation starts from its own command line: the task's master again.
     again = json.loads(ws.run_here("plan", "--json", str(task), check=True).stdout)
     assert again["spark"]["master_from"] == "settings.spark.master"
+
+
+def test_the_terminal_says_which_master_the_session_starts_on() -> None:
+    from wormhole.progress import TerminalLog
+
+    shown = TerminalLog()({"event": "spark.session_starting", "level": "info", "master": "spark://m1:7077",
+                           "jvm_log": "/srv/var/spark/jvm.log"}, lambda e: str(e))
+    assert shown == "starting Spark session on spark://m1:7077 (JVM output: /srv/var/spark/jvm.log)"
