@@ -148,7 +148,7 @@ class SparkExecution:
     def prepare_source(self, readers: Any) -> Schema:
         assert readers.schema is not None
         spark_conf = self._conf.spark
-        if spark_conf.preflight and not is_local(self.sc.master):  # before any destination is prepared
+        if spark_conf.preflight and not is_local(self.sc.master or ""):  # before any destination is prepared
             jars = spark_conf.jars if spark_conf.jars is not None else default_jars()
             check_executors(self.spark, self._destinations, jars, self._log)
         _, schema = self.source_frame(self._source, readers.ordered_splits(), readers.schema)
