@@ -27,9 +27,8 @@ def describe_spark_error(exc: BaseException | str) -> str:
     the first Java exception that says what failed plus the deepest cause when it adds something, else
     Spark's own message, else the first line; with the executor that failed (a cluster's) and a hint."""
     text = exc if isinstance(exc, str) else str(exc)
-    python_error = spark_error = None
+    python_error = spark_error = executor = None
     java: list[str] = []
-    executor: str | None = None
     for raw in text.splitlines():
         line = raw.strip().lstrip(": ")
         lost = _LOST_TASK.search(line)
@@ -38,25 +37,33 @@ def describe_spark_error(exc: BaseException | str) -> str:
                 executor = f"executor {lost['executor']} on {lost['host']}"
             line = lost["rest"]  # the task's own failure, after Spark's "Job aborted" wrapper
         match = _EXCEPTION_LINE.match(line)
-        if match is None:
-            continue
-        name, message = match.groups()
-        if name.startswith("org.apache.spark.") and not name.endswith("PythonException"):
-            spark_error = spark_error or f"{name.rsplit('.', 1)[-1]}: {message}"
-        elif name.startswith(("py4j.", "java.lang.reflect.")) or name.endswith("PythonException"):
-            continue
-        elif name.startswith("wormhole."):
-            python_error = message  # our own errors already say what failed and where
-        elif "." not in name:
-            python_error = f"{name}: {message}"
-        else:
-            java.append(f"{name.rsplit('.', 1)[-1]}: {message}")
+        kind, said = _classify(*match.groups()) if match is not None else (None, "")
+        if kind == "spark":
+            spark_error = spark_error or said
+        elif kind == "python":
+            python_error = said
+        elif kind == "java":
+            java.append(said)
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
     described = python_error or _java(java) or spark_error or first
     if executor is not None:
         described += f" ({executor})"
     hint = _hint(described)
     return (f"{described}: {hint}" if hint else described)[:2000]
+
+
+def _classify(name: str, message: str) -> tuple[str | None, str]:
+    """What an exception line of the trace is (``spark``'s wrapper, the executor's ``python`` error,
+    a ``java`` exception, or None for the plumbing between them) and how it is told."""
+    if name.startswith("org.apache.spark.") and not name.endswith("PythonException"):
+        return "spark", f"{name.rsplit('.', 1)[-1]}: {message}"
+    if name.startswith(("py4j.", "java.lang.reflect.")) or name.endswith("PythonException"):
+        return None, ""
+    if name.startswith("wormhole."):
+        return "python", message  # our own errors already say what failed and where
+    if "." not in name:
+        return "python", f"{name}: {message}"
+    return "java", f"{name.rsplit('.', 1)[-1]}: {message}"
 
 
 def _java(chain: list[str]) -> str | None:

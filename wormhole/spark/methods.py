@@ -38,24 +38,21 @@ def source_exact_text(plugin: str, options: Any, schema: Schema | None) -> froze
 def write_method(plugin: str, options: Any, exact_text: frozenset[str] | None) -> str:
     """``native``, ``partitions`` or ``driver`` as the run will write (``native?``: the store's native
     write unless the source carries exact text, which the plan could not learn)."""
-    sink = registry.get(plugin).sink
-    caps = registry.capabilities(plugin)
-    assert sink is not None
+    sink = registry.sink(plugin)
     whole = sink.spark_replaces is not None and bool(sink.spark_replaces(options))
-    if caps.durable_splits and not whole:  # SparkExecution._write_durable
-        return "partitions" if caps.spark_partitions else "driver"
+    if sink.durable is not None and not whole:  # SparkExecution._write_durable
+        return "partitions" if sink.spark_partitions else "driver"
     if sink.spark_write is not None and _native_takes(plugin, options):
         if exact_text is None:
             return "native?"
         if not exact_text:
             return "native"
-    return "partitions" if caps.spark_partitions else "driver"
+    return "partitions" if sink.spark_partitions else "driver"
 
 
 def _native_takes(plugin: str, options: Any) -> bool:
     """Whether the store's native write takes these options at all (the file store: parquet only)."""
-    sink = registry.get(plugin).sink
-    assert sink is not None
+    sink = registry.sink(plugin)
     return sink.spark_replaces is None or bool(sink.spark_replaces(options))
 
 
