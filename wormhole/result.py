@@ -1,7 +1,7 @@
 """The result of a run as a typed model, serialised once into the JSON stored on the task row.
 
-The key names and their order are the documented result format (README, "The result row"): change
-them only together with the README.
+The key names and their order are the documented result format (docs/manual/results.md, "Logs and
+results"): change them only together with that page.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class SourceResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpeedResult:
-    """The task's speed limits and the rate the read side moved at (README, "Speed limits")."""
+    """The task's speed limits and the rate the read side moved at (docs/manual/tasks.md, "Speed limits")."""
 
     record_limit: int | None
     """``settings.speed.record`` (rows/s for the whole task), None when unset."""
@@ -129,7 +129,7 @@ class RunReport:
 
 
 def task_outcome(statuses: list[str | None], any_rejected: bool) -> tuple[TaskStatus, int]:
-    """The task status and exit code from its destinations' outcomes (README, "Exit codes")."""
+    """The task status and exit code from its destinations' outcomes (docs/manual/results.md, "Exit codes")."""
     if statuses and all(s == "success" for s in statuses):
         return "success", EXIT_SUCCESS_WITH_REJECTS if any_rejected else EXIT_SUCCESS
     if "success" in statuses:

@@ -3,7 +3,7 @@
 The plan touches the source only to check it is reachable, estimate its rows and cut its splits
 (what a run does before it prepares any destination); no destination is written (a mysql destination's
 column types are read, to say how it would load: ``load``). ``--json`` prints
-the documented, stable keys (README, "Planning").
+the documented, stable keys (docs/manual/planning.md).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ class _NoRows:
 @click.command("plan")
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--task-id", type=TASK_ID, help="Plan this task of the task database (it stays as it is).")
-@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the keys the README documents).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the plan as JSON (the keys docs/manual/planning.md documents).")
 @CHECK_PARAMS_OPTION
 @SPARK_MASTER_OPTION
 @global_options

@@ -11,7 +11,8 @@ from wormhole.plugins import describe, registry
 
 @click.command("plugins")
 @click.argument("name", required=False)
-@click.option("--markdown", is_flag=True, help="Print the parameter tables as markdown (the README's reference).")
+@click.option("--markdown", is_flag=True,
+              help="Print the parameter tables as markdown (docs/manual/store-parameters.md).")
 @global_options
 def plugins(name: str | None, markdown: bool) -> None:
     """List the available stores; with NAME, that store's parameters (name, type, default, description)."""

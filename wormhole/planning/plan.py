@@ -3,7 +3,7 @@
 :func:`make_plan` runs the reader periphery (reachability, row estimate) and the splitter, chooses
 the engine, sets the channel count and assigns the splits to task groups; it moves no row and
 prepares no destination. The Engine follows the plan it makes; ``wormhole plan`` prints it. The
-JSON keys (:meth:`Plan.to_dict`) are documented in the README and stable.
+JSON keys (:meth:`Plan.to_dict`) are documented in docs/manual/planning.md and stable.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The options dataclasses are the one source of truth: names and types from their fields, defaults
 from the field defaults, descriptions from the docstring written under each field (read from the
-class's source with ``ast``, so nothing is repeated in metadata). The README's parameter tables are
-generated from here and a test checks they match, so the docs cannot drift from the code.
+class's source with ``ast``, so nothing is repeated in metadata). The manual's parameter tables
+(docs/manual/store-parameters.md) are generated from here and a test checks they match, so the docs
+cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(plugin: Plugin) -> str:
-    """One markdown table per role: the README's parameter reference for this store."""
+    """One markdown table per role: the manual's parameter reference for this store."""
     parts = [f"#### `{plugin.name}`", "", plugin.description]
     for role, options in roles(plugin):
         parts += ["", f"{role.capitalize()} (`{'source.params' if role == 'source' else 'destinations[].params'}`):",

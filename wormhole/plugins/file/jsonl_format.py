@@ -289,7 +289,7 @@ def _default(v: Any) -> Any:
     if isinstance(v, Decimal):
         return plain_decimal(v)
     if v is JSON_NULL:
-        return None  # JSON has one null: a json column's null and SQL NULL read back alike (README)
+        return None  # JSON has one null: a json column's null and SQL NULL read back alike (docs/manual/types.md)
     if isinstance(v, (bytes, bytearray, memoryview)):
         return base64.b64encode(v).decode("ascii")
     raise TypeError(f"cannot write a value of type {type(v).__name__} as JSON")

@@ -7,7 +7,7 @@ column whose target declares exactly the source's type (COLUMN_TYPE and characte
 is the wire text escaped (bytes as hex, loaded through UNHEX as always): no cast, no re-formatting.
 Every other column is encoded from the typed Arrow form, as before. Kept on the typed path:
 
-- FLOAT: the reader selects it as ``CAST(col AS DOUBLE)`` (README "Values on the way"), whose text is
+- FLOAT: the reader selects it as ``CAST(col AS DOUBLE)`` (docs/manual/types.md, "Values on the way"), whose text is
   not what a FLOAT column declares;
 - BIT: the wire holds its raw bytes, which LOAD DATA would take as text;
 - a column whose batch went through the value-by-value decode (a zero date, a value that failed the

@@ -1,6 +1,6 @@
 """A batch as PostgreSQL's COPY binary format, column-wise with numpy (no Python per value).
 
-Binary COPY FROM costs the server about 0.6 of text COPY (no parsing of each field: README "postgres"), but
+Binary COPY FROM costs the server about 0.6 of text COPY (no parsing of each field: docs/manual/postgres.md), but
 each field must be the exact binary form of its target column's type. So the destination chooses at prepare,
 from the catalog (:func:`binary_kinds`): binary when every target column's type is one this module encodes
 from the source column's logical type, else text (:mod:`.encoding`) as before. At write time a batch whose

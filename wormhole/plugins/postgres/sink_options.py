@@ -48,7 +48,7 @@ class PostgresWriterOptions(ServerOptions, SinkParams):
     ``staging``: rows go to a table created ``LIKE`` the target ``INCLUDING ALL``; commit swaps it in
     (DROP the target, RENAME the staging table) in one transaction, rollback drops it."""
     create_table: bool = False
-    """Create the target from the source's schema when it does not exist (types: README "postgres")."""
+    """Create the target from the source's schema when it does not exist (types: docs/manual/postgres.md)."""
     distributed_by: tuple[str, ...] | None = opt(None, min_items=1)
     """Greenplum: the distribution key of a table wormhole creates (``DISTRIBUTED BY (...)``). Only with
     create_table; PostgreSQL itself refuses the clause."""
