@@ -50,6 +50,7 @@ from wormhole.result import (
     SourceResult,
     task_outcome,
 )
+from wormhole.spark import RunSpark
 from wormhole.transform.pushup import PushUp, restore_placements
 from wormhole.transform.report import transform_report
 from wormhole.writer_manager import Destination, WriterManager, WriterSetup, describe
@@ -203,9 +204,6 @@ class Engine:
                 run.execution.cancel()
 
     def run(self) -> RunResult:
-        from wormhole import spark
-
-        spark.configure(self._conf.spark)
         recovery = self._recovery = RecoveryState.restore(
             self._checkpoints, task_id=self._task_id, run_id=self._run_id, resume_from=self._resume_from,
             finished_runs=self._finished_runs, log=self._log, stop=self._stop, lease=self._lease,
@@ -259,9 +257,10 @@ class Engine:
         keep_wire = any(getattr(registry.get(d.plugin).sink, "uses_wire_text", False) for d in spec.destinations)
         ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=ex.batch_rows,
                           batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, keep_wire=keep_wire,
-                          stop=threading.Event())
+                          stop=threading.Event(), spark=RunSpark(conf.spark))
         readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log, recovery)
-        side = WriterSetup(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id, self._log)
+        side = WriterSetup(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id, self._log,
+                           spark=ctx.spark)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
                     side=side, source_limit=spec.settings.error_limit or conf.error_limit,
                     throttle=Throttle.of(spec.settings.speed))

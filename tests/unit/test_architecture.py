@@ -207,14 +207,20 @@ def is_spark_adapter(name: str) -> bool:
     return len(parts) == 4 and parts[:2] == ["wormhole", "plugins"] and parts[3] == "spark"
 
 
+SPARK_KIT = "wormhole.plugins.spark_kit"
+"""What the stores' Spark adapters need of Spark (types, helpers): part of the plugin contract."""
+
+
 def test_only_spark_code_imports_pyspark() -> None:
-    """pyspark (and py4j) are imported only by wormhole/spark/ and the stores' Spark adapters
-    (``plugins/<store>/spark.py``), at module level or lazily inside a function alike: every other
-    module works without the ``spark`` extra and reaches Spark through them."""
+    """pyspark (and py4j) are imported only by wormhole/spark/, the stores' Spark adapters
+    (``plugins/<store>/spark.py``) and their kit (``plugins/spark_kit.py``), at module level or lazily
+    inside a function alike: every other module works without the ``spark`` extra and reaches Spark
+    through them."""
     mods = modules()
     offenders = {}
     for name, path in mods.items():
-        if name == "wormhole.spark" or name.startswith("wormhole.spark.") or is_spark_adapter(name):
+        if name == "wormhole.spark" or name.startswith("wormhole.spark.") or is_spark_adapter(name) \
+                or name == SPARK_KIT:
             continue
         found = names_under(imported_names(path, name), ("pyspark", "py4j"))
         if found:
@@ -229,7 +235,8 @@ ENGINE_RUNTIME = ("wormhole.engine", "wormhole.execution", "wormhole.reader_mana
                   "wormhole.spark.accumulators", "wormhole.spark.splits", "wormhole.spark.transforms",
                   "wormhole.spark.throttle")
 """The engine's runtime: what runs a task (managers, recovery, Spark's execution). Stores are what it
-runs; they see it only through the plugin contract (wormhole/plugins/base.py, capabilities.py)."""
+runs; they see it only through the plugin contract (wormhole/plugins/base.py, capabilities.py, and
+spark_kit.py for their Spark adapters)."""
 
 
 def test_stores_import_nothing_of_the_engines_runtime() -> None:
@@ -319,3 +326,21 @@ def test_the_product_reads_no_test_setting() -> None:
     readers = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
                if "WORMHOLE_TEST_" in p.read_text(encoding="utf-8")]
     assert readers == []
+
+
+# -- issue 36 item 5: boundaries (the stores' Spark kit, recovery and taskdb, the layers) ------------------
+
+
+def test_no_store_module_imports_the_engines_spark() -> None:
+    """No module of wormhole/plugins/ (a store, its Spark adapter, the contract) imports ``wormhole.spark``
+    or one of its modules, at module level, lazily or for typing alike: an adapter takes what it needs of
+    Spark from the kit (``plugins/spark_kit.py``) and the run's session from its context (``ctx.spark``)."""
+    mods = modules()
+    known = set(mods)
+    offenders = {name: sorted(found) for name, path in mods.items() if name.startswith("wormhole.plugins.")
+                 if (found := {t for t in imports_of(path, name, known)
+                               if t == "wormhole.spark" or t.startswith("wormhole.spark.")})}
+    assert offenders == {}
+    adapters = [name for name in mods if is_spark_adapter(name)]
+    assert len(adapters) >= 3 and all(SPARK_KIT in imports_of(mods[a], a, known) for a in adapters), \
+        "the Spark adapters were not found, or one takes nothing from the kit: the test itself is broken?"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import sys
 import threading
 import time
@@ -212,31 +211,3 @@ def _log4j_file(directory: Path) -> Path:
     if not path.exists() or path.read_text() != _LOG4J:
         path.write_text(_LOG4J)
     return path
-
-
-_EXCEPTION_LINE = re.compile(r"^(?:Caused by: )?([A-Za-z_][\w$.]*(?:Error|Exception|Exceeded)): (.+)$")
-
-
-def describe_spark_error(exc: BaseException) -> str:
-    """The useful line of a failed Spark job: the executor's Python exception when there is one,
-    else the deepest Java cause (a JDBC error, say), else Spark's own message, else the first line."""
-    text = str(exc)
-    python_error = java_error = spark_error = None
-    for line in text.splitlines():
-        match = _EXCEPTION_LINE.match(line.strip().lstrip(": "))
-        if match is None:
-            continue
-        name, message = match.groups()
-        if name.startswith("org.apache.spark.") and not name.endswith("PythonException"):
-            spark_error = spark_error or f"{name.rsplit('.', 1)[-1]}: {message}"
-            continue
-        if name.startswith(("py4j.", "java.lang.reflect.")) or name.endswith("PythonException"):
-            continue
-        if name.startswith("wormhole."):
-            python_error = message  # our own errors already say what failed and where
-        elif "." not in name:
-            python_error = f"{name}: {message}"
-        else:
-            java_error = f"{name.rsplit('.', 1)[-1]}: {message}"
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
-    return (python_error or java_error or spark_error or first)[:2000]
