@@ -10,17 +10,49 @@ marker) is a leftover.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from wormhole.config import TaskSpec
 from wormhole.errors import InvalidTaskConfig
 from wormhole.plugins import registry
 from wormhole.plugins.base import LeftoverPeriphery, Schema, WriteContext
+from wormhole.recovery.checkpoint import CRASHED
 from wormhole.spec_json import load_spec_json
-from wormhole.taskdb import CRASHED, RunRecord, SqlTaskStore, TaskRecord
 
 
-def resumable_chain(store: SqlTaskStore, task_id: int, *, retried: bool = False) -> list[int]:
+class RunView(Protocol):
+    """What the chain is decided by of a run of the task (the task database's run record)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+class TaskView(Protocol):
+    """What the next run's resuming is decided by of a task (the task database's task record)."""
+
+    @property
+    def spec(self) -> str: ...
+
+    @property
+    def schedule(self) -> str | None: ...
+
+
+class RunHistory(Protocol):
+    """The runs of a task as the task database keeps them (:class:`~wormhole.taskdb.base.SqlTaskStore`)."""
+
+    def runs(self, task_id: int) -> Sequence[RunView]:
+        """The task's runs, oldest first."""
+        ...
+
+    def resumed_from(self, run_id: int) -> int | None:
+        """The run that run ``run_id`` resumed, else None."""
+        ...
+
+
+def resumable_chain(store: RunHistory, task_id: int, *, retried: bool = False) -> list[int]:
     """The runs a later run of the task would resume (the latest, when it is running or crashed, and the
     runs it resumed, newest first), else []; the last names the destinations' state (``state_run``).
     ``retried``: a partial latest run counts too (a retry resumes it: its commit rows say what is done)."""
@@ -35,7 +67,7 @@ def resumable_chain(store: SqlTaskStore, task_id: int, *, retried: bool = False)
     return chain
 
 
-def next_run_resumes(record: TaskRecord, runs: Sequence[RunRecord]) -> int | None:
+def next_run_resumes(record: TaskView, runs: Sequence[RunView]) -> int | None:
     """The run the task's next run resumes (None: it starts afresh): its latest run, when that crashed or
     ended partial (a retry finishes what it did not). Not a partial run of a recurring incremental task:
     its next run is for a new tick, and each destination's watermark says exactly what it holds (a
@@ -57,7 +89,7 @@ def _incremental(text: str) -> bool:
     return isinstance(source, dict) and source.get("incremental") is not None
 
 
-def resumable_run(store: SqlTaskStore, task_id: int) -> int | None:
+def resumable_run(store: RunHistory, task_id: int) -> int | None:
     """The run whose id names the destination state a later run of the task would resume, else None."""
     chain = resumable_chain(store, task_id)
     return chain[-1] if chain else None

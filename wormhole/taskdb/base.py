@@ -184,6 +184,7 @@ class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin):
             with self._guard(f"add the column {table}.{column}"):
                 if column not in self._columns(table):
                     self._execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}", ())
+        self.migrate_checkpoint_kinds()
         self.taskdb_id()
 
     def taskdb_id(self) -> str:
