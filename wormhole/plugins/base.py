@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import structlog
 
+from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.plugins.batch import Encoding as Encoding
 from wormhole.plugins.batch import Rows as Rows  # the batch type: plugins import it from here
@@ -398,6 +399,12 @@ class SourceBounds:
     """``MAX(column)`` over what the source reads (None: no row has a value)."""
     now: datetime
     """The source's clock, to the whole second (a database's: its session's time zone)."""
+
+
+def not_a_column(column: str, where: str) -> InvalidTaskConfig:
+    """What ``SourceRole.bounds`` raises when the incremental column is not one of ``where``'s: the task is
+    invalid (exit 204, like a column whose type cannot be one), not a read that failed."""
+    return InvalidTaskConfig([f"source.incremental.column: {column} is not a column of {where}"])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

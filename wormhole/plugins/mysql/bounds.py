@@ -9,8 +9,7 @@ from typing import Any
 import pymysql
 
 from wormhole.errors import SplitError
-from wormhole.incremental import not_a_column
-from wormhole.plugins.base import ReadContext, SourceBounds
+from wormhole.plugins.base import ReadContext, SourceBounds, not_a_column
 from wormhole.plugins.mysql.catalog import describe_table
 from wormhole.plugins.mysql.connection import PLUGIN_NAME, close_quietly, describe, fetch_one, source_connection
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource

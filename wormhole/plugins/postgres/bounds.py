@@ -15,8 +15,7 @@ from typing import Any
 import psycopg
 
 from wormhole.errors import SplitError
-from wormhole.incremental import not_a_column
-from wormhole.plugins.base import ReadContext, SourceBounds
+from wormhole.plugins.base import ReadContext, SourceBounds, not_a_column
 from wormhole.plugins.postgres.catalog import KIND_TYPES, ColumnInfo, describe_query, describe_table
 from wormhole.plugins.postgres.catalog import relation as table_relation
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
