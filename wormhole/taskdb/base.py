@@ -17,8 +17,8 @@ from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from wormhole.errors import TaskDbError
-from wormhole.recovery.checkpoint import CheckpointRow, WatermarkWrite
-from wormhole.taskdb.claims import CRASHED, ClaimsMixin
+from wormhole.recovery.checkpoint import CRASHED, CheckpointRow, WatermarkWrite
+from wormhole.taskdb.claims import ClaimsMixin
 from wormhole.taskdb.schedules import SchedulesMixin
 from wormhole.taskdb.schema import (
     CLAIMED_BY_MAX,
