@@ -107,6 +107,35 @@ class CheckpointStore(Protocol):
         ...
 
 
+class RunView(Protocol):
+    """What the chain is decided by of a run of the task (the task database's run record)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+class TaskView(Protocol):
+    """What the next run's resuming is decided by of a task (the task database's task record)."""
+
+    @property
+    def spec(self) -> str: ...
+
+    @property
+    def schedule(self) -> str | None: ...
+
+
+class RunHistory(CheckpointStore, Protocol):
+    """The checkpoints and the runs of a task, as the task database keeps them
+    (:class:`~wormhole.taskdb.base.SqlTaskStore`): what decides which runs a run resumes."""
+
+    def runs(self, task_id: int) -> Sequence[RunView]:
+        """The task's runs, oldest first."""
+        ...
+
+
 def recorded_placements(rows: Sequence[CheckpointRow]) -> dict[str, dict[str, Any]]:
     """Split id -> the transform placement its durable rows record (the first row that names one wins:
     every destination of a split records the same one, and a resumed run re-reads it under that)."""

@@ -10,46 +10,14 @@ marker) is a leftover.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from wormhole.config import TaskSpec
 from wormhole.errors import InvalidTaskConfig
 from wormhole.plugins import registry
 from wormhole.plugins.base import LeftoverPeriphery, Schema, WriteContext
-from wormhole.recovery.checkpoint import CRASHED
+from wormhole.recovery.checkpoint import CRASHED, RunHistory, RunView, TaskView
 from wormhole.spec_json import load_spec_json
-
-
-class RunView(Protocol):
-    """What the chain is decided by of a run of the task (the task database's run record)."""
-
-    @property
-    def id(self) -> int: ...
-
-    @property
-    def status(self) -> str: ...
-
-
-class TaskView(Protocol):
-    """What the next run's resuming is decided by of a task (the task database's task record)."""
-
-    @property
-    def spec(self) -> str: ...
-
-    @property
-    def schedule(self) -> str | None: ...
-
-
-class RunHistory(Protocol):
-    """The runs of a task as the task database keeps them (:class:`~wormhole.taskdb.base.SqlTaskStore`)."""
-
-    def runs(self, task_id: int) -> Sequence[RunView]:
-        """The task's runs, oldest first."""
-        ...
-
-    def resumed_from(self, run_id: int) -> int | None:
-        """The run that run ``run_id`` resumed, else None."""
-        ...
 
 
 def resumable_chain(store: RunHistory, task_id: int, *, retried: bool = False) -> list[int]:
