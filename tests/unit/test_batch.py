@@ -72,7 +72,7 @@ def test_each_form_is_made_once_and_shared_by_every_reader() -> None:
     for t in threads:
         t.join()
     assert all(s is seen[0] for s in seen) and seen[0] == ((1,), (2,), (3,))
-    assert batch_memo(batch) is batch_memo(batch) and batch_memo([(1,)]) is None
+    assert batch_memo(batch) is batch_memo(batch) is batch.memo
     assert batch == [(1,), (2,), (3,)] and len(batch) == 3 and batch[-1] == (3,)
 
 
