@@ -5,11 +5,11 @@ A reader that decodes straight into columns (mysql) yields :meth:`Batch.of_arrow
 values yields tuples, which the exchange makes a batch. A writer that encodes columns (mysql's LOAD DATA
 encoder, parquet) asks for :meth:`Batch.arrow`; a row-at-a-time store takes the tuples from
 :func:`rows_of`. A source's own encoding (:class:`EncodedRows`) and its wire text are facets of a batch
-that only the writers of a store declaring them read (``Capabilities.encoded_write``,
-``SinkRole.uses_wire_text``). The exchange hands the same immutable
-object to every destination, so the form a writer asks for is made at most once per batch (under the
-batch's lock) and shared: a MySQL-to-MySQL copy never builds a tuple, and a row writer beside it turns
-the batch into tuples once for all of them.
+that only the writers of a store that loads them read, as chosen once per destination (the encoding when
+every destination's prepared periphery takes it, the wire text of the columns whose types match). The
+exchange hands the same immutable object to every destination, so the form a writer asks for is made at
+most once per batch (under the batch's lock) and shared: a MySQL-to-MySQL copy never builds a tuple, and a
+row writer beside it turns the batch into tuples once for all of them.
 
 The Arrow form of each logical type (:func:`arrow_type`) keeps what the source declared: unsigned
 BIGINT as uint64, a decimal's precision and scale, timestamps in microseconds (naive, UTC when the value
