@@ -2,8 +2,10 @@
 
 A writer gets every batch as a :class:`~wormhole.plugins.batch.Batch` (the one batch type): a store that
 encodes columns asks it for its Arrow form, a row-at-a-time store takes its tuples from
-:func:`~wormhole.plugins.batch.rows_of`. Loading a source's own encoding or wire text as it is is a facet
-of a store's writers, :class:`EncodedWriter`, that the engine chooses once per destination.
+:func:`~wormhole.plugins.batch.rows_of`. Whether a destination loads a source's own encoding (or wire
+text) as it is is chosen once, for the destination, from its prepared periphery (:class:`EncodedPeriphery`);
+its writers then read that form of each batch (``Batch.encoded``, ``Batch.wire``), never by asking what
+type of object they were given.
 :mod:`wormhole.plugins.base` re-exports every name here: plugins import them from there.
 """
 
