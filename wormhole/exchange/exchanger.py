@@ -60,7 +60,7 @@ class BufferedLineExchanger:
     def send(self, rows: Batch | Collection[Row]) -> None:
         if not rows:
             return
-        if isinstance(rows, Batch) and rows.held_nbytes is not None:
+        if isinstance(rows, Batch) and rows.whole:
             self._send_whole(rows)
             return
         # A batch holds batch_rows rows, and fewer when they are wide: at most what batch_bytes holds

@@ -409,6 +409,11 @@ class Batch(Sequence["Row"]):
         return self._arrow.nbytes + sum(w.nbytes for w in self.wire or () if w is not None)
 
     @property
+    def whole(self) -> bool:
+        """The batch holds its rows whole, as Arrow columns or a source's encoding (not as tuples only)."""
+        return self._arrow is not None or self.encoded is not None
+
+    @property
     def held_nbytes(self) -> int | None:
         """The bytes a batch holding its rows whole (Arrow columns, a source's encoding) holds; None for a
         batch of tuples only (its size is estimated)."""
