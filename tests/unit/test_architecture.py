@@ -323,8 +323,8 @@ def test_the_product_reads_no_test_setting() -> None:
 
 # -- architecture step 3, item 4: one batch type (a3-batch) ----------------------------------------------
 
-PLUGIN_CONTRACT = ("plugins/base.py", "plugins/writing.py", "plugins/capabilities.py")
-"""The plugin contract: the Protocols and declarations every store implements or reads."""
+PLUGIN_CONTRACT = ("plugins/base.py", "plugins/writing.py", "plugins/capabilities.py", "plugins/facets.py")
+"""The plugin contract: the Protocols and declarations every store implements or reads (those that exist)."""
 
 
 def test_the_plugin_contract_names_no_sequence_of_rows() -> None:
