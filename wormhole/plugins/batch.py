@@ -241,8 +241,8 @@ def rows_from_arrow(batch: pa.RecordBatch) -> tuple[Row, ...]:
 @dataclass(frozen=True, slots=True)
 class Encoding:
     """A source's own encoding of its rows, the bytes its server sends, which a destination declaring the
-    same column types loads as they are: no value is decoded or encoded on the way (``Capabilities.
-    encoded_read``/``encoded_write``; the engine chooses it when every destination of a run takes it)."""
+    same column types loads as they are: no value is decoded or encoded on the way (``SourceRole.encoded``,
+    ``SinkRole.encoded``; the engine chooses it when every destination of a run takes it)."""
 
     format: str
     """The byte format: ``postgres.copy_binary`` (rows of PostgreSQL's binary COPY, without its header)."""

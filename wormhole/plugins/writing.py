@@ -3,7 +3,7 @@
 A writer gets every batch as a :class:`~wormhole.plugins.batch.Batch` (the one batch type): a store that
 encodes columns asks it for its Arrow form, a row-at-a-time store takes its tuples from
 :func:`~wormhole.plugins.batch.rows_of`. Whether a destination loads a source's own encoding (or wire
-text) as it is is chosen once, for the destination, from its prepared periphery (:class:`EncodedPeriphery`);
+text) as it is is chosen once, for the destination, from its prepared periphery (``SinkRole.encoded``);
 its writers then read that form of each batch (``Batch.encoded``, ``Batch.wire``), never by asking what
 type of object they were given.
 :mod:`wormhole.plugins.base` re-exports every name here: plugins import them from there.
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from wormhole.plugins.batch import Batch, Encoding
+from wormhole.plugins.batch import Batch
 from wormhole.plugins.schema import Row
 
 
@@ -40,15 +40,6 @@ class WriteResult:
     """Rows not tried: the batch's rejections went over :attr:`WriteContext.record_limit` first (not delivered)."""
 
 
-class EncodedPeriphery(Protocol):
-    """The periphery of a destination declaring ``Capabilities.encoded_write``."""
-
-    def takes_encoding(self, encoding: Encoding) -> bool:
-        """Once prepared: whether its writers load rows in ``encoding`` as they are (the target's columns
-        declare exactly those types, and nothing of the destination needs the values)."""
-        ...
-
-
 class WriterPeriphery(Protocol):
     """Pre- and post-processing of one destination. Every method is idempotent.
 
@@ -59,10 +50,8 @@ class WriterPeriphery(Protocol):
        ``rollback()`` (leave the target as it was before ``prepare``). ``rollback`` may follow a
        partial ``prepare`` or a failed ``commit``.
 
-    A periphery that keeps its own count of rows written (for ``verify`` or rollback messages)
-    defines ``add_written(rows)`` and declares ``Capabilities.counts_written``: in Spark mode the rows
-    are written by executors, on copies of the periphery, so the engine reports the destination's
-    total to it once its job has succeeded.
+    A periphery that keeps its own count of rows written names its ``add_written`` in
+    ``SinkRole.add_written``.
     """
 
     def prepare(self) -> None: ...
@@ -154,7 +143,7 @@ class LeftoverPeriphery(Protocol):
 
 
 class ShippedWithoutLock:
-    """For a writer periphery that Spark ships to its executors (``Capabilities.spark_partitions``): its
+    """For a writer periphery that Spark ships to its executors (``SinkRole.spark_partitions``): its
     ``lock`` attribute stays behind and each copy makes its own (a lock cannot be pickled)."""
 
     lock: threading.Lock
