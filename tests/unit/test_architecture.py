@@ -516,6 +516,41 @@ def f(a, b):
     assert complexity(function) == 1 + 1 + 2 + 1 + 1 + 1 + 2 + 3 + 1
 
 
+# -- architecture step 3, item 4: one batch type (a3-batch) ----------------------------------------------
+
+PLUGIN_CONTRACT = ("plugins/base.py", "plugins/writing.py", "plugins/capabilities.py", "plugins/facets.py")
+"""The plugin contract: the Protocols and declarations every store implements or reads (those that exist)."""
+
+
+def test_the_plugin_contract_names_no_sequence_of_rows() -> None:
+    """A writer gets a ``Batch`` (the one batch type), never a ``Sequence[Row]``; a row-at-a-time store takes
+    the tuples from ``rows_of(batch)``."""
+    named = [f"{name}:{number}" for name in PLUGIN_CONTRACT if (PACKAGE / name).exists()
+             for number, line in enumerate((PACKAGE / name).read_text(encoding="utf-8").splitlines(), 1)
+             if "Sequence[Row]" in line]
+    assert named == []
+
+
+def test_the_writer_contract_takes_a_batch() -> None:
+    tree = ast.parse((PACKAGE / "plugins/writing.py").read_text(encoding="utf-8"))
+    methods = {f"{cls.name}.{fn.name}": fn for cls in tree.body if isinstance(cls, ast.ClassDef)
+               for fn in cls.body if isinstance(fn, ast.FunctionDef) and fn.name in ("write", "write_split")}
+    assert set(methods) == {"Writer.write", "SplitWriter.write_split"}
+    for name, fn in methods.items():
+        assert ast.unparse(fn.args.args[-1].annotation or ast.Constant(None)) == "Batch", name
+
+
+def test_no_store_tells_a_batch_from_tuples_by_isinstance() -> None:
+    """Every writer gets a Batch: no store module asks ``isinstance(rows, Rows)`` (or ``Batch``) of what it got."""
+    asking = []
+    for path in sorted((PACKAGE / "plugins").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+                    and len(node.args) == 2 and ast.unparse(node.args[1]) in ("Rows", "Batch"):
+                asking.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert [a for a in asking if not a.startswith("wormhole/plugins/batch.py:")] == []  # as_batch makes one
+
+
 # -- the SQL store kit (issue 36, item 1: the read side and the options) ------------------------------
 
 def test_the_sql_stores_sources_are_the_kits_with_a_source_dialect() -> None:

@@ -3,7 +3,7 @@
 pyarrow (the ``parquet`` extra) is imported only when a task uses this format. Files are read in
 record batches of ``batch_rows``; the schema is the first file's, its Arrow types mapped to logical
 types (a decimal keeps its precision and scale), and every other file must have the same columns. A
-batch goes on as Arrow columns (``Rows.of_arrow``), each column cast to its logical type's Arrow type,
+batch goes on as Arrow columns (``Batch.of_arrow``), each column cast to its logical type's Arrow type,
 when every value has a Python form too; otherwise (a timestamp beyond year 9999, and always for nested
 columns, read as json values) a column converts with one ``to_pylist`` and a value Python cannot hold
 sends its row to the dirty sink with ``<file>: row <n>``. The other direction, logical types to Arrow types, is
@@ -18,7 +18,7 @@ from typing import Any
 
 from wormhole.errors import ReadError
 from wormhole.plugins.arrow_text import in_python_range
-from wormhole.plugins.base import Column, Rejected, Row, Rows, Schema
+from wormhole.plugins.base import Batch, Column, Rejected, Row, Schema
 from wormhole.plugins.batch import arrow_schema as batch_schema
 from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.file.convert import Converted
@@ -245,7 +245,7 @@ class ParquetReader:
                 first = 1
                 for batch in pf.iter_batches(batch_size=self._batch_rows, columns=names):
                     columnar = self._columnar(pa, batch)
-                    converted = (Rows.of_arrow(columnar), []) if columnar is not None else _arrow_rows(
+                    converted = (Batch.of_arrow(columnar), []) if columnar is not None else _arrow_rows(
                         batch, fns, names, path, first)
                     first += batch.num_rows
                     yield converted
