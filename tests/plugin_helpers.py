@@ -22,6 +22,7 @@ from wormhole.plugins.base import (
     Schema,
     SinkRole,
     SourceRole,
+    SparkAccess,
     WriteContext,
     WriteResult,
 )
@@ -55,13 +56,19 @@ class ListDirtySink:
         return [r for _, rows, _ in self.calls for r in rows]
 
 
+SPARK: list[SparkAccess] = []
+"""The Spark the contexts below give stores (``ctx.spark``): the Spark tests' session's, once
+tests/spark/conftest.py built it (a run's engine gives its own; these helpers stand in for it)."""
+
+
 def read_ctx(sink: ListDirtySink | None = None, batch_rows: int = 1000) -> ReadContext:
-    return ReadContext(task_id=7, run_id=1, batch_rows=batch_rows, dirty=sink or ListDirtySink())
+    return ReadContext(task_id=7, run_id=1, batch_rows=batch_rows, dirty=sink or ListDirtySink(),
+                       spark=SPARK[-1] if SPARK else None)
 
 
 def write_ctx(schema: Schema, *, run_id: int = 1, concurrency: int = 2, destination: str = "out") -> WriteContext:
     return WriteContext(task_id=7, run_id=run_id, destination=destination, schema=schema, batch_rows=1000,
-                        concurrency=concurrency)
+                        concurrency=concurrency, spark=SPARK[-1] if SPARK else None)
 
 
 def parse(cls: type, raw: dict[str, Any]) -> tuple[Any, Problems]:

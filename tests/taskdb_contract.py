@@ -23,9 +23,11 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
+import structlog
 
 from wormhole.errors import TaskDbError
-from wormhole.recovery.checkpoint import PLAN_ROW, WINDOW_ROW, CheckpointRow, WatermarkWrite
+from wormhole.recovery.checkpoint import CheckpointRow, RowKind, WatermarkWrite
+from wormhole.recovery.state import chain_state
 from wormhole.taskdb import TASK_STATUSES, RunRecord, TaskRecord, TaskStore, open_store
 from wormhole.taskdb.watermarks import StateHolder
 
@@ -364,8 +366,8 @@ class TaskStoreContract:
             assert [r.resumed_from for r in s.runs(old)] == [None, run_id]
             s.save_plan(old, resumed, run_id, [("split-1", "{}")])
             s.mark_durable(old, resumed, run_id, "split-1", "dw", 3)
-            assert [(r.split_id, r.destination, r.rows) for r in s.checkpoint(resumed)] == [
-                ("split-1", PLAN_ROW, None), ("split-1", "dw", 3)]
+            assert [(r.kind, r.split_id, r.destination, r.rows) for r in s.checkpoint(resumed)] == [
+                ("plan", "split-1", None, None), ("durable", "split-1", "dw", 3)]
 
     def test_a_database_of_the_previous_version_works_without_db_init(self, store_url: str,
                                                                      raw_insert: RawInsert) -> None:
@@ -587,16 +589,17 @@ class TaskStoreContract:
         store.mark_durable(task_id, run_id, run_id, "s-2", "\u00fcber-report", 0)
         store.save_plan(task_id, run_id, run_id, [("s-1", '{"changed": true}'), ("s-3", "{}")])  # keeps s-1
         assert store.checkpoint(run_id) == [
-            CheckpointRow("s-2", PLAN_ROW, run_id, None, '{"id": "s-2"}'),
-            CheckpointRow("s-1", PLAN_ROW, run_id, None, '{"id": "s-1"}'),
-            CheckpointRow("s-3", PLAN_ROW, run_id, None, "{}"),
-            CheckpointRow("s-1", "dw", run_id, 10, None),
-            CheckpointRow("s-2", "\u00fcber-report", run_id, 0, None),
+            CheckpointRow(RowKind.PLAN, "s-2", None, run_id, None, '{"id": "s-2"}'),
+            CheckpointRow(RowKind.PLAN, "s-1", None, run_id, None, '{"id": "s-1"}'),
+            CheckpointRow(RowKind.PLAN, "s-3", None, run_id, None, "{}"),
+            CheckpointRow(RowKind.DURABLE, "s-1", "dw", run_id, 10, None),
+            CheckpointRow(RowKind.DURABLE, "s-2", "\u00fcber-report", run_id, 0, None),
         ]
         with pytest.raises(ValueError, match="longer than 255"):
             store.mark_durable(task_id, run_id, run_id, "x" * 256, "dw", 1)
-        with pytest.raises(ValueError, match="plan row"):
-            store.mark_durable(task_id, run_id, run_id, "s-1", PLAN_ROW, 1)
+        for not_a_destination in ("", "#window"):
+            with pytest.raises(ValueError, match="plan or window row"):
+                store.mark_durable(task_id, run_id, run_id, "s-1", not_a_destination, 1)
 
     def test_a_resumed_run_keeps_its_origin_and_delete_checkpoints_keeps_one_run(self, store: TaskStore) -> None:
         task_id = task_in(store, "running")
@@ -614,10 +617,45 @@ class TaskStoreContract:
         assert store.delete_checkpoints(task_id, keep_runs=[second]) == 3
         assert store.checkpoint(first) == []
         assert [(r.split_id, r.destination, r.rows) for r in store.checkpoint(second)] == [
-            ("a", PLAN_ROW, None), ("b", PLAN_ROW, None), ("b", "dw", 7)]
+            ("a", None, None), ("b", None, None), ("b", "dw", 7)]
         assert store.delete_checkpoints(task_id) == 3
         assert store.checkpoint(second) == []
         assert len(store.checkpoint(other_run)) == 1  # another task's rows stay
+
+    def test_the_checkpoint_of_a_run_of_the_previous_version_still_resumes(self, store_url: str,
+                                                                          raw_insert: RawInsert) -> None:
+        # The previous version's rows had no kind: sentinels told them apart (a plan row's destination '',
+        # a window row's '#window', a commit row's split id '').
+        with open_store(store_url, create=True) as s:
+            s.init_schema()
+            task_id = task_in(s, "running")
+            run_id, other = s.start_run(task_id, "setup"), s.start_run(task_id, "setup")
+        raw_insert("ALTER TABLE wormhole_checkpoint DROP COLUMN kind")
+        insert = ("INSERT INTO wormhole_checkpoint (task_id, run_id, origin_run_id, split_id, destination, `rows`,"
+                  f" payload) VALUES ({task_id}, {{run}}, {run_id}, {{values}})")
+        for run, values in ((run_id, "'s-1', '', NULL, '{\"id\": \"s-1\", \"resource_mark\": \"t\"}'"),
+                            (run_id, "'s-2', '', NULL, '{\"id\": \"s-2\", \"resource_mark\": \"t\"}'"),
+                            (other, "'', '#window', NULL, '{}'"),
+                            (run_id, "'s-1', 'dw', 3, NULL"), (run_id, "'', 'lake', 5, NULL")):
+            raw_insert(insert.format(run=run, values=values))
+        plan = [(RowKind.PLAN, "s-1", None, None), (RowKind.PLAN, "s-2", None, None)]
+        kept = [(RowKind.DURABLE, "s-1", "dw", 3), (RowKind.COMMITTED, None, "lake", 5)]
+
+        def rows(s: TaskStore, run: int) -> list[tuple[object, ...]]:
+            return [(r.kind, r.split_id, r.destination, r.rows) for r in s.checkpoint(run)]
+
+        with open_store(store_url) as s:  # no db init: read as they are
+            assert rows(s, run_id) == plan + kept
+            assert rows(s, other) == [(RowKind.WINDOW, None, None, None)]
+            s.mark_durable(task_id, run_id, run_id, "s-2", "dw", 4)  # the first write adds kind, migrates the rows
+            assert rows(s, run_id) == [*plan, *kept, (RowKind.DURABLE, "s-2", "dw", 4)]
+        raw_insert(insert.format(run=run_id, values="'', 'dw', 7, NULL"))  # the previous version writes on
+        with open_store(store_url) as s:
+            s.init_schema()
+            state = chain_state(s, run_id, frozenset(), structlog.get_logger())
+            assert [sp.id for sp in state.splits or ()] == ["s-1", "s-2"]
+            assert dict(state.committed) == {"lake": 5, "dw": 7}
+            assert rows(s, other) == [(RowKind.WINDOW, None, None, None)]
 
     def test_a_commit_row_and_its_watermark_are_written_together(self, store: TaskStore, store_url: str,
                                                                  raw_insert: RawInsert) -> None:
@@ -631,8 +669,9 @@ class TaskStoreContract:
         store.mark_committed(task_id, run_id, run_id, "lake", 3)  # not incremental: the commit row alone
         assert store.watermarks("orders") == {"dw": ('{"int": "42"}', run_id)}
         assert store.watermarks("other") == {}
-        assert [(r.split_id, r.destination, r.payload) for r in store.checkpoint(run_id)] == [
-            ("a", PLAN_ROW, "{}"), ("", WINDOW_ROW, '{"w": 1}'), ("", "dw", None), ("", "lake", None)]
+        assert [(r.kind, r.split_id, r.destination, r.payload) for r in store.checkpoint(run_id)] == [
+            ("plan", "a", None, "{}"), ("window", None, None, '{"w": 1}'), ("committed", None, "dw", None),
+            ("committed", None, "lake", None)]
         with pytest.raises(ValueError, match="longer than 255"):  # nothing half-written: the watermark stays
             store.mark_committed(task_id, run_id, run_id, "x" * 256, 1, WatermarkWrite("orders", '{"int": "9"}'))
         assert store.watermarks("orders") == {"dw": ('{"int": "42"}', run_id)}

@@ -51,6 +51,7 @@ from wormhole.result import (
     SourceResult,
     task_outcome,
 )
+from wormhole.spark import RunSpark
 from wormhole.transform.pushup import PushUp, restore_placements
 from wormhole.transform.report import transform_report
 from wormhole.writer_manager import Destination, WriterManager, WriterSetup, describe
@@ -204,12 +205,12 @@ class Engine:
                 run.execution.cancel()
 
     def run(self) -> RunResult:
-        from wormhole import spark
         from wormhole.spark.config import choose
 
         choice = choose(self._conf.spark, self._spec.settings.spark)  # --spark-master, the task's, the env's
         self._conf = dataclasses.replace(self._conf, spark=choice.conf)
-        spark.configure(choice.conf, choice.describe())
+        self._log.info("engine.conf_read", conf_file=choice.conf_file, spark_master=choice.conf.master,
+                       spark_master_from=choice.master_from)
         recovery = self._recovery = RecoveryState.restore(
             self._checkpoints, task_id=self._task_id, run_id=self._run_id, resume_from=self._resume_from,
             finished_runs=self._finished_runs, log=self._log, stop=self._stop, lease=self._lease,
@@ -263,9 +264,10 @@ class Engine:
         keep_wire = any(registry.sink(d.plugin).uses_wire_text for d in spec.destinations)
         ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=ex.batch_rows,
                           batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, keep_wire=keep_wire,
-                          stop=threading.Event())
+                          stop=threading.Event(), spark=RunSpark(conf.spark))
         readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log, recovery)
-        side = WriterSetup(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id, self._log)
+        side = WriterSetup(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id, self._log,
+                           spark=ctx.spark)
         return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
                     side=side, source_limit=spec.settings.error_limit or conf.error_limit,
                     throttle=Throttle.of(spec.settings.speed))

@@ -210,12 +210,6 @@ def fresh_window(spec: Any, ctx: Any, task_id: int, kept: Callable[[str], Mappin
     return plan_window(inc, key, [d.id for d in spec.destinations], bounds, values)
 
 
-def not_a_column(column: str, where: str) -> InvalidTaskConfig:
-    """What a source says when the incremental column is not one of ``where``'s: the task is invalid (exit
-    204, like a column whose type cannot be one, :func:`plan_window`), not a read that failed."""
-    return InvalidTaskConfig([f"source.incremental.column: {column} is not a column of {where}"])
-
-
 def outcome(window: Window, committed: Mapping[str, bool]) -> dict[str, Any]:
     """The result's ``incremental``: the window, and each destination's watermark now (advanced when it
     committed, else the one it started from)."""

@@ -37,7 +37,7 @@ from wormhole.errors import DirtyLimitExceeded, TaskAborted, WriteError, WriterS
 from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
 from wormhole.log import Logger
 from wormhole.plugins import registry
-from wormhole.plugins.base import Schema, SinkRole, SplitWriter, WriteContext
+from wormhole.plugins.base import Schema, SinkRole, SparkAccess, SplitWriter, WriteContext
 from wormhole.pool import spawn
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.crash import crash_points
@@ -64,6 +64,8 @@ class WriterSetup:
     task_id: int
     run_id: int
     log: Logger
+    spark: SparkAccess | None = None
+    """The run's Spark, which each destination's context gives its store."""
 
 
 class _Local:
@@ -124,7 +126,8 @@ class WriterManager:
                                schema=chain.output if chain is not None else schema,
                                batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
                                plugin=dest.plugin, stop=dest.stop, origin_run_id=self._recovery.origin_for(dest.fresh),
-                               taskdb_id=self._recovery.taskdb_id, record_limit=dest.limit.record)
+                               taskdb_id=self._recovery.taskdb_id, record_limit=dest.limit.record,
+                               spark=self._side.spark)
             dest.prepare(ctx, chain, timeout, self._recovery)
 
     def start(self, coordinator: SplitCoordinator) -> None:

@@ -28,12 +28,14 @@ def spark_conf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineConf]
                         metastore_dir=str(root / "metastore"),
                         conf={"spark.sql.shuffle.partitions": 4, "spark.driver.memory": "2g"}),
     )
-    from wormhole import spark
+    from tests.plugin_helpers import SPARK
+    from wormhole.spark import RunSpark
     from wormhole.spark.session import get_session, stop_session
 
-    spark.configure(conf.spark)
+    SPARK.append(RunSpark(conf.spark))  # the contexts the store tests build give it
     get_session(conf.spark)
     yield conf
+    SPARK.clear()
     stop_session()
 
 

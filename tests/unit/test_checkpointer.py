@@ -15,7 +15,7 @@ import structlog
 from wormhole.errors import TaskDbError
 from wormhole.plugins.base import Split
 from wormhole.recovery import checkpoint
-from wormhole.recovery.checkpoint import COMMITTED, PLAN_ROW, Checkpointer, split_from_json
+from wormhole.recovery.checkpoint import Checkpointer, RowKind, split_from_json
 from wormhole.taskdb import SqlTaskStore, open_store
 
 SPLITS = [Split(id="db/t:[0,10)", resource_mark="db", params={"lo": 0, "hi": 10}),
@@ -54,11 +54,12 @@ def test_the_plan_waits_through_a_task_database_blip(store: SqlTaskStore) -> Non
     writer = Checkpointer(Flaky(store, failures=2), 1, 1, 1, structlog.get_logger())  # type: ignore[arg-type]
     writer.save_plan(SPLITS)  # returns only once the rows are there
     rows = store.checkpoint(1)
-    assert [(r.split_id, r.destination) for r in rows] == [(s.id, PLAN_ROW) for s in SPLITS]
+    assert [(r.kind, r.split_id, r.destination) for r in rows] == [(RowKind.PLAN, s.id, None) for s in SPLITS]
     assert [split_from_json(r.payload or "") for r in rows] == SPLITS
     writer.committed("dw", 20)
     writer.close()
-    assert [(r.split_id, r.destination, r.rows) for r in store.checkpoint(1)][2:] == [(COMMITTED, "dw", 20)]
+    assert [(r.kind, r.split_id, r.destination, r.rows) for r in store.checkpoint(1)][2:] == [
+        (RowKind.COMMITTED, None, "dw", 20)]
 
 
 def test_a_plan_that_cannot_be_recorded_fails_the_run_and_a_commit_row_does_not(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wormhole.spark.errors import MODULE_HINT, PYTHON_HINT, describe_spark_error
+from wormhole.plugins.spark_errors import MODULE_HINT, PYTHON_HINT, describe_spark_error
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "spark_errors"
 

@@ -36,6 +36,7 @@ from wormhole.pool import run_with_timeout
 from wormhole.reader_manager import ReaderManager
 from wormhole.recovery.leftovers import next_run_resumes
 from wormhole.recovery.state import RecoveryState, chain_state
+from wormhole.spark import RunSpark
 from wormhole.taskdb import open_store
 from wormhole.variables import Resolved, resolve_text, values_for_run
 
@@ -88,11 +89,9 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
 
 def _with_spark(conf: EngineConf, spec: TaskSpec) -> EngineConf:
     """The engine configuration with the Spark master and settings a run of ``spec`` would use."""
-    from wormhole import spark
     from wormhole.spark.config import choose
 
     choice = choose(conf.spark, spec.settings.spark)
-    spark.configure(choice.conf, choice.describe())
     return replace(conf, spark=choice.conf)
 
 
@@ -180,7 +179,7 @@ def _make(spec: TaskSpec, conf: EngineConf, task_id: int,
 def _context(spec: TaskSpec, conf: EngineConf, task_id: int) -> ReadContext:
     """What planning asks the source with (it reads no row)."""
     return ReadContext(task_id=task_id, run_id=0, batch_rows=conf.exchange.batch_rows, dirty=_NoRows(),
-                       plugin=spec.source.plugin, stop=threading.Event())
+                       plugin=spec.source.plugin, stop=threading.Event(), spark=RunSpark(conf.spark))
 
 
 SUBMIT_CHECK_S = 5.0

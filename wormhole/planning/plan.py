@@ -100,7 +100,7 @@ def make_plan(spec: TaskSpec, conf: EngineConf, readers: ReaderManager, log: Log
                                            load=_load(d.id, d.plugin, d.options, engine, readers, transforms))
                                    for d in spec.destinations),
                 estimated_rows=info.estimated_rows if info is not None else None, limits=limits,
-                transforms=transforms, spark=_spark_origin() if engine == "spark" else None)
+                transforms=transforms, spark=_spark_origin(spec, conf) if engine == "spark" else None)
     log.info("plan.made", **plan.to_dict())
     return plan
 
@@ -204,7 +204,9 @@ def _exact_text(spec: TaskSpec, readers: ReaderManager, engine: EngineName) -> f
     return source_exact_text(spec.source.plugin, spec.source.options, readers.schema)
 
 
-def _spark_origin() -> dict[str, str]:
-    from wormhole import spark
+def _spark_origin(spec: TaskSpec, conf: EngineConf) -> dict[str, str]:
+    """The master, where it came from and the engine.toml read: the choice made again (it is idempotent,
+    so a conf the run already chose gives the same answer)."""
+    from wormhole.spark.config import choose
 
-    return spark.current_origin() or {"master": spark.current_conf().master}
+    return choose(conf.spark, spec.settings.spark).describe()

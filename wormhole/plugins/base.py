@@ -20,10 +20,14 @@ from typing import Any, Generic, Literal, Protocol, runtime_checkable
 
 import structlog
 
+from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.plugins.batch import Encoding as Encoding
 from wormhole.plugins.batch import Rows as Rows  # the batch type: plugins import it from here
 from wormhole.plugins.batch import batch_memo as batch_memo
+from wormhole.plugins.context_kit import SparkAccess as SparkAccess  # plugins import them from here
+from wormhole.plugins.context_kit import StopSignal as StopSignal
+from wormhole.plugins.context_kit import context_reduce
 from wormhole.plugins.facets import DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet, P
 from wormhole.plugins.schema import LOGICAL_TYPES as LOGICAL_TYPES  # the schema types: plugins import them from here
 from wormhole.plugins.schema import Column as Column
@@ -114,29 +118,6 @@ class DirtySink(Protocol):
     def reject(self, origin: str, rows: Sequence[Rejected], split_id: str | None = None) -> None: ...
 
 
-class StopSignal(Protocol):
-    """Set when the task is stopping (a ``threading.Event``): long waits end at once on it."""
-
-    def is_set(self) -> bool: ...
-
-    def wait(self, timeout: float | None = None) -> bool: ...
-
-
-def _context_reduce(ctx: Any) -> tuple[Any, ...]:
-    # Contexts travel to Spark executors: the logger and the stop signal stay behind (neither
-    # pickles) and are rebuilt there from the plain keys. __reduce__, not __getstate__: Python
-    # 3.11 before 3.11.4 replaces a frozen slots dataclass's own __getstate__ with its generated one.
-    state = {name: getattr(ctx, name) for name in ctx.__slots__ if name not in ("log", "stop")}
-    return (_rebuild_context, (type(ctx), state))
-
-
-def _rebuild_context(cls: type[Any], state: dict[str, Any]) -> Any:
-    from wormhole.log import ensure_configured
-
-    ensure_configured()  # an executor's worker: its events are JSON lines on stderr too
-    return cls(**state)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadContext:
     """What a source's splitter, reader and periphery get from the engine."""
@@ -154,6 +135,8 @@ class ReadContext:
     reader that has it keeps it beside the typed batch (``Rows.wire``); else it is dropped at once."""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops: retry waits (:mod:`wormhole.retry`) end at once."""
+    spark: SparkAccess | None = field(default=None, compare=False, repr=False)
+    """The run's Spark (None on an executor, whose context was pickled)."""
     log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id and plugin; bind ``split_id`` per split."""
 
@@ -162,7 +145,7 @@ class ReadContext:
             task_id=self.task_id, run_id=self.run_id, plugin=self.plugin))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _context_reduce(self)
+        return context_reduce(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,6 +170,8 @@ class WriteContext:
     (:attr:`WriteResult.stopped`): the destination fails whatever the rest holds."""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops or this destination fails: retry waits end at once."""
+    spark: SparkAccess | None = field(default=None, compare=False, repr=False)
+    """The run's Spark (None on an executor, whose context was pickled)."""
     log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id, plugin and destination."""
 
@@ -207,7 +192,7 @@ class WriteContext:
             task_id=self.task_id, run_id=self.run_id, plugin=self.plugin, destination=self.destination))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _context_reduce(self)
+        return context_reduce(self)
 
 
 class Splitter(Protocol):
@@ -393,6 +378,12 @@ class SourceBounds:
     """``MAX(column)`` over what the source reads (None: no row has a value)."""
     now: datetime
     """The source's clock, to the whole second (a database's: its session's time zone)."""
+
+
+def not_a_column(column: str, where: str) -> InvalidTaskConfig:
+    """What ``SourceRole.bounds`` raises when the incremental column is not one of ``where``'s: the task is
+    invalid (exit 204, like a column whose type cannot be one), not a read that failed."""
+    return InvalidTaskConfig([f"source.incremental.column: {column} is not a column of {where}"])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

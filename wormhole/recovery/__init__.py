@@ -1,6 +1,9 @@
 """Recovery: what lets a run of a task resume the runs before it, and never write a split twice.
 
-- :mod:`.checkpoint`: the checkpoint rows (plan, durable, commit) and the thread that writes them;
+- :mod:`.checkpoint`: the checkpoint rows (each of a kind: plan, window, durable, commit), the thread that
+  writes them, and what recovery needs of the task database (``CheckpointStore``, ``RunHistory``: the task
+  database implements them and imports this module; recovery imports nothing of it);
+- :mod:`.chain`: what the chain of runs a run continues recorded, read by row kind;
 - :mod:`.state`: :class:`~wormhole.recovery.state.RecoveryState`, what the chain of runs already holds,
   built before the managers and handed to their constructors;
 - :mod:`.coordinator`: the split coordinator (which destination still lacks which split) and its

@@ -1,10 +1,11 @@
 """Checkpoints: which splits a run planned, and which destinations hold each split durably.
 
 The task database's ``wormhole_checkpoint`` table is the coordinator's snapshot (BitSail's
-snapshotState): one *plan row* per split of a run (``destination`` is ``""``; ``payload`` is the
-split as JSON, so a resumed run reads exactly the splits the crashed run planned, even when the
-source has changed since), and one *durable row* per split and destination once that destination
-has made the split durable. ``origin_run_id`` names the run whose destination state the run
+snapshotState). Each row says what it is (its :class:`RowKind`): one *plan row* per split of a run
+(``payload`` is the split as JSON, so a resumed run reads exactly the splits the crashed run planned,
+even when the source has changed since), an incremental run's *window row*, one *durable row* per
+split and destination once that destination has made the split durable, and one *commit row* per
+destination the run committed. ``origin_run_id`` names the run whose destination state the run
 continues (its own id unless it resumed an earlier one).
 
 The snapshot is advisory: on resume each destination's own record (marker rows, renamed parts)
@@ -21,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any, Protocol
 
 from wormhole.errors import TaskDbError
@@ -29,34 +31,39 @@ from wormhole.log import Logger
 from wormhole.plugins.base import Split
 from wormhole.retry import policy
 
+CRASHED = "crashed"
+"""The status of a run whose process died (or stopped heartbeating): the task's next run resumes it."""
+
 WAIT_ATTEMPTS = 8
 """Attempts at a checkpoint write the run waits for (the plan, a commit row): waits of 0.5 s doubling to
 5 s between them, about 20 s in all."""
 
-PLAN_ROW = ""
-"""The ``destination`` of a split's plan row."""
+class RowKind(StrEnum):
+    """What a checkpoint row records (the task database keeps it in the row's ``kind``)."""
 
-WINDOW_ROW = "#window"
-"""The ``destination`` of an incremental run's window row (no destination id starts with ``#``); its
-``payload`` is the window as JSON (:class:`wormhole.incremental.Window`)."""
-
-COMMITTED = ""
-"""The ``split_id`` of a destination's commit row: the run committed that destination (written right
-after its commit). For a destination that keeps no record of its own (hive, say) it is what a resumed
-run goes by: such a destination is not written again."""
+    PLAN = "plan"
+    """A split the run planned: ``split_id``, and the split as JSON in ``payload``."""
+    WINDOW = "window"
+    """An incremental run's window: its JSON in ``payload`` (:class:`wormhole.incremental.Window`)."""
+    DURABLE = "durable"
+    """``destination`` holds ``split_id`` durably (``rows`` of it)."""
+    COMMITTED = "committed"
+    """The run committed ``destination`` (written right after its commit). For a destination that keeps no
+    record of its own (hive, say) it is what a resumed run goes by: such a destination is not written again."""
 
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRow:
-    split_id: str
-    """The split, or ``COMMITTED`` in a destination's commit row."""
-    destination: str
-    """``PLAN_ROW`` for the split's plan row, else the destination that holds it durably (or committed)."""
+    kind: RowKind
+    split_id: str | None
+    """The split (plan and durable rows; None in the others)."""
+    destination: str | None
+    """The destination that holds the split or was committed (durable and commit rows; None in the others)."""
     origin_run_id: int
     rows: int | None = None
     payload: str | None = None
-    """A plan row's split as JSON (:func:`split_to_json`); a durable row's transform placement, the one the
-    split was read under, as JSON (:meth:`Checkpointer.sealed`), or None."""
+    """A plan row's split as JSON (:func:`split_to_json`), a window row's window; a durable row's transform
+    placement, the one the split was read under, as JSON (:meth:`Checkpointer.sealed`), or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +107,41 @@ class CheckpointStore(Protocol):
         ...
 
 
+class RunView(Protocol):
+    """What the chain is decided by of a run of the task (the task database's run record)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+class TaskView(Protocol):
+    """What the next run's resuming is decided by of a task (the task database's task record)."""
+
+    @property
+    def spec(self) -> str: ...
+
+    @property
+    def schedule(self) -> str | None: ...
+
+
+class RunHistory(CheckpointStore, Protocol):
+    """The checkpoints and the runs of a task, as the task database keeps them
+    (:class:`~wormhole.taskdb.base.SqlTaskStore`): what decides which runs a run resumes."""
+
+    def runs(self, task_id: int) -> Sequence[RunView]:
+        """The task's runs, oldest first."""
+        ...
+
+
 def recorded_placements(rows: Sequence[CheckpointRow]) -> dict[str, dict[str, Any]]:
     """Split id -> the transform placement its durable rows record (the first row that names one wins:
     every destination of a split records the same one, and a resumed run re-reads it under that)."""
     out: dict[str, dict[str, Any]] = {}
     for row in rows:
-        if row.destination != PLAN_ROW and row.split_id != COMMITTED and row.payload and row.split_id not in out:
+        if row.kind == RowKind.DURABLE and row.payload and row.split_id is not None and row.split_id not in out:
             recorded = json.loads(row.payload)
             if isinstance(recorded, dict) and isinstance(recorded.get("plan"), str):
                 out[row.split_id] = recorded

@@ -16,11 +16,11 @@ from wormhole.config import TaskSpec
 from wormhole.errors import InvalidTaskConfig
 from wormhole.plugins import registry
 from wormhole.plugins.base import Schema, WriteContext
+from wormhole.recovery.checkpoint import CRASHED, RunHistory, RunView, TaskView
 from wormhole.spec_json import load_spec_json
-from wormhole.taskdb import CRASHED, RunRecord, SqlTaskStore, TaskRecord
 
 
-def resumable_chain(store: SqlTaskStore, task_id: int, *, retried: bool = False) -> list[int]:
+def resumable_chain(store: RunHistory, task_id: int, *, retried: bool = False) -> list[int]:
     """The runs a later run of the task would resume (the latest, when it is running or crashed, and the
     runs it resumed, newest first), else []; the last names the destinations' state (``state_run``).
     ``retried``: a partial latest run counts too (a retry resumes it: its commit rows say what is done)."""
@@ -35,7 +35,7 @@ def resumable_chain(store: SqlTaskStore, task_id: int, *, retried: bool = False)
     return chain
 
 
-def next_run_resumes(record: TaskRecord, runs: Sequence[RunRecord]) -> int | None:
+def next_run_resumes(record: TaskView, runs: Sequence[RunView]) -> int | None:
     """The run the task's next run resumes (None: it starts afresh): its latest run, when that crashed or
     ended partial (a retry finishes what it did not). Not a partial run of a recurring incremental task:
     its next run is for a new tick, and each destination's watermark says exactly what it holds (a
@@ -57,7 +57,7 @@ def _incremental(text: str) -> bool:
     return isinstance(source, dict) and source.get("incremental") is not None
 
 
-def resumable_run(store: SqlTaskStore, task_id: int) -> int | None:
+def resumable_run(store: RunHistory, task_id: int) -> int | None:
     """The run whose id names the destination state a later run of the task would resume, else None."""
     chain = resumable_chain(store, task_id)
     return chain[-1] if chain else None

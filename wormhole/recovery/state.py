@@ -20,16 +20,8 @@ from wormhole.incremental import Window
 from wormhole.log import Logger
 from wormhole.plugins.base import SinkRole, Split, SplitWriter
 from wormhole.plugins.facets import DurableFacet
-from wormhole.recovery.checkpoint import (
-    COMMITTED,
-    PLAN_ROW,
-    WINDOW_ROW,
-    Checkpointer,
-    CheckpointRow,
-    CheckpointStore,
-    recorded_placements,
-    split_from_json,
-)
+from wormhole.recovery.chain import Chain
+from wormhole.recovery.checkpoint import Checkpointer, CheckpointStore, split_from_json
 from wormhole.recovery.lease import Lease
 
 
@@ -104,34 +96,15 @@ def chain_state(checkpoints: CheckpointStore, resume_from: int, finished_runs: f
 
 def _walk(checkpoints: CheckpointStore, state: RecoveryState, resume_from: int, finished_runs: frozenset[int],
           log: Logger) -> RecoveryState:
-    # The plan of the newest run of the chain that recorded one (a run killed before it planned recorded
-    # none, and no destination holds anything of it): every run of a chain reads the same splits.
-    run: int | None = resume_from
-    plan: list[CheckpointRow] = []
-    committed: dict[str, int] = {}
-    committed_by: dict[str, int] = {}
-    placements: dict[str, dict[str, Any]] = {}
-    root, plan_of, durable = resume_from, None, 0
-    window: Window | None = None
-    while run is not None:
-        rows = checkpoints.checkpoint(run)
-        for split_id, recorded in recorded_placements(rows).items():
-            placements.setdefault(split_id, recorded)  # the newest run's record of a split
-        for row in rows:
-            if row.split_id == COMMITTED and row.destination not in (PLAN_ROW, WINDOW_ROW):
-                committed.setdefault(row.destination, row.rows or 0)
-                committed_by.setdefault(row.destination, run)
-        if not plan:
-            plan = [r for r in rows if r.destination == PLAN_ROW and r.payload is not None]
-            kept = sum(r.destination not in (PLAN_ROW, WINDOW_ROW) for r in rows)
-            plan_of, durable = (run, kept) if plan else (None, 0)
-            texts = [r.payload for r in rows if r.destination == WINDOW_ROW and r.payload is not None]
-            window = Window.from_json(texts[0]) if plan and texts else None
-        root, run = run, checkpoints.resumed_from(run)
-    splits = tuple(split_from_json(r.payload) for r in plan if r.payload is not None) or None
-    log.info("task.resuming", resumed_from_run=resume_from, origin_run=plan[0].origin_run_id if plan else root,
-             plan_of_run=plan_of, planned_splits=len(plan), durable_in_checkpoint=durable,
-             committed=sorted(committed), placements_recorded=len(placements))
-    return RecoveryState(state.run_id, plan[0].origin_run_id if plan else root, resume_from, splits, committed,
-                         committed_by, frozenset(d for d, by in committed_by.items() if by in finished_runs),
-                         placements, lease=state.lease, taskdb_id=state.taskdb_id, window=window)
+    chain = Chain.read(checkpoints, resume_from)
+    plan, committed = chain.plan(), chain.committed()
+    placements = chain.placements()
+    origin = plan.rows[0].origin_run_id if plan.rows else chain.root
+    splits = tuple(split_from_json(r.payload) for r in plan.rows if r.payload is not None) or None
+    log.info("task.resuming", resumed_from_run=resume_from, origin_run=origin, plan_of_run=plan.run,
+             planned_splits=len(plan.rows), durable_in_checkpoint=plan.kept, committed=sorted(committed),
+             placements_recorded=len(placements))
+    return RecoveryState(state.run_id, origin, resume_from, splits, {d: rows for d, (rows, _) in committed.items()},
+                         {d: by for d, (_, by) in committed.items()},
+                         frozenset(d for d, (_, by) in committed.items() if by in finished_runs),
+                         placements, lease=state.lease, taskdb_id=state.taskdb_id, window=plan.window)

@@ -1,34 +1,22 @@
 """Spark execution mode. Its modules import pyspark (this one does not), as do the stores' Spark
-adapters (``wormhole.plugins.<store>.spark``), loaded only on demand.
+adapters (``wormhole.plugins.<store>.spark``) and their kit (:mod:`wormhole.plugins.spark_kit`),
+loaded only on demand.
 
-``configure`` records the ``[spark]`` configuration of the running engine, so stores that need the
-session outside the data plane (the Hive catalog at prepare and commit) build the same one.
+:class:`RunSpark` is a run's Spark as the engine hands it to the stores in their contexts
+(``ctx.spark``): stores that need the session outside the data plane (the Hive catalog at prepare and
+commit) build the one of the run's ``[spark]`` settings, and no setting is process-wide.
 """
 
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wormhole.config import SparkConf
 
-_conf: SparkConf | None = None
-_origin: dict[str, str] = {}
-
-
-def configure(conf: SparkConf, origin: dict[str, str] | None = None) -> None:
-    """``origin``: where the master came from and which engine.toml was read
-    (:meth:`wormhole.spark.config.SparkChoice.describe`), for the log."""
-    global _conf, _origin
-    _conf = conf
-    _origin = dict(origin or {})
-
-
-def current_origin() -> dict[str, str]:
-    return dict(_origin)
-
-
-def current_conf() -> SparkConf:
-    return _conf if _conf is not None else SparkConf()
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def available() -> bool:
@@ -36,8 +24,18 @@ def available() -> bool:
     return importlib.util.find_spec("pyspark") is not None
 
 
-def spark_session():  # type: ignore[no-untyped-def]
-    """The process's SparkSession under the configured ``[spark]`` settings (built on first use)."""
-    from wormhole.spark.session import get_session
+@dataclass(frozen=True, slots=True)
+class RunSpark:
+    """A run's Spark (:class:`wormhole.plugins.spark_kit.SparkAccess`): its ``[spark]`` settings, and the
+    process's session under them, built on first use (a run that never asks starts no JVM)."""
 
-    return get_session(current_conf())
+    conf: SparkConf
+
+    @property
+    def metastore_dir(self) -> str:
+        return self.conf.metastore_dir
+
+    def session(self) -> SparkSession:
+        from wormhole.spark.session import get_session
+
+        return get_session(self.conf)

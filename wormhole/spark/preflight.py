@@ -24,7 +24,7 @@ import wormhole
 from wormhole.errors import ConfigError
 from wormhole.log import Logger
 from wormhole.plugins import registry
-from wormhole.spark.errors import MODULE_HINT, describe_spark_error
+from wormhole.plugins.spark_errors import MODULE_HINT, describe_spark_error
 from wormhole.spark.methods import write_method
 
 TIMEOUT_S = 180.0

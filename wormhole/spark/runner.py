@@ -37,26 +37,18 @@ from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, ReadContext, Rejected, Schema, Split, split_order
+from wormhole.plugins.spark_kit import RowReaderPlan, describe_spark_error, exact_columns, logical_schema, spark_schema
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.recovery.split_lane import SplitTarget
 from wormhole.spark.accumulators import AccumulatedDirty, DirtyEntry, ListParam, Totals
 from wormhole.spark.config import is_local
 from wormhole.spark.preflight import check_executors
-from wormhole.spark.session import default_jars, describe_spark_error, get_session, is_running, startup_s
+from wormhole.spark.session import default_jars, get_session, is_running, startup_s
 from wormhole.spark.splits import check_record_limit, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
-from wormhole.spark.types import (
-    RowReaderPlan,
-    exact_columns,
-    from_spark_rows,
-    logical_schema,
-    naive_timestamps,
-    rows_from_arrow,
-    spark_schema,
-    to_arrow_batches,
-)
+from wormhole.spark.types import from_spark_rows, naive_timestamps, rows_from_arrow, to_arrow_batches
 from wormhole.transform.plan import Placement, TransformPlan
 
 

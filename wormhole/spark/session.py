@@ -28,9 +28,8 @@ from pyspark.sql import SparkSession
 import wormhole
 from wormhole.config import SparkConf
 from wormhole.errors import ConfigError
-from wormhole.spark import current_origin
+from wormhole.plugins.spark_errors import describe_spark_error
 from wormhole.spark.config import is_local
-from wormhole.spark.errors import describe_spark_error
 
 log = structlog.get_logger("wormhole.spark")
 
@@ -153,8 +152,7 @@ def get_session(conf: SparkConf) -> SparkSession:
         os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
         jvm_log = jvm_log_path(conf)
         log.info("spark.session_starting", master=conf.master, executor_python=settings["spark.pyspark.python"],
-                 archive=settings.get("spark.archives"), jvm_log=str(jvm_log),
-                 **{k: v for k, v in current_origin().items() if k != "master"})
+                 archive=settings.get("spark.archives"), jvm_log=str(jvm_log))
         _launch_jvm(settings, jvm_log)
         builder = SparkSession.builder
         for key, value in settings.items():

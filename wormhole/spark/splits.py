@@ -22,10 +22,11 @@ from wormhole.counters import WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, SplitLost
 from wormhole.plugins.base import Rejected, SplitWriter
+from wormhole.plugins.spark_kit import exact_columns
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.recovery.split_lane import SplitTarget
-from wormhole.spark.types import exact_columns, from_spark_rows
+from wormhole.spark.types import from_spark_rows
 
 PARTITION = "__wh_partition"
 def check_record_limit(dest: Any, counters: WriterCounters) -> None:

@@ -32,7 +32,7 @@ from pyspark.sql import types as T
 
 from wormhole.counters import WriterCounters
 from wormhole.plugins.base import Schema, Split
-from wormhole.spark.types import EXACT
+from wormhole.plugins.spark_kit import EXACT
 from wormhole.transform.chain import Chain
 from wormhole.transform.check import Typed, int_bound
 from wormhole.transform.operators import BoundOp

@@ -1,4 +1,5 @@
-"""Logical types <-> Spark SQL types, and the row conversions at the Python/JVM boundary.
+"""The row conversions at the Python/JVM boundary (the type mapping itself is the stores' Spark kit's,
+:mod:`wormhole.plugins.spark_kit`).
 
 The mapping is the one the file store's parquet writer uses in local mode
 (:func:`wormhole.plugins.values.arrow_types`: decimal(38,18), naive microsecond timestamps, JSON as
@@ -20,87 +21,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from wormhole.plugins.base import Column, Rejected, Row, Schema
+from wormhole.plugins.base import Rejected, Row, Schema
 from wormhole.plugins.values import arrow_types, json_dumps, json_loads, json_text
 
-DECIMAL = T.DecimalType(38, 18)
-
-TO_SPARK: dict[str, T.DataType] = {
-    "int": T.LongType(), "float": T.DoubleType(), "decimal": DECIMAL, "string": T.StringType(),
-    "bytes": T.BinaryType(), "bool": T.BooleanType(), "date": T.DateType(), "datetime": T.TimestampNTZType(),
-    "json": T.StringType(),
-}
-
-
-TRANSPORT_SPARK: dict[str, T.DataType] = {**TO_SPARK, "decimal": T.StringType()}
 TRANSPORT_ARROW: dict[str, pa.DataType] = {**arrow_types(pa), "decimal": pa.string()}
-"""How rows read by a store's row reader travel in Spark: decimals as their exact text, so a row
-writer gets back the value with its own scale (1.50 stays 1.50, not 1.500000000000000000); native
-writes cast them to decimal(38,18) like every other writer of Parquet."""
-
-
-EXACT_TEXT_TYPES = frozenset({"int", "decimal", "date", "datetime", "json"})
-"""Logical types a column may travel in as its exact text (see :class:`RowReaderPlan`)."""
-EXACT = "wormhole.exact_text"
-"""Field metadata key of a column carried as exact text: native writes that would cast it (Parquet)
-hand the frame to the row writer instead, which converts the text back exactly as local mode does."""
-
-
-@dataclass(frozen=True, slots=True)
-class RowReaderPlan:
-    """A store's native Spark read declining a source: read it with the row reader per split.
-
-    ``exact`` names the columns that travel as their exact text: an unsigned BIGINT beyond 64 bits,
-    a DECIMAL beyond decimal(38,18), a zero date kept as text (``0000-00-00``), a JSON value as its
-    JSON (a string value quoted), so nothing is lost or rejected on the way and each writer re-loads
-    what local mode's would."""
-
-    reason: str
-    exact: frozenset[str] = frozenset()
-
-
-UNSIGNED = T.DecimalType(20, 0)
-"""An unsigned 64-bit column in Spark: what Spark reads a parquet uint64 as."""
-
-
-def spark_type(column: Column) -> T.DataType:
-    """The Spark type a column is written as (:data:`TO_SPARK`, an unsigned 64-bit int as decimal(20,0))."""
-    return UNSIGNED if column.unsigned and column.type == "int" else TO_SPARK[column.type]
-
-
-def spark_schema(schema: Schema, transport: bool = False, exact: frozenset[str] = frozenset()) -> T.StructType:
-    return T.StructType([T.StructField(c.name, T.StringType(), c.nullable, {EXACT: True}) if c.name in exact
-                         else T.StructField(c.name, TRANSPORT_SPARK[c.type] if transport else spark_type(c),
-                                            c.nullable) for c in schema.columns])
-
-
-def exact_columns(struct: T.StructType) -> frozenset[str]:
-    """The columns of a frame carried as exact text."""
-    return frozenset(f.name for f in struct.fields if f.metadata.get(EXACT))
-
-
-def logical_type(dtype: T.DataType) -> str:
-    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-        return "int"
-    if isinstance(dtype, (T.FloatType, T.DoubleType)):
-        return "float"
-    if isinstance(dtype, T.DecimalType):
-        return "decimal"
-    if isinstance(dtype, (T.StringType, T.VarcharType, T.CharType)):
-        return "string"
-    if isinstance(dtype, T.BinaryType):
-        return "bytes"
-    if isinstance(dtype, T.BooleanType):
-        return "bool"
-    if isinstance(dtype, T.DateType):
-        return "date"
-    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType)):
-        return "datetime"
-    return "json"  # arrays, maps, structs: carried as JSON values
-
-
-def logical_schema(struct: T.StructType) -> Schema:
-    return Schema(tuple(Column(f.name, logical_type(f.dataType), f.nullable) for f in struct.fields))  # type: ignore[arg-type]
+"""How rows read by a store's row reader travel as Arrow (:data:`~wormhole.plugins.spark_kit.TRANSPORT_SPARK`)."""
 
 
 def _naive_utc(v: Any) -> Any:
@@ -305,8 +230,3 @@ def naive_timestamps(frame: DataFrame) -> DataFrame:
     return frame.select([F.col(f"`{f.name}`").cast(T.TimestampNTZType()).alias(f.name)
                          if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
                          for f in frame.schema.fields])
-
-
-def canonical(frame: DataFrame, schema: Schema) -> DataFrame:
-    """The frame with each column cast to its logical type's Spark type (what local mode writes)."""
-    return frame.select([F.col(f"`{c.name}`").cast(spark_type(c)).alias(c.name) for c in schema.columns])

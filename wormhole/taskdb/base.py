@@ -17,8 +17,8 @@ from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from wormhole.errors import TaskDbError
-from wormhole.recovery.checkpoint import CheckpointRow, WatermarkWrite
-from wormhole.taskdb.claims import CRASHED, ClaimsMixin
+from wormhole.recovery.checkpoint import CRASHED, RunHistory
+from wormhole.taskdb.claims import ClaimsMixin
 from wormhole.taskdb.schedules import SchedulesMixin
 from wormhole.taskdb.schema import (
     CLAIMED_BY_MAX,
@@ -107,8 +107,9 @@ class RunRecord:
 
 
 @runtime_checkable
-class TaskStore(Protocol):
-    """What the CLI and the engine need from the task database."""
+class TaskStore(RunHistory, Protocol):
+    """What the CLI and the engine need from the task database: recovery's checkpoints and run history
+    (the protocols of :mod:`wormhole.recovery`, which this package implements), and the rest below."""
 
     url: str  # redacted: safe for messages and logs
 
@@ -137,18 +138,9 @@ class TaskStore(Protocol):
     def fail_task(self, task_id: int, error: str) -> None: ...
     def runs(self, task_id: int) -> builtins.list[RunRecord]: ...
     def retry(self, task_id: int, *, force: bool = False, stale_s: float = DEFAULT_STALE_S) -> bool: ...
-    def save_plan(self, task_id: int, run_id: int, origin_run_id: int,
-                  splits: Sequence[tuple[str, str]], window: str | None = None) -> None: ...
-    def mark_committed(self, task_id: int, run_id: int, origin_run_id: int, destination: str, rows: int,
-                       watermark: WatermarkWrite | None = None) -> None: ...
-    def watermarks(self, state_key: str) -> dict[str, tuple[str | None, int]]: ...
     def lock_state(self, state_key: str, task_id: int, run_id: int, claimed_by: str,
                    stale_s: float) -> StateHolder | None: ...
     def unlock_state(self, state_key: str, task_id: int, claimed_by: str) -> None: ...
-    def mark_durable(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
-                     rows: int, payload: str | None = None) -> None: ...
-    def checkpoint(self, run_id: int) -> builtins.list[CheckpointRow]: ...
-    def resumed_from(self, run_id: int) -> int | None: ...
     def delete_checkpoints(self, task_id: int, keep_runs: Collection[int] = ()) -> int: ...
     def close(self) -> None: ...
 
@@ -184,6 +176,7 @@ class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin):
             with self._guard(f"add the column {table}.{column}"):
                 if column not in self._columns(table):
                     self._execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}", ())
+        self.migrate_checkpoint_kinds()
         self.taskdb_id()
 
     def taskdb_id(self) -> str:

@@ -11,12 +11,23 @@ import builtins
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from wormhole.recovery.checkpoint import PLAN_ROW, WINDOW_ROW, CheckpointRow
-from wormhole.taskdb.schema import CHECKPOINT_TABLE, DESTINATION_MAX, RUN_TABLE, SPLIT_ID_MAX
+from wormhole.recovery.checkpoint import CheckpointRow, RowKind
+from wormhole.taskdb.schema import (
+    CHECKPOINT_TABLE,
+    DESTINATION_MAX,
+    KIND_MIGRATION,
+    LEGACY_KIND,
+    NO_SPLIT,
+    PLAN_DESTINATION,
+    RUN_TABLE,
+    SPLIT_ID_MAX,
+    WINDOW_DESTINATION,
+)
 from wormhole.taskdb.sql import SqlStoreBase, format_ts, utcnow
 
 # `rows` is a reserved word on MySQL 8; SQLite accepts the backquotes too.
 _CHECKPOINT_COLUMNS = "split_id, destination, origin_run_id, `rows`, payload"
+_KIND = "kind"
 
 
 class CheckpointsMixin(SqlStoreBase):
@@ -26,11 +37,13 @@ class CheckpointsMixin(SqlStoreBase):
                   splits: Sequence[tuple[str, str]], window: str | None = None) -> None:
         """Record the plan rows ``(split_id, payload)`` of run ``run_id`` in one transaction, with an
         incremental task's window (a row of its own); a split already recorded for the run is kept as it is."""
+        self._kinds_ready()  # before the transaction: an ALTER TABLE would commit it on MySQL
         now = format_ts(utcnow())
-        rows = [(task_id, run_id, origin_run_id, checked(split_id, SPLIT_ID_MAX, "split id"), PLAN_ROW, None,
-                 payload, now) for split_id, payload in splits]
+        rows = [(task_id, run_id, origin_run_id, checked(split_id, SPLIT_ID_MAX, "split id"), PLAN_DESTINATION, None,
+                 payload, now, RowKind.PLAN.value) for split_id, payload in splits]
         if window is not None:
-            rows.append((task_id, run_id, origin_run_id, "", WINDOW_ROW, None, window, now))
+            rows.append((task_id, run_id, origin_run_id, NO_SPLIT, WINDOW_DESTINATION, None, window, now,
+                         RowKind.WINDOW.value))
         with self._atomic(f"save the plan of run {run_id}"):
             for row in rows:
                 self._execute(self._checkpoint_insert, row)
@@ -38,17 +51,18 @@ class CheckpointsMixin(SqlStoreBase):
     def mark_durable(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
                      rows: int, payload: str | None = None) -> None:
         """Record that ``destination`` holds ``split_id`` durably; a second call is a no-op."""
-        if destination == PLAN_ROW:
-            raise ValueError("destination must name a destination ('' is the split's plan row)")
+        self._kinds_ready()
         self._run(f"checkpoint split {split_id!r} of run {run_id}", self._checkpoint_insert,
-                  (task_id, run_id, origin_run_id, checked(split_id, SPLIT_ID_MAX, "split id"),
-                   checked(destination, DESTINATION_MAX, "destination"), rows, payload, format_ts(utcnow())))
+                  self._destination_row(task_id, run_id, origin_run_id, checked(split_id, SPLIT_ID_MAX, "split id"),
+                                        destination, rows, payload, RowKind.DURABLE))
 
     def checkpoint(self, run_id: int) -> builtins.list[CheckpointRow]:
         """Every checkpoint row of run ``run_id``: plan rows first, each kind in the order recorded."""
+        # A row without a kind was written before it (or by an older version since): its sentinels say.
+        kind = f"COALESCE({self._optional(CHECKPOINT_TABLE, _KIND)}, {LEGACY_KIND})"
         res = self._run(f"read the checkpoint of run {run_id}",
-                        f"SELECT {_CHECKPOINT_COLUMNS} FROM {CHECKPOINT_TABLE} WHERE run_id = ?"
-                        " ORDER BY CASE WHEN destination = ? THEN 0 ELSE 1 END, id", (run_id, PLAN_ROW))
+                        f"SELECT {_CHECKPOINT_COLUMNS}, {kind} FROM {CHECKPOINT_TABLE} WHERE run_id = ?"
+                        f" ORDER BY CASE WHEN {kind} = ? THEN 0 ELSE 1 END, id", (run_id, RowKind.PLAN.value))
         return self._records(_checkpoint_row, res.rows)
 
     def resumed_from(self, run_id: int) -> int | None:
@@ -66,15 +80,39 @@ class CheckpointsMixin(SqlStoreBase):
                         f"DELETE FROM {CHECKPOINT_TABLE} WHERE {where}", params)
         return res.rowcount
 
+    def migrate_checkpoint_kinds(self) -> None:
+        """Give the checkpoint rows written before ``kind`` theirs (``db init`` runs it after adding the
+        column; a no-op once every row has one)."""
+        self._run("give the checkpoint rows their kinds", KIND_MIGRATION)
+
+    def _kinds_ready(self) -> None:
+        """Before a checkpoint row is written: on a database from before ``kind``, add the column and give the
+        rows there their kinds, as ``db init`` would (an interrupted run of the older version still resumes)."""
+        if self._optional(CHECKPOINT_TABLE, _KIND) != "NULL":
+            return
+        self._add_optional(CHECKPOINT_TABLE, _KIND)
+        self.migrate_checkpoint_kinds()
+
+    @staticmethod
+    def _destination_row(task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str, rows: int,
+                         payload: str | None, kind: RowKind) -> tuple[Any, ...]:
+        """The values of a durable or commit row (:meth:`_checkpoint_insert`)."""
+        if not destination or destination == WINDOW_DESTINATION:
+            raise ValueError(f"destination must name a destination, not {destination!r} (a plan or window row's)")
+        return (task_id, run_id, origin_run_id, split_id, checked(destination, DESTINATION_MAX, "destination"), rows,
+                payload, format_ts(utcnow()), kind.value)
+
     @property
     def _checkpoint_insert(self) -> str:
         return (f"{self.insert_ignore} INTO {CHECKPOINT_TABLE} (task_id, run_id, origin_run_id, split_id, destination,"
-                " `rows`, payload, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                " `rows`, payload, recorded_at, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
-    return CheckpointRow(split_id=row[0], destination=row[1], origin_run_id=int(row[2]),
-                         rows=None if row[3] is None else int(row[3]), payload=row[4])
+    kind = RowKind(row[5])
+    return CheckpointRow(kind=kind, split_id=row[0] if kind in (RowKind.PLAN, RowKind.DURABLE) else None,
+                         destination=row[1] if kind in (RowKind.DURABLE, RowKind.COMMITTED) else None,
+                         origin_run_id=int(row[2]), rows=None if row[3] is None else int(row[3]), payload=row[4])
 
 
 def checked(value: str, limit: int, what: str) -> str:

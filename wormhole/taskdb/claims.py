@@ -10,11 +10,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from wormhole.errors import TaskDbError
+from wormhole.recovery.checkpoint import CRASHED
 from wormhole.taskdb.schema import CLAIMED_BY_MAX, DAEMON_TABLE, ERROR_MAX, RUN_TABLE, TASK_TABLE
 from wormhole.taskdb.sql import SqlStoreBase, clip, format_ts, parse_ts, utcnow
-
-CRASHED = "crashed"
-"""The status of a run whose process stopped heartbeating (its task was taken over or reset)."""
 
 
 class ClaimsMixin(SqlStoreBase):

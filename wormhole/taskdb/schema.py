@@ -8,7 +8,9 @@ A database created by an older ``db init`` lacks the columns added since; ``init
 column of ``*_ADDED_COLUMNS`` that is missing, so ``db init`` is also the upgrade. The job variables'
 columns (``wormhole_task.params``, ``wormhole_task_run.variables``) need no ``db init``: a store reads
 NULL from a database without them, and the first write that has a value adds the column as ``db init``
-would; so do a recurring task's (``schedule``, ``next_run_at``, ``tick_at``, ``paused``).
+would; so do a recurring task's (``schedule``, ``next_run_at``, ``tick_at``, ``paused``). The checkpoint
+rows' ``kind`` likewise, with its migration: the rows written before it get their kinds from the sentinels
+that marked them then (:data:`LEGACY_KIND`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,19 @@ STATE_LOCK_TABLE = "wormhole_state_lock"
 """Which run of an incremental job holds its state key: one row per state key while a run holds it."""
 META_TABLE = "wormhole_meta"
 """Facts about the task database itself: ``taskdb_id`` (see ``SqlTaskStore.taskdb_id``)."""
+
+PLAN_DESTINATION = ""
+"""The ``destination`` stored in a plan row (and, before ``kind``, what marked one)."""
+WINDOW_DESTINATION = "#window"
+"""The ``destination`` stored in a window row (no destination id starts with ``#``)."""
+NO_SPLIT = ""
+"""The ``split_id`` stored in a window or commit row. The stored values keep the rows of one run apart
+(``UNIQUE (run_id, split_id, destination)``) and are what an older version reads."""
+
+LEGACY_KIND = (f"CASE WHEN destination = '{PLAN_DESTINATION}' THEN 'plan' WHEN destination = '{WINDOW_DESTINATION}'"
+               f" THEN 'window' WHEN split_id = '{NO_SPLIT}' THEN 'committed' ELSE 'durable' END")
+"""The kind of a checkpoint row written before ``kind`` (or by an older version since), from its sentinels."""
+KIND_MIGRATION = f"UPDATE {CHECKPOINT_TABLE} SET kind = {LEGACY_KIND} WHERE kind IS NULL"
 
 # Lengths enforced by the VARCHAR/TEXT columns on MySQL; the store clips values to them so that
 # SQLite (which does not enforce lengths) keeps exactly the same data.
@@ -50,6 +65,7 @@ SQLITE_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "next_run_at", "TEXT"),
     (TASK_TABLE, "tick_at", "TEXT"),
     (TASK_TABLE, "paused", "INTEGER NOT NULL DEFAULT 0"),
+    (CHECKPOINT_TABLE, "kind", "VARCHAR(16)"),
 )
 MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "priority", "INT NOT NULL DEFAULT 0"),
@@ -61,6 +77,7 @@ MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "next_run_at", "DATETIME(3) NULL"),
     (TASK_TABLE, "tick_at", "DATETIME(3) NULL"),
     (TASK_TABLE, "paused", "TINYINT NOT NULL DEFAULT 0"),
+    (CHECKPOINT_TABLE, "kind", "VARCHAR(16) NULL"),
 )
 
 # SQLite keeps timestamps as 'YYYY-MM-DD HH:MM:SS.fff' UTC text: strftime('now') is UTC, and the text
@@ -122,6 +139,7 @@ SQLITE_DDL: tuple[str, ...] = (
     rows          INTEGER,
     payload       TEXT,
     recorded_at   TEXT DEFAULT {_SQLITE_NOW},
+    kind          VARCHAR(16),
     UNIQUE (run_id, split_id, destination)
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{CHECKPOINT_TABLE}_task_id ON {CHECKPOINT_TABLE} (task_id)",
@@ -206,6 +224,7 @@ MYSQL_DDL: tuple[str, ...] = (
     `rows`        BIGINT NULL,
     payload       LONGTEXT NULL,
     recorded_at   DATETIME(3) NULL,
+    kind          VARCHAR(16) NULL,
     PRIMARY KEY (id),
     UNIQUE KEY ux_{CHECKPOINT_TABLE}_split (run_id, split_id, destination),
     KEY ix_{CHECKPOINT_TABLE}_task_id (task_id)

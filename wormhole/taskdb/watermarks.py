@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import ClassVar
 
-from wormhole.recovery.checkpoint import COMMITTED, WatermarkWrite
-from wormhole.taskdb.checkpoints import CheckpointsMixin, checked
-from wormhole.taskdb.schema import CLAIMED_BY_MAX, DESTINATION_MAX, STATE_LOCK_TABLE, TASK_TABLE, WATERMARK_TABLE
+from wormhole.recovery.checkpoint import RowKind, WatermarkWrite
+from wormhole.taskdb.checkpoints import CheckpointsMixin
+from wormhole.taskdb.schema import CLAIMED_BY_MAX, NO_SPLIT, STATE_LOCK_TABLE, TASK_TABLE, WATERMARK_TABLE
 from wormhole.taskdb.sql import clip, format_ts, utcnow
 
 
@@ -46,15 +46,16 @@ class WatermarksMixin(CheckpointsMixin):
     def mark_committed(self, task_id: int, run_id: int, origin_run_id: int, destination: str, rows: int,
                        watermark: WatermarkWrite | None = None) -> None:
         """The destination's commit row and, for an incremental task, its new watermark: both or neither."""
+        self._kinds_ready()
+        row = self._destination_row(task_id, run_id, origin_run_id, NO_SPLIT, destination, rows, None,
+                                    RowKind.COMMITTED)
         if watermark is None:
-            self.mark_durable(task_id, run_id, origin_run_id, COMMITTED, destination, rows)
+            self._run(f"record the commit of {destination!r}", self._checkpoint_insert, row)
             return
-        destination = checked(destination, DESTINATION_MAX, "destination")
         self._run("create the watermark table", self.watermark_ddl)  # a database from before watermarks
         now = format_ts(utcnow())
         with self._atomic(f"record the commit of {destination!r} and its watermark"):
-            self._execute(self._checkpoint_insert, (task_id, run_id, origin_run_id, COMMITTED, destination, rows,
-                                                    None, now))
+            self._execute(self._checkpoint_insert, row)
             self._execute(f"DELETE FROM {WATERMARK_TABLE} WHERE state_key = ? AND destination = ?",
                           (watermark.state_key, destination))
             self._execute(f"INSERT INTO {WATERMARK_TABLE} (state_key, destination, value, task_id, run_id, updated_at)"

@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame
 from wormhole.plugins.base import WriteContext
 from wormhole.plugins.file.options import FileWriterOptions
 from wormhole.plugins.file.periphery import FileWriterPeriphery
-from wormhole.spark.types import canonical, exact_columns
+from wormhole.plugins.spark_kit import canonical, exact_columns
 
 
 def write(frame: DataFrame, options: FileWriterOptions, ctx: WriteContext, periphery: FileWriterPeriphery) -> bool:

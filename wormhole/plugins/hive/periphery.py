@@ -5,8 +5,8 @@ destination's staging directory, the run's own beside the metastore (``<metastor
 which the writers fill with Parquet (:mod:`.writer` in local mode, :func:`.spark.write` in Spark
 mode). Commit runs ``INSERT INTO|OVERWRITE TABLE ... [PARTITION (static spec)] SELECT`` with each
 column cast to the table's type, matched by name; rollback removes the staging directory, so a
-failed destination never touches the table. The catalog is reached through the session
-(``spark_session()``); what is done with DataFrames is in :mod:`.spark`.
+failed destination never touches the table. The catalog is reached through the run's session, which
+the context gives (``ctx.spark``); what is done with DataFrames is in :mod:`.spark`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wormhole.errors import CommitError, PrepareError, ReadError, StorageError
-from wormhole.plugins.base import ReadContext, SourceInfo, WriteContext
+from wormhole.plugins.base import ReadContext, SourceInfo, SparkAccess, WriteContext
 from wormhole.plugins.hive.options import HiveReaderOptions, HiveWriterOptions
 from wormhole.plugins.hive.spark import staged
 from wormhole.plugins.hive.sql import hive_type, partition_spec, quote, table_ref
-from wormhole.spark import current_conf, spark_session
-from wormhole.spark.session import describe_spark_error
+from wormhole.plugins.spark_kit import describe_spark_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PLUGIN_NAME = "hive"
+
+
+def run_spark(spark: SparkAccess | None, error: type[StorageError] = ReadError) -> SparkAccess:
+    """The run's Spark from a context (the engine gives it to every context on the driver)."""
+    if spark is None:
+        raise error("the hive store needs the run's Spark session, which its context lacks", plugin=PLUGIN_NAME)
+    return spark
 
 
 def _partition_problem(table: str, partition_cols: Sequence[str], given: dict[str, Any]) -> str | None:
@@ -61,9 +67,10 @@ class HiveReaderPeriphery:
 
     def __init__(self, options: HiveReaderOptions, ctx: ReadContext) -> None:
         self.options = options
+        self.spark = run_spark(ctx.spark)
 
     def prepare(self) -> SourceInfo:
-        if not spark_session().catalog.tableExists(self.options.table):
+        if not self.spark.session().catalog.tableExists(self.options.table):
             raise ReadError(f"hive table {self.options.table} does not exist", plugin=PLUGIN_NAME)
         return SourceInfo()
 
@@ -74,7 +81,8 @@ class HiveWriterPeriphery:
     def __init__(self, options: HiveWriterOptions, ctx: WriteContext) -> None:
         self.options = options
         self.ctx = ctx
-        root = Path(current_conf().metastore_dir).resolve().parent / "staging"
+        self.spark = run_spark(ctx.spark, PrepareError)
+        root = Path(self.spark.metastore_dir).resolve().parent / "staging"
         db = f"-{ctx.taskdb_id}" if ctx.taskdb_id else ""  # task and run ids repeat across task databases
         self.tmp_dir = str(root / f"{options.table}.{ctx.destination}.task-{ctx.task_id}-run-{ctx.run_id}{db}")
         self._select: list[str] = []
@@ -86,7 +94,7 @@ class HiveWriterPeriphery:
         return cls(message, destination=self.ctx.destination, plugin=PLUGIN_NAME)
 
     def prepare(self) -> None:
-        spark = spark_session()
+        spark = self.spark.session()
         opts = self.options
         if not spark.catalog.tableExists(opts.table):
             if not opts.create:
@@ -124,7 +132,7 @@ class HiveWriterPeriphery:
     def commit(self) -> None:
         if self._committed:
             return
-        spark = spark_session()
+        spark = self.spark.session()
         opts = self.options
         view = re.sub(r"\W", "_", f"wormhole_stage_{self.ctx.task_id}_{self.ctx.run_id}_{self.ctx.destination}")
         staged(spark, self.tmp_dir, self.ctx.schema).createOrReplaceTempView(view)
@@ -143,7 +151,7 @@ class HiveWriterPeriphery:
         # Nothing reached the table before commit's INSERT, which Spark makes visible as a whole.
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
         if self._created and not self._committed:
-            spark = spark_session()
+            spark = self.spark.session()
             table = self.options.table
             # Only an empty table: rows there now are someone else's, written since prepare.
             if spark.catalog.tableExists(table) and spark.table(table_ref(table)).limit(1).count() == 0:

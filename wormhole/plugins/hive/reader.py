@@ -11,8 +11,8 @@ from typing import Any
 from wormhole.errors import ReadError
 from wormhole.plugins.base import ReadContext, Schema, Split
 from wormhole.plugins.hive.options import HiveReaderOptions
+from wormhole.plugins.hive.periphery import run_spark
 from wormhole.plugins.hive.spark import table_schema
-from wormhole.spark import spark_session
 
 PLUGIN_NAME = "hive"
 
@@ -20,9 +20,10 @@ PLUGIN_NAME = "hive"
 class HiveReader:
     def __init__(self, options: HiveReaderOptions, ctx: ReadContext) -> None:
         self.options = options
+        self.ctx = ctx
 
     def schema(self) -> Schema:
-        return table_schema(spark_session(), self.options)
+        return table_schema(run_spark(self.ctx.spark).session(), self.options)
 
     def read(self, split: Split) -> Any:
         raise ReadError("hive tables are read by Spark only (settings.engine spark or auto)", plugin=PLUGIN_NAME)

@@ -4,7 +4,7 @@
 and cut to ``columns``), :func:`write` the native Spark write (``SinkRole.spark_write``: Spark's
 parquet writer into the staging directory, whose commit protocol makes task retries safe), and
 :func:`staged` the staging directory as a DataFrame for the periphery's INSERT at commit. The
-periphery reaches the catalog through the session alone (``spark_session()``).
+periphery reaches the catalog through the run's session alone (``ctx.spark``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from wormhole.errors import SplitError
 from wormhole.plugins.base import Schema, Split, WriteContext
 from wormhole.plugins.hive.options import HiveReaderOptions, HiveWriterOptions
 from wormhole.plugins.hive.sql import quote, table_ref
-from wormhole.spark.session import describe_spark_error
-from wormhole.spark.types import canonical, exact_columns, logical_schema, spark_schema
+from wormhole.plugins.spark_kit import canonical, describe_spark_error, exact_columns, logical_schema, spark_schema
 
 
 class Staging(Protocol):

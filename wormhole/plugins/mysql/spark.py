@@ -4,7 +4,7 @@ MySQL goes over JDBC with Debian's MariaDB Connector/J: one partition per split 
 shard and table its own relation, unioned by name (the union says which split each partition is,
 for destinations that make splits durable). Spark 4 applies its MySQL dialect (backtick quoting)
 only to ``jdbc:mysql:`` URLs, hence the connector's ``permitMysqlScheme``. A column JDBC would not
-carry exactly sends the read to the row reader per split (:class:`wormhole.spark.types.RowReaderPlan`).
+carry exactly sends the read to the row reader per split (:class:`wormhole.plugins.spark_kit.RowReaderPlan`).
 Writes go through the store's own row writers inside the executors (a split per partition, durable
 with its marker row), not JDBC.
 """
@@ -24,8 +24,8 @@ from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split, with_s
 from wormhole.plugins.mysql.catalog import choose_columns, describe_table
 from wormhole.plugins.mysql.connection import answering_server, close_quietly, connect, fetch_all, text
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource, resolve_password
+from wormhole.plugins.spark_kit import EXACT, EXACT_TEXT_TYPES, RowReaderPlan
 from wormhole.plugins.sql import backquote as quote
-from wormhole.spark.types import EXACT, EXACT_TEXT_TYPES, RowReaderPlan
 
 MARIADB_DRIVER = "org.mariadb.jdbc.Driver"
 

@@ -6,7 +6,7 @@ unioned by name (the union says which split each partition is, for destinations 
 durable). Sessions get the settings local mode's have (UTC, ISO dates and intervals). Columns whose
 JDBC value is not the one the local reader gives are selected through an expression (see
 :data:`JDBC_EXACT_KINDS`); a column no expression makes exact sends the read to the row reader per
-split (:class:`wormhole.spark.types.RowReaderPlan`). Writes go through the store's own row writers
+split (:class:`wormhole.plugins.spark_kit.RowReaderPlan`). Writes go through the store's own row writers
 inside the executors (a split per partition, durable with its marker row), not JDBC.
 """
 
@@ -37,8 +37,8 @@ from wormhole.plugins.postgres.catalog import (
 from wormhole.plugins.postgres.connection import SESSION_SETTINGS, close_quietly, connect
 from wormhole.plugins.postgres.options import Endpoint
 from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource
+from wormhole.plugins.spark_kit import EXACT, RowReaderPlan
 from wormhole.plugins.sql import quote, resolve_password
-from wormhole.spark.types import EXACT, RowReaderPlan
 
 PG_DRIVER = "org.postgresql.Driver"
 

@@ -8,8 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from wormhole.errors import SplitError
-from wormhole.incremental import not_a_column
-from wormhole.plugins.base import ReadContext, SourceBounds
+from wormhole.plugins.base import ReadContext, SourceBounds, not_a_column
 from wormhole.plugins.sql.catalog import find_column
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.source_options import QuerySource, Shard, SqlSource

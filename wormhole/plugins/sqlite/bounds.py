@@ -8,8 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from wormhole.errors import SplitError
-from wormhole.incremental import not_a_column
-from wormhole.plugins.base import ReadContext, SourceBounds
+from wormhole.plugins.base import ReadContext, SourceBounds, not_a_column
 from wormhole.plugins.sql import quote
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly
 from wormhole.plugins.sqlite.options import SqliteReaderOptions

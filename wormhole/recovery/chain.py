@@ -1,0 +1,77 @@
+"""What the chain of runs a run continues recorded in the task database's checkpoint rows, each row read
+by its kind (:class:`~wormhole.recovery.checkpoint.RowKind`): the plan and window of the newest run that
+planned, the destinations each run committed, the transform placement each split was read under.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from wormhole.incremental import Window
+from wormhole.recovery.checkpoint import CheckpointRow, CheckpointStore, RowKind, recorded_placements
+
+
+@dataclass(frozen=True, slots=True)
+class ChainPlan:
+    """The plan of the newest run of the chain that recorded one (a run killed before it planned recorded
+    none, and no destination holds anything of it): every run of a chain reads the same splits."""
+
+    run: int | None = None
+    """The run that recorded it (None: no run of the chain planned)."""
+    rows: tuple[CheckpointRow, ...] = ()
+    """Its plan rows, in the order saved."""
+    window: Window | None = None
+    """An incremental run's window, recorded with the plan."""
+    kept: int = 0
+    """That run's durable and commit rows (what its checkpoint says the destinations hold)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """The checkpoint rows of each run of a chain, newest run first (the one resumed, then the run it
+    resumed, back to the first)."""
+
+    runs: tuple[tuple[int, tuple[CheckpointRow, ...]], ...]
+
+    @classmethod
+    def read(cls, checkpoints: CheckpointStore, resume_from: int) -> Chain:
+        runs: list[tuple[int, tuple[CheckpointRow, ...]]] = []
+        run: int | None = resume_from
+        while run is not None:
+            runs.append((run, tuple(checkpoints.checkpoint(run))))
+            run = checkpoints.resumed_from(run)
+        return cls(tuple(runs))
+
+    @property
+    def root(self) -> int:
+        """The first run of the chain."""
+        return self.runs[-1][0]
+
+    def plan(self) -> ChainPlan:
+        for run, rows in self.runs:
+            plan = tuple(r for r in rows if r.kind == RowKind.PLAN and r.payload is not None)
+            if plan:
+                windows = [r.payload for r in rows if r.kind == RowKind.WINDOW and r.payload is not None]
+                kept = sum(r.kind in (RowKind.DURABLE, RowKind.COMMITTED) for r in rows)
+                return ChainPlan(run, plan, Window.from_json(windows[0]) if windows else None, kept)
+        return ChainPlan()
+
+    def committed(self) -> Mapping[str, tuple[int, int]]:
+        """Destination -> (its rows, the run that committed it): the newest run's commit row of it."""
+        out: dict[str, tuple[int, int]] = {}
+        for run, rows in self.runs:
+            for row in rows:
+                if row.kind == RowKind.COMMITTED and row.destination is not None:
+                    out.setdefault(row.destination, (row.rows or 0, run))
+        return out
+
+    def placements(self) -> dict[str, dict[str, Any]]:
+        """Split -> the transform placement it was read under: the newest run's record of it."""
+        out: dict[str, dict[str, Any]] = {}
+        for _, rows in self.runs:
+            for split_id, recorded in recorded_placements(rows).items():
+                out.setdefault(split_id, recorded)
+        return out
+
