@@ -553,18 +553,18 @@ def test_no_store_tells_a_batch_from_tuples_by_isinstance() -> None:
 
 # -- the SQL store kit (issue 36, item 1: the read side and the options) ------------------------------
 
-def test_the_sql_stores_sources_are_the_kits_with_a_source_dialect() -> None:
-    """Each SQL store's splitter and reader are the kit's, driven by the store's SourceDialect (which has every
+def test_the_sql_stores_sources_are_the_kits_with_a_dialect() -> None:
+    """Each SQL store's splitter and reader are the kit's, driven by the store's Dialect (which has every
     member of the kit's protocol), and its source params resolve through the kit's SourceParams: shapes,
     checks, shard walking and key cutting live once, in wormhole/plugins/sql/."""
     import importlib
 
+    from wormhole.plugins.sql.dialect import Dialect
     from wormhole.plugins.sql.reader import SqlReader
-    from wormhole.plugins.sql.source_dialect import SourceDialect
     from wormhole.plugins.sql.source_options import SourceParams
     from wormhole.plugins.sql.splitter import SqlSplitter
 
-    members = {name for name in vars(SourceDialect) if not name.startswith("_")}
+    members = {name for name in vars(Dialect) if not name.startswith("_")} | set(Dialect.__annotations__)
     for store in ("mysql", "postgres"):
         plugin = importlib.import_module(f"wormhole.plugins.{store}").PLUGIN
         source = plugin.source
@@ -615,3 +615,22 @@ def test_no_sql_store_keeps_its_own_markers_or_staging_names() -> None:
             name = module_name(path)
             others = tuple(f"wormhole.plugins.{s}" for s in SQL_STORES if s != store)
             assert names_under(imported_names(path, name), others) == [], path
+
+
+# -- the SQL store kit (issue 36, item 1: one Dialect per store, a3-dialect) -------------------------
+
+def test_each_sql_store_has_one_dialect_object_for_both_sides() -> None:
+    """A SQL store's source and destination ask the same Dialect object (plugins/<store>/dialect.py): no
+    second dialect module or protocol for the read side."""
+    import importlib
+
+    assert not (STORES / "sql" / "source_dialect.py").exists()
+    for store in SQL_STORES:
+        assert not (STORES / store / "source_dialect.py").exists(), store
+        package = importlib.import_module(f"wormhole.plugins.{store}")
+        dialect = importlib.import_module(f"wormhole.plugins.{store}.dialect")
+        (instance,) = [v for v in vars(dialect).values() if type(v).__name__.endswith("Dialect")]
+        assert package.PLUGIN.source.splitter.DIALECT is instance, store
+        assert package.PLUGIN.source.reader.DIALECT is instance, store
+        writer = {"mysql": "MysqlWriter", "postgres": "PostgresWriter"}[store]
+        assert getattr(package, writer).dialect is instance, store
