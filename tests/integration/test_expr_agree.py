@@ -460,7 +460,7 @@ def check_sql(dialect: str, cases: list[Case], rows: list[tuple[Any, ...]],
             assert_filter_agrees(dialect, c, rows, expected, [r[0] for r in kept])
 
 
-@pytest.fixture(scope="module", name="sqlite_conn")
+@pytest.fixture(name="sqlite_conn")
 def fixture_sqlite_conn() -> Iterator[sqlite3.Connection]:
     conn = sqlite3.connect(":memory:")
     create_table(conn.execute, "sqlite", '"')
@@ -478,7 +478,7 @@ def test_sqlite_agrees_with_python(sqlite_conn: sqlite3.Connection, cases: list[
     check_sql("sqlite", cases, rows, lambda q, args: sqlite_conn.execute(q, args).fetchall(), "?")
 
 
-@pytest.fixture(scope="module", name="mysql_conn")
+@pytest.fixture(name="mysql_conn")
 def fixture_mysql_conn() -> Iterator[Any]:
     from tests.conftest import mysql_or_skip
 
@@ -560,7 +560,7 @@ SQL_TYPES["postgres"] = ("BIGINT", "BIGINT", "DOUBLE PRECISION", "NUMERIC", "TEX
                          "DATE", "TIMESTAMP")
 
 
-@pytest.fixture(scope="module", name="pg_conn")
+@pytest.fixture(name="pg_conn")
 def fixture_pg_conn() -> Iterator[Any]:
     from tests.pg_helpers import pg_or_skip
 
