@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -31,7 +32,7 @@ from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunName
 from wormhole.planning.encoded import choose_encoding
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins import registry
-from wormhole.plugins.base import BusySource, ReadContext, Schema
+from wormhole.plugins.base import ReadContext, Schema
 from wormhole.reader_manager import ReaderManager, SplitFeed
 from wormhole.recovery.checkpoint import CheckpointStore
 from wormhole.recovery.coordinator import CoordinatorStats, RetryPolicy, SplitCoordinator
@@ -247,7 +248,7 @@ class Engine:
         # A destination whose writers make splits durable gets a queue (lane) per writer thread: every
         # batch of a split reaches the one writer that holds the split's transaction.
         lanes = {d.id: d.concurrency for d in spec.destinations
-                 if RecoveryState.durable(registry.capabilities(d.plugin))}
+                 if RecoveryState.durable(registry.sink(d.plugin))}
         storage = StorageManager([d.id for d in spec.destinations], conf.exchange, lanes)
         counters = Counters()
         names = RunNames(task_id=self._task_id, source=spec.source.plugin,
@@ -256,7 +257,7 @@ class Engine:
         monitor = MonitorManager(conf.monitor, counters, self._log, names=names, listeners=self._listeners)
         ex = conf.exchange
         # The source's wire text costs memory beside each batch: kept only when a destination may load it.
-        keep_wire = any(getattr(registry.get(d.plugin).sink, "uses_wire_text", False) for d in spec.destinations)
+        keep_wire = any(registry.sink(d.plugin).uses_wire_text for d in spec.destinations)
         ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=ex.batch_rows,
                           batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, keep_wire=keep_wire,
                           stop=threading.Event())
@@ -336,8 +337,9 @@ class Engine:
                 self._log.info("pushup.not_reproduced", splits=len(pushed),
                                reason="Spark reads every split under the static placement; the output is the same")
             return None
-        busy = registry.capabilities(self._spec.source.plugin).busy_threads  # the store declares it
-        probe = cast(BusySource, run.readers.periphery).busy_threads if busy else None
+        busy = registry.source(self._spec.source.plugin).busy_threads  # the store's function, if it has one
+        periphery = run.readers.periphery
+        probe = partial(busy, periphery) if busy is not None and periphery is not None else None
         # A resumed run re-reads each split some destination holds under the placement it was read under.
         pinned = restore_placements(transforms, dict(self._recovery.placements), self._log)
         return PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe, pinned=pinned)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from wormhole.config import EngineConf, SourceSpec
 from wormhole.counters import Counters, ReaderCounters
@@ -75,7 +75,8 @@ class ReaderManager:
         self.periphery: ReaderPeriphery | None = None
 
     def prepare(self) -> SourceInfo | None:
-        periphery = self.periphery = self._role.periphery(self._options, self._ctx)
+        periphery: ReaderPeriphery = self._role.periphery(self._options, self._ctx)
+        self.periphery = periphery
         timeout = self._conf.timeouts.reader_prepare_s
         try:
             info = run_with_timeout(periphery.prepare, timeout, "reader-prepare")
@@ -149,15 +150,15 @@ class ReaderManager:
     def encoding(self) -> Encoding | None:
         """The source's own encoding of its rows, when its store can send them undecoded (and can for
         these options)."""
-        if registry.capabilities(self._plugin).encoded_read is None:
-            return None
-        return cast(EncodedReader, self._role.reader(self._options, self._ctx)).encoding()
+        encoded = self._role.encoded
+        return None if encoded is None else encoded.reader(self._options, self._ctx).encoding()
 
     def _source(self, worker: int) -> SplitSource:
-        reader = self._role.reader(self._options, self._ctx)
         assert self._feed is not None
-        if self._feed.encoding is not None:
-            return _EncodedSource(cast(EncodedReader, reader), self._feed.encoding)
+        encoded = self._role.encoded
+        if self._feed.encoding is not None and encoded is not None:  # it has the encoding from encoding()
+            return _EncodedSource(encoded.reader(self._options, self._ctx), self._feed.encoding)
+        reader = self._role.reader(self._options, self._ctx)
         # The task's transforms and their placement, behind the store's reader (transform/reader.py).
         return transforming_reader(reader, self.pushup, worker)
 
