@@ -405,12 +405,14 @@ def check_arrow(cases: list[Case], rows: list[tuple[Any, ...]], schema: Schema) 
             assert_filter_agrees("arrow", c, rows, expected, kept)
 
 
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(500 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=ROWS)
 def test_arrow_agrees_with_python(cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
     check_arrow(cases, rows, arrow_schema_of(None))
 
 
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(300 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=WIDE)
 def test_arrow_agrees_with_python_on_mysql_values(cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
@@ -468,6 +470,7 @@ def fixture_sqlite_conn() -> Iterator[sqlite3.Connection]:
     conn.close()
 
 
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(500 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=ROWS)
 def test_sqlite_agrees_with_python(sqlite_conn: sqlite3.Connection, cases: list[Case],
@@ -497,6 +500,7 @@ def fixture_mysql_conn() -> Iterator[Any]:
 
 
 @pytest.mark.mysql
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(250 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=WIDE)
 def test_mysql_agrees_with_python(mysql_conn: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
@@ -577,6 +581,7 @@ def fixture_pg_conn() -> Iterator[Any]:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(150 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=ROWS)
 def test_postgres_agrees_with_python(pg_conn: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
