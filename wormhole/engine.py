@@ -205,8 +205,11 @@ class Engine:
 
     def run(self) -> RunResult:
         from wormhole import spark
+        from wormhole.spark.config import choose
 
-        spark.configure(self._conf.spark)
+        choice = choose(self._conf.spark, self._spec.settings.spark)  # --spark-master, the task's, the env's
+        self._conf = dataclasses.replace(self._conf, spark=choice.conf)
+        spark.configure(choice.conf, choice.describe())
         recovery = self._recovery = RecoveryState.restore(
             self._checkpoints, task_id=self._task_id, run_id=self._run_id, resume_from=self._resume_from,
             finished_runs=self._finished_runs, log=self._log, stop=self._stop, lease=self._lease,
@@ -439,7 +442,8 @@ class Engine:
         from wormhole.spark.runner import SparkExecution
 
         return SparkExecution(self._conf, run.ctx, run.dirty, run.counters, self._spec.source, self._log,
-                              run.throttle, run.plan.transforms if run.plan is not None else None)
+                              run.throttle, run.plan.transforms if run.plan is not None else None,
+                              self._spec.destinations)
 
     # -- the result ----------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from wormhole.cli.common import (
     unset_environment,
 )
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
+from wormhole.cli.spark import SPARK_MASTER_OPTION
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED, EXIT_FAILED, Engine
 from wormhole.errors import InvalidTaskConfig, TaskDbError, WormholeError
@@ -447,6 +448,7 @@ def _restore_signal_handlers(previous: dict[int, Any]) -> None:
 @NAME_OPTION
 @PARAMS_OPTION
 @run_options
+@SPARK_MASTER_OPTION
 @global_options
 @click.pass_context
 def run_file(ctx: click.Context, file: str, name: str | None, params: dict[str, str]) -> None:
