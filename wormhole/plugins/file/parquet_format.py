@@ -46,27 +46,26 @@ def footer_rows(files: Sequence[str]) -> int:
     return rows
 
 
+_LOGICAL_TYPES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("is_integer",), "int"),
+    (("is_floating",), "float"),
+    (("is_decimal",), "decimal"),
+    (("is_string", "is_large_string", "is_time"), "string"),  # a time of day reads as its ISO text, as mysql's TIME
+    (("is_binary", "is_large_binary", "is_fixed_size_binary"), "bytes"),
+    (("is_boolean",), "bool"),
+    (("is_date",), "date"),
+    (("is_timestamp",), "datetime"),
+)
+"""``pyarrow.types`` tests, in order, and the logical type of the Arrow types they accept."""
+
+
 def arrow_logical_type(pa: ModuleType, atype: Any) -> str:
     """The logical type a parquet column of Arrow type ``atype`` is read as."""
-    t = pa.types
-    if t.is_dictionary(atype):
+    if pa.types.is_dictionary(atype):
         return arrow_logical_type(pa, atype.value_type)
-    if t.is_integer(atype):
-        return "int"
-    if t.is_floating(atype):
-        return "float"
-    if t.is_decimal(atype):
-        return "decimal"
-    if t.is_string(atype) or t.is_large_string(atype) or t.is_time(atype):
-        return "string"  # a time of day reads as its ISO text, as the mysql store reads TIME
-    if t.is_binary(atype) or t.is_large_binary(atype) or t.is_fixed_size_binary(atype):
-        return "bytes"
-    if t.is_boolean(atype):
-        return "bool"
-    if t.is_date(atype):
-        return "date"
-    if t.is_timestamp(atype):
-        return "datetime"
+    for tests, kind in _LOGICAL_TYPES:
+        if any(getattr(pa.types, test)(atype) for test in tests):
+            return kind
     return "json"  # lists, structs, maps and the rest: their Python values (to_pylist)
 
 
