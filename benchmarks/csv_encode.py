@@ -26,6 +26,7 @@ import pyarrow.csv as pa_csv
 import wormhole
 from wormhole.errors import WriteError
 from wormhole.plugins.base import ReadContext, Rows
+from wormhole.plugins.batch import as_batch
 from wormhole.plugins.file.csv_format import CsvEncoder
 from wormhole.plugins.file.options import FileWriterOptions
 from wormhole.plugins.file.text_part import TextPart
@@ -66,7 +67,7 @@ def main() -> None:
             part = TextPart(part_path, CsvEncoder(writer_options, reader.schema()), WriteError)
             part.open()
             for batch in batches:
-                part.write(batch)
+                part.write(as_batch(batch))
             part.close()
 
         def pyarrow_alone() -> None:

@@ -39,11 +39,12 @@ def closed_after(started: list[_C]) -> Iterator[list[_C]]:
         item.close()
 
 
-GROUPED_MODULES = frozenset({"tests/e2e/test_resume.py", "tests/integration/test_expr_agree.py",
-                             "tests/integration/test_pushdown_edges.py", "tests/integration/test_taskdb_mysql.py"})
-"""Modules whose tests share a module-scoped fixture (a source table, a connection): under ``make test``
+GROUPED_MODULES = frozenset({"tests/e2e/test_resume.py"})
+"""Modules whose tests share a module-scoped fixture (a source table worth making once): under ``make test``
 one worker runs each of them whole, so the fixture is made once. The collection hook below fails when a
-module with such a fixture is missing here."""
+module with such a fixture is missing here. A fixture that costs milliseconds (a connection, a table of a
+few rows) is function-scoped instead: a grouped module is one worker's serial chain (the expression
+agreement module's was the longest after Spark's)."""
 
 
 def xdist_unit(nodeid: str) -> str:

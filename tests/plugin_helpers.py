@@ -26,6 +26,7 @@ from wormhole.plugins.base import (
     WriteContext,
     WriteResult,
 )
+from wormhole.plugins.batch import as_batch
 
 DIRTY = "\udcff"  # a lone surrogate: not encodable as UTF-8, the test generator's dirty value
 
@@ -88,7 +89,7 @@ def run_destination(sink: SinkRole, options: Any, parts: Sequence[Sequence[Row]]
         writer = sink.writer(options, ctx, periphery, worker)
         writer.open()
         try:
-            results.append(writer.write(rows))
+            results.append(writer.write(as_batch(rows)))
             writer.flush()
         finally:
             writer.close()

@@ -14,13 +14,13 @@ typed :class:`Verdict` whose code comes from the error tree:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from wormhole.config import ErrorLimit
 from wormhole.errors import DirtyLimitExceeded, RowsUnaccounted, WormholeError, WriteError
-from wormhole.plugins.base import Rejected, Row, WriteResult
+from wormhole.plugins.base import Batch, Rejected, WriteResult
 
 
 @dataclass(slots=True)
@@ -150,10 +150,10 @@ def judge(*, rows_sent: int, rows_queued: int, totals: DestinationTotals, limit:
 
 
 class BatchWriter(Protocol):
-    def write(self, rows: Sequence[Row]) -> WriteResult: ...
+    def write(self, batch: Batch) -> WriteResult: ...
 
 
-def write_counted(writer: BatchWriter, batch: Sequence[Row], counters: WriterCounters,
+def write_counted(writer: BatchWriter, batch: Batch, counters: WriterCounters,
                   reject: Callable[[tuple[Rejected, ...]], None], *, destination: str, plugin: str,
                   nbytes: int = 0) -> int:
     """Write one batch and count it; return how many rows the writer rejected.

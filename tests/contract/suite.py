@@ -18,6 +18,7 @@ import pytest
 from tests.contract.harness import ROWS, StoreHarness, ids, row
 from tests.plugin_helpers import SCHEMA, read_ctx, run_destination, write_ctx
 from wormhole.plugins.base import Row, Split, WriterPeriphery
+from wormhole.plugins.batch import as_batch
 
 SEED = [row(i) for i in range(1, 5)]
 """Rows committed before the run under test: the data a rollback must keep."""
@@ -80,7 +81,7 @@ class StoreContract:
         writer = store.sink.writer(options, ctx, periphery, worker)
         writer.open()
         try:
-            result = writer.write(rows)
+            result = writer.write(as_batch(rows))
             if flush:
                 writer.flush()
         finally:

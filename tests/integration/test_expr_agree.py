@@ -405,12 +405,14 @@ def check_arrow(cases: list[Case], rows: list[tuple[Any, ...]], schema: Schema) 
             assert_filter_agrees("arrow", c, rows, expected, kept)
 
 
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(500 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=ROWS)
 def test_arrow_agrees_with_python(cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
     check_arrow(cases, rows, arrow_schema_of(None))
 
 
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(300 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=WIDE)
 def test_arrow_agrees_with_python_on_mysql_values(cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
@@ -460,7 +462,7 @@ def check_sql(dialect: str, cases: list[Case], rows: list[tuple[Any, ...]],
             assert_filter_agrees(dialect, c, rows, expected, [r[0] for r in kept])
 
 
-@pytest.fixture(scope="module", name="sqlite_conn")
+@pytest.fixture(name="sqlite_conn")
 def fixture_sqlite_conn() -> Iterator[sqlite3.Connection]:
     conn = sqlite3.connect(":memory:")
     create_table(conn.execute, "sqlite", '"')
@@ -468,6 +470,7 @@ def fixture_sqlite_conn() -> Iterator[sqlite3.Connection]:
     conn.close()
 
 
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(500 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=ROWS)
 def test_sqlite_agrees_with_python(sqlite_conn: sqlite3.Connection, cases: list[Case],
@@ -478,7 +481,7 @@ def test_sqlite_agrees_with_python(sqlite_conn: sqlite3.Connection, cases: list[
     check_sql("sqlite", cases, rows, lambda q, args: sqlite_conn.execute(q, args).fetchall(), "?")
 
 
-@pytest.fixture(scope="module", name="mysql_conn")
+@pytest.fixture(name="mysql_conn")
 def fixture_mysql_conn() -> Iterator[Any]:
     from tests.conftest import mysql_or_skip
 
@@ -497,6 +500,7 @@ def fixture_mysql_conn() -> Iterator[Any]:
 
 
 @pytest.mark.mysql
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(250 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=WIDE)
 def test_mysql_agrees_with_python(mysql_conn: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:
@@ -560,7 +564,7 @@ SQL_TYPES["postgres"] = ("BIGINT", "BIGINT", "DOUBLE PRECISION", "NUMERIC", "TEX
                          "DATE", "TIMESTAMP")
 
 
-@pytest.fixture(scope="module", name="pg_conn")
+@pytest.fixture(name="pg_conn")
 def fixture_pg_conn() -> Iterator[Any]:
     from tests.pg_helpers import pg_or_skip
 
@@ -577,6 +581,7 @@ def fixture_pg_conn() -> Iterator[Any]:
 
 
 @pytest.mark.postgres
+@pytest.mark.slow  # hundreds of examples: started first under make test, not left for the end
 @settings(max_examples=int(150 * SCALE), **SETTINGS)  # type: ignore[arg-type]
 @given(cases=CASES, rows=ROWS)
 def test_postgres_agrees_with_python(pg_conn: Any, cases: list[Case], rows: list[tuple[Any, ...]]) -> None:

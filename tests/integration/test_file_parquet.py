@@ -20,6 +20,7 @@ from wormhole.config import EngineConf, PathsConf, TaskSpec
 from wormhole.engine import Engine
 from wormhole.errors import PrepareError, ReadError, WriteError
 from wormhole.plugins.base import Column, ReadContext, Row, Schema
+from wormhole.plugins.batch import Batch, as_batch
 from wormhole.plugins.file import (
     PLUGIN,
     ColumnOption,
@@ -194,7 +195,7 @@ def test_many_batches_make_few_row_groups(tmp_path: Path) -> None:
     periphery, writer = open_writer(tmp_path / "out", Schema((Column("id", "int"), Column("s", "string"))))
     try:
         for start in range(0, 300_000, 10_000):
-            result = writer.write([(i, f"v{i}") for i in range(start, start + 10_000)])
+            result = writer.write(Batch.of_rows([(i, f"v{i}") for i in range(start, start + 10_000)]))
             assert (result.written, result.rejected) == (10_000, ())
         writer.flush()
     finally:
@@ -215,15 +216,15 @@ def test_a_rerun_worker_leaves_its_rows_once(tmp_path: Path, stale_closes_last: 
     periphery.prepare()
     failed = FileWriter(options, ctx, periphery, 0)
     failed.open()
-    assert failed.write(ROWS[:2]).written == 2
+    assert failed.write(Batch.of_rows(ROWS[:2])).written == 2
     failed.flush()  # its rows are on disk when it "fails"
-    assert failed.write(ROWS[2:4]).written == 2
+    assert failed.write(Batch.of_rows(ROWS[2:4])).written == 2
     if not stale_closes_last:
         failed.close()
     rerun = FileWriter(options, ctx, periphery, 0)
     rerun.open()
     try:
-        assert rerun.write(ROWS).written == len(ROWS)
+        assert rerun.write(as_batch(ROWS)).written == len(ROWS)
         rerun.flush()
     finally:
         rerun.close()
@@ -289,7 +290,7 @@ def test_a_full_disk_raises_write_error_not_dirty_rows(tmp_path: Path) -> None:
         batch = [(i, os.urandom(100).hex()) for i in range(1000)]  # incompressible
         with pytest.raises(WriteError, match="No space left"):
             for _ in range(100):
-                result = writer.write(batch)
+                result = writer.write(as_batch(batch))
                 assert result.rejected == ()
                 writer.flush()
         writer.close()  # after the failure: closes quietly, no second error

@@ -18,7 +18,7 @@ from tests.mysql_types_table import TYPE_ROWS, fill_types_table
 from tests.plugin_helpers import parse, read_ctx, write_ctx
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Rows, Schema, WriteResult, batch_memo
-from wormhole.plugins.batch import BadValues, arrow_from_rows
+from wormhole.plugins.batch import BadValues, arrow_from_rows, as_batch
 from wormhole.plugins.mysql.arrow_load import arrow_payload
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions
 from wormhole.plugins.mysql.types import load_payload
@@ -103,7 +103,7 @@ def write(url: str, schema: Schema, batches: list[Sequence[Any]], destination: s
     writer = PLUGIN.sink.writer(opts, ctx, periphery, 0)
     writer.open()
     try:
-        results = [writer.write(batch) for batch in batches]
+        results = [writer.write(as_batch(batch)) for batch in batches]
     finally:
         writer.close()
     periphery.commit()

@@ -22,6 +22,7 @@ from tests.integration.test_mysql_store import connect, rows_of, run_sql, writer
 from wormhole.errors import CommitError, PrepareError, SplitLost
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, DurablePeriphery, LeftoverPeriphery, Schema, SplitWriter, WriteContext
+from wormhole.plugins.batch import Batch
 from wormhole.plugins.mysql.connection import abandon
 
 pytestmark = pytest.mark.mysql
@@ -51,7 +52,7 @@ def start(options: Any, context: WriteContext) -> tuple[Any, Any]:
 def write_whole(writer: Any, split_id: str) -> None:
     rows = SPLITS[split_id]
     for i in range(0, len(rows), 2):  # several batches per split
-        assert writer.write_split(split_id, rows[i:i + 2]).written == len(rows[i:i + 2])
+        assert writer.write_split(split_id, Batch.of_rows(rows[i:i + 2])).written == len(rows[i:i + 2])
     writer.end_split(split_id, len(rows))
 
 
@@ -92,12 +93,12 @@ def test_a_crashed_run_resumes_exactly(target: str, load: str, method: str) -> N
     options = writer_options(target, table="t", load=load, method=method, verify="count", batch_size=1)
     old = [(99, "old")] if load == "append" else []
     periphery, writer = start(options, ctx(1))
-    writer.write_split("A", SPLITS["A"][:2])
-    writer.write_split("C", SPLITS["C"][:2])  # C stays open: interleaved with A and B
-    writer.write_split("A", SPLITS["A"][2:])
+    writer.write_split("A", Batch.of_rows(SPLITS["A"][:2]))
+    writer.write_split("C", Batch.of_rows(SPLITS["C"][:2]))  # C stays open: interleaved with A and B
+    writer.write_split("A", Batch.of_rows(SPLITS["A"][2:]))
     writer.end_split("A", 5)
     write_whole(writer, "B")
-    writer.write_split("C", SPLITS["C"][2:])
+    writer.write_split("C", Batch.of_rows(SPLITS["C"][2:]))
     crash(writer)
     del periphery, writer
     seen = user_rows(target)
@@ -230,7 +231,7 @@ def test_a_commit_lost_in_flight_is_settled_by_the_marker(target: str, commit_fi
     options = writer_options(target, table="t")
     periphery, writer = start(options, ctx(1))
     write_whole(writer, "A")
-    writer.write_split("B", SPLITS["B"])
+    writer.write_split("B", Batch.of_rows(SPLITS["B"]))
     _killing_commit(writer._splits["B"], target, commit_first=commit_first)
     if commit_first:
         writer.end_split("B", 3)  # it did commit: durable, nothing to write again
@@ -271,11 +272,11 @@ def test_a_swap_whose_answer_is_lost_is_settled_and_rolled_back_exactly(target: 
 def test_a_lost_connection_mid_split_loses_the_split_not_the_destination(target: str) -> None:
     options = writer_options(target, table="t", batch_size=2)
     periphery, writer = start(options, ctx(1))
-    writer.write_split("A", SPLITS["A"][:3])
+    writer.write_split("A", Batch.of_rows(SPLITS["A"][:3]))
     write_whole(writer, "B")
     run_sql(target, f"KILL CONNECTION {writer._splits['A'].thread_id()}")
     with pytest.raises(SplitLost, match="split 'A' lost its transaction"):
-        writer.write_split("A", SPLITS["A"][3:])
+        writer.write_split("A", Batch.of_rows(SPLITS["A"][3:]))
     assert user_rows(target) == sorted([(99, "old"), *expected("B")])  # nothing of A
     writer.abort_split("A")
     write_whole(writer, "A")
@@ -288,7 +289,7 @@ def test_a_deadlock_mid_split_raises_split_lost_and_leaves_nothing_of_it(mysql_d
     run_sql(mysql_db, "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20))")
     options = writer_options(mysql_db, table="t", method="insert")
     periphery, writer = start(options, ctx(1))
-    writer.write_split("A", [(1, "a1")])  # the split's transaction locks key 1
+    writer.write_split("A", Batch.of_rows([(1, "a1")]))  # the split's transaction locks key 1
     other = connect(mysql_db)
     other.begin()
     with other.cursor() as cur:  # a heavier transaction holding key 2: InnoDB picks the split as victim
@@ -310,7 +311,7 @@ def test_a_deadlock_mid_split_raises_split_lost_and_leaves_nothing_of_it(mysql_d
             assert time.monotonic() < deadline, "the other session never waited on the split's lock"
             time.sleep(0.02)
         with pytest.raises(SplitLost, match=r"\(1213\)"):
-            writer.write_split("A", [(2, "a2")])
+            writer.write_split("A", Batch.of_rows([(2, "a2")]))
         assert waiter_done.wait(10)
     finally:
         other.rollback()
@@ -318,7 +319,7 @@ def test_a_deadlock_mid_split_raises_split_lost_and_leaves_nothing_of_it(mysql_d
         writer.close()
     assert run_sql(mysql_db, "SELECT COUNT(*) FROM t") == [(0,)]
     writer.abort_split("A")
-    writer.write_split("A", [(1, "a1"), (2, "a2")])
+    writer.write_split("A", Batch.of_rows([(1, "a1"), (2, "a2")]))
     writer.end_split("A", 2)
     writer.close()
     periphery.commit()
@@ -329,7 +330,7 @@ def test_an_empty_split_and_bad_rows_inside_a_split(mysql_db: str) -> None:
     run_sql(mysql_db, "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(3))")
     options = writer_options(mysql_db, table="t", batch_size=2)
     periphery, writer = start(options, ctx(1))
-    result = writer.write_split("A", [(1, "ok"), (2, "too long"), (3, "ok"), (1, "dup")])
+    result = writer.write_split("A", Batch.of_rows([(1, "ok"), (2, "too long"), (3, "ok"), (1, "dup")]))
     assert result.written == 2 and sorted(r.row[0] for r in result.rejected) == [1, 2]
     assert any("(1406)" in r.reason for r in result.rejected) and any("(1062)" in r.reason for r in result.rejected)
     writer.end_split("A", 2)
@@ -348,7 +349,7 @@ def test_a_split_another_attempt_made_durable_lands_once(target: str) -> None:
     periphery, first = start(options, ctx(1))
     second = PLUGIN.sink.writer(options, ctx(1), periphery, 1)  # type: ignore[union-attr]
     second.open()
-    second.write_split("A", SPLITS["A"])  # its transaction is open while the first one commits the split
+    second.write_split("A", Batch.of_rows(SPLITS["A"]))  # its transaction is open while the first one commits the split
     write_whole(first, "A")
     second.end_split("A", 5)  # waits for the marker's lock, finds it there, and rolls back
     for writer in (first, second):
@@ -360,7 +361,7 @@ def test_a_split_another_attempt_made_durable_lands_once(target: str) -> None:
 def test_abort_split_discards_its_rows(target: str) -> None:
     options = writer_options(target, table="t", load="truncate")
     periphery, writer = start(options, ctx(1))
-    writer.write_split("A", SPLITS["A"])
+    writer.write_split("A", Batch.of_rows(SPLITS["A"]))
     writer.abort_split("A")
     writer.abort_split("never-seen")  # a no-op
     write_whole(writer, "B")

@@ -25,6 +25,7 @@ from tests.plugin_helpers import ListDirtySink, parse, read_ctx, write_ctx
 from wormhole.errors import CommitError, RollbackError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Schema
+from wormhole.plugins.batch import Batch, as_batch
 from wormhole.plugins.mysql.connection import ENCODERS
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions
 from wormhole.plugins.mysql.protocol import ColumnStream, column_batches
@@ -295,7 +296,7 @@ def lifecycle(options: MysqlWriterOptions, parts: list[list[tuple[Any, ...]]], c
         writer = PLUGIN.sink.writer(options, ctx, periphery, worker)
         writer.open()
         try:
-            results.append(writer.write(rows))
+            results.append(writer.write(as_batch(rows)))
         finally:
             writer.close()
     if commit:
@@ -365,7 +366,7 @@ def test_staging_post_sql_failure_swaps_back(target: str) -> None:
     run_sql(target, "INSERT INTO t VALUES (100, 'old', 1)")
     options = writer_options(target, table="t", load="staging", post_sql=["INSERT INTO nowhere VALUES (1)"])
     periphery, writer = open_writer(options)
-    writer.write([(1, "a", None)])
+    writer.write(Batch.of_rows([(1, "a", None)]))
     writer.close()
     with pytest.raises(CommitError, match="post_sql failed"):
         periphery.commit()
@@ -474,7 +475,7 @@ def test_staging_table_is_marked_a_leftover_reclaimed_and_the_target_keeps_its_c
     crashed.prepare()
     writer = PLUGIN.sink.writer(options, write_ctx(WSCHEMA, run_id=1), crashed, 0)
     writer.open()
-    writer.write([(1, "a", None)])
+    writer.write(Batch.of_rows([(1, "a", None)]))
     writer.close()  # ...and the process dies: neither commit nor rollback
     assert _comments(target)["stage"] == "wormhole:task=7,run=1,dest=out"
     lifecycle_ctx = write_ctx(WSCHEMA, run_id=2)
@@ -484,7 +485,7 @@ def test_staging_table_is_marked_a_leftover_reclaimed_and_the_target_keeps_its_c
     assert rows_of(target, "stage") == []
     writer = PLUGIN.sink.writer(options, lifecycle_ctx, periphery, 0)
     writer.open()
-    writer.write([(2, "b", None)])
+    writer.write(Batch.of_rows([(2, "b", None)]))
     writer.close()
     periphery.commit()
     assert [r[0] for r in rows_of(target, "t")] == [2]
@@ -494,7 +495,7 @@ def test_staging_table_is_marked_a_leftover_reclaimed_and_the_target_keeps_its_c
 def test_verify_count_catches_a_difference(target: str) -> None:
     options = writer_options(target, table="t", verify="count")
     periphery, writer = open_writer(options)
-    writer.write([(1, "a", None), (2, "b", None)])
+    writer.write(Batch.of_rows([(1, "a", None), (2, "b", None)]))
     writer.close()
     run_sql(target, "INSERT INTO t VALUES (77, 'other', NULL)")  # someone else wrote meanwhile
     with pytest.raises(CommitError, match=r"verify count: .* holds 3 rows, expected 2"):
@@ -518,9 +519,9 @@ def _kill(url: str, thread_id: int) -> None:
 def test_a_killed_connection_is_retried_and_loses_nothing(target: str) -> None:
     options = writer_options(target, table="t", retry_wait_s=0.05)
     periphery, writer = open_writer(options)
-    writer.write([(1, "a", None)])
+    writer.write(Batch.of_rows([(1, "a", None)]))
     _kill(target, writer.conn.thread_id())
-    assert writer.write([(2, "b", None), (3, "c", None)]).written == 2
+    assert writer.write(Batch.of_rows([(2, "b", None), (3, "c", None)])).written == 2
     writer.close()
     periphery.commit()
     assert [r[0] for r in rows_of(target, "t")] == [1, 2, 3]
@@ -529,10 +530,10 @@ def test_a_killed_connection_is_retried_and_loses_nothing(target: str) -> None:
 def test_without_retries_a_killed_connection_fails_the_destination(target: str) -> None:
     options = writer_options(target, table="t", load="staging", retries=0)
     periphery, writer = open_writer(options)
-    writer.write([(1, "a", None)])
+    writer.write(Batch.of_rows([(1, "a", None)]))
     _kill(target, writer.conn.thread_id())
     with pytest.raises(WriteError, match=r"failed after 1 attempt\(s\): \((2013|2006|1927)\)"):
-        writer.write([(2, "b", None)])
+        writer.write(Batch.of_rows([(2, "b", None)]))
     writer.close()
     with pytest.raises(CommitError, match="cannot commit"):
         periphery.commit()
@@ -556,7 +557,7 @@ def test_a_stop_ends_the_retry_wait_of_a_transiently_failing_piece_at_once(targe
 
         def write() -> None:
             try:
-                writer.write([(1, "a", None)])
+                writer.write(Batch.of_rows([(1, "a", None)]))
             except WriteError as exc:
                 failures.append(exc)
 
@@ -682,7 +683,7 @@ def test_odd_identifiers_are_quoted_everywhere(mysql_db: str, method: str) -> No
     schema = Schema((Column("k%d", "int"), Column("v`1", "string")))
     options = writer_options(mysql_db, table="dst%s `y", method=method, load="staging", verify="count")
     periphery, writer = open_writer(options, schema)
-    assert writer.write(rows).written == 50
+    assert writer.write(as_batch(rows)).written == 50
     writer.close()
     periphery.commit()
     assert sorted(rows_of(mysql_db, "dst%s ``y", order="`k%d`")) == sorted(rows)

@@ -19,6 +19,7 @@ from tests.pg_helpers import PgServer, fresh_schema, pg_execute, qi
 from tests.plugin_helpers import parse, write_ctx
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Rejected, Row, Schema
+from wormhole.plugins.batch import as_batch
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
 
 pytestmark = pytest.mark.postgres
@@ -100,7 +101,7 @@ def load(pg: tuple[PgServer, Any, str], table: str, columns: Schema, batch: list
         writer = SINK.writer(options, ctx, periphery, 0)
         writer.open()
         try:
-            result = writer.write(batch)
+            result = writer.write(as_batch(batch))
         finally:
             writer.close()
         periphery.commit()

@@ -30,7 +30,7 @@ from tests.plugin_helpers import SCHEMA, parse, run_destination
 from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, DurablePeriphery, LeftoverPeriphery, Rows, Schema, SplitWriter, WriteContext
-from wormhole.plugins.batch import arrow_schema
+from wormhole.plugins.batch import Batch, arrow_schema, as_batch
 from wormhole.plugins.postgres.connection import backend_pid
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions, single_writer_key
 
@@ -226,7 +226,7 @@ def test_bad_rows_are_rejected_with_reasons_and_the_rest_loaded(pg: Any) -> None
     sql(pg, "CREATE TABLE {s}.t (id int PRIMARY KEY, name varchar(5) NOT NULL)", "INSERT INTO {s}.t VALUES (9, 'old')")
     batch = [(1, "a"), (2, "toolong"), (3, None), (9, "dup"), (4, "x\x00y"), (5, "e"), (1, "dup2"), (6, "f")]
     periphery, writer = start(options(pg, batch_size=3), ctx(1))
-    result = writer.write_split("A", batch)
+    result = writer.write_split("A", as_batch(batch))
     writer.end_split("A", result.written)
     writer.close()
     periphery.commit()
@@ -291,7 +291,7 @@ def test_the_staging_swap_is_atomic_for_a_concurrent_reader(pg: Any) -> None:
     periphery.prepare()
     writer = SINK.writer(opts, ctx(1), periphery, 0)
     writer.open()
-    writer.write([(i, f"n{i}") for i in range(1, 101)])
+    writer.write(Batch.of_rows([(i, f"n{i}") for i in range(1, 101)]))
     writer.close()
     seen: list[int] = []
     done = threading.Event()
@@ -441,7 +441,7 @@ SPLITS = {"A": [(1, "a1"), (2, "a2"), (3, "a3")], "B": [(10, "b1"), (11, "b2")],
 
 def write_whole(writer: Any, split_id: str) -> None:
     for row in SPLITS[split_id]:  # a batch a row: several batches per split
-        assert writer.write_split(split_id, [row]).written == 1
+        assert writer.write_split(split_id, Batch.of_rows([row])).written == 1
     writer.end_split(split_id, len(SPLITS[split_id]))
 
 
@@ -452,7 +452,7 @@ def test_a_crashed_run_resumes_from_its_markers(pg: Any, load: str) -> None:
     old = [(99, "old")] if load == "append" else []
     periphery, writer = start(opts, ctx(1))
     write_whole(writer, "A")
-    writer.write_split("B", SPLITS["B"][:1])  # B is open when the process dies
+    writer.write_split("B", Batch.of_rows(SPLITS["B"][:1]))  # B is open when the process dies
     crash(writer)
     assert [m[2] for m in markers(pg)] == ["", "A"]
     periphery, writer = start(opts, ctx(2, origin=1))
@@ -498,7 +498,7 @@ def test_a_session_killed_mid_copy_fails_and_rollback_leaves_nothing(pg: Any) ->
     periphery.prepare()
     writer = SINK.writer(opts, ctx(1), periphery, 0)
     writer.open()
-    assert writer.write([(1, "a")]).written == 1  # committed into the staging table
+    assert writer.write(Batch.of_rows([(1, "a")])).written == 1  # committed into the staging table
     locker = server.connect()
     locker.autocommit = False
     locker.execute(f"LOCK TABLE {qi(schema)}.{qi(periphery.write_table)} IN SHARE MODE")  # the next COPY waits
@@ -506,7 +506,7 @@ def test_a_session_killed_mid_copy_fails_and_rollback_leaves_nothing(pg: Any) ->
 
     def write() -> None:
         try:
-            writer.write([(2, "b"), (3, "c")])
+            writer.write(Batch.of_rows([(2, "b"), (3, "c")]))
         except BaseException as exc:  # handed to the test's thread
             failure.append(exc)
 
@@ -535,10 +535,10 @@ def test_a_lost_split_session_raises_split_lost_and_leaves_nothing_of_it(pg: Any
 
     sql(pg, "CREATE TABLE {s}.t (id int, name text)")
     periphery, writer = start(options(pg), ctx(1))
-    writer.write_split("A", SPLITS["A"][:1])
+    writer.write_split("A", Batch.of_rows(SPLITS["A"][:1]))
     pg_execute(pg[1], "SELECT pg_terminate_backend(%s)", (backend_pid(writer._splits["A"]),))
     with pytest.raises(SplitLost, match="split 'A' lost its transaction"):
-        writer.write_split("A", SPLITS["A"][1:])
+        writer.write_split("A", Batch.of_rows(SPLITS["A"][1:]))
     writer.abort_split("A")
     write_whole(writer, "A")
     writer.close()
@@ -570,7 +570,7 @@ def test_a_commit_lost_in_flight_is_settled_by_the_marker(pg: Any, commit_first:
     sql(pg, "CREATE TABLE {s}.t (id int, name text)")  # no key: a split landing twice would show
     periphery, writer = start(options(pg), ctx(1))
     write_whole(writer, "A")
-    writer.write_split("B", SPLITS["B"])
+    writer.write_split("B", Batch.of_rows(SPLITS["B"]))
     _losing_commit(writer._splits["B"], pg, commit_first=commit_first)
     with capture_logs() as logs:
         if commit_first:
@@ -700,7 +700,7 @@ def test_a_deadlock_mid_split_is_retried_from_the_pieces_savepoint(pg: Any) -> N
     server, conn, schema = pg
     sql(pg, "CREATE TABLE {s}.t (id int PRIMARY KEY, name text)")
     periphery, writer = start(options(pg, retry_wait_s=0.2), ctx(1))
-    writer.write_split("A", [(1, "a")])
+    writer.write_split("A", Batch.of_rows([(1, "a")]))
     other = server.connect()
     other.autocommit = False
     other.execute("SET deadlock_timeout = '30s'")  # the split's session finds the deadlock, not this one
@@ -721,7 +721,7 @@ def test_a_deadlock_mid_split_is_retried_from_the_pieces_savepoint(pg: Any) -> N
         assert time.monotonic() < deadline
         time.sleep(0.02)
     with capture_logs() as logs:
-        assert writer.write_split("A", [(2, "b")]).written == 1
+        assert writer.write_split("A", Batch.of_rows([(2, "b")])).written == 1
     thread.join(10)
     other.close()
     writer.end_split("A", 2)
@@ -773,7 +773,7 @@ def test_a_missing_target_fails_prepare_unless_create_table(pg: Any) -> None:
     periphery.prepare()
     writer = SINK.writer(options(pg), ctx(1), periphery, 0)
     writer.open()
-    writer.write([(2, "b")])
+    writer.write(Batch.of_rows([(2, "b")]))
     writer.close()
     with pytest.raises(RollbackError, match=r"1 rows committed to .* stay there"):
         periphery.rollback()

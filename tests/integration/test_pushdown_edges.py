@@ -54,7 +54,7 @@ CASES = [  # (item, filter, the ids it keeps, pushed under static)
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def source() -> Iterator[dict[str, Any]]:
     mysql_or_skip().close()
     server = Server.from_url(MYSQL_URL)

@@ -35,7 +35,7 @@ def _server_params(url: str) -> dict[str, Any]:
             "charset": "utf8mb4", "autocommit": True, "connect_timeout": 5}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server_url() -> str:
     url = os.environ.get("WORMHOLE_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306")
     try:

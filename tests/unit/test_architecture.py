@@ -516,20 +516,55 @@ def f(a, b):
     assert complexity(function) == 1 + 1 + 2 + 1 + 1 + 1 + 2 + 3 + 1
 
 
+# -- architecture step 3, item 4: one batch type (a3-batch) ----------------------------------------------
+
+PLUGIN_CONTRACT = ("plugins/base.py", "plugins/writing.py", "plugins/capabilities.py", "plugins/facets.py")
+"""The plugin contract: the Protocols and declarations every store implements or reads (those that exist)."""
+
+
+def test_the_plugin_contract_names_no_sequence_of_rows() -> None:
+    """A writer gets a ``Batch`` (the one batch type), never a ``Sequence[Row]``; a row-at-a-time store takes
+    the tuples from ``rows_of(batch)``."""
+    named = [f"{name}:{number}" for name in PLUGIN_CONTRACT if (PACKAGE / name).exists()
+             for number, line in enumerate((PACKAGE / name).read_text(encoding="utf-8").splitlines(), 1)
+             if "Sequence[Row]" in line]
+    assert named == []
+
+
+def test_the_writer_contract_takes_a_batch() -> None:
+    tree = ast.parse((PACKAGE / "plugins/writing.py").read_text(encoding="utf-8"))
+    methods = {f"{cls.name}.{fn.name}": fn for cls in tree.body if isinstance(cls, ast.ClassDef)
+               for fn in cls.body if isinstance(fn, ast.FunctionDef) and fn.name in ("write", "write_split")}
+    assert set(methods) == {"Writer.write", "SplitWriter.write_split"}
+    for name, fn in methods.items():
+        assert ast.unparse(fn.args.args[-1].annotation or ast.Constant(None)) == "Batch", name
+
+
+def test_no_store_tells_a_batch_from_tuples_by_isinstance() -> None:
+    """Every writer gets a Batch: no store module asks ``isinstance(rows, Rows)`` (or ``Batch``) of what it got."""
+    asking = []
+    for path in sorted((PACKAGE / "plugins").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+                    and len(node.args) == 2 and ast.unparse(node.args[1]) in ("Rows", "Batch"):
+                asking.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert [a for a in asking if not a.startswith("wormhole/plugins/batch.py:")] == []  # as_batch makes one
+
+
 # -- the SQL store kit (issue 36, item 1: the read side and the options) ------------------------------
 
-def test_the_sql_stores_sources_are_the_kits_with_a_source_dialect() -> None:
-    """Each SQL store's splitter and reader are the kit's, driven by the store's SourceDialect (which has every
+def test_the_sql_stores_sources_are_the_kits_with_a_dialect() -> None:
+    """Each SQL store's splitter and reader are the kit's, driven by the store's Dialect (which has every
     member of the kit's protocol), and its source params resolve through the kit's SourceParams: shapes,
     checks, shard walking and key cutting live once, in wormhole/plugins/sql/."""
     import importlib
 
+    from wormhole.plugins.sql.dialect import Dialect
     from wormhole.plugins.sql.reader import SqlReader
-    from wormhole.plugins.sql.source_dialect import SourceDialect
     from wormhole.plugins.sql.source_options import SourceParams
     from wormhole.plugins.sql.splitter import SqlSplitter
 
-    members = {name for name in vars(SourceDialect) if not name.startswith("_")}
+    members = {name for name in vars(Dialect) if not name.startswith("_")} | set(Dialect.__annotations__)
     for store in ("mysql", "postgres"):
         plugin = importlib.import_module(f"wormhole.plugins.{store}").PLUGIN
         source = plugin.source
@@ -580,3 +615,22 @@ def test_no_sql_store_keeps_its_own_markers_or_staging_names() -> None:
             name = module_name(path)
             others = tuple(f"wormhole.plugins.{s}" for s in SQL_STORES if s != store)
             assert names_under(imported_names(path, name), others) == [], path
+
+
+# -- the SQL store kit (issue 36, item 1: one Dialect per store, a3-dialect) -------------------------
+
+def test_each_sql_store_has_one_dialect_object_for_both_sides() -> None:
+    """A SQL store's source and destination ask the same Dialect object (plugins/<store>/dialect.py): no
+    second dialect module or protocol for the read side."""
+    import importlib
+
+    assert not (STORES / "sql" / "source_dialect.py").exists()
+    for store in SQL_STORES:
+        assert not (STORES / store / "source_dialect.py").exists(), store
+        package = importlib.import_module(f"wormhole.plugins.{store}")
+        dialect = importlib.import_module(f"wormhole.plugins.{store}.dialect")
+        (instance,) = [v for v in vars(dialect).values() if type(v).__name__.endswith("Dialect")]
+        assert package.PLUGIN.source.splitter.DIALECT is instance, store
+        assert package.PLUGIN.source.reader.DIALECT is instance, store
+        writer = {"mysql": "MysqlWriter", "postgres": "PostgresWriter"}[store]
+        assert getattr(package, writer).dialect is instance, store

@@ -72,7 +72,7 @@ def test_each_form_is_made_once_and_shared_by_every_reader() -> None:
     for t in threads:
         t.join()
     assert all(s is seen[0] for s in seen) and seen[0] == ((1,), (2,), (3,))
-    assert batch_memo(batch) is batch_memo(batch) and batch_memo([(1,)]) is None
+    assert batch_memo(batch) is batch_memo(batch) is batch.memo
     assert batch == [(1,), (2,), (3,)] and len(batch) == 3 and batch[-1] == (3,)
 
 
@@ -184,3 +184,30 @@ def test_an_encoded_batch_goes_through_the_exchange_undecoded_and_counts_its_byt
     assert got.encoded is not None and bytes(got.encoded.span(1, 3)) == b"bb" and bytes(got.encoded.span(2, 2)) == b""
     assert list(got) == [("a",), ("bb",), ("",), ("dddd",)]  # values only when asked, by the source's decoder
     assert list(pickle.loads(pickle.dumps(got))) == [("a",), ("bb",), ("",), ("dddd",)]
+
+
+def test_a_row_writer_takes_tuples_from_rows_of_and_a_reader_s_tuples_become_one_batch() -> None:
+    from wormhole.plugins.batch import Batch, as_batch, rows_of
+
+    made = as_batch([(1, "a"), (2, "b")])
+    assert isinstance(made, Batch) and rows_of(made) == ((1, "a"), (2, "b"))
+    assert as_batch(made) is made  # a batch goes on as it is
+    columns = Batch.of_arrow(pa.RecordBatch.from_arrays([pa.array([1, 2])], schema=arrow_schema(
+        Schema((Column("id", "int"),)))))
+    assert rows_of(columns) == ((1,), (2,)) and rows_of(columns) is rows_of(columns)  # made once
+
+
+def test_spark_hands_a_partition_of_own_form_columns_to_the_writers_as_arrow() -> None:
+    pytest.importorskip("pyspark")
+    from wormhole.spark.types import writer_batch
+
+    plain = Schema((Column("id", "int"), Column("s", "string"), Column("at", "datetime")))
+    record = pa.RecordBatch.from_arrays([pa.array([1, None]), pa.array(["a", "b"]),
+                                         pa.array([dt.datetime(2020, 1, 1), None], pa.timestamp("us"))],
+                                        names=["id", "s", "at"])
+    batch = writer_batch(plain, record)
+    assert batch.native_arrow is not None and batch.native_arrow.schema.equals(arrow_schema(plain), check_metadata=True)
+    assert list(batch) == [(1, "a", dt.datetime(2020, 1, 1)), (None, "b", None)]
+    decimal = Schema((Column("d", "decimal", precision=12, scale=2),))  # travels as its exact text: the rows
+    texts = writer_batch(decimal, pa.RecordBatch.from_arrays([pa.array(["1.5", None])], names=["d"]))
+    assert texts.native_arrow is None and list(texts) == [(Decimal("1.5"),), (None,)]

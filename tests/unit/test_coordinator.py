@@ -15,7 +15,7 @@ import structlog
 
 from wormhole.counters import WriterCounters
 from wormhole.errors import SplitLost, TaskAborted
-from wormhole.exchange.double_queue import Batch
+from wormhole.exchange.double_queue import Parcel
 from wormhole.planning.assign import TaskGroup
 from wormhole.plugins.base import Row, Split, WriteResult
 from wormhole.recovery.coordinator import RetryPolicy, SplitCoordinator
@@ -154,14 +154,14 @@ def test_a_split_lost_in_the_lane_is_reported_and_written_again() -> None:
     writer = lane(coordinator, store, None, sealed)
     first = coordinator.request(0)
     assert first is not None
-    writer.take(Batch(((1,), (2,)), 16, split_id="s0"))
-    writer.take(Batch((), 0, split_id="s0", control="end"))
+    writer.take(Parcel(((1,), (2,)), 16, split_id="s0"))
+    writer.take(Parcel((), 0, split_id="s0", control="end"))
     coordinator.read_done(first, 2)
     assert writer.counters.written == 0 and store.durable == {}
     again = coordinator.request(0)
     assert again is not None and again.attempt == 2
-    writer.take(Batch(((1,), (2,)), 16, split_id="s0"))
-    writer.take(Batch((), 0, split_id="s0", control="end"))
+    writer.take(Parcel(((1,), (2,)), 16, split_id="s0"))
+    writer.take(Parcel((), 0, split_id="s0", control="end"))
     coordinator.read_done(again, 2)
     assert store.durable == {"s0": 2} and sealed == {"s0": 2} and run.sealed == [("s0", "db", 2)]
     assert writer.counters.written == 2 and coordinator.request(0) is None
@@ -175,10 +175,10 @@ def test_a_lost_lease_leaves_the_split_not_durable() -> None:
     writer = lane(coordinator, store, lease, sealed)
     first = coordinator.request(0)
     assert first is not None
-    writer.take(Batch(((1,),), 8, split_id="s0"))
+    writer.take(Parcel(((1,),), 8, split_id="s0"))
     lease.lose()  # another process took the task over
     with pytest.raises(TaskAborted, match="claim was taken over"):
-        writer.take(Batch((), 0, split_id="s0", control="end"))
+        writer.take(Parcel((), 0, split_id="s0", control="end"))
     assert store.durable == {} and sealed == {} and run.sealed == []
     assert coordinator.missing("db") == ["s0"]
     writer.close()  # the lane ends: the split's writes are undone

@@ -9,14 +9,14 @@ import pytest
 
 from wormhole.config import ExchangeConf
 from wormhole.errors import TaskAborted
-from wormhole.exchange import Batch, BufferedLineExchanger, DoubleQueue, QueueClosed, RAMStorage
+from wormhole.exchange import BufferedLineExchanger, DoubleQueue, Parcel, QueueClosed, RAMStorage
 
 
-def batch(tag: int, rows: int = 10) -> Batch:
-    return Batch(tuple((tag, i) for i in range(rows)), nbytes=rows * 10)
+def batch(tag: int, rows: int = 10) -> Parcel:
+    return Parcel(tuple((tag, i) for i in range(rows)), nbytes=rows * 10)
 
 
-def drain(q: DoubleQueue, out: list[Batch], timeout: float = 0.05) -> None:
+def drain(q: DoubleQueue, out: list[Parcel], timeout: float = 0.05) -> None:
     while True:
         try:
             b = q.pull(timeout)
@@ -30,7 +30,7 @@ class TestDoubleQueue:
     def test_many_producers_and_consumers_lose_and_duplicate_nothing(self) -> None:
         """8 producers x 500 batches through a small queue to 6 consumers: every batch exactly once."""
         q = DoubleQueue(capacity_rows=200, capacity_bytes=10**9, spill_rows=30)
-        got: list[list[Batch]] = [[] for _ in range(6)]
+        got: list[list[Parcel]] = [[] for _ in range(6)]
         consumers = [threading.Thread(target=drain, args=(q, got[i])) for i in range(6)]
         for t in consumers:
             t.start()
@@ -56,11 +56,11 @@ class TestDoubleQueue:
         """A wide batch fills the write side by bytes with fewer rows than spill_rows: the split's end
         marker behind it must still get in (it used to wait for room while the consumer waited for rows)."""
         q = DoubleQueue(capacity_rows=10_000, capacity_bytes=1_000, spill_rows=4_096)
-        assert q.push(Batch(((1, "x"),) * 5, nbytes=5_000, split_id="s"), timeout=1)
-        got: list[Batch] = []
+        assert q.push(Parcel(((1, "x"),) * 5, nbytes=5_000, split_id="s"), timeout=1)
+        got: list[Parcel] = []
         consumer = threading.Thread(target=lambda: got.append(q.pull(timeout=5)))  # type: ignore[arg-type]
         consumer.start()
-        assert q.push(Batch((), 0, "s", "end"), timeout=5), "the end marker never got in"
+        assert q.push(Parcel((), 0, "s", "end"), timeout=5), "the end marker never got in"
         consumer.join(5)
         assert got and len(got[0]) == 5
 
@@ -135,7 +135,7 @@ class TestStorageAndExchanger:
         """A storage nobody drains fails after push_timeout_s; the other keeps receiving every batch."""
         conf = ExchangeConf(queue_rows=20, spill_rows=10, push_timeout_s=0.2, batch_rows=10)
         stalled, healthy = RAMStorage("stalled", conf), RAMStorage("healthy", conf)
-        got: list[Batch] = []
+        got: list[Parcel] = []
         t = threading.Thread(target=drain, args=(healthy.queue, got))
         t.start()
         sender = BufferedLineExchanger([stalled, healthy], batch_rows=10, stop=threading.Event())

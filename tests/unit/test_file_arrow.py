@@ -164,7 +164,7 @@ def test_a_parquet_batch_python_cannot_hold_is_read_row_by_row_and_its_bad_rows_
     pq.write_table(pa.table({"id": [1, 2, 3], "day": pa.array([0, 3_000_000, 1], pa.date32())}), tmp_path / "a.parquet")
     sink = ListDirtySink()
     _, batches = _read_batches(tmp_path, sink)
-    assert [type(b).__name__ for b in batches] == ["list", "Rows"]  # the batch holding year 10183, the other
+    assert [type(b).__name__ for b in batches] == ["list", "Batch"]  # the batch holding year 10183, the other
     assert [row for b in batches for row in b] == [(1, dt.date(1970, 1, 1)), (3, dt.date(1970, 1, 2))]
     assert [r.row[0] for r in sink.rows] == [2]
     assert sink.rows[0].reason.startswith(f"{tmp_path / 'a.parquet'}: row 2: column day: ")

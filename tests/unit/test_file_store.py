@@ -30,6 +30,7 @@ from tests.plugin_helpers import (
 from wormhole.errors import CommitError, PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Row, Schema
+from wormhole.plugins.batch import as_batch
 from wormhole.plugins.file import (
     PLUGIN,
     ColumnOption,
@@ -334,7 +335,7 @@ def test_commit_checks_the_target_again_and_keeps_a_file_added_during_the_run(tm
     periphery.prepare()  # a previous output: fine
     writer = FileWriter(options, ctx, periphery, 0)
     writer.open()
-    writer.write(ROWS)
+    writer.write(as_batch(ROWS))
     writer.flush()
     writer.close()
     (target / "report.xlsx").write_text("someone's work", encoding="utf-8")
@@ -438,7 +439,7 @@ def test_a_full_disk_raises_write_error_not_dirty_rows(tmp_path: Path) -> None:
         batch = [(i, "x" * 200) for i in range(1000)]
         with pytest.raises(WriteError, match="No space left"):
             for _ in range(100):
-                result = writer.write(batch)
+                result = writer.write(as_batch(batch))
                 assert result.rejected == ()
                 writer.flush()
         writer.close()

@@ -27,6 +27,7 @@ from wormhole.plugins.base import (
     SplitWriter,
     WriteContext,
 )
+from wormhole.plugins.batch import as_batch
 from wormhole.plugins.file import PLUGIN as FILE
 from wormhole.plugins.file import ColumnOption, FileReaderOptions, FileWriterOptions
 from wormhole.plugins.sqlite import PLUGIN as SQLITE
@@ -110,7 +111,7 @@ def done(store: Store) -> list[str]:
 
 
 def write(writer: Any, split: str, rows: Sequence[Row]) -> None:
-    result = writer.write_split(split, rows)
+    result = writer.write_split(split, as_batch(rows))
     assert (result.written, result.rejected) == (len(rows), ())
 
 

@@ -31,6 +31,7 @@ from tests.plugin_helpers import (
 from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Row, Schema
+from wormhole.plugins.batch import Batch
 from wormhole.plugins.sqlite import (
     PLUGIN,
     SqliteReader,
@@ -189,7 +190,8 @@ def test_writers_share_the_connection_from_threads(tmp_path: Path) -> None:
         writer = SqliteWriter(options, ctx, periphery, worker)
         writer.open()
         try:
-            return sum(writer.write([((worker * 20 + b) * 100 + i, f"w{worker}") for i in range(100)]).written
+            return sum(writer.write(Batch.of_rows([((worker * 20 + b) * 100 + i, f"w{worker}")
+                                                   for i in range(100)])).written
                        for b in range(20))
         finally:
             writer.close()
@@ -333,7 +335,7 @@ def test_writing_after_commit_is_a_write_error(tmp_path: Path) -> None:
     periphery, writer = prepared_writer(tmp_path / "x.db")
     periphery.commit()
     with pytest.raises(WriteError, match="not prepared"):
-        writer.write([(1, "late")])
+        writer.write(Batch.of_rows([(1, "late")]))
 
 
 def _write_until_full(db: Path) -> tuple[SqliteWriterPeriphery, SqliteWriter]:
@@ -346,7 +348,7 @@ def _write_until_full(db: Path) -> tuple[SqliteWriterPeriphery, SqliteWriter]:
     writer.open()
     with pytest.raises(WriteError, match="full"):
         for b in range(1, 200):
-            result = writer.write([(b * 1000 + i, "x" * 300) for i in range(1000)])
+            result = writer.write(Batch.of_rows([(b * 1000 + i, "x" * 300) for i in range(1000)]))
             assert result.rejected == ()  # a full disk is never a dirty row
     return periphery, writer
 
@@ -357,7 +359,7 @@ def test_a_full_disk_raises_write_error_and_rollback_keeps_the_old_state(tmp_pat
                      *(f"INSERT INTO t VALUES ({i}, 'before')" for i in range(10)))
         periphery, writer = _write_until_full(db)
         with pytest.raises(WriteError):
-            writer.write([(1, "after the failure")])
+            writer.write(Batch.of_rows([(1, "after the failure")]))
         writer.close()
         periphery.rollback()
         assert query(db, "SELECT id, name FROM t ORDER BY id") == [(i, "before") for i in range(10)]
@@ -502,9 +504,9 @@ def test_reader_missing_file_table_or_column(tmp_path: Path) -> None:
 def test_a_key_written_twice_in_one_run_is_rejected_when_written(tmp_path: Path) -> None:
     db = make_db(tmp_path / "out.db", "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)")
     periphery, writer = prepared_writer(db)
-    assert writer.write_split("a", [(1, "first"), (2, "two")]).written == 2
+    assert writer.write_split("a", Batch.of_rows([(1, "first"), (2, "two")])).written == 2
     writer.end_split("a", 2)
-    result = writer.write_split("b", [(3, "three"), (1, "again")])
+    result = writer.write_split("b", Batch.of_rows([(3, "three"), (1, "again")]))
     assert [r.row for r in result.rejected] == [(1, "again")]
     assert "UNIQUE constraint failed" in result.rejected[0].reason
     writer.end_split("b", 1)
@@ -515,7 +517,7 @@ def test_a_key_written_twice_in_one_run_is_rejected_when_written(tmp_path: Path)
 def test_ended_splits_stay_out_of_the_target_and_rollback_removes_them(tmp_path: Path) -> None:
     db = make_db(tmp_path / "out.db", "CREATE TABLE kept (id INTEGER)")
     periphery, writer = prepared_writer(db)
-    writer.write_split("a", [(1, "x")])
+    writer.write_split("a", Batch.of_rows([(1, "x")]))
     writer.end_split("a", 1)
     # Committed, but as staging and marker only: the table t is created by the final commit.
     assert query(db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") == [

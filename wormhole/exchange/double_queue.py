@@ -15,14 +15,15 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
-from wormhole.plugins.base import Rows
+from wormhole.plugins.batch import Batch
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
-    """An immutable batch: the same object is queued for every destination (no per-destination copy)."""
+class Parcel:
+    """A batch as queued, with its size and split: the same object is queued for every destination (no
+    per-destination copy)."""
 
-    rows: Rows
+    rows: Batch
     nbytes: int
     split_id: str | None = None
     """The split the rows come from (destinations whose writers make splits durable need it)."""
@@ -36,8 +37,8 @@ class Batch:
         return len(self.rows)
 
 
-def control(split_id: str, kind: Literal["end", "abort"], reason: str | None = None) -> Batch:
-    return Batch(Rows(()), 0, split_id, kind, reason)
+def control(split_id: str, kind: Literal["end", "abort"], reason: str | None = None) -> Parcel:
+    return Parcel(Batch(()), 0, split_id, kind, reason)
 
 
 class QueueClosed(Exception):
@@ -57,10 +58,10 @@ class DoubleQueue:
         self.capacity_rows = capacity_rows
         self.capacity_bytes = capacity_bytes
         self.spill_rows = min(spill_rows, capacity_rows)
-        self._write: list[Batch] = []
+        self._write: list[Parcel] = []
         self._write_rows = 0
         self._write_bytes = 0
-        self._read: deque[Batch] = deque()
+        self._read: deque[Parcel] = deque()
         self._write_lock = threading.Lock()
         self._not_full = threading.Condition(self._write_lock)
         self._awake = threading.Condition(self._write_lock)
@@ -90,14 +91,14 @@ class DoubleQueue:
         """Rows queued (both arrays); approximate while threads run."""
         return self._write_rows + sum(len(b) for b in list(self._read))
 
-    def _full(self, batch: Batch) -> bool:
+    def _full(self, batch: Parcel) -> bool:
         # An empty write array always admits one batch, so an oversized batch cannot deadlock.
         if not self._write:
             return False
         return (self._write_rows + len(batch) > self.capacity_rows
                 or self._write_bytes + batch.nbytes > self.capacity_bytes)
 
-    def push(self, batch: Batch, timeout: float | None = None) -> bool:
+    def push(self, batch: Parcel, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._write_lock:
             while not self._closed and not self._input_closed and self._full(batch):
@@ -123,7 +124,7 @@ class DoubleQueue:
                 self._awake.notify_all()
             return True
 
-    def pull(self, timeout: float | None = None) -> Batch | None:
+    def pull(self, timeout: float | None = None) -> Parcel | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         acquired = self._read_lock.acquire(timeout=-1 if timeout is None else max(timeout, 0))
         if not acquired:

@@ -1,7 +1,8 @@
 """BufferedLineExchanger: batching between plugins and the storages, on both sides of the exchange.
 
-On the reader side it buffers the rows a Reader yields into batches of ``batch_rows`` and pushes
-each full batch, as one immutable object, to every destination's storage. On the writer side it
+On the reader side it pushes each batch a Reader yields, as one immutable :class:`Batch`, to every
+destination's storage: a batch that holds its rows whole (Arrow columns, a source's encoding) goes on as
+it is, cut to ``batch_rows`` and ``batch_bytes``; rows given as tuples are buffered into batches. On the writer side it
 pulls batches from one storage until end of stream. Plugins never see queues.
 """
 
@@ -13,9 +14,9 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from wormhole.errors import TaskAborted
-from wormhole.exchange.double_queue import Batch, QueueClosed, control
+from wormhole.exchange.double_queue import Parcel, QueueClosed, control
 from wormhole.exchange.storage import RAMStorage
-from wormhole.plugins.base import Row, Rows
+from wormhole.plugins.base import Batch, Row
 
 if TYPE_CHECKING:
     from wormhole.exchange.throttle import Throttle
@@ -56,44 +57,44 @@ class BufferedLineExchanger:
 
     # -- reader side ---------------------------------------------------------------------------
 
-    def send(self, rows: Sequence[Row]) -> None:
+    def send(self, rows: Batch | Collection[Row]) -> None:
         if not rows:
             return
-        if isinstance(rows, Rows) and rows.has_arrow:
-            self._send_columns(rows)
-            return
-        if isinstance(rows, Rows) and rows.encoded is not None:
-            self.flush()  # the reader cut it to batch_rows and batch_bytes already
-            self._push(rows)
+        if isinstance(rows, Batch) and rows.whole:
+            self._send_whole(rows)
             return
         # A batch holds batch_rows rows, and fewer when they are wide: at most what batch_bytes holds
         # (one row at least), so a queue's byte bound is what bounds memory.
-        limit = min(self._batch_rows, max(self._batch_bytes // max(estimate_row_bytes(rows[0]), 1), 1))
+        first = next(iter(rows))
+        limit = min(self._batch_rows, max(self._batch_bytes // max(estimate_row_bytes(first), 1), 1))
         if not self._buffer and limit // 2 <= len(rows) <= limit:
             # Already batch-sized: hand it on without copying it through the buffer.
-            self._push(Rows(rows))
+            self._push(rows if isinstance(rows, Batch) else Batch.of_rows(tuple(rows)))
             return
         self._buffer.extend(rows)
         while len(self._buffer) >= limit:
-            chunk = Rows(self._buffer[:limit])
+            chunk = Batch.of_rows(self._buffer[:limit])
             del self._buffer[:limit]
             self._push(chunk)
 
-    def _send_columns(self, rows: Rows) -> None:
-        # A batch of Arrow columns goes on as it is (no tuple is made), cut to batch_rows and batch_bytes.
+    def _send_whole(self, batch: Batch) -> None:
+        # A batch of Arrow columns or of a source's encoding goes on as it is (no tuple is made), cut to
+        # batch_rows and batch_bytes (the reader of an encoding cut it so already).
         self.flush()
-        batch = rows.arrow_form
-        per_row = max(batch.nbytes // max(batch.num_rows, 1), 1)
-        limit = max(min(self._batch_rows, self._batch_bytes // per_row), 1)
-        if batch.num_rows <= limit:
-            self._push(rows)
+        if batch.encoded is not None:
+            self._push(batch)
             return
-        for start in range(0, batch.num_rows, limit):
-            self._push(rows.sliced(start, limit))
+        per_row = max(batch.arrow_form.nbytes // len(batch), 1)
+        limit = max(min(self._batch_rows, self._batch_bytes // per_row), 1)
+        if len(batch) <= limit:
+            self._push(batch)
+            return
+        for start in range(0, len(batch), limit):
+            self._push(batch.sliced(start, limit))
 
     def flush(self) -> None:
         if self._buffer:
-            chunk = Rows(self._buffer)
+            chunk = Batch.of_rows(self._buffer)
             self._buffer.clear()
             self._push(chunk)
 
@@ -127,10 +128,10 @@ class BufferedLineExchanger:
         self._split = None
         self._targets = []
 
-    def _push(self, rows: Rows) -> None:
+    def _push(self, rows: Batch) -> None:
         if self._stop.is_set():
             raise TaskAborted("reading stopped", reason="stopped")
-        held = rows.arrow_nbytes if rows.encoded is None else rows.encoded_nbytes
+        held = rows.held_nbytes
         nbytes = held if held is not None else estimate_row_bytes(rows[0]) * len(rows)
         now = time.monotonic()
         if self.first_at is None:
@@ -143,7 +144,7 @@ class BufferedLineExchanger:
             if self._stop.is_set():
                 raise TaskAborted("reading stopped", reason="stopped")
         self.last_at = now
-        batch = Batch(rows, nbytes, self._split)
+        batch = Parcel(rows, nbytes, self._split)
         accepted = False
         for storage, lane in self._targets:
             accepted = storage.push(batch, lane) or accepted
@@ -156,7 +157,7 @@ class BufferedLineExchanger:
     # -- writer side ---------------------------------------------------------------------------
 
     @staticmethod
-    def receive(storage: RAMStorage, poll_s: float = 0.2, worker: int = 0) -> Iterator[Batch]:
+    def receive(storage: RAMStorage, poll_s: float = 0.2, worker: int = 0) -> Iterator[Parcel]:
         """Batches of writer ``worker``'s lane of one storage until end of stream; raises TaskAborted
         if the storage is aborted."""
         queue = storage.lane_of(worker)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from wormhole.config import ExchangeConf
-from wormhole.exchange.double_queue import Batch, DoubleQueue
+from wormhole.exchange.double_queue import DoubleQueue, Parcel
 
 
 class RAMStorage:
@@ -60,7 +60,7 @@ class RAMStorage:
         with self._lock:
             self._open_splits[lane] -= 1
 
-    def push(self, batch: Batch, lane: int = 0) -> bool:
+    def push(self, batch: Parcel, lane: int = 0) -> bool:
         """Queue ``batch``; False (and counted as dropped) when the destination no longer takes rows."""
         queue = self.lanes[lane]
         with self._lock:  # several reader threads push

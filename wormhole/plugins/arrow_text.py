@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import binascii
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import cache
 from typing import Any, TypeAlias
 
@@ -21,26 +21,25 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.batch import Rows, free_scale
-from wormhole.plugins.schema import Row
+from wormhole.plugins.batch import Batch, free_scale
 from wormhole.plugins.values import json_loads, plain_decimal
 
 Text: TypeAlias = pa.Array
 """A column's field text: a string array, null where the value is NULL."""
 
 
-def own_arrow(rows: Sequence[Row]) -> pa.RecordBatch | None:
-    """The Arrow form of a batch that came as Arrow columns (``Rows.of_arrow``), else None.
+def own_arrow(batch: Batch) -> pa.RecordBatch | None:
+    """The Arrow form of a batch that came as Arrow columns (``Batch.of_arrow``), else None.
 
     Only such a batch is encoded column-wise: one that came as tuples may have been given an Arrow form by
-    another destination (``Rows.arrow``), whose values are not always the tuples' (a decimal takes its
+    another destination (``Batch.arrow``), whose values are not always the tuples' (a decimal takes its
     column's scale, 1.5 in an int column becomes 1), while the text of a batch born Arrow is the text of
-    its tuples either way (:attr:`Rows.native_arrow`).
+    its tuples either way (:attr:`Batch.native_arrow`).
     """
-    return rows.native_arrow if isinstance(rows, Rows) else None
+    return batch.native_arrow
 
 
-def own_text_arrow(rows: Sequence[Row]) -> pa.RecordBatch | None:
+def own_text_arrow(rows: Batch) -> pa.RecordBatch | None:
     """:func:`own_arrow`, for writers of text: None too when a decimal column has no declared scale (its Arrow
     form pads every value to scale 18; the batch's tuples give each value its own smallest scale)."""
     batch = own_arrow(rows)

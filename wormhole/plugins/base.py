@@ -1,7 +1,8 @@
 """The plugin contracts: rows and schemas, splits, and the Protocols every store implements.
 
 A store is a :class:`Plugin` bundle with an optional source role (Splitter, Reader, ReaderPeriphery) and
-an optional sink role (WriterPeriphery, Writer); what else a role can do is a facet of it
+an optional sink role (WriterPeriphery, Writer: the writer contract is :mod:`wormhole.plugins.writing`,
+re-exported here); what else a role can do is a facet of it
 (:mod:`wormhole.plugins.facets`) the engine calls through instead of probing the roles' objects. Spark
 mode reaches a store only through this contract: the roles' ``spark_read``/``spark_write`` name its
 Spark adapter (``plugins/<store>/spark.py``), which imports nothing of the engine's runtime. Plugins
@@ -13,18 +14,20 @@ so unknown keys and wrong types are rejected with key paths.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Literal, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol
 
 import structlog
 
 from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
+from wormhole.plugins.batch import Batch as Batch  # the batch type: plugins import it from here
 from wormhole.plugins.batch import Encoding as Encoding
-from wormhole.plugins.batch import Rows as Rows  # the batch type: plugins import it from here
+from wormhole.plugins.batch import Rows as Rows
 from wormhole.plugins.batch import batch_memo as batch_memo
+from wormhole.plugins.batch import rows_of as rows_of
 from wormhole.plugins.context_kit import SparkAccess as SparkAccess  # plugins import them from here
 from wormhole.plugins.context_kit import StopSignal as StopSignal
 from wormhole.plugins.context_kit import context_reduce
@@ -34,6 +37,14 @@ from wormhole.plugins.schema import Column as Column
 from wormhole.plugins.schema import LogicalType as LogicalType
 from wormhole.plugins.schema import Row as Row
 from wormhole.plugins.schema import Schema as Schema
+from wormhole.plugins.writing import DurablePeriphery as DurablePeriphery  # the writer contract, re-exported
+from wormhole.plugins.writing import LeftoverPeriphery as LeftoverPeriphery
+from wormhole.plugins.writing import Rejected as Rejected
+from wormhole.plugins.writing import ShippedWithoutLock as ShippedWithoutLock
+from wormhole.plugins.writing import SplitWriter as SplitWriter
+from wormhole.plugins.writing import Writer as Writer
+from wormhole.plugins.writing import WriteResult as WriteResult
+from wormhole.plugins.writing import WriterPeriphery as WriterPeriphery
 
 WILL_FAIL = "none: the run will fail"  # starts a plan_load line whose prepare will fail
 
@@ -92,26 +103,6 @@ class SourceInfo:
     estimated_bytes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """A row a store refused, with the store's reason (its error text)."""
-
-    row: Row
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """Outcome of one ``Writer.write``: every row of the batch is either written or rejected."""
-
-    written: int
-    rejected: tuple[Rejected, ...] = ()
-    filtered: int = 0
-    """Rows the destination's own transforms dropped before the store saw them (filters)."""
-    stopped: int = 0
-    """Rows not tried: the batch's rejections went over :attr:`WriteContext.record_limit` first (not delivered)."""
-
-
 class DirtySink(Protocol):
     """Where rejected rows go, with their reason (the run's dirty-record file)."""
 
@@ -132,7 +123,7 @@ class ReadContext:
     plugin: str = ""
     keep_wire: bool = False
     """Some destination may load the source's own text of a value (:attr:`SinkRole.uses_wire_text`): a
-    reader that has it keeps it beside the typed batch (``Rows.wire``); else it is dropped at once."""
+    reader that has it keeps it beside the typed batch (``Batch.wire``); else it is dropped at once."""
     stop: StopSignal = field(default_factory=threading.Event, compare=False, repr=False)
     """Set when the task stops: retry waits (:mod:`wormhole.retry`) end at once."""
     spark: SparkAccess | None = field(default=None, compare=False, repr=False)
@@ -206,12 +197,13 @@ class Reader(Protocol):
 
     Lifecycle:
     1. ``schema()`` on the engine's thread, before any writer is prepared;
-    2. ``read(split)`` per split, yielding batches (lists of rows, about ``batch_rows`` each).
+    2. ``read(split)`` per split, yielding batches of about ``batch_rows`` rows each: a :class:`Batch`
+       (Arrow columns, :meth:`Batch.of_arrow`), or rows as tuples, which the exchange makes one.
     """
 
     def schema(self) -> Schema: ...
 
-    def read(self, split: Split) -> Iterator[Sequence[Row]]: ...
+    def read(self, split: Split) -> Iterator[Batch | Collection[Row]]: ...
 
 
 class EncodedReader(Protocol):
@@ -222,8 +214,8 @@ class EncodedReader(Protocol):
         cannot send them undecoded (a column read through an expression, a query)."""
         ...
 
-    def read_encoded(self, split: Split, encoding: Encoding) -> Iterator[Rows]:
-        """The split's rows as ``Rows.of_encoded`` batches; the same rows :meth:`Reader.read` gives."""
+    def read_encoded(self, split: Split, encoding: Encoding) -> Iterator[Batch]:
+        """The split's rows as ``Batch.of_encoded`` batches; the same rows :meth:`Reader.read` gives."""
         ...
 
 
@@ -231,124 +223,6 @@ class ReaderPeriphery(Protocol):
     """Pre-processing of the source: reachability and size; bounded by a timeout and skippable."""
 
     def prepare(self) -> SourceInfo: ...
-
-
-class WriterPeriphery(Protocol):
-    """Pre- and post-processing of one destination. Every method is idempotent.
-
-    Lifecycle:
-    1. ``prepare()`` before any row is written (create a temporary directory, open a transaction,
-       create or clear the target); the writers of the destination receive this object;
-    2. exactly one of ``commit()`` (make the write visible, atomically where the store can) or
-       ``rollback()`` (leave the target as it was before ``prepare``). ``rollback`` may follow a
-       partial ``prepare`` or a failed ``commit``.
-
-    A periphery that keeps its own count of rows written names its ``add_written`` in
-    ``SinkRole.add_written``.
-    """
-
-    def prepare(self) -> None: ...
-
-    def commit(self) -> None: ...
-
-    def rollback(self) -> None: ...
-
-
-class Writer(Protocol):
-    """Writes batches for one destination; one instance per writer thread.
-
-    Lifecycle: ``open()``, ``write(rows)`` per batch, ``flush()`` at end of stream, ``close()``
-    always (also after a failure). ``write`` returns which rows it wrote and which it rejected;
-    it raises only when the destination itself is broken (then the destination fails).
-    """
-
-    def open(self) -> None: ...
-
-    def write(self, rows: Sequence[Row]) -> WriteResult: ...
-
-    def flush(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-@runtime_checkable
-class SplitWriter(Protocol):
-    """A Writer whose destination makes each split durable on its own, so a crashed run resumes.
-
-    The engine sends every batch of one split (for one destination) to one writer thread, so a
-    writer holds all of a split's rows for its destination; it may hold several splits open at
-    once (their batches interleave). Per split: ``write_split`` per batch, then exactly one of
-    ``end_split`` or ``abort_split``. Plain ``write``/``flush`` are not called on a SplitWriter.
-    """
-
-    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
-        """Write a batch of split ``split_id``; not durable until ``end_split``."""
-        ...
-
-    def end_split(self, split_id: str, rows: int) -> None:
-        """Make every row of the split this writer wrote durable *together with* the destination's
-        own record that the split is done (``rows`` written): one transaction, or one rename. When
-        it returns, a crash can no longer lose the split; when it raises, the split is not durable."""
-        ...
-
-    def abort_split(self, split_id: str) -> None:
-        """Discard whatever this writer holds of the split (it will be written again). Never raises
-        for a split it does not know."""
-        ...
-
-
-@runtime_checkable
-class DurablePeriphery(Protocol):
-    """The periphery of a destination whose writers are SplitWriters."""
-
-    def durable_splits(self) -> Mapping[str, int]:
-        """After ``prepare``: split id -> rows of every split this destination already holds
-        durably for ``ctx.state_run`` (its own record: marker rows, renamed parts). Empty unless
-        resuming. This, not the task database's checkpoint, is the truth on resume.
-
-        ``commit`` keeps that record, and says in it that the load is committed, so a run resuming
-        after a crash between this destination's commit and the task's recorded outcome finds every
-        split durable and the commit done (``commit`` is then a no-op, ``rollback`` an error)."""
-        ...
-
-    def release(self) -> None:
-        """After ``commit``, once the task's outcome is recorded (no run resumes this state any more):
-        drop the destination's own record of the run (markers, its run marker). Works on a fresh
-        periphery object too. A crash before it leaves that record as a leftover of a finished run."""
-        ...
-
-
-@runtime_checkable
-class LeftoverPeriphery(Protocol):
-    """A periphery that can find and remove what earlier runs of its task left behind (a crashed
-    run's staging table, temporary directory, split markers). Both work without ``prepare``
-    (``wormhole task clean`` / ``task show``), on objects wormhole created for ``ctx.task_id``
-    (recognised by name and marker), and never on the state of run ``keep_run`` (a run that may
-    still be resumed), nor on anything of another task."""
-
-    def leftovers(self, keep_run: int | None) -> list[str]:
-        """Human-readable descriptions of the leftovers (``table db.t__wh7_3 (staging of run 3)``)."""
-        ...
-
-    def clean_leftovers(self, keep_run: int | None) -> list[str]:
-        """Remove the leftovers; returns what was removed (same wording as ``leftovers``)."""
-        ...
-
-
-class ShippedWithoutLock:
-    """For a writer periphery that Spark ships to its executors (``SinkRole.spark_partitions``): its
-    ``lock`` attribute stays behind and each copy makes its own (a lock cannot be pickled)."""
-
-    lock: threading.Lock
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state.pop("lock", None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.lock = threading.Lock()
 
 
 SPLIT_ORDER = "wh_split_order"

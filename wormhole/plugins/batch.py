@@ -1,11 +1,15 @@
-"""The unit of exchange: a batch of rows held as Arrow columns or as tuples, each form made from the other once.
+"""The unit of exchange, and the one type of the writer contract: a :class:`Batch` of rows, held as Arrow
+columns or as tuples, each form made from the other once.
 
-A reader that decodes straight into columns (mysql) yields :meth:`Rows.of_arrow`; a reader of Python
-values yields tuples. A writer that encodes columns (mysql's LOAD DATA encoder, parquet) asks for
-:meth:`Rows.arrow`; one that encodes tuples iterates the batch. The exchange hands the same immutable
-object to every destination, so the form a writer asks for is made at most once per batch (under the
-batch's lock) and shared: a MySQL-to-MySQL copy never builds a tuple, and a row writer beside it turns
-the batch into tuples once for all of them.
+A reader that decodes straight into columns (mysql) yields :meth:`Batch.of_arrow`; a reader of Python
+values yields tuples, which the exchange makes a batch. A writer that encodes columns (mysql's LOAD DATA
+encoder, parquet) asks for :meth:`Batch.arrow`; a row-at-a-time store takes the tuples from
+:func:`rows_of`. A source's own encoding (:class:`EncodedRows`) and its wire text are facets of a batch
+that only the writers of a store that loads them read, as chosen once per destination (the encoding when
+every destination's prepared periphery takes it, the wire text of the columns whose types match). The
+exchange hands the same immutable object to every destination, so the form a writer asks for is made at
+most once per batch (under the batch's lock) and shared: a MySQL-to-MySQL copy never builds a tuple, and a
+row writer beside it turns the batch into tuples once for all of them.
 
 The Arrow form of each logical type (:func:`arrow_type`) keeps what the source declared: unsigned
 BIGINT as uint64, a decimal's precision and scale, timestamps in microseconds (naive, UTC when the value
@@ -19,7 +23,7 @@ import importlib.abc
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Context, Decimal
@@ -237,8 +241,8 @@ def rows_from_arrow(batch: pa.RecordBatch) -> tuple[Row, ...]:
 @dataclass(frozen=True, slots=True)
 class Encoding:
     """A source's own encoding of its rows, the bytes its server sends, which a destination declaring the
-    same column types loads as they are: no value is decoded or encoded on the way (``Capabilities.
-    encoded_read``/``encoded_write``; the engine chooses it when every destination of a run takes it)."""
+    same column types loads as they are: no value is decoded or encoded on the way (``SourceRole.encoded``,
+    ``SinkRole.encoded``; the engine chooses it when every destination of a run takes it)."""
 
     format: str
     """The byte format: ``postgres.copy_binary`` (rows of PostgreSQL's binary COPY, without its header)."""
@@ -268,10 +272,10 @@ class EncodedRows:
         return self.decode(self, index)
 
 
-class Rows(Sequence["Row"]):
+class Batch(Sequence["Row"]):
     """An immutable batch of rows as the exchange hands it to every destination (the same object).
 
-    Its instance dict (:func:`batch_memo`) lets writers that derive the same thing from a batch, such as
+    Its memo (:func:`batch_memo`) lets writers that derive the same thing from a batch, such as
     two MySQL destinations encoding it for LOAD DATA, do that work once per batch instead of once per
     destination. Keys must name everything the derived value depends on.
     """
@@ -292,20 +296,27 @@ class Rows(Sequence["Row"]):
         self._len = (arrow.num_rows if arrow is not None else len(encoded.ends) if encoded is not None
                      else len(self._tuples or ()))
         self._lock = threading.Lock()
+        self.memo: dict[Any, Any] = {}
+        """What writers derived from the batch, by keys naming all it depends on (:func:`batch_memo`)."""
 
     @classmethod
-    def of_encoded(cls, encoded: EncodedRows) -> Rows:
+    def of_rows(cls, rows: Sequence[Row]) -> Batch:
+        """A batch of rows given as tuples (a reader's, a test's)."""
+        return cls(rows)
+
+    @classmethod
+    def of_encoded(cls, encoded: EncodedRows) -> Batch:
         return cls(encoded=encoded)
 
     @classmethod
-    def of_arrow(cls, batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None = None) -> Rows:
+    def of_arrow(cls, batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None = None) -> Batch:
         return cls(arrow=batch, wire=wire)
 
-    def sliced(self, start: int, length: int) -> Rows:
+    def sliced(self, start: int, length: int) -> Batch:
         """Rows ``start`` to ``start + length`` of a batch of Arrow columns, its wire text with them."""
         assert self._arrow is not None
         wire = None if self.wire is None else [None if w is None else w.slice(start, length) for w in self.wire]
-        return Rows.of_arrow(self._arrow.slice(start, length), wire)
+        return Batch.of_arrow(self._arrow.slice(start, length), wire)
 
     def __len__(self) -> int:
         return self._len
@@ -323,7 +334,7 @@ class Rows(Sequence["Row"]):
         return iter(self.tuples())
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, (Rows, tuple, list)):
+        if isinstance(other, (Batch, tuple, list)):
             return list(self) == list(other)
         return NotImplemented
 
@@ -331,14 +342,14 @@ class Rows(Sequence["Row"]):
 
     def __repr__(self) -> str:
         form = "arrow" if self._arrow is not None else "encoded" if self.encoded is not None else "tuples"
-        return f"Rows({self._len} rows, {form})"
+        return f"Batch({self._len} rows, {form})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The lock stays behind (Spark ships batches between processes); the form the batch has goes
         # (the wire text stays too: it is for a local mysql destination only).
         if self._arrow is not None:
             return (_rows_of_arrow, (self._arrow,))
-        return (Rows, (self.tuples(),))  # an encoded batch as its values (an encoding is for local runs)
+        return (Batch, (self.tuples(),))  # an encoded batch as its values (an encoding is for local runs)
 
     @property
     def native_arrow(self) -> pa.RecordBatch | None:
@@ -374,9 +385,9 @@ class Rows(Sequence["Row"]):
                     self._arrow = arrow_from_rows(schema, self.tuples())
         return self._arrow
 
-    def without(self, indexes: set[int] | dict[int, Any]) -> Rows:
+    def without(self, indexes: set[int] | dict[int, Any]) -> Batch:
         """The batch less the rows at ``indexes``."""
-        return Rows([row for i, row in enumerate(self.tuples()) if i not in indexes])
+        return Batch([row for i, row in enumerate(self.tuples()) if i not in indexes])
 
     @property
     def arrow_form(self) -> pa.RecordBatch:
@@ -397,11 +408,37 @@ class Rows(Sequence["Row"]):
             return None
         return self._arrow.nbytes + sum(w.nbytes for w in self.wire or () if w is not None)
 
+    @property
+    def whole(self) -> bool:
+        """The batch holds its rows whole, as Arrow columns or a source's encoding (not as tuples only)."""
+        return self._arrow is not None or self.encoded is not None
 
-def _rows_of_arrow(batch: pa.RecordBatch) -> Rows:
-    return Rows(arrow=batch)
+    @property
+    def held_nbytes(self) -> int | None:
+        """The bytes a batch holding its rows whole (Arrow columns, a source's encoding) holds; None for a
+        batch of tuples only (its size is estimated)."""
+        return self.arrow_nbytes if self._arrow is not None else self.encoded_nbytes
 
 
-def batch_memo(rows: Sequence[Row]) -> dict[Any, Any] | None:
-    """The shared per-batch memo of ``rows``, or None when the rows are not an exchange batch."""
-    return rows.__dict__.setdefault("_memo", {}) if isinstance(rows, Rows) else None
+def _rows_of_arrow(batch: pa.RecordBatch) -> Batch:
+    return Batch(arrow=batch)
+
+
+def batch_memo(batch: Batch) -> dict[Any, Any]:
+    """The memo ``batch`` shares between the destinations it goes to (:attr:`Batch.memo`)."""
+    return batch.memo
+
+
+def as_batch(rows: Batch | Collection[Row]) -> Batch:
+    """What a reader yielded, as a batch: a :class:`Batch` as it is, rows given as tuples wrapped in one."""
+    return rows if isinstance(rows, Batch) else Batch.of_rows(tuple(rows))
+
+
+def rows_of(batch: Batch) -> tuple[Row, ...]:
+    """The batch's rows as tuples, for a store that writes a row at a time: made once per batch (from its
+    Arrow columns or the source's encoding) and shared by every destination that asks."""
+    return batch.tuples()
+
+
+Rows = Batch
+"""The former name of :class:`Batch` (kept while code written against it moves over)."""

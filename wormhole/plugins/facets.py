@@ -76,7 +76,7 @@ class LeftoverFacet(Generic[P]):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EncodedWriteFacet(Generic[P]):
-    """The destination's writers load batches in a byte format as they are (``Rows.encoded``) when its
+    """The destination's writers load batches in a byte format as they are (``Batch.encoded``) when its
     periphery says, once prepared, that the target takes the encoding."""
 
     format: str

@@ -18,11 +18,11 @@ session to end on the server.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
 
 from wormhole.errors import SplitLost, TransientWriteError, WriteError
-from wormhole.plugins.base import Row, WriteContext, WriteResult
+from wormhole.plugins.base import Batch, WriteContext, WriteResult
 from wormhole.retry import policy
 
 
@@ -78,7 +78,7 @@ class SplitTransactions(Generic[C]):
     def _connect(self) -> C:
         raise NotImplementedError
 
-    def _write(self, rows: Sequence[Row], split_id: str | None) -> WriteResult:
+    def _write(self, batch: Batch, split_id: str | None) -> WriteResult:
         raise NotImplementedError
 
     def _classify(self, exc: Any, split_id: str | None) -> Exception:
@@ -228,9 +228,9 @@ class SplitTransactions(Generic[C]):
 
     # -- splits ---------------------------------------------------------------------------------
 
-    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
+    def write_split(self, split_id: str, batch: Batch) -> WriteResult:
         """Write a batch of ``split_id`` inside the split's transaction (not durable until ``end_split``)."""
-        result = self._write(rows, split_id)
+        result = self._write(batch, split_id)
         self._split_written[split_id] = self._split_written.get(split_id, 0) + result.written
         return result
 

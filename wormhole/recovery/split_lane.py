@@ -13,14 +13,14 @@ the dirty file count each row once however often the split is sent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wormhole.counters import WriterCounters, write_counted
 from wormhole.errors import SplitLost
-from wormhole.exchange.double_queue import Batch
+from wormhole.exchange.double_queue import Parcel
 from wormhole.log import Logger
-from wormhole.plugins.base import Rejected, Row, SplitWriter, WriteResult
+from wormhole.plugins.base import Batch, Rejected, SplitWriter, WriteResult
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.crash import CrashPoints
 from wormhole.recovery.lease import Lease
@@ -76,7 +76,7 @@ class SplitLane:
         self.open: dict[str, _OpenSplit] = {}
         self.lost: set[str] = set()
 
-    def take(self, batch: Batch) -> None:
+    def take(self, batch: Parcel) -> None:
         split_id = batch.split_id
         assert split_id is not None  # a lane carries split-tagged batches only
         if batch.control == "abort":
@@ -98,7 +98,7 @@ class SplitLane:
                     self.lost.add(split_id)
                 self.coordinator.lost(split_id, self.destination, str(exc))
 
-    def write(self, split_id: str, batch: Batch) -> None:
+    def write(self, split_id: str, batch: Parcel) -> None:
         split = self.open.setdefault(split_id, _OpenSplit())
         one = WriterCounters()  # counted into the split and the thread only once written
         rejected = write_counted(SplitTarget(self.writer, split_id), batch.rows, one, split.rejected.extend,
@@ -158,5 +158,5 @@ class SplitTarget:
         self._writer = writer
         self._split_id = split_id
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
-        return self._writer.write_split(self._split_id, rows)
+    def write(self, batch: Batch) -> WriteResult:
+        return self._writer.write_split(self._split_id, batch)

@@ -36,7 +36,8 @@ from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.plugins import registry
-from wormhole.plugins.base import Column, ReadContext, Rejected, Schema, Split, split_order
+from wormhole.plugins.base import Batch, Column, ReadContext, Rejected, Schema, Split, split_order
+from wormhole.plugins.batch import as_batch
 from wormhole.plugins.spark_kit import RowReaderPlan, describe_spark_error, exact_columns, logical_schema, spark_schema
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
@@ -48,20 +49,20 @@ from wormhole.spark.session import default_jars, get_session, is_running, startu
 from wormhole.spark.splits import check_record_limit, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
-from wormhole.spark.types import from_spark_rows, naive_timestamps, rows_from_arrow, to_arrow_batches
+from wormhole.spark.types import from_spark_rows, naive_timestamps, to_arrow_batches, writer_batch
 from wormhole.transform.plan import Placement, TransformPlan
 
 
 def _write_rows(target: Any, batches: Iterator[pa.RecordBatch], schema: Schema, batch_rows: int,
                 part: WriterCounters, reject: Callable[[tuple[Rejected, ...]], None], destination: str, plugin: str,
                 limit: int | None) -> bool:
-    """Write a partition's record batches ``batch_rows`` rows at a time, until its own rejects exceed
+    """Write a partition's record batches ``batch_rows`` rows at a time (handed through as Arrow columns
+    where Spark carries them in their own form: :func:`writer_batch`), until its own rejects exceed
     ``limit``: True then (the rest is not written)."""
     for record_batch in batches:
-        rows = rows_from_arrow(schema, record_batch)
-        for start in range(0, len(rows), batch_rows):
-            write_counted(target, rows[start:start + batch_rows], part, reject, destination=destination,
-                          plugin=plugin)
+        for start in range(0, record_batch.num_rows, batch_rows):
+            write_counted(target, writer_batch(schema, record_batch.slice(start, batch_rows)), part, reject,
+                          destination=destination, plugin=plugin)
             if record_limit(part.rejected, limit) is not None:
                 return True
     return False
@@ -246,7 +247,7 @@ class SparkExecution:
                     def reject(bad: list[Rejected], split_id: str = split.id) -> None:
                         sink.reject("source", bad, split_id)
                     try:
-                        yield from to_arrow_batches(schema, reader.read(split), reject, exact)
+                        yield from to_arrow_batches(schema, map(as_batch, reader.read(split)), reject, exact)
                     except ReadError:
                         raise
                     except Exception as exc:
@@ -420,7 +421,7 @@ class SparkExecution:
             rows = naive_timestamps(frame).toLocalIterator(prefetchPartitions=True)
             exact = exact_columns(frame.schema)
             for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
-                if write_counted(writer, batch, counters, lambda bad: self._dirty.reject(dest.id, bad),
+                if write_counted(writer, Batch.of_rows(batch), counters, lambda bad: self._dirty.reject(dest.id, bad),
                                  destination=dest.id, plugin=dest.plugin):
                     check_record_limit(dest, counters)
             writer.flush()

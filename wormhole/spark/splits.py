@@ -21,7 +21,7 @@ from wormhole.config import EngineConf
 from wormhole.counters import WriterCounters, record_limit, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, SplitLost
-from wormhole.plugins.base import Rejected, SplitWriter
+from wormhole.plugins.base import Batch, Rejected, SplitWriter
 from wormhole.plugins.spark_kit import exact_columns
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
@@ -80,7 +80,7 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
     try:
         for batch in from_spark_rows(ctx.schema, rows, ctx.batch_rows, exact):
             one = WriterCounters()
-            write_counted(SplitTarget(writer, split_id), batch, one, bad.extend,
+            write_counted(SplitTarget(writer, split_id), Batch.of_rows(batch), one, bad.extend,
                           destination=dest.id, plugin=dest.plugin)
             for into in (part, counters):
                 into.delivered += one.delivered

@@ -21,7 +21,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from wormhole.plugins.base import Rejected, Row, Schema
+from wormhole.plugins.base import Batch, Rejected, Row, Schema
+from wormhole.plugins.batch import arrow_schema
 from wormhole.plugins.values import arrow_types, json_dumps, json_loads, json_text
 
 TRANSPORT_ARROW: dict[str, pa.DataType] = {**arrow_types(pa), "decimal": pa.string()}
@@ -163,6 +164,22 @@ def rows_from_arrow(schema: Schema, batch: pa.RecordBatch) -> list[Row]:
         elif c.type in _FROM_EXACT and pa.types.is_string(batch.schema.field(i).type):
             columns[i] = list(map(_FROM_EXACT[c.type], columns[i]))
     return list(zip(*columns)) if columns else [() for _ in range(batch.num_rows)]
+
+
+_OWN_FORM = frozenset({"int", "float", "string", "bytes", "bool", "date", "datetime"})
+"""Logical types whose column Spark carries in the column's own Arrow form (a signed int64, a double, a
+naive microsecond timestamp...): the decimal, JSON and exact-text columns travel as text instead."""
+
+
+def writer_batch(schema: Schema, batch: pa.RecordBatch) -> Batch:
+    """A partition's record batch as the batch a writer takes: its columns as they are when each is its
+    column's own Arrow form (no tuple is made), else its rows (text back to values, :func:`rows_from_arrow`)."""
+    target = arrow_schema(schema)
+    if batch.num_columns == len(target) and all(
+            c.type in _OWN_FORM and not c.unsigned and field.type.equals(want.type)
+            for c, field, want in zip(schema.columns, batch.schema, target, strict=True)):
+        return Batch.of_arrow(pa.RecordBatch.from_arrays(batch.columns, schema=target))
+    return Batch.of_rows(rows_from_arrow(schema, batch))
 
 
 def _from_json(v: Any) -> Any:

@@ -3,7 +3,7 @@
 As Flink chains operators that need no exchange between them (isChainable), the operators of one
 placement (the task's, run in each reader thread before the fan-out; or one destination's, run in
 its writer threads) run as one function over a batch: the batch is taken as Arrow columns once
-(:meth:`~wormhole.plugins.batch.Rows.arrow`, shared with every destination), each operator's Arrow
+(:meth:`~wormhole.plugins.batch.Batch.arrow`, shared with every destination), each operator's Arrow
 form works on the columns it needs (:class:`~wormhole.transform.frame.Frame`), and the batch leaves
 as Arrow columns of the chain's output schema.
 
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from wormhole.plugins.base import Row, Schema
-from wormhole.plugins.batch import Rows
+from wormhole.plugins.batch import Batch, as_batch
 from wormhole.transform.frame import Frame, arrow_input
 from wormhole.transform.operators import BoundOp
 
@@ -89,11 +89,11 @@ class ChainRunner:
         self._steps = [op.spec.operator.arrow(op) for op in chain.ops]
         self.metrics = [OpMetrics() for _ in chain.ops]
 
-    def run(self, rows: Sequence[Row]) -> Rows:
+    def run(self, rows: Batch | Collection[Row]) -> Batch:
         """The batch through the chain: Arrow columns of ``chain.output`` (tuples when a value without an
         Arrow form rides along: :mod:`~wormhole.transform.frame`)."""
         if not self._steps:
-            return rows if isinstance(rows, Rows) else Rows(rows)
+            return as_batch(rows)
         frame = Frame(self._names, *arrow_input(rows, self.chain.input), len(rows))
         clock = time.perf_counter_ns
         for step, m in zip(self._steps, self.metrics, strict=True):
@@ -105,7 +105,7 @@ class ChainRunner:
             m.rows_in += before
             m.rows_out += frame.n
             if not frame.n:
-                return Rows(())
+                return Batch(())
         return frame.output(self.chain.output)
 
     def snapshot(self) -> dict[str, tuple[int, int, int, int]]:

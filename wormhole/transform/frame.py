@@ -16,7 +16,7 @@ carries such a value leaves as tuples, so every destination sees the value as th
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -24,7 +24,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from wormhole.plugins.base import Column, Row, Schema
-from wormhole.plugins.batch import BadValues, Rows, arrow_from_rows, arrow_schema, arrow_type, rows_from_arrow
+from wormhole.plugins.batch import (
+    BadValues,
+    Batch,
+    arrow_from_rows,
+    arrow_schema,
+    arrow_type,
+    as_batch,
+    rows_from_arrow,
+)
 
 Carried = dict[int, Any]
 """Values without an Arrow form of one column, by row id."""
@@ -50,11 +58,11 @@ def _wider(column: Column, values: Sequence[Any]) -> pa.Array | None:
     return out if pa.types.is_decimal(out.type) else None
 
 
-def arrow_input(rows: Sequence[Row], schema: Schema) -> tuple[list[pa.Array], dict[int, Carried]]:
+def arrow_input(rows: Batch | Collection[Row], schema: Schema) -> tuple[list[pa.Array], dict[int, Carried]]:
     """The batch as Arrow columns of ``schema``, and the values that have none in their column (by
     column index, then row). A number column that a decimal can hold whole comes wider than its
     type (expressions read its values); any other such value's cell is NULL."""
-    batch = rows if isinstance(rows, Rows) else Rows(rows)
+    batch = as_batch(rows)
     try:
         return list(batch.arrow(schema).columns), {}
     except BadValues as exc:
@@ -163,7 +171,7 @@ class Frame:
             self.arrays[at] = array
             self.tokens[at] = token
 
-    def output(self, schema: Schema) -> Rows:
+    def output(self, schema: Schema) -> Batch:
         """The batch as ``schema`` (the chain's output): Arrow columns, or tuples when values ride beside."""
         arrays: list[pa.Array] = []
         riding: list[tuple[int, dict[int, Any]]] = []
@@ -178,12 +186,12 @@ class Frame:
                 riding.append((k, {i: came[rid] for i, rid in enumerate(self.ids.to_pylist()) if rid in came}))
         batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema))
         if not any(cells for _, cells in riding):
-            return Rows.of_arrow(batch)
+            return Batch.of_arrow(batch)
         rows = [list(r) for r in rows_from_arrow(batch)]
         for k, cells in riding:
             for i, value in cells.items():
                 rows[i][k] = value
-        return Rows([tuple(r) for r in rows])
+        return Batch([tuple(r) for r in rows])
 
 
 _TOKENS = itertools.count(1 << 32)

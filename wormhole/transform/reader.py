@@ -11,15 +11,15 @@ push-up scheduler asks, the thread offers its counters after a batch (in its own
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator
 from typing import Protocol
 
-from wormhole.plugins.base import Reader, Row, Split
+from wormhole.plugins.base import Batch, Reader, Row, Split
 from wormhole.transform.chain import ChainRunner
 from wormhole.transform.plan import Placement
 from wormhole.transform.pushup import PushUp
 
-Batches = Iterator[tuple[int, Sequence[Row]]]
+Batches = Iterator[tuple[int, Batch | Collection[Row]]]
 """Each batch as (rows read from the source, rows to send on)."""
 
 

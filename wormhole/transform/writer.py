@@ -7,10 +7,10 @@ reports the rows its filters dropped as ``filtered``, so delivered = written + r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from wormhole.plugins.base import Row, SplitWriter, WriteResult
+from wormhole.plugins.base import Batch, SplitWriter, WriteResult
 from wormhole.transform.chain import ChainRunner
 
 
@@ -22,16 +22,16 @@ class TransformingWriter:
     def open(self) -> None:
         self.inner.open()
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
-        return self._through(rows, self.inner.write)
+    def write(self, batch: Batch) -> WriteResult:
+        return self._through(batch, self.inner.write)
 
-    def _through(self, rows: Sequence[Row], write: Callable[[Sequence[Row]], WriteResult]) -> WriteResult:
-        """``rows`` through the chain, what is left written by ``write``; the rows dropped are ``filtered``."""
-        out = self.runner.run(rows)
+    def _through(self, batch: Batch, write: Callable[[Batch], WriteResult]) -> WriteResult:
+        """``batch`` through the chain, what is left written by ``write``; the rows dropped are ``filtered``."""
+        out = self.runner.run(batch)
         if not out:
-            return WriteResult(written=0, filtered=len(rows))
+            return WriteResult(written=0, filtered=len(batch))
         result = write(out)
-        return WriteResult(written=result.written, rejected=result.rejected, filtered=len(rows) - len(out),
+        return WriteResult(written=result.written, rejected=result.rejected, filtered=len(batch) - len(out),
                            stopped=result.stopped)
 
     def flush(self) -> None:
@@ -42,8 +42,8 @@ class TransformingWriter:
 
 
 class TransformingSplitWriter(TransformingWriter):
-    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
-        return self._through(rows, lambda out: self.inner.write_split(split_id, out))
+    def write_split(self, split_id: str, batch: Batch) -> WriteResult:
+        return self._through(batch, lambda out: self.inner.write_split(split_id, out))
 
     def end_split(self, split_id: str, rows: int) -> None:
         self.inner.end_split(split_id, rows)

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from wormhole.plugins.arrow_parse import FAILED, Unfit, python_array
-from wormhole.plugins.base import Rejected, Row, Rows, Schema
+from wormhole.plugins.base import Batch, Rejected, Row, Schema
 from wormhole.plugins.batch import arrow_schema
 
 CONVERSION_ERRORS = (ValueError, TypeError, ArithmeticError, RecursionError)
@@ -32,7 +32,7 @@ ArrowFn = Callable[[Sequence[Any]], pa.Array]
 (:class:`~wormhole.plugins.arrow_parse.Unfit`, an Arrow error) when it cannot say so."""
 
 Converted = tuple[Sequence[Row], list[Rejected]]
-"""A batch as a format reader yields it: the typed rows (a list, or Arrow columns as ``Rows``) and the
+"""A batch as a format reader yields it: the typed rows (a list, or Arrow columns as ``Batch``) and the
 rows it rejected, with reasons."""
 
 
@@ -96,12 +96,12 @@ class BatchConverter:
                 return batch, rejected
         return rows, rejected
 
-    def _arrow(self, raw: Sequence[Sequence[Any]]) -> Rows | None:
+    def _arrow(self, raw: Sequence[Sequence[Any]]) -> Batch | None:
         if self._arrow_fns is None or not raw:
             return None
         return self.arrow_of(list(zip(*raw, strict=True)))
 
-    def arrow_of(self, cols: Sequence[Sequence[Any] | pa.Array]) -> Rows | None:
+    def arrow_of(self, cols: Sequence[Sequence[Any] | pa.Array]) -> Batch | None:
         """The batch of these raw columns (Python values, or Arrow strings parsed by pyarrow's csv reader)
         as Arrow columns; None when a value has no Arrow form as the Python parser gives it. Raises what
         the Python parser raises for a bad value."""
@@ -121,7 +121,7 @@ class BatchConverter:
                 arrays.append(python_array(self._columns[i], typed))
             except (Unfit, *FAILED):
                 return None
-        return Rows.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
+        return Batch.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
 
     def _columnar(self, raw: Sequence[Sequence[Any]]) -> list[Row]:
         if not self.fns:

@@ -23,7 +23,7 @@ import pyarrow.csv as pa_csv
 
 from wormhole.errors import ReadError
 from wormhole.plugins.arrow_parse import TEXT_CASTS, Unfit
-from wormhole.plugins.base import Column, Row, Rows, Schema
+from wormhole.plugins.base import Batch, Column, Row, Schema
 from wormhole.plugins.file.arrow_text import CsvArrowEncoder
 from wormhole.plugins.file.convert import (
     CONVERSION_ERRORS,
@@ -207,7 +207,7 @@ class CsvReader:
                 yield batch, []
             line += len(lines)
 
-    def _parse(self, chunk: bytes) -> Rows | None:
+    def _parse(self, chunk: bytes) -> Batch | None:
         """The chunk's rows as Arrow columns; None when a row has another width or a value does not convert."""
         invalid: list[int] = []
 

@@ -3,7 +3,7 @@
 pyarrow (the ``parquet`` extra) is imported only when a task uses this format. Files are read in
 record batches of ``batch_rows``; the schema is the first file's, its Arrow types mapped to logical
 types (a decimal keeps its precision and scale), and every other file must have the same columns. A
-batch goes on as Arrow columns (``Rows.of_arrow``), each column cast to its logical type's Arrow type,
+batch goes on as Arrow columns (``Batch.of_arrow``), each column cast to its logical type's Arrow type,
 when every value has a Python form too; otherwise (a timestamp beyond year 9999, and always for nested
 columns, read as json values) a column converts with one ``to_pylist`` and a value Python cannot hold
 sends its row to the dirty sink with ``<file>: row <n>``. The other direction, logical types to Arrow types, is
@@ -18,7 +18,7 @@ from typing import Any
 
 from wormhole.errors import ReadError
 from wormhole.plugins.arrow_text import in_python_range
-from wormhole.plugins.base import Column, Rejected, Row, Rows, Schema
+from wormhole.plugins.base import Batch, Column, Rejected, Row, Schema
 from wormhole.plugins.batch import arrow_schema as batch_schema
 from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.file.convert import Converted
@@ -46,27 +46,26 @@ def footer_rows(files: Sequence[str]) -> int:
     return rows
 
 
+_LOGICAL_TYPES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("is_integer",), "int"),
+    (("is_floating",), "float"),
+    (("is_decimal",), "decimal"),
+    (("is_string", "is_large_string", "is_time"), "string"),  # a time of day reads as its ISO text, as mysql's TIME
+    (("is_binary", "is_large_binary", "is_fixed_size_binary"), "bytes"),
+    (("is_boolean",), "bool"),
+    (("is_date",), "date"),
+    (("is_timestamp",), "datetime"),
+)
+"""``pyarrow.types`` tests, in order, and the logical type of the Arrow types they accept."""
+
+
 def arrow_logical_type(pa: ModuleType, atype: Any) -> str:
     """The logical type a parquet column of Arrow type ``atype`` is read as."""
-    t = pa.types
-    if t.is_dictionary(atype):
+    if pa.types.is_dictionary(atype):
         return arrow_logical_type(pa, atype.value_type)
-    if t.is_integer(atype):
-        return "int"
-    if t.is_floating(atype):
-        return "float"
-    if t.is_decimal(atype):
-        return "decimal"
-    if t.is_string(atype) or t.is_large_string(atype) or t.is_time(atype):
-        return "string"  # a time of day reads as its ISO text, as the mysql store reads TIME
-    if t.is_binary(atype) or t.is_large_binary(atype) or t.is_fixed_size_binary(atype):
-        return "bytes"
-    if t.is_boolean(atype):
-        return "bool"
-    if t.is_date(atype):
-        return "date"
-    if t.is_timestamp(atype):
-        return "datetime"
+    for tests, kind in _LOGICAL_TYPES:
+        if any(getattr(pa.types, test)(atype) for test in tests):
+            return kind
     return "json"  # lists, structs, maps and the rest: their Python values (to_pylist)
 
 
@@ -245,7 +244,7 @@ class ParquetReader:
                 first = 1
                 for batch in pf.iter_batches(batch_size=self._batch_rows, columns=names):
                     columnar = self._columnar(pa, batch)
-                    converted = (Rows.of_arrow(columnar), []) if columnar is not None else _arrow_rows(
+                    converted = (Batch.of_arrow(columnar), []) if columnar is not None else _arrow_rows(
                         batch, fns, names, path, first)
                     first += batch.num_rows
                     yield converted

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 from wormhole.errors import WriteError
 from wormhole.plugins.arrow_text import own_arrow
-from wormhole.plugins.base import Rejected, Row, Schema, WriteResult
+from wormhole.plugins.base import Batch, Rejected, Row, Schema, WriteResult, rows_of
 from wormhole.plugins.file.layout import create_part
 from wormhole.plugins.file.options import PYARROW_MISSING, import_pyarrow
 from wormhole.plugins.values import arrow_types, json_loads, json_text
@@ -107,7 +107,7 @@ class ParquetPart:
         return self._pa.Table.from_arrays([self._array(i, col) for i, col in enumerate(cols)],
                                           schema=self._arrow_schema)
 
-    def _columnar(self, rows: Sequence[Row]) -> Any:
+    def _columnar(self, rows: Batch) -> Any:
         """The table of a batch of Arrow columns, cast to the file's types; None for tuples, or for a batch
         the row path must sort (its reasons per row are the ones it always gave)."""
         batch = own_arrow(rows)
@@ -130,10 +130,11 @@ class ParquetPart:
         except (self._pa.ArrowException, *ARROW_ERRORS):
             return None
 
-    def _convert(self, rows: Sequence[Row]) -> tuple[Any, list[Rejected]]:
-        table = self._columnar(rows)
+    def _convert(self, batch: Batch) -> tuple[Any, list[Rejected]]:
+        table = self._columnar(batch)
         if table is not None:
             return table, []
+        rows = rows_of(batch)
         try:
             return self._table(rows), []
         except ARROW_ERRORS:
@@ -181,18 +182,18 @@ class ParquetPart:
             self._failed = True
             raise self._error(f"cannot write {self.path}: {exc}") from exc
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
+    def write(self, batch: Batch) -> WriteResult:
         if self._writer is None:
             raise self._error(f"{self.path} is not open")
-        if not rows:
+        if not batch:
             return WriteResult(written=0)
-        table, rejected = self._convert(rows)
+        table, rejected = self._convert(batch)
         if table is not None:
             self._pending.append(table)
             self._pending_rows += table.num_rows
             if self._pending_rows >= ROW_GROUP_ROWS:
                 self._write_pending()
-        return WriteResult(written=len(rows) - len(rejected), rejected=tuple(rejected))
+        return WriteResult(written=len(batch) - len(rejected), rejected=tuple(rejected))
 
     def flush(self) -> None:
         if self._writer is None or self._file is None:

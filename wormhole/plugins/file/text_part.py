@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from wormhole.errors import WriteError
 from wormhole.plugins.arrow_text import NotExact, own_text_arrow
-from wormhole.plugins.base import Rejected, Row, WriteResult
+from wormhole.plugins.base import Batch, Rejected, Row, WriteResult, rows_of
 from wormhole.plugins.file.layout import create_part
 
 SERIALISE_ERRORS = (ValueError, TypeError, AttributeError, OverflowError, RecursionError, csv.Error)
@@ -52,13 +52,14 @@ class TextPart:
         except ValueError as exc:  # a column name UTF-8 cannot hold
             raise self._error(f"cannot write the csv header of {self.path}: {exc}") from exc
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
+    def write(self, batch: Batch) -> WriteResult:
         if self._file is None:
             raise self._error(f"{self.path} is not open")
-        if not rows:
+        if not batch:
             return WriteResult(written=0)
         rejected: list[Rejected] = []
-        columnar = self._columnar(rows)
+        columnar = self._columnar(batch)
+        rows = rows_of(batch) if columnar is None else ()
         try:
             data = columnar if columnar is not None else self._encode(rows)
         except SERIALISE_ERRORS:
@@ -74,15 +75,15 @@ class TextPart:
             self._file.write(data)
         except OSError as exc:
             raise self._error(f"cannot write {self.path}: {exc}") from exc
-        return WriteResult(written=len(rows) - len(rejected), rejected=tuple(rejected))
+        return WriteResult(written=len(batch) - len(rejected), rejected=tuple(rejected))
 
-    def _columnar(self, rows: Sequence[Row]) -> pa.Buffer | None:
+    def _columnar(self, batch: Batch) -> pa.Buffer | None:
         """The text of a batch of Arrow columns; None for tuples or a batch to encode row by row."""
-        batch = own_text_arrow(rows)
-        if batch is None:
+        form = own_text_arrow(batch)
+        if form is None:
             return None
         try:
-            return self._encode_arrow(batch)
+            return self._encode_arrow(form)
         except (NotExact, pa.ArrowException, *SERIALISE_ERRORS):
             return None  # the row encoder writes what it can and rejects the rest with their reasons
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
 
 from wormhole.errors import WriteError
-from wormhole.plugins.base import Row, WriteContext, WriteResult
+from wormhole.plugins.base import Batch, WriteContext, WriteResult
 from wormhole.plugins.file.csv_format import CsvEncoder
 from wormhole.plugins.file.jsonl_format import JsonlEncoder
 from wormhole.plugins.file.layout import (
@@ -81,8 +80,8 @@ class FileWriter:
             self._part = part
         return self._part
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
-        return self._plain().write(rows)
+    def write(self, batch: Batch) -> WriteResult:
+        return self._plain().write(batch)
 
     def flush(self) -> None:
         self._plain().flush()
@@ -99,8 +98,8 @@ class FileWriter:
             self._splits[split_id] = part
         return part
 
-    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
-        return self._split_part(split_id).write(rows)
+    def write_split(self, split_id: str, batch: Batch) -> WriteResult:
+        return self._split_part(split_id).write(batch)
 
     def end_split(self, split_id: str, rows: int) -> None:
         part = self._split_part(split_id)  # a split without rows still gets its (empty) part: its record

@@ -1,11 +1,11 @@
 """The mysql source's incremental bounds: the column's type, its maximum over every table (or query) the
 source reads, and the server's clock (:mod:`wormhole.plugins.sql.bounds`, with
-:meth:`~.source_dialect.MysqlSourceDialect.max_and_now`)."""
+:meth:`~.dialect.MysqlDialect.max_and_now`)."""
 
 from __future__ import annotations
 
 from wormhole.plugins.base import ReadContext, SourceBounds
-from wormhole.plugins.mysql.source_dialect import MYSQL
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.sql import bounds as sql_bounds
 from wormhole.plugins.sql.source_options import SqlSource
 

@@ -23,8 +23,8 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 from wormhole.plugins.arrow_text import own_text_arrow
-from wormhole.plugins.base import Row, Schema, batch_memo
-from wormhole.plugins.batch import Rows, arrow_schema
+from wormhole.plugins.base import Schema, batch_memo
+from wormhole.plugins.batch import Batch, arrow_schema
 from wormhole.plugins.mysql.arrow_load import arrow_payload
 from wormhole.plugins.mysql.types import load_payload, sql_values
 from wormhole.plugins.sql import VALUE_ERRORS
@@ -49,7 +49,7 @@ class PieceEncoder:
         self.columns = tuple((c.type, c.unsigned, c.precision, c.scale) for c in schema.columns)
         """What an encoded piece depends on besides its values (memo keys name it)."""
 
-    def form(self, rows: Sequence[Row]) -> pa.RecordBatch | None:
+    def form(self, rows: Batch) -> pa.RecordBatch | None:
         """The batch's Arrow columns to encode LOAD DATA pieces from, or None to encode its tuples."""
         # Only a batch that came as Arrow (not one a destination's chain made from tuples), and without a
         # free-scale decimal: those texts are the tuples' own (arrow_text.own_text_arrow).
@@ -60,15 +60,15 @@ class PieceEncoder:
             self._arrow_schema = arrow_schema(self.schema)
         return batch if batch.schema.equals(self._arrow_schema) else None
 
-    def wire_text(self, rows: Sequence[Row], form: pa.RecordBatch | None) -> tuple[pa.Array | None, ...] | None:
+    def wire_text(self, rows: Batch, form: pa.RecordBatch | None) -> tuple[pa.Array | None, ...] | None:
         """The batch's wire text of each column this writer loads from it (None for the others), or None."""
-        wire = rows.wire if form is not None and isinstance(rows, Rows) else None
+        wire = rows.wire if form is not None else None
         if wire is None or not any(self.wire):
             return None
         used = tuple(w if take else None for w, take in zip(wire, self.wire, strict=True))
         return used if any(w is not None for w in used) else None
 
-    def encode(self, rows: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int,
+    def encode(self, rows: Batch, form: pa.RecordBatch | None, start: int, size: int,
                wire: Sequence[pa.Array | None] | None = None) -> Encoded | None:
         """Rows ``start`` to ``start + size`` of the batch, encoded (from ``wire`` text where given);
         None when some value cannot be (a float infinity, a lone surrogate): the piece is then written
@@ -76,20 +76,18 @@ class PieceEncoder:
         memo = batch_memo(rows)
         from_wire = None if wire is None else tuple(w is not None for w in wire)
         key = ("mysql", self.method, self.columns, from_wire, start, size)
-        if memo is not None:
-            found = memo.get(key)
-            if found is not None:
-                return found if found is not _UNENCODABLE else None
+        found = memo.get(key)
+        if found is not None:
+            return found if found is not _UNENCODABLE else None
         encoded: Any
         try:
             encoded = self._encoded(rows, form, start, size, wire)
         except VALUE_ERRORS:
             encoded = None  # some value cannot be written: the row-by-row pass finds which
-        if memo is not None:
-            memo[key] = _UNENCODABLE if encoded is None else encoded
+        memo[key] = _UNENCODABLE if encoded is None else encoded
         return encoded
 
-    def _encoded(self, rows: Sequence[Row], form: pa.RecordBatch | None, start: int, size: int,
+    def _encoded(self, rows: Batch, form: pa.RecordBatch | None, start: int, size: int,
                  wire: Sequence[pa.Array | None] | None) -> Encoded:
         if form is not None:
             try:

@@ -19,9 +19,9 @@ from wormhole.errors import ReadError
 from wormhole.plugins.base import Column, PushedQuery, Row, Schema, Split
 from wormhole.plugins.mysql.arrow_read import BatchDecoder
 from wormhole.plugins.mysql.connection import PLUGIN_NAME, abandon, close_quietly, describe, source_connection
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.passthrough import native_type
 from wormhole.plugins.mysql.protocol import column_batches
-from wormhole.plugins.mysql.source_dialect import MYSQL
 from wormhole.plugins.mysql.types import KIND_TYPES
 from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql.reader import SqlReader

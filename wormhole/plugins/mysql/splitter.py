@@ -18,7 +18,7 @@ from wormhole.errors import SplitError
 from wormhole.plugins.base import Split
 from wormhole.plugins.mysql.catalog import ColumnInfo
 from wormhole.plugins.mysql.connection import fetch_all
-from wormhole.plugins.mysql.source_dialect import MYSQL
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.types import select_expr
 from wormhole.plugins.sql import ascii_points, int_points, key_ranges
 from wormhole.plugins.sql import backquote as quote
@@ -123,7 +123,7 @@ class MysqlSplitter(SqlSplitter):
         try:
             shape = MYSQL.describe_query(conn, ep, source.query)
         finally:
-            MYSQL.close(conn)
+            MYSQL.close_quietly(conn)
         sql = source.query
         if any(c.kind == "float32" for c in shape):
             sql = f"SELECT {', '.join(select_expr(quote(c.name), c.kind) for c in shape)} FROM ({sql}) AS wh_q"

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pymysql
 
 from wormhole.errors import WriteError
-from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
+from wormhole.plugins.base import Batch, Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
     describe,
@@ -109,10 +109,10 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
 
     # -- writing --------------------------------------------------------------------------------
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
-        return self._write(rows, None)
+    def write(self, batch: Batch) -> WriteResult:
+        return self._write(batch, None)
 
-    def _write(self, rows: Sequence[Row], split_id: str | None) -> WriteResult:
+    def _write(self, rows: Batch, split_id: str | None) -> WriteResult:
         size = self.options.batch_size
         if self.encoder is None:
             self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method, self.periphery.wire)
@@ -138,7 +138,7 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
                 break
         return WriteResult(written=written, rejected=tuple(rejected), stopped=len(rows) - written - len(rejected))
 
-    def _write_piece(self, batch: Sequence[Row], form: pa.RecordBatch | None, wire: Sequence[pa.Array | None] | None,
+    def _write_piece(self, batch: Batch, form: pa.RecordBatch | None, wire: Sequence[pa.Array | None] | None,
                      start: int, size: int, split_id: str | None, room: int | None) -> tuple[int, list[Rejected]]:
         """Rows ``start`` to ``start + size`` of ``batch`` at once; when some row's value fails that (or
         cannot be encoded), the piece again row by row, so only the bad rows are rejected (until more than

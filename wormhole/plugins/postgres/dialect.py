@@ -1,27 +1,93 @@
 """PostgreSQL's :class:`~wormhole.plugins.sql.dialect.Dialect`: how the SQL store kit's statements are
-spelled for it and how psycopg answers."""
+spelled for it and how psycopg answers, for its source and its destination."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import psycopg
 
-from wormhole.plugins.base import StopSignal
-from wormhole.plugins.postgres import connection
+from wormhole.errors import SplitError
+from wormhole.plugins.base import ReadContext, StopSignal
+from wormhole.plugins.postgres import catalog, connection
 from wormhole.plugins.postgres.options import MAX_IDENTIFIER_BYTES
 from wormhole.plugins.sql import quote
+from wormhole.plugins.sql.source_options import Endpoint, Shard, SourceSettings
 
 _UNIQUE_VIOLATION = "23505"
+_UTC_NOW = "date_trunc('second', now() AT TIME ZONE 'UTC')"
+_LOCAL_NOW = ("date_trunc('second', now() AT TIME ZONE "
+              "(SELECT reset_val FROM pg_settings WHERE name = 'TimeZone'))")
 
 
 class PostgresDialect:
     """The postgres store's dialect (one instance, :data:`POSTGRES`)."""
 
-    # -- write side (the destination's kit) ------------------------------------------------------
+    # -- both sides -------------------------------------------------------------------------------
 
     name = connection.PLUGIN_NAME
     db_error: type[Exception] = psycopg.Error
+
+    quote = staticmethod(quote)
+    describe = staticmethod(connection.describe)
+    close_quietly = staticmethod(connection.close_quietly)
+
+    # -- read side (the source's kit) ------------------------------------------------------------
+
+    kind_types: Mapping[str, str] = catalog.KIND_TYPES
+
+    @staticmethod
+    def relation(shard: Shard, table: str) -> str:
+        return catalog.relation(shard.schema, table)
+
+    @staticmethod
+    def table_label(shard: Shard, table: str) -> str:
+        return catalog.relation(shard.schema, table)
+
+    @staticmethod
+    def connect(source: SourceSettings, endpoint: Endpoint, error: type[Any], ctx: ReadContext,
+                log: Any = None) -> psycopg.Connection[Any]:
+        return connection.connect(endpoint, error, attempts=source.connect_retries, timeout=source.connect_timeout_s,
+                                  stop=ctx.stop, log=ctx.log if log is None else log)
+
+    @staticmethod
+    def fetch_one(conn: psycopg.Connection[Any], sql: str, args: Sequence[Any] | None = None) -> Any:
+        return conn.execute(sql, args).fetchone()
+
+    @staticmethod
+    def describe_table(conn: psycopg.Connection[Any], shard: Shard, table: str) -> list[catalog.ColumnInfo]:
+        return catalog.describe_table(conn, shard.endpoint, shard.schema, table)
+
+    @staticmethod
+    def choose_columns(infos: list[catalog.ColumnInfo], wanted: Sequence[str] | None, shard: Shard,
+                       table: str) -> list[catalog.ColumnInfo]:
+        return catalog.choose_columns(infos, wanted, shard.endpoint, catalog.relation(shard.schema, table))
+
+    describe_query = staticmethod(catalog.describe_query)
+
+    @staticmethod
+    def max_and_now(conn: psycopg.Connection[Any], shard: Shard, relation: str, info: catalog.ColumnInfo,
+                    column: str) -> tuple[Any, datetime]:
+        """The maximum is over finite values (``infinity`` has no Python value). The clock is ``now()`` to the
+        whole second: in UTC for a ``timestamptz`` column (the reader gives its values in UTC), and for a
+        ``timestamp`` column in the server's own time zone (its configured ``TimeZone``, what its writers'
+        sessions use unless they chose another), as the mysql store compares a DATETIME."""
+        q = quote(info.name)
+        value = f"({q} AT TIME ZONE 'UTC')" if info.kind == "timestamptz" else q
+        finite = f" FILTER (WHERE isfinite({q}))" if info.kind in ("date", "datetime", "timestamptz") else ""
+        clock = _LOCAL_NOW if info.kind == "datetime" else _UTC_NOW
+        try:
+            row = conn.execute(f"SELECT (SELECT MAX({value}){finite} FROM {relation}), {clock}").fetchone()
+        except psycopg.Error as exc:
+            raise SplitError(f"cannot read the incremental bound of {info.name} on {shard.endpoint.mark}: "
+                             f"{connection.describe(exc)}", plugin=connection.PLUGIN_NAME) from exc
+        assert row is not None
+        return row[0], row[1]
+
+    # -- write side (the destination's kit) ------------------------------------------------------
+
     namespace_kind = "schema"
     markers_ddl = (
         "CREATE TABLE IF NOT EXISTS {table} (taskdb varchar(32) NOT NULL DEFAULT '', task_id bigint NOT NULL, "
@@ -30,9 +96,6 @@ class PostgresDialect:
         "PRIMARY KEY (taskdb, task_id, state_run, destination, split_id))")
     markers_upgrade: str | None = None
 
-    quote = staticmethod(quote)
-    describe = staticmethod(connection.describe)
-    close_quietly = staticmethod(connection.close_quietly)
     is_transient = staticmethod(connection.is_transient)
 
     def fit_name(self, table: str, suffix: str) -> str:

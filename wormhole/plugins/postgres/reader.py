@@ -39,8 +39,8 @@ from wormhole.plugins.postgres.catalog import (
     relation,
 )
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
+from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.passthrough import ENCODED_ROWS_FACTOR, RowDecoder, read_rows, source_encoding
-from wormhole.plugins.postgres.source_dialect import POSTGRES
 from wormhole.plugins.postgres.splitter import encoded_sql, escape, source_connection
 from wormhole.plugins.sql import quote
 from wormhole.plugins.sql.reader import SqlReader

@@ -32,7 +32,7 @@ from wormhole.plugins.postgres.catalog import (
     select_expr,
 )
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
-from wormhole.plugins.postgres.source_dialect import POSTGRES
+from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.sql import int_points, quote
 from wormhole.plugins.sql.source_options import QuerySource, Shard
 from wormhole.plugins.sql.splitter import SqlSplitter, TableCut

@@ -27,7 +27,6 @@ it again from its start; with ``retries: 0`` the destination fails instead). The
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -36,7 +35,7 @@ import pyarrow as pa
 
 from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
-from wormhole.plugins.batch import BadValues, Rows, rows_from_arrow
+from wormhole.plugins.batch import BadValues, Batch, rows_from_arrow
 from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
 from wormhole.plugins.postgres.connection import (
     PLUGIN_NAME,
@@ -94,10 +93,10 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
 
     # -- writing --------------------------------------------------------------------------------
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
-        return self._write(rows, None)
+    def write(self, batch: Batch) -> WriteResult:
+        return self._write(batch, None)
 
-    def _write(self, rows: Sequence[Row], split_id: str | None) -> WriteResult:
+    def _write(self, rows: Batch, split_id: str | None) -> WriteResult:
         p = self.periphery
         self._check_not_broken()
         pieces, rejected = self._pieces(rows)
@@ -127,10 +126,10 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
                 written += end - start - len(bad)
         return WriteResult(written=written, rejected=tuple(rejected))
 
-    def _pieces(self, rows: Sequence[Row]) -> tuple[list[AnyPiece], list[Rejected]]:
+    def _pieces(self, rows: Batch) -> tuple[list[AnyPiece], list[Rejected]]:
         """What the batch is loaded as: the source's binary rows as they are (:mod:`.passthrough`), or
         pieces encoded from its values, less the rows refused on the way."""
-        encoded = rows.encoded if isinstance(rows, Rows) else None
+        encoded = rows.encoded
         if encoded is not None and self.periphery.takes_encoding(encoded.encoding):
             return [EncodedPiece(encoded)], []
         batch, rejected, extra = self._form(rows)
@@ -139,11 +138,10 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
             pieces.append(self._lines(extra, rejected))
         return pieces, rejected
 
-    def _form(self, rows: Sequence[Row]) -> tuple[pa.RecordBatch, list[Rejected], list[Row]]:
+    def _form(self, batch: Batch) -> tuple[pa.RecordBatch, list[Rejected], list[Row]]:
         """The batch's Arrow columns less the rows PostgreSQL cannot take (rejected, with the reason) and the
         rows that have no Arrow form (written from their tuples)."""
         schema = self.ctx.schema
-        batch = rows if isinstance(rows, Rows) else Rows(rows)
         rejected: list[Rejected] = []
         extra: list[Row] = []
         try:

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import Column, PushedQuery, ReadContext, Schema
-from wormhole.plugins.sql.source_dialect import SourceDialect
+from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.source_options import QuerySource, SqlSource
 
 
@@ -28,7 +28,7 @@ class SchemaOnce:
 class SqlReader(SchemaOnce):
     """Streams the rows of each split (one connection per split, closed after it); the store reads them."""
 
-    DIALECT: ClassVar[SourceDialect]
+    DIALECT: ClassVar[Dialect]
 
     def __init__(self, options: SqlSource, ctx: ReadContext) -> None:
         self.source = options
@@ -47,7 +47,7 @@ class SqlReader(SchemaOnce):
             return dialect.choose_columns(dialect.describe_table(conn, shard, table), source.selection.columns, shard,
                                           table)
         finally:
-            dialect.close(conn)
+            dialect.close_quietly(conn)
 
     def split_columns(self, names: tuple[str, ...], kinds: tuple[str, ...],
                       pushed: PushedQuery | None) -> tuple[Column, ...]:

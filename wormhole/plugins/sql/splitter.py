@@ -13,7 +13,7 @@ from typing import Any, ClassVar, TypeVar
 from wormhole.errors import SplitError
 from wormhole.plugins.base import ReadContext, Split
 from wormhole.plugins.sql.catalog import CatalogColumn, Shape, find_column, same_shape
-from wormhole.plugins.sql.source_dialect import SourceDialect
+from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.source_options import QuerySource, Selection, Shard, SqlSource
 
 ColumnT = TypeVar("ColumnT", bound=CatalogColumn)
@@ -23,7 +23,7 @@ ColumnT = TypeVar("ColumnT", bound=CatalogColumn)
 class TableCut:
     """One table of a shard being cut into splits; each store's cutter adds how its ranges read."""
 
-    dialect: SourceDialect
+    dialect: Dialect
     conn: Any
     index: int
     """The shard's index in the source (what a split's ``shard`` param holds)."""
@@ -58,7 +58,7 @@ class TableCut:
         """The key's range as ``sql`` (a ``SELECT MIN(key), MAX(key) ...``) finds it."""
         try:
             row = self.dialect.fetch_one(self.conn, sql)
-        except self.dialect.driver_error as exc:
+        except self.dialect.db_error as exc:
             raise SplitError(f"cannot find the key range of {self.label}: {self.dialect.describe(exc)}",
                              plugin=self.dialect.name) from exc
         return None if row is None else (row[0], row[1])
@@ -71,7 +71,7 @@ class TableCut:
 class SqlSplitter:
     """Splits a SQL store's source: the store says how a query split reads and how a table is cut."""
 
-    DIALECT: ClassVar[SourceDialect]
+    DIALECT: ClassVar[Dialect]
     CUTTER: ClassVar[type[TableCut]]
     CUT_WITHOUT_KEY: ClassVar[bool] = False
     """Whether a table without ``split_pk`` is cut too (so ``split_factor`` applies to it)."""
@@ -101,7 +101,7 @@ class SqlSplitter:
                     cutter = self.CUTTER(dialect, conn, index, shard, table, source.selection, chosen)
                     splits.extend(cutter.splits(infos, per_table))
             finally:
-                dialect.close(conn)
+                dialect.close_quietly(conn)
         self.ctx.log.info("splitter.done", splits=len(splits), tables=table_count)
         return splits
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from wormhole.errors import WriteError
 from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, json_values, own_text_arrow
-from wormhole.plugins.base import Row, WriteContext, WriteResult
+from wormhole.plugins.base import Batch, Row, WriteContext, WriteResult
 from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, quote, rows_one_by_one
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME
@@ -69,7 +69,7 @@ class SqliteWriter:
             cols[i] = [None if v is None else fn(v) for v in cols[i]]
         return list(zip(*cols, strict=True))
 
-    def _columns(self, rows: Sequence[Row]) -> Sequence[Sequence[Any]] | None:
+    def _columns(self, rows: Batch) -> Sequence[Sequence[Any]] | None:
         """The parameters of a batch of Arrow columns (None for tuples, or a batch to convert row-wise)."""
         batch = own_text_arrow(rows)
         columns = self.ctx.schema.columns
@@ -82,14 +82,14 @@ class SqliteWriter:
             return None
         return list(zip(*values, strict=True))
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
+    def write(self, batch: Batch) -> WriteResult:
         """Rows of no split (a plain writer): staged untagged, loaded at commit, never durable before."""
-        return self._write(None, rows)
+        return self._write(None, batch)
 
-    def write_split(self, split_id: str, rows: Sequence[Row]) -> WriteResult:
-        return self._write(split_id, rows)
+    def write_split(self, split_id: str, batch: Batch) -> WriteResult:
+        return self._write(split_id, batch)
 
-    def _write(self, split: str | None, rows: Sequence[Row]) -> WriteResult:
+    def _write(self, split: str | None, rows: Batch) -> WriteResult:
         if not rows:
             return WriteResult(written=0)
         try:

@@ -4,7 +4,7 @@ Generated values come from small per-column pools indexed by row number, so any 
 depend only on the spec (``seed``, ``columns``) and the row number, never on how the rows were
 split. Each pool is kept as an Arrow array repeated enough times that any window of ``batch_rows``
 values is one zero-copy slice, so a batch is a record batch made without per-value Python
-(``Rows.of_arrow``) and benchmarks measure the engine, not the generator. A batch holding a dirty row
+(``Batch.of_arrow``) and benchmarks measure the engine, not the generator. A batch holding a dirty row
 (``dirty_every``: a lone surrogate, which has no Arrow form) is made of tuples, as the row path did.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.base import Column, ReadContext, Row, Rows, Schema, Split
+from wormhole.plugins.base import Batch, Column, ReadContext, Row, Schema, Split
 from wormhole.plugins.batch import arrow_schema, arrow_type
 from wormhole.plugins.stream.options import ColumnOption, StreamReaderOptions
 from wormhole.plugins.values import JSON_NULL, json_dumps
@@ -108,7 +108,7 @@ class StreamReader:
             return range(0)
         return range(lo + (-(lo + 1)) % every, hi, every)
 
-    def _arrow(self, lo: int, hi: int) -> Rows:
+    def _arrow(self, lo: int, hi: int) -> Batch:
         n = hi - lo
         arrays: list[pa.Array] = []
         for pool in self._pools:
@@ -117,7 +117,7 @@ class StreamReader:
             else:
                 size, repeated, _ = pool
                 arrays.append(repeated.slice(lo % size, n))
-        return Rows.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=self._arrow_schema))
+        return Batch.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=self._arrow_schema))
 
     def _tuples(self, lo: int, hi: int) -> list[Row]:
         n = hi - lo

@@ -11,7 +11,7 @@ from datetime import date, datetime
 from typing import Any
 
 from wormhole.errors import WriteError
-from wormhole.plugins.base import Row, WriteContext, WriteResult
+from wormhole.plugins.base import Batch, Row, WriteContext, WriteResult, rows_of
 from wormhole.plugins.stream.options import NullWriterOptions
 from wormhole.plugins.stream.periphery import NullPeriphery
 
@@ -25,18 +25,18 @@ class NullWriter:
     def open(self) -> None:
         pass
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
+    def write(self, batch: Batch) -> WriteResult:
         if self._o.delay_ms:
             time.sleep(self._o.delay_ms / 1000)
         if self._o.fail_after is not None:
             with self._p.lock:
-                self._p.rows += len(rows)
+                self._p.rows += len(batch)
                 if self._p.rows > self._o.fail_after:
                     raise WriteError(f"null sink configured to fail after {self._o.fail_after} rows",
                                      destination=self._ctx.destination, plugin="stream")
         if self._o.print:
-            self._print(rows)
-        return WriteResult(written=len(rows))
+            self._print(rows_of(batch))
+        return WriteResult(written=len(batch))
 
     def _print(self, rows: Sequence[Row]) -> None:
         o = self._o
