@@ -22,7 +22,7 @@ import importlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark import StorageLevel, TaskContext
@@ -93,6 +93,9 @@ class _FinishedRead:
     def close_input(self) -> None:
         pass  # no queues: each destination's job reads the persisted source
 
+    def join(self, deadline: float) -> bool:
+        return True  # no reader thread: Spark read the source before this was made
+
 
 class SparkExecution:
     """The ``Execution`` of Spark mode (see :mod:`wormhole.execution`)."""
@@ -159,7 +162,7 @@ class SparkExecution:
         counters = self._counters.new_reader()
         counters.rows, counters.splits = rows, len(readers.splits)
         self._rows = rows
-        return _FinishedRead(rows, readers.stop)
+        return _FinishedRead(rows, cast(threading.Event, self._ctx.stop))  # the engine's Event
 
     def start_writes(self, writers: Any, coordinator: SplitCoordinator) -> None:
         self._lease = writers.lease
