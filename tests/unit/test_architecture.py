@@ -13,7 +13,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "wormhole"
 
 RUN_PATH = ("engine.py", "execution.py", "reader_manager.py", "writer_manager.py", "destination.py", "monitor.py",
-            "counters.py", "result.py", "dirty.py", "pool.py", "exchange/*.py", "planning/*.py", "recovery/*.py")
+            "counters.py", "result.py", "dirty.py", "pool.py", "exchange/*.py", "planning/*.py", "recovery/*.py",
+            "source_facts.py", "run_parts.py", "run_report.py", "runner/*.py")
 """The modules of the run path and the recovery package, whose every function must fit a screen."""
 
 GUARDED = {"reader_manager.py": ("ReaderManager", {"readers", "reader_manager"}),
