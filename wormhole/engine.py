@@ -170,7 +170,8 @@ class Engine:
         writers = self._writers = WriterManager(run.writers, recovery, planning.execution, started=run.t0,
                                                 transforms=plan.transforms if plan is not None else None)
         try:
-            ended = planning.ended or self._transfer(run, cast(_Ready, planning.ready), writers)
+            ready = planning.ready
+            ended = self._transfer(run, ready, writers) if ready is not None else planning.ended or Ended()
         except BaseException:  # a bug of ours: the sides still stop before it is reported
             self._shut_down(run, planning, writers, Ended())
             raise
