@@ -320,3 +320,37 @@ def test_the_product_reads_no_test_setting() -> None:
     readers = [str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py")
                if "WORMHOLE_TEST_" in p.read_text(encoding="utf-8")]
     assert readers == []
+
+
+# -- a3-stages: the run in finished stages, the runner below the CLI ----------------------------------------
+
+
+def test_planning_asks_no_store() -> None:
+    """The plan is decided from the source's facts (wormhole.source_facts asks the source): no planning module
+    imports the read side, the execution or the pool that runs a store's calls under a timeout (not even for
+    typing), nor the facts' module but for typing."""
+    mods = modules()
+    known = set(mods)
+    offenders = {}
+    for name, path in mods.items():
+        if name.startswith("wormhole.planning."):
+            found = sorted(imports_of(path, name, known) & {"wormhole.reader_manager", "wormhole.pool",
+                                                              "wormhole.execution"})
+            found += names_under(imported_names(path, name), ("wormhole.source_facts",))
+            if found:
+                offenders[name] = found
+    assert "wormhole.planning.plan" in mods, "the planning modules were not found"
+    assert offenders == {}
+
+
+def test_the_runner_sits_below_the_cli() -> None:
+    """wormhole.runner (claims, patience, the engine's run under a claim) imports nothing of wormhole.cli,
+    and the daemon reaches the runner without loading the engine (only its children run one)."""
+    mods = modules()
+    runner = [n for n in mods if n == "wormhole.runner" or n.startswith("wormhole.runner.")]
+    assert len(runner) > 3, "the runner's modules were not found"
+    assert {n: names_under(imported_names(mods[n], n), ("wormhole.cli",)) for n in runner
+            if names_under(imported_names(mods[n], n), ("wormhole.cli",))} == {}
+    daemon = imported_names(mods["wormhole.daemon"], "wormhole.daemon")
+    assert names_under(daemon, ("wormhole.runner",)), "the daemon does not use the runner"
+    assert not names_under(daemon, ("wormhole.engine", "wormhole.runner.run", "wormhole.runner.engine_run"))
