@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
 import structlog
@@ -22,6 +22,21 @@ from tests.mysql_helpers import Databases, Server
 
 REPO = Path(__file__).resolve().parent.parent
 MYSQL_URL = os.environ.get("WORMHOLE_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306")
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Closable)
+
+
+def closed_after(started: list[_C]) -> Iterator[list[_C]]:
+    """A fixture's body: yield the list a test appends what it starts to (daemons, processes), then close
+    each one, whatever the test's outcome."""
+    yield started
+    for item in started:
+        item.close()
 
 
 GROUPED_MODULES = frozenset({"tests/e2e/test_resume.py", "tests/integration/test_expr_agree.py",

@@ -9,10 +9,11 @@ type-equality test (tests/spark/test_spark_types.py), so both engines are held t
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.mysql_helpers import Databases, Server, execute, q
+from tests.mysql_helpers import Databases, Server, db_of, execute, q
 from tests.pg_helpers import PgServer
 from tests.spark_helpers import run_task
 from wormhole.config import EngineConf
@@ -53,7 +54,24 @@ TYPE_COLUMNS: list[str] = ["id", "ti", "tu", "si", "su", "mi", "mu", "i", "iu", 
 
 
 # ---------------------------------------------------------------------------------------------
-# The type round-trip table (README "Type round trip"): one awkward value per row, so a store that
+def fill_types_table(url: str, *copies: str, rows: Sequence[tuple[Any, ...]] = TYPE_ROWS, strict: bool = False,
+                     then: Sequence[str] = ()) -> None:
+    """In the database of the mysql:// ``url``: table ``src`` (TYPES_DDL) holding ``rows``, empty tables
+    ``copies`` of the same shape, then the statements ``then``, in a UTC session (strict with ``strict``)."""
+    conn = Server.from_url(url).connect(db_of(url))
+    try:
+        for name in ("src", *copies):
+            execute(conn, TYPES_DDL.format(name=name))
+        with conn.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'" + (", sql_mode = 'STRICT_ALL_TABLES'" if strict else ""))
+            cur.executemany(f"INSERT INTO src VALUES ({', '.join(['%s'] * len(TYPE_COLUMNS))})", rows)
+            for statement in then:
+                cur.execute(statement)
+    finally:
+        conn.close()
+
+
+# The type round-trip table (docs/manual/types.md, "Type round trip"): one awkward value per row, so a store that
 # refuses a row refuses that value only; each store's copy is read back into MySQL by wormhole and
 # compared with the source cell by cell, exactly (tests/integration/test_type_table.py: local mode;
 # tests/spark/test_spark_types.py: Spark mode).
@@ -145,7 +163,7 @@ def roundtrip_outcome(source: Cells, copy: Cells) -> dict[str, str]:
 
 
 def roundtrip_markdown(outcomes: dict[str, dict[str, str]]) -> str:
-    """The README table: a row per source type, a column per store."""
+    """The manual's table: a row per source type, a column per store."""
     stores = list(outcomes)
     lines = ["| MySQL source type | " + " | ".join(stores) + " |", "|---" * (len(stores) + 1) + "|"]
     for c in ROUNDTRIP_COLUMNS:
@@ -229,20 +247,21 @@ def measure_roundtrip(conf: EngineConf, engine: str, server: Server, dbs: Databa
     return outcomes
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+TYPES_DOC = Path(__file__).resolve().parents[1] / "docs" / "manual" / "types.md"
 WRITE_ENV = "WORMHOLE_WRITE_TYPE_TABLE"
 
 
-def check_readme_table(name: str, table: str) -> None:
-    """README's table ``name`` (between ``<!-- type-table:NAME -->`` and ``<!-- /type-table:NAME -->``)
-    must be what the test measured; with WORMHOLE_WRITE_TYPE_TABLE=1 the test writes it there."""
-    text = README.read_text(encoding="utf-8")
+def check_manual_table(name: str, table: str) -> None:
+    """The manual's table ``name`` (docs/manual/types.md, between ``<!-- type-table:NAME -->`` and
+    ``<!-- /type-table:NAME -->``) must be what the test measured; with WORMHOLE_WRITE_TYPE_TABLE=1 the test
+    writes it there."""
+    text = TYPES_DOC.read_text(encoding="utf-8")
     start, end = f"<!-- type-table:{name} -->\n", f"\n<!-- /type-table:{name} -->"
-    assert start in text and end in text, f"README.md has no {start.strip()} section"
+    assert start in text and end in text, f"{TYPES_DOC.name} has no {start.strip()} section"
     before, rest = text.split(start, 1)
     current, after = rest.split(end, 1)
     if os.environ.get(WRITE_ENV) == "1":
-        README.write_text(before + start + table + end + after, encoding="utf-8")
+        TYPES_DOC.write_text(before + start + table + end + after, encoding="utf-8")
         return
-    assert current == table, (f"README.md's {name} type table is not what the test measured (rerun it with "
+    assert current == table, (f"{TYPES_DOC.name}'s {name} type table is not what the test measured (rerun it with "
                               f"{WRITE_ENV}=1 if the change is meant):\n{table}")

@@ -84,14 +84,25 @@ class Schemas:
         self.conn.close()
 
 
-@pytest.fixture
-def pg_schemas() -> Iterator[Schemas]:
+def fresh_schemas() -> Iterator[Schemas]:
+    """A fixture's body: fresh schemas on the test server, every one dropped afterwards."""
     server = PgServer.from_url()
     schemas = Schemas(server, pg_or_skip(server))
     try:
         yield schemas
     finally:
         schemas.drop_all()
+
+
+def fresh_schema(label: str) -> Iterator[tuple[PgServer, Any, str]]:
+    """A fixture's body: (the test server, an autocommit connection, one fresh schema ``wh_<label>_...``)."""
+    for schemas in fresh_schemas():
+        yield schemas.server, schemas.conn, schemas.create(label)
+
+
+@pytest.fixture
+def pg_schemas() -> Iterator[Schemas]:
+    yield from fresh_schemas()
 
 
 def pg_execute(conn: Any, sql: str, args: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
@@ -106,3 +117,14 @@ def pg_rows(conn: Any, schema: str, table: str, columns: Sequence[str]) -> list[
 def pg_tables(conn: Any, schema: str) -> list[str]:
     return [r[0] for r in pg_execute(conn, "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY 1",
                                      (schema,))]
+
+
+def pg_store(server: PgServer, schema: str, table: str, **params: Any) -> dict[str, Any]:
+    """A postgres source's or destination's ``plugin`` and ``params`` on ``table`` of ``schema``."""
+    return {"plugin": "postgres", "params": server.params(schema, table=table, **params)}
+
+
+def from_src(server: PgServer, schema: str, destinations: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
+    """A task reading table ``src`` of ``schema``, split on ``id``, into ``destinations``; ``top`` holds its
+    other keys (``settings``...)."""
+    return {"source": pg_store(server, schema, "src", split_pk="id"), "destinations": destinations, **top}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,12 @@ SCHEMA = Schema(tuple(Column(name, t) for name, t in [
     ("flag", "bool"), ("day", "date"), ("ts", "datetime"), ("doc", "json"),
 ]))
 """One column of every logical type."""
+
+WIDE_ROW: Row = (1, 0.1, Decimal("1.10"), "héllo 😀 wörld", bytes(range(256)), True, dt.date(2024, 2, 29),
+                 dt.datetime(2024, 2, 29, 23, 59, 58, 123456), {"k": ["😀", 1, 2.5, None, True]})
+"""A SCHEMA row of awkward values: a decimal's own scale, emoji, every byte value, a leap day, microseconds."""
+NULL_ROW: Row = (2, None, None, None, None, None, None, None, None)
+"""A SCHEMA row of NULLs but its id."""
 
 
 class ListDirtySink:
@@ -84,6 +92,13 @@ def run_destination(sink: SinkRole, options: Any, parts: Sequence[Sequence[Row]]
     else:
         periphery.rollback()
     return results
+
+
+def call_phases(periphery: Any, *phases: str) -> None:
+    """Call the destination periphery's phases (``prepare``, ``commit``, ``rollback``, ``release``) in this
+    order, repeats included: a test of what a phase called again or out of turn does."""
+    for phase in phases:
+        getattr(periphery, phase)()
 
 
 def read_all(source: SourceRole, options: Any, sink: ListDirtySink | None = None,

@@ -68,6 +68,28 @@ def task_in(store: TaskStore, status: str) -> int:
     return task_id
 
 
+def race(store_url: str, names: list[str], act: Callable[[TaskStore, str], object]) -> dict[str, object]:
+    """``act(store, name)`` for each name at once, each in a thread with a connection of its own (like
+    processes): what each returned or raised, by name."""
+    barrier = threading.Barrier(len(names))
+    results: dict[str, object] = {}
+
+    def contender(name: str) -> None:
+        try:
+            with open_store(store_url, create=True) as own:
+                barrier.wait(timeout=30)
+                results[name] = act(own, name)
+        except BaseException as exc:
+            results[name] = exc
+
+    threads = [threading.Thread(target=contender, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
 class TaskStoreContract:
     """Shared tests of :func:`open_store` / :class:`TaskStore`; subclasses provide the fixtures above."""
 
@@ -176,22 +198,7 @@ class TaskStoreContract:
 
     def test_concurrent_claim_has_exactly_one_winner(self, store: TaskStore, store_url: str) -> None:
         task_id = store.submit("contended", SPEC)
-        barrier = threading.Barrier(8)
-        results: dict[str, bool | BaseException] = {}
-
-        def contender(name: str) -> None:
-            try:
-                with open_store(store_url, create=True) as own:  # each claimer has its own connection, like processes
-                    barrier.wait(timeout=30)
-                    results[name] = own.claim(task_id, name)
-            except BaseException as exc:
-                results[name] = exc
-
-        threads = [threading.Thread(target=contender, args=(f"worker-{n}",)) for n in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
+        results = race(store_url, [f"worker-{n}" for n in range(8)], lambda own, name: own.claim(task_id, name))
         assert len(results) == 8 and all(isinstance(r, bool) for r in results.values()), results
         winners = [name for name, won in results.items() if won is True]
         assert len(winners) == 1
@@ -537,22 +544,8 @@ class TaskStoreContract:
         # stale_s well above the race's length: with a few milliseconds, a loaded machine let a second
         # contender find the first winner's brand-new claim stale already, and take it over in turn.
         stale_s = 60.0 if fresh else stale(store, task_id, age=1.0)
-        barrier = threading.Barrier(6)
-        results: dict[str, int | BaseException | None] = {}
-
-        def contender(name: str) -> None:
-            try:
-                with open_store(store_url, create=True) as own:  # a connection each, like processes
-                    barrier.wait(timeout=30)
-                    results[name] = own.take_over(task_id, name, stale_s)
-            except BaseException as exc:
-                results[name] = exc
-
-        threads = [threading.Thread(target=contender, args=(f"rescuer-{n}",)) for n in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
+        results = race(store_url, [f"rescuer-{n}" for n in range(6)],
+                       lambda own, name: own.take_over(task_id, name, stale_s))
         assert len(results) == 6 and not any(isinstance(r, BaseException) for r in results.values()), results
         winners = [name for name, got in results.items() if got is not None]
         rec = store.get(task_id)

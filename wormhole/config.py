@@ -336,7 +336,7 @@ class TaskSpec:
         _check_single_writers(destinations, problems)
         _check_owned_paths(destinations, problems)
         if source is not None and ref.settings.engine == "local":
-            if registry.capabilities(source.plugin).spark_only:
+            if registry.source(source.plugin).spark_only:
                 problems.add("settings.engine", f"source plugin {source.plugin!r} is read by Spark only: "
                                                 f"use engine 'spark' or 'auto'")
         parsed = tuple(d for d in destinations if d is not None)
@@ -373,7 +373,7 @@ def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> 
     options = parse_options(plugin.sink.options, ref.params, f"{path}.params", problems)
     if options is None:
         return None
-    concurrency = ref.concurrency if ref.concurrency is not None else plugin.capabilities.default_concurrency
+    concurrency = ref.concurrency if ref.concurrency is not None else plugin.sink.default_concurrency
     transforms = parse_transforms(ref.transforms, f"{path}.transforms", f"destination:{ref.id}", problems)
     return DestinationSpec(id=ref.id, plugin=ref.plugin, options=options, concurrency=concurrency,
                            error_limit=ref.error_limit, transforms=transforms)

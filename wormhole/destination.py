@@ -15,8 +15,8 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from wormhole.config import ErrorLimit
 from wormhole.counters import DestinationTotals, judge, naming_first
@@ -32,8 +32,8 @@ from wormhole.errors import (
 )
 from wormhole.exchange import RAMStorage
 from wormhole.log import Logger
-from wormhole.plugins.base import DurablePeriphery, SinkRole, WriteContext, WriterPeriphery
-from wormhole.plugins.capabilities import Capabilities
+from wormhole.plugins.base import SinkRole, SplitWriter, WriteContext, WriterPeriphery
+from wormhole.plugins.facets import DurableFacet
 from wormhole.pool import run_with_timeout
 from wormhole.recovery.checkpoint import Checkpointer
 from wormhole.recovery.crash import CrashPoints
@@ -55,7 +55,7 @@ def describe(exc: BaseException) -> str:
 class WritePlane(Protocol):
     """What the write side asks of the execution (wormhole.execution.Execution) about a destination."""
 
-    def writes_whole(self, sink: SinkRole, options: Any) -> bool:
+    def writes_whole(self, sink: SinkRole[Any], options: Any) -> bool:
         """The destination is written whole, not split by split (Spark's native write that replaces its
         output): it starts afresh every run."""
 
@@ -71,11 +71,10 @@ class DestinationSetup:
     plugin: str
     options: Any
     concurrency: int
-    sink: SinkRole
+    sink: SinkRole[Any]
+    """Its store's sink role, whose facets say what else it can do (``durable``: it resumes split by split)."""
     limit: ErrorLimit
     log: Logger
-    caps: Capabilities = field(default_factory=Capabilities)
-    """What its store declares (``durable_splits``: it resumes split by split)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +94,12 @@ class Destination:
         self.concurrency, self.sink, self.limit, self.log = setup.concurrency, setup.sink, setup.limit, setup.log
         self.storage = storage
         self.started = time.monotonic() if started is None else started
-        self.durable = recovery.durable(setup.caps, written_whole=written_whole)
-        """Its writers make each split durable (SplitWriter): it resumes, and a lost split is written again."""
-        self.fresh = written_whole and recovery.durable(setup.caps)
+        self.durable_facet: DurableFacet[Any, SplitWriter] | None = recovery.durable(
+            setup.sink, written_whole=written_whole)
+        """How its writers make each split durable (SplitWriters), else None."""
+        self.durable = self.durable_facet is not None
+        """Its writers make each split durable: it resumes, and a lost split is written again."""
+        self.fresh = written_whole and recovery.durable(setup.sink) is not None
         """Prepared as a fresh run even when the run resumes (it is written whole: Spark's native write)."""
         self.committed_before: int | None = None
         """A run of the chain committed it (rows, per the checkpoint), and it keeps no record of its own:
@@ -151,8 +153,8 @@ class Destination:
             self.periphery = self.sink.periphery(self.options, ctx)
             run_with_timeout(self.periphery.prepare, timeout, f"prepare-{self.id}")
             # The destination's own record: the truth on resume, whatever the checkpoint says.
-            if self.durable:
-                self.held = recovery.held(self.periphery)
+            if self.durable_facet is not None:
+                self.held = dict(self.durable_facet.held(self.periphery))
         except TimeoutError:
             self.fail(f"preparing the destination did not finish within {timeout:g} s", PrepareTimeout.code)
         except Exception as exc:
@@ -295,9 +297,9 @@ class Destination:
     def release(self) -> None:
         """Once the run's outcome is recorded, a committed destination drops its own record of the run's
         splits; a failure leaves that record as a leftover, which the next run removes."""
-        if self.outcome != "success" or not self.setup.caps.durable_splits:
+        if self.outcome != "success" or self.setup.sink.durable is None:
             return
         try:
-            cast(DurablePeriphery, self.periphery).release()
+            self.setup.sink.durable.release(self.periphery)
         except Exception as exc:
             self.log.warning("destination.release_failed", error=describe(exc))

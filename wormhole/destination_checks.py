@@ -9,17 +9,22 @@ from wormhole.options import Problems
 from wormhole.plugins import registry
 
 
-def _sink_hook(dest: Any, hook: str) -> str | None:
-    """What the optional SinkRole ``hook`` (``single_writer_key``, ``owned_path``) says of ``dest``."""
-    sink = registry.get(dest.plugin).sink
-    fn = getattr(sink, hook) if sink is not None else None
-    return fn(dest.options) if fn is not None else None
+def _single_writer_key(dest: Any) -> str | None:
+    """The resource ``dest`` writes that admits one writing destination, if its store names one."""
+    key = registry.sink(dest.plugin).single_writer_key
+    return key(dest.options) if key is not None else None
+
+
+def _owned_path(dest: Any) -> str | None:
+    """The path ``dest`` writes in or over, if its store names one."""
+    path = registry.sink(dest.plugin).owned_path
+    return path(dest.options) if path is not None else None
 
 
 def check_single_writers(destinations: tuple[Any, ...], problems: Problems) -> None:
     taken: dict[str, int] = {}
     for i, dest in enumerate(destinations):
-        key = _sink_hook(dest, "single_writer_key") if dest is not None else None
+        key = _single_writer_key(dest) if dest is not None else None
         if key is None:
             continue
         if key in taken:
@@ -36,14 +41,14 @@ def check_owned_paths(destinations: tuple[Any, ...], problems: Problems) -> None
     reports are left to it."""
     owned: list[tuple[int, Path, str | None]] = []
     for i, dest in enumerate(destinations):
-        raw = _sink_hook(dest, "owned_path") if dest is not None else None
+        raw = _owned_path(dest) if dest is not None else None
         if dest is None or raw is None:
             continue
         try:
             path = Path(raw).resolve()
         except (OSError, RuntimeError):  # a symbolic link loop: compare it as written
             path = Path(raw).absolute()
-        key = _sink_hook(dest, "single_writer_key")
+        key = _single_writer_key(dest)
         for j, other, other_key in owned:
             if key is not None and key == other_key:
                 continue

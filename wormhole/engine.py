@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import cast
+from functools import partial
 
 from wormhole import incremental
 from wormhole.config import EngineConf, TaskSpec
@@ -31,7 +31,7 @@ from wormhole.monitor import ProgressListener, Watch
 from wormhole.planning.encoded import choose_encoding
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins import registry
-from wormhole.plugins.base import BusySource, Schema
+from wormhole.plugins.base import Schema
 from wormhole.reader_manager import ReadPlan, SplitFeed
 from wormhole.recovery.checkpoint import CheckpointStore
 from wormhole.recovery.coordinator import RetryPolicy, SplitCoordinator
@@ -250,8 +250,8 @@ class Engine:
                 self._log.info("pushup.not_reproduced", splits=len(pushed),
                                reason="Spark reads every split under the static placement; the output is the same")
             return None
-        busy = registry.capabilities(self._spec.source.plugin).busy_threads  # the store declares it
-        probe = cast(BusySource, facts.periphery).busy_threads if busy else None
+        busy = registry.source(self._spec.source.plugin).busy_threads  # the store's function, if it has one
+        probe = partial(busy, facts.periphery) if busy is not None else None
         # A resumed run re-reads each split some destination holds under the placement it was read under.
         pinned = restore_placements(transforms, dict(self._recovery.placements), self._log)
         return PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe, pinned=pinned)

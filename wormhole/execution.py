@@ -48,7 +48,7 @@ class Execution(Protocol):
     def start_writes(self, writers: WriterManager, coordinator: SplitCoordinator) -> None:
         """Start every prepared destination's writers (Spark: its job)."""
 
-    def writes_whole(self, sink: SinkRole, options: Any) -> bool:
+    def writes_whole(self, sink: SinkRole[Any], options: Any) -> bool:
         """The destination is written whole, not split by split, so it starts afresh every run (Spark:
         a native write that replaces its output)."""
 
@@ -97,7 +97,7 @@ class LocalExecution:
     def start_writes(self, writers: WriterManager, coordinator: SplitCoordinator) -> None:
         writers.start(coordinator)
 
-    def writes_whole(self, sink: SinkRole, options: Any) -> bool:
+    def writes_whole(self, sink: SinkRole[Any], options: Any) -> bool:
         return False
 
     def handed(self, storage: RAMStorage, rows_sent: int) -> tuple[int, int]:

@@ -16,7 +16,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from wormhole.redaction import MASK, is_secret_key
 
@@ -37,6 +37,20 @@ class Problems:
 
     def __bool__(self) -> bool:
         return bool(self.items)
+
+
+@runtime_checkable
+class CheckedOptions(Protocol):
+    """Options with rules across their fields: ``check`` records what breaks them in ``problems``."""
+
+    def check(self, path: str, problems: Problems) -> None: ...
+
+
+@runtime_checkable
+class ResolvedOptions(Protocol):
+    """Options whose keys describe one of several shapes (a tagged union): ``resolve`` returns that shape."""
+
+    def resolve(self) -> Any: ...
 
 
 def join_path(path: str, key: str | int) -> str:
@@ -203,9 +217,9 @@ _BY_TYPE: dict[Any, _Converter] = {bool: _bool, int: _int, float: _float, str: _
 def parse_options(cls: type, raw: Any, path: str, problems: Problems) -> Any:
     """Build dataclass ``cls`` from ``raw``; record problems and return None when it cannot.
 
-    A dataclass may define ``check(self, path, problems)`` for rules across fields, and
-    ``resolve(self)``, called once the check found nothing, to return what the params describe
-    (one shape of a tagged union) in place of the flat dataclass.
+    A dataclass may be :class:`CheckedOptions` (rules across fields) and :class:`ResolvedOptions`:
+    ``resolve`` is called once the check found nothing, to return what the params describe (one shape
+    of a tagged union) in place of the flat dataclass.
     """
     if not isinstance(raw, dict):
         problems.add(path, f"expected an object, got {_type_name(raw)}")
@@ -231,15 +245,12 @@ def parse_options(cls: type, raw: Any, path: str, problems: Problems) -> Any:
     if not ok:
         return None
     instance = cls(**values)
-    check = getattr(instance, "check", None)
-    if check is not None:
+    if isinstance(instance, CheckedOptions):
         before = len(problems.items)
-        check(path, problems)
+        instance.check(path, problems)
         if len(problems.items) > before:
             return instance
-    # Options whose keys describe one of several shapes (a tagged union) resolve into that shape.
-    resolve = getattr(instance, "resolve", None)
-    return instance if resolve is None else resolve()
+    return instance.resolve() if isinstance(instance, ResolvedOptions) else instance
 
 
 @functools.cache

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from wormhole.config import EngineConf, SourceSpec
 from wormhole.counters import Counters, ReaderCounters
@@ -77,8 +77,7 @@ class ReaderManager:
                  throttle: Throttle | None = None) -> None:
         """``storages``: the destinations' queues (each batch goes to those that lack its split);
         ``throttle``: the task's speed limits, pacing every batch."""
-        role = registry.get(read.source.plugin).source
-        assert role is not None  # validated with the task
+        role = registry.source(read.source.plugin)  # validated with the task
         assert isinstance(setup.ctx.stop, threading.Event)  # the engine's, so a stop ends readers' retry waits
         self._role, self._read, self._setup, self._feed = role, read, setup, feed
         self._log = setup.log.bind(plugin=read.source.plugin)
@@ -112,9 +111,10 @@ class ReaderManager:
         return self._feed.pushup
 
     def _source(self, worker: int) -> SplitSource:
-        reader = self._role.reader(self._read.source.options, self._setup.ctx)
-        if self._feed.encoding is not None:
-            return _EncodedSource(cast(EncodedReader, reader), self._feed.encoding)
+        options, ctx, encoded = self._read.source.options, self._setup.ctx, self._role.encoded
+        if self._feed.encoding is not None and encoded is not None:  # it has the encoding the feed names
+            return _EncodedSource(encoded.reader(options, ctx), self._feed.encoding)
+        reader = self._role.reader(options, ctx)
         # The task's transforms and their placement, behind the store's reader (transform/reader.py).
         return transforming_reader(reader, self.pushup, worker)
 

@@ -97,7 +97,7 @@ def assemble(conf: EngineConf, spec: TaskSpec, ids: RunIds, log: Logger,
     # A destination whose writers make splits durable gets a queue (lane) per writer thread: every
     # batch of a split reaches the one writer that holds the split's transaction.
     lanes = {d.id: d.concurrency for d in spec.destinations
-             if RecoveryState.durable(registry.capabilities(d.plugin))}
+             if RecoveryState.durable(registry.sink(d.plugin))}
     storage = StorageManager([d.id for d in spec.destinations], conf.exchange, lanes)
     counters = Counters()
     names = RunNames(task_id=ids.task_id, source=spec.source.plugin,
@@ -106,7 +106,7 @@ def assemble(conf: EngineConf, spec: TaskSpec, ids: RunIds, log: Logger,
     monitor = MonitorManager(conf.monitor, counters, log, names=names, listeners=listeners)
     ex, stop = conf.exchange, threading.Event()
     # The source's wire text costs memory beside each batch: kept only when a destination may load it.
-    keep_wire = any(getattr(registry.get(d.plugin).sink, "uses_wire_text", False) for d in spec.destinations)
+    keep_wire = any(registry.sink(d.plugin).uses_wire_text for d in spec.destinations)
     ctx = ReadContext(task_id=ids.task_id, run_id=ids.run_id, batch_rows=ex.batch_rows,
                       batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, keep_wire=keep_wire,
                       stop=stop)

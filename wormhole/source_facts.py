@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
 
 from wormhole import incremental
 from wormhole.config import EngineConf, SourceSpec, TaskSpec
@@ -19,7 +18,7 @@ from wormhole.errors import SplitError
 from wormhole.log import Logger
 from wormhole.planning.channels import adjust_channel_number, speed_limits
 from wormhole.plugins import registry
-from wormhole.plugins.base import EncodedReader, Encoding, ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
+from wormhole.plugins.base import Encoding, ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout
 
 Watermarks = Callable[[str], Mapping[str, tuple[str | None, int]]]
@@ -52,8 +51,7 @@ def prepare_source(spec: TaskSpec, ctx: ReadContext, conf: EngineConf, log: Logg
     """Ask the source everything the plan needs besides its window (:func:`source_window`, asked first):
     its periphery's answer, its schema and its splits (``resumed``: the splits the chain of runs planned,
     read again instead of splitting the source anew)."""
-    role = registry.get(spec.source.plugin).source
-    assert role is not None  # validated with the task
+    role = registry.source(spec.source.plugin)
     log = log.bind(plugin=spec.source.plugin)
     periphery = role.periphery(spec.source.options, ctx)
     info = _prepared(periphery, conf, log)
@@ -90,8 +88,7 @@ def _prepared(periphery: ReaderPeriphery, conf: EngineConf, log: Logger) -> Sour
 def _split(source: SourceSpec, ctx: ReadContext, conf: EngineConf, advice: int,
            resumed: Sequence[Split] | None) -> tuple[Schema, tuple[Split, ...]]:
     """The schema and the splits, within ``timeouts.split_s``; splits named twice are refused."""
-    role = registry.get(source.plugin).source
-    assert role is not None
+    role = registry.source(source.plugin)
 
     def ask() -> tuple[Schema, list[Split]]:
         schema = role.reader(source.options, ctx).schema()
@@ -123,8 +120,5 @@ class SourceStore:
     def encoding(self) -> Encoding | None:
         """The source's own encoding of its rows, when its store can send them undecoded (and can for
         these options)."""
-        if registry.capabilities(self.spec.plugin).encoded_read is None:
-            return None
-        role = registry.get(self.spec.plugin).source
-        assert role is not None
-        return cast(EncodedReader, role.reader(self.spec.options, self.ctx)).encoding()
+        encoded = registry.source(self.spec.plugin).encoded
+        return None if encoded is None else encoded.reader(self.spec.options, self.ctx).encoding()

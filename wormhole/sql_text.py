@@ -39,36 +39,48 @@ def scan(text: str, dialect: str) -> list[Span]:
     """The literals, quoted names and comments of ``text``, in order; the rest is code."""
     spans: list[Span] = []
     i, n = 0, len(text)
-    mysql = dialect == "mysql"
     while i < n:
-        c = text[i]
-        two = text[i:i + 2]
-        if c == "'" or (c == '"' and mysql):
-            end, closed = _quoted(text, i + 1, c, backslash=mysql)
-            spans.append(Span("string", i, end, c, closed))
-        elif dialect == "postgres" and c in "Ee" and text[i + 1:i + 2] == "'" and not _word_char(text, i - 1):
-            end, closed = _quoted(text, i + 2, "'", backslash=True)
-            spans.append(Span("string", i, end, "E'", closed))
-        elif (c == "`" and dialect in ("mysql", "sqlite")) or c == '"':
-            end, closed = _quoted(text, i + 1, c, backslash=False)
-            spans.append(Span("name", i, end, c, closed))
-        elif c == "[" and dialect == "sqlite":
-            close = text.find("]", i + 1)
-            spans.append(Span("name", i, n if close < 0 else close + 1, "[", close >= 0))
-        elif (two == "--" and (not mysql or i + 2 >= n or text[i + 2] in " \t\n\r\f\v")) or (c == "#" and mysql):
-            close = text.find("\n", i)
-            spans.append(Span("comment", i, n if close < 0 else close + 1, two if c == "-" else c))
-        elif two == "/*" and not (mysql and text[i + 2:i + 3] in ("!", "+")):
-            end, closed = _block_comment(text, i, nested=dialect == "postgres")
-            spans.append(Span("comment", i, end, "/*", closed))
-        elif c == "$" and dialect == "postgres" and not _word_char(text, i - 1) and (m := _DOLLAR.match(text, i)):
-            close = text.find(m.group(0), m.end())
-            spans.append(Span("dollar", i, n if close < 0 else close + len(m.group(0)), m.group(0), close >= 0))
-        else:
+        # What opens a quoted part and what opens a comment start with different characters.
+        span = _quoted_span(text, i, dialect) or _comment_span(text, i, dialect)
+        if span is None:
             i += 1
-            continue
-        i = spans[-1].end
+        else:
+            spans.append(span)
+            i = span.end
     return spans
+
+
+def _quoted_span(text: str, i: int, dialect: str) -> Span | None:
+    """The string, quoted name or dollar-quoted part that starts at ``i``, if one does."""
+    c, n, mysql = text[i], len(text), dialect == "mysql"
+    if c == "'" or (c == '"' and mysql):
+        end, closed = _quoted(text, i + 1, c, backslash=mysql)
+        return Span("string", i, end, c, closed)
+    if dialect == "postgres" and c in "Ee" and text[i + 1:i + 2] == "'" and not _word_char(text, i - 1):
+        end, closed = _quoted(text, i + 2, "'", backslash=True)
+        return Span("string", i, end, "E'", closed)
+    if (c == "`" and dialect in ("mysql", "sqlite")) or c == '"':
+        end, closed = _quoted(text, i + 1, c, backslash=False)
+        return Span("name", i, end, c, closed)
+    if c == "[" and dialect == "sqlite":
+        close = text.find("]", i + 1)
+        return Span("name", i, n if close < 0 else close + 1, "[", close >= 0)
+    if c == "$" and dialect == "postgres" and not _word_char(text, i - 1) and (m := _DOLLAR.match(text, i)):
+        close = text.find(m.group(0), m.end())
+        return Span("dollar", i, n if close < 0 else close + len(m.group(0)), m.group(0), close >= 0)
+    return None
+
+
+def _comment_span(text: str, i: int, dialect: str) -> Span | None:
+    """The comment that starts at ``i``, if one does."""
+    c, two, n, mysql = text[i], text[i:i + 2], len(text), dialect == "mysql"
+    if (two == "--" and (not mysql or i + 2 >= n or text[i + 2] in " \t\n\r\f\v")) or (c == "#" and mysql):
+        close = text.find("\n", i)
+        return Span("comment", i, n if close < 0 else close + 1, two if c == "-" else c)
+    if two == "/*" and not (mysql and text[i + 2:i + 3] in ("!", "+")):
+        end, closed = _block_comment(text, i, nested=dialect == "postgres")
+        return Span("comment", i, end, "/*", closed)
+    return None
 
 
 def _word_char(text: str, i: int) -> bool:

@@ -154,10 +154,10 @@ TYPES: dict[str, tuple[re.Pattern[str], str]] = {
 
 
 def _store_dialect(plugin: str) -> str | None:
-    from wormhole.plugins.registry import capabilities  # plugins import this module's callers, not it
+    from wormhole.plugins.registry import source  # plugins import this module's callers, not it
 
     try:
-        return capabilities(plugin).pushdown
+        return source(plugin).pushdown
     except Exception:  # an unknown or broken plugin: the spec's check names it; no SQL to guard here
         return None
 

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.counters import Counters, WriterCounters, naming_first, record_limit, write_counted
@@ -88,8 +88,7 @@ class WriterManager:
             setup = DestinationSetup(id=dest.id, plugin=dest.plugin, options=dest.options,
                                      concurrency=dest.concurrency, sink=sink,
                                      limit=side.spec.error_limit_for(dest, side.conf),
-                                     log=side.log.bind(destination=dest.id, plugin=dest.plugin),
-                                     caps=registry.capabilities(dest.plugin))
+                                     log=side.log.bind(destination=dest.id, plugin=dest.plugin))
             self.destinations[dest.id] = Destination(
                 setup, side.storage.for_writer(dest.id), recovery,
                 written_whole=self._plane.writes_whole(sink, dest.options), started=started)
@@ -145,7 +144,9 @@ class WriterManager:
 
     def _write(self, dest: Destination, worker: int, counters: WriterCounters) -> None:
         assert dest.ctx is not None  # set when the destination was prepared, before any writer starts
-        writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, worker)
+        facet = dest.durable_facet  # a durable destination's writers are its facet's SplitWriters
+        make = facet.writer if facet is not None else dest.sink.writer
+        writer: Any = make(dest.options, dest.ctx, dest.periphery, worker)  # behind its chain (transforming)
         if dest.chain is not None and dest.chain.ops:
             runner = dest.chain.runner()
             dest.runners.append(runner)
@@ -153,7 +154,7 @@ class WriterManager:
         try:
             writer.open()  # inside the try: the contract says close() always runs, also after a failed open
             if dest.durable:
-                self._write_splits(dest, worker, cast(SplitWriter, writer), counters)
+                self._write_splits(dest, worker, writer, counters)
                 return
             for batch in BufferedLineExchanger.receive(dest.storage, self._conf.monitor.interval_s, worker):
                 if batch.control == "abort":

@@ -208,6 +208,15 @@ FILE_DEVIATIONS: dict[str, tuple[Deviation, ...]] = {
 }
 
 
+class SqlStagingHarness(StoreHarness):
+    """A SQL store's table the user created, loaded with ``load: staging``: commit swaps the loaded table in."""
+
+    replaces_target = True
+    refused = (90, 0.5, Decimal(1), "y" * 201, b"", True, date(2020, 1, 1), datetime(2020, 1, 1), None)
+    """Too long for the table's string column of 200 characters: the server refuses it (mysql's strict
+    session: 1406 Data too long; PostgreSQL: 22001 value too long)."""
+
+
 class FileHarness(StoreHarness):
     """A file destination directory ``<root>/out`` in one format; overwrite mode (the default)."""
 

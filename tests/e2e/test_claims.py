@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Workspace, log_events, make_workspace, wormhole_command
+from tests.conftest import Workspace, closed_after, log_events, make_workspace, wormhole_command
 from tests.e2e.test_daemon import FAST, Daemon, TaskDb, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -62,10 +62,7 @@ class Running:
 
 @pytest.fixture
 def running() -> Iterator[list[Running]]:
-    started: list[Running] = []
-    yield started
-    for r in started:
-        r.close()
+    yield from closed_after([])
 
 
 def task_row(db: TaskDb, task_id: int) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 import pymysql
 import pytest
 
-from tests.conftest import MYSQL_URL, Workspace, make_workspace, wormhole_command
+from tests.conftest import MYSQL_URL, Workspace, closed_after, make_workspace, wormhole_command
 from wormhole.taskdb import open_store
 
 pytestmark = pytest.mark.e2e
@@ -139,10 +139,7 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str, every: float =
 
 @pytest.fixture
 def daemons() -> Iterator[list[Daemon]]:
-    started: list[Daemon] = []
-    yield started
-    for d in started:
-        d.close()
+    yield from closed_after([])
 
 
 def jsonl_rows(path: Path) -> int:

@@ -59,9 +59,10 @@ def test_the_demo_table_says_a_rolled_back_destination_was_undone(ws: Workspace)
         assert "rolled back" not in lines[dest_id], table
 
 
-def test_the_readme_quick_start_task_runs(ws: Workspace) -> None:
-    """The README's first screen promises: `wormhole run conf/examples/quickstart.json` exits 0 with the
-    rows in a csv directory and a sqlite table (tests/unit/test_docs.py keeps the README's copy equal)."""
+def test_the_manual_smallest_task_runs(ws: Workspace) -> None:
+    """The manual's smallest task (docs/manual/tasks.md) promises: `wormhole run conf/examples/quickstart.json`
+    exits 0 with the rows in a csv directory and a sqlite table (tests/unit/test_docs.py keeps the manual's
+    copy equal)."""
     proc = ws.run("run", str(REPO / "conf" / "examples" / "quickstart.json"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = ws.root / "var" / "quickstart"

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -86,6 +86,36 @@ def file_dest(dest_id: str, path: str) -> dict[str, Any]:
 
 def run_task(ws: Workspace, spec: dict[str, Any], timeout: float = 120) -> tuple[int, dict[str, Any], str]:
     return conftest.run_task(ws, spec, timeout)
+
+
+def run_while(ws: Workspace, spec: dict[str, Any], step: Callable[[Connection], bool],
+              interval: float = 0.005) -> tuple[int, dict[str, Any], str]:
+    """:func:`run_task` while ``step(watcher)`` is polled (until it returns True) on a connection of its own."""
+    watcher = SERVER.connect()
+    try:
+        with polling(lambda: step(watcher), interval):
+            return run_task(ws, spec)
+    finally:
+        watcher.close()
+
+
+class KillOnce:
+    """A :func:`run_while` step: once ``measure(watcher)`` is above 0, KILL the connections
+    ``sessions(watcher)`` names. ``killed`` lists them, ``measured`` the measure when they were killed."""
+
+    def __init__(self, measure: Callable[[Connection], int], sessions: Callable[[Connection], list[int]]) -> None:
+        self.measure, self.sessions = measure, sessions
+        self.killed: list[int] = []
+        self.measured: list[int] = []
+
+    def __call__(self, watcher: Connection) -> bool:
+        seen = self.measure(watcher)
+        if seen == 0:
+            return False
+        self.killed.extend(kill(watcher, self.sessions(watcher)))
+        if self.killed:
+            self.measured.append(seen)
+        return bool(self.killed)
 
 
 def fanout_source(dbs: Databases, rows: int = ROWS) -> str:
@@ -212,18 +242,8 @@ class TestMidRunFailures:
         good_staged, good_truncated = target(dbs, "a"), target(dbs, "b")
         victim = target(dbs, "victim", old_rows=10)
         before = fingerprint(admin, victim, "t", FANOUT_COLUMNS)
-        watcher = SERVER.connect()
-        killed: list[int] = []
-        staged_at_kill: list[int] = []
-
-        def kill_once_rows_are_staged() -> bool:
-            staged = staged_rows(watcher, victim, "t")
-            if staged == 0:
-                return False
-            killed.extend(kill(watcher, connection_ids(watcher, victim)))
-            if killed:
-                staged_at_kill.append(staged)
-            return bool(killed)
+        # Once rows are staged, KILL the victim's connections.
+        killer = KillOnce(lambda w: staged_rows(w, victim, "t"), lambda w: connection_ids(w, victim))
 
         # A KILLed connection loses the split's transaction: with no split retry, the victim fails.
         ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, timeouts={"shutdown_s": 5.0},
@@ -232,11 +252,8 @@ class TestMidRunFailures:
                 "destinations": [mysql_dest("a", good_staged, load="staging", batch_size=BATCH),
                                  mysql_dest("b", good_truncated, load="truncate", batch_size=BATCH),
                                  mysql_dest("victim", victim, load="staging", batch_size=BATCH, retries=0)]}
-        try:
-            with polling(kill_once_rows_are_staged):
-                code, task, stderr = run_task(ws, spec)
-        finally:
-            watcher.close()
+        code, task, stderr = run_while(ws, spec, killer)
+        killed, staged_at_kill = killer.killed, killer.measured
 
         assert killed, f"no rows were ever staged for the victim while it ran: nothing was killed\n{stderr[-3000:]}"
         assert staged_at_kill[-1] < ROWS  # mid-run, not once everything was staged
@@ -274,10 +291,9 @@ class TestMidRunFailures:
         # The split markers' table, created once by an admin (the user may not CREATE), as the README says.
         execute(admin, MARKERS_DDL.format(table=f"{q(victim)}.`wormhole_splits`"))
         execute(admin, f"GRANT SELECT, INSERT, DELETE ON {q(victim)}.`wormhole_splits` TO %s@'%%'", (user,))
-        watcher = SERVER.connect()
         revoked: list[int] = []
 
-        def revoke_once_rows_arrive() -> bool:
+        def revoke_once_rows_arrive(watcher: Connection) -> bool:
             rows = count(watcher, victim, "t")
             if rows == 0:
                 return False
@@ -291,11 +307,7 @@ class TestMidRunFailures:
                     mysql_dest("b", good_appended, load="append", batch_size=BATCH),
                     mysql_dest("victim", victim, user=user, password=password, load="append", batch_size=BATCH,
                                rollback_sql=["DELETE FROM t"])]}
-        try:
-            with polling(revoke_once_rows_arrive):
-                code, task, stderr = run_task(ws, spec)
-        finally:
-            watcher.close()
+        code, task, stderr = run_while(ws, spec, revoke_once_rows_arrive)
 
         assert revoked, f"the victim never committed a batch while it ran: nothing was revoked\n{stderr[-3000:]}"
         assert revoked[0] < ROWS  # mid-run
@@ -317,29 +329,16 @@ class TestMidRunFailures:
         src = fanout_source(dbs)
         # No key on the target: a batch sent twice would show up as extra rows instead of being refused.
         victim = target(dbs, "victim", ddl=FANOUT_DDL.replace(" PRIMARY KEY", ""))
-        watcher = SERVER.connect()
-        killed: list[int] = []
-        rows_at_kill: list[int] = []
-
-        def kill_once_rows_arrive() -> bool:
-            rows = count(watcher, victim, "t")
-            if rows == 0:
-                return False
-            # Only a session busy loading a piece: a KILL landing on its COMMIT is the rare other
-            # outcome, and picking the moment keeps it rare (the first visible rows mean a COMMIT just ran).
-            killed.extend(kill(watcher, connection_ids(watcher, victim, running=r"^\s*(LOAD DATA|INSERT)")[:1]))
-            if killed:
-                rows_at_kill.append(rows)
-            return bool(killed)
+        # Once rows arrive, KILL only a session busy loading a piece: a KILL landing on its COMMIT is the rare
+        # other outcome, and picking the moment keeps it rare (the first visible rows mean a COMMIT just ran).
+        killer = KillOnce(lambda w: count(w, victim, "t"),
+                          lambda w: connection_ids(w, victim, running=r"^\s*(LOAD DATA|INSERT)")[:1])
 
         spec = {"source": mysql_source(src),
                 "destinations": [mysql_dest("victim", victim, load="append", batch_size=BATCH,
                                             rollback_sql=["DELETE FROM t"])]}
-        try:
-            with polling(kill_once_rows_arrive):
-                code, task, stderr = run_task(ws, spec)
-        finally:
-            watcher.close()
+        code, task, stderr = run_while(ws, spec, killer)
+        killed, rows_at_kill = killer.killed, killer.measured
 
         assert len(killed) == 1, f"expected one writer connection killed mid-run, got {killed}\n{stderr[-3000:]}"
         # The writer's connection died mid-statement with rows still to come: whatever was written
@@ -368,12 +367,11 @@ def test_staging_load_is_all_or_nothing_for_a_concurrent_reader(ws: Workspace, d
     src = fanout_source(dbs)
     db = target(dbs, "stg", old_rows=1000)
     old, new = (1000, "old", "old"), (ROWS, "new", "new")
-    reader = SERVER.connect()
     # (rows staged just before, what the target showed); the staged count is read first, so a pair
     # (> 0, old) proves the reader saw the old table while the new rows were already loaded.
     observations: list[tuple[int, tuple[Any, ...]]] = []
 
-    def observe() -> bool:
+    def observe(reader: Connection) -> bool:
         staged = staged_rows(reader, db, "t")
         try:
             seen = execute(reader, f"SELECT COUNT(*), MIN(tag), MAX(tag) FROM {q(db)}.`t`")[0]
@@ -386,11 +384,7 @@ def test_staging_load_is_all_or_nothing_for_a_concurrent_reader(ws: Workspace, d
 
     spec = {"source": mysql_source(src),
             "destinations": [mysql_dest("stg", db, load="staging", batch_size=BATCH)]}
-    try:
-        with polling(observe, interval=0.002):
-            code, task, stderr = run_task(ws, spec)
-    finally:
-        reader.close()
+    code, task, stderr = run_while(ws, spec, observe, interval=0.002)
 
     assert code == 0, stderr[-3000:]
     assert task["result"]["destinations"]["stg"]["rows_written"] == ROWS
@@ -515,10 +509,9 @@ def test_killed_reader_connection_is_read_again_and_the_task_succeeds(ws: Worksp
     # ~40 MB in two splits, read at 10,000 rows/s: the server is still sending each split (its
     # statement in the process list) when the watcher KILLs one reader's connection.
     fill_from_sequence(admin, src, "t", 40_000, {"id": "seq", "pad": "REPEAT(CHAR(65 + seq % 26), 1000)"})
-    watcher = SERVER.connect()
     killed: list[int] = []
 
-    def kill_one_of_two_readers() -> bool:
+    def kill_one_of_two_readers(watcher: Connection) -> bool:
         reading = connection_ids(watcher, src, running=r"^SELECT `id`, `pad`")
         if len(reading) < 2:
             return False
@@ -533,11 +526,7 @@ def test_killed_reader_connection_is_read_again_and_the_task_succeeds(ws: Worksp
             "destinations": [mysql_dest("stg", db, load="staging", batch_size=BATCH),
                              mysql_dest("app", db, table="a", batch_size=BATCH),
                              file_dest("js", str(ws.root / "js"))]}
-    try:
-        with polling(kill_one_of_two_readers):
-            code, task, stderr = run_task(ws, spec)
-    finally:
-        watcher.close()
+    code, task, stderr = run_while(ws, spec, kill_one_of_two_readers)
 
     assert killed, f"two readers were never seen reading at once\n{stderr[-3000:]}"
     assert code == 0, stderr[-3000:]

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import log_events, make_workspace, run_task
 from tests.e2e.test_postgres_e2e import mysql_dbs
 from tests.mysql_helpers import Databases, Server, create_table, execute
-from tests.pg_helpers import Schemas, pg_execute, pg_schemas, qi
+from tests.pg_helpers import Schemas, from_src, pg_execute, pg_schemas, pg_store, qi
 
 __all__ = ["mysql_dbs", "pg_schemas"]  # the fixtures, used by name
 
@@ -68,15 +68,11 @@ def test_arrays_are_copied_undecoded_exactly_into_an_existing_table_and_a_create
     pg.execute(f"CREATE TABLE {qi(schema)}.checked ({DDL}, CHECK (cardinality(t) < 5))")
     server = pg_schemas.server
     ws = make_workspace(tmp_path)
-    spec = {
-        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
-        "destinations": [
-            {"id": "dst", "plugin": "postgres", "params": server.params(schema, table="dst", load="staging")},
-            {"id": "made", "plugin": "postgres", "params": server.params(schema, table="made", create_table=True)},
-            {"id": "checked", "plugin": "postgres", "params": server.params(schema, table="checked")},
-        ],
-        "settings": {"error_limit": {"record": 1}},
-    }
+    spec = from_src(server, schema, [
+        {"id": "dst", **pg_store(server, schema, "dst", load="staging")},
+        {"id": "made", **pg_store(server, schema, "made", create_table=True)},
+        {"id": "checked", **pg_store(server, schema, "checked")},
+    ], settings={"error_limit": {"record": 1}})
     code, task, stderr = run_task(ws, spec)
     assert code == 201, (task.get("error"), stderr[-3000:])  # success with a rejected row
     (chosen,) = [e for e in log_events(stderr) if e["event"] == "engine.rows_encoded"]
@@ -108,17 +104,14 @@ def test_arrays_are_copied_decoded_exactly_to_postgres_and_as_json_arrays_to_oth
     create_table(my, db, "dst", "id INT PRIMARY KEY, " + ", ".join(f"{c} JSON NULL" for c in COLUMNS))
     server = pg_schemas.server
     out = tmp_path / "out"
-    spec = {
-        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
-        "destinations": [
-            {"id": "dst", "plugin": "postgres", "params": server.params(schema, table="dst", write_mode="upsert")},
-            {"id": "made", "plugin": "postgres", "params": server.params(schema, table="made", create_table=True)},
-            {"id": "my", "plugin": "mysql", "params": mysql.params(db, table="dst")},
-            {"id": "lite", "plugin": "sqlite", "params": {"path": str(out / "t.db"), "table": "t"}},
-            *({"id": f, "plugin": "file", "params": {"path": str(out / f), "format": f}}
-              for f in ("jsonl", "csv", "parquet")),
-        ],
-    }
+    spec = from_src(server, schema, [
+        {"id": "dst", **pg_store(server, schema, "dst", write_mode="upsert")},
+        {"id": "made", **pg_store(server, schema, "made", create_table=True)},
+        {"id": "my", "plugin": "mysql", "params": mysql.params(db, table="dst")},
+        {"id": "lite", "plugin": "sqlite", "params": {"path": str(out / "t.db"), "table": "t"}},
+        *({"id": f, "plugin": "file", "params": {"path": str(out / f), "format": f}}
+          for f in ("jsonl", "csv", "parquet")),
+    ])
     code, task, stderr = run_task(make_workspace(tmp_path), spec)
     assert code == 0, (task.get("error"), stderr[-3000:])
     assert not [e for e in log_events(stderr) if e["event"] == "engine.rows_encoded"]

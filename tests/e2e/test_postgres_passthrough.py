@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import log_events, make_workspace, run_task, wormhole_command
 from tests.e2e.test_postgres_e2e import start_crashing, terminate_paused_writer
-from tests.pg_helpers import Schemas, pg_execute, pg_schemas, pg_tables, qi
+from tests.pg_helpers import Schemas, from_src, pg_execute, pg_schemas, pg_store, pg_tables, qi
 
 __all__ = ["pg_schemas"]  # the fixture, used by name
 
@@ -65,6 +65,12 @@ def make(pg: Any, schema: str, table: str, rows: int = 0) -> str:
     return name
 
 
+def id_v_table(pg: Any, schema: str, table: str, rows: int = 0) -> None:
+    """``table`` of ``schema`` (id bigint PRIMARY KEY, v text NOT NULL) holding ids 1..rows, v ``'v<id>'``."""
+    pg.execute(f"CREATE TABLE {qi(schema)}.{table} (id bigint PRIMARY KEY, v text NOT NULL)")
+    pg.execute(f"INSERT INTO {qi(schema)}.{table} SELECT g, 'v' || g FROM generate_series(1, %s) g", (rows,))
+
+
 def row_texts(pg: Any, name: str, where: str = "TRUE") -> list[str]:
     """Every row as PostgreSQL's text of it, in key order: equal only if every value is the same."""
     return [r[0] for r in pg_execute(pg, f"SELECT t::text FROM {name} t WHERE {where} ORDER BY id")]
@@ -85,15 +91,10 @@ def test_every_value_lands_bit_for_bit_in_each_destination_loaded_undecoded(tmp_
     upserted = make(pg, schema, "upserted")
     pg.execute(f"INSERT INTO {upserted} (id, t) VALUES (1, 'replaced'), (-5, 'kept')")
     server = pg_schemas.server
-    spec = {
-        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
-        "destinations": [
-            {"id": "staged", "plugin": "postgres", "params": server.params(schema, table="staged", load="staging")},
-            {"id": "upserted", "plugin": "postgres",
-             "params": server.params(schema, table="upserted", write_mode="upsert", batch_size=300)},
-        ],
-        "settings": {"speed": {"channel": 2}},
-    }
+    spec = from_src(server, schema, [
+        {"id": "staged", **pg_store(server, schema, "staged", load="staging")},
+        {"id": "upserted", **pg_store(server, schema, "upserted", write_mode="upsert", batch_size=300)},
+    ], settings={"speed": {"channel": 2}})
     code, task, stderr = run_task(make_workspace(tmp_path), spec)
     assert code == 0, (task.get("error"), stderr[-3000:])
     events = log_events(stderr)
@@ -120,12 +121,8 @@ def test_rows_the_target_refuses_are_rejected_with_their_values_and_the_rest_loa
     pg.execute(f"INSERT INTO {dst} (id, t) VALUES (1, 'already'), (11, 'already'), (250, 'already')")
     server = pg_schemas.server
     ws = make_workspace(tmp_path)
-    spec = {
-        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
-        "destinations": [{"id": "pg", "plugin": "postgres",
-                          "params": server.params(schema, table="dst", batch_size=7)}],  # pieces cut the batch
-        "settings": {"error_limit": {"record": 5}},
-    }
+    spec = from_src(server, schema, [{"id": "pg", **pg_store(server, schema, "dst", batch_size=7)}],
+                    settings={"error_limit": {"record": 5}})  # batch_size: pieces cut the batch
     code, task, stderr = run_task(ws, spec)
     assert code == 201, (task.get("error"), stderr[-3000:])  # success with rejected rows
     assert any(e["event"] == "engine.rows_encoded" for e in log_events(stderr))
@@ -155,11 +152,8 @@ def test_a_destination_declaring_other_types_gets_values_and_says_why(tmp_path: 
     pg.execute(f"CREATE TABLE {qi(schema)}.same (id bigint PRIMARY KEY, v varchar(40), n numeric(12,3))")
     pg.execute(f"CREATE TABLE {qi(schema)}.wider (id bigint PRIMARY KEY, v text, n numeric(14,3))")
     server = pg_schemas.server
-    spec = {
-        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
-        "destinations": [{"id": "same", "plugin": "postgres", "params": server.params(schema, table="same")},
-                         {"id": "wider", "plugin": "postgres", "params": server.params(schema, table="wider")}],
-    }
+    spec = from_src(server, schema, [{"id": "same", **pg_store(server, schema, "same")},
+                                     {"id": "wider", **pg_store(server, schema, "wider")}])
     code, task, stderr = run_task(make_workspace(tmp_path), spec)
     assert code == 0, (task.get("error"), stderr[-3000:])
     events = log_events(stderr)
@@ -175,21 +169,15 @@ def test_a_destination_whose_session_dies_fails_alone_while_the_other_commits(tm
                                                                              pg_schemas: Schemas) -> None:
     pg = pg_schemas.conn
     schema = pg_schemas.create("die")
-    pg.execute(f"CREATE TABLE {qi(schema)}.src (id bigint PRIMARY KEY, v text NOT NULL)")
-    pg.execute(f"INSERT INTO {qi(schema)}.src SELECT g, 'v' || g FROM generate_series(1, 20000) g")
+    id_v_table(pg, schema, "src", 20000)
     for table in ("fail", "keep"):
-        pg.execute(f"CREATE TABLE {qi(schema)}.{table} (id bigint PRIMARY KEY, v text NOT NULL)")
+        id_v_table(pg, schema, table)
         pg.execute(f"INSERT INTO {qi(schema)}.{table} VALUES (-1, 'before')")
     server = pg_schemas.server
     ws = make_workspace(tmp_path)
-    spec = {
-        "source": {"plugin": "postgres", "params": server.params(schema, table="src", split_pk="id")},
-        "destinations": [
-            {"id": "pg", "plugin": "postgres",
-             "params": server.params(schema, table="fail", load="staging", retries=0)},
-            {"id": "keep", "plugin": "postgres", "params": server.params(schema, table="keep")}],
-        "settings": {"speed": {"channel": 2}},
-    }
+    spec = from_src(server, schema, [{"id": "pg", **pg_store(server, schema, "fail", load="staging", retries=0)},
+                                     {"id": "keep", **pg_store(server, schema, "keep")}],
+                    settings={"speed": {"channel": 2}})
     task_id = ws.submit(spec)
     first = start_crashing(ws, task_id, "before_seal:pg:2:stop")  # paused inside pg's 2nd split, its COPY done
     terminate_paused_writer(pg, schema, "fail", first, ws)
@@ -208,8 +196,7 @@ def test_a_source_session_killed_mid_copy_rereads_its_split_and_loads_each_row_o
                                                                                    pg_schemas: Schemas) -> None:
     pg = pg_schemas.conn
     schema = pg_schemas.create("srckill")
-    pg.execute(f"CREATE TABLE {qi(schema)}.base (id bigint PRIMARY KEY, v text NOT NULL)")
-    pg.execute(f"INSERT INTO {qi(schema)}.base SELECT g, 'v' || g FROM generate_series(1, 5000) g")
+    id_v_table(pg, schema, "base", 5000)
     # A view whose rows come slowly (0.1 ms each), so a split's COPY is still running when it is killed.
     pg.execute(f"CREATE FUNCTION {qi(schema)}.slow(t text) RETURNS text LANGUAGE plpgsql STABLE AS "
                "$$ BEGIN PERFORM pg_sleep(0.0001); RETURN t; END $$")

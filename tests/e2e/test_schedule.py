@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Workspace
+from tests.conftest import Workspace, closed_after
 from tests.e2e.test_daemon import FAST, Daemon, TaskDb, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -30,10 +30,7 @@ EVERY_2S = "* * * * * */2"
 
 @pytest.fixture
 def daemons() -> Iterator[list[Daemon]]:
-    started: list[Daemon] = []
-    yield started
-    for d in started:
-        d.close()
+    yield from closed_after([])
 
 
 def recurring_spec(ws: Workspace, delay_ms: float = 0.0, schedule: str = EVERY_2S) -> Path:

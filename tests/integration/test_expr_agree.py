@@ -27,10 +27,11 @@ from hypothesis import strategies as st
 from wormhole.plugins.base import Column, Schema
 from wormhole.transform.arrowfn import compile_arrow
 from wormhole.transform.check import Typed, check
-from wormhole.transform.expr import Expr, parse
+from wormhole.transform.expr import parse
 from wormhole.transform.frame import Frame, arrow_input
 from wormhole.transform.pyfn import compile_py
 from wormhole.transform.sqlgen import NotPushable, compile_sql
+from wormhole.transform.tree import Expr
 
 SCHEMA = {"i": "int", "j": "int", "f": "float", "m": "decimal", "s": "string", "t": "string", "b": "bool",
           "d": "date", "ts": "datetime"}

@@ -25,12 +25,12 @@ from wormhole.plugins.file import (
     ColumnOption,
     FileReader,
     FileReaderOptions,
-    FileReaderPeriphery,
-    FileSplitter,
     FileWriter,
     FileWriterOptions,
     FileWriterPeriphery,
 )
+from wormhole.plugins.file.periphery import FileReaderPeriphery
+from wormhole.plugins.file.splitter import FileSplitter
 from wormhole.plugins.stream import ColumnOption as StreamColumn
 from wormhole.plugins.stream import StreamReader, StreamReaderOptions, StreamSplitter
 
@@ -77,6 +77,17 @@ def read_all(options: Any, sink: ListDirtySink | None = None, batch_rows: int = 
 
 def writer_options(target: Path, **kwargs: Any) -> FileWriterOptions:
     return FileWriterOptions(path=str(target), format="parquet", **kwargs)
+
+
+def open_writer(target: Path, schema: Schema) -> tuple[FileWriterPeriphery, FileWriter]:
+    """A prepared parquet destination at ``target`` of one writer thread, and its open writer 0."""
+    options = writer_options(target)
+    ctx = write_ctx(schema, concurrency=1)
+    periphery = FileWriterPeriphery(options, ctx)
+    periphery.prepare()
+    writer = FileWriter(options, ctx, periphery, 0)
+    writer.open()
+    return periphery, writer
 
 
 def reader_options(path: Path | str, **kwargs: Any) -> FileReaderOptions:
@@ -180,13 +191,7 @@ def test_a_row_of_the_wrong_width_is_rejected(tmp_path: Path) -> None:
 
 
 def test_many_batches_make_few_row_groups(tmp_path: Path) -> None:
-    schema = Schema((Column("id", "int"), Column("s", "string")))
-    options = writer_options(tmp_path / "out")
-    ctx = write_ctx(schema, concurrency=1)
-    periphery = FileWriterPeriphery(options, ctx)
-    periphery.prepare()
-    writer = FileWriter(options, ctx, periphery, 0)
-    writer.open()
+    periphery, writer = open_writer(tmp_path / "out", Schema((Column("id", "int"), Column("s", "string"))))
     try:
         for start in range(0, 300_000, 10_000):
             result = writer.write([(i, f"v{i}") for i in range(start, start + 10_000)])
@@ -280,13 +285,7 @@ def test_append_adds_parts_from_each_run(tmp_path: Path) -> None:
 
 def test_a_full_disk_raises_write_error_not_dirty_rows(tmp_path: Path) -> None:
     with tiny_tmpfs(tmp_path / "mnt") as mnt:
-        schema = Schema((Column("id", "int"), Column("s", "string")))
-        options = writer_options(mnt / "out")
-        ctx = write_ctx(schema, concurrency=1)
-        periphery = FileWriterPeriphery(options, ctx)
-        periphery.prepare()
-        writer = FileWriter(options, ctx, periphery, 0)
-        writer.open()
+        periphery, writer = open_writer(mnt / "out", Schema((Column("id", "int"), Column("s", "string"))))
         batch = [(i, os.urandom(100).hex()) for i in range(1000)]  # incompressible
         with pytest.raises(WriteError, match="No space left"):
             for _ in range(100):

@@ -14,7 +14,7 @@ import pymysql
 import pytest
 
 from tests.mysql_old_read import old_read
-from tests.mysql_types_table import TYPE_COLUMNS, TYPE_ROWS, TYPES_DDL
+from tests.mysql_types_table import TYPE_COLUMNS, TYPE_ROWS, fill_types_table
 from tests.plugin_helpers import ListDirtySink, parse, read_ctx
 from wormhole.plugins import registry
 from wormhole.plugins.base import PushedQuery, Rows, Schema, Split
@@ -85,16 +85,11 @@ def before(url: str, splits: list[Split], zero_dates: str, pushed: PushedQuery |
 
 @pytest.fixture(name="types_db")
 def fixture_types_db(mysql_db: str) -> str:
-    run_sql(mysql_db, TYPES_DDL.format(name="src"))
-    conn = connect(mysql_db)
-    with conn.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00'")
-        cur.executemany(f"INSERT INTO src VALUES ({', '.join(['%s'] * 33)})", TYPE_ROWS)
-        cur.execute("INSERT INTO src (id, js, dec65, d2) VALUES (5, 'null', '-0.000000000000000000000000000001', "
-                    "'-12345678.90'), (6, '\"text\"', 0, 0)")
-        cur.execute("UPDATE src SET fl = CASE id WHEN 1 THEN 16777216 WHEN 2 THEN 123456.7890625 "
-                    "WHEN 4 THEN 3.4028234663852886e38 WHEN 5 THEN 1.1 END")
-    conn.close()
+    fill_types_table(mysql_db, then=[
+        "INSERT INTO src (id, js, dec65, d2) VALUES (5, 'null', '-0.000000000000000000000000000001', "
+        "'-12345678.90'), (6, '\"text\"', 0, 0)",
+        "UPDATE src SET fl = CASE id WHEN 1 THEN 16777216 WHEN 2 THEN 123456.7890625 "
+        "WHEN 4 THEN 3.4028234663852886e38 WHEN 5 THEN 1.1 END"])
     return mysql_db
 
 

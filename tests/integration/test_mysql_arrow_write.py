@@ -14,7 +14,7 @@ import pymysql
 import pytest
 
 from tests.conftest import Workspace
-from tests.mysql_types_table import TYPE_ROWS, TYPES_DDL
+from tests.mysql_types_table import TYPE_ROWS, fill_types_table
 from tests.plugin_helpers import parse, read_ctx, write_ctx
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Rows, Schema, WriteResult, batch_memo
@@ -65,14 +65,9 @@ def awkward_source(url: str, zero_dates: bool = True) -> None:
     """Table ``src``: the awkward-types rows (tests/mysql_types_table.py), FLOATs the text protocol would round."""
     rows = [tuple(NO_ZERO_DATES.get(i, v) for i, v in enumerate(r)) if r[0] == 4 and not zero_dates else r
             for r in TYPE_ROWS]
-    run_sql(url, TYPES_DDL.format(name="src"), TYPES_DDL.format(name="copy_a"), TYPES_DDL.format(name="copy_b"))
-    conn = connect(url)
-    with conn.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES'")
-        cur.executemany(f"INSERT INTO src VALUES ({', '.join(['%s'] * 33)})", rows)
-        cur.execute("UPDATE src SET fl = CASE id WHEN 1 THEN 16777216 WHEN 2 THEN 123456.7890625 "
-                    "WHEN 4 THEN 3.4028234663852886e38 END")
-    conn.close()
+    fill_types_table(url, "copy_a", "copy_b", rows=rows, strict=True, then=[
+        "UPDATE src SET fl = CASE id WHEN 1 THEN 16777216 WHEN 2 THEN 123456.7890625 "
+        "WHEN 4 THEN 3.4028234663852886e38 END"])
 
 
 DECLARED = {"dec65": (65, 30), "d2": (10, 2)}

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import Workspace, log_events
-from tests.integration.test_mysql_store import connect, rows_of, run_sql, source_params
-from tests.mysql_types_table import TYPE_COLUMNS, TYPE_ROWS, TYPES_DDL
+from tests.integration.test_mysql_store import rows_of, run_sql, source_params
+from tests.mysql_types_table import TYPE_COLUMNS, fill_types_table
 
 pytestmark = pytest.mark.mysql
 
@@ -20,16 +20,11 @@ TYPED = {"fl", "bt", "b1"}
 
 
 def _fill_types(url: str, *targets: str) -> None:
-    run_sql(url, TYPES_DDL.format(name="src"), *(TYPES_DDL.format(name=t) for t in targets))
-    conn = connect(url)
-    with conn.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES'")
-        cur.executemany(f"INSERT INTO src VALUES ({', '.join(['%s'] * 33)})", TYPE_ROWS)
+    fill_types_table(url, *targets, strict=True, then=[
         # a second copy of the rows without zero dates, so some batches carry wire text for every date column
-        cur.execute("INSERT INTO src SELECT id + 10, ti, tu, si, su, mi, mu, i, iu, bi, bu, dec65, d2, fl, db, c, vc, "
-                    "tx, mt, bn, vb, bl, '2024-02-29', dtm, dt0, ts, tm, yr, js, en, st, bt, b1 FROM src WHERE id < 4")
-        cur.execute("UPDATE src SET dtm = '2000-01-01 00:00:00.5', dt0 = '2000-01-01 00:00:00' WHERE id = 13")
-    conn.close()
+        "INSERT INTO src SELECT id + 10, ti, tu, si, su, mi, mu, i, iu, bi, bu, dec65, d2, fl, db, c, vc, "
+        "tx, mt, bn, vb, bl, '2024-02-29', dtm, dt0, ts, tm, yr, js, en, st, bt, b1 FROM src WHERE id < 4",
+        "UPDATE src SET dtm = '2000-01-01 00:00:00.5', dt0 = '2000-01-01 00:00:00' WHERE id = 13"])
 
 
 def _same_rows(url: str, a: str, b: str) -> None:

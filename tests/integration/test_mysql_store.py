@@ -110,7 +110,7 @@ def read_splits(options: MysqlReaderOptions, advice: int = 4,
 # ---------------------------------------------------------------------------------------------
 # every type, edge values included, through the real CLI (load_data and insert side by side)
 
-from tests.mysql_types_table import TYPE_ROWS, TYPES_DDL  # noqa: E402  (shared with tests/spark)
+from tests.mysql_types_table import TYPE_ROWS, TYPES_DDL, fill_types_table  # noqa: E402  (shared with tests/spark)
 
 
 def test_every_type_round_trips_value_by_value(ws: Workspace, mysql_db: str) -> None:
@@ -158,12 +158,7 @@ def test_every_type_round_trips_value_by_value(ws: Workspace, mysql_db: str) -> 
 
 
 def test_reader_maps_types_and_zero_date_policies(mysql_db: str) -> None:
-    run_sql(mysql_db, TYPES_DDL.format(name="src"))
-    conn = connect(mysql_db)
-    with conn.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00'")
-        cur.executemany(f"INSERT INTO src VALUES ({', '.join(['%s'] * 33)})", TYPE_ROWS)
-    conn.close()
+    fill_types_table(mysql_db)
     assert PLUGIN.source is not None
     schema = PLUGIN.source.reader(reader_options(mysql_db, table="src"), read_ctx()).schema()
     types = dict(zip(schema.names, (c.type for c in schema.columns), strict=True))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from tests.pg_helpers import PgServer, Schemas, pg_execute, pg_or_skip, qi
+from tests.pg_helpers import PgServer, fresh_schema, pg_execute, qi
 from tests.plugin_helpers import parse, write_ctx
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Rejected, Row, Schema
@@ -82,12 +82,7 @@ def every_row() -> list[Row]:
 
 @pytest.fixture(name="pg")
 def fixture_pg() -> Iterator[tuple[PgServer, Any, str]]:
-    server = PgServer.from_url()
-    schemas = Schemas(server, pg_or_skip(server))
-    try:
-        yield server, schemas.conn, schemas.create("bin")
-    finally:
-        schemas.drop_all()
+    yield from fresh_schema("bin")
 
 
 def load(pg: tuple[PgServer, Any, str], table: str, columns: Schema, batch: list[Row], *, text: bool = False,

@@ -25,7 +25,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.conftest import Workspace
-from tests.pg_helpers import PgServer, Schemas, pg_execute, pg_or_skip, pg_tables, qi
+from tests.pg_helpers import PgServer, fresh_schema, pg_execute, pg_tables, qi
 from tests.plugin_helpers import SCHEMA, parse, run_destination
 from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
 from wormhole.plugins import registry
@@ -44,12 +44,7 @@ TWO = Schema((Column("id", "int"), Column("name", "string")))
 @pytest.fixture(name="pg")
 def fixture_pg() -> Iterator[tuple[PgServer, Any, str]]:
     """(server, an autocommit connection, a fresh schema)."""
-    server = PgServer.from_url()
-    schemas = Schemas(server, pg_or_skip(server))
-    try:
-        yield server, schemas.conn, schemas.create("sink")
-    finally:
-        schemas.drop_all()
+    yield from fresh_schema("sink")
 
 
 def options(pg: tuple[PgServer, Any, str], **params: Any) -> PostgresWriterOptions:

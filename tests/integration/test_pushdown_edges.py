@@ -18,10 +18,8 @@ import pytest
 
 from tests.conftest import MYSQL_URL, Workspace, mysql_or_skip, run_task
 from tests.mysql_helpers import Databases, Server, create_table, execute
-from wormhole.transform.check import check
-from wormhole.transform.expr import parse
-from wormhole.transform.pyfn import compile_py
-from wormhole.transform.sqlgen import NotPushable, compile_sql
+from tests.pushdown_helpers import evaluated_and_pushed
+from wormhole.transform.sqlgen import compile_sql
 
 pytestmark = pytest.mark.mysql
 
@@ -101,16 +99,10 @@ SCHEMA = {"u": "int", "v": "int", "i": "int", "f": "float", "d": "decimal", "zd"
 @pytest.mark.parametrize(("item", "text", "ids", "pushed"), CASES, ids=[c[0] for c in CASES])
 def test_wormhole_and_the_source_keep_the_same_right_rows(source: dict[str, Any], item: str, text: str,
                                                           ids: list[int], pushed: bool) -> None:
-    tree = parse(text)
-    typed = check(tree, SCHEMA)
-    got = compile_py(tree, typed)(_Read())
+    got, sql = evaluated_and_pushed(text, SCHEMA, _Read(), compile_sql, "mysql", pushed)
     assert [k for k, v in enumerate(got, 1) if v is True] == ids, (item, got)
-    try:
-        sql = compile_sql(tree, typed, "mysql")
-    except NotPushable:
-        assert not pushed, item
+    if sql is None:
         return
-    assert pushed, item
     conn = Server.from_url(MYSQL_URL).connect(source["database"])
     try:
         kept = execute(conn, f"SELECT id FROM t WHERE {sql.render('%s', escape_percent=True)} ORDER BY id",

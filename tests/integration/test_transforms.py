@@ -214,16 +214,25 @@ def test_three_destinations_from_mysql_and_the_pushed_query_in_the_server_log(
         assert not logged
 
 
+ADAPTIVE_ROWS = 60_000
+
+
+def _adaptive_task(ws: Workspace, dbs: Databases, out: str) -> dict[str, Any]:
+    """A MySQL table of ADAPTIVE_ROWS rows in many small splits, filtered on ``grp = 3`` (a fifth of them)
+    under adaptive push-up, into the jsonl directory ``out`` of the workspace."""
+    source, _ = mysql_source(dbs, rows=ADAPTIVE_ROWS, split_factor=40)
+    return {"source": source, "transforms": [{"filter": "grp = 3"}],
+            "destinations": [{"id": "out", "plugin": "file", "params": {"path": str(ws.root / out),
+                                                                       "format": "jsonl"}}],
+            "settings": {"pushup": "adaptive", "speed": {"channel": 2}}}
+
+
 @pytest.mark.mysql
 def test_adaptive_push_up_moves_a_selective_filter_into_an_idle_source_mid_run(
         ws: Workspace, dbs: Databases) -> None:
     ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, pushup={"interval_s": 0.05, "min_rows": 2000})
-    rows = 60_000
-    source, _ = mysql_source(dbs, rows=rows, split_factor=40)
-    spec = {"source": source, "transforms": [{"filter": "grp = 3"}],
-            "destinations": [{"id": "out", "plugin": "file", "params": {"path": str(ws.root / "adaptive"),
-                                                                       "format": "jsonl"}}],
-            "settings": {"pushup": "adaptive", "speed": {"channel": 2}}}
+    rows = ADAPTIVE_ROWS
+    spec = _adaptive_task(ws, dbs, "adaptive")
     task_id = ws.submit(spec)
     proc = ws.run("--task-id", str(task_id))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -249,12 +258,8 @@ def _sleep(conn: Any) -> None:
 def test_adaptive_push_up_leaves_a_busy_source_alone(ws: Workspace, dbs: Databases) -> None:
     ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20},
                   pushup={"interval_s": 0.05, "min_rows": 2000, "busy_threads": 2})
-    rows = 60_000
-    source, _ = mysql_source(dbs, rows=rows, split_factor=40)
-    spec = {"source": source, "transforms": [{"filter": "grp = 3"}],
-            "destinations": [{"id": "out", "plugin": "file", "params": {"path": str(ws.root / "busy"),
-                                                                       "format": "jsonl"}}],
-            "settings": {"pushup": "adaptive", "speed": {"channel": 2}}}
+    rows = ADAPTIVE_ROWS
+    spec = _adaptive_task(ws, dbs, "busy")
     sleepers = [dbs.server.connect() for _ in range(5)]  # five statements running on the server all along
     threads = [threading.Thread(target=_sleep, args=(c,), daemon=True) for c in sleepers]
     for t in threads:

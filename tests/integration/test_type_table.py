@@ -1,5 +1,5 @@
-"""The type round-trip table in local mode (README "Type round trip"): every awkward MySQL type to
-every store and back, compared exactly; the README's table is what this test measured."""
+"""The type round-trip table in local mode (docs/manual/types.md, "Type round trip"): every awkward MySQL type to
+every store and back, compared exactly; the manual's table is what this test measured."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.mysql_types_table import (
     POSTGRES_INEXACT,
     ROUNDTRIP_COLUMNS,
     ROUNDTRIP_STORES,
-    check_readme_table,
+    check_manual_table,
     measure_roundtrip,
     roundtrip_markdown,
 )
@@ -51,7 +51,7 @@ def test_type_round_trip_table_local(dbs: Databases, server: Server, pg_schemas:
                        "d18": "numeric(38,18)", "bu": "numeric(20,0)", "bt": "bigint", "b64": "numeric(20,0)",
                        "zd": "date", "tm": "text",
                        "js": "jsonb", "bn": "bytea", "u8": "character varying(40)", "es": "character varying(10)"}
-    check_readme_table("local", roundtrip_markdown(outcomes))
+    check_manual_table("local", roundtrip_markdown(outcomes))
 
 
 def test_a_query_source_carries_float_and_unsigned_bigint_exactly(dbs: Databases, server: Server,

@@ -26,7 +26,7 @@ from tests.integration.test_expr_agree import (
     python_values,
 )
 from wormhole.transform.check import int_bound
-from wormhole.transform.expr import Binary, Col, Expr, Lit, children
+from wormhole.transform.tree import Binary, Col, Expr, Lit, children
 
 pytestmark = [pytest.mark.spark]
 
@@ -96,7 +96,8 @@ def test_spark_agrees_with_python(spark_session: Any, cases: list[Case], rows: l
 def test_the_deepest_expressions_compile_and_run(spark_session: Any) -> None:
     from wormhole.spark.transforms import compile_spark
     from wormhole.transform.check import check
-    from wormhole.transform.expr import MAX_DEPTH, parse
+    from wormhole.transform.expr import parse
+    from wormhole.transform.tree import MAX_DEPTH
 
     df = spark_session.createDataFrame([(1,), (150,), (None,)], "i long")
     for text, expected in ((" + ".join(["i"] * MAX_DEPTH), [MAX_DEPTH, 150 * MAX_DEPTH, None]),

@@ -22,7 +22,7 @@ from tests.mysql_types_table import (
     TYPE_COLUMNS,
     TYPE_ROWS,
     TYPES_DDL,
-    check_readme_table,
+    check_manual_table,
     measure_roundtrip,
     roundtrip_markdown,
 )
@@ -173,7 +173,7 @@ def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
 @pytest.mark.postgres
 def test_type_round_trip_table_spark(spark_conf: EngineConf, dbs: Databases, server: Server, pg_schemas: Schemas,
                                      tmp_path: Path) -> None:
-    """README's Spark type round-trip table: Spark mode writes every store's copy, local mode reads it
+    """The manual's Spark type round-trip table: Spark mode writes every store's copy, local mode reads it
     back (hive: Spark mode, a table the destination creates; postgres: a table create_table makes)."""
     pg = (pg_schemas.server, pg_schemas.create("types"))
     stores = (*ROUNDTRIP_STORES, "hive", "postgres")
@@ -183,4 +183,4 @@ def test_type_round_trip_table_spark(spark_conf: EngineConf, dbs: Databases, ser
     for store in ("mysql", "csv", "jsonl", "parquet", "hive"):
         assert outcomes[store]["bu"] == "exact", (store, outcomes[store]["bu"])
     assert outcomes["postgres"] == {c: POSTGRES_INEXACT.get(c, "exact") for c in ROUNDTRIP_COLUMNS}  # as local mode
-    check_readme_table("spark", roundtrip_markdown(outcomes))
+    check_manual_table("spark", roundtrip_markdown(outcomes))

@@ -151,15 +151,21 @@ CSV_CLEAN = (
 )
 
 
-def test_csv_reads_arrow_batches_of_the_values_the_tuple_path_gave(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "in.csv"
-    path.write_text(CSV_CLEAN, encoding="utf-8")
-    batches, sink, old, old_sink = _both_files(path, "csv", 2, monkeypatch)
+def _clean_file_as_arrow(path: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Read ``text`` written at ``path`` both ways: every batch Arrow, each value the tuple path's, nothing
+    rejected. The batches' typed values."""
+    path.write_text(text, encoding="utf-8")
+    batches, sink, old, old_sink = _both_files(path, path.suffix[1:], 2, monkeypatch)
     assert forms(batches) == ["arrow", "arrow", "arrow"]
     assert typed(batches) == typed(old)
-    assert typed(batches)[3][3] == ("str", "''") and typed(batches)[2][3] == ("NoneType", "None")
     assert not sink.rows and not old_sink.rows
+    return typed(batches)
+
+
+def test_csv_reads_arrow_batches_of_the_values_the_tuple_path_gave(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    values = _clean_file_as_arrow(tmp_path / "in.csv", CSV_CLEAN, monkeypatch)
+    assert values[3][3] == ("str", "''") and values[2][3] == ("NoneType", "None")
 
 
 CSV_AWKWARD = (
@@ -206,13 +212,8 @@ JSONL_CLEAN = "\n".join([
 
 def test_jsonl_reads_arrow_batches_of_the_values_the_tuple_path_gave(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "in.jsonl"
-    path.write_text(JSONL_CLEAN, encoding="utf-8")
-    batches, sink, old, old_sink = _both_files(path, "jsonl", 2, monkeypatch)
-    assert forms(batches) == ["arrow", "arrow", "arrow"]
-    assert typed(batches) == typed(old)
-    assert typed(batches)[1][8] == ("str", "'text'") and typed(batches)[2][8] == ("NoneType", "None")
-    assert not sink.rows and not old_sink.rows
+    values = _clean_file_as_arrow(tmp_path / "in.jsonl", JSONL_CLEAN, monkeypatch)
+    assert values[1][8] == ("str", "'text'") and values[2][8] == ("NoneType", "None")
 
 
 JSONL_AWKWARD = "\n".join([

@@ -12,7 +12,8 @@ from structlog.testing import capture_logs
 
 from wormhole.errors import SplitError
 from wormhole.planning.encoded import choose_encoding
-from wormhole.plugins.base import Encoding
+from wormhole.plugins.base import Encoding, SinkRole
+from wormhole.plugins.facets import EncodedWriteFacet
 
 ENCODING = Encoding("postgres.copy_binary", ("bigint", "text"))
 
@@ -37,10 +38,17 @@ class Periphery:
         return encoding.columns == self.types
 
 
+LOADS = SinkRole(options=object, periphery=Periphery, writer=object,  # type: ignore[arg-type]
+                 encoded=EncodedWriteFacet(format=ENCODING.format, takes=Periphery.takes_encoding))
+"""A destination's store that loads the encoding as it is (as postgres)."""
+VALUES = SinkRole(options=object, periphery=Periphery, writer=object)  # type: ignore[arg-type]
+"""One that takes values only (as file)."""
+
+
 @dataclass
 class Dest:
     id: str
-    plugin: str = "postgres"
+    sink: Any = LOADS
     live: bool = True
     periphery: Any = field(default_factory=Periphery)
 
@@ -64,7 +72,7 @@ def test_one_destination_of_other_types_keeps_the_run_on_values_and_is_named() -
 
 
 def test_another_store_transforms_or_spark_mode_never_ask_the_source() -> None:
-    for dests, local, transformed in (([Dest("a"), Dest("j", plugin="file")], True, False),
+    for dests, local, transformed in (([Dest("a"), Dest("j", sink=VALUES)], True, False),
                                       ([Dest("a")], False, False), ([Dest("a")], True, True)):
         readers = Readers()
         assert choose(readers, dests, local=local, transformed=transformed) == (None, [])

@@ -20,31 +20,31 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "datax"
 URL = "jdbc:mysql://db1.example:3307/shop"
 
 
+def rdbms_part(name: str, username: str, table: str, jdbc_url: str | list[str],
+               parameter: dict[str, Any]) -> dict[str, Any]:
+    """A DataX reader or writer of an RDBMS: columns id and name of one table (a reader's jdbcUrl is a list,
+    a writer's a string), ``parameter`` overriding any of it."""
+    base = {"username": username, "column": ["id", "name"], "connection": [{"table": [table], "jdbcUrl": jdbc_url}]}
+    return {"name": name, "parameter": {**base, **parameter}}
+
+
 def mysql_reader(**parameter: Any) -> dict[str, Any]:
-    base = {"username": "etl", "column": ["id", "name"],
-            "connection": [{"table": ["orders"], "jdbcUrl": [URL]}]}
-    return {"name": "mysqlreader", "parameter": {**base, **parameter}}
+    return rdbms_part("mysqlreader", "etl", "orders", [URL], parameter)
 
 
 def mysql_writer(**parameter: Any) -> dict[str, Any]:
-    base = {"username": "loader", "column": ["id", "name"],
-            "connection": [{"table": ["orders_copy"], "jdbcUrl": "jdbc:mysql://db2.example/dw"}]}
-    return {"name": "mysqlwriter", "parameter": {**base, **parameter}}
+    return rdbms_part("mysqlwriter", "loader", "orders_copy", "jdbc:mysql://db2.example/dw", parameter)
 
 
 PG_URL = "jdbc:postgresql://pg1.example:5433/shop"
 
 
 def pg_reader(**parameter: Any) -> dict[str, Any]:
-    base = {"username": "etl", "column": ["id", "name"],
-            "connection": [{"table": ["orders"], "jdbcUrl": [PG_URL]}]}
-    return {"name": "postgresqlreader", "parameter": {**base, **parameter}}
+    return rdbms_part("postgresqlreader", "etl", "orders", [PG_URL], parameter)
 
 
 def pg_writer(**parameter: Any) -> dict[str, Any]:
-    base = {"username": "loader", "column": ["id", "name"],
-            "connection": [{"table": ["orders_copy"], "jdbcUrl": "jdbc:postgresql://pg2.example/dw"}]}
-    return {"name": "postgresqlwriter", "parameter": {**base, **parameter}}
+    return rdbms_part("postgresqlwriter", "loader", "orders_copy", "jdbc:postgresql://pg2.example/dw", parameter)
 
 
 def txt_writer(**parameter: Any) -> dict[str, Any]:

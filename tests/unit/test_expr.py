@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from wormhole.transform.check import check
-from wormhole.transform.expr import MAX_DEPTH, Between, Binary, Col, ExprError, In, Like, Lit, Neg, Not, depth, parse
+from wormhole.transform.expr import parse
 from wormhole.transform.pyfn import compile_py
 from wormhole.transform.sqlgen import NotPushable, compile_sql
+from wormhole.transform.tree import MAX_DEPTH, Between, Binary, Col, ExprError, In, Like, Lit, Neg, Not, depth
 
 SCHEMA = {"i": "int", "j": "int", "f": "float", "m": "decimal", "s": "string", "t": "string", "b": "bool",
           "c": "bool", "d": "date", "ts": "datetime"}

@@ -15,7 +15,18 @@ from typing import Any
 import pytest
 
 import tests.plugin_helpers as helpers
-from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, run_destination, tiny_tmpfs, write_ctx
+from tests.plugin_helpers import (
+    DIRTY,
+    NULL_ROW,
+    SCHEMA,
+    WIDE_ROW,
+    ListDirtySink,
+    parse,
+    read_ctx,
+    run_destination,
+    tiny_tmpfs,
+    write_ctx,
+)
 from wormhole.errors import CommitError, PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Row, Schema
@@ -34,9 +45,8 @@ from wormhole.plugins.file import (
 COLUMNS = tuple(ColumnOption(name=c.name, type=c.type) for c in SCHEMA.columns)
 
 ROWS: list[Row] = [
-    (1, 0.1, Decimal("1.10"), "héllo 😀 wörld", bytes(range(256)), True, dt.date(2024, 2, 29),
-     dt.datetime(2024, 2, 29, 23, 59, 58, 123456), {"k": ["😀", 1, 2.5, None, True]}),
-    (2, None, None, None, None, None, None, None, None),
+    WIDE_ROW,
+    NULL_ROW,
     (3, -1e300, Decimal("-12345678901234567890.000000001"), 'a,b;"c"\nnext line', b"\x00", False,
      dt.date(1, 1, 1), dt.datetime(2020, 1, 1, 12, 0, tzinfo=dt.timezone(dt.timedelta(hours=2))), [1, "x"]),
     (None, 5e-324, Decimal("0"), "𝄞 ∑ 🧪", b"bytes", True, dt.date(9999, 12, 31),
@@ -411,12 +421,8 @@ def test_rollback_restores_a_target_left_aside_by_a_crashed_commit(tmp_path: Pat
 
 def test_commit_is_idempotent_and_rollback_after_commit_keeps_the_target(tmp_path: Path) -> None:
     options = FileWriterOptions(path=str(tmp_path / "out"), format="csv")
-    periphery = FileWriterPeriphery(options, write_ctx(SCHEMA))
-    periphery.prepare()
-    periphery.commit()
-    periphery.commit()
-    periphery.rollback()
-    periphery.release()
+    helpers.call_phases(FileWriterPeriphery(options, write_ctx(SCHEMA)), "prepare", "commit", "commit", "rollback",
+                        "release")
     assert os.listdir(tmp_path / "out") == ["_SUCCESS"]
 
 

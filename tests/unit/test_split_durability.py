@@ -167,12 +167,7 @@ def test_a_crashed_run_resumes_with_its_durable_splits_and_each_row_lands_once(s
 
 
 def test_a_run_resumed_twice_keeps_what_each_made_durable(store: Store) -> None:
-    ctx = store.ctx(1)
-    periphery = store.periphery(ctx)
-    writer = store.writer(ctx, periphery)
-    write(writer, A, rows_of(A, 2))
-    writer.end_split(A, 2)
-    store.crash(periphery)
+    _crash_with_a_durable_split(store, 1)
 
     second = store.ctx(2, origin_run_id=1)
     periphery = store.periphery(second)
@@ -193,9 +188,7 @@ def test_a_run_resumed_twice_keeps_what_each_made_durable(store: Store) -> None:
 
 
 def test_abort_split_discards_only_that_split(store: Store) -> None:
-    ctx = store.ctx(1)
-    periphery = store.periphery(ctx)
-    writer = store.writer(ctx, periphery)
+    periphery, writer = _started(store, 1)
     write(writer, A, rows_of(A, 2))
     write(writer, B, rows_of(B, 3))
     writer.abort_split(B)
@@ -211,9 +204,7 @@ def test_abort_split_discards_only_that_split(store: Store) -> None:
 
 
 def test_an_aborted_split_is_not_durable_after_a_crash(store: Store) -> None:
-    ctx = store.ctx(1)
-    periphery = store.periphery(ctx)
-    writer = store.writer(ctx, periphery)
+    periphery, writer = _started(store, 1)
     write(writer, A, rows_of(A, 2))
     write(writer, B, rows_of(B, 2))
     writer.abort_split(B)
@@ -226,21 +217,22 @@ def test_an_aborted_split_is_not_durable_after_a_crash(store: Store) -> None:
 
 
 def test_rollback_of_a_resumed_run_leaves_the_target_as_it_was(store: Store) -> None:
-    ctx = store.ctx(1)
-    periphery = store.periphery(ctx)
-    writer = store.writer(ctx, periphery)
-    write(writer, A, rows_of(A, 2))
-    writer.end_split(A, 2)
-    store.crash(periphery)
+    _crash_with_a_durable_split(store, 1)
     periphery = store.periphery(store.ctx(2, origin_run_id=1))
     periphery.rollback()
     assert store.beside() == []  # no target (sqlite: never created), staging, markers or temporary directory
 
 
-def _crash_with_a_durable_split(store: Store, run_id: int, task_id: int = 7) -> None:
+def _started(store: Store, run_id: int, task_id: int = 7) -> tuple[Any, Any]:
+    """Run ``run_id`` of task ``task_id``: its prepared periphery and a writer."""
     ctx = store.ctx(run_id, task_id=task_id)
     periphery = store.periphery(ctx)
-    writer = store.writer(ctx, periphery)
+    return periphery, store.writer(ctx, periphery)
+
+
+def _crash_with_a_durable_split(store: Store, run_id: int, task_id: int = 7) -> None:
+    """Run ``run_id`` makes split A (2 rows) durable, then its process dies."""
+    periphery, writer = _started(store, run_id, task_id)
     write(writer, A, rows_of(A, 2))
     writer.end_split(A, 2)
     store.crash(periphery)

@@ -16,7 +16,18 @@ from typing import Any
 import pytest
 
 import tests.plugin_helpers as helpers
-from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, parse, read_ctx, tiny_tmpfs, write_ctx
+from tests.plugin_helpers import (
+    DIRTY,
+    NULL_ROW,
+    SCHEMA,
+    WIDE_ROW,
+    ListDirtySink,
+    call_phases,
+    parse,
+    read_ctx,
+    tiny_tmpfs,
+    write_ctx,
+)
 from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Row, Schema
@@ -32,9 +43,8 @@ from wormhole.plugins.sqlite import (
 )
 
 ROWS: list[Row] = [
-    (1, 0.1, Decimal("1.10"), "héllo 😀 wörld", bytes(range(256)), True, dt.date(2024, 2, 29),
-     dt.datetime(2024, 2, 29, 23, 59, 58, 123456), {"k": ["😀", 1, 2.5, None, True]}),
-    (2, None, None, None, None, None, None, None, None),
+    WIDE_ROW,
+    NULL_ROW,
     (3, -1e300, Decimal("-12345678901234567890.000000001"), 'a,b;"c"\nnext line', b"", False,
      dt.date(1, 1, 1), dt.datetime(2020, 1, 1, 12, 0, tzinfo=dt.timezone(dt.timedelta(hours=2))), [1, "x"]),
     (4, 5e-324, Decimal("0"), "", b"\x00bytes", True, dt.date(9999, 12, 31), dt.datetime(1970, 1, 1), "1"),
@@ -305,12 +315,8 @@ def test_rollback_removes_a_database_file_the_run_created(tmp_path: Path) -> Non
 
 def test_rollback_is_idempotent_and_safe_without_prepare(tmp_path: Path) -> None:
     options = SqliteWriterOptions(path=str(tmp_path / "x.db"), table="t")
-    periphery = SqliteWriterPeriphery(options, write_ctx(KV))
-    periphery.rollback()
-    periphery.prepare()
-    periphery.rollback()
-    periphery.rollback()
-    periphery.commit()  # nothing open: a no-op, never an autocommitted write
+    # The last commit has nothing open: a no-op, never an autocommitted write.
+    call_phases(SqliteWriterPeriphery(options, write_ctx(KV)), "rollback", "prepare", "rollback", "rollback", "commit")
     assert os.listdir(tmp_path) == []
 
 

@@ -1,7 +1,7 @@
 """Whether a run's rows travel in the source's own encoding: read once, loaded as they are everywhere.
 
 A store whose server can send rows in a form another server of its kind loads unchanged (PostgreSQL's
-binary COPY) declares it (``Capabilities.encoded_read``, ``encoded_write``). The engine chooses that form
+binary COPY) has the facets for it (``SourceRole.encoded``, ``SinkRole.encoded``). The engine chooses that form
 for a local run only when nothing in the run needs the values: no transform anywhere, and every live
 destination's prepared periphery says its target declares exactly the source's column types. Then no
 value is decoded or encoded between the two servers; otherwise the rows travel as values, as before.
@@ -10,13 +10,12 @@ value is decoded or encoded between the two servers; otherwise the rows travel a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol, cast
+from typing import Protocol
 
 from wormhole.destination import Destination
 from wormhole.errors import WormholeError
 from wormhole.log import Logger
-from wormhole.plugins import registry
-from wormhole.plugins.base import EncodedPeriphery, Encoding
+from wormhole.plugins.base import Encoding
 
 
 class EncodingSource(Protocol):
@@ -31,16 +30,18 @@ def choose_encoding(readers: EncodingSource, destinations: Iterable[Destination]
     live = [d for d in destinations if d.live]
     if not local or transformed or not live:
         return None
-    if any(registry.capabilities(d.plugin).encoded_write is None for d in live):
+    takers = [(d, d.sink.encoded) for d in live]
+    loads = [(d, facet) for d, facet in takers if facet is not None]
+    if len(loads) < len(live):  # a destination that cannot load an encoding as it is
         return None
     try:
         encoding = readers.encoding()  # None unless the source's store sends an encoding, and can for its options
     except WormholeError as exc:  # the source's catalog out of reach a moment: values; the reads retry as ever
         log.warning("engine.rows_decoded", reason=f"the source's column types could not be read: {exc}")
         return None
-    if encoding is None or any(registry.capabilities(d.plugin).encoded_write != encoding.format for d in live):
+    if encoding is None or any(facet.format != encoding.format for _, facet in loads):
         return None
-    refused = [d.id for d in live if not cast(EncodedPeriphery, d.periphery).takes_encoding(encoding)]
+    refused = [d.id for d, facet in loads if not facet.takes(d.periphery, encoding)]
     if refused:
         log.info("engine.rows_decoded", format=encoding.format, reason="column types differ", destinations=refused)
         return None

@@ -26,9 +26,6 @@ if TYPE_CHECKING:
 
 EngineName = Literal["local", "spark"]
 
-_METHOD_KEYS = ("format", "mode", "load", "write_mode", "method")
-"""Option names that say how a store writes, shown in a destination's ``method``."""
-
 
 @dataclass(frozen=True, slots=True)
 class PlannedSplit:
@@ -110,7 +107,7 @@ def _transforms(spec: TaskSpec, schema: Schema, engine: EngineName) -> Transform
     threads, or as Spark Columns on the source's DataFrame."""
     if not spec.transforms and not any(d.transforms for d in spec.destinations):
         return None
-    dialect = registry.capabilities(spec.source.plugin).pushdown
+    dialect = registry.source(spec.source.plugin).pushdown
     plan = build_plan(spec, schema, dialect)
     return replace(plan, mode="static") if engine == "spark" and plan.mode == "adaptive" else plan
 
@@ -160,9 +157,9 @@ def choose_engine(spec: TaskSpec, conf: EngineConf, info: SourceInfo | None) -> 
     setting = spec.settings.engine
     if setting != "auto":
         return setting, f"settings.engine is {setting!r}"
-    needs = [f"source {spec.source.plugin!r}"] if registry.capabilities(spec.source.plugin).spark_only else []
+    needs = [f"source {spec.source.plugin!r}"] if registry.source(spec.source.plugin).spark_only else []
     needs += [f"destination {d.id!r} ({d.plugin})" for d in spec.destinations
-              if registry.capabilities(d.plugin).needs_spark]
+              if registry.sink(d.plugin).needs_spark]
     if needs:
         return "spark", f"{', '.join(needs)} needs Spark"
     threshold = conf.spark.auto_rows
@@ -178,7 +175,7 @@ def choose_engine(spec: TaskSpec, conf: EngineConf, info: SourceInfo | None) -> 
     return "spark", f"estimated {estimate} rows > spark.auto_rows {threshold}"
 
 
-def _sink(plugin: str) -> SinkRole:
+def _sink(plugin: str) -> SinkRole[Any]:
     role = registry.get(plugin).sink
     assert role is not None  # validated with the task
     return role
@@ -187,12 +184,12 @@ def _sink(plugin: str) -> SinkRole:
 def _destination(dest_id: str, plugin: str, options: Any, concurrency: int, engine: EngineName,
                  partitions: int) -> PlannedDestination:
     sink = _sink(plugin)
-    how = ", ".join(f"{k}={getattr(options, k)}" for k in _METHOD_KEYS if hasattr(options, k))
+    how = ", ".join(f"{k}={getattr(options, k)}" for k in sink.method_keys)  # fields the store names
     if engine == "local":
         writers, where = concurrency, "writer threads"
     elif sink.spark_write is not None:
         writers, where = partitions, "spark native write (else row writers)"
-    elif registry.capabilities(plugin).spark_partitions:
+    elif sink.spark_partitions:
         writers, where = partitions, "spark partitions, a row writer each"
     else:
         writers, where = 1, "one row writer on the Spark driver"

@@ -1,14 +1,13 @@
 """The plugin contracts: rows and schemas, splits, and the Protocols every store implements.
 
-A store is a :class:`Plugin` bundle (the :class:`Store` the engine reads) with an optional source role
-(Splitter, Reader, ReaderPeriphery), an optional sink role (WriterPeriphery, Writer) and the
-:class:`~wormhole.plugins.capabilities.Capabilities` it declares, which the engine reads instead of
-probing the roles' objects. Spark mode reaches a store only through this contract: the roles'
-``spark_read``/``spark_write`` name its Spark adapter (``plugins/<store>/spark.py``), which imports
-nothing of the engine's runtime. Plugins inherit nothing (bar the optional
-ShippedWithoutLock helper): they satisfy these Protocols structurally. Options are frozen dataclasses
-parsed from the task's ``params`` by :func:`wormhole.options.parse_options`, so unknown keys and wrong
-types are rejected with key paths.
+A store is a :class:`Plugin` bundle with an optional source role (Splitter, Reader, ReaderPeriphery) and
+an optional sink role (WriterPeriphery, Writer); what else a role can do is a facet of it
+(:mod:`wormhole.plugins.facets`) the engine calls through instead of probing the roles' objects. Spark
+mode reaches a store only through this contract: the roles' ``spark_read``/``spark_write`` name its
+Spark adapter (``plugins/<store>/spark.py``), which imports nothing of the engine's runtime. Plugins
+inherit nothing (bar the optional ShippedWithoutLock helper): they satisfy these Protocols structurally.
+Options are frozen dataclasses parsed from the task's ``params`` by :func:`wormhole.options.parse_options`,
+so unknown keys and wrong types are rejected with key paths.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, runtime_checkable
 
 import structlog
 
@@ -25,7 +24,7 @@ from wormhole.log import Logger
 from wormhole.plugins.batch import Encoding as Encoding
 from wormhole.plugins.batch import Rows as Rows  # the batch type: plugins import it from here
 from wormhole.plugins.batch import batch_memo as batch_memo
-from wormhole.plugins.capabilities import Capabilities
+from wormhole.plugins.facets import DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet, P
 from wormhole.plugins.schema import LOGICAL_TYPES as LOGICAL_TYPES  # the schema types: plugins import them from here
 from wormhole.plugins.schema import Column as Column
 from wormhole.plugins.schema import LogicalType as LogicalType
@@ -64,7 +63,7 @@ def render_marks(text: str, placeholder: str, escape_percent: bool = False) -> s
 @dataclass(frozen=True, slots=True)
 class PushedQuery:
     """The leading filters and projections of the task's transforms, for the source to evaluate
-    (push-down). A reader whose ``Capabilities.pushdown`` names a dialect finds it in
+    (push-down). A reader whose ``SourceRole.pushdown`` names a dialect finds it in
     ``split.params["pushdown"]`` and must return only the rows ``where`` holds for, with only the
     ``keep`` columns of its schema, in that order."""
 
@@ -231,7 +230,7 @@ class Reader(Protocol):
 
 
 class EncodedReader(Protocol):
-    """The reader of a store declaring ``Capabilities.encoded_read``: rows in its server's own bytes."""
+    """The reader of a store with ``SourceRole.encoded``: rows in its server's own bytes."""
 
     def encoding(self) -> Encoding | None:
         """What :meth:`read_encoded` sends for these options (the columns' declared types), None when it
@@ -244,27 +243,9 @@ class EncodedReader(Protocol):
 
 
 class ReaderPeriphery(Protocol):
-    """Pre-processing of the source: reachability and size; bounded by a timeout and skippable.
-    A store declaring ``Capabilities.busy_threads`` is a :class:`BusySource` too."""
+    """Pre-processing of the source: reachability and size; bounded by a timeout and skippable."""
 
     def prepare(self) -> SourceInfo: ...
-
-
-class BusySource(Protocol):
-    """The reader periphery of a store declaring ``Capabilities.busy_threads``."""
-
-    def busy_threads(self) -> int | None:
-        """Statements the source's busiest server is running (not this one's own), None when it cannot say."""
-        ...
-
-
-class EncodedPeriphery(Protocol):
-    """The periphery of a destination declaring ``Capabilities.encoded_write``."""
-
-    def takes_encoding(self, encoding: Encoding) -> bool:
-        """Once prepared: whether its writers load rows in ``encoding`` as they are (the target's columns
-        declare exactly those types, and nothing of the destination needs the values)."""
-        ...
 
 
 class WriterPeriphery(Protocol):
@@ -277,10 +258,8 @@ class WriterPeriphery(Protocol):
        ``rollback()`` (leave the target as it was before ``prepare``). ``rollback`` may follow a
        partial ``prepare`` or a failed ``commit``.
 
-    A periphery that keeps its own count of rows written (for ``verify`` or rollback messages)
-    defines ``add_written(rows)`` and declares ``Capabilities.counts_written``: in Spark mode the rows
-    are written by executors, on copies of the periphery, so the engine reports the destination's
-    total to it once its job has succeeded.
+    A periphery that keeps its own count of rows written names its ``add_written`` in
+    ``SinkRole.add_written``.
     """
 
     def prepare(self) -> None: ...
@@ -372,7 +351,7 @@ class LeftoverPeriphery(Protocol):
 
 
 class ShippedWithoutLock:
-    """For a writer periphery that Spark ships to its executors (``Capabilities.spark_partitions``): its
+    """For a writer periphery that Spark ships to its executors (``SinkRole.spark_partitions``): its
     ``lock`` attribute stays behind and each copy makes its own (a lock cannot be pickled)."""
 
     lock: threading.Lock
@@ -417,12 +396,13 @@ class SourceBounds:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SourceRole:
+class SourceRole(Generic[P]):
     options: type
     """Frozen dataclass the ``source.params`` are parsed into."""
     splitter: Callable[[Any, ReadContext], Splitter]
     reader: Callable[[Any, ReadContext], Reader]
-    periphery: Callable[[Any, ReadContext], ReaderPeriphery]
+    periphery: Callable[[Any, ReadContext], P]
+    """A :class:`ReaderPeriphery`."""
     spark_read: str | None = None
     """Optional ``module:function`` of a native Spark read, loaded only in Spark mode:
     ``read(spark, options, splits, schema) -> DataFrame`` (one partition per split where it can; when
@@ -436,16 +416,30 @@ class SourceRole:
     """Optional: ``bounds(options, context, column)``, the incremental column's type, its maximum over what
     the options read and the source's clock (:mod:`wormhole.incremental`); a store without it cannot be
     read incrementally. Raises a SplitError naming the column when it is not one of the source's."""
+    pushdown: Literal["mysql", "sqlite", "postgres"] | None = None
+    """The SQL dialect in which the reader takes a ``PushedQuery`` (``split.params["pushdown"]``);
+    None: the store evaluates no transform, they all run in wormhole."""
+    busy_threads: Callable[[P], int | None] | None = None
+    """Optional: ``busy_threads(prepared_periphery)``, statements the source's busiest server is running
+    (not this one's own), None when it cannot say: adaptive push-up asks it before it moves work into the
+    source."""
+    spark_only: bool = False
+    """The store can only be read through Spark (its reader's ``read`` is never called)."""
+    encoded: EncodedReadFacet[EncodedReader] | None = None
+    """Optional: the reader can send rows undecoded, in its server's byte format."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SinkRole:
+class SinkRole(Generic[P]):
     options: type
     """Frozen dataclass the ``destinations[i].params`` are parsed into."""
-    periphery: Callable[[Any, WriteContext], WriterPeriphery]
+    periphery: Callable[[Any, WriteContext], P]
+    """A :class:`WriterPeriphery`."""
     writer: Callable[[Any, WriteContext, Any, int], Writer]
     """``writer(options, context, prepared_periphery, worker_index)``: writers share the
     periphery's state (temporary directory, open transaction)."""
+    default_concurrency: int = 1
+    """Writer threads of a destination that does not set ``concurrency``."""
     single_writer_key: Callable[[Any], str | None] | None = None
     """Optional: a key naming a resource that admits one writing destination per run (a SQLite
     file); two destinations with the same key are a configuration error."""
@@ -453,6 +447,8 @@ class SinkRole:
     """Optional: the filesystem path the destination's ``params.path`` names (a directory with all
     it holds, or a file). Two destinations whose paths are the same or one inside the other are a
     configuration error, whichever stores they belong to (paths are compared resolved)."""
+    method_keys: tuple[str, ...] = ()
+    """Fields of the options that say how the store writes (``mode``, ``load``), shown in the plan."""
     spark_write: str | None = None
     """Optional ``module:function`` of a native Spark write, loaded only in Spark mode:
     ``write(df, options, context, prepared_periphery) -> bool``; False when these options need the
@@ -463,29 +459,29 @@ class SinkRole:
     plan_load: Callable[[Any, Schema, bool], str] | None = None
     """Optional: ``plan_load(options, schema, rows_changed)`` says how the destination encodes what it
     loads, for ``wormhole plan`` (``load``); it may read (never write) the target to decide as its writers
-    will. ``rows_changed``: transforms make the rows it gets (not the reader's own); :data:`WILL_FAIL` starts a
-    line saying the run's prepare will fail, and why."""
+    will. ``rows_changed``: transforms make the rows it gets (not the reader's own);
+    :data:`WILL_FAIL` starts a line saying the run's prepare will fail, and why."""
     spark_replaces: Callable[[Any], bool] | None = None
     """Optional: for these options the native Spark write replaces the destination's whole output
     at commit (a temporary directory swapped in), so in Spark mode it writes every row each run and
     needs no split records: the destination is prepared afresh, never resumed."""
-
-
-class Store(Protocol):
-    """A store as the engine sees it: its roles and what it can do. The engine, the planner and Spark
-    mode read :attr:`capabilities` (dlt's ``capabilities()``) instead of probing the store's classes."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def source(self) -> SourceRole | None: ...
-
-    @property
-    def sink(self) -> SinkRole | None: ...
-
-    @property
-    def capabilities(self) -> Capabilities: ...
+    durable: DurableFacet[P, SplitWriter] | None = None
+    """Optional: each split is made durable with the destination's own record, so it resumes."""
+    leftovers: LeftoverFacet[P] | None = None
+    """Optional: it finds and removes what crashed runs of its task left behind."""
+    add_written: Callable[[P, int], None] | None = None
+    """Optional: ``add_written(periphery, rows)``, for a periphery that keeps its own count of rows written
+    (for ``verify`` or rollback messages): in Spark mode the rows are written by executors, on copies of
+    the periphery, so the engine reports the destination's total to it once its job has succeeded."""
+    encoded: EncodedWriteFacet[P] | None = None
+    """Optional: its writers load a source's bytes as they are, when the target takes them."""
+    needs_spark: bool = False
+    """The store needs a SparkSession even when the rows move in local mode (a Hive catalog), so
+    ``settings.engine = auto`` chooses Spark."""
+    spark_partitions: bool = False
+    """In Spark mode the row writer may run inside the executors, one writer per partition with
+    ``worker_index`` = partition id: a partition written twice (a task retry) leaves its rows once.
+    Otherwise the destination's rows are written from the driver (``toLocalIterator``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -494,7 +490,6 @@ class Plugin:
 
     name: str
     description: str
-    source: SourceRole | None = None
-    sink: SinkRole | None = None
-    capabilities: Capabilities = field(default_factory=Capabilities)
-    """What the store declares it can do (its package's ``capabilities.py``)."""
+    source: SourceRole[Any] | None = None
+    sink: SinkRole[Any] | None = None
+

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
+from typing import Any
 
 from wormhole.errors import PluginError, UnknownPlugin
-from wormhole.plugins.base import Plugin, Store
-from wormhole.plugins.capabilities import Capabilities
+from wormhole.plugins.base import Plugin, SinkRole, SourceRole
 
 BUILTIN: dict[str, str] = {
     "stream": "wormhole.plugins.stream:PLUGIN",
@@ -59,7 +59,17 @@ def get(name: str) -> Plugin:
     return plugin
 
 
-def capabilities(name: str) -> Capabilities:
-    """What the store registered under ``name`` declares it can do (read instead of probing it)."""
-    store: Store = get(name)
-    return store.capabilities
+def source(name: str) -> SourceRole[Any]:
+    """The source role of the store registered under ``name`` (a task's source: validated to have one)."""
+    role = get(name).source
+    if role is None:
+        raise PluginError(f"plugin {name!r} cannot be a source", plugin=name)
+    return role
+
+
+def sink(name: str) -> SinkRole[Any]:
+    """The sink role of the store registered under ``name`` (a task's destination: validated to have one)."""
+    role = get(name).sink
+    if role is None:
+        raise PluginError(f"plugin {name!r} cannot be a destination", plugin=name)
+    return role

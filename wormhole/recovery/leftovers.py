@@ -10,12 +10,12 @@ marker) is a leftover.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from wormhole.config import TaskSpec
 from wormhole.errors import InvalidTaskConfig
 from wormhole.plugins import registry
-from wormhole.plugins.base import LeftoverPeriphery, Schema, WriteContext
+from wormhole.plugins.base import Schema, WriteContext
 from wormhole.spec_json import load_spec_json
 from wormhole.taskdb import CRASHED, RunRecord, SqlTaskStore, TaskRecord
 
@@ -68,15 +68,15 @@ def leftovers(spec: TaskSpec, task_id: int, keep_run: int | None, *, remove: boo
     """Per destination, what is left (or what was removed); a destination that cannot be asked says why."""
     found: dict[str, list[str]] = {}
     for dest in spec.destinations:
-        sink = registry.get(dest.plugin).sink
-        assert sink is not None  # validated with the task
-        if not registry.capabilities(dest.plugin).leftovers:
+        sink = registry.sink(dest.plugin)
+        facet = sink.leftovers
+        if facet is None:
             continue
         ctx = WriteContext(task_id=task_id, run_id=keep_run or 0, destination=dest.id, schema=Schema(()),
                            batch_rows=1, concurrency=1, plugin=dest.plugin, taskdb_id=taskdb_id)
         try:
-            periphery = cast(LeftoverPeriphery, sink.periphery(dest.options, ctx))
-            found[dest.id] = (periphery.clean_leftovers(keep_run) if remove else periphery.leftovers(keep_run))
+            periphery = sink.periphery(dest.options, ctx)
+            found[dest.id] = (facet.clean if remove else facet.find)(periphery, keep_run)
         except Exception as exc:  # one unreachable destination does not hide the others' leftovers
             found[dest.id] = [f"error: cannot {'clean' if remove else 'inspect'} it: {exc}"]
     return found

@@ -14,12 +14,12 @@ import dataclasses
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from wormhole.incremental import Window
 from wormhole.log import Logger
-from wormhole.plugins.base import DurablePeriphery, Split, WriterPeriphery
-from wormhole.plugins.capabilities import Capabilities
+from wormhole.plugins.base import SinkRole, Split, SplitWriter
+from wormhole.plugins.facets import DurableFacet
 from wormhole.recovery.checkpoint import (
     COMMITTED,
     PLAN_ROW,
@@ -62,11 +62,11 @@ class RecoveryState:
     # -- the decisions -------------------------------------------------------------------------
 
     @staticmethod
-    def durable(caps: Capabilities, *, written_whole: bool = False) -> bool:
-        """Whether a destination makes each split durable, so it resumes and a lost split is written again:
-        its store declares it (SplitWriters, a periphery that keeps the record) and it is not written whole
-        (Spark's native write that replaces its output)."""
-        return not written_whole and caps.durable_splits
+    def durable(sink: SinkRole[Any], *, written_whole: bool = False) -> DurableFacet[Any, SplitWriter] | None:
+        """How a destination makes each split durable, so it resumes and a lost split is written again (None:
+        it does not): its store's facet (SplitWriters, a periphery that keeps the record), unless it is
+        written whole (Spark's native write that replaces its output)."""
+        return None if written_whole else sink.durable
 
     def committed_before(self, destination: str, durable: bool) -> int | None:
         """Rows a run of the chain committed into ``destination`` when it is to be left as it is (nothing of
@@ -78,10 +78,6 @@ class RecoveryState:
     def origin_for(self, fresh: bool) -> int | None:
         """The ``origin_run_id`` a destination is prepared with (None: it starts afresh)."""
         return None if fresh else self.origin
-
-    def held(self, periphery: WriterPeriphery) -> dict[str, int]:
-        """The splits a prepared durable destination holds (its own record: the truth on resume)."""
-        return dict(cast(DurablePeriphery, periphery).durable_splits())
 
     # -- building it ---------------------------------------------------------------------------
 

@@ -306,8 +306,8 @@ class SparkExecution:
             raise WriteError(describe_spark_error(exc), destination=dest.id, plugin=dest.plugin) from exc
         finally:
             self.sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
-        if registry.capabilities(dest.plugin).counts_written and how != "driver":  # the driver's writers told it
-            dest.periphery.add_written(counters.written)
+        if dest.sink.add_written is not None and how != "driver":  # the driver's writers told it
+            dest.sink.add_written(dest.periphery, counters.written)
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
 
@@ -328,7 +328,7 @@ class SparkExecution:
         if native is not None and load(native)(frame, dest.options, dest.ctx, dest.periphery):
             counters.delivered = counters.written = rows if rows is not None else frame.count()
             return "native"
-        if registry.capabilities(dest.plugin).spark_partitions:
+        if dest.sink.spark_partitions:
             self._write_partitions(dest, counters, frame)
             return "partitions"
         self._write_on_driver(dest, counters, frame)
@@ -339,7 +339,7 @@ class SparkExecution:
         if self.partitions != len(self.split_ids):  # a split's rows must be one partition's
             raise WriteError(f"the source's {self.partitions} partitions are not its "
                              f"{len(self.split_ids)} splits", destination=dest.id, plugin=dest.plugin)
-        if registry.capabilities(dest.plugin).spark_partitions:  # in the executors, a partition (a split) per task
+        if dest.sink.spark_partitions:  # in the executors, a partition (a split) per task
             self._write_partitions(dest, counters, frame, self._coordinator)
             return "partitions"
         # A store with one writer (a SQLite file): split by split on the driver.

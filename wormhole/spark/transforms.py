@@ -35,10 +35,10 @@ from wormhole.plugins.base import Schema, Split
 from wormhole.spark.types import EXACT
 from wormhole.transform.chain import Chain
 from wormhole.transform.check import Typed, int_bound
-from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
 from wormhole.transform.operators import BoundOp
 from wormhole.transform.plan import Placement, TransformPlan
 from wormhole.transform.pyfn import TEXT_PATTERNS
+from wormhole.transform.tree import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
 
 SPARK_TYPES: dict[str, T.DataType] = {
     "int": T.LongType(), "float": T.DoubleType(), "decimal": T.DecimalType(38, 18), "string": T.StringType(),

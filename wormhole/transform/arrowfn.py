@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 from wormhole.transform import arrowkit as K
 from wormhole.transform.arrowkit import BOOL, INT, STRING, Fallback, unify, unify_numbers
 from wormhole.transform.check import NUMERIC, Typed
-from wormhole.transform.expr import (
+from wormhole.transform.pyfn import compile_py
+from wormhole.transform.tree import (
     Between,
     Binary,
     Case,
@@ -40,7 +41,6 @@ from wormhole.transform.expr import (
     Not,
     children,
 )
-from wormhole.transform.pyfn import compile_py
 
 
 class ArrowColumns(Protocol):

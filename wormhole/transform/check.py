@@ -23,7 +23,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from wormhole.transform.expr import (
+from wormhole.transform.tree import (
     Between,
     Binary,
     Case,

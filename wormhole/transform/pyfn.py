@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from wormhole.options import INT64
 from wormhole.transform.check import Typed
-from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
+from wormhole.transform.tree import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
 
 
 class Columns(Protocol):

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from wormhole.plugins.base import PARAM_MARK, render_marks
 from wormhole.transform.check import Typed, int_bound
-from wormhole.transform.expr import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
+from wormhole.transform.tree import Between, Binary, Case, Cast, Col, Expr, Func, In, IsNull, Like, Lit, Neg, Not
 
 Dialect = Literal["mysql", "sqlite", "postgres"]
 PARAM = PARAM_MARK

@@ -10,7 +10,7 @@ missing directory) unless ``overwrite: force``; two destinations may not write t
 one inside the other (``owned_path``). parquet goes through pyarrow (the ``parquet`` extra), imported
 only when a task uses that format.
 
-Modules: ``capabilities``, ``options``; ``splitter`` (the files, a split each), ``reader`` (the
+Modules: ``options``; ``splitter`` (the files, a split each), ``reader`` (the
 dispatching reader), ``periphery`` (the files sized; the temporary directory, commit, rollback, the
 record of durable splits, leftovers) and ``writer`` (part writers); per format ``csv_format``,
 ``jsonl_format``, ``parquet_format`` (values both ways) and ``parquet_part`` (the parquet part writer);
@@ -21,7 +21,7 @@ entries); ``spark`` (the Spark adapter: the native parquet write).
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
-from wormhole.plugins.file.capabilities import CAPABILITIES
+from wormhole.plugins.facets import DurableFacet, LeftoverFacet
 from wormhole.plugins.file.layout import SUCCESS_MARKER
 from wormhole.plugins.file.options import ColumnOption, FileReaderOptions, FileWriterOptions
 from wormhole.plugins.file.periphery import FileReaderPeriphery, FileWriterPeriphery
@@ -48,23 +48,33 @@ def _owned_path(options: FileWriterOptions) -> str:
     return options.path
 
 
+SOURCE = SourceRole(
+    options=FileReaderOptions,
+    splitter=FileSplitter,
+    reader=FileReader,
+    periphery=FileReaderPeriphery,
+    declared_schema=declared_schema,  # csv and jsonl with columns
+)
+
+SINK = SinkRole(
+    options=FileWriterOptions,
+    periphery=FileWriterPeriphery,
+    writer=FileWriter,
+    owned_path=_owned_path,  # the target directory: no other destination may write in or over it
+    method_keys=("format", "mode"),
+    spark_write="wormhole.plugins.file.spark:write",  # parquet; csv and jsonl keep the row writer's text
+    spark_replaces=lambda options: options.format == "parquet",
+    # A split's part is renamed into its final name when the split ends.
+    durable=DurableFacet(writer=FileWriter, held=FileWriterPeriphery.durable_splits,
+                         release=FileWriterPeriphery.release),
+    # Temporary and set-aside directories of crashed runs.
+    leftovers=LeftoverFacet(find=FileWriterPeriphery.leftovers, clean=FileWriterPeriphery.clean_leftovers),
+    spark_partitions=True,  # a part per partition, created afresh: a retried partition replaces it
+)
+
 PLUGIN = Plugin(
     name="file",
     description="csv, jsonl and parquet files: read a file, directory or glob; write part files into a directory",
-    source=SourceRole(
-        options=FileReaderOptions,
-        splitter=FileSplitter,
-        reader=FileReader,
-        periphery=FileReaderPeriphery,
-        declared_schema=declared_schema,  # csv and jsonl with columns
-    ),
-    sink=SinkRole(
-        options=FileWriterOptions,
-        periphery=FileWriterPeriphery,
-        writer=FileWriter,
-        owned_path=_owned_path,  # the target directory: no other destination may write in or over it
-        spark_write="wormhole.plugins.file.spark:write",  # parquet; csv and jsonl keep the row writer's text
-        spark_replaces=lambda options: options.format == "parquet",
-    ),
-    capabilities=CAPABILITIES,
+    source=SOURCE,
+    sink=SINK,
 )

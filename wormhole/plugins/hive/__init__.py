@@ -7,7 +7,7 @@ the table at commit with one ``INSERT INTO|OVERWRITE TABLE ... [PARTITION (stati
 rollback removes the staging directory, so a failed destination never touches the table. The
 catalog needs the SparkSession in both engines, which is why ``auto`` picks Spark for it.
 
-Modules: ``capabilities``, ``options``, ``sql`` (quoting, literals, created column types),
+Modules: ``options``, ``sql`` (quoting, literals, created column types),
 ``splitter``, ``reader``, ``periphery``, ``writer`` and ``spark`` (the Spark adapter: the native read
 and write, the only one importing pyspark). All but ``options`` and ``sql`` reach the Spark session,
 so this entry loads them only when a task uses the store: ``wormhole plugins hive`` and a task naming
@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from wormhole.plugins.base import Plugin, ReadContext, SinkRole, SourceRole, WriteContext
-from wormhole.plugins.hive.capabilities import CAPABILITIES
 from wormhole.plugins.hive.options import HiveReaderOptions, HiveWriterOptions
 
 __all__ = ["PLUGIN", "HiveReaderOptions", "HiveWriterOptions"]
@@ -55,12 +54,17 @@ def _writer(options: HiveWriterOptions, ctx: WriteContext, periphery: Any, worke
     return staging_writer(options, ctx, periphery, worker)
 
 
+SOURCE = SourceRole(options=HiveReaderOptions, splitter=_splitter, reader=_reader, periphery=_reader_periphery,
+                    spark_read="wormhole.plugins.hive.spark:read",
+                    spark_only=True)  # tables are read by spark.table only
+
+SINK = SinkRole(options=HiveWriterOptions, periphery=_writer_periphery, writer=_writer, method_keys=("mode",),
+                spark_write="wormhole.plugins.hive.spark:write",
+                needs_spark=True)  # the catalog needs a SparkSession in both engines, so auto picks Spark
+
 PLUGIN = Plugin(
     name="hive",
     description="Hive tables of the Spark catalog: read through Spark; write staged Parquet, INSERT at commit",
-    source=SourceRole(options=HiveReaderOptions, splitter=_splitter, reader=_reader, periphery=_reader_periphery,
-                      spark_read="wormhole.plugins.hive.spark:read"),
-    sink=SinkRole(options=HiveWriterOptions, periphery=_writer_periphery, writer=_writer,
-                  spark_write="wormhole.plugins.hive.spark:write"),
-    capabilities=CAPABILITIES,
+    source=SOURCE,
+    sink=SINK,
 )

@@ -1,7 +1,7 @@
 """The hive store's reader: the schema from the catalog; the rows are read by Spark only.
 
 :func:`wormhole.plugins.hive.spark.read` is the native Spark read (``SourceRole.spark_read``); the
-row reader's ``read`` is never called (``Capabilities.spark_only``), and says so if it is.
+row reader's ``read`` is never called (``SourceRole.spark_only``), and says so if it is.
 """
 
 from __future__ import annotations

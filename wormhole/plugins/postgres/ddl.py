@@ -69,6 +69,11 @@ def _mysql_type(kind: str, args: str | None, unsigned: bool) -> tuple[str, str |
     """(the logical type the mysql reader gives such a column, its PostgreSQL type)."""
     if kind in _INTS:
         return "int", _INTS[kind][unsigned]
+    return _mysql_number(kind, args) or _mysql_other(kind, args)
+
+
+def _mysql_number(kind: str, args: str | None) -> tuple[str, str | None] | None:
+    """As :func:`_mysql_type`, for the bit, decimal and floating point types (None: another kind)."""
     if kind == "bit":
         width = int(args) if args and args.isdigit() else 1
         return "int", "boolean" if width == 1 else "numeric(20)" if width == 64 else "bigint"
@@ -76,6 +81,11 @@ def _mysql_type(kind: str, args: str | None, unsigned: bool) -> tuple[str, str |
         return "decimal", f"numeric({args})" if args else "numeric"
     if kind in ("float", "double", "real"):
         return "float", "real" if kind == "float" and not args else "double precision"
+    return None
+
+
+def _mysql_other(kind: str, args: str | None) -> tuple[str, str | None]:
+    """As :func:`_mysql_type`, for the text, bytes, time and json types; ``("", None)`` for another kind."""
     if kind in ("char", "varchar"):
         return "string", f"varchar({args})" if args and args.isdigit() else "text"
     if kind in _TEXTS:

@@ -8,7 +8,7 @@ writing destination per task (``single_writer_key``), since the destination hold
 Missing parent directories are created; a database file the run created is removed on rollback
 (with its ``-journal``/``-wal``/``-shm``), one that existed is left as it was.
 
-:mod:`.capabilities` says what the store can do, :mod:`.options` holds the parameters,
+The entry below says what the store can do (its roles' facets), :mod:`.options` holds the parameters,
 :mod:`.splitter`, :mod:`.reader`, :mod:`.periphery` (both roles'), :mod:`.writer` and :mod:`.staging`
 the roles, :mod:`.types` the type mapping and :mod:`.connection` how files are opened.
 """
@@ -16,30 +16,42 @@ the roles, :mod:`.types` the type mapping and :mod:`.connection` how files are o
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.facets import DurableFacet, LeftoverFacet
 from wormhole.plugins.sqlite.bounds import bounds
-from wormhole.plugins.sqlite.capabilities import CAPABILITIES
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions, owned_path, single_writer_key
 from wormhole.plugins.sqlite.periphery import SqliteReaderPeriphery, SqliteWriterPeriphery
 from wormhole.plugins.sqlite.reader import SqliteReader
 from wormhole.plugins.sqlite.splitter import SqliteSplitter
 from wormhole.plugins.sqlite.writer import SqliteWriter
 
+SOURCE = SourceRole(
+    options=SqliteReaderOptions,
+    splitter=SqliteSplitter,
+    reader=SqliteReader,
+    periphery=SqliteReaderPeriphery,
+    bounds=bounds,
+    pushdown="sqlite",  # the reader adds the task's leading filters to its query
+)
+
+# One writer: the destination holds the file's write lock. In Spark mode its rows are written on
+# the driver (no spark_partitions).
+SINK = SinkRole(
+    options=SqliteWriterOptions,
+    periphery=SqliteWriterPeriphery,
+    writer=SqliteWriter,
+    single_writer_key=single_writer_key,
+    owned_path=owned_path,  # so no file destination's directory holds the database
+    method_keys=("write_mode",),
+    # Each split's staged rows committed with its marker row.
+    durable=DurableFacet(writer=SqliteWriter, held=SqliteWriterPeriphery.durable_splits,
+                         release=SqliteWriterPeriphery.release),
+    # Staging and marker tables of crashed runs.
+    leftovers=LeftoverFacet(find=SqliteWriterPeriphery.leftovers, clean=SqliteWriterPeriphery.clean_leftovers),
+)
+
 PLUGIN = Plugin(
     name="sqlite",
     description="a table of an SQLite file: read it, or write it in one transaction (insert/replace/upsert)",
-    source=SourceRole(
-        options=SqliteReaderOptions,
-        splitter=SqliteSplitter,
-        reader=SqliteReader,
-        periphery=SqliteReaderPeriphery,
-        bounds=bounds,
-    ),
-    sink=SinkRole(
-        options=SqliteWriterOptions,
-        periphery=SqliteWriterPeriphery,
-        writer=SqliteWriter,
-        single_writer_key=single_writer_key,
-        owned_path=owned_path,  # so no file destination's directory holds the database
-    ),
-    capabilities=CAPABILITIES,
+    source=SOURCE,
+    sink=SINK,
 )

@@ -18,9 +18,10 @@ from typing import Any, ClassVar, Protocol
 from wormhole.options import Problems, join_path
 from wormhole.plugins.base import Schema
 from wormhole.transform.check import Typed, check
-from wormhole.transform.expr import Expr, ExprError, parse
+from wormhole.transform.expr import parse
 from wormhole.transform.frame import Step
 from wormhole.transform.sqlgen import Dialect, NotPushable, SqlText
+from wormhole.transform.tree import Expr, ExprError
 
 
 @dataclass(frozen=True, slots=True)

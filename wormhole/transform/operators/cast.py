@@ -8,10 +8,10 @@ from wormhole.options import Problems, join_path, show_value
 from wormhole.plugins.base import Column, Schema
 from wormhole.transform.arrowfn import Compiled, compile_arrow
 from wormhole.transform.check import CASTS, check
-from wormhole.transform.expr import Cast as CastNode
-from wormhole.transform.expr import Col
 from wormhole.transform.frame import Frame, Step
 from wormhole.transform.operators.base import BoundOp, Operator, OpSpec, SparkKit, is_text, known_columns, object_body
+from wormhole.transform.tree import Cast as CastNode
+from wormhole.transform.tree import Col
 
 
 def _casts(op: BoundOp) -> list[tuple[Column, Compiled, str]]:

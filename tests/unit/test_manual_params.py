@@ -1,4 +1,5 @@
-"""The README's store parameter reference is generated from the options dataclasses and complete."""
+"""The manual's store parameter reference (docs/manual/store-parameters.md) is generated from the options
+dataclasses and complete."""
 
 from __future__ import annotations
 
@@ -15,25 +16,25 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("readme_params", REPO / "scripts" / "readme_params.py")
+    spec = importlib.util.spec_from_file_location("manual_params", REPO / "scripts" / "manual_params.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["readme_params"] = module
+    sys.modules["manual_params"] = module
     spec.loader.exec_module(module)
     return module
 
 
-def test_readme_parameter_reference_matches_the_options() -> None:
+def test_manual_parameter_reference_matches_the_options() -> None:
     script = _script()
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert script.current(readme) == script.generated(), (
-        "README.md's store parameters differ from the options dataclasses: run "
-        ".venv/bin/python scripts/readme_params.py")
+    reference = script.REFERENCE.read_text(encoding="utf-8")
+    assert script.current(reference) == script.generated(), (
+        f"{script.REFERENCE.relative_to(REPO)}'s store parameters differ from the options dataclasses: run "
+        ".venv/bin/python scripts/manual_params.py")
 
 
 @pytest.mark.parametrize("name", registry.names())
 def test_every_parameter_has_a_description(name: str) -> None:
-    """A parameter without the docstring under its field would appear undocumented in the README."""
+    """A parameter without the docstring under its field would appear undocumented in the manual."""
     plugin = registry.get(name)
     missing = [f"{role}: {p.name}" for role, options in describe.roles(plugin)
                for p in describe.describe_options(options) if not p.description]
