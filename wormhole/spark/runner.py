@@ -1,6 +1,6 @@
 """Spark execution of a task: the source as one persisted DataFrame, each destination one Spark job.
 
-The engine keeps its roles: the ReaderManager prepares and splits on the driver, the WriterManager
+The engine keeps its roles: the source is prepared and split on the driver (``prepare_source``), the WriterManager
 prepares, polls, commits and rolls back each destination, and the MonitorManager watches; only the
 data plane moves to Spark (DESIGN §6):
 
