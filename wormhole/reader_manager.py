@@ -55,6 +55,7 @@ class SplitFeed:
 
     coordinator: SplitCoordinator
     pushup: PushUp | None = None
+    """The task's transforms and their placement, split by split (None: the task has none)."""
     encoding: Encoding | None = None
     """The source's own encoding every destination takes (the engine chose it): readers send it undecoded."""
 
@@ -89,6 +90,9 @@ class ReaderManager:
                                                batch_bytes=setup.ctx.batch_bytes)
                          for group in read.groups for _ in range(group.channels)]
         self._futures: list[Future[None]] = []
+        self.coordinator = feed.coordinator
+        """Where the reader threads take splits from."""
+        self.pushup = feed.pushup
 
     def start(self) -> None:
         """Start each planned group's channels: a reader thread each."""
@@ -99,16 +103,6 @@ class ReaderManager:
             future.add_done_callback(self._setup.notify)
             self._futures.append(future)
         self._log.info("reader.started", threads=len(self._futures), task_groups=len(self._read.groups))
-
-    @property
-    def coordinator(self) -> SplitCoordinator:
-        """Where the reader threads take splits from."""
-        return self._feed.coordinator
-
-    @property
-    def pushup(self) -> PushUp | None:
-        """The task's transforms and their placement, split by split (None: the task has none)."""
-        return self._feed.pushup
 
     def _source(self, worker: int) -> SplitSource:
         options, ctx, encoded = self._read.source.options, self._setup.ctx, self._role.encoded

@@ -25,11 +25,14 @@ class Ended:
     what the stages that ran made (None: the run ended before that stage)."""
 
     abort: str | None = None
+    """Why the task aborts (None: it did not)."""
     read_error: str | None = None
+    """Why the read side failed (None: it did not, or the failure was a stop)."""
     invalid: InvalidTaskConfig | None = None
     """The task's transforms do not fit the source's schema (exit 204)."""
     coordinator: SplitCoordinator | None = None
     reads: Reads | None = None
+    """The read side, once it started (what the end waits for and asks its error)."""
     pushup: PushUp | None = None
     """The transforms' placement the reader threads ran under (None: no local read started, or no transforms)."""
 
@@ -43,8 +46,11 @@ class Finished:
     parts: RunParts
     writers: WriterManager
     execution: Execution
+    """The plan's execution (a local one that moved nothing when the run ended before the plan)."""
     plan: Plan | None
+    """None: the run ended before it planned."""
     window: incremental.Window | None
+    """An incremental run's window (None: the task is not incremental, or it ended before)."""
     splits: int
     """The splits the run planned (0: it did not get that far)."""
     ended: Ended
