@@ -198,8 +198,12 @@ def names_under(found: set[str], roots: tuple[str, ...]) -> list[str]:
 STORES = PACKAGE / "plugins"
 
 
+KITS = {"sql"}
+"""Packages of wormhole/plugins/ that are kits the stores build on (the SQL store kit), not stores."""
+
+
 def store_packages() -> list[Path]:
-    return sorted(p.parent for p in STORES.glob("*/__init__.py"))
+    return sorted(p.parent for p in STORES.glob("*/__init__.py") if p.parent.name not in KITS)
 
 
 def is_spark_adapter(name: str) -> bool:
@@ -397,6 +401,30 @@ def f(a, b):
     (function,) = ast.parse(source).body
     assert isinstance(function, ast.FunctionDef)
     assert complexity(function) == 1 + 1 + 2 + 1 + 1 + 1 + 2 + 3 + 1
+
+
+# -- the SQL store kit (issue 36, item 1: the read side and the options) ------------------------------
+
+def test_the_sql_stores_sources_are_the_kits_with_a_source_dialect() -> None:
+    """Each SQL store's splitter and reader are the kit's, driven by the store's SourceDialect (which has every
+    member of the kit's protocol), and its source params resolve through the kit's SourceParams: shapes,
+    checks, shard walking and key cutting live once, in wormhole/plugins/sql/."""
+    import importlib
+
+    from wormhole.plugins.sql.reader import SqlReader
+    from wormhole.plugins.sql.source_dialect import SourceDialect
+    from wormhole.plugins.sql.source_options import SourceParams
+    from wormhole.plugins.sql.splitter import SqlSplitter
+
+    members = {name for name in vars(SourceDialect) if not name.startswith("_")}
+    for store in ("mysql", "postgres"):
+        plugin = importlib.import_module(f"wormhole.plugins.{store}").PLUGIN
+        source = plugin.source
+        assert issubclass(source.splitter, SqlSplitter) and issubclass(source.reader, SqlReader), store
+        assert issubclass(source.options, SourceParams), store
+        dialect = source.splitter.DIALECT
+        assert dialect is source.reader.DIALECT, store
+        assert sorted(m for m in members if not hasattr(dialect, m)) == [], store
 
 
 # -- a3-stages: the run in finished stages, the runner below the CLI ----------------------------------------

@@ -15,13 +15,13 @@ import json
 import sys
 from collections import deque
 from collections.abc import Callable, Sequence
-from datetime import date
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from wormhole.plugins import arrow_parse
 from wormhole.plugins.base import Rejected, Row
 from wormhole.plugins.batch import Rows, arrow_schema, arrow_type, decimal_shape
 from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate
@@ -46,26 +46,12 @@ def _ascii(values: Sequence[Any]) -> pa.Array:
     return _binary(values).view(pa.string())
 
 
-def _check_range(arr: pa.Array, storage: pa.DataType, low: int, high: int) -> pa.Array:
-    # Arrow holds years 0 and beyond 9999; Python's date and datetime do not (the reader read them as zero dates).
-    bounds = pc.min_max(arr.view(storage))
-    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
-    if lo is not None and (lo < low or hi > high):
-        raise _Unfit("a date beyond Python's years 1 to 9999")
-    return arr
-
-
-_EPOCH = date(1970, 1, 1)
-_DAYS = ((date.min - _EPOCH).days, (date.max - _EPOCH).days)
-_MICROS = (_DAYS[0] * 86_400_000_000, (_DAYS[1] + 1) * 86_400_000_000 - 1)
-
-
 def _dates(values: Sequence[Any], column: Column) -> pa.Array:
-    return _check_range(pc.cast(_ascii(values), pa.date32()), pa.int32(), *_DAYS)
+    return arrow_parse.dates(_ascii(values), column)  # Arrow holds years 0 and beyond 9999: read as zero dates
 
 
 def _datetimes(values: Sequence[Any], column: Column) -> pa.Array:
-    return _check_range(pc.cast(_ascii(values), pa.timestamp("us")), pa.int64(), *_MICROS)
+    return arrow_parse.datetimes(_ascii(values), column)
 
 
 def _decimals(values: Sequence[Any], column: Column) -> pa.Array:

@@ -10,15 +10,15 @@ from pymysql.constants.FLAG import UNSIGNED as UNSIGNED_FLAG
 
 from wormhole.errors import SplitError
 from wormhole.plugins.mysql.connection import PLUGIN_NAME, fetch_all
-from wormhole.plugins.mysql.options import Endpoint
 from wormhole.plugins.mysql.types import JSON_CHECK, kind_of_data_type, kind_of_field, wide_unsigned
 from wormhole.plugins.sql import backquote as quote
+from wormhole.plugins.sql import catalog as sql_catalog
+from wormhole.plugins.sql.catalog import CatalogColumn
+from wormhole.plugins.sql.source_options import Endpoint
 
 
 @dataclass(frozen=True, slots=True)
-class ColumnInfo:
-    name: str
-    kind: str
+class ColumnInfo(CatalogColumn):
     data_type: str
     nullable: bool
     charset: str | None
@@ -34,11 +34,9 @@ class ColumnInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class ResultColumn:
+class ResultColumn(CatalogColumn):
     """A column of a query's result, as its metadata describes it."""
 
-    name: str
-    kind: str
     unsigned: bool
     """An int column whose values reach 2**64 - 1 (:func:`~wormhole.plugins.mysql.types.wide_unsigned`)."""
     precision: int | None = None
@@ -72,13 +70,7 @@ def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[C
 
 def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
                    table: str) -> list[ColumnInfo]:
-    if wanted is None:
-        return infos
-    by_name = {c.name.lower(): c for c in infos}
-    unknown = [w for w in wanted if w.lower() not in by_name]
-    if unknown:
-        raise SplitError(f"table {quote(table)} in {ep.mark} has no column {', '.join(unknown)}", plugin=PLUGIN_NAME)
-    return [by_name[w.lower()] for w in wanted]
+    return sql_catalog.choose_columns(infos, wanted, f"table {quote(table)} in {ep.mark}", PLUGIN_NAME)
 
 
 def describe_query(conn: pymysql.Connection, query: str) -> list[ResultColumn]:

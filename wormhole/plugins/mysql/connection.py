@@ -10,23 +10,16 @@ from __future__ import annotations
 
 import ssl
 import threading
-import time
 from typing import Any
 
 import pymysql
 import pymysql.converters
-import structlog
 
-from wormhole.errors import (
-    PeripheryError,
-    StorageError,
-    TransientReadError,
-    TransientWriteError,
-    WriteError,
-)
+from wormhole.errors import StorageError
 from wormhole.plugins.base import ReadContext, StopSignal
-from wormhole.plugins.mysql.options import Endpoint, SourceSettings, resolve_password
-from wormhole.retry import policy
+from wormhole.plugins.sql.connection import answering_server as answering_server  # spark's JDBC URL
+from wormhole.plugins.sql.connection import open_session, wait_session_gone
+from wormhole.plugins.sql.source_options import Endpoint, SourceSettings
 
 PLUGIN_NAME = "mysql"
 
@@ -110,96 +103,24 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def transient_class(side: type[StorageError]) -> type[StorageError]:
-    """The retryable error class on ``side`` (a read-side or write-side error class)."""
-    return TransientWriteError if issubclass(side, (WriteError, PeripheryError)) else TransientReadError
-
-
 def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3, timeout: float = 10.0,
             raw: bool = False, local_infile: bool = False, strict: bool = False, autocommit: bool = True,
             destination: str | None = None, stop: StopSignal | None = None, log: Any = None) -> pymysql.Connection:
-    """A configured connection; ``error`` when it cannot be had.
+    """A configured connection; ``error`` when it cannot be had (:func:`wormhole.plugins.sql.connection.open_session`:
+    a server that does not answer is retried, one that refuses is not).
 
-    A refused or dropped connection is transient and retried by :func:`wormhole.retry.policy` up to
-    ``attempts`` times with backoff (the waits end at once when ``stop`` is set; ``log`` gets
-    ``connection.retry`` before each); anything else (bad credentials, no such database) fails at once.
     ``raw``: values come back as bytes (readers decode them column by column, much faster).
     """
-    try:
-        password = resolve_password(endpoint.password, endpoint.password_env)
-    except KeyError as exc:
-        raise error(f"environment variable {exc.args[0]} (password_env) is not set",
-                    plugin=PLUGIN_NAME, destination=destination) from None
-    transient = transient_class(error)
 
-    def attempt() -> pymysql.Connection:
-        failures: list[str] = []
-        last: BaseException | None = None
-        for host, port in servers_in_order(endpoint):
-            try:
-                conn = _Connection(host=host, port=port, user=endpoint.user, password=password,
-                                   database=endpoint.database, charset="utf8mb4", connect_timeout=timeout,
-                                   autocommit=autocommit, local_infile=local_infile,
-                                   conv=ENCODERS if raw else None, use_unicode=not raw)
-            except pymysql.err.MySQLError as exc:
-                failures.append(f"{host}:{port}: {describe(exc)}")
-                last = exc
-                if error_code(exc) in CONNECT_TRANSIENT_CODES:
-                    continue  # no answer: the next server of a failover list, if any
-                # It answered and refused (credentials, database): a later server would not be the choice.
-                raise error(_cannot_connect(endpoint, failures), plugin=PLUGIN_NAME, destination=destination) from exc
-            _chosen(endpoint, (host, port), failures, log)
-            return conn
-        raise transient(_cannot_connect(endpoint, failures), plugin=PLUGIN_NAME, destination=destination) from last
+    def one(host: str, port: int, password: str) -> pymysql.Connection:
+        return _Connection(host=host, port=port, user=endpoint.user, password=password, database=endpoint.database,
+                           charset="utf8mb4", connect_timeout=timeout, autocommit=autocommit,
+                           local_infile=local_infile, conv=ENCODERS if raw else None, use_unicode=not raw)
 
-    try:
-        conn = policy(attempts=attempts, wait_s=0.5, max_wait_s=5.0, stop=stop, log=log, event="connection.retry",
-                      resource=endpoint.mark)(attempt)
-    except StorageError as exc:
-        if type(exc) is error:
-            raise
-        raise error(str(exc), plugin=PLUGIN_NAME, destination=destination) from exc.__cause__
-    try:
-        _configure(conn, strict)
-    except pymysql.err.MySQLError as exc:
-        conn.close()
-        raise error(f"cannot configure the session on {endpoint.mark}: {describe(exc)}",
-                    plugin=PLUGIN_NAME, destination=destination) from exc
-    return conn
-
-
-_ANSWERED: dict[tuple[tuple[str, int], ...], tuple[str, int]] = {}
-"""Per process, the server of each failover list that last answered: later connections go to it first
-(a dead primary costs its connect timeout once, not on every connection) and the choice is logged once."""
-
-
-def servers_in_order(endpoint: Endpoint) -> list[tuple[str, int]]:
-    """The endpoint's servers in the order to try them: the one that last answered first, then the list."""
-    servers = endpoint.servers
-    chosen = _ANSWERED.get(servers)
-    return list(servers) if chosen is None else [chosen, *(s for s in servers if s != chosen)]
-
-
-def answering_server(endpoint: Endpoint) -> tuple[str, int]:
-    """The server to use (Spark's JDBC URL): the one that last answered here, else the first."""
-    return servers_in_order(endpoint)[0]
-
-
-def _chosen(endpoint: Endpoint, server: tuple[str, int], failures: list[str], log: Any) -> None:
-    if len(endpoint.servers) == 1 or _ANSWERED.get(endpoint.servers) == server:
-        return
-    _ANSWERED[endpoint.servers] = server
-    logger = log if log is not None else structlog.get_logger("wormhole")
-    emit = logger.warning if failures else logger.info  # a failed-over primary is worth a look
-    emit("connection.server_chosen", resource=endpoint.mark, server=f"{server[0]}:{server[1]}",
-         failed=failures)
-
-
-def _cannot_connect(endpoint: Endpoint, failures: list[str]) -> str:
-    if len(failures) == 1 and len(endpoint.servers) == 1:
-        return f"cannot connect to mysql {endpoint.user}@{endpoint.mark}: {failures[0].split(': ', 1)[1]}"
-    return (f"cannot connect to mysql {endpoint.user}@{endpoint.mark} (tried {len(failures)} of "
-            f"{len(endpoint.servers)} servers in order): {'; '.join(failures)}")
+    return open_session(endpoint, error, PLUGIN_NAME, one, lambda conn: _configure(conn, strict),
+                        lambda conn: conn.close(), failed=pymysql.err.MySQLError,
+                        no_answer=lambda exc: error_code(exc) in CONNECT_TRANSIENT_CODES, describe=describe,
+                        attempts=attempts, stop=stop, log=log, destination=destination)
 
 
 def _configure(conn: pymysql.Connection, strict: bool) -> None:
@@ -292,9 +213,5 @@ def wait_session_ended(conn: pymysql.Connection, thread: int, stop: StopSignal, 
     except pymysql.err.MySQLError as exc:
         if error_code(exc) != _UNKNOWN_THREAD:  # already gone: nothing to wait for
             raise
-    deadline = time.monotonic() + wait_s
-    while fetch_one(conn, "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s", (thread,)) is not None:
-        if stop.wait(0.05):
-            raise TimeoutError(f"the task stopped before session {thread} ended")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"session {thread} did not end within {wait_s:.0f} s")
+    wait_session_gone(lambda: fetch_one(conn, "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s",
+                                        (thread,)) is not None, thread, stop, wait_s)

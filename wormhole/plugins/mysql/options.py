@@ -1,22 +1,36 @@
 """The mysql store's options: what users write under ``source.params`` / ``destinations[i].params``.
 
 A source's params are parsed flat (:class:`MysqlReaderOptions`, the keys users write), checked, and
-then resolved into one of three shapes, a tagged union the reader works with: :class:`TableSource`
-(one table), :class:`QuerySource` (a query, on one server or on each connection) or
-:class:`ShardedSource` (tables on several connections). Identifiers (databases, tables, columns) are
-checked here against what MySQL can name and are always quoted with backticks in SQL; values are
-always bound by the driver. ``where``, ``query``, ``pre_sql``, ``post_sql`` and ``rollback_sql`` are SQL
-text from the task author and run as given.
+then resolved into one of the SQL store kit's three shapes (:mod:`wormhole.plugins.sql.source_options`:
+a table, a query on one server or on each connection, tables on several connections); the checks across
+keys are the kit's too (``SourceParams``, ``SinkParams``), with MySQL's naming rules. Identifiers
+(databases, tables, columns) are checked here against what MySQL can name and are always quoted with
+backticks in SQL; values are always bound by the driver. ``where``, ``query``, ``pre_sql``, ``post_sql``
+and ``rollback_sql`` are SQL text from the task author and run as given.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
 from wormhole.options import Problems, join_path, opt
-from wormhole.plugins.sql import check_names, check_where, parse_server
+from wormhole.plugins.sql import check_names
 from wormhole.plugins.sql import resolve_password as resolve_password  # connection and spark import it from here
+from wormhole.plugins.sql.sink_options import SinkParams
+from wormhole.plugins.sql.source_options import (
+    Endpoint,
+    Naming,
+    QuerySource,
+    SourceParams,
+    SqlSource,
+    check_connection,
+    check_credentials,
+    check_failover,
+    servers,
+)
+
+__all__ = ["Endpoint", "QuerySource"]  # the shapes, for the periphery and spark
 
 MAX_IDENTIFIER = 64
 """MySQL's limit on database, table and column names."""
@@ -31,51 +45,15 @@ def check_identifier(name: str, path: str, problems: Problems) -> None:
         problems.add(path, f"{name!r} is not a valid MySQL name (trailing space or NUL)")
 
 
+NAMING = Naming("mysql", 3306, check_identifier)
+
+
 def _check_names(names: tuple[str, ...] | None, path: str, problems: Problems) -> None:
     check_names(names, path, problems, check_identifier)
 
 
-def _check_credentials(password: str | None, password_env: str | None, path: str, problems: Problems) -> None:
-    if password is not None and password_env is not None:
-        problems.add(join_path(path, "password_env"), "give either password or password_env, not both")
-
-
 def _check_failover(entries: tuple[str, ...], path: str, problems: Problems) -> None:
-    for i, entry in enumerate(entries):
-        if parse_server(entry, 3306) is None:
-            problems.add(join_path(join_path(path, "failover_hosts"), i),
-                         f"{entry!r} is not host, host:port or [ipv6]:port")
-
-
-def _servers(entries: tuple[str, ...], port: int) -> tuple[tuple[str, int], ...]:
-    return tuple(s for s in (parse_server(e, port) for e in entries) if s is not None)
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where to connect: one server and database, with its credentials (never logged)."""
-
-    host: str
-    port: int
-    user: str
-    password: str | None
-    password_env: str | None
-    database: str
-    failover: tuple[tuple[str, int], ...] = ()
-    """Servers tried in order when host:port does not answer (``failover_hosts``)."""
-
-    @property
-    def servers(self) -> tuple[tuple[str, int], ...]:
-        """Every server of this endpoint, in the order they are tried."""
-        return ((self.host, self.port), *self.failover)
-
-    @property
-    def mark(self) -> str:
-        """The resource mark of splits read from here: ``host:port/database``."""
-        return f"{self.host}:{self.port}/{self.database}"
-
-    def __repr__(self) -> str:  # keep the password out of any log line or traceback
-        return f"Endpoint({self.user}@{self.mark})"
+    check_failover(entries, 3306, path, problems)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,9 +78,7 @@ class ShardConnection:
     """Name of an environment variable holding this shard's password."""
 
     def check(self, path: str, problems: Problems) -> None:
-        check_identifier(self.database, join_path(path, "database"), problems)
-        _check_names(self.tables, join_path(path, "tables"), problems)
-        _check_credentials(self.password, self.password_env, path, problems)
+        check_connection(NAMING, self.database, None, self.tables, self.password, self.password_env, path, problems)
         _check_failover(self.failover_hosts, path, problems)
 
 
@@ -128,7 +104,7 @@ class ServerOptions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MysqlReaderOptions(ServerOptions):
+class MysqlReaderOptions(ServerOptions, SourceParams):
     database: str | None = opt(None, nonempty=True)
     """The database of ``table`` or ``query``; not with ``connections``."""
     table: str | None = opt(None, nonempty=True)
@@ -157,145 +133,25 @@ class MysqlReaderOptions(ServerOptions):
     connect_retries: int = opt(3, min=1, max=20)
     """Attempts to connect (a refused or dropped connection is retried with backoff; bad credentials are not)."""
 
-    def check(self, path: str, problems: Problems) -> None:
-        _check_credentials(self.password, self.password_env, path, problems)
+    NAMING: ClassVar[Naming] = NAMING
+
+    def check_servers(self, path: str, problems: Problems) -> None:
         _check_failover(self.failover_hosts, path, problems)
-        _check_names(self.columns, join_path(path, "columns"), problems)
-        check_where(self.where, path, problems, "mysql")
-        for key in ("table", "split_pk", "database"):
-            value = getattr(self, key)
-            if value is not None:
-                check_identifier(value, join_path(path, key), problems)
-        if self.connections is not None:
-            self._check_connections(self.connections, path, problems)
-        else:
-            if self.database is None:
-                problems.add(join_path(path, "database"), "is required (or give connections)")
-            if self.query is None and self.table is None:
-                problems.add(join_path(path, "table"), "is required (or give a query)")
-        if self.query is not None:
-            for key in ("table", "columns", "where", "split_pk"):
-                if getattr(self, key) is not None:
-                    problems.add(join_path(path, key), "not with query (the query says what to read)")
 
-    def _check_connections(self, connections: tuple[ShardConnection, ...], path: str, problems: Problems) -> None:
-        """Sharded params: each connection names its database and tables, unless a query says what to read."""
-        for key in ("database", "table"):
-            if getattr(self, key) is not None:
-                problems.add(join_path(path, key), "not with connections (each connection names its "
-                                                   "database and tables)")
-        for i, conn in enumerate(connections):
-            if self.query is None and conn.tables is None:
-                problems.add(join_path(join_path(join_path(path, "connections"), i), "tables"),
-                             "is required (or give a query)")
-            if self.query is not None and conn.tables is not None:
-                problems.add(join_path(join_path(join_path(path, "connections"), i), "tables"),
-                             "not with query")
+    def dates(self) -> str:
+        return self.zero_dates
 
-    def resolve(self) -> MysqlSource:
-        """The shape these (checked) params describe: what the reader works with."""
-        settings: dict[str, Any] = {
-            "connect_timeout_s": self.connect_timeout_s, "connect_retries": self.connect_retries,
-            "estimate": self.estimate, "count_timeout_s": self.count_timeout_s, "zero_dates": self.zero_dates}
-        query = None if self.query is None else self.query.rstrip().rstrip(";").rstrip() or self.query
-        if self.connections is None:
-            assert self.database is not None  # check() requires it
-            endpoint = Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database,
-                                _servers(self.failover_hosts, self.port))
-            if query is not None:
-                return QuerySource(endpoints=(endpoint,), query=query, **settings)
-            assert self.table is not None  # check() requires a table or a query
-            return TableSource(endpoint=endpoint, table=self.table, selection=self._selection(), **settings)
-        endpoints = tuple(self._shard_endpoint(c) for c in self.connections)
-        if query is not None:
-            return QuerySource(endpoints=endpoints, query=query, **settings)
-        shards = tuple(Shard(ep, c.tables or ()) for ep, c in zip(endpoints, self.connections, strict=True))
-        return ShardedSource(shards=shards, selection=self._selection(), **settings)
-
-    def _selection(self) -> Selection:
-        return Selection(columns=self.columns, where=self.where, split_pk=self.split_pk,
-                         split_factor=self.split_factor)
-
-    def _shard_endpoint(self, c: ShardConnection) -> Endpoint:
-        # The user and the secret default separately; a connection's password or password_env
-        # replaces the source's pair as a whole.
-        own_secret = c.password is not None or c.password_env is not None
-        return Endpoint(c.host, c.port, c.user or self.user, c.password if own_secret else self.password,
-                        c.password_env if own_secret else self.password_env, c.database,
-                        _servers(c.failover_hosts, c.port))
+    def failover(self, entry: ShardConnection | None) -> tuple[tuple[str, int], ...]:
+        keys = self if entry is None else entry
+        return servers(keys.failover_hosts, keys.port)
 
 
-@dataclass(frozen=True, slots=True)
-class Shard:
-    """One connection of a source and the tables read there (none for a query)."""
-
-    endpoint: Endpoint
-    tables: tuple[str, ...]
+MysqlSource = SqlSource
+"""A mysql source as the reader sees it; ``kind`` tells which (:mod:`wormhole.plugins.sql.source_options`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Selection:
-    """What a table source reads of each table: columns, rows, and how to cut it into splits."""
-
-    columns: tuple[str, ...] | None = None
-    where: str | None = None
-    split_pk: str | None = None
-    split_factor: int = 5
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SourceSettings:
-    """What every source shape shares: connecting and estimating (see :class:`MysqlReaderOptions`)."""
-
-    connect_timeout_s: float = 10.0
-    connect_retries: int = 3
-    estimate: Literal["stats", "count", "none"] = "stats"
-    count_timeout_s: float = 10.0
-    zero_dates: Literal["keep", "null", "reject"] = "keep"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TableSource(SourceSettings):
-    """One table of one database (``table``)."""
-
-    kind: Literal["table"] = "table"
-    endpoint: Endpoint
-    table: str
-    selection: Selection
-
-    @property
-    def shards(self) -> tuple[Shard, ...]:
-        return (Shard(self.endpoint, (self.table,)),)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class QuerySource(SourceSettings):
-    """A SELECT read as it is (``query``): on one database, or on each of ``connections``."""
-
-    kind: Literal["query"] = "query"
-    endpoints: tuple[Endpoint, ...]
-    query: str
-
-    @property
-    def shards(self) -> tuple[Shard, ...]:
-        return tuple(Shard(ep, ()) for ep in self.endpoints)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShardedSource(SourceSettings):
-    """Tables on several hosts or databases (``connections``), read as one source."""
-
-    kind: Literal["sharded"] = "sharded"
-    shards: tuple[Shard, ...]
-    selection: Selection
-
-
-MysqlSource = TableSource | QuerySource | ShardedSource
-"""A mysql source as the reader sees it; ``kind`` tells which."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MysqlWriterOptions(ServerOptions):
+class MysqlWriterOptions(ServerOptions, SinkParams):
     database: str = opt(nonempty=True)
     """The database of the target table."""
     table: str = opt(nonempty=True)
@@ -338,31 +194,25 @@ class MysqlWriterOptions(ServerOptions):
     retry_wait_s: float = opt(0.5, min=0.0)
     """First wait before a retry; it doubles each time (at most 30 s). A stopping task ends the wait at once."""
 
+    NAMING: ClassVar[Naming] = NAMING
+    FOLDS_CASE: ClassVar[bool] = True
+    VERIFY_WHY: ClassVar[str] = "replace and upsert may rightly change fewer rows than they write"
+
     def check(self, path: str, problems: Problems) -> None:
-        _check_credentials(self.password, self.password_env, path, problems)
+        check_credentials(self.password, self.password_env, path, problems)
         _check_failover(self.failover_hosts, path, problems)
         _check_names(self.columns, join_path(path, "columns"), problems)
         check_identifier(self.database, join_path(path, "database"), problems)
         check_identifier(self.table, join_path(path, "table"), problems)
-        if self.staging_table is not None:
-            check_identifier(self.staging_table, join_path(path, "staging_table"), problems)
-            if self.load != "staging":
-                problems.add(join_path(path, "staging_table"), "only with load 'staging'")
-            elif self.staging_table.lower() == self.table.lower():
-                problems.add(join_path(path, "staging_table"), "must differ from table")
-        if self.verify == "count" and self.write_mode != "insert":
-            problems.add(join_path(path, "verify"), "count needs write_mode 'insert' (replace and upsert may "
-                                                    "rightly change fewer rows than they write)")
+        self.check_staging(path, problems)
         if self.method == "load_data" and self.write_mode == "upsert":
             problems.add(join_path(path, "method"), "load_data cannot upsert; use method 'insert' or 'auto'")
-        if self.rollback_sql and self.load == "staging":
-            problems.add(join_path(path, "rollback_sql"), "not with load 'staging' (rollback drops the staging "
-                                                          "table)")
+        self.check_rollback(path, problems)
 
     @property
     def endpoint(self) -> Endpoint:
         return Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database,
-                        _servers(self.failover_hosts, self.port))
+                        servers(self.failover_hosts, self.port))
 
 
 def single_writer_key(options: MysqlWriterOptions) -> str | None:

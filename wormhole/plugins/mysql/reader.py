@@ -15,26 +15,20 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from wormhole.errors import ReadError, SplitError
-from wormhole.plugins.base import Column, PushedQuery, ReadContext, Row, Schema, Split
+from wormhole.errors import ReadError
+from wormhole.plugins.base import Column, PushedQuery, Row, Schema, Split
 from wormhole.plugins.mysql.arrow_read import BatchDecoder
-from wormhole.plugins.mysql.catalog import choose_columns, describe_table
-from wormhole.plugins.mysql.connection import (
-    PLUGIN_NAME,
-    abandon,
-    close_quietly,
-    describe,
-    source_connection,
-)
-from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource
+from wormhole.plugins.mysql.connection import PLUGIN_NAME, abandon, close_quietly, describe, source_connection
 from wormhole.plugins.mysql.passthrough import native_type
 from wormhole.plugins.mysql.protocol import column_batches
-from wormhole.plugins.mysql.splitter import query_columns
+from wormhole.plugins.mysql.source_dialect import MYSQL
 from wormhole.plugins.mysql.types import KIND_TYPES
 from wormhole.plugins.sql import backquote as quote
+from wormhole.plugins.sql.reader import SqlReader
+from wormhole.plugins.sql.source_options import Endpoint, QuerySource, SqlSource
 
 
-def endpoints(source: MysqlSource) -> list[tuple[Endpoint, tuple[str, ...]]]:
+def endpoints(source: SqlSource) -> list[tuple[Endpoint, tuple[str, ...]]]:
     """Every (endpoint, tables) the source reads; tables is empty for a ``query`` source."""
     return [(shard.endpoint, shard.tables) for shard in source.shards]
 
@@ -56,56 +50,37 @@ def pushed_sql(split: Split, pushed: PushedQuery) -> tuple[str, tuple[Any, ...],
     return sql, all_args, kinds
 
 
-class MysqlReader:
+class MysqlReader(SqlReader):
     """Streams the rows of each split (one connection per split, closed after it)."""
 
-    def __init__(self, options: MysqlSource, ctx: ReadContext) -> None:
-        self.source = options
-        self.ctx = ctx
-        self._shards = endpoints(options)
-        self._schema: Schema | None = None
-
-    def schema(self) -> Schema:
-        if self._schema is None:
-            self._schema = self._describe()
-        return self._schema
+    DIALECT = MYSQL
 
     def _describe(self) -> Schema:
-        source = self.source
-        ep, tables = self._shards[0]
-        conn = source_connection(source, ep, SplitError, self.ctx)
-        try:
-            if isinstance(source, QuerySource):
-                return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], unsigned=c.unsigned,
-                                           precision=c.precision, scale=c.scale)
-                                    for c in query_columns(conn, ep, source.query)))
-            chosen = choose_columns(describe_table(conn, ep, tables[0]), source.selection.columns, ep, tables[0])
-            # native: a mysql destination declaring the same type takes the column's wire text (passthrough)
-            return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable, c.unsigned, c.precision,
-                                       c.scale, native_type(c.column_type, c.charset)) for c in chosen))
-        finally:
-            close_quietly(conn)
+        infos = self.first_columns()
+        if isinstance(self.source, QuerySource):
+            return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], unsigned=c.unsigned, precision=c.precision,
+                                       scale=c.scale) for c in infos))
+        # native: a mysql destination declaring the same type takes the column's wire text (passthrough)
+        return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable, c.unsigned, c.precision,
+                                   c.scale, native_type(c.column_type, c.charset)) for c in infos))
 
-    def _decoder(self, split: Split, kinds: tuple[str, ...], pushed: PushedQuery | None) -> BatchDecoder:
-        """How the split's columns become batches: the schema's columns the split selects (the pushed
-        projection's), as Arrow. Splits planned before the table changed (a resumed run) keep their kinds."""
-        columns = self.schema().columns
-        if pushed is not None:
-            columns = tuple(columns[k] for k in pushed.keep)
-        if len(columns) != len(kinds) or any(c.type != KIND_TYPES[k] for c, k in zip(columns, kinds, strict=False)):
-            names = [split.params["columns"][k] for k in pushed.keep] if pushed else split.params["columns"]
-            columns = tuple(Column(n, KIND_TYPES[k], unsigned=k == "uint64") for n, k in zip(names, kinds, strict=True))
-        return BatchDecoder(columns, kinds, self.source.zero_dates, keep_wire=self.ctx.keep_wire)
+    def column_of(self, name: str, kind: str) -> Column:
+        return Column(name, KIND_TYPES[kind], unsigned=kind == "uint64")
 
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
-        ep, _ = self._shards[split.params["shard"]]
+        ep = self.source.shards[split.params["shard"]].endpoint
         kinds: tuple[str, ...] = tuple(split.params["kinds"])
         sql, args = split.params["sql"], tuple(split.params["args"] or ())
         pushed: PushedQuery | None = split.params.get("pushdown")
         if pushed is not None:
             sql, args, kinds = pushed_sql(split, pushed)
             self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
-        decoder = self._decoder(split, kinds, pushed)
+        names = split.params["columns"]
+        if pushed is not None:
+            names = [names[k] for k in pushed.keep]
+        # Splits planned before the table changed (a resumed run) keep their kinds.
+        decoder = BatchDecoder(self.split_columns(tuple(names), kinds, pushed), kinds, self.source.dates,
+                               keep_wire=self.ctx.keep_wire)
         conn = source_connection(self.source, ep, ReadError, self.ctx, raw=True,
                                  log=self.ctx.log.bind(split_id=split.id))
         finished = False

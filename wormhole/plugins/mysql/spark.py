@@ -122,7 +122,7 @@ def _plan(source: MysqlSource, schema: Schema) -> tuple[RowReaderPlan | None, di
         # that may need it travels as text.
         texts = frozenset(c.name for c in schema.columns if c.type in EXACT_TEXT_TYPES)
         return RowReaderPlan("a query source (its column types are not known exactly)", texts), {}
-    plan = _Plan(schema, keep_zero_dates=source.zero_dates == "keep")
+    plan = _Plan(schema, keep_zero_dates=source.dates == "keep")
     for shard in source.shards:
         conn = connect(shard.endpoint, SplitError, attempts=source.connect_retries, timeout=source.connect_timeout_s)
         try:

@@ -11,28 +11,19 @@ under a case-insensitive collation).
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
-import pymysql
-
 from wormhole.errors import SplitError
-from wormhole.plugins.base import ReadContext, Split
-from wormhole.plugins.mysql.catalog import ColumnInfo, ResultColumn, choose_columns, describe_query, describe_table
-from wormhole.plugins.mysql.connection import (
-    PLUGIN_NAME,
-    close_quietly,
-    describe,
-    fetch_all,
-    fetch_one,
-    source_connection,
-)
-from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource, Selection
-from wormhole.plugins.mysql.types import KIND_TYPES, select_expr
+from wormhole.plugins.base import Split
+from wormhole.plugins.mysql.catalog import ColumnInfo
+from wormhole.plugins.mysql.connection import fetch_all
+from wormhole.plugins.mysql.source_dialect import MYSQL
+from wormhole.plugins.mysql.types import select_expr
 from wormhole.plugins.sql import ascii_points, int_points, key_ranges
 from wormhole.plugins.sql import backquote as quote
+from wormhole.plugins.sql.source_options import QuerySource, Shard
+from wormhole.plugins.sql.splitter import SqlSplitter, TableCut
 
 _INT_KINDS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
 _STRING_KINDS = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
@@ -40,85 +31,10 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_]+")
 _ARG = "\x00wh-arg\x00"
 
 
-class MysqlSplitter:
-    def __init__(self, options: MysqlSource, ctx: ReadContext) -> None:
-        self.source = options
-        self.ctx = ctx
-
-    def split(self, advice: int) -> list[Split]:
-        source = self.source
-        if isinstance(source, QuerySource):
-            return [self._query_split(source, index, ep) for index, ep in enumerate(source.endpoints)]
-        table_count = sum(len(shard.tables) for shard in source.shards)
-        per_table = math.ceil(advice / table_count)
-        if table_count == 1 and source.selection.split_pk is not None:
-            per_table *= source.selection.split_factor  # DataX: small splits so one slow range does not drag the end
-        splits: list[Split] = []
-        reference: list[tuple[str, str]] | None = None
-        for index, shard in enumerate(source.shards):
-            conn = source_connection(source, shard.endpoint, SplitError, self.ctx)
-            try:
-                for table in shard.tables:
-                    infos = describe_table(conn, shard.endpoint, table)
-                    chosen = choose_columns(infos, source.selection.columns, shard.endpoint, table)
-                    reference = _same_shape(reference, chosen, shard.endpoint, table)
-                    cutter = _TableCutter(conn, index, shard.endpoint, table, source.selection, chosen)
-                    splits.extend(cutter.splits(infos, per_table))
-            finally:
-                close_quietly(conn)
-        return splits
-
-    def _query_split(self, source: QuerySource, index: int, ep: Endpoint) -> Split:
-        conn = source_connection(source, ep, SplitError, self.ctx)
-        try:
-            shape = query_columns(conn, ep, source.query)
-        finally:
-            close_quietly(conn)
-        sql = source.query
-        if any(c.kind == "float32" for c in shape):
-            sql = f"SELECT {', '.join(select_expr(quote(c.name), c.kind) for c in shape)} FROM ({sql}) AS wh_q"
-        return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
-                     params={"shard": index, "sql": sql, "args": (), "kinds": tuple(c.kind for c in shape),
-                             "relation": f"({source.query}) wormhole_query", "predicate": None,
-                             "columns": tuple(c.name for c in shape)})
-
-
-def query_columns(conn: pymysql.Connection, ep: Endpoint, query: str) -> list[ResultColumn]:
-    """The query's columns; SplitError with MySQL's reason when it fails."""
-    try:
-        return describe_query(conn, query)
-    except pymysql.err.MySQLError as exc:
-        raise SplitError(f"the query fails on {ep.mark}: {describe(exc)}", plugin=PLUGIN_NAME) from exc
-
-
-def _same_shape(reference: list[tuple[str, str]] | None, chosen: list[ColumnInfo], ep: Endpoint,
-                table: str) -> list[tuple[str, str]]:
-    """Every table of a source must read as the first one does (names and logical types)."""
-    shape: list[tuple[str, str]] = [(c.name.lower(), KIND_TYPES[c.kind]) for c in chosen]
-    if reference is not None and shape != reference:
-        raise SplitError(f"table {quote(table)} in {ep.mark} has columns {_show(shape)}, unlike "
-                         f"the first table's {_show(reference)}", plugin=PLUGIN_NAME)
-    return shape if reference is None else reference
-
-
-def _show(shape: list[tuple[str, str]]) -> str:
-    return ", ".join(f"{n} {t}" for n, t in shape)
-
-
-@dataclass(frozen=True, slots=True)
-class _TableCutter:
+class _Cutter(TableCut):
     """Cuts one table into key-range splits."""
 
-    conn: pymysql.Connection
-    index: int
-    ep: Endpoint
-    table: str
-    selection: Selection
-    chosen: list[ColumnInfo]
-
-    @property
-    def relation(self) -> str:
-        return f"{quote(self.ep.database)}.{quote(self.table)}"
+    __slots__ = ()
 
     @property
     def where(self) -> str | None:
@@ -138,7 +54,8 @@ class _TableCutter:
             sql += f" ORDER BY {order}"
         if args:  # the driver formats with %: a % in the task's where or a name must stay literal
             sql = sql.replace("%", "%%").replace(_ARG, "%s")
-        return Split(id=f"{self.ep.mark}/{self.table}{suffix}", resource_mark=self.ep.mark,
+        mark = self.shard.endpoint.mark
+        return Split(id=f"{mark}/{self.table}{suffix}", resource_mark=mark,
                      params={"shard": self.index, "sql": sql, "args": args, "kinds": tuple(c.kind for c in self.chosen),
                              "relation": self.relation, "predicate": predicate,
                              "columns": tuple(c.name for c in self.chosen)})
@@ -163,26 +80,17 @@ class _TableCutter:
         return splits
 
     def _key_column(self, infos: list[ColumnInfo], split_pk: str) -> ColumnInfo:
-        pk = {c.name.lower(): c for c in infos}.get(split_pk.lower())
-        if pk is None:
-            raise SplitError(f"split_pk {split_pk} is not a column of {quote(self.table)} in {self.ep.mark}",
-                             plugin=PLUGIN_NAME)
-        if pk.data_type not in _INT_KINDS and pk.data_type not in _STRING_KINDS:
-            raise SplitError(f"split_pk {pk.name} of {quote(self.table)} in {self.ep.mark} is "
-                             f"{pk.data_type.upper()}; only integer and string keys can be split (leave split_pk "
-                             f"out to read the table as one split)", plugin=PLUGIN_NAME)
-        return pk
+        return self.key_column(infos, split_pk, lambda pk: pk.data_type in _INT_KINDS or pk.data_type in _STRING_KINDS,
+                               lambda pk: pk.data_type.upper(), "integer and string",
+                               "read the table as one split")
 
     def _points(self, pk: ColumnInfo, count: int) -> list[Any] | None:
         key = quote(pk.name)
-        try:
-            low, high = fetch_one(self.conn, f"SELECT MIN({key}), MAX({key}) FROM {self.relation}"
-                                  + (f" WHERE {self.where}" if self.where else ""))
-        except pymysql.err.MySQLError as exc:
-            raise SplitError(f"cannot find the key range of {quote(self.table)} in {self.ep.mark}: "
-                             f"{describe(exc)}", plugin=PLUGIN_NAME) from exc
-        if low is None:
+        found = self.min_max(f"SELECT MIN({key}), MAX({key}) FROM {self.relation}"
+                             + (f" WHERE {self.where}" if self.where else ""))
+        if found is None or found[0] is None:
             return None
+        low, high = found
         if pk.data_type in _INT_KINDS:
             return list(int_points(int(low), int(high), count))
         return self._string_points(pk, str(low), str(high), count)
@@ -194,7 +102,7 @@ class _TableCutter:
         charset, collation = pk.charset or "utf8mb4", pk.collation or "utf8mb4_general_ci"
         if not (_SAFE_NAME.fullmatch(charset) and _SAFE_NAME.fullmatch(collation)):
             raise SplitError(f"unexpected character set {charset!r} / collation {collation!r} of {pk.name}",
-                             plugin=PLUGIN_NAME)
+                             plugin=MYSQL.name)
         value = f"CONVERT(%s USING {charset}) COLLATE {collation}"
         union = " UNION ALL ".join(f"SELECT {value} AS b" for _ in candidates)
         # The server orders and de-duplicates the candidates exactly as it will compare the keys.
@@ -203,3 +111,23 @@ class _TableCutter:
         if low == high:
             return [low]
         return [low, *inner, high]
+
+
+class MysqlSplitter(SqlSplitter):
+    DIALECT = MYSQL
+    CUTTER = _Cutter
+
+    def query_split(self, source: QuerySource, index: int, shard: Shard) -> Split:
+        ep = shard.endpoint
+        conn = MYSQL.connect(source, ep, SplitError, self.ctx)
+        try:
+            shape = MYSQL.describe_query(conn, ep, source.query)
+        finally:
+            MYSQL.close(conn)
+        sql = source.query
+        if any(c.kind == "float32" for c in shape):
+            sql = f"SELECT {', '.join(select_expr(quote(c.name), c.kind) for c in shape)} FROM ({sql}) AS wh_q"
+        return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
+                     params={"shard": index, "sql": sql, "args": (), "kinds": tuple(c.kind for c in shape),
+                             "relation": f"({source.query}) wormhole_query", "predicate": None,
+                             "columns": tuple(c.name for c in shape)})

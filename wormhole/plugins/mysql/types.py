@@ -246,32 +246,31 @@ _TEXT: dict[str, Callable[[Any], str]] = {
 }
 
 
+def _with_nulls(values: Sequence[Any], texts_of: Callable[[Sequence[Any]], list[str]], null: str) -> list[str]:
+    """One column's values as texts: ``texts_of`` those present, ``null`` where a value is None."""
+    if None not in values:
+        return texts_of(values)
+    it = iter(texts_of([v for v in values if v is not None]))
+    return [null if v is None else next(it) for v in values]
+
+
+def _load_escaped(texts: list[str]) -> list[str]:
+    return list(map(load_escape, texts)) if LOAD_SPECIAL.search("".join(texts)) else texts
+
+
+_LOAD_TEXTS: dict[str, Callable[[Sequence[Any]], list[str]]] = {
+    "string": lambda vs: _load_escaped(list(vs)),
+    "bytes": lambda vs: list(map(bytes.hex, vs)),  # loaded through UNHEX(@var)
+    "decimal": _decimal_text, "float": _float_text, "datetime": _datetime_texts,
+    "json": lambda vs: _load_escaped(list(map(_json_text, vs))),
+}
+"""Column-wise LOAD DATA texts of the logical types :data:`_TEXT` does not write value by value."""
+
+
 def _load_column(logical: str, values: Sequence[Any]) -> list[str]:
     """One column as LOAD DATA fields (tab-separated, backslash-escaped, ``\\N`` for NULL)."""
-    has_null = None in values
-    present = [v for v in values if v is not None] if has_null else values
-    if logical == "string":
-        texts = list(present)
-        if LOAD_SPECIAL.search("".join(texts)):
-            texts = list(map(load_escape, texts))
-    elif logical == "bytes":
-        texts = list(map(bytes.hex, present))  # loaded through UNHEX(@var)
-    elif logical == "decimal":
-        texts = _decimal_text(present)
-    elif logical == "float":
-        texts = _float_text(present)
-    elif logical == "datetime":
-        texts = _datetime_texts(present)
-    elif logical == "json":
-        texts = list(map(_json_text, present))
-        if LOAD_SPECIAL.search("".join(texts)):
-            texts = list(map(load_escape, texts))
-    else:
-        texts = list(map(_TEXT[logical], present))
-    if not has_null:
-        return texts
-    it = iter(texts)
-    return [_LOAD_NULL if v is None else next(it) for v in values]
+    texts_of = _LOAD_TEXTS.get(logical) or (lambda vs: list(map(_TEXT[logical], vs)))
+    return _with_nulls(values, texts_of, _LOAD_NULL)
 
 
 def load_payload(logical_types: Sequence[str], rows: Sequence[Sequence[Any]]) -> bytes:
@@ -287,28 +286,22 @@ def _sql_string(v: str) -> str:
     return "'" + v.translate(_SQL_ESCAPES) + "'"
 
 
+def _quoted(texts: Sequence[str]) -> list[str]:
+    return list(map(_sql_string, texts))
+
+
+_SQL_TEXTS: dict[str, Callable[[Sequence[Any]], list[str]]] = {
+    "string": _quoted, "bytes": lambda vs: ["X'" + v.hex() + "'" for v in vs], "decimal": _decimal_text,
+    "int": lambda vs: list(map(_TEXT["int"], vs)), "bool": lambda vs: list(map(_TEXT["bool"], vs)),
+    "float": _float_text, "datetime": lambda vs: _quoted(_datetime_texts(vs)),
+}
+"""Column-wise SQL literals; the other logical types (date, json) are their :data:`_TEXT` quoted."""
+
+
 def _sql_column(logical: str, values: Sequence[Any]) -> list[str]:
     """One column as SQL literals (the session never has NO_BACKSLASH_ESCAPES)."""
-    has_null = None in values
-    present = [v for v in values if v is not None] if has_null else values
-    if logical == "string":
-        texts = list(map(_sql_string, present))
-    elif logical == "bytes":
-        texts = ["X'" + v.hex() + "'" for v in present]
-    elif logical == "decimal":
-        texts = _decimal_text(present)
-    elif logical in ("int", "bool"):
-        texts = list(map(_TEXT[logical], present))
-    elif logical == "float":
-        texts = _float_text(present)
-    elif logical == "datetime":
-        texts = [_sql_string(t) for t in _datetime_texts(present)]
-    else:  # date, json: quoted text
-        texts = [_sql_string(t) for t in map(_TEXT[logical], present)]
-    if not has_null:
-        return texts
-    it = iter(texts)
-    return ["NULL" if v is None else next(it) for v in values]
+    texts_of = _SQL_TEXTS.get(logical) or (lambda vs: _quoted(list(map(_TEXT[logical], vs))))
+    return _with_nulls(values, texts_of, "NULL")
 
 
 def sql_values(logical_types: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:

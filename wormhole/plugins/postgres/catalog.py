@@ -29,8 +29,10 @@ import psycopg
 
 from wormhole.errors import SplitError
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, describe
-from wormhole.plugins.postgres.options import Endpoint
+from wormhole.plugins.sql import catalog as sql_catalog
 from wormhole.plugins.sql import quote
+from wormhole.plugins.sql.catalog import CatalogColumn
+from wormhole.plugins.sql.source_options import Endpoint
 
 KIND_TYPES: dict[str, str] = {
     "int": "int", "float4": "float", "float": "float", "decimal": "decimal", "bool": "bool", "date": "date",
@@ -46,9 +48,7 @@ MAX_ARROW_PRECISION = 76
 
 
 @dataclass(frozen=True, slots=True)
-class ColumnInfo:
-    name: str
-    kind: str
+class ColumnInfo(CatalogColumn):
     type_name: str
     """The declared type as ``format_type`` writes it (``numeric(10,2)``, ``timestamp with time zone``)."""
     nullable: bool = True
@@ -116,14 +116,7 @@ def describe_table(conn: psycopg.Connection[Any], ep: Endpoint, schema: str, tab
 def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
                    where: str) -> list[ColumnInfo]:
     """The columns ``wanted`` names, in its order (exact names first, then ignoring case)."""
-    if wanted is None:
-        return infos
-    exact = {c.name: c for c in infos}
-    folded = {c.name.lower(): c for c in infos}
-    unknown = [w for w in wanted if w not in exact and w.lower() not in folded]
-    if unknown:
-        raise SplitError(f"{where} in {ep.mark} has no column {', '.join(unknown)}", plugin=PLUGIN_NAME)
-    return [exact.get(w) or folded[w.lower()] for w in wanted]
+    return sql_catalog.choose_columns(infos, wanted, f"{where} in {ep.mark}", PLUGIN_NAME)
 
 
 def describe_query(conn: psycopg.Connection[Any], ep: Endpoint, query: str) -> list[ColumnInfo]:

@@ -10,16 +10,14 @@ rows of one batch (they are found and rejected one by one); anything else fails 
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import psycopg
 
-from wormhole.errors import PeripheryError, StorageError, TransientReadError, TransientWriteError, WriteError
+from wormhole.errors import StorageError
 from wormhole.plugins.base import StopSignal
-from wormhole.plugins.postgres.options import Endpoint
-from wormhole.plugins.sql import resolve_password
-from wormhole.retry import policy
+from wormhole.plugins.sql.connection import open_session, wait_session_gone
+from wormhole.plugins.sql.source_options import Endpoint
 
 PLUGIN_NAME = "postgres"
 
@@ -69,60 +67,31 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def transient_class(side: type[StorageError]) -> type[StorageError]:
-    """The retryable error class on ``side`` (a read-side or write-side error class)."""
-    return TransientWriteError if issubclass(side, (WriteError, PeripheryError)) else TransientReadError
-
-
 def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3, timeout: float = 10.0,
             autocommit: bool = True, destination: str | None = None, stop: StopSignal | None = None,
             log: Any = None) -> psycopg.Connection[Any]:
-    """A configured connection; ``error`` when it cannot be had.
+    """A configured connection; ``error`` when it cannot be had (:func:`wormhole.plugins.sql.connection.open_session`:
+    a server that does not answer is retried, one that refuses is not)."""
 
-    A refused or dropped connection is transient and retried by :func:`wormhole.retry.policy` up to
-    ``attempts`` times with backoff (the waits end at once when ``stop`` is set; ``log`` gets
-    ``connection.retry`` before each); anything else (bad credentials, no such database) fails at once.
-    """
-    try:
-        password = resolve_password(endpoint.password, endpoint.password_env)
-    except KeyError as exc:
-        raise error(f"environment variable {exc.args[0]} (password_env) is not set",
-                    plugin=PLUGIN_NAME, destination=destination) from None
-    transient = transient_class(error)
+    def one(host: str, port: int, password: str) -> psycopg.Connection[Any]:
+        return psycopg.connect(host=host, port=port, user=endpoint.user, password=password or None,
+                               dbname=endpoint.database, connect_timeout=max(1, round(timeout)), autocommit=True,
+                               application_name="wormhole")
 
-    def attempt() -> psycopg.Connection[Any]:
-        try:
-            return psycopg.connect(host=endpoint.host, port=endpoint.port, user=endpoint.user,
-                                   password=password or None, dbname=endpoint.database,
-                                   connect_timeout=max(1, round(timeout)), autocommit=True,
-                                   application_name="wormhole")
-        except psycopg.OperationalError as exc:
-            message = f"cannot connect to postgres {endpoint.user}@{endpoint.mark}: {describe(exc)}"
-            if _refused_for_good(exc):
-                raise error(message, plugin=PLUGIN_NAME, destination=destination) from exc
-            raise transient(message, plugin=PLUGIN_NAME, destination=destination) from exc
-
-    try:
-        conn = policy(attempts=attempts, wait_s=0.5, max_wait_s=5.0, stop=stop, log=log, event="connection.retry",
-                      resource=endpoint.mark)(attempt)
-    except StorageError as exc:
-        if type(exc) is error:
-            raise
-        raise error(str(exc), plugin=PLUGIN_NAME, destination=destination) from exc.__cause__
-    try:
+    def configure(conn: psycopg.Connection[Any]) -> None:
         conn.execute("; ".join(SESSION_SETTINGS))
         conn.autocommit = autocommit
-    except psycopg.Error as exc:
-        close_quietly(conn)
-        raise error(f"cannot configure the session on {endpoint.mark}: {describe(exc)}",
-                    plugin=PLUGIN_NAME, destination=destination) from exc
-    return conn
+
+    return open_session(endpoint, error, PLUGIN_NAME, one, configure, close_quietly, failed=psycopg.OperationalError,
+                        no_answer=lambda exc: not _refused_for_good(exc), unconfigured=psycopg.Error,
+                        describe=describe, attempts=attempts,
+                        stop=stop, log=log, destination=destination)
 
 
 _FOR_GOOD = ("password authentication failed", "does not exist", "no pg_hba.conf entry", "permission denied")
 
 
-def _refused_for_good(exc: psycopg.OperationalError) -> bool:
+def _refused_for_good(exc: BaseException) -> bool:
     """The server answered and refused (credentials, database): another attempt would be refused too.
     libpq gives no SQLSTATE for a failed connection, only its text."""
     text = str(exc)
@@ -152,12 +121,8 @@ def wait_session_ended(conn: psycopg.Connection[Any], pid: int, stop: StopSignal
         conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
     except psycopg.Error:  # not allowed to signal it: it ends on its own once it finds its client gone
         pass
-    deadline = time.monotonic() + wait_s
-    while conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() is not None:
-        if stop.wait(0.05):
-            raise TimeoutError(f"the task stopped before session {pid} ended")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"session {pid} did not end within {wait_s:.0f} s")
+    wait_session_gone(lambda: conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+                      is not None, pid, stop, wait_s)
 
 
 _LINE = re.compile(r"\bline (\d+)(?:, column (.+?)(?::|$))?")

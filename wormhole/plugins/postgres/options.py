@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wormhole.options import Problems, join_path, opt
+from wormhole.options import Problems, opt
 from wormhole.plugins.sql import check_names
+from wormhole.plugins.sql.source_options import Endpoint, Naming, check_credentials
+
+__all__ = ["Endpoint", "check_credentials"]
 
 MAX_IDENTIFIER_BYTES = 63
 """PostgreSQL's limit on a name (NAMEDATALEN - 1, in bytes): a longer one is cut silently by the server,
@@ -31,33 +34,11 @@ def check_identifier(name: str, path: str, problems: Problems) -> None:
         problems.add(path, f"{name!r} is not a valid PostgreSQL name (NUL)")
 
 
+NAMING = Naming("postgres", DEFAULT_PORT, check_identifier)
+
+
 def check_column_names(names: tuple[str, ...] | None, path: str, problems: Problems) -> None:
     check_names(names, path, problems, check_identifier)
-
-
-def check_credentials(password: str | None, password_env: str | None, path: str, problems: Problems) -> None:
-    if password is not None and password_env is not None:
-        problems.add(join_path(path, "password_env"), "give either password or password_env, not both")
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where to connect: one server and database, with its credentials (never logged)."""
-
-    host: str
-    port: int
-    user: str
-    password: str | None
-    password_env: str | None
-    database: str
-
-    @property
-    def mark(self) -> str:
-        """The resource mark of splits read from here: ``host:port/database``."""
-        return f"{self.host}:{self.port}/{self.database}"
-
-    def __repr__(self) -> str:  # keep the password out of any log line or traceback
-        return f"Endpoint({self.user}@{self.mark})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,15 +35,16 @@ from wormhole.plugins.postgres.catalog import (
     ColumnInfo,
     as_read,
     choose_columns,
-    describe_query,
     describe_table,
     relation,
 )
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
 from wormhole.plugins.postgres.passthrough import ENCODED_ROWS_FACTOR, RowDecoder, read_rows, source_encoding
-from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource, Shard
+from wormhole.plugins.postgres.source_dialect import POSTGRES
 from wormhole.plugins.postgres.splitter import encoded_sql, escape, source_connection
 from wormhole.plugins.sql import quote
+from wormhole.plugins.sql.reader import SqlReader
+from wormhole.plugins.sql.source_options import QuerySource, Shard, SqlSource
 
 _FAILED = (pa.ArrowException, ValueError, ArithmeticError, TypeError, InvalidOperation)
 _PARSE = pcsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False)
@@ -61,36 +62,22 @@ def pushed_sql(split: Split, pushed: PushedQuery) -> tuple[str, tuple[Any, ...],
     return sql, (*split.params["args"], *pushed.args), kinds, tuple(names[k] for k in pushed.keep)
 
 
-class PostgresReader:
+class PostgresReader(SqlReader):
     """Streams the rows of each split (one connection per split, closed after it)."""
 
-    def __init__(self, options: PostgresSource, ctx: ReadContext) -> None:
-        self.source = options
-        self.ctx = ctx
-        self._schema: Schema | None = None
-        self._infos: list[ColumnInfo] = []
+    DIALECT = POSTGRES
 
-    def schema(self) -> Schema:
-        if self._schema is None:
-            self._schema = self._describe()
-        return self._schema
+    def __init__(self, options: SqlSource, ctx: ReadContext) -> None:
+        super().__init__(options, ctx)
+        self._infos: list[ColumnInfo] = []
 
     def _describe(self) -> Schema:
         source = self.source
-        shard = source.shards[0]
-        conn = source_connection(source, shard.endpoint, SplitError, self.ctx)
-        try:
-            if isinstance(source, QuerySource):
-                infos = describe_query(conn, shard.endpoint, source.query)
-            else:
-                where = relation(shard.schema, shard.tables[0])
-                infos = self._infos = choose_columns(
-                    describe_table(conn, shard.endpoint, shard.schema, shard.tables[0]), source.selection.columns,
-                    shard.endpoint, where)
-        finally:
-            close_quietly(conn)
+        infos = self.first_columns()
+        if not isinstance(source, QuerySource):
+            self._infos = infos
         # special_dates: null makes NULLs of a NOT NULL date column's infinities.
-        nulled = ("date", "datetime", "timestamptz") if source.special_dates == "null" else ()
+        nulled = ("date", "datetime", "timestamptz") if source.dates == "null" else ()
         # native: an array of a built-in type keeps its declaration for a postgres create_table (:mod:`.ddl`).
         return Schema(tuple(Column(c.name, KIND_TYPES[c.kind], c.nullable or c.kind in nulled,  # type: ignore[arg-type]
                                    precision=c.precision, scale=c.scale, as_read=as_read(c),
@@ -102,7 +89,7 @@ class PostgresReader:
         declare the same types in every shard (the splitter compares kinds only: ``integer`` and ``bigint``
         are both ints, but not the same binary rows)."""
         self.schema()
-        encoding = source_encoding(self._infos, self.source.special_dates)
+        encoding = source_encoding(self._infos, self.source.dates)
         if encoding is None or isinstance(self.source, QuerySource) or len(self._tables()) == 1:
             return encoding
         for shard, table in self._tables()[1:]:
@@ -155,17 +142,6 @@ class PostgresReader:
                             split_id=split.id)
         return found
 
-    def _columns(self, names: tuple[str, ...], kinds: tuple[str, ...],
-                 pushed: PushedQuery | None) -> tuple[Column, ...]:
-        """The schema's columns the split selects; splits planned before the table changed (a resumed run)
-        keep their own kinds."""
-        columns = self.schema().columns
-        if pushed is not None:
-            columns = tuple(columns[k] for k in pushed.keep)
-        if len(columns) != len(kinds) or any(c.type != KIND_TYPES[k] for c, k in zip(columns, kinds, strict=False)):
-            columns = tuple(Column(n, KIND_TYPES[k]) for n, k in zip(names, kinds, strict=True))  # type: ignore[arg-type]
-        return columns
-
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         shard = self.source.shards[split.params["shard"]]
         sql, args = split.params["sql"], tuple(split.params["args"])
@@ -174,7 +150,7 @@ class PostgresReader:
         if pushed is not None:
             sql, args, kinds, names = pushed_sql(split, pushed)
             self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
-        decoder = CsvDecoder(self._columns(names, kinds, pushed), self.source.special_dates)
+        decoder = CsvDecoder(self.split_columns(names, kinds, pushed), self.source.dates)
         log = self.ctx.log.bind(split_id=split.id)
         conn = source_connection(self.source, shard.endpoint, ReadError, self.ctx, log=log)
         finished = False

@@ -10,19 +10,22 @@ names) is checked at prepare, with the key path in the message.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.postgres.options import (
+    NAMING,
     ServerOptions,
     check_column_names,
     check_credentials,
     check_identifier,
 )
+from wormhole.plugins.sql.sink_options import SinkParams
+from wormhole.plugins.sql.source_options import Naming
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PostgresWriterOptions(ServerOptions):
+class PostgresWriterOptions(ServerOptions, SinkParams):
     database: str = opt(nonempty=True)
     """The database of the target table."""
     schema: str = opt("public", nonempty=True)
@@ -77,6 +80,8 @@ class PostgresWriterOptions(ServerOptions):
     retry_wait_s: float = opt(0.5, min=0.0)
     """First wait before a retry; it doubles each time (at most 30 s). A stopping task ends the wait at once."""
 
+    NAMING: ClassVar[Naming] = NAMING
+
     def check(self, path: str, problems: Problems) -> None:
         check_credentials(self.password, self.password_env, path, problems)
         check_column_names(self.columns, join_path(path, "columns"), problems)
@@ -84,20 +89,10 @@ class PostgresWriterOptions(ServerOptions):
         check_column_names(self.distributed_by, join_path(path, "distributed_by"), problems)
         for key in ("database", "schema", "table"):
             check_identifier(getattr(self, key), join_path(path, key), problems)
-        if self.staging_table is not None:
-            check_identifier(self.staging_table, join_path(path, "staging_table"), problems)
-            if self.load != "staging":
-                problems.add(join_path(path, "staging_table"), "only with load 'staging'")
-            elif self.staging_table == self.table:
-                problems.add(join_path(path, "staging_table"), "must differ from table")
-        if self.verify == "count" and self.write_mode != "insert":
-            problems.add(join_path(path, "verify"), "count needs write_mode 'insert' (an upsert may rightly "
-                                                    "change fewer rows than it writes)")
+        self.check_staging(path, problems)
         if self.upsert_key is not None and self.write_mode != "upsert":
             problems.add(join_path(path, "upsert_key"), "only with write_mode 'upsert'")
-        if self.rollback_sql and self.load == "staging":
-            problems.add(join_path(path, "rollback_sql"), "not with load 'staging' (rollback drops the staging "
-                                                          "table)")
+        self.check_rollback(path, problems)
         if self.distributed_by is not None and not self.create_table:
             problems.add(join_path(path, "distributed_by"), "only with create_table (it is part of the CREATE "
                                                             "TABLE wormhole runs)")

@@ -140,7 +140,7 @@ class _Plan:
         for info in infos:
             if info.name.lower() not in self.read:
                 continue
-            why = _why_inexact(info, self.first.get(info.name.lower()), self.source.special_dates)
+            why = _why_inexact(info, self.first.get(info.name.lower()), self.source.dates)
             shown = f"{info.name} ({why})"
             if why is not None and shown not in self.awkward:
                 self.awkward.append(shown)

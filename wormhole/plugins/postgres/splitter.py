@@ -17,9 +17,7 @@ values (and ``%%`` for a literal ``%``): the reader runs it inside ``COPY (...) 
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -27,20 +25,17 @@ import psycopg
 from psycopg.sql import Literal
 
 from wormhole.errors import SplitError
-from wormhole.plugins.base import ReadContext, Split
+from wormhole.plugins.base import Split
 from wormhole.plugins.postgres.catalog import (
-    KIND_TYPES,
     ColumnInfo,
-    choose_columns,
     describe_query,
-    describe_table,
-    relation,
     select_expr,
 )
-from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, connect, describe
-from wormhole.plugins.postgres.options import Endpoint
-from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource, Selection, Shard
+from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
+from wormhole.plugins.postgres.source_dialect import POSTGRES
 from wormhole.plugins.sql import int_points, quote
+from wormhole.plugins.sql.source_options import QuerySource, Shard
+from wormhole.plugins.sql.splitter import SqlSplitter, TableCut
 
 MIN_SPLIT_PAGES = 128
 """A table without ``split_pk`` is cut into block ranges of at least this many 8 KiB pages (1 MiB)."""
@@ -51,58 +46,13 @@ _EPOCH = datetime(1970, 1, 1)
 _PLACEHOLDER = re.compile("%%|%s")
 
 
-def source_connection(source: PostgresSource, ep: Endpoint, error: type[Any], ctx: ReadContext,
-                      log: Any = None) -> psycopg.Connection[Any]:
-    return connect(ep, error, attempts=source.connect_retries, timeout=source.connect_timeout_s, stop=ctx.stop,
-                   log=ctx.log if log is None else log)
+source_connection = POSTGRES.connect
+"""A connection of a source's splitter, periphery or reader, with the source's connect settings."""
 
 
 def escape(text: str) -> str:
     """SQL text run with bound values: psycopg reads ``%`` as a placeholder's start."""
     return text.replace("%", "%%")
-
-
-class PostgresSplitter:
-    def __init__(self, options: PostgresSource, ctx: ReadContext) -> None:
-        self.source = options
-        self.ctx = ctx
-
-    def split(self, advice: int) -> list[Split]:
-        source = self.source
-        if isinstance(source, QuerySource):
-            return [self._query_split(source, index, shard) for index, shard in enumerate(source.shards)]
-        table_count = sum(len(shard.tables) for shard in source.shards)
-        per_table = math.ceil(advice / table_count)
-        if table_count == 1:
-            per_table *= source.selection.split_factor  # DataX: small splits so one slow range does not drag the end
-        splits: list[Split] = []
-        reference: list[tuple[str, str]] | None = None
-        for index, shard in enumerate(source.shards):
-            conn = source_connection(source, shard.endpoint, SplitError, self.ctx)
-            try:
-                for table in shard.tables:
-                    infos = describe_table(conn, shard.endpoint, shard.schema, table)
-                    where = relation(shard.schema, table)
-                    chosen = choose_columns(infos, source.selection.columns, shard.endpoint, where)
-                    reference = same_shape(reference, chosen, shard.endpoint, where)
-                    cutter = _TableCutter(conn, index, shard, table, source.selection, chosen)
-                    splits.extend(cutter.splits(infos, per_table))
-            finally:
-                close_quietly(conn)
-        self.ctx.log.info("splitter.done", splits=len(splits), tables=table_count)
-        return splits
-
-    def _query_split(self, source: QuerySource, index: int, shard: Shard) -> Split:
-        ep = shard.endpoint
-        conn = source_connection(source, ep, SplitError, self.ctx)
-        try:
-            shape = describe_query(conn, ep, source.query)
-        finally:
-            close_quietly(conn)
-        sql = f"SELECT {', '.join(select_expr(c.name, c.kind) for c in shape)} FROM ({source.query}) AS wh_q"
-        return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
-                     params={"shard": index, "sql": escape(sql), "args": (), "kinds": tuple(c.kind for c in shape),
-                             "columns": tuple(c.name for c in shape)})
 
 
 def table_select(chosen: list[ColumnInfo], relation: str, *, encoded: bool = False) -> str:
@@ -119,31 +69,10 @@ def encoded_sql(sql: str, chosen: list[ColumnInfo], relation: str) -> str | None
     return encoded + sql[len(values):] if sql.startswith(values) else None
 
 
-def same_shape(reference: list[tuple[str, str]] | None, chosen: list[ColumnInfo], ep: Endpoint,
-               where: str) -> list[tuple[str, str]]:
-    """Every table of a source must read as the first one does (names and logical types)."""
-    shape = [(c.name.lower(), KIND_TYPES[c.kind]) for c in chosen]
-    if reference is not None and shape != reference:
-        show = lambda s: ", ".join(f"{n} {t}" for n, t in s)  # noqa: E731
-        raise SplitError(f"table {where} in {ep.mark} has columns {show(shape)}, unlike the first "
-                         f"table's {show(reference)}", plugin=PLUGIN_NAME)
-    return shape if reference is None else reference
-
-
-@dataclass(frozen=True, slots=True)
-class _TableCutter:
+class _Cutter(TableCut):
     """Cuts one table into key-range or block-range splits."""
 
-    conn: psycopg.Connection[Any]
-    index: int
-    shard: Shard
-    table: str
-    selection: Selection
-    chosen: list[ColumnInfo]
-
-    @property
-    def relation(self) -> str:
-        return relation(self.shard.schema, self.table)
+    __slots__ = ()
 
     def make(self, suffix: str, condition: str | None, args: tuple[Any, ...]) -> Split:
         conditions = [c for c in (f"({escape(self.selection.where)})" if self.selection.where else None,
@@ -187,25 +116,14 @@ class _TableCutter:
         return splits
 
     def _key_column(self, infos: list[ColumnInfo], split_pk: str) -> ColumnInfo:
-        pk = {c.name: c for c in infos}.get(split_pk) or {c.name.lower(): c for c in infos}.get(split_pk.lower())
-        if pk is None:
-            raise SplitError(f"split_pk {split_pk} is not a column of {self.relation} in {self.shard.endpoint.mark}",
-                             plugin=PLUGIN_NAME)
-        if pk.kind not in _KEY_KINDS:
-            raise SplitError(f"split_pk {pk.name} of {self.relation} in {self.shard.endpoint.mark} is "
-                             f"{pk.type_name}; only integer, date and timestamp keys can be split (leave split_pk "
-                             f"out to cut the table into block ranges)", plugin=PLUGIN_NAME)
-        return pk
+        return self.key_column(infos, split_pk, lambda pk: pk.kind in _KEY_KINDS, lambda pk: pk.type_name,
+                               "integer, date and timestamp", "cut the table into block ranges")
 
     def _points(self, pk: ColumnInfo, count: int) -> list[Any] | None:
         key = quote(pk.name)
         finite = f"isfinite({key})" if pk.kind != "int" else f"{key} IS NOT NULL"
         where = " AND ".join(c for c in (f"({self.selection.where})" if self.selection.where else "", finite) if c)
-        try:
-            row = self.conn.execute(f"SELECT MIN({key}), MAX({key}) FROM {self.relation} WHERE {where}").fetchone()
-        except psycopg.Error as exc:
-            raise SplitError(f"cannot find the key range of {self.relation} in {self.shard.endpoint.mark}: "
-                             f"{describe(exc)}", plugin=PLUGIN_NAME) from exc
+        row = self.min_max(f"SELECT MIN({key}), MAX({key}) FROM {self.relation} WHERE {where}")
         if row is None or row[0] is None:
             return None
         low, high = row
@@ -245,6 +163,24 @@ class _TableCutter:
             raise SplitError(f"cannot find the size of {self.relation} in {self.shard.endpoint.mark}: "
                              f"{describe(exc)}", plugin=PLUGIN_NAME) from exc
         return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+class PostgresSplitter(SqlSplitter):
+    DIALECT = POSTGRES
+    CUTTER = _Cutter
+    CUT_WITHOUT_KEY = True  # a table without split_pk is cut into block ranges
+
+    def query_split(self, source: QuerySource, index: int, shard: Shard) -> Split:
+        ep = shard.endpoint
+        conn = POSTGRES.connect(source, ep, SplitError, self.ctx)
+        try:
+            shape = describe_query(conn, ep, source.query)
+        finally:
+            close_quietly(conn)
+        sql = f"SELECT {', '.join(select_expr(c.name, c.kind) for c in shape)} FROM ({source.query}) AS wh_q"
+        return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
+                     params={"shard": index, "sql": escape(sql), "args": (), "kinds": tuple(c.kind for c in shape),
+                             "columns": tuple(c.name for c in shape)})
 
 
 def _micros(delta: timedelta) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 from wormhole.errors import ReadError, StorageError
 from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, Split
 from wormhole.plugins.sql import VALUE_ERRORS, quote
+from wormhole.plugins.sql.reader import SchemaOnce
 from wormhole.plugins.sqlite.arrow_columns import arrow_batch
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
 from wormhole.plugins.sqlite.options import SqliteReaderOptions
@@ -44,22 +45,19 @@ def resolve_schema(conn: sqlite3.Connection, options: SqliteReaderOptions,
     return Schema(tuple(Column(name, logical_type(decl), as_read=as_read(decl)) for name, decl in chosen))
 
 
-class SqliteReader:
+class SqliteReader(SchemaOnce):
     """Reads the table in batches of ``batch_rows`` with ``fetchmany``."""
 
     def __init__(self, options: SqliteReaderOptions, ctx: ReadContext) -> None:
         self.options = options
         self.ctx = ctx
-        self._schema: Schema | None = None
 
-    def schema(self) -> Schema:
-        if self._schema is None:
-            conn = connect_readonly(self.options.path, ReadError)
-            try:
-                self._schema = resolve_schema(conn, self.options, ReadError)
-            finally:
-                conn.close()
-        return self._schema
+    def _describe(self) -> Schema:
+        conn = connect_readonly(self.options.path, ReadError)
+        try:
+            return resolve_schema(conn, self.options, ReadError)
+        finally:
+            conn.close()
 
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         schema = self.schema()

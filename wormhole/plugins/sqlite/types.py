@@ -14,35 +14,24 @@ from typing import Any, Literal
 
 from wormhole.plugins.values import json_dumps, json_loads, plain_decimal
 
+LogicalName = Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"]
 
-def logical_type(declared: str) -> Literal["int", "float", "decimal", "string", "bytes", "bool", "date",
-                                           "datetime", "json"]:
-    """The logical type of a declared column type.
+_DECLARED: tuple[tuple[tuple[str, ...], LogicalName], ...] = (
+    (("BOOL",), "bool"), (("DATETIME", "TIMESTAMP"), "datetime"), (("DATE",), "date"), (("JSON",), "json"),
+    (("DEC", "NUMERIC"), "decimal"), (("INT",), "int"), (("CHAR", "CLOB", "TEXT"), "string"), (("BLOB",), "bytes"),
+    (("REAL", "FLOA", "DOUB"), "float"))
+"""What a declared type's name holds -> its logical type, the first that matches."""
+
+
+def logical_type(declared: str) -> LogicalName:
+    """The logical type of a declared column type (a string when nothing matches).
 
     The specific names come first, so ``DATETIME`` is not a ``DATE`` and the ``DECIMAL TEXT``-style
     types earlier versions of this store created (``DATE TEXT``, ``JSON TEXT``, ...) still read back
     as what was written.
     """
     t = declared.upper()
-    if "BOOL" in t:
-        return "bool"
-    if "DATETIME" in t or "TIMESTAMP" in t:
-        return "datetime"
-    if "DATE" in t:
-        return "date"
-    if "JSON" in t:
-        return "json"
-    if "DEC" in t or "NUMERIC" in t:
-        return "decimal"
-    if "INT" in t:
-        return "int"
-    if "CHAR" in t or "CLOB" in t or "TEXT" in t:
-        return "string"
-    if "BLOB" in t:
-        return "bytes"
-    if "REAL" in t or "FLOA" in t or "DOUB" in t:
-        return "float"
-    return "string"
+    return next((kind for marks, kind in _DECLARED if any(m in t for m in marks)), "string")
 
 
 def as_read(declared: str) -> str | None:

@@ -1,0 +1,110 @@
+"""The splitter of a SQL store: one split per connection of a ``query`` source, else every table of every
+shard described, checked to read as the first one does, and cut into splits by the store's cutter
+(DataX's SingleTableSplitUtil: ``MIN``/``MAX`` of ``split_pk`` cut into near-equal key ranges, each store
+with its own range SQL and key types, see :mod:`wormhole.plugins.sql` for the split points)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from wormhole.errors import SplitError
+from wormhole.plugins.base import ReadContext, Split
+from wormhole.plugins.sql.catalog import CatalogColumn, Shape, find_column, same_shape
+from wormhole.plugins.sql.source_dialect import SourceDialect
+from wormhole.plugins.sql.source_options import QuerySource, Selection, Shard, SqlSource
+
+ColumnT = TypeVar("ColumnT", bound=CatalogColumn)
+
+
+@dataclass(frozen=True, slots=True)
+class TableCut:
+    """One table of a shard being cut into splits; each store's cutter adds how its ranges read."""
+
+    dialect: SourceDialect
+    conn: Any
+    index: int
+    """The shard's index in the source (what a split's ``shard`` param holds)."""
+    shard: Shard
+    table: str
+    selection: Selection
+    chosen: list[Any]
+    """The columns read, as the store's catalog describes them."""
+
+    @property
+    def relation(self) -> str:
+        """The table as SQL names it."""
+        return self.dialect.relation(self.shard, self.table)
+
+    @property
+    def label(self) -> str:
+        """The table in messages: ``<name> in <host:port/database>``."""
+        return f"{self.dialect.table_label(self.shard, self.table)} in {self.shard.endpoint.mark}"
+
+    def key_column(self, infos: list[ColumnT], split_pk: str, splittable: Callable[[ColumnT], bool],
+                   declared: Callable[[ColumnT], str], kinds: str, otherwise: str) -> ColumnT:
+        """The ``split_pk`` column; SplitError when there is none or its type cannot be cut."""
+        pk = find_column(infos, split_pk)
+        if pk is None:
+            raise SplitError(f"split_pk {split_pk} is not a column of {self.label}", plugin=self.dialect.name)
+        if not splittable(pk):
+            raise SplitError(f"split_pk {pk.name} of {self.label} is {declared(pk)}; only {kinds} keys can be split "
+                             f"(leave split_pk out to {otherwise})", plugin=self.dialect.name)
+        return pk
+
+    def min_max(self, sql: str) -> tuple[Any, Any] | None:
+        """The key's range as ``sql`` (a ``SELECT MIN(key), MAX(key) ...``) finds it."""
+        try:
+            row = self.dialect.fetch_one(self.conn, sql)
+        except self.dialect.driver_error as exc:
+            raise SplitError(f"cannot find the key range of {self.label}: {self.dialect.describe(exc)}",
+                             plugin=self.dialect.name) from exc
+        return None if row is None else (row[0], row[1])
+
+    def splits(self, infos: list[Any], count: int) -> list[Split]:
+        """This table as about ``count`` splits (``infos``: all its columns)."""
+        raise NotImplementedError
+
+
+class SqlSplitter:
+    """Splits a SQL store's source: the store says how a query split reads and how a table is cut."""
+
+    DIALECT: ClassVar[SourceDialect]
+    CUTTER: ClassVar[type[TableCut]]
+    CUT_WITHOUT_KEY: ClassVar[bool] = False
+    """Whether a table without ``split_pk`` is cut too (so ``split_factor`` applies to it)."""
+
+    def __init__(self, options: SqlSource, ctx: ReadContext) -> None:
+        self.source = options
+        self.ctx = ctx
+
+    def split(self, advice: int) -> list[Split]:
+        source, dialect = self.source, self.DIALECT
+        if isinstance(source, QuerySource):
+            return [self.query_split(source, index, shard) for index, shard in enumerate(source.shards)]
+        table_count = sum(len(shard.tables) for shard in source.shards)
+        per_table = math.ceil(advice / table_count)
+        if table_count == 1 and (self.CUT_WITHOUT_KEY or source.selection.split_pk is not None):
+            per_table *= source.selection.split_factor  # DataX: small splits so one slow range does not drag the end
+        splits: list[Split] = []
+        reference: Shape | None = None
+        for index, shard in enumerate(source.shards):
+            conn = dialect.connect(source, shard.endpoint, SplitError, self.ctx)
+            try:
+                for table in shard.tables:
+                    infos = dialect.describe_table(conn, shard, table)
+                    chosen = dialect.choose_columns(infos, source.selection.columns, shard, table)
+                    where = f"{dialect.table_label(shard, table)} in {shard.endpoint.mark}"
+                    reference = same_shape(reference, chosen, dialect.kind_types, where, dialect.name)
+                    cutter = self.CUTTER(dialect, conn, index, shard, table, source.selection, chosen)
+                    splits.extend(cutter.splits(infos, per_table))
+            finally:
+                dialect.close(conn)
+        self.ctx.log.info("splitter.done", splits=len(splits), tables=table_count)
+        return splits
+
+    def query_split(self, source: QuerySource, index: int, shard: Shard) -> Split:
+        """The one split of a query source on ``shard``."""
+        raise NotImplementedError
