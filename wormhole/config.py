@@ -139,6 +139,16 @@ class SparkConf:
     """Build the session with Hive support (the ``hive`` store needs it)."""
     jars: tuple[str, ...] | None = None
     """Extra jars; by default Debian's MariaDB Connector/J and PostgreSQL JDBC driver, those installed."""
+    python: str | None = None
+    """The executors' Python on the workers (``spark.pyspark.python``): for workers that already have a
+    Python with wormhole's dependencies. Default: the driver's own interpreter on a local master, the
+    shipped archive's with ``archive``."""
+    archive: str | None = None
+    """An archive of wormhole and its dependencies (``wormhole spark pack``), shipped to the executors
+    (``spark.archives``), whose Python they run: the workers need only Java."""
+    preflight: bool = True
+    """Before any destination is prepared, a small job checks the executors (start, import wormhole,
+    reach the file destinations' paths, load the JDBC drivers)."""
     conf: dict[str, Any] = field(default_factory=dict)
     """Any ``spark.*`` setting, passed to the session builder as is (``[spark.conf]`` in TOML)."""
 
@@ -164,14 +174,12 @@ class EngineConf:
 
     @classmethod
     def load(cls, conf_dir: str | Path | None) -> EngineConf:
-        """Read ``<conf_dir>/engine.toml``; built-in defaults when no directory is given."""
-        if conf_dir is None:
-            default = Path("conf/engine.toml")
-            if not default.is_file():
-                return cls()
-            path = default
-        else:
-            path = Path(conf_dir) / "engine.toml"
+        """Read the engine.toml :func:`engine_conf_path` finds; built-in defaults when it finds none."""
+        global loaded_from
+        path = engine_conf_path(conf_dir)
+        loaded_from = path
+        if path is None:
+            return cls()
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
@@ -183,6 +191,26 @@ class EngineConf:
         if problems or conf is None:
             raise InvalidTaskConfig(problems.items, where=f"engine configuration {path}")
         return conf
+
+
+CHECKOUT_CONF = Path(__file__).resolve().parent.parent / "conf"
+"""The ``conf/`` of the checkout the package runs from (absent for an installed wheel)."""
+
+loaded_from: Path | None = None
+"""The engine.toml the process's last :meth:`EngineConf.load` read (None: built-in defaults), for the log
+and ``wormhole plan`` to say which configuration a run uses."""
+
+
+def engine_conf_path(conf_dir: str | Path | None) -> Path | None:
+    """Which engine.toml a process uses, the first of: ``<conf_dir>/engine.toml`` (``--conf DIR`` or
+    ``WORMHOLE_CONF``; it must exist), ``./conf/engine.toml`` in the working directory, the checkout's
+    ``conf/engine.toml`` next to the package; None (built-in defaults) when none of them exists."""
+    if conf_dir is not None:
+        return Path(conf_dir) / "engine.toml"
+    for candidate in (Path("conf") / "engine.toml", CHECKOUT_CONF / "engine.toml"):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,6 +234,19 @@ class SpeedSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSparkSpec:
+    master: str | None = opt(None, nonempty=True)
+    """The Spark master URL for this task (over engine.toml's and ``WORMHOLE_SPARK_MASTER``)."""
+    conf: dict[str, Any] = field(default_factory=dict)
+    """``spark.*`` settings for this task, over engine.toml's ``[spark.conf]``."""
+
+    def check(self, path: str, problems: Problems) -> None:
+        for key in self.conf:
+            if not key.startswith("spark."):
+                problems.add(join_path(join_path(path, "conf"), key), "Spark settings start with 'spark.'")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SettingsSpec:
     engine: Literal["local", "spark", "auto"] = "local"
     """Where the read and write partitions run: threads in this process, Spark, or chosen from the
@@ -221,6 +262,9 @@ class SettingsSpec:
     schedule: str | None = None
     """A cron expression (5 fields, or 6 with seconds last): the task recurs, a daemon runs it at each tick
     (:mod:`wormhole.schedule`)."""
+    spark: TaskSparkSpec | None = None
+    """Spark mode's master and settings for this task, over engine.toml's ``[spark]`` (precedence:
+    :mod:`wormhole.spark.config`)."""
 
     def check(self, path: str, problems: Problems) -> None:
         if self.schedule is not None:

@@ -15,6 +15,7 @@ steps are the same for both engines; where the rows move is an :class:`Execution
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -154,8 +155,11 @@ class Engine:
 
     def run(self) -> RunResult:
         from wormhole import spark
+        from wormhole.spark.config import choose
 
-        spark.configure(self._conf.spark)
+        choice = choose(self._conf.spark, self._spec.settings.spark)  # --spark-master, the task's, the env's
+        self._conf = dataclasses.replace(self._conf, spark=choice.conf)
+        spark.configure(choice.conf, choice.describe())
         recovery = self._recovery = RecoveryState.restore(
             self._checkpoints, task_id=self._task_id, run_id=self._run_id, resume_from=self._resume_from,
             finished_runs=self._finished_runs, log=self._log, stop=self._stop, lease=self._lease,
@@ -236,7 +240,7 @@ class Engine:
         from wormhole.spark.runner import SparkExecution
 
         return SparkExecution(self._conf, run.ctx, run.dirty, run.counters, self._spec.source, self._log,
-                              run.throttle, plan.transforms)
+                              run.throttle, plan.transforms, self._spec.destinations)
 
     def _place_transforms(self, facts: SourceFacts, plan: Plan) -> PushUp | None:
         """Where the task's operators run: in Spark, as Columns on the source's DataFrame; locally, split

@@ -240,6 +240,8 @@ class TerminalLog:
             return render(self._screen(event))
         if event.get("event") == "plan.made":
             return "\n".join(plan_lines(event, str(self.path) if self.path else None))
+        if event.get("event") == "spark.session_starting":  # a JVM start takes a while: say what it waits for
+            return f"starting Spark session on {event.get('master')} (JVM output: {event.get('jvm_log')})"
         return None
 
     def _screen(self, event: Event) -> Event:

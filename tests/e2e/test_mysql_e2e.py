@@ -48,7 +48,7 @@ from tests.mysql_helpers import (
     tables,
     user_tables,
 )
-from wormhole.plugins.mysql.markers import DDL as MARKERS_DDL
+from wormhole.plugins.mysql.dialect import MYSQL
 
 pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
 
@@ -289,7 +289,7 @@ class TestMidRunFailures:
         # Table-level grants: a change to them reaches open sessions at their next statement.
         execute(admin, f"GRANT SELECT, INSERT, DELETE ON {q(victim)}.`t` TO %s@'%%'", (user,))
         # The split markers' table, created once by an admin (the user may not CREATE), as the README says.
-        execute(admin, MARKERS_DDL.format(table=f"{q(victim)}.`wormhole_splits`"))
+        execute(admin, MYSQL.markers_ddl.format(table=f"{q(victim)}.`wormhole_splits`"))
         execute(admin, f"GRANT SELECT, INSERT, DELETE ON {q(victim)}.`wormhole_splits` TO %s@'%%'", (user,))
         revoked: list[int] = []
 

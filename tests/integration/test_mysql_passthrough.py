@@ -123,7 +123,7 @@ def test_plan_names_each_destination_s_load(ws: Workspace, mysql_db: str, tmp_pa
     path.write_text(json.dumps(spec))
     planned = {d["id"]: d["load"] for d in json.loads(ws.run("plan", str(path), "--json", check=True).stdout)
                ["destinations"]}
-    assert planned["same"] == "LOAD DATA from Arrow (transforms change the rows)"
+    assert planned["same"] == "LOAD DATA from Arrow (the rows are not the reader's own: transforms, or Spark)"
 
 
 def test_the_reader_keeps_wire_text_only_when_asked_and_only_as_the_value_s_text(mysql_db: str) -> None:

@@ -138,8 +138,9 @@ def test_a_staging_commit_killed_around_its_swap_is_finished_by_the_resumed_run(
     """The swap's steps: phase 'swapping', ALTER the comment, RENAME, phase 'swapped', post_sql, 'committed'.
     Killed after any of them, the resumed run finishes the commit: the target holds the load once, the
     previous table is gone and post_sql ran."""
-    from wormhole.plugins.mysql import periphery as periphery_module
-    from wormhole.plugins.mysql.staging import Staging, TargetSql
+    from wormhole.plugins.mysql.staging import MysqlStaging as Staging
+    from wormhole.plugins.sql.markers import SplitMarkers
+    from wormhole.plugins.sql.target import TargetSql
 
     run_sql(target, "CREATE TABLE log (n INT)")
     options = writer_options(target, table="t", load="staging", post_sql=["INSERT INTO log VALUES (1)"])
@@ -147,7 +148,7 @@ def test_a_staging_commit_killed_around_its_swap_is_finished_by_the_resumed_run(
     write_whole(writer, "A")
     write_whole(writer, "B")
     writer.close()
-    real_run, real_set = TargetSql.run, periphery_module.SplitMarkers.set_phase
+    real_run, real_set = TargetSql.run, SplitMarkers.set_phase
 
     def run(self: Any, conn: Any, statement: str, what: str, error: Any) -> None:
         real_run(self, conn, statement, what, error)
@@ -155,13 +156,13 @@ def test_a_staging_commit_killed_around_its_swap_is_finished_by_the_resumed_run(
                 (after == "rename" and statement.startswith("RENAME TABLE")):
             raise _Crash
 
-    def set_phase(self: Any, conn: Any, value: str, error: Any) -> None:
-        real_set(self, conn, value, error)
+    def set_phase(self: Any, conn: Any, value: str) -> None:
+        real_set(self, conn, value)
         if after == "swapped" and value == "swapped":
             raise _Crash
 
     monkeypatch.setattr(TargetSql, "run", run)
-    monkeypatch.setattr(periphery_module.SplitMarkers, "set_phase", set_phase)
+    monkeypatch.setattr(SplitMarkers, "set_phase", set_phase)
     with pytest.raises(_Crash):
         periphery.commit()
     monkeypatch.undo()

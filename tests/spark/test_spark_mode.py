@@ -182,9 +182,13 @@ def test_sharded_mysql_source_to_hive_and_mysql(spark_conf: EngineConf, spark_se
     assert len(set(marks)) == 2 and len({s.split("/")[1] for s in first_of_group[0]}) == 2
     # hive: Spark's native write; mysql: its row writers in the executors, a split per partition, each
     # durable with its marker row (a resumed run writes only what the destination lacks).
+    # The plan names the write the run uses: the DATETIME travels as its exact text (zero dates kept),
+    # which hive's native write declines, so its parquet row writer runs on the driver.
     assert [d["method"] for d in plan["destinations"]] == [
-        "spark native write (else row writers); mode=append",
+        "one row writer on the Spark driver; mode=append",
         "spark partitions, a row writer each; load=staging, write_mode=insert, method=auto"]
+    written = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
+    assert written == {"warehouse": "driver", "copy": "partitions"}
     assert next(e for e in events if e["event"] == "plan.made")["task_groups"] == plan["task_groups"]
     assert sorted(table_rows(admin, target, "t", names)) == sorted(expected)
     hive_rows = sorted(tuple(r) for r in spark_session.table(table).select(*names).collect())

@@ -427,6 +427,48 @@ def test_the_sql_stores_sources_are_the_kits_with_a_source_dialect() -> None:
         assert sorted(m for m in members if not hasattr(dialect, m)) == [], store
 
 
+# -- the SQL store kit (issue 36, item 1: the write side) --------------------------------------------
+
+SQL_STORES = ("mysql", "postgres")
+"""The stores whose destinations are built on the SQL store kit (wormhole/plugins/sql/)."""
+
+
+def test_the_sql_stores_destinations_are_the_kits_with_a_dialect() -> None:
+    """Each SQL store's destination is the kit's periphery and writer driven by the store's dialect, which
+    has every member of the kit's Dialect protocol: the phases, markers, staging names, leftovers and
+    settling live once, in the kit."""
+    import importlib
+
+    from wormhole.plugins.sql.dialect import Dialect
+    from wormhole.plugins.sql.periphery import SqlWriterPeriphery
+    from wormhole.plugins.sql.writer import SqlWriter
+
+    members = {name for name in vars(Dialect) if not name.startswith("_")} | set(Dialect.__annotations__)
+    entry = {"mysql": ("MysqlWriterPeriphery", "MysqlWriter"),
+             "postgres": ("PostgresWriterPeriphery", "PostgresWriter")}
+    for store in SQL_STORES:
+        package = importlib.import_module(f"wormhole.plugins.{store}")
+        dialect = importlib.import_module(f"wormhole.plugins.{store}.dialect")
+        instances = [v for v in vars(dialect).values() if type(v).__name__.endswith("Dialect")]
+        assert len(instances) == 1, f"{store}: one dialect object"
+        assert sorted(m for m in members if not hasattr(instances[0], m)) == [], store
+        periphery, writer = (getattr(package, name) for name in entry[store])
+        assert issubclass(periphery, SqlWriterPeriphery) and issubclass(writer, SqlWriter), store
+
+
+def test_no_sql_store_keeps_its_own_markers_or_staging_names() -> None:
+    """The split markers table, the staging table's marker comment and the leftovers' search are the kit's:
+    no store module spells them again, and no SQL store imports another."""
+    for store in (*SQL_STORES, "sqlite"):
+        for path in sorted((STORES / store).glob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            assert "wormhole_splits" not in text.replace("``wormhole_splits``", ""), path
+            assert "wormhole:(?:db=" not in text, path
+            name = module_name(path)
+            others = tuple(f"wormhole.plugins.{s}" for s in SQL_STORES if s != store)
+            assert names_under(imported_names(path, name), others) == [], path
+
+
 # -- a3-stages: the run in finished stages, the runner below the CLI ----------------------------------------
 
 

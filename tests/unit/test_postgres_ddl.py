@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from wormhole.plugins.base import Column, Schema, WriteContext
 from wormhole.plugins.postgres.ddl import column_type, create_table_sql
-from wormhole.plugins.postgres.staging import default_name
+from wormhole.plugins.postgres.dialect import POSTGRES
+from wormhole.plugins.sql.staging import default_name
 
 SCHEMA = Schema((Column("id", "int", nullable=False), Column("Name", "string"),
                  Column("amount", "decimal", precision=12, scale=2)))
@@ -36,7 +37,7 @@ def test_a_postgres_array_keeps_its_declaration_unless_a_transform_changed_its_t
 def test_the_staging_name_is_cut_to_63_bytes_at_a_character_boundary() -> None:
     ctx = WriteContext(task_id=12, run_id=3, destination="out", schema=SCHEMA, batch_rows=10, concurrency=1,
                        taskdb_id="ab12cd34")
-    name = default_name("é" * 40, ctx, 3)
+    name = default_name(POSTGRES, "é" * 40, ctx, 3)
     assert name.endswith("__wh12_3_ab12cd34") and len(name.encode()) <= 63 and name.startswith("é")
 
 

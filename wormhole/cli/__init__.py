@@ -22,6 +22,7 @@ from wormhole.cli.observe import ObserveOptions, root_options
 from wormhole.cli.plan import plan
 from wormhole.cli.plugins import plugins
 from wormhole.cli.run import run_file, run_task
+from wormhole.cli.spark import ROOT_SPARK_MASTER_OPTION, spark_group
 from wormhole.cli.task import db, task, validate
 from wormhole.plugins.batch import arrow_for_this_process
 
@@ -36,12 +37,13 @@ __all__ = ["cli", "main", "run_task"]
               help="sqlite:///path or mysql://user:pass@host:port/db (default sqlite:///var/wormhole.db; "
                    "env WORMHOLE_TASK_DB).")
 @click.option("--conf", "conf_dir", envvar="WORMHOLE_CONF", metavar="DIR",
-              help="Directory holding engine.toml (default ./conf if present, else built-in defaults).")
+              help="Directory holding engine.toml (else ./conf, else the checkout's conf/, else built-in defaults).")
 @click.option("--log-format", type=click.Choice(["auto", "json", "console"]), default="auto",
               envvar="WORMHOLE_LOG_FORMAT", show_default=True, help="auto: console on a TTY, JSON lines otherwise.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               envvar="WORMHOLE_LOG_LEVEL", show_default=True)
 @root_options
+@ROOT_SPARK_MASTER_OPTION
 @click.version_option(__version__, prog_name="wormhole")
 @click.pass_context
 def cli(ctx: click.Context, task_id: int | None, claimed_by: str | None, task_db: str | None, conf_dir: str | None,
@@ -67,7 +69,7 @@ def cli(ctx: click.Context, task_id: int | None, claimed_by: str | None, task_db
     ctx.exit(run_task(task_id, task_db, conf_dir, adopt=claimed_by, observe=ObserveOptions.of(ctx.obj)))
 
 
-for _command in (db, task, validate, plan, run_file, import_group, daemon, plugins):
+for _command in (db, task, validate, plan, run_file, import_group, daemon, plugins, spark_group):
     cli.add_command(_command)
 
 

@@ -26,6 +26,7 @@ from wormhole.cli.common import (
     read_spec,
     task_store,
 )
+from wormhole.cli.spark import SPARK_MASTER_OPTION
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.errors import ConfigError, InvalidTaskConfig, TaskDbError, TaskNotFound, WormholeError
 from wormhole.planning.plan import Plan, make_plan
@@ -50,6 +51,7 @@ class _NoRows:
 @click.option("--task-id", type=TASK_ID, help="Plan this task of the task database (it stays as it is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (the keys the README documents).")
 @CHECK_PARAMS_OPTION
+@SPARK_MASTER_OPTION
 @global_options
 @click.pass_context
 def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: bool, params: dict[str, str]) -> None:
@@ -66,20 +68,37 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
     else:
         spec, resolved, resumes, finished = _stored_spec(ctx, task_id or 0, params)
     try:
-        conf = EngineConf.load(ctx.obj.conf_dir)
+        conf = _with_spark(EngineConf.load(ctx.obj.conf_dir), spec)
         recovery = None if resumes is None else _chain(ctx, resumes, finished, task_id or 0)
         made = _make(spec, conf, task_id or 0, _watermarks(ctx, missing), recovery)
     except WormholeError as exc:
         fail(exc)
     if as_json:
         click.echo(json.dumps({**made.to_dict(), **({"resumes_run": resumes} if task_id is not None else {}),
-                               "variables": resolved.shown()}, indent=2))
+                               "variables": resolved.shown(), "conf_file": _conf_file()}, indent=2))
         return
     shown = ", ".join(f"{k}={v}" for k, v in resolved.shown().items())
     resumed = f"\nresumes:        run {resumes} (the window and splits it recorded)" if resumes is not None else ""
     if missing:
         resumed += f"\n  no watermark read (every destination from initial): {missing[0]}"
-    click.echo(describe(made) + resumed + (f"\nvariables:      {shown}" if shown else ""))
+    click.echo(describe(made) + resumed + (f"\nvariables:      {shown}" if shown else "")
+               + f"\nconf:           {_conf_file()}")
+
+
+def _with_spark(conf: EngineConf, spec: TaskSpec) -> EngineConf:
+    """The engine configuration with the Spark master and settings a run of ``spec`` would use."""
+    from wormhole import spark
+    from wormhole.spark.config import choose
+
+    choice = choose(conf.spark, spec.settings.spark)
+    spark.configure(choice.conf, choice.describe())
+    return replace(conf, spark=choice.conf)
+
+
+def _conf_file() -> str:
+    from wormhole import config
+
+    return str(config.loaded_from) if config.loaded_from is not None else "built-in defaults"
 
 
 def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]
@@ -196,6 +215,9 @@ def describe(made: Plan) -> str:
         f"estimated rows: {made.estimated_rows if made.estimated_rows is not None else 'unknown'}",
         f"splits:         {len(made.splits)}"]
     lines += [f"  {s.id}  [{s.resource_mark}]" + (f"  {s.range}" if s.range else "") for s in made.splits]
+    if made.spark is not None:
+        lines.append(f"spark master:   {made.spark['master']}"
+                     + (f" (from {made.spark['master_from']})" if "master_from" in made.spark else ""))
     lines.append(f"task groups:    {len(made.task_groups)}")
     lines += [f"  group {g.id}: {g.channels} channel(s), splits {', '.join(g.splits) or '(none)'}"
               for g in made.task_groups]

@@ -17,6 +17,7 @@ from wormhole.cli.common import (
     task_store,
 )
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
+from wormhole.cli.spark import SPARK_MASTER_OPTION
 from wormhole.config import TaskSpec
 from wormhole.errors import WormholeError
 from wormhole.result import EXIT_FAILED
@@ -42,6 +43,7 @@ def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: 
 @NAME_OPTION
 @PARAMS_OPTION
 @run_options
+@SPARK_MASTER_OPTION
 @global_options
 @click.pass_context
 def run_file(ctx: click.Context, file: str, name: str | None, params: dict[str, str]) -> None:

@@ -62,6 +62,8 @@ class Plan:
     """The operators bound to the source schema, and what the source evaluates (None: no transforms)."""
     incremental: Mapping[str, Any] | None = None
     """An incremental task's window (:meth:`wormhole.incremental.Window.describe`)."""
+    spark: Mapping[str, str] | None = None
+    """Spark mode's master, where it came from and the engine.toml read (:mod:`wormhole.spark.config`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +78,7 @@ class Plan:
             **({"transforms": self.transforms.describe(self.transforms.initial())}
                if self.transforms is not None else {}),
             **({"incremental": dict(self.incremental)} if self.incremental is not None else {}),
+            **({"spark": dict(self.spark)} if self.spark is not None else {}),
         }
 
 
@@ -90,14 +93,17 @@ def make_plan(spec: TaskSpec, facts: SourceFacts, conf: EngineConf) -> Plan:
     if facts.window is not None:
         spec = cast(TaskSpec, incremental.windowed(spec, facts.window))
     transforms = _transforms(spec, facts.schema, engine)
+    exact = _exact_text(spec, facts.schema, engine)
     return Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
                 splits=tuple(PlannedSplit(s.id, s.resource_mark, split_range(s)) for s in splits),
                 task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
-                destinations=tuple(replace(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits)),
+                destinations=tuple(replace(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits),
+                                                        exact),
                                            load=_load(d.id, d.plugin, d.options, engine, facts.schema, transforms))
                                    for d in spec.destinations),
                 estimated_rows=facts.estimated_rows, limits=limits, transforms=transforms,
-                incremental=facts.window.describe() if facts.window is not None else None)
+                incremental=facts.window.describe() if facts.window is not None else None,
+                spark=_spark_origin() if engine == "spark" else None)
 
 
 def _transforms(spec: TaskSpec, schema: Schema, engine: EngineName) -> TransformPlan | None:
@@ -182,15 +188,29 @@ def _sink(plugin: str) -> SinkRole[Any]:
 
 
 def _destination(dest_id: str, plugin: str, options: Any, concurrency: int, engine: EngineName,
-                 partitions: int) -> PlannedDestination:
+                 partitions: int, exact: frozenset[str] | None = None) -> PlannedDestination:
     sink = _sink(plugin)
     how = ", ".join(f"{k}={getattr(options, k)}" for k in sink.method_keys)  # fields the store names
     if engine == "local":
         writers, where = concurrency, "writer threads"
-    elif sink.spark_write is not None:
-        writers, where = partitions, "spark native write (else row writers)"
-    elif sink.spark_partitions:
-        writers, where = partitions, "spark partitions, a row writer each"
-    else:
-        writers, where = 1, "one row writer on the Spark driver"
+    else:  # as SparkExecution will write it (wormhole.spark.methods)
+        from wormhole.spark.methods import describe_method, write_method
+
+        method = write_method(plugin, options, exact)
+        writers, where = (1 if method == "driver" else partitions), describe_method(method)
     return PlannedDestination(dest_id, plugin, writers, f"{where}; {how}" if how else where)
+
+
+def _exact_text(spec: TaskSpec, schema: Schema, engine: EngineName) -> frozenset[str] | None:
+    """Spark mode: the columns the source's Spark read carries as exact text (native writes decline them)."""
+    if engine != "spark":
+        return None
+    from wormhole.spark.methods import source_exact_text
+
+    return source_exact_text(spec.source.plugin, spec.source.options, schema)
+
+
+def _spark_origin() -> dict[str, str]:
+    from wormhole import spark
+
+    return spark.current_origin() or {"master": spark.current_conf().master}

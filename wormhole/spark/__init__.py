@@ -12,11 +12,19 @@ import importlib.util
 from wormhole.config import SparkConf
 
 _conf: SparkConf | None = None
+_origin: dict[str, str] = {}
 
 
-def configure(conf: SparkConf) -> None:
-    global _conf
+def configure(conf: SparkConf, origin: dict[str, str] | None = None) -> None:
+    """``origin``: where the master came from and which engine.toml was read
+    (:meth:`wormhole.spark.config.SparkChoice.describe`), for the log."""
+    global _conf, _origin
     _conf = conf
+    _origin = dict(origin or {})
+
+
+def current_origin() -> dict[str, str]:
+    return dict(_origin)
 
 
 def current_conf() -> SparkConf:

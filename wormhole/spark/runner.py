@@ -21,7 +21,7 @@ import dataclasses
 import importlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import pyarrow as pa
@@ -41,7 +41,9 @@ from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.recovery.split_lane import SplitTarget
 from wormhole.spark.accumulators import AccumulatedDirty, DirtyEntry, ListParam, Totals
-from wormhole.spark.session import describe_spark_error, get_session, is_running, startup_s
+from wormhole.spark.config import is_local
+from wormhole.spark.preflight import check_executors
+from wormhole.spark.session import default_jars, describe_spark_error, get_session, is_running, startup_s
 from wormhole.spark.splits import check_record_limit, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
@@ -104,8 +106,9 @@ class SparkExecution:
 
     def __init__(self, conf: EngineConf, ctx: ReadContext, dirty: DirtyFile, counters: Counters,
                  source: SourceSpec, log: Logger, throttle: Throttle | None = None,
-                 transforms: TransformPlan | None = None) -> None:
-        """``transforms``: the run's transforms, run here as Spark Columns (None: the task has none)."""
+                 transforms: TransformPlan | None = None, destinations: Sequence[Any] = ()) -> None:
+        """``transforms``: the run's transforms, run here as Spark Columns (None: the task has none);
+        ``destinations``: the task's, whose needs the executors are checked for before any is prepared."""
         self._conf = conf
         self._ctx = ctx
         self._dirty = dirty
@@ -137,6 +140,7 @@ class SparkExecution:
         """Serves the throttle to the executors while the run lasts (a lost cached partition is
         read again, at the same pace)."""
         self._read_s = 0.0
+        self._destinations = tuple(destinations)
 
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
@@ -146,6 +150,10 @@ class SparkExecution:
 
     def prepare_source(self, readers: Any) -> Schema:
         assert readers.schema is not None
+        spark_conf = self._conf.spark
+        if spark_conf.preflight and not is_local(self.sc.master or ""):  # before any destination is prepared
+            jars = spark_conf.jars if spark_conf.jars is not None else default_jars()
+            check_executors(self.spark, self._destinations, jars, self._log)
         _, schema = self.source_frame(self._source, readers.ordered_splits(), readers.schema)
         return schema
 

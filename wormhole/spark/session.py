@@ -3,7 +3,9 @@
 Defaults make a task's data round-trip unchanged and its logs readable: UTC everywhere (JVM,
 session, so DATETIME values never shift), naive timestamps (``TimestampNTZ``), Spark's console
 progress bar and UI off, Spark's own log4j output at ERROR (our JSON log lines stay readable),
-the executors' Python the same interpreter as the driver's, MariaDB Connector/J and pgjdbc on the classpath,
+the executors' Python the driver's interpreter on a local master (else ``[spark] python`` or the shipped
+archive's: :func:`executor_python`), the JVM's own output in ``var/spark/jvm.log`` (not on the screen),
+MariaDB Connector/J and pgjdbc on the classpath,
 and Hive support over an embedded Derby metastore under ``var/``. The wormhole package is zipped
 and shipped with ``addPyFile`` so executors on a cluster import the same code as the driver.
 """
@@ -13,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import sys
 import threading
 import time
@@ -26,8 +27,14 @@ from pyspark.sql import SparkSession
 
 import wormhole
 from wormhole.config import SparkConf
+from wormhole.errors import ConfigError
+from wormhole.spark import current_origin
+from wormhole.spark.config import is_local
+from wormhole.spark.errors import describe_spark_error
 
 log = structlog.get_logger("wormhole.spark")
+
+__all__ = ["describe_spark_error", "get_session", "stop_session"]
 
 CONNECTOR_J = "/usr/share/java/mariadb-java-client.jar"
 """Debian's libmariadb-java, which ``make install`` installs."""
@@ -43,6 +50,12 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = spark %d{HH:mm:ss} %p %c{1}: %m%n%ex
 """
+
+ARCHIVE_ALIAS = "wormhole_env"
+"""The directory the shipped archive is unpacked into, in each executor's working directory."""
+
+_ENV_PYTHON = os.environ.get("PYSPARK_PYTHON")
+"""The process's own PYSPARK_PYTHON (each session sets the variable to its executors' Python)."""
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
@@ -72,7 +85,7 @@ def builder_settings(conf: SparkConf) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.scheduler.mode": "FAIR",  # one pool per destination: their jobs share the executors
-        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.python": executor_python(conf),
         "spark.pyspark.driver.python": sys.executable,
         "spark.sql.warehouse.dir": str(warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL":
@@ -80,8 +93,48 @@ def builder_settings(conf: SparkConf) -> dict[str, str]:
     }
     if jars:
         settings["spark.jars"] = ",".join(jars)
+    if conf.archive is not None and not is_local(conf.master):
+        settings["spark.archives"] = f"{Path(conf.archive).resolve()}#{ARCHIVE_ALIAS}"
     settings.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in conf.conf.items()})
     return settings
+
+
+def executor_python(conf: SparkConf) -> str:
+    """The executors' Python: ``[spark] python`` (workers that have one), else the shipped archive's
+    (a cluster master), else ``PYSPARK_PYTHON``, else the driver's own interpreter (a local master, or
+    workers that see the driver's files). ``spark.pyspark.python`` in ``[spark.conf]`` overrides them."""
+    if conf.python:
+        return conf.python
+    if conf.archive is not None and not is_local(conf.master):
+        return f"./{ARCHIVE_ALIAS}/bin/python"
+    return _ENV_PYTHON or sys.executable
+
+
+def jvm_log_path(conf: SparkConf) -> Path:
+    """Where the JVM's own output goes (its log4j lines, spark-submit's warnings): a file, not the screen."""
+    return Path(conf.metastore_dir).resolve().parent / "jvm.log"
+
+
+def _launch_jvm(settings: dict[str, str], jvm_log: Path) -> None:
+    """Start the gateway JVM ourselves, its stdout and stderr appended to ``jvm_log``: PySpark would
+    let it write onto the terminal. A JVM already running (an earlier session's) is kept."""
+    from pyspark import SparkConf as PySparkConf
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    jvm_log.parent.mkdir(parents=True, exist_ok=True)
+    with jvm_log.open("ab") as out:  # the child keeps its own copy of the descriptor
+        try:
+            gateway = launch_gateway(PySparkConf(loadDefaults=False).setAll(list(settings.items())),
+                                     popen_kwargs={"stdout": out, "stderr": out})
+        except Exception as exc:
+            tail = jvm_log.read_text(errors="replace").strip().splitlines()[-5:]
+            raise RuntimeError(f"the Spark JVM did not start ({exc}); the end of {jvm_log}: "
+                               + " | ".join(tail)) from exc
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
 
 
 def get_session(conf: SparkConf) -> SparkSession:
@@ -93,9 +146,16 @@ def get_session(conf: SparkConf) -> SparkSession:
         t0 = time.monotonic()
         Path(conf.metastore_dir).mkdir(parents=True, exist_ok=True)
         Path(conf.warehouse_dir).mkdir(parents=True, exist_ok=True)
+        if conf.archive is not None and not is_local(conf.master) and not Path(conf.archive).is_file():
+            raise ConfigError(f"[spark] archive {conf.archive} does not exist: build it with `wormhole spark pack`")
         settings = builder_settings(conf)
         # PySpark takes the executors' interpreter from the environment, not from the conf.
-        os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
+        jvm_log = jvm_log_path(conf)
+        log.info("spark.session_starting", master=conf.master, executor_python=settings["spark.pyspark.python"],
+                 archive=settings.get("spark.archives"), jvm_log=str(jvm_log),
+                 **{k: v for k, v in current_origin().items() if k != "master"})
+        _launch_jvm(settings, jvm_log)
         builder = SparkSession.builder
         for key, value in settings.items():
             builder = builder.config(key, value)
@@ -212,31 +272,3 @@ def _log4j_file(directory: Path) -> Path:
     if not path.exists() or path.read_text() != _LOG4J:
         path.write_text(_LOG4J)
     return path
-
-
-_EXCEPTION_LINE = re.compile(r"^(?:Caused by: )?([A-Za-z_][\w$.]*(?:Error|Exception|Exceeded)): (.+)$")
-
-
-def describe_spark_error(exc: BaseException) -> str:
-    """The useful line of a failed Spark job: the executor's Python exception when there is one,
-    else the deepest Java cause (a JDBC error, say), else Spark's own message, else the first line."""
-    text = str(exc)
-    python_error = java_error = spark_error = None
-    for line in text.splitlines():
-        match = _EXCEPTION_LINE.match(line.strip().lstrip(": "))
-        if match is None:
-            continue
-        name, message = match.groups()
-        if name.startswith("org.apache.spark.") and not name.endswith("PythonException"):
-            spark_error = spark_error or f"{name.rsplit('.', 1)[-1]}: {message}"
-            continue
-        if name.startswith(("py4j.", "java.lang.reflect.")) or name.endswith("PythonException"):
-            continue
-        if name.startswith("wormhole."):
-            python_error = message  # our own errors already say what failed and where
-        elif "." not in name:
-            python_error = f"{name}: {message}"
-        else:
-            java_error = f"{name.rsplit('.', 1)[-1]}: {message}"
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
-    return (python_error or java_error or spark_error or first)[:2000]

@@ -23,25 +23,11 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.arrow_text import NotExact, datetime_text, decimal_text, float_text, hex_text, value_offsets
+from wormhole.plugins.arrow_text import decimal_text, float_text, hex_text
+from wormhole.plugins.sql.bulk_text import NULL, Encoders, column_fields, escaped, tab_lines, timestamp_fields
 
-_NULL = "\\N"
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
 """What :func:`wormhole.plugins.mysql.types.load_escape` replaces, in its order (backslash first)."""
-
-
-def _escaped(text: pa.Array) -> pa.Array:
-    # One C search per special character over the column's bytes (memchr, far quicker than a pass of
-    # Arrow's substring kernels); only the characters present cost a replacing pass.
-    offsets = value_offsets(text)
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
-    if last == first:
-        return text
-    data = text.buffers()[2].slice(first, last - first).to_pybytes()
-    for special, escape in _ESCAPES:
-        if data.find(special.encode()) >= 0:
-            text = pc.replace_substring(text, special, escape)
-    return text
 
 
 def _float_text(values: pa.Array) -> pa.Array:
@@ -53,37 +39,22 @@ def _float_text(values: pa.Array) -> pa.Array:
     return float_text(values)
 
 
-def _datetime_text(values: pa.Array) -> pa.Array:
+_FIELDS: Encoders = {
+    "string": lambda v: escaped(pc.cast(v, pa.string()), _ESCAPES),  # text and json
+    "binary": lambda v: hex_text(pc.cast(v, pa.binary())),
+    "float": lambda v: _float_text(pc.cast(v, pa.float64())),
+    "decimal": decimal_text,  # plain notation, as every text writer
+    "bool": lambda v: pc.cast(pc.cast(v, pa.uint8()), pa.string()),
     # Python's isoformat, as the row encoder writes it: 'T' between date and time, no fraction when it is zero.
-    if values.type != pa.timestamp("us"):
-        values = pc.cast(values, pa.timestamp("us"))
-    try:
-        return datetime_text(values, "T")
-    except NotExact as exc:
-        raise ValueError(str(exc)) from None
+    "timestamp": lambda v: timestamp_fields(v, "T"),
+    "int": lambda v: pc.cast(v, pa.string()), "date": lambda v: pc.cast(v, pa.string()),
+}
 
 
 def column_text(values: pa.Array) -> pa.Array:
     """One column as LOAD DATA fields (strings, ``\\N`` for NULL); raises ValueError for a value MySQL
     cannot hold (a float infinity or NaN), as the row encoder does."""
-    kind = values.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):  # text and json
-        text = _escaped(pc.cast(values, pa.string()))
-    elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        text = hex_text(pc.cast(values, pa.binary()))
-    elif pa.types.is_floating(kind):
-        text = _float_text(pc.cast(values, pa.float64()))
-    elif pa.types.is_decimal(kind):
-        text = decimal_text(values)  # plain notation, as every text writer
-    elif pa.types.is_boolean(kind):
-        text = pc.cast(pc.cast(values, pa.uint8()), pa.string())
-    elif pa.types.is_timestamp(kind):
-        text = _datetime_text(values)
-    elif pa.types.is_integer(kind) or pa.types.is_date32(kind):
-        text = pc.cast(values, pa.string())
-    else:
-        raise TypeError(f"no LOAD DATA text for Arrow type {kind}")
-    return pc.fill_null(text, _NULL)
+    return column_fields(values, _FIELDS, "LOAD DATA")
 
 
 def wire_text(wire: pa.Array, kind: pa.DataType) -> pa.Array:
@@ -92,8 +63,8 @@ def wire_text(wire: pa.Array, kind: pa.DataType) -> pa.Array:
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
         text = hex_text(wire)
     else:  # UTF-8 already: the typed cast of the same bytes checked it
-        text = _escaped(wire.view(pa.string()))
-    return pc.fill_null(text, _NULL)
+        text = escaped(wire.view(pa.string()), _ESCAPES)
+    return pc.fill_null(text, NULL)
 
 
 def arrow_payload(batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None = None) -> pa.Buffer:
@@ -103,11 +74,4 @@ def arrow_payload(batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None 
         raise ValueError("a batch without columns has no LOAD DATA payload")
     texts = [column_text(batch.column(i)) if wire is None or wire[i] is None
              else wire_text(wire[i], batch.column(i).type) for i in range(batch.num_columns)]
-    texts[-1] = pc.binary_join_element_wise(texts[-1], "\n", "")  # the row's end
-    lines = pc.binary_join_element_wise(*texts, "\t") if len(texts) > 1 else texts[-1]
-    offsets = value_offsets(lines)
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
-    data = lines.buffers()[2]
-    if data is None:
-        return pa.py_buffer(b"")
-    return data.slice(first, last - first)
+    return tab_lines(texts)

@@ -68,7 +68,9 @@ def load_method(method: str, schema: Schema, wire: Sequence[bool], rows_changed:
     if method != "load_data":
         return "INSERT"
     if rows_changed or not any(wire):
-        return "LOAD DATA from Arrow" + (" (transforms change the rows)" if rows_changed and any(wire) else "")
+        # Transforms make new rows, and Spark's rows cross processes: neither carries the reader's wire text.
+        changed = " (the rows are not the reader's own: transforms, or Spark)"
+        return "LOAD DATA from Arrow" + (changed if rows_changed and any(wire) else "")
     if all(wire):
         return "LOAD DATA from wire text"
     typed = [c.name for c, w in zip(schema.columns, wire, strict=True) if not w]

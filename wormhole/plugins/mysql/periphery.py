@@ -1,49 +1,22 @@
-"""The mysql store's peripheries: the source's reachability, size and load; the target prepared, then
-the load committed or rolled back.
+"""The mysql store's peripheries: the source's reachability, size and load (:class:`MysqlReaderPeriphery`,
+with ``busy_threads`` for adaptive push-up); the target prepared, then the load committed or rolled back,
+on the SQL kit's phases (:mod:`wormhole.plugins.sql.periphery`: loads, markers, resuming, leftovers).
 
-The reader periphery (:class:`MysqlReaderPeriphery`) checks every shard answers and estimates rows and
-bytes, and says how busy the servers are (``busy_threads``, for adaptive push-up). The writer's:
-
-Loads (``load``):
-- ``append``: rows are committed batch by batch (or split by split) into the target; rollback runs
-  ``rollback_sql``, or, without it, fails plainly (the rows stay and the result says so);
-- ``truncate``: ``TRUNCATE TABLE`` in prepare, then as append;
-- ``staging``: rows go to a staging table swapped in at commit (:mod:`.staging`); ``post_sql`` runs
-  after the swap, and if it fails the swap is undone.
-
-Resumable runs (:class:`~wormhole.plugins.base.DurablePeriphery`): writers commit each split with its
-marker row in ``wormhole_splits`` (:mod:`.markers`), which prepare creates. A run that resumes
-(``ctx.resuming``) after the crashed run's prepare had finished repeats none of it (no ``pre_sql``, no
-TRUNCATE, the staging table adopted, not reclaimed) and reports the markers as its durable splits.
-The load's phase in the same table carries a commit across a crash: a resumed run finishes a staging
-swap that was under way, and does nothing again for a load the crashed run had committed. Commit keeps
-the markers (``committed``); ``release``, once the task's outcome is recorded, and rollback delete
-them. :meth:`MysqlWriterPeriphery.leftovers` finds what crashed runs of the task left (staging tables,
-markers).
+MySQL's DDL is not transactional: prepare runs ``pre_sql``, TRUNCATE and the staging table (:mod:`.staging`)
+each on its own, then records the prepared marker; commit records the load's phase around the staging
+swap's RENAME (``swapping``, ``swapped``), then ``post_sql`` and ``committed``, so a resumed run finishes a
+swap that was under way (post_sql may then run again), and if post_sql fails the swap is undone.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pymysql
 import pymysql.cursors
 
-from wormhole.errors import (
-    CommitError,
-    PeripheryError,
-    PrepareError,
-    ReadError,
-    RollbackError,
-    StorageError,
-)
-from wormhole.plugins.base import (
-    ReadContext,
-    ShippedWithoutLock,
-    SourceInfo,
-    WriteContext,
-)
+from wormhole.errors import CommitError, PrepareError, ReadError, RollbackError, StorageError
+from wormhole.plugins.base import WriteContext
 from wormhole.plugins.mysql.connection import (
     close_quietly,
     connect,
@@ -51,27 +24,25 @@ from wormhole.plugins.mysql.connection import (
     fetch_one,
     source_connection,
 )
-from wormhole.plugins.mysql.markers import COMMITTED, SWAPPED, SWAPPING, SplitMarkers
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, MysqlWriterOptions, QuerySource
 from wormhole.plugins.mysql.passthrough import choose_method, load_method, target_columns, wire_columns
 from wormhole.plugins.mysql.reader import endpoints
-from wormhole.plugins.mysql.staging import Staging, TargetSql, refuse_unkept, staging_leftovers
+from wormhole.plugins.mysql.staging import MysqlStaging, refuse_unkept
 from wormhole.plugins.sql import backquote as quote
+from wormhole.plugins.sql.markers import COMMITTED, SWAPPED, SWAPPING
+from wormhole.plugins.sql.periphery import SqlWriterPeriphery
+from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
+from wormhole.plugins.sql.target import TargetSql
 
 
-class MysqlWriterPeriphery(ShippedWithoutLock):
+class MysqlWriterPeriphery(SqlWriterPeriphery):
     """Prepares the target (pre_sql, truncate or staging table), and commits or rolls back the load."""
 
+    staging: MysqlStaging | None
+
     def __init__(self, options: MysqlWriterOptions, ctx: WriteContext) -> None:
-        self.options = options
-        self.ctx = ctx
-        self.endpoint = options.endpoint
-        self.sql = TargetSql(self.endpoint, ctx.destination)
-        self.lock = threading.Lock()
-        self.columns: tuple[str, ...] = ()
-        self.write_table = options.table
-        """Where writers put rows: the target, or the staging table."""
-        self.staging: Staging | None = None
+        super().__init__(options, ctx, TargetSql(options.endpoint, options.endpoint.database, ctx.destination, MYSQL))
         self.method = "insert"
         self.wire: tuple[bool, ...] = ()
         """Which columns' LOAD DATA fields are their wire text (:mod:`.passthrough`), decided at prepare."""
@@ -80,27 +51,6 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
         self.insert_prefix = ""
         self.insert_suffix = ""
         self.max_packet = 16 << 20
-        self.rows_before: int | None = None
-        self.rows_written = 0
-        self._counted: set[str] = set()
-        self.truncated = False
-        self.prepared = False
-        self.finished = False
-        self.broken: str | None = None
-        """Why the load cannot be committed (set by a writer whose piece failed for good)."""
-        self.markers = SplitMarkers(self.sql, ctx)
-        self.markers_ready = False
-        self.durable: dict[str, int] = {}
-        """Splits held durably before this run (resuming): split id -> rows."""
-        self.phase: str | None = None
-        """How far the state run's load got when this run prepared (resuming): see :mod:`.markers`."""
-
-    @property
-    def target(self) -> str:
-        return self.sql.ref(self.options.table)
-
-    def table_ref(self, name: str) -> str:
-        return self.sql.ref(name)
 
     def connect(self, error: type[StorageError], *, autocommit: bool = True, local_infile: bool = False,
                 log: Any = None) -> pymysql.Connection:
@@ -108,49 +58,14 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
                        autocommit=autocommit, local_infile=local_infile, destination=self.ctx.destination,
                        stop=self.ctx.stop, log=self.ctx.log if log is None else log)
 
-    def add_written(self, rows: int, split_id: str | None = None) -> None:
-        """Count rows committed to the written table; a split's rows count once, however many attempts
-        at it ended (a second one finds it durable already)."""
-        with self.lock:
-            if split_id is not None:
-                if split_id in self._counted:
-                    return
-                self._counted.add(split_id)
-            self.rows_written += rows
-
-    def durable_splits(self) -> dict[str, int]:
-        """The splits this destination already holds for ``ctx.state_run`` (their markers), read at prepare."""
-        return dict(self.durable)
-
-    @property
-    def durable_rows(self) -> int:
-        return sum(self.durable.values())
-
     # -- prepare --------------------------------------------------------------------------------
-
-    def prepare(self) -> None:
-        if self.prepared:
-            return
-        conn = self.connect(PrepareError)
-        try:
-            self._prepare(conn)
-        except pymysql.err.MySQLError as exc:
-            raise self.sql.error(PrepareError, f"preparing {self.target} on {self.endpoint.mark} failed: "
-                                               f"{describe(exc)}") from exc
-        finally:
-            close_quietly(conn)
-        self.prepared = True
 
     def _prepare(self, conn: pymysql.Connection) -> None:
         opts = self.options
         types = self._target_columns(conn)
         self.max_packet = int(fetch_one(conn, "SELECT @@max_allowed_packet")[0])
         self.method = self._choose_method(conn)
-        self.markers.ensure(conn)
-        self.markers_ready = True
-        self._remove_leftovers(conn)
-        phase, recorded_before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
-        self.phase = phase
+        phase, recorded_before = self._open_markers(conn)
         done = phase is not None
         if phase == COMMITTED:
             # The crashed run committed this load before its outcome was recorded: nothing is left to do.
@@ -158,7 +73,7 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self.rows_before = recorded_before
             self.durable = self.markers.durable(conn)
             if opts.load == "staging":
-                self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+                self.staging = MysqlStaging(self.sql, self.ctx, opts.table, opts.staging_table)
                 self.staging.swapped = True  # its commit may not have dropped the old table yet
             self._build_sql([types[c.lower()] for c in self.columns])
             return
@@ -169,49 +84,39 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
             self.truncated = opts.load == "truncate"
             self.rows_before = recorded_before
         else:
-            if opts.load == "staging":  # before pre_sql: nothing of the load is touched
-                refuse_unkept(self.sql, conn, self.endpoint.database, opts.table, self.target)
-            for statement in opts.pre_sql:
-                self.sql.run(conn, statement, "pre_sql", PrepareError)
-            if opts.load == "truncate":
-                self.sql.run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
-                self.truncated = True
+            self._first_prepare(conn)
         if opts.load == "staging":
-            self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+            self.staging = MysqlStaging(self.sql, self.ctx, opts.table, opts.staging_table)
             self.staging.prepare(conn, phase)
             self.write_table = self.staging.name
         if not done:
-            if opts.verify == "count" and opts.load == "append":
-                self.rows_before = int(fetch_one(conn, f"SELECT COUNT(*) FROM {self.target}")[0])
+            self._count_before(conn)
             self.markers.record_prepared(conn, self.rows_before)
         self.durable = self.markers.durable(conn) if self.ctx.resuming else {}
         if self.durable and self.staging is not None and not self.staging.adopted:
             # The markers name splits of a staging table that is gone: they are written again.
             self.ctx.log.warning("writer.durable_state_lost", table=self.staging.name, splits=len(self.durable))
-            self.markers.forget(conn, "forgetting split markers", PrepareError)
+            self.markers.forget(conn)
             self.markers.record_prepared(conn, self.rows_before)
             self.durable = {}
         self._build_sql([types[c.lower()] for c in self.columns])
 
-    def _remove_leftovers(self, conn: pymysql.Connection) -> None:
-        for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers
-            try:
-                remove(conn)
-            except PeripheryError as exc:  # not this run's: `task show` keeps listing it
-                self.ctx.log.warning("writer.leftover_not_removed", leftover=text, error=str(exc))
-            else:
-                self.ctx.log.info("writer.leftover_removed", leftover=text)
+    def _first_prepare(self, conn: pymysql.Connection) -> None:
+        """What only a run's first prepare does: refuse a target the swap cannot keep, pre_sql, TRUNCATE."""
+        opts = self.options
+        if opts.load == "staging":  # before pre_sql: nothing of the load is touched
+            refuse_unkept(self.sql, conn, self.endpoint.database, opts.table, self.target)
+        self._pre_sql(conn)
+        if opts.load == "truncate":
+            self._truncate(conn)
+            self.truncated = True
 
     def _target_columns(self, conn: pymysql.Connection) -> dict[str, str]:
         """The target's column types by lower-case name; sets the columns written (checked against them)."""
-        opts, schema = self.options, self.ctx.schema
-        found = target_columns(conn, self.endpoint.database, opts.table)
+        found = target_columns(conn, self.endpoint.database, self.options.table)
         if not found:
             raise self.sql.error(PrepareError, f"table {self.target} does not exist on {self.endpoint.mark}")
-        columns = opts.columns if opts.columns is not None else schema.names
-        if len(columns) != len(schema):
-            raise self.sql.error(PrepareError, f"columns names {len(columns)} column(s) but the source has "
-                                               f"{len(schema)}: {', '.join(schema.names)}")
+        columns = self._written_names()
         types = {name.lower(): dt for name, dt, _ in found}
         unknown = [c for c in columns if c.lower() not in types]
         if unknown:
@@ -261,23 +166,15 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
 
     # -- commit / rollback ----------------------------------------------------------------------
 
-    def commit(self) -> None:
-        if self.finished:
-            return
-        if self.broken is not None:
-            raise self.sql.error(CommitError, f"cannot commit {self.target}: {self.broken}")
+    def _commit_load(self, done: bool) -> None:
         conn = self.connect(CommitError)
         try:
-            if self.phase == COMMITTED:
-                self.ctx.log.info("writer.commit_skipped", reason=f"run {self.ctx.state_run} committed this load "
-                                                                  "before it crashed")
-            else:
+            if not done:
                 self._commit(conn)
             if self.staging is not None:
                 self.staging.drop_old(conn)
         finally:
             close_quietly(conn)
-        self.finished = True
 
     def _commit(self, conn: pymysql.Connection) -> None:
         """Verify, swap (recording the phase around the RENAME), post_sql, then ``committed``: a crash
@@ -290,184 +187,69 @@ class MysqlWriterPeriphery(ShippedWithoutLock):
                 self._set_phase(conn, SWAPPING)
                 staging.swap(conn)
                 self._set_phase(conn, SWAPPED)
-        for statement in self.options.post_sql:
-            self.sql.run(conn, statement, "post_sql", CommitError)
+        self._post_sql(conn)
         self._set_phase(conn, COMMITTED)
 
     def _set_phase(self, conn: pymysql.Connection, phase: str) -> None:
+        """Recorded on its own (autocommit): durable before the step it announces."""
         if self.markers_ready:
-            self.markers.set_phase(conn, phase, CommitError)
+            with self.sql.failing_as(CommitError, f"recording the load's phase ({phase}) in {self.markers.table}"):
+                self.markers.set_phase(conn, phase)
             self.phase = phase
 
-    def release(self) -> None:
-        """The task's outcome is recorded: this load's markers are not needed to resume any more."""
-        self._drop_markers(PeripheryError)
-
-    def _forget_markers(self, conn: pymysql.Connection) -> None:
-        if not self.markers_ready:
-            return
-        try:
-            self.markers.forget(conn, "deleting split markers", PeripheryError)
-        except PeripheryError as exc:
-            # The load itself is decided; markers of a finished state run are only leftovers.
-            self.ctx.log.warning("writer.markers_left", table=self.markers.table, error=str(exc))
-
-    def _verify(self, conn: pymysql.Connection) -> None:
-        """Rows in the written table == rows before the load + rows written by this run and by the runs
-        it resumes (their markers). The count before an append is recorded at prepare, so a resumed
-        run knows it too; should it be unknown (a marker table from before), the check is skipped."""
-        table = self.table_ref(self.write_table)
-        if self.options.load == "append" and self.rows_before is None:
-            self.ctx.log.warning("writer.verify_skipped", reason="the row count before the load is unknown")
-            return
-        found = int(fetch_one(conn, f"SELECT COUNT(*) FROM {table}")[0])
-        expected = self.rows_written + self.durable_rows + (self.rows_before or 0)
-        if found != expected:
-            earlier = f", {self.durable_rows} by the runs resumed" if self.durable else ""
-            raise self.sql.error(CommitError, f"verify count: {table} holds {found} rows, expected {expected} "
-                                              f"({self.rows_written} written{earlier})")
-
-    def rollback(self) -> None:
-        if self.finished:
-            return
-        if self.phase == COMMITTED:
-            self.finished = True
-            raise self.sql.error(RollbackError, f"not rolled back: run {self.ctx.state_run} committed the load "
-                                                f"into {self.target} before it crashed")
+    def _rollback_load(self) -> None:
         if self.options.load == "staging":
             self._rollback_staging()
-        elif self.prepared or self.truncated:  # else prepare failed before any row could be written
-            self._rollback_load()
-        self.finished = True
-
-    def _drop_markers(self, error: type[StorageError]) -> None:
-        if not self.markers_ready:
-            return
-        conn = self.connect(error)
-        try:
-            self.markers.forget(conn, "deleting split markers", error)
-        finally:
-            close_quietly(conn)
+        elif not (self.prepared or self.truncated):
+            return  # prepare failed before any row could be written
+        elif self.options.rollback_sql:
+            self._session(RollbackError, "rolling back", self._undo)
+        else:
+            self._left_as_is()
 
     def _rollback_staging(self) -> None:
         if self.staging is None or not self.staging.created:
-            self._drop_markers(RollbackError)
-            return  # this run never created it: a table by that name is not ours to drop
-        conn = self.connect(RollbackError)
-        try:
-            self.staging.rollback(conn)
-            self._forget_markers(conn)
-        finally:
-            close_quietly(conn)
-
-    def _rollback_load(self) -> None:
-        opts = self.options
-        if opts.rollback_sql:
-            conn = self.connect(RollbackError)
-            try:
-                for statement in opts.rollback_sql:
-                    self.sql.run(conn, statement, "rollback_sql", RollbackError)
-                self._forget_markers(conn)
-            finally:
-                close_quietly(conn)
+            if self.markers_ready:  # this run never created it: a table by that name is not ours to drop
+                self._session(RollbackError, "rolling back", self.markers.forget)
             return
-        self._drop_markers(RollbackError)
-        committed = self.rows_written + self.durable_rows
-        if committed or self.truncated:
-            what = []
-            if self.truncated:
-                what.append(f"{self.target} was truncated (its earlier rows are gone)")
-            if committed:
-                earlier = f" ({self.durable_rows} by the runs resumed)" if self.durable else ""
-                what.append(f"{committed} rows committed to {self.target}{earlier} stay there")
-            self.finished = True
-            raise self.sql.error(RollbackError, f"not rolled back: load is '{opts.load}' without rollback_sql: "
-                                                f"{'; '.join(what)}")
+        self._session(RollbackError, "rolling back", self._undo)
 
-    # -- leftovers of crashed runs ------------------------------------------------------------
-
-    def leftovers(self, keep_run: int | None) -> list[str]:
-        """What crashed runs of this task left for this destination: staging tables (marked and named
-        as wormhole names them) and split markers, of every state run but ``keep_run``."""
-        conn = self.connect(PeripheryError)
+    def _undo(self, conn: pymysql.Connection) -> None:
+        """The staging table dropped (the swap undone first), or rollback_sql run; then the markers go."""
+        if self.staging is not None:
+            self.staging.rollback(conn)
+        else:
+            self._rollback_sql(conn)
+        if not self.markers_ready:
+            return
         try:
-            return [text for text, _ in self._leftovers(conn, keep_run)]
-        finally:
-            close_quietly(conn)
-
-    def clean_leftovers(self, keep_run: int | None) -> list[str]:
-        conn = self.connect(PeripheryError)
-        removed = []
-        try:
-            for text, remove in self._leftovers(conn, keep_run):
-                remove(conn)
-                removed.append(text)
-                self.ctx.log.info("writer.leftover_removed", leftover=text)
-        finally:
-            close_quietly(conn)
-        return removed
-
-    def _leftovers(self, conn: pymysql.Connection, keep_run: int | None) -> list[tuple[str, Any]]:
-        found: list[tuple[str, Any]] = []
-        try:
-            for name, run in staging_leftovers(self.sql, conn, self.ctx, self.options.table,
-                                               self.options.staging_table, keep_run):
-                statement = f"DROP TABLE {self.sql.ref(name)}"
-                found.append((f"table {self.sql.ref(name)} (staging of run {run})",
-                              lambda c, s=statement: self.sql.run(c, s, "dropping a leftover staging table",
-                                                                  PeripheryError)))
-            for run, splits in self.markers.other_runs(conn, keep_run).items():
-                found.append((f"{splits} split marker(s) of run {run} in {self.markers.table}",
-                              lambda c, r=run: self.markers.drop_run(c, r, PeripheryError)))
-        except pymysql.err.MySQLError as exc:
-            raise self.sql.error(PeripheryError, f"looking for leftovers on {self.endpoint.mark} failed: "
-                                                 f"{describe(exc)}") from exc
-        return found
+            with self.sql.failing_as(RollbackError, f"deleting split markers in {self.markers.table}"):
+                self.markers.forget(conn)
+        except RollbackError as exc:
+            # The load itself is decided; markers of a finished state run are only leftovers.
+            self.ctx.log.warning("writer.markers_left", table=self.markers.table, error=str(exc))
 
 
-class MysqlReaderPeriphery:
+class MysqlReaderPeriphery(SqlReaderPeriphery):
     """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
 
-    def __init__(self, options: MysqlSource, ctx: ReadContext) -> None:
-        self.source = options
-        self.ctx = ctx
+    dialect = MYSQL
+    source: MysqlSource
 
-    def prepare(self) -> SourceInfo:
-        rows: int | None = 0
-        size: int | None = 0
-        for ep, tables in endpoints(self.source):
-            conn = source_connection(self.source, ep, ReadError, self.ctx)
-            try:
-                r, b = self._estimate(conn, ep, tables)
-            finally:
-                close_quietly(conn)
-            rows = None if rows is None or r is None else rows + r
-            size = None if size is None or b is None else size + b
-        return SourceInfo(estimated_rows=rows, estimated_bytes=size)
+    def _shards(self) -> list[tuple[Endpoint, tuple[str, ...]]]:
+        return list(endpoints(self.source))
 
-    def busy_threads(self) -> int | None:
-        """Threads running statements on the busiest of the source's servers, this one's own excluded
-        (MySQL's Threads_running): what adaptive push-up asks before it moves work into the source.
-        None when a server cannot say (the push-up then treats the source as idle)."""
-        busiest: int | None = None
-        for ep, _ in endpoints(self.source):
-            try:
-                conn = source_connection(self.source, ep, ReadError, self.ctx)
-            except ReadError:
-                return None
-            try:
-                found = fetch_one(conn, "SHOW GLOBAL STATUS LIKE 'Threads_running'")
-            except pymysql.err.MySQLError:
-                return None
-            finally:
-                close_quietly(conn)
-            running = int(found[1]) - 1 if found else 0
-            busiest = running if busiest is None else max(busiest, running)
-        return busiest
+    def _connect(self, shard: tuple[Endpoint, tuple[str, ...]]) -> pymysql.Connection:
+        return source_connection(self.source, shard[0], ReadError, self.ctx)
 
-    def _estimate(self, conn: pymysql.Connection, ep: Endpoint, tables: tuple[str, ...]) -> tuple[int | None,
-                                                                                                 int | None]:
-        source = self.source
+    def _running(self, conn: pymysql.Connection) -> int:
+        """MySQL's Threads_running, this session's own excluded."""
+        found = fetch_one(conn, "SHOW GLOBAL STATUS LIKE 'Threads_running'")
+        return int(found[1]) - 1 if found else 0
+
+    def _estimate(self, conn: pymysql.Connection, shard: tuple[Endpoint, tuple[str, ...]]) -> tuple[int | None,
+                                                                                                   int | None]:
+        source, (ep, tables) = self.source, shard
         where = None if isinstance(source, QuerySource) else source.selection.where
         if source.estimate == "none":
             return None, None

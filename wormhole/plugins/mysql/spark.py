@@ -133,6 +133,14 @@ def _plan(source: MysqlSource, schema: Schema) -> tuple[RowReaderPlan | None, di
     return plan.result()
 
 
+def exact_text(options: MysqlSource, schema: Schema) -> frozenset[str]:
+    """The columns :func:`read` carries as exact text (``wormhole plan`` says how each destination is written)."""
+    plan, casts = _plan(options, schema)
+    if plan is not None:
+        return plan.exact
+    return frozenset(c.name for c in schema.columns if casts.get(c.name.lower()) == "CHAR")
+
+
 def read(spark: SparkSession, options: MysqlSource, splits: list[Split], schema: Schema) -> DataFrame | RowReaderPlan:
     """One JDBC relation per shard table, one partition per split, unioned by column name; the row
     reader per split (:class:`RowReaderPlan`) when a column would not travel exactly over JDBC."""

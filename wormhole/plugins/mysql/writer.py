@@ -14,16 +14,9 @@ at the store boundary, and :func:`wormhole.retry.policy` retries the piece on a 
 with backoff, ``retries`` times; the waits end at once when the task stops. A connection lost while
 COMMIT was in flight is not retried, because whether the piece was committed is unknown.
 
-As a :class:`~wormhole.plugins.base.SplitWriter` (``write_split``/``end_split``/``abort_split``) a writer
-keeps one transaction per open split, on a connection of its own (opened on the split's first
-batch, reused from a small free list after a commit). Each piece runs under a SAVEPOINT, so a bad
-row or a lock wait timeout undoes that piece only; ``end_split`` inserts the split's marker row
-(:mod:`.markers`) and commits: the rows and the record that they are in are one transaction. An
-error that takes the split's transaction with it (deadlock, lost connection) raises ``SplitLost``:
-the split is written again from its start. When the connection is lost while COMMIT was in flight,
-the writer waits until the server has finished with the old session and looks for the marker: found,
-the split is durable; missing, it is lost. So each split is committed exactly once. That split lifecycle
-is :mod:`wormhole.plugins.split_transactions`, shared with the postgres store; this module is MySQL's part.
+As a :class:`~wormhole.plugins.base.SplitWriter` a writer keeps one transaction per open split
+(:mod:`wormhole.plugins.split_transactions`, with the SQL kit's part in :mod:`wormhole.plugins.sql.writer`);
+each piece runs under a SAVEPOINT, so a bad row or a lock wait timeout undoes that piece only.
 """
 
 from __future__ import annotations
@@ -41,20 +34,18 @@ from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
-    abandon,
-    close_quietly,
     describe,
     error_code,
     is_row_error,
-    is_transient,
-    wait_session_ended,
 )
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.encoding import Encoded, PieceEncoder
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
 from wormhole.plugins.mysql.types import sql_values
-from wormhole.plugins.split_transactions import Broken, SplitTransactions
+from wormhole.plugins.split_transactions import Broken
 from wormhole.plugins.sql import VALUE_ERRORS, room_left, rows_one_by_one
+from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
 
 _LOAD_INFO = re.compile(r"Records:\s*(\d+)\s+Deleted:\s*(\d+)\s+Skipped:\s*(\d+)\s+Warnings:\s*(\d+)")
 _KEEPS_CONNECTION = (1205, 1213)
@@ -63,18 +54,17 @@ _LOCK_WAIT_TIMEOUT = 1205
 """Undoes only the statement (unless innodb_rollback_on_timeout): a split's piece retries from its savepoint."""
 _COMMIT_UNKNOWN = (2013, 2055)
 """Lost while waiting for COMMIT's answer: whether the server committed is unknown."""
-_DUPLICATE_KEY = 1062
-_SAVEPOINT = "wh_piece"
 
 
 def _mib(size: int) -> str:
     return f"{size / (1 << 20):.1f} MiB"
 
 
-class MysqlWriter(SplitTransactions[pymysql.Connection]):
+class MysqlWriter(SqlWriter[pymysql.Connection]):
     """One connection; each piece of ``batch_size`` rows is one transaction."""
 
     plugin = PLUGIN_NAME
+    dialect = MYSQL
     db_error = pymysql.err.MySQLError
     periphery: MysqlWriterPeriphery
     options: MysqlWriterOptions
@@ -92,11 +82,9 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
     # -- lifecycle ------------------------------------------------------------------------------
 
     def open(self) -> None:
-        p = self.periphery
-        if not p.prepared or p.finished:
-            raise self._error(f"{p.target} is not prepared for writing")
+        super().open()
         self.conn = self._connect()
-        if p.method == "load_data":
+        if self.periphery.method == "load_data":
             self._open_buffer()
 
     def _connect(self) -> pymysql.Connection:
@@ -110,9 +98,6 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         else:  # pragma: no cover - not Linux
             fd, self._file_path = tempfile.mkstemp(prefix="wormhole-load-")
             self._file = fd
-
-    def flush(self) -> None:
-        """Nothing buffered: every piece is committed before ``write`` returns."""
 
     def close(self) -> None:
         self._close_connections()
@@ -181,7 +166,7 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         try:
             with conn.cursor() as cur:
                 if split_id is not None:
-                    cur.execute(f"SAVEPOINT {_SAVEPOINT}")
+                    cur.execute(f"SAVEPOINT {SAVEPOINT}")
                 if not isinstance(encoded, list):  # a LOAD DATA payload
                     assert self._file is not None
                     os.ftruncate(self._file, 0)
@@ -210,7 +195,7 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
             conn.rollback()
             return
         with conn.cursor() as cur:
-            cur.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")  # raises when the split's transaction is gone
+            cur.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")  # raises when the split's transaction is gone
 
     def _loaded_exactly(self, cur: Any, expected: int) -> bool:
         # With LOCAL, MySQL turns bad values and duplicate keys into warnings and skips or mangles
@@ -259,7 +244,7 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
         bad rows are rejected with MySQL's reason (a failing statement undoes only itself)."""
         with self._connection(split_id).cursor() as cur:
             if split_id is not None:
-                cur.execute(f"SAVEPOINT {_SAVEPOINT}")
+                cur.execute(f"SAVEPOINT {SAVEPOINT}")
             result = rows_one_by_one(piece, lambda row: self._insert_row(cur, row), room)
         if split_id is None:
             self._commit()
@@ -307,54 +292,10 @@ class MysqlWriter(SplitTransactions[pymysql.Connection]):
                              f"are in {self.periphery.target} is unknown: {describe(exc)}") from exc
             raise
 
-    def _classify(self, exc: pymysql.err.MySQLError, split_id: str | None) -> Exception:
-        """The store boundary: a transient MySQL error becomes ``TransientWriteError`` (retryable),
-        or ``SplitLost`` when it took a split's transaction; any other breaks the destination."""
-        if not is_transient(exc):
-            return Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
-        if split_id is not None:
-            return self._split_error(exc, split_id)
-        # The piece's transaction is gone (rolled back, or with the connection): it is redone whole.
-        self._rollback_quietly()
-        if error_code(exc) not in _KEEPS_CONNECTION:
+    def _after_transient(self, exc: Exception) -> None:
+        if error_code(exc) not in _KEEPS_CONNECTION:  # the piece's transaction went with the connection
             self._drop_connection()
-        return self._transient(exc)
 
-    def _split_error(self, exc: pymysql.err.MySQLError, split_id: str) -> Exception:
-        conn = self._splits[split_id]
-        if error_code(exc) == _LOCK_WAIT_TIMEOUT:
-            try:
-                self._undo_piece(conn, split_id)
-            except pymysql.err.MySQLError:
-                pass  # the savepoint went with the transaction (innodb_rollback_on_timeout): lost
-            else:
-                return self._transient(exc)
-        return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
-                                    f"{describe(exc)}")
-
-    # -- the driver's part of the splits' transactions --------------------------------------------
-
-    _close = staticmethod(close_quietly)
-    _is_transient = staticmethod(is_transient)
-    _describe = staticmethod(describe)
-
-    @staticmethod
-    def _is_duplicate(exc: Exception) -> bool:
-        return isinstance(exc, pymysql.err.MySQLError) and error_code(exc) == _DUPLICATE_KEY
-
-    def _insert_marker(self, conn: pymysql.Connection, split_id: str, rows: int) -> None:
-        with conn.cursor() as cur:
-            cur.execute(self.periphery.markers.insert_sql, (self.ctx.destination, split_id, rows))
-
-    def _session(self, conn: pymysql.Connection) -> int:
-        return int(conn.thread_id())
-
-    def _commit_unknown(self, exc: Exception, conn: pymysql.Connection) -> bool:
-        return isinstance(exc, pymysql.err.InterfaceError) or (
-            isinstance(exc, pymysql.err.MySQLError) and error_code(exc) in _COMMIT_UNKNOWN)
-
-    def _wait_ended(self, check: pymysql.Connection, session: int) -> None:
-        wait_session_ended(check, session, self.ctx.stop, self.settle_wait_s)
-
-    def _abandon(self, conn: pymysql.Connection) -> None:
-        abandon(conn)
+    def _piece_undoable(self, exc: Exception, conn: pymysql.Connection) -> bool:
+        """A lock wait timeout undoes only the statement (unless innodb_rollback_on_timeout)."""
+        return error_code(exc) == _LOCK_WAIT_TIMEOUT

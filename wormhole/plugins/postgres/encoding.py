@@ -35,31 +35,22 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, hex_text, value_offsets
+from wormhole.plugins.arrow_text import NotExact, date_text, decimal_text, hex_text
 from wormhole.plugins.batch import free_scale, rows_from_arrow, trimmed
 from wormhole.plugins.schema import Row
+from wormhole.plugins.sql.bulk_text import (
+    NULL,
+    Encoders,
+    column_fields,
+    escaped,
+    tab_lines,
+    timestamp_fields,
+    value_bytes,
+)
 from wormhole.plugins.values import json_dumps, plain_decimal
 
-NULL = "\\N"
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
 """COPY text escapes, backslash first (the others add backslashes)."""
-
-
-def _data(values: pa.Array) -> bytes:
-    """The bytes of a string or binary array's values (its slice's only)."""
-    offsets = value_offsets(values)
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
-    data = values.buffers()[2]
-    return b"" if data is None or last == first else data.slice(first, last - first).to_pybytes()
-
-
-def escaped(text: pa.Array) -> pa.Array:
-    """COPY's backslash escapes; only the special characters the column holds cost a replacing pass."""
-    data = _data(text)
-    for special, escape in _ESCAPES:
-        if data.find(special.encode()) >= 0:
-            text = pc.replace_substring(text, special, escape)
-    return text
 
 
 _JSON = json.JSONDecoder(parse_float=str, parse_int=str, parse_constant=str)  # numbers left as written
@@ -125,7 +116,7 @@ def nul_rows(batch: pa.RecordBatch) -> dict[int, str]:
     bad: dict[int, str] = {}
     for i, field in enumerate(batch.schema):
         column = batch.column(i)
-        if not pa.types.is_string(field.type) or _data(column).find(b"\x00") < 0:
+        if not pa.types.is_string(field.type) or value_bytes(column).find(b"\x00") < 0:
             continue
         found = pc.fill_null(pc.match_substring(column, "\x00"), False).to_numpy(zero_copy_only=False)
         for row in found.nonzero()[0].tolist():
@@ -145,36 +136,25 @@ def _decimal(values: pa.Array, field: pa.Field) -> pa.Array:
     return decimal_text(values)
 
 
+def _date(values: pa.Array) -> pa.Array:
+    try:
+        return date_text(values)
+    except NotExact as exc:
+        raise ValueError(str(exc)) from None
+
+
+_COLUMN_FIELDS: Encoders = {
+    "string": lambda v: escaped(pc.cast(v, pa.string()), _ESCAPES),  # text and json
+    "binary": lambda v: _bytea(pc.cast(v, pa.binary())),
+    "float": lambda v: pc.cast(pc.cast(v, pa.float64()), pa.string()),
+    "bool": lambda v: pc.if_else(v, "t", "f"),
+    "timestamp": lambda v: timestamp_fields(v, " "), "date": _date, "int": lambda v: pc.cast(v, pa.string()),
+}
+
+
 def column_text(values: pa.Array, field: pa.Field) -> pa.Array:
     """One column as COPY text fields (``\\N`` for NULL); ValueError for a value PostgreSQL has no text of."""
-    kind = values.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):  # text and json
-        text = escaped(pc.cast(values, pa.string()))
-    elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        text = _bytea(pc.cast(values, pa.binary()))
-    elif pa.types.is_floating(kind):
-        text = pc.cast(pc.cast(values, pa.float64()), pa.string())
-    elif pa.types.is_decimal(kind):
-        text = _decimal(values, field)
-    elif pa.types.is_boolean(kind):
-        text = pc.if_else(values, "t", "f")
-    elif pa.types.is_timestamp(kind):
-        if kind != pa.timestamp("us"):
-            values = pc.cast(values, pa.timestamp("us"))
-        try:
-            text = datetime_text(values, " ")
-        except NotExact as exc:
-            raise ValueError(str(exc)) from None
-    elif pa.types.is_date32(kind):
-        try:
-            text = date_text(values)
-        except NotExact as exc:
-            raise ValueError(str(exc)) from None
-    elif pa.types.is_integer(kind):
-        text = pc.cast(values, pa.string())
-    else:
-        raise TypeError(f"no COPY text for Arrow type {kind}")
-    return pc.fill_null(text, NULL)
+    return column_fields(values, {**_COLUMN_FIELDS, "decimal": lambda v: _decimal(v, field)}, "COPY")
 
 
 def copy_payload(batch: pa.RecordBatch, texts: Sequence[pa.Array] | None = None) -> pa.Buffer:
@@ -184,15 +164,7 @@ def copy_payload(batch: pa.RecordBatch, texts: Sequence[pa.Array] | None = None)
         raise ValueError("a batch without columns has no COPY text")
     if texts is None:
         texts = [column_text(batch.column(i), batch.schema.field(i)) for i in range(batch.num_columns)]
-    fields = list(texts)
-    fields[-1] = pc.binary_join_element_wise(fields[-1], "\n", "")  # the row's end
-    lines = pc.binary_join_element_wise(*fields, "\t") if len(fields) > 1 else fields[-1]
-    offsets = value_offsets(lines)
-    first, last = offsets[0].as_py(), offsets[-1].as_py()
-    data = lines.buffers()[2]
-    if data is None:
-        return pa.py_buffer(b"")
-    return data.slice(first, last - first)
+    return tab_lines(texts)
 
 
 def _float_field(v: float) -> str:

@@ -21,22 +21,13 @@ commit, and the target stays as it was).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import psycopg
 
-from wormhole.errors import CommitError, PrepareError, StorageError
+from wormhole.errors import CommitError, PrepareError
 from wormhole.plugins.sql import quote
-
-
-class TargetSql(Protocol):
-    """What this module needs of :class:`wormhole.plugins.postgres.staging.TargetSql` (which imports this
-    module, so it is named by its shape here)."""
-
-    @property
-    def schema(self) -> str: ...
-
-    def error(self, cls: type[StorageError], message: str) -> StorageError: ...
+from wormhole.plugins.sql.target import TargetSql
 
 Grant = tuple[str, str | None, str, str, bool]
 """``(column or '', grantee or None for PUBLIC, grantor, privilege, with grant option)``."""
@@ -73,7 +64,7 @@ class Kept:
         if not superuser and user != self.owner:
             member, can_own = conn.execute(
                 "SELECT pg_has_role(current_user, %s, 'USAGE'), has_schema_privilege(%s, %s, 'CREATE')",
-                (self.owner, self.owner, sql.schema)).fetchone() or (False, False)
+                (self.owner, self.owner, sql.namespace)).fetchone() or (False, False)
             if not member:
                 raise sql.error(PrepareError, f"load 'staging' replaces {target}, owned by {self.owner!r}: the user "
                                               f"{user!r} is neither that role nor a member of it, so it can neither "
@@ -82,7 +73,7 @@ class Kept:
                                               f"owner)")
             if not can_own:
                 raise sql.error(PrepareError, f"load 'staging' replaces {target}, owned by {self.owner!r}, which has "
-                                              f"no CREATE privilege on schema {sql.schema!r}, so the table swapped "
+                                              f"no CREATE privilege on schema {sql.namespace!r}, so the table swapped "
                                               f"in cannot be given that owner; nothing was loaded (use load "
                                               f"'truncate' or 'append')")
         foreign = sorted({_grant_text(g) for g in self.grants if g[2] != self.owner}, key=str)

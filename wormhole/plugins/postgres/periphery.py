@@ -9,11 +9,12 @@ from typing import Any
 import psycopg
 
 from wormhole.errors import ReadError
-from wormhole.plugins.base import ReadContext, SourceInfo
 from wormhole.plugins.postgres.catalog import relation
-from wormhole.plugins.postgres.connection import close_quietly, describe
+from wormhole.plugins.postgres.connection import describe
+from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource, Shard
 from wormhole.plugins.postgres.splitter import source_connection
+from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
 
 _STATS_SQL = ("SELECT c.reltuples::bigint, pg_relation_size(c.oid) FROM pg_class c "
               "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s")
@@ -21,45 +22,22 @@ _BUSY_SQL = ("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND p
              "AND backend_type = 'client backend'")
 
 
-class PostgresReaderPeriphery:
+class PostgresReaderPeriphery(SqlReaderPeriphery):
     """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
 
-    def __init__(self, options: PostgresSource, ctx: ReadContext) -> None:
-        self.source = options
-        self.ctx = ctx
+    dialect = POSTGRES
+    source: PostgresSource
 
-    def prepare(self) -> SourceInfo:
-        rows: int | None = 0
-        size: int | None = 0
-        for shard in self.source.shards:
-            conn = source_connection(self.source, shard.endpoint, ReadError, self.ctx)
-            try:
-                r, b = self._estimate(conn, shard)
-            finally:
-                close_quietly(conn)
-            rows = None if rows is None or r is None else rows + r
-            size = None if size is None or b is None else size + b
-        self.ctx.log.info("reader.estimate", method=self.source.estimate, rows=rows, bytes=size)
-        return SourceInfo(estimated_rows=rows, estimated_bytes=size)
+    def _shards(self) -> tuple[Shard, ...]:
+        return tuple(self.source.shards)
 
-    def busy_threads(self) -> int | None:
-        """Active client backends on the busiest of the source's servers, this session excluded: what adaptive
-        push-up asks before it moves work into the source. None when a server cannot say."""
-        busiest: int | None = None
-        for shard in self.source.shards:
-            try:
-                conn = source_connection(self.source, shard.endpoint, ReadError, self.ctx)
-            except ReadError:
-                return None
-            try:
-                found = conn.execute(_BUSY_SQL).fetchone()
-            except psycopg.Error:
-                return None
-            finally:
-                close_quietly(conn)
-            running = int(found[0]) if found else 0
-            busiest = running if busiest is None else max(busiest, running)
-        return busiest
+    def _connect(self, shard: Shard) -> psycopg.Connection[Any]:
+        return source_connection(self.source, shard.endpoint, ReadError, self.ctx)
+
+    def _running(self, conn: psycopg.Connection[Any]) -> int:
+        """Active client backends, this session excluded."""
+        found = conn.execute(_BUSY_SQL).fetchone()
+        return int(found[0]) if found else 0
 
     def _estimate(self, conn: psycopg.Connection[Any], shard: Shard) -> tuple[int | None, int | None]:
         source = self.source

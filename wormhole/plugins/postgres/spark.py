@@ -178,6 +178,15 @@ def inline_where(pushed: PushedQuery, conn: psycopg.Connection[Any]) -> str | No
     return "".join(out)
 
 
+def exact_text(options: PostgresSource, schema: Schema) -> frozenset[str]:
+    """The columns :func:`read` carries as exact text (``wormhole plan`` says how each destination is written)."""
+    plan = _plan(options, schema, None)
+    if plan.awkward:
+        return frozenset()  # the row reader's frame: no column as exact text
+    texts = {info.name.lower() for infos in plan.columns.values() for info in infos if info.kind in ("json", "array")}
+    return frozenset(name for name in schema.names if name.lower() in texts)
+
+
 def read(spark: SparkSession, options: PostgresSource, splits: list[Split],
          schema: Schema) -> DataFrame | RowReaderPlan:
     """One JDBC relation per shard table (or query), one partition per split, unioned by column name;

@@ -21,12 +21,8 @@ Transient errors (deadlock, serialization failure, lock not available, lost conn
 ``TransientWriteError`` at the store boundary and :func:`wormhole.retry.policy` retries the piece,
 ``retries`` times with backoff: a plain write on a fresh transaction; a split's piece from its savepoint
 while the session lives, and when the session is gone the split is lost (``SplitLost``: the engine writes
-it again from its start; with ``retries: 0`` the destination fails instead). As a
-:class:`~wormhole.plugins.base.SplitWriter`, ``end_split`` inserts the split's marker (:mod:`.markers`)
-and commits: its rows and the record that they are in are one transaction. A connection lost while COMMIT
-was in flight is settled by the marker once the server has ended that session: found, the split is
-durable; missing, it is lost. That split lifecycle is :mod:`wormhole.plugins.split_transactions`, shared with
-the mysql store; this module is PostgreSQL's part of it.
+it again from its start; with ``retries: 0`` the destination fails instead). The split lifecycle is
+:mod:`wormhole.plugins.split_transactions`, with the SQL kit's part in :mod:`wormhole.plugins.sql.writer`.
 """
 
 from __future__ import annotations
@@ -44,16 +40,14 @@ from wormhole.plugins.batch import BadValues, Rows, rows_from_arrow
 from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
 from wormhole.plugins.postgres.connection import (
     PLUGIN_NAME,
-    backend_pid,
     close_quietly,
     copy_line,
     describe,
     is_row_error,
-    is_transient,
     reason_of,
     sqlstate,
-    wait_session_ended,
 )
+from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.encoding import (
     ArrowPiece,
     Piece,
@@ -66,10 +60,10 @@ from wormhole.plugins.postgres.encoding import (
 from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
 from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
-from wormhole.plugins.split_transactions import Broken, SplitTransactions
+from wormhole.plugins.split_transactions import Broken
 from wormhole.plugins.sql import VALUE_ERRORS, room_left
+from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
 
-_UNIQUE_VIOLATION = "23505"
 _BINARY_FORMAT = "22P03"
 """Binary COPY data not in the column type's form: not a row's fault (the rows' types are not the columns')."""
 _CARDINALITY = "21000"
@@ -78,10 +72,11 @@ _ENCODE_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
 AnyPiece = Piece | BinaryPiece | EncodedPiece
 
 
-class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
+class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
     """Plain writes: each piece of ``batch_size`` rows one transaction. Splits: one transaction each."""
 
     plugin = PLUGIN_NAME
+    dialect = POSTGRES
     db_error = psycopg.Error
     lost_fails_without_retries = True
     periphery: PostgresWriterPeriphery
@@ -93,14 +88,6 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
         self._said_text = False
 
     # -- lifecycle ------------------------------------------------------------------------------
-
-    def open(self) -> None:
-        p = self.periphery
-        if not p.prepared or p.finished:
-            raise self._error(f"{p.target} is not prepared for writing")
-
-    def flush(self) -> None:
-        """Nothing buffered: every piece is committed before ``write`` returns."""
 
     def close(self) -> None:
         self._close_connections()
@@ -256,16 +243,16 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
         time), and only its rejected rows are returned."""
         conn = self._connection(split_id)
         rejected: list[Rejected] = []
-        conn.execute("SAVEPOINT wh_piece")
+        conn.execute(f"SAVEPOINT {SAVEPOINT}")
         if self._load(conn, piece, start, end, rejected, room):
-            conn.execute("ROLLBACK TO SAVEPOINT wh_piece")
+            conn.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
             if split_id is None:
                 self._commit(conn)  # nothing of the piece: ends its transaction
             return rejected
         if split_id is None:
             self._commit(conn)
         else:
-            conn.execute("RELEASE SAVEPOINT wh_piece")
+            conn.execute(f"RELEASE SAVEPOINT {SAVEPOINT}")
         return rejected
 
     def _load(self, conn: psycopg.Connection[Any], piece: AnyPiece, start: int, end: int,
@@ -335,48 +322,8 @@ class PostgresWriter(SplitTransactions[psycopg.Connection[Any]]):
             raise Broken(f"the connection was lost while a batch was being committed, so whether its rows are "
                          f"in {self.periphery.target} is unknown: {describe(exc)}") from exc
 
-    def _classify(self, exc: psycopg.Error, split_id: str | None) -> Exception:
-        """The store boundary: a transient error becomes ``TransientWriteError`` (retryable), or ``SplitLost``
-        when it took the split's session; any other breaks the destination."""
-        if not is_transient(exc):
-            return Broken(f"writing {self.periphery.target} failed: {describe(exc)}")
-        transient = self._transient(exc)
-        if split_id is None:
-            self._rollback_quietly()  # the piece's transaction is redone whole
-            return transient
-        conn = self._splits[split_id]
-        if not conn.broken and not conn.closed:
-            try:
-                conn.execute("ROLLBACK TO SAVEPOINT wh_piece")  # the split's earlier pieces stay
-            except psycopg.Error:
-                pass
-            else:
-                return transient
-        return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
-                                    f"{describe(exc)}")
-
-    # -- the driver's part of the splits' transactions --------------------------------------------
-
-    _close = staticmethod(close_quietly)
-    _is_transient = staticmethod(is_transient)
-    _describe = staticmethod(describe)
-
-    @staticmethod
-    def _is_duplicate(exc: Exception) -> bool:
-        return isinstance(exc, psycopg.Error) and sqlstate(exc) == _UNIQUE_VIOLATION
-
-    def _insert_marker(self, conn: psycopg.Connection[Any], split_id: str, rows: int) -> None:
-        markers = self.periphery.markers
-        conn.execute(markers.insert_sql, markers.insert_args(split_id, rows))
-
-    def _session(self, conn: psycopg.Connection[Any]) -> int:
-        return backend_pid(conn)
-
-    def _commit_unknown(self, exc: Exception, conn: psycopg.Connection[Any]) -> bool:
-        return isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed)
-
-    def _wait_ended(self, check: psycopg.Connection[Any], session: int) -> None:
-        wait_session_ended(check, session, self.ctx.stop, self.settle_wait_s)
+    def _piece_undoable(self, exc: Exception, conn: psycopg.Connection[Any]) -> bool:
+        return not conn.broken and not conn.closed
 
     def _reusable(self, conn: psycopg.Connection[Any]) -> bool:
         return not conn.broken

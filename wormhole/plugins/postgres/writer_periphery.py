@@ -1,59 +1,47 @@
-"""The postgres destination's periphery: the target prepared, then the load committed or rolled back.
+"""The postgres destination's periphery on the SQL kit's phases (:mod:`wormhole.plugins.sql.periphery`: loads,
+markers, resuming, leftovers): what PostgreSQL's transactional DDL lets it do in one step each.
 
-Loads (``load``):
-- ``append``: each split is committed with its marker row (:mod:`.markers`); rollback runs
-  ``rollback_sql``, or, without it, fails plainly (the rows stay and the result says so);
-- ``truncate``: ``TRUNCATE`` at prepare, in the transaction that records the prepared marker (a resumed
-  run does not truncate again), then as append;
-- ``staging``: rows go to a staging table (:mod:`.staging`) swapped in at commit.
-
-Commit is one transaction: verify, the staging swap, ``post_sql`` and the ``committed`` phase, so a crash
-leaves the load committed or not, and a run resuming after a commit that was recorded does nothing again.
-Prepare is one transaction too (TRUNCATE or the staging table, the table ``create_table`` makes, the
-prepared marker), after ``pre_sql``. A target this run created is dropped again on rollback (it was not
-there before prepare). :meth:`PostgresWriterPeriphery.leftovers` finds what crashed runs of the task left.
+Prepare is one transaction after ``pre_sql``: TRUNCATE or the staging table, the table ``create_table``
+makes, the prepared marker (a resumed run does not truncate again). Commit is one transaction too: verify,
+the staging swap (:mod:`.staging`), ``post_sql`` and the ``committed`` phase, so a crash leaves the load
+committed or not; a COMMIT whose answer was lost is settled by that phase (:mod:`wormhole.plugins.sql.settling`).
+A target this run created is dropped again on rollback (it was not there before prepare).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
-from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
-from wormhole.plugins.base import WILL_FAIL, Encoding, ShippedWithoutLock, WriteContext
+from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
+from wormhole.plugins.base import WILL_FAIL, Encoding, WriteContext
 from wormhole.plugins.postgres.binary import binary_kinds
-from wormhole.plugins.postgres.connection import backend_pid, close_quietly, connect, describe, wait_session_ended
+from wormhole.plugins.postgres.connection import close_quietly, connect, describe
 from wormhole.plugins.postgres.ddl import create_table_sql
+from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.kept import read_kept
-from wormhole.plugins.postgres.markers import COMMITTED, SplitMarkers, fetch_all, fetch_one
 from wormhole.plugins.postgres.passthrough import takes
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
-from wormhole.plugins.postgres.staging import Staging, TargetSql, staging_leftovers
+from wormhole.plugins.postgres.staging import PostgresStaging
 from wormhole.plugins.sql import quote
+from wormhole.plugins.sql.markers import COMMITTED
+from wormhole.plugins.sql.periphery import SqlWriterPeriphery
+from wormhole.plugins.sql.settling import Unsettled, settle
+from wormhole.plugins.sql.target import TargetSql, fetch_all, fetch_one
 
 UPSERT_TABLE = "wh_upsert"
 """The temporary table (of each writer's session) an upsert's batch is COPY'd into first."""
-_SETTLE_WAIT_S = 30.0
-"""How long a lost COMMIT's outcome is waited for (its old session ending on the server)."""
 
 
-class PostgresWriterPeriphery(ShippedWithoutLock):
+class PostgresWriterPeriphery(SqlWriterPeriphery):
     """Prepares the target (pre_sql, create, truncate or staging table), and commits or rolls back the load."""
 
+    staging: PostgresStaging | None
+
     def __init__(self, options: PostgresWriterOptions, ctx: WriteContext) -> None:
-        self.options = options
-        self.ctx = ctx
-        self.endpoint = options.endpoint(options.database)
-        self.sql = TargetSql(self.endpoint, options.schema, ctx.destination)
-        self.lock = threading.Lock()
-        self.columns: tuple[str, ...] = ()
-        """The target's columns written, by position of the source's (the target's own spelling)."""
-        self.write_table = options.table
-        """Where writers put rows: the target, or the staging table."""
-        self.staging: Staging | None = None
+        endpoint = options.endpoint(options.database)
+        super().__init__(options, ctx, TargetSql(endpoint, options.schema, ctx.destination, POSTGRES))
         self.copy_sql = ""
         self.copy_binary_sql = ""
         self.binary_kinds: tuple[str, ...] | None = None
@@ -69,25 +57,9 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         """An upsert's INSERT ... SELECT from :data:`UPSERT_TABLE` ... ON CONFLICT, after the COPY."""
         self.session_sql: tuple[str, ...] = ()
         """Statements each writer session runs (committed) before its first piece: an upsert's temporary table."""
-        self.rows_before: int | None = None
-        self.rows_written = 0
-        self._counted: set[str] = set()
-        self.truncated = False
         self.created_target = False
-        self.prepared = False
-        self.finished = False
-        self.broken: str | None = None
         self.commit_unknown: str | None = None
         """Why a commit's outcome could not be settled: then rollback leaves everything for a resume to read."""
-        """Why the load cannot be committed (set by a writer whose piece failed for good)."""
-        self.markers = SplitMarkers(self.sql, ctx)
-        self.markers_ready = False
-        self.durable: dict[str, int] = {}
-        self.phase: str | None = None
-
-    @property
-    def target(self) -> str:
-        return self.sql.ref(self.options.table)
 
     def connect(self, error: type[StorageError], *, autocommit: bool = True,
                 log: Any = None) -> psycopg.Connection[Any]:
@@ -95,47 +67,10 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
                        timeout=self.options.connect_timeout_s, autocommit=autocommit,
                        destination=self.ctx.destination, stop=self.ctx.stop, log=self.ctx.log if log is None else log)
 
-    def add_written(self, rows: int, split_id: str | None = None) -> None:
-        """Count rows committed to the written table; a split's rows count once (a split durable before this
-        run is counted in :attr:`durable_rows`)."""
-        with self.lock:
-            if split_id is not None:
-                if split_id in self._counted or split_id in self.durable:
-                    return
-                self._counted.add(split_id)
-            self.rows_written += rows
-
-    def durable_splits(self) -> dict[str, int]:
-        return dict(self.durable)
-
-    @property
-    def durable_rows(self) -> int:
-        return sum(self.durable.values())
-
-    def _session(self, error: type[StorageError], what: str, step: Callable[[psycopg.Connection[Any]], None]) -> None:
-        conn = self.connect(error)
-        try:
-            step(conn)
-        except psycopg.Error as exc:
-            raise self.sql.error(error, f"{what} {self.target} on {self.endpoint.mark} failed: "
-                                        f"{describe(exc)}") from exc
-        finally:
-            close_quietly(conn)
-
     # -- prepare --------------------------------------------------------------------------------
 
-    def prepare(self) -> None:
-        if self.prepared:
-            return
-        self._session(PrepareError, "preparing", self._prepare)
-        self.prepared = True
-
     def _prepare(self, conn: psycopg.Connection[Any]) -> None:
-        self.markers.ensure(conn)
-        self.markers_ready = True
-        self._remove_leftovers(conn)
-        phase, recorded_before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
-        self.phase = phase
+        phase, recorded_before = self._open_markers(conn)
         if phase is not None:
             # The crashed run got through prepare: its pre_sql and TRUNCATE ran and its durable splits are in
             # the target (or its staging table); running them again would lose those.
@@ -146,8 +81,7 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
             if phase != COMMITTED and self.options.load == "staging":
                 self._adopt_staging(conn)
         else:
-            for statement in self.options.pre_sql:
-                self.sql.run(conn, statement, "pre_sql", PrepareError)
+            self._pre_sql(conn)
             made: dict[str, bool] = {}
             with conn.transaction():
                 self._prepare_target(conn, made)
@@ -188,7 +122,7 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
             made["created"] = True
             self.ctx.log.info("writer.table_created", table=self.target)
         if opts.load == "truncate":
-            conn.execute(f"TRUNCATE TABLE {self.target}")
+            self._truncate(conn)
             made["truncated"] = True
         if opts.load == "staging":
             if fetch_one(conn, "SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", (self.target,)) == ("p",):
@@ -196,19 +130,17 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
                                                    f"would not be, so load 'staging' would swap its partitions away "
                                                    f"(use load 'truncate' or 'append')")
             read_kept(conn, self.target).check(self.sql, conn, self.target)  # refused before anything is made
-            staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+            staging = PostgresStaging(self.sql, self.ctx, opts.table, opts.staging_table)
             staging.create(conn)
             staging.created = False  # not until the transaction commits
             self.staging = staging
             self.write_table = staging.name
-        if opts.verify == "count" and opts.load == "append":
-            found = fetch_one(conn, f"SELECT count(*) FROM {self.target}")
-            self.rows_before = int(found[0]) if found else 0
+        self._count_before(conn)
         self.markers.record_prepared(conn, self.rows_before)
 
     def _adopt_staging(self, conn: psycopg.Connection[Any]) -> None:
         opts = self.options
-        self.staging = Staging(self.sql, self.ctx, opts.table, opts.staging_table)
+        self.staging = PostgresStaging(self.sql, self.ctx, opts.table, opts.staging_table)
         if not self.staging.adopt(conn):
             # The markers name splits of a staging table that is gone: they are written again.
             self.ctx.log.warning("writer.durable_state_lost", table=self.staging.name)
@@ -220,11 +152,7 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
 
     def _describe_target(self, conn: psycopg.Connection[Any]) -> bool:
         """Sets the target columns written; False when the target does not exist and create_table makes it."""
-        opts, schema = self.options, self.ctx.schema
-        names = opts.columns if opts.columns is not None else schema.names
-        if len(names) != len(schema):
-            raise self.sql.error(PrepareError, f"columns names {len(names)} column(s) but the source has "
-                                               f"{len(schema)}: {', '.join(schema.names)}")
+        opts, names = self.options, self._written_names()
         found = [str(r[0]) for r in fetch_all(
             conn, "SELECT a.attname FROM pg_attribute a WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND "
                   "NOT a.attisdropped ORDER BY a.attnum", (self.target,))]
@@ -290,36 +218,16 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
             raise self.sql.error(PrepareError, f"params.upsert_key: {self.target} has no unique index on exactly "
                                                f"({', '.join(key)}), which INSERT ... ON CONFLICT needs")
 
-    def _remove_leftovers(self, conn: psycopg.Connection[Any]) -> None:
-        for text, remove in self._leftovers(conn, keep_run=self.ctx.state_run):  # other runs' staging and markers
-            try:
-                remove(conn)
-            except psycopg.Error as exc:  # not this run's: `task show` keeps listing it
-                self.ctx.log.warning("writer.leftover_not_removed", leftover=text, error=describe(exc))
-            else:
-                self.ctx.log.info("writer.leftover_removed", leftover=text)
-
     # -- commit / rollback ----------------------------------------------------------------------
 
-    def commit(self) -> None:
-        if self.finished:
-            return
-        if self.broken is not None:
-            raise self.sql.error(CommitError, f"cannot commit {self.target}: {self.broken}")
-        if self.phase == COMMITTED:
-            self.ctx.log.info("writer.commit_skipped", reason=f"run {self.ctx.state_run} committed this load "
-                                                              "before it crashed")
-        else:
-            self._commit_settled()
-        self.phase = COMMITTED
-        self.finished = True
-
-    def _commit_settled(self) -> None:
+    def _commit_load(self, done: bool) -> None:
         """The commit's one transaction. When its connection is lost (COMMIT's answer among what was lost),
         the ``committed`` phase, written in that transaction, says whether it happened once the server has
         ended that session: committed, the load is done; not, it fails and is rolled back as before."""
+        if done:
+            return
         conn = self.connect(CommitError)
-        pid = backend_pid(conn)
+        pid = self.dialect.session_id(conn)
         try:
             self._commit(conn)
         except psycopg.Error as exc:
@@ -334,18 +242,11 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
     def _committed_by(self, pid: int, failed: str) -> bool:
         """Whether the lost session ``pid`` committed this load (its ``committed`` phase is there)."""
         try:
-            check = self.connect(CommitError)
-        except CommitError as error:
-            self.commit_unknown = f"{failed}; whether it committed cannot be asked: {error}"
+            phase, _ = settle(self.dialect, pid, self.ctx.stop, self.markers.phase,
+                              connect=lambda: self.connect(CommitError))
+        except Unsettled as error:
+            self.commit_unknown = f"{failed}; whether it committed {error}"
             raise self.sql.error(CommitError, self.commit_unknown) from error
-        try:
-            wait_session_ended(check, pid, self.ctx.stop, _SETTLE_WAIT_S)
-            phase, _ = self.markers.phase(check)
-        except (psycopg.Error, TimeoutError) as error:
-            self.commit_unknown = f"{failed}; whether it committed cannot be settled: {error}"
-            raise self.sql.error(CommitError, self.commit_unknown) from error
-        finally:
-            close_quietly(check)
         self.ctx.log.warning("writer.commit_settled", table=self.target, durable=phase == COMMITTED, error=failed)
         return phase == COMMITTED
 
@@ -356,40 +257,11 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
                 self._verify(conn)
             if self.staging is not None:
                 self.staging.swap(conn)
-            for statement in self.options.post_sql:
-                self.sql.run(conn, statement, "post_sql", CommitError)
+            self._post_sql(conn)
             if self.markers_ready:
                 self.markers.set_phase(conn, COMMITTED)
 
-    def _verify(self, conn: psycopg.Connection[Any]) -> None:
-        """Rows in the written table == rows before the load + rows written by this run and the runs it resumes."""
-        table = self.sql.ref(self.write_table)
-        if self.options.load == "append" and self.rows_before is None:
-            self.ctx.log.warning("writer.verify_skipped", reason="the row count before the load is unknown")
-            return
-        found = fetch_one(conn, f"SELECT count(*) FROM {table}")
-        count = int(found[0]) if found else 0
-        expected = self.rows_written + self.durable_rows + (self.rows_before or 0)
-        if count != expected:
-            earlier = f", {self.durable_rows} by the runs resumed" if self.durable else ""
-            raise self.sql.error(CommitError, f"verify count: {table} holds {count} rows, expected {expected} "
-                                              f"({self.rows_written} written{earlier})")
-
-    def release(self) -> None:
-        """The task's outcome is recorded: this load's markers are not needed to resume any more."""
-        def forget(conn: psycopg.Connection[Any]) -> None:
-            if self.markers.exists(conn):
-                self.markers.forget(conn)
-
-        self._session(PeripheryError, "deleting the split markers of", forget)
-
-    def rollback(self) -> None:
-        if self.finished:
-            return
-        if self.phase == COMMITTED:
-            self.finished = True
-            raise self.sql.error(RollbackError, f"not rolled back: run {self.ctx.state_run} committed the load "
-                                                f"into {self.target} before it crashed")
+    def _rollback_load(self) -> None:
         self.finished = True
         if self.commit_unknown is not None:  # undoing what may be committed could leave neither load: a resume reads
             raise self.sql.error(RollbackError, f"not rolled back: {self.commit_unknown}; the markers are kept, so "
@@ -399,9 +271,8 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
         if self.created_target or self.staging is not None:
             self._session(RollbackError, "rolling back", self._drop_made)
         elif self.options.rollback_sql:
-            self._session(RollbackError, "rolling back", self._rollback_sql)
+            self._session(RollbackError, "rolling back", self._undo_sql)
         else:
-            self._session(RollbackError, "rolling back", self.markers.forget)
             self._left_as_is()
 
     def _drop_made(self, conn: psycopg.Connection[Any]) -> None:
@@ -413,55 +284,9 @@ class PostgresWriterPeriphery(ShippedWithoutLock):
                 conn.execute(f"DROP TABLE IF EXISTS {self.target}")
             self.markers.forget(conn)
 
-    def _rollback_sql(self, conn: psycopg.Connection[Any]) -> None:
-        for statement in self.options.rollback_sql:
-            self.sql.run(conn, statement, "rollback_sql", RollbackError)
+    def _undo_sql(self, conn: psycopg.Connection[Any]) -> None:
+        self._rollback_sql(conn)
         self.markers.forget(conn)
-
-    def _left_as_is(self) -> None:
-        committed = self.rows_written + self.durable_rows
-        what = []
-        if self.truncated:
-            what.append(f"{self.target} was truncated (its earlier rows are gone)")
-        if committed:
-            earlier = f" ({self.durable_rows} by the runs resumed)" if self.durable else ""
-            what.append(f"{committed} rows committed to {self.target}{earlier} stay there")
-        if what:
-            raise self.sql.error(RollbackError, f"not rolled back: load is '{self.options.load}' without "
-                                                f"rollback_sql: {'; '.join(what)}")
-
-    # -- leftovers of crashed runs ------------------------------------------------------------
-
-    def leftovers(self, keep_run: int | None) -> list[str]:
-        """What crashed runs of this task left for this destination: staging tables (marked and named as
-        wormhole names them) and split markers, of every state run but ``keep_run``."""
-        found: list[str] = []
-        self._session(PeripheryError, "looking for leftovers of",
-                      lambda conn: found.extend(text for text, _ in self._leftovers(conn, keep_run)))
-        return found
-
-    def clean_leftovers(self, keep_run: int | None) -> list[str]:
-        removed: list[str] = []
-
-        def clean(conn: psycopg.Connection[Any]) -> None:
-            for text, remove in self._leftovers(conn, keep_run):
-                remove(conn)
-                removed.append(text)
-                self.ctx.log.info("writer.leftover_removed", leftover=text)
-
-        self._session(PeripheryError, "removing leftovers of", clean)
-        return removed
-
-    def _leftovers(self, conn: psycopg.Connection[Any], keep_run: int | None) -> list[tuple[str, Any]]:
-        found: list[tuple[str, Any]] = []
-        for name, run in staging_leftovers(self.sql, conn, self.ctx, self.options.table, self.options.staging_table,
-                                           keep_run):
-            ref = self.sql.ref(name)
-            found.append((f"table {ref} (staging of run {run})", lambda c, r=ref: c.execute(f"DROP TABLE {r}")))
-        for run, splits in self.markers.other_runs(conn, keep_run).items():
-            found.append((f"{splits} split marker(s) of run {run} in {self.markers.table}",
-                          lambda c, r=run: self.markers.drop_run(c, r)))
-        return found
 
 
 def _match(name: str, columns: list[str]) -> str | None:

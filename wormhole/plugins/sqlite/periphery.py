@@ -39,6 +39,7 @@ from wormhole.plugins.base import (
 )
 from wormhole.plugins.sql import quote
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
+from wormhole.plugins.sqlite.dialect import SQLITE
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions
 from wormhole.plugins.sqlite.reader import resolve_schema
 from wormhole.plugins.sqlite.staging import (
@@ -61,7 +62,6 @@ from wormhole.plugins.sqlite.staging import (
     stage_name,
     unique_keys,
 )
-from wormhole.plugins.sqlite.types import DECLARED_TYPES
 
 ROW_ERRORS = (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.InterfaceError, sqlite3.ProgrammingError,
               UnicodeEncodeError, OverflowError, ValueError, TypeError)
@@ -177,8 +177,7 @@ class SqliteWriterPeriphery:
         target's affinities), the split column, and in insert mode the target's unique keys."""
         opts = self.options
         if self._create_target:
-            defs = [f"{quote(name)} {DECLARED_TYPES[col.type]}{'' if col.nullable else ' NOT NULL'}"
-                    for name, col in zip(self.columns, self.ctx.schema.columns, strict=True)]
+            defs = SQLITE.column_defs(self.columns, self.ctx.schema)
             keys = [tuple(opts.key)] if opts.key is not None else []
         else:
             declared = {name.lower(): decl for name, decl in table_columns(conn, opts.table)}
@@ -217,24 +216,9 @@ class SqliteWriterPeriphery:
     def durable_splits(self) -> Mapping[str, int]:
         return dict(self._durable)
 
-    def _create_sql(self, columns: Sequence[str]) -> str:
-        defs = [f"{quote(name)} {DECLARED_TYPES[col.type]}{'' if col.nullable else ' NOT NULL'}"
-                for name, col in zip(columns, self.ctx.schema.columns, strict=True)]
-        if self.options.key is not None:
-            defs.append(f"PRIMARY KEY ({', '.join(quote(k) for k in self.options.key)})")
-        return f"CREATE TABLE {quote(self.options.table)} ({', '.join(defs)})"
-
     def _insert_sql(self, columns: Sequence[str], source: str) -> str:
         opts = self.options
-        verb = "INSERT OR REPLACE" if opts.write_mode == "replace" else "INSERT"
-        sql = f"{verb} INTO {quote(opts.table)} ({', '.join(quote(c) for c in columns)}) {source}"
-        if opts.write_mode == "upsert":
-            assert opts.key is not None  # check() requires it
-            keys = {k.lower() for k in opts.key}
-            updates = [f"{quote(c)} = excluded.{quote(c)}" for c in columns if c.lower() not in keys]
-            action = f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"
-            sql += f" ON CONFLICT ({', '.join(quote(k) for k in opts.key)}) {action}"
-        return sql
+        return SQLITE.write_sql(opts.table, columns, source, opts.write_mode, opts.key)
 
     # -- leftovers ------------------------------------------------------------------------------
 
@@ -265,7 +249,8 @@ class SqliteWriterPeriphery:
             try:
                 if not self._committed_before:
                     if self._create_target and not table_columns(conn, self.options.table):
-                        conn.execute(self._create_sql(self.columns))
+                        conn.execute(SQLITE.create_table_sql(self.options.table, self.columns, self.ctx.schema,
+                                                            self.options.key))
                     merged = conn.execute(self._merge_sql).rowcount
                     mark_committed(conn, self.stage, self._marker_key(), merged)
                 conn.execute("COMMIT")

@@ -16,9 +16,9 @@ import sqlite3
 
 from wormhole.plugins.sql import quote
 from wormhole.plugins.sqlite.connection import table_columns
+from wormhole.plugins.sqlite.dialect import SQLITE
 
-MARKERS = "_wh_splits"
-"""The marker table: one row per split a destination holds durably in its staging table."""
+MARKERS = SQLITE.markers_table
 
 COMMITTED = ""
 """The ``split_id`` of the row the final commit inserts: the destination's load is in the target. The
@@ -27,10 +27,6 @@ resumed without loading the rows again."""
 
 SPLIT_COLUMN = "_wh_split"
 STAGE_PREFIX = "_wh_stage_"
-
-MARKERS_DDL = (f"CREATE TABLE IF NOT EXISTS {MARKERS} (taskdb TEXT NOT NULL DEFAULT '', task_id INTEGER NOT NULL, "
-               f"state_run INTEGER NOT NULL, destination TEXT NOT NULL, split_id TEXT NOT NULL, "
-               f"rows INTEGER NOT NULL, PRIMARY KEY (taskdb, task_id, state_run, destination, split_id))")
 
 MarkerKey = tuple[str, int, int, str]
 """``(taskdb, task_id, state_run, destination)``: whose markers a row of ``_wh_splits`` is."""
@@ -55,11 +51,11 @@ def ensure_markers(conn: sqlite3.Connection) -> None:
     """Create ``_wh_splits``, or upgrade one made before task database ids (its rows keep ``''``)."""
     if has_table(conn, MARKERS) and "taskdb" not in {c for c, _ in table_columns(conn, MARKERS)}:
         conn.execute(f"ALTER TABLE {MARKERS} RENAME TO {MARKERS}_old")
-        conn.execute(MARKERS_DDL)
+        conn.execute(SQLITE.markers_ddl)
         conn.execute(f"INSERT INTO {MARKERS} (task_id, state_run, destination, split_id, rows) "
                      f"SELECT task_id, state_run, destination, split_id, rows FROM {MARKERS}_old")
         conn.execute(f"DROP TABLE {MARKERS}_old")
-    conn.execute(MARKERS_DDL)
+    conn.execute(SQLITE.markers_ddl)
 
 
 def has_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -125,8 +121,7 @@ def committed(conn: sqlite3.Connection, key: MarkerKey) -> bool:
 def mark_committed(conn: sqlite3.Connection, stage: str, key: MarkerKey, rows: int) -> None:
     """Inside the commit's transaction: the staging table goes, the markers stay, the committed row is added."""
     conn.execute(f"DROP TABLE IF EXISTS {quote(stage)}")
-    conn.execute(f"INSERT OR REPLACE INTO {MARKERS} (taskdb, task_id, state_run, destination, split_id, rows) "
-                 f"VALUES (?, ?, ?, ?, ?, ?)", (*key, COMMITTED, rows))
+    conn.execute(SQLITE.marker_sql, (*key, COMMITTED, rows))
 
 
 def has_markers(conn: sqlite3.Connection, key: MarkerKey) -> bool:

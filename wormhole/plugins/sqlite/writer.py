@@ -28,9 +28,10 @@ from wormhole.plugins.base import Row, WriteContext, WriteResult
 from wormhole.plugins.batch import arrow_type
 from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, quote, rows_one_by_one
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME
+from wormhole.plugins.sqlite.dialect import SQLITE
 from wormhole.plugins.sqlite.options import SqliteWriterOptions
 from wormhole.plugins.sqlite.periphery import ROW_ERRORS, SqliteWriterPeriphery
-from wormhole.plugins.sqlite.staging import MARKERS, SPLIT_COLUMN
+from wormhole.plugins.sqlite.staging import SPLIT_COLUMN
 from wormhole.plugins.sqlite.types import WRITE_CONVERTERS
 from wormhole.plugins.values import json_dumps
 
@@ -105,8 +106,7 @@ class SqliteWriter:
         with p.lock:
             conn = self._connection()
             try:
-                conn.execute(f"INSERT OR REPLACE INTO {MARKERS} (taskdb, task_id, state_run, destination, split_id, "
-                             f"rows) VALUES (?, ?, ?, ?, ?, ?)", (*p._marker_key(), split_id, rows))
+                conn.execute(SQLITE.marker_sql, (*p._marker_key(), split_id, rows))
                 # Other splits' rows are committed too, without a marker: a resumed run deletes them.
                 conn.execute("COMMIT")
                 conn.execute("BEGIN IMMEDIATE")
@@ -160,9 +160,16 @@ class SqliteWriter:
         return conn
 
     def _undo_batch(self, conn: sqlite3.Connection) -> None:
+        self._run(conn, "ROLLBACK TO wh_batch", "RELEASE wh_batch")
+
+    def _run(self, conn: sqlite3.Connection, *statements: str | tuple[str, Sequence[Sequence[Any]]]) -> None:
+        """Each statement (or one run over many rows' parameters); an error breaks the destination."""
         try:
-            conn.execute("ROLLBACK TO wh_batch")
-            conn.execute("RELEASE wh_batch")
+            for statement in statements:
+                if isinstance(statement, tuple):
+                    conn.executemany(*statement)
+                else:
+                    conn.execute(statement)
         except sqlite3.Error as exc:
             raise self._broken(conn, exc) from exc
 
@@ -179,23 +186,13 @@ class SqliteWriter:
     def _row_by_row(self, conn: sqlite3.Connection, rows: Sequence[Row], split: str | None) -> WriteResult:
         p = self.periphery
         good: list[Sequence[Any]] = []
-        try:
-            conn.execute("SAVEPOINT wh_batch")
-        except sqlite3.Error as exc:
-            raise self._broken(conn, exc) from exc
+        self._run(conn, "SAVEPOINT wh_batch")
         result = rows_one_by_one(rows, lambda row: self._write_row(conn, row, split, good), self.ctx.record_limit)
         if p.sql:
             # The rows tried on the target are undone with the savepoint; the good ones are staged again,
             # in order (they went in before, so they go in again).
-            try:
-                conn.execute("ROLLBACK TO wh_batch")
-                conn.executemany(p.stage_sql, self._stage_params(good, split))
-            except sqlite3.Error as exc:
-                raise self._broken(conn, exc) from exc
-        try:
-            conn.execute("RELEASE wh_batch")
-        except sqlite3.Error as exc:
-            raise self._broken(conn, exc) from exc
+            self._run(conn, "ROLLBACK TO wh_batch", (p.stage_sql, self._stage_params(good, split)))
+        self._run(conn, "RELEASE wh_batch")
         return result
 
     def _write_row(self, conn: sqlite3.Connection, row: Row, split: str | None,
@@ -213,18 +210,11 @@ class SqliteWriter:
                 conn.execute(p.sql, params)
             conn.execute(p.stage_sql, (*params, split))
         except VALUE_ERRORS + ROW_ERRORS as exc:
-            try:
-                conn.execute("ROLLBACK TO wh_row")
-                conn.execute("RELEASE wh_row")
-            except sqlite3.Error as undo:
-                raise self._broken(conn, undo) from undo
+            self._run(conn, "ROLLBACK TO wh_row", "RELEASE wh_row")
             return f"{type(exc).__name__}: {exc}"
         except sqlite3.Error as exc:
             raise self._broken(conn, exc) from exc
-        try:
-            conn.execute("RELEASE wh_row")
-        except sqlite3.Error as exc:
-            raise self._broken(conn, exc) from exc
+        self._run(conn, "RELEASE wh_row")
         good.append(params)
         return None
 

@@ -1,0 +1,51 @@
+"""In Spark mode, the method the plan names for each destination is the one the run uses (issue 37):
+the plan asks the source which columns its Spark read carries as exact text, as the native writes do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mysql_helpers import Databases, Server, create_table, fill_from_sequence
+from tests.spark_helpers import run_task
+from wormhole.config import EngineConf
+from wormhole.spark.methods import WHERE
+
+pytestmark = [pytest.mark.spark, pytest.mark.mysql]
+
+# Every column travels exactly over JDBC: the parquet destination is Spark's native write.
+JDBC_DDL = "id BIGINT NOT NULL PRIMARY KEY, name VARCHAR(40), amount DECIMAL(12,2)"
+JDBC_FILL = {"id": "seq", "name": "CONCAT('row-', seq)", "amount": "seq / 100"}
+# A DATETIME is read by the row reader as its exact text: parquet falls back to the row writers.
+TEXT_DDL = "id BIGINT NOT NULL PRIMARY KEY, name VARCHAR(40), ts DATETIME"
+TEXT_FILL = {"id": "seq", "name": "CONCAT('row-', seq)", "ts": "TIMESTAMP('2024-01-01') + INTERVAL seq SECOND"}
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(("ddl", "fill", "parquet"), [(JDBC_DDL, JDBC_FILL, "native"),
+                                                       (TEXT_DDL, TEXT_FILL, "partitions")], ids=["jdbc", "text"])
+def test_the_plan_names_the_write_the_run_uses(spark_conf: EngineConf, spark_session: Any, dbs: Databases,
+                                                server: Server, tmp_path: Path, ddl: str, fill: dict[str, str],
+                                                parquet: str) -> None:
+    db = dbs.create("plan")
+    admin = server.connect()
+    create_table(admin, db, "src", ddl)
+    fill_from_sequence(admin, db, "src", 500, fill)
+    create_table(admin, db, "dst", ddl)
+    result, events = run_task(spark_conf, {
+        "source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
+        "destinations": [
+            {"id": "pq", "plugin": "file", "params": {"path": str(tmp_path / "pq"), "format": "parquet"}},
+            {"id": "lines", "plugin": "file", "params": {"path": str(tmp_path / "lines"), "format": "jsonl"}},
+            {"id": "db", "plugin": "mysql", "params": server.params(db, table="dst")},
+        ],
+        "settings": {"engine": "spark", "speed": {"channel": 2}},
+    })
+    assert result.exit_code == 0, result.result
+    planned = {d["id"]: d["method"] for d in next(e for e in events if e["event"] == "plan.made")["destinations"]}
+    written = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
+    assert written == {"pq": parquet, "lines": "partitions", "db": "partitions"}
+    for dest, how in written.items():
+        assert planned[dest].startswith(WHERE[how] + ";"), (dest, planned[dest], how)

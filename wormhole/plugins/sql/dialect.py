@@ -1,0 +1,104 @@
+"""What one SQL store tells the SQL store kit: the :class:`Dialect` protocol.
+
+The kit (:mod:`wormhole.plugins.sql`) holds what every SQL store does the same way: the destination's
+phases (:mod:`.periphery`), its split markers (:mod:`.markers`), the staging table's naming and marking
+(:mod:`.staging`), leftovers of earlier runs (:mod:`.leftovers`), settling a commit whose answer was lost
+(:mod:`.settling`) and the writers' part of the split transactions (:mod:`.writer`). A store supplies one
+``Dialect`` object (``plugins/<store>/dialect.py``) for how its database spells and answers these; its
+own package keeps only that and its driver's code (connecting, bulk loading, its staging swap).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from wormhole.plugins.base import StopSignal
+
+
+class Dialect(Protocol):
+    """One SQL store's spelling and driver answers, as the SQL store kit asks for them."""
+
+    # -- write side (the destination's kit: markers, staging, leftovers, settling, writers) -------
+
+    name: str
+    """The store's plugin name: errors name it."""
+    db_error: type[Exception]
+    """The driver's base error class."""
+    markers_ddl: str
+    """``CREATE TABLE IF NOT EXISTS {table} (...)`` of the split markers table (``{table}``: its reference)."""
+    markers_upgrade: str | None
+    """The ALTER that gives an older version's markers table its ``taskdb`` column (None: never needed)."""
+    namespace_kind: str
+    """What holds a destination's tables, as its messages name it (``database``, ``schema``)."""
+
+    def quote(self, identifier: str) -> str:
+        """``identifier`` quoted for any SQL text."""
+        ...
+
+    def fit_name(self, table: str, suffix: str) -> str:
+        """``table`` + ``suffix``, the table's name cut so the whole is a name the server keeps whole."""
+        ...
+
+    def describe(self, exc: BaseException) -> str:
+        """A driver error as one line for a message."""
+        ...
+
+    def upsert_prepared_sql(self, table: str) -> str:
+        """The statement that inserts or replaces the destination's own markers row: 7 parameters
+        (taskdb, task_id, state_run, destination, split_id, rows, phase)."""
+        ...
+
+    def marker_columns(self, conn: Any, namespace: str, table: str) -> set[str]:
+        """The lower-case columns of the markers table ``table`` in ``namespace`` (empty: no such table)."""
+        ...
+
+    def created_meanwhile(self, exc: BaseException) -> bool:
+        """Creating or upgrading the markers table failed because another run did it at the same moment."""
+        ...
+
+    def missing_namespace(self, exc: BaseException) -> bool:
+        """Creating the markers table failed because the namespace itself does not exist."""
+        ...
+
+    def commented_tables(self, conn: Any, namespace: str) -> list[tuple[str, str]]:
+        """``(table, comment)`` of the tables of ``namespace`` whose comment starts with ``wormhole:``."""
+        ...
+
+    def table_comment(self, conn: Any, namespace: str, name: str) -> str | None:
+        """The comment of table ``name`` ('' without one), or None when there is no such table."""
+        ...
+
+    def run_text(self, conn: Any, statement: str) -> None:
+        """A statement as given (a task author's SQL: no parameters), its effect committed unless the
+        connection is inside a transaction the caller ends."""
+        ...
+
+    def close_quietly(self, conn: Any) -> None:
+        """Close ``conn``, ignoring a failure (it is being given up)."""
+        ...
+
+    def abandon(self, conn: Any) -> None:
+        """Drop ``conn`` without another word to the server (a COMMIT's answer was lost)."""
+        ...
+
+    def session_id(self, conn: Any) -> int:
+        """The server's id of ``conn``'s session, known without asking the server."""
+        ...
+
+    def wait_session_ended(self, conn: Any, session: int, stop: StopSignal, wait_s: float) -> None:
+        """Return once the server is done with ``session`` (asked on ``conn``); TimeoutError when not in time."""
+        ...
+
+    def is_transient(self, exc: BaseException) -> bool:
+        """A lock wait, deadlock or lost connection: the step may be tried again."""
+        ...
+
+    def is_duplicate(self, exc: BaseException) -> bool:
+        """A unique key violated (a split's marker already there)."""
+        ...
+
+    def commit_unknown(self, exc: BaseException, conn: Any) -> bool:
+        """COMMIT failed with the connection lost while its answer was awaited: it may have committed."""
+        ...
+
+    # -- end of the write side --------------------------------------------------------------------

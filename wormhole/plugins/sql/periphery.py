@@ -1,0 +1,238 @@
+"""The SQL destination's periphery, what every SQL store's does alike: the phases of a load around its
+writers (prepare, commit, rollback, release), the split markers that make a run resumable, the row count
+``verify`` checks, and the leftovers of earlier runs.
+
+Loads (``load``):
+- ``append``: each split is committed with its marker row (:mod:`.markers`); rollback runs ``rollback_sql``,
+  or, without it, fails plainly (the rows stay and the result says so);
+- ``truncate``: ``TRUNCATE`` at prepare (a resumed run does not truncate again), then as append;
+- ``staging``: rows go to a staging table (:mod:`.staging`) swapped in at commit.
+
+Resumable runs (:class:`~wormhole.plugins.base.DurablePeriphery`): a run that resumes (``ctx.resuming``)
+after the crashed run's prepare had finished repeats none of it (no ``pre_sql``, no TRUNCATE, the staging
+table adopted) and reports the markers as its durable splits; one resuming after a commit that was not
+recorded does nothing again. A store's subclass (``plugins/<store>/``) supplies how it prepares the target
+and commits (its DDL transactional or not), and how it connects.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
+from wormhole.plugins.base import ShippedWithoutLock, WriteContext
+from wormhole.plugins.sql.leftovers import Leftover, find_leftovers, remove_leftovers
+from wormhole.plugins.sql.markers import COMMITTED, SplitMarkers
+from wormhole.plugins.sql.staging import Staging
+from wormhole.plugins.sql.target import TargetSql, fetch_one
+
+P = TypeVar("P", bound="SqlWriterPeriphery")
+"""The store's periphery class: the methods its role's facets name are typed by it, not by this base."""
+
+
+class SqlWriterPeriphery(ShippedWithoutLock):
+    """Prepares the target, and commits or rolls back the load: the phases' common part."""
+
+    def __init__(self, options: Any, ctx: WriteContext, sql: TargetSql) -> None:
+        self.options = options
+        self.ctx = ctx
+        self.sql = sql
+        self.endpoint = sql.endpoint
+        self.dialect = sql.dialect
+        self.lock = threading.Lock()
+        self.columns: tuple[str, ...] = ()
+        """The target's columns written, by position of the source's."""
+        self.write_table: str = options.table
+        """Where writers put rows: the target, or the staging table."""
+        self.staging: Staging | None = None
+        self.rows_before: int | None = None
+        self.rows_written = 0
+        self._counted: set[str] = set()
+        self.truncated = False
+        self.prepared = False
+        self.finished = False
+        self.broken: str | None = None
+        """Why the load cannot be committed (set by a writer whose piece failed for good)."""
+        self.markers = SplitMarkers(sql, ctx)
+        self.markers_ready = False
+        self.durable: dict[str, int] = {}
+        """Splits held durably before this run (resuming): split id -> rows."""
+        self.phase: str | None = None
+        """How far the state run's load got when this run prepared (resuming): see :mod:`.markers`."""
+
+    @property
+    def target(self) -> str:
+        return self.sql.ref(self.options.table)
+
+    def table_ref(self, name: str) -> str:
+        return self.sql.ref(name)
+
+    def connect(self, error: type[StorageError], *, autocommit: bool = True, log: Any = None) -> Any:
+        raise NotImplementedError
+
+    def add_written(self: P, rows: int, split_id: str | None = None) -> None:
+        """Count rows committed to the written table; a split's rows count once, however many attempts at it
+        ended (a split durable before this run is counted in :attr:`durable_rows`)."""
+        with self.lock:
+            if split_id is not None:
+                if split_id in self._counted or split_id in self.durable:
+                    return
+                self._counted.add(split_id)
+            self.rows_written += rows
+
+    def durable_splits(self: P) -> dict[str, int]:
+        """The splits this destination already holds for ``ctx.state_run`` (their markers), read at prepare."""
+        return dict(self.durable)
+
+    @property
+    def durable_rows(self) -> int:
+        return sum(self.durable.values())
+
+    def _session(self, error: type[StorageError], what: str, step: Callable[[Any], None]) -> None:
+        """``step`` on a connection of its own; a driver error fails as '<what> <target> on <server> failed'."""
+        conn = self.connect(error)
+        try:
+            with self.sql.failing_as(error, f"{what} {self.target}"):
+                step(conn)
+        finally:
+            self.dialect.close_quietly(conn)
+
+    # -- prepare --------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        if self.prepared:
+            return
+        self._session(PrepareError, "preparing", self._prepare)
+        self.prepared = True
+
+    def _prepare(self, conn: Any) -> None:
+        raise NotImplementedError
+
+    def _written_names(self) -> tuple[str, ...]:
+        """The target's columns the source's are written to (``columns``, else the source's names)."""
+        opts, schema = self.options, self.ctx.schema
+        names = opts.columns if opts.columns is not None else schema.names
+        if len(names) != len(schema):
+            raise self.sql.error(PrepareError, f"columns names {len(names)} column(s) but the source has "
+                                               f"{len(schema)}: {', '.join(schema.names)}")
+        return tuple(names)
+
+    def _open_markers(self, conn: Any) -> tuple[str | None, int | None]:
+        """The markers table made ready and other runs' leftovers removed; resuming, how far the state run's
+        load got and the row count its prepare recorded."""
+        self.markers.ensure(conn)
+        self.markers_ready = True
+        found = self._leftovers(conn, keep_run=self.ctx.state_run)  # other runs' staging and markers
+        remove_leftovers(self.sql, conn, self.ctx, found, quietly=True)
+        self.phase, before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
+        return self.phase, before
+
+    def _pre_sql(self, conn: Any) -> None:
+        for statement in self.options.pre_sql:
+            self.sql.run(conn, statement, "pre_sql", PrepareError)
+
+    def _truncate(self, conn: Any) -> None:
+        self.sql.run(conn, f"TRUNCATE TABLE {self.target}", "truncate", PrepareError)
+
+    def _count_before(self, conn: Any) -> None:
+        """An append that verifies counts the target's rows first (recorded with the prepared marker)."""
+        if self.options.verify == "count" and self.options.load == "append":
+            found = fetch_one(conn, f"SELECT COUNT(*) FROM {self.target}")
+            self.rows_before = int(found[0]) if found else 0
+
+    # -- commit / rollback ----------------------------------------------------------------------
+
+    def commit(self) -> None:
+        if self.finished:
+            return
+        if self.broken is not None:
+            raise self.sql.error(CommitError, f"cannot commit {self.target}: {self.broken}")
+        done = self.phase == COMMITTED
+        if done:
+            self.ctx.log.info("writer.commit_skipped", reason=f"run {self.ctx.state_run} committed this load "
+                                                              "before it crashed")
+        self._commit_load(done)
+        self.phase = COMMITTED
+        self.finished = True
+
+    def _commit_load(self, done: bool) -> None:
+        """Commit the load (``done``: the state run committed it already, only what follows is left)."""
+        raise NotImplementedError
+
+    def _post_sql(self, conn: Any) -> None:
+        for statement in self.options.post_sql:
+            self.sql.run(conn, statement, "post_sql", CommitError)
+
+    def _verify(self, conn: Any) -> None:
+        """Rows in the written table == rows before the load + rows written by this run and by the runs it
+        resumes (their markers). The count before an append is recorded at prepare, so a resumed run knows
+        it too; should it be unknown (a marker table from before), the check is skipped."""
+        table = self.sql.ref(self.write_table)
+        if self.options.load == "append" and self.rows_before is None:
+            self.ctx.log.warning("writer.verify_skipped", reason="the row count before the load is unknown")
+            return
+        found = fetch_one(conn, f"SELECT COUNT(*) FROM {table}")
+        count = int(found[0]) if found else 0
+        expected = self.rows_written + self.durable_rows + (self.rows_before or 0)
+        if count != expected:
+            earlier = f", {self.durable_rows} by the runs resumed" if self.durable else ""
+            raise self.sql.error(CommitError, f"verify count: {table} holds {count} rows, expected {expected} "
+                                              f"({self.rows_written} written{earlier})")
+
+    def release(self: P) -> None:
+        """The task's outcome is recorded: this load's markers are not needed to resume any more."""
+        if self.markers_ready:
+            self._session(PeripheryError, "deleting the split markers of", self.markers.forget)
+
+    def rollback(self) -> None:
+        if self.finished:
+            return
+        if self.phase == COMMITTED:
+            self.finished = True
+            raise self.sql.error(RollbackError, f"not rolled back: run {self.ctx.state_run} committed the load "
+                                                f"into {self.target} before it crashed")
+        self._rollback_load()
+        self.finished = True
+
+    def _rollback_load(self) -> None:
+        raise NotImplementedError
+
+    def _rollback_sql(self, conn: Any) -> None:
+        for statement in self.options.rollback_sql:
+            self.sql.run(conn, statement, "rollback_sql", RollbackError)
+
+    def _left_as_is(self) -> None:
+        """Without rollback_sql an append or truncate cannot be undone: what stays is said."""
+        self._session(RollbackError, "rolling back", self.markers.forget)
+        committed = self.rows_written + self.durable_rows
+        what = []
+        if self.truncated:
+            what.append(f"{self.target} was truncated (its earlier rows are gone)")
+        if committed:
+            earlier = f" ({self.durable_rows} by the runs resumed)" if self.durable else ""
+            what.append(f"{committed} rows committed to {self.target}{earlier} stay there")
+        if what:
+            self.finished = True
+            raise self.sql.error(RollbackError, f"not rolled back: load is '{self.options.load}' without "
+                                                f"rollback_sql: {'; '.join(what)}")
+
+    # -- leftovers of earlier runs ------------------------------------------------------------
+
+    def leftovers(self: P, keep_run: int | None) -> list[str]:
+        """What crashed runs of this task left for this destination: staging tables (marked and named as
+        wormhole names them) and split markers, of every state run but ``keep_run``."""
+        found: list[str] = []
+        self._session(PeripheryError, "looking for leftovers of",
+                      lambda conn: found.extend(text for text, _ in self._leftovers(conn, keep_run)))
+        return found
+
+    def clean_leftovers(self: P, keep_run: int | None) -> list[str]:
+        removed: list[str] = []
+        self._session(PeripheryError, "removing leftovers of", lambda conn: removed.extend(remove_leftovers(
+            self.sql, conn, self.ctx, self._leftovers(conn, keep_run), quietly=False)))
+        return removed
+
+    def _leftovers(self, conn: Any, keep_run: int | None) -> list[Leftover]:
+        return find_leftovers(self.sql, conn, self.ctx, self.options, self.markers, keep_run)
