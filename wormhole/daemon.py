@@ -29,7 +29,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +40,8 @@ from wormhole import log
 from wormhole.config import EngineConf
 from wormhole.errors import TaskDbError, WormholeError
 from wormhole.metrics import DaemonMetrics, MetricsServer, finished_status, serve
+from wormhole.runner import RunRequest
+from wormhole.runner.claim import process_token
 from wormhole.schedule import due_tick
 from wormhole.taskdb import CRASHED, SqlTaskStore, open_store
 from wormhole.taskdb.sql import format_ts, utcnow
@@ -263,7 +264,7 @@ class Daemon:
                 break
             if task_id in self.children:
                 continue  # our own child, late with its heartbeat: never taken from it
-            token = f"{self.host}:{os.getpid()}/daemon-{self.daemon_id}/{next(self._claims)}"
+            token = f"{process_token()}/daemon-{self.daemon_id}/{next(self._claims)}"
             # Noted before the claim: an answer lost on the wire leaves a claim to settle, not a stuck task.
             self.unsettled[task_id] = Unsettled(token, 0, "the daemon lost track of its claim", "failed")
             if not self._claim(store, task_id, token, kind, tick):
@@ -295,7 +296,7 @@ class Daemon:
         return True
 
     def _spawn(self, task_id: int, token: str) -> bool:
-        command = [sys.executable, "-m", "wormhole", "--task-id", str(task_id), "--claimed-by", token]
+        command = RunRequest(task_id, self.o.task_db, self.o.conf_dir, adopt=token).child_argv()
         try:
             # Own session: a Ctrl-C at the daemon's terminal reaches the daemon, which decides.
             proc = subprocess.Popen(command, env=self._child_env(), stdin=subprocess.DEVNULL,

@@ -1,4 +1,11 @@
-"""Engine: one task run: plan -> read side -> write side -> monitor -> finalize -> result.
+"""Engine: one task run, in stages that each finish with a value the next is made from.
+
+1. the run's parts (:func:`wormhole.run_parts.assemble`), before any store is touched;
+2. the source's facts (:func:`wormhole.source_facts.prepare_source`: its window, estimate, schema, splits);
+3. the plan (:func:`wormhole.planning.plan.make_plan`, pure) and the execution it names;
+4. the write side (:class:`~wormhole.writer_manager.WriterManager`), made once, whole;
+5. the transfer: prepare the destinations, start reading and writing (the read side is made whole then,
+   from the plan and the split feed), watch; then finalize and the result (:mod:`wormhole.run_report`).
 
 The task is already validated (``TaskSpec``) when the Engine gets it. ``run()`` never raises for a
 store failure: every outcome becomes a :class:`RunResult` with per-destination statuses and the
@@ -9,33 +16,26 @@ steps are the same for both engines; where the rows move is an :class:`Execution
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
-from typing import cast
 
 from wormhole import incremental
-from wormhole.config import EngineConf, ErrorLimit, TaskSpec
-from wormhole.counters import Counters, naming_first, percentage_limit, record_limit
-from wormhole.dirty import DirtyFile
-from wormhole.errors import ConfigError, InvalidTaskConfig, SplitLost
-from wormhole.exchange import StorageManager
-from wormhole.exchange.throttle import ReadMeasure, Throttle
+from wormhole.config import EngineConf, TaskSpec
+from wormhole.errors import ConfigError, InvalidTaskConfig
 from wormhole.execution import Execution, LocalExecution
 from wormhole.log import Logger
-from wormhole.monitor import MonitorManager, ProgressListener, ReadSide, RunNames, Watch
+from wormhole.monitor import ProgressListener, Watch
 from wormhole.planning.encoded import choose_encoding
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Schema
-from wormhole.reader_manager import ReaderManager, SplitFeed
+from wormhole.plugins.base import Schema
+from wormhole.reader_manager import ReadPlan, SplitFeed
 from wormhole.recovery.checkpoint import CheckpointStore
-from wormhole.recovery.coordinator import CoordinatorStats, RetryPolicy, SplitCoordinator
+from wormhole.recovery.coordinator import RetryPolicy, SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.recovery.state import RecoveryState
 from wormhole.result import (
@@ -45,42 +45,17 @@ from wormhole.result import (
     EXIT_PARTIAL,
     EXIT_SUCCESS,
     EXIT_SUCCESS_WITH_REJECTS,
-    DestinationResult,
-    RunReport,
     RunResult,
-    SourceResult,
-    task_outcome,
 )
+from wormhole.run_parts import RunContext, RunIds, RunParts, assemble
+from wormhole.run_report import Ended, Finished, run_result
+from wormhole.source_facts import SourceFacts, SourceStore, prepare_source, source_window
 from wormhole.spark import RunSpark
 from wormhole.transform.pushup import PushUp, restore_placements
-from wormhole.transform.report import transform_report
-from wormhole.writer_manager import Destination, WriterManager, WriterSetup, describe
+from wormhole.writer_manager import WriterManager, describe
 
 __all__ = ["EXIT_BAD_TASK", "EXIT_CLAIMED", "EXIT_FAILED", "EXIT_PARTIAL", "EXIT_SUCCESS",
            "EXIT_SUCCESS_WITH_REJECTS", "Engine", "RunResult"]
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
-
-
-class _RunContext:
-    """The split coordinator's context for this run (:class:`~wormhole.recovery.coordinator.CoordinatorContext`):
-    a sealed split goes to the checkpoint, a destination lost for good fails on the write side."""
-
-    def __init__(self, writers: WriterManager, recovery: RecoveryState, pushup: PushUp | None) -> None:
-        self._writers = writers
-        self._checkpointer = recovery.checkpointer
-        self._pushup = pushup
-
-    def split_sealed(self, split_id: str, destination: str, rows: int) -> None:
-        if self._checkpointer is not None:
-            # Each split's checkpoint names the transform placement it was read under.
-            self._checkpointer.sealed(split_id, destination, rows,
-                                      self._pushup.record(split_id) if self._pushup is not None else None)
-
-    def destination_lost(self, destination: str, reason: str) -> None:
-        self._writers.fail(destination, reason, SplitLost.code)
 
 
 class _ReadFailed(Exception):
@@ -91,53 +66,31 @@ class _ReadFailed(Exception):
         self.abort, self.error = abort, error
 
 
-@dataclass(eq=False)
-class _Run:
-    """The parts of one run, assembled before any store is touched."""
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """The source asked, the run planned, the execution ready to read: what the transfer starts from."""
 
-    dirty: DirtyFile
-    storage: StorageManager
-    counters: Counters
-    monitor: MonitorManager
-    ctx: ReadContext
-    readers: ReaderManager
-    side: WriterSetup
-    """What the write side is made with, once the plan says how (its transforms, the execution)."""
-    source_limit: ErrorLimit
+    facts: SourceFacts
+    plan: Plan
+    execution: Execution
+    read: ReadPlan
+    schema: Schema
+    """What the destinations are prepared with (Spark: its read's schema)."""
+    pushup: PushUp | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Planning:
+    """How far the stages before the write side got: each stage's value, None past the one that failed."""
+
+    execution: Execution
+    """The plan's execution (a local one, which moves nothing, when the run ended before the plan named one)."""
+    window: incremental.Window | None = None
+    facts: SourceFacts | None = None
     plan: Plan | None = None
-    throttle: Throttle | None = None
-    """The task's speed limits (None: it sets none)."""
-    execution: Execution | None = None
-    made: WriterManager | None = None
-    """The write side, made after the plan (or, when planning failed, with nothing to write)."""
-    pushup: PushUp | None = None
-    coordinator: SplitCoordinator | None = None
-    reads: ReadSide | None = None
-    source_verdict: bool = False
-    """The source went over its record limit during the run (the final count is named at the end)."""
-    started_at: str = field(default_factory=_now)
-    t0: float = field(default_factory=time.monotonic)
-
-    @property
-    def writers(self) -> WriterManager:
-        assert self.made is not None  # made by the plan step, or when it failed
-        return self.made
-
-    def source_over_limit(self) -> str | None:
-        verdict = record_limit(self.dirty.count("source"), self.source_limit.record, source=True)
-        if verdict is None:
-            return None
-        self.source_verdict = True
-        return naming_first(verdict, self.dirty.first("source")).message
-
-    @property
-    def channels(self) -> int:
-        return self.plan.channels if self.plan is not None else 0
-
-    @property
-    def rows_sent(self) -> int:
-        """Rows the read side sent to every destination (Spark: the rows it read)."""
-        return self.reads.rows_sent if self.reads is not None else 0
+    ready: _Ready | None = None
+    ended: Ended | None = None
+    """Why the stages stopped short (None: ``ready`` is set)."""
 
 
 class Engine:
@@ -170,14 +123,11 @@ class Engine:
         self._stop = threading.Event()
         self._stop_reason: str | None = None
         self._abandoned = False
-        self._invalid: InvalidTaskConfig | None = None
-        """The task's transforms do not fit the source's schema (exit 204)."""
-        self._run: _Run | None = None
         self._recovery = RecoveryState(run_id, run_id)
-        self._engine = spec.settings.engine if spec.settings.engine != "auto" else "local"
-        self._engine_reason = "not chosen yet"
-        self._window: incremental.Window | None = None
-        """An incremental run's window, once planned."""
+        # What stop() and release() reach from other threads, set as run() makes them.
+        self._run: RunParts | None = None
+        self._execution: Execution | None = None
+        self._writers: WriterManager | None = None
 
     def abandon(self, reason: str) -> None:
         """Stop at once and leave every destination as it is, neither committed nor rolled back: another
@@ -198,11 +148,11 @@ class Engine:
         self._stop.set()
         if self._lease is not None:
             self._lease.stop()
-        run = self._run
+        run, execution = self._run, self._execution
         if run is not None:
             run.monitor.notify()
-            if run.execution is not None:
-                run.execution.cancel()
+        if execution is not None:
+            execution.cancel()
 
     def run(self) -> RunResult:
         from wormhole.spark.config import choose
@@ -215,174 +165,146 @@ class Engine:
             self._checkpoints, task_id=self._task_id, run_id=self._run_id, resume_from=self._resume_from,
             finished_runs=self._finished_runs, log=self._log, stop=self._stop, lease=self._lease,
             taskdb_id=self._taskdb_id)
-        run = self._run = self._assemble(recovery)
+        run = self._run = assemble(self._conf, self._spec, RunIds(self._task_id, self._run_id), self._log,
+                                   self._listeners, spark=RunSpark(self._conf.spark))
         self._log.info("task.started", source=self._spec.source.plugin,
                        destinations=[d.id for d in self._spec.destinations],
                        consistency=self._spec.settings.consistency)
-        abort, read_error = self._move_rows(run)
-        abort = self._source_verdict(run, abort)
-        if run.readers.error is not None and read_error is None and not run.writers.all_failed():
-            read_error = describe(run.readers.error)
-        if self._abandoned:
-            run.writers.abandon()
-        else:
-            run.writers.finalize(run.rows_sent, abort)
-        if recovery.checkpointer is not None:
-            recovery.checkpointer.close()
-        run.dirty.close()
-        result = self._result(run, abort, read_error)
-        run.monitor.finish({d.id: d.outcome or d.state for d in run.writers.destinations.values()},
-                           result.run_status)
-        if self._checkpoints is None:
-            self.release()  # no task database: nothing resumes this run, so its records can go now
-        return result
+        planning = self._prepare(run)
+        plan = planning.plan
+        writers = self._writers = WriterManager(run.writers, recovery, planning.execution, started=run.t0,
+                                                transforms=plan.transforms if plan is not None else None)
+        try:
+            ready = planning.ready
+            ended = self._transfer(run, ready, writers) if ready is not None else planning.ended or Ended()
+        except BaseException:  # a bug of ours: the sides still stop before it is reported
+            self._shut_down(run, planning, writers, Ended())
+            raise
+        return self._finish(run, planning, writers, ended)
 
     def release(self) -> None:
         """After the run's outcome is recorded in the task database: the committed destinations drop
         their own records of the run's splits (until then, a crash resumes them as committed)."""
-        run = self._run
-        if run is not None and not self._abandoned:
-            run.writers.release()
+        writers = self._writers
+        if writers is not None and not self._abandoned:
+            writers.release()
 
-    # -- the steps -----------------------------------------------------------------------------
+    # -- before the write side: the source, the plan, the execution ----------------------------
 
-    def _assemble(self, recovery: RecoveryState) -> _Run:
-        conf, spec = self._conf, self._spec
-        dirty = DirtyFile(Path(conf.paths.dirty_dir) / f"task-{self._task_id}" / f"run-{self._run_id}.jsonl")
-        # A destination whose writers make splits durable gets a queue (lane) per writer thread: every
-        # batch of a split reaches the one writer that holds the split's transaction.
-        lanes = {d.id: d.concurrency for d in spec.destinations
-                 if RecoveryState.durable(registry.sink(d.plugin))}
-        storage = StorageManager([d.id for d in spec.destinations], conf.exchange, lanes)
-        counters = Counters()
-        names = RunNames(task_id=self._task_id, source=spec.source.plugin,
-                         plugins={d.id: d.plugin for d in spec.destinations},
-                         queue_rows=2 * conf.exchange.queue_rows)  # both arrays of a DoubleQueue hold rows
-        monitor = MonitorManager(conf.monitor, counters, self._log, names=names, listeners=self._listeners)
-        ex = conf.exchange
-        # The source's wire text costs memory beside each batch: kept only when a destination may load it.
-        keep_wire = any(registry.sink(d.plugin).uses_wire_text for d in spec.destinations)
-        ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=ex.batch_rows,
-                          batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, keep_wire=keep_wire,
-                          stop=threading.Event(), spark=RunSpark(conf.spark))
-        readers = ReaderManager(spec.source, ctx, conf, counters, monitor.notify, self._log, recovery)
-        side = WriterSetup(spec, conf, storage, counters, monitor.notify, dirty, self._task_id, self._run_id, self._log,
-                           spark=ctx.spark)
-        return _Run(dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, readers=readers,
-                    side=side, source_limit=spec.settings.error_limit or conf.error_limit,
-                    throttle=Throttle.of(spec.settings.speed))
-
-    def _write_side(self, run: _Run) -> None:
-        """The write side, once the plan says how it writes (or with nothing to write: planning failed)."""
-        if run.made is None:
-            run.made = WriterManager(run.side, self._recovery, started=run.t0, plane=run.execution,
-                                     transforms=run.plan.transforms if run.plan is not None else None)
-
-    def _move_rows(self, run: _Run) -> tuple[str | None, str | None]:
-        """Every step that moves rows; (why the task aborts or None, the read side's error)."""
-        abort: str | None = None
+    def _prepare(self, run: RunParts) -> _Planning:
+        """The stages before the write side, each from the one before; how far they got."""
+        window: incremental.Window | None = None
+        facts: SourceFacts | None = None
+        plan: Plan | None = None
         try:
             with self._reading():
-                schema = self._plan(run)
-            abort = self._transfer(run, schema)
+                window = self._window(run)
+                facts = prepare_source(self._spec, run.ctx, self._conf, self._log, window=window,
+                                       resumed=self._recovery.splits)
+                run.counters.estimated_rows = facts.estimated_rows
+                plan = make_plan(self._spec, facts, self._conf)
+                self._log.info("plan.made", **plan.to_dict())
+                self._log.info("engine.chosen", engine=plan.engine, reason=plan.engine_reason)
+                return self._ready(run, facts, plan)
         except InvalidTaskConfig as exc:  # transforms that do not fit the source's schema: nothing was prepared
-            self._invalid = exc
-            abort = str(exc)
             self._log.error("task.invalid", problems=exc.problems, error_code=exc.code)
+            ended = Ended(abort=str(exc), invalid=exc)
         except _ReadFailed as failed:
-            abort = failed.abort
-            if failed.error is not None:
-                return abort, failed.error
-        finally:
-            self._write_side(run)
-            self._shut_down(run, abort)
-        return abort, None
+            ended = Ended(abort=failed.abort, read_error=failed.error)
+        # Ended before the plan named an execution: a local one, which moves nothing.
+        execution = self._execution or LocalExecution(run.storage, run.readers, run.throttle)
+        return _Planning(execution, window, facts, plan, ended=ended)
 
-    def _plan(self, run: _Run) -> Schema:
-        """The plan (an incremental task's window, reader periphery, engine, channels, splits, task groups),
-        then the execution's read plan; the writers' schema."""
-        spec = self._windowed(run)
-        plan = run.plan = make_plan(spec, self._conf, run.readers, self._log)
-        if self._window is not None:
-            plan = run.plan = dataclasses.replace(plan, incremental=self._window.describe())
-        self._engine, self._engine_reason = plan.engine, plan.engine_reason
-        self._log.info("engine.chosen", engine=self._engine, reason=self._engine_reason)
-        run.readers.assign(plan.task_groups)
+    def _window(self, run: RunParts) -> incremental.Window | None:
+        """An incremental task's window: the one a resumed chain recorded, else a new one."""
+        store = self._checkpoints
+        return source_window(self._spec, run.ctx, self._log, recorded=self._recovery.window,
+                             kept=store.watermarks if store is not None else lambda _key: {})
+
+    def _ready(self, run: RunParts, facts: SourceFacts, plan: Plan) -> _Planning:
+        """The plan recorded, its execution made and the source's read made ready."""
+        read = ReadPlan(self._spec.source, facts.schema, facts.splits, plan.task_groups)
         if self._recovery.checkpointer is not None:
-            self._recovery.checkpointer.save_plan(run.readers.splits, self._window)
-        run.execution = self._execution(run)
-        schema = run.execution.prepare_source(run.readers)
-        self._write_side(run)
-        run.pushup = self._place_transforms(run, plan)
-        return schema
+            self._recovery.checkpointer.save_plan(list(facts.splits), facts.window)
+        execution = self._execution = self._execution_of(run, plan)
+        schema = execution.prepare_source(read)
+        ready = _Ready(facts, plan, execution, read, schema, self._place_transforms(facts, plan))
+        return _Planning(execution, facts.window, facts, plan, ready=ready)
 
-    def _windowed(self, run: _Run) -> TaskSpec:
-        """The spec this run plans with: an incremental task's window as transforms (the window a resumed
-        chain recorded, else a new one from the source's bounds and the kept watermarks)."""
-        if self._spec.source.incremental is None:
-            return self._spec
-        window = self._recovery.window
-        if window is None:
-            store = self._checkpoints
-            window = incremental.fresh_window(self._spec, run.ctx, self._task_id,
-                                              store.watermarks if store is not None else lambda _key: {})
-        self._window = window
-        self._log.info("incremental.window", resumed=self._recovery.window is not None, **window.describe())
-        return cast(TaskSpec, incremental.windowed(self._spec, window))
+    def _execution_of(self, run: RunParts, plan: Plan) -> Execution:
+        if plan.engine != "spark":
+            return LocalExecution(run.storage, run.readers, run.throttle)
+        from wormhole import spark
 
-    def _place_transforms(self, run: _Run, plan: Plan) -> PushUp | None:
-        """The destinations' chains, and where the task's operators run: in Spark, as Columns on the
-        source's DataFrame; locally, split by split between the source query and the reader threads."""
+        if not spark.available():
+            raise ConfigError("settings.engine 'spark' needs pyspark: pip install 'wormhole[spark]'")
+        from wormhole.spark.runner import SparkExecution
+
+        return SparkExecution(self._conf, run.ctx, run.dirty, run.counters, self._spec.source, self._log,
+                              run.throttle, plan.transforms, self._spec.destinations)
+
+    def _place_transforms(self, facts: SourceFacts, plan: Plan) -> PushUp | None:
+        """Where the task's operators run: in Spark, as Columns on the source's DataFrame; locally, split
+        by split between the source query and the reader threads."""
         transforms = plan.transforms
         if transforms is None:
             return None
-        if self._engine == "spark":  # SparkExecution applies them as Spark Columns (it got them when it was made)
+        if plan.engine == "spark":  # SparkExecution applies them as Spark Columns (it got them when it was made)
             pushed = [s for s, p in self._recovery.placements.items() if p.get("pushed")]
             if pushed:
                 self._log.info("pushup.not_reproduced", splits=len(pushed),
                                reason="Spark reads every split under the static placement; the output is the same")
             return None
         busy = registry.source(self._spec.source.plugin).busy_threads  # the store's function, if it has one
-        periphery = run.readers.periphery
-        probe = partial(busy, periphery) if busy is not None and periphery is not None else None
+        probe = partial(busy, facts.periphery) if busy is not None else None
         # A resumed run re-reads each split some destination holds under the placement it was read under.
         pinned = restore_placements(transforms, dict(self._recovery.placements), self._log)
         return PushUp(transforms, self._conf.pushup, self._log, channels=plan.channels, probe=probe, pinned=pinned)
 
-    def _transfer(self, run: _Run, schema: Schema) -> str | None:
-        """Prepare the destinations, start reading and writing, and watch; why the task aborts, or None."""
-        if not self._stop.is_set():
-            run.writers.prepare(schema)
-        if self._stop.is_set():
-            return self._stop_reason
-        if run.writers.all_failed():
-            return None
-        assert run.execution is not None
-        coordinator = run.coordinator = self._coordinate(run)
-        if run.pushup is not None:
-            run.pushup.start()
-        with self._reading():  # choosing asks the source its columns' types: a source gone now fails the read
-            encoding = choose_encoding(run.readers, run.writers.destinations.values(), local=self._engine != "spark",
-                                       transformed=run.plan is not None and run.plan.transforms is not None,
-                                       log=self._log)
-            run.reads = run.execution.start_reads(run.readers, SplitFeed(coordinator, run.pushup, encoding))
-        over = run.source_over_limit()  # Spark has read every row by now
-        if over:
-            return over
-        run.execution.start_writes(run.writers, coordinator)
-        return run.monitor.watch(run.reads, run.writers, Watch(
-            stop=self._stop, stop_reason=lambda: self._stop_reason, source_over_limit=run.source_over_limit,
-            progress=run.execution.progress))
+    # -- the transfer ----------------------------------------------------------------------------
 
-    def _coordinate(self, run: _Run) -> SplitCoordinator:
+    def _transfer(self, run: RunParts, ready: _Ready, writers: WriterManager) -> Ended:
+        """Prepare the destinations, start reading and writing, and watch; how it ended."""
+        try:
+            if not self._stop.is_set():
+                writers.prepare(ready.schema)
+            if self._stop.is_set():
+                return Ended(abort=self._stop_reason)
+            if writers.all_failed():
+                return Ended()
+            coordinator = self._coordinate(run, ready, writers)
+            if ready.pushup is not None:
+                ready.pushup.start()
+            try:
+                with self._reading():  # choosing asks the source its columns' types: a source gone now fails the read
+                    encoding = choose_encoding(SourceStore(self._spec.source, run.ctx), writers.destinations.values(),
+                                               local=ready.plan.engine != "spark",
+                                               transformed=ready.plan.transforms is not None, log=self._log)
+                    reads = ready.execution.start_reads(ready.read, SplitFeed(coordinator, ready.pushup, encoding))
+            except _ReadFailed as failed:
+                return Ended(abort=failed.abort, read_error=failed.error, coordinator=coordinator)
+            pushup = ready.pushup if ready.plan.engine != "spark" else None
+            over = run.source_limit.over()  # Spark has read every row by now
+            if over:
+                return Ended(abort=over, coordinator=coordinator, reads=reads, pushup=pushup)
+            ready.execution.start_writes(writers, coordinator)
+            abort = run.monitor.watch(reads, writers, Watch(
+                stop=self._stop, stop_reason=lambda: self._stop_reason, source_over_limit=run.source_limit.over,
+                progress=ready.execution.progress))
+            return Ended(abort=abort, coordinator=coordinator, reads=reads, pushup=pushup)
+        except InvalidTaskConfig as exc:
+            self._log.error("task.invalid", problems=exc.problems, error_code=exc.code)
+            return Ended(abort=str(exc), invalid=exc)
+
+    def _coordinate(self, run: RunParts, ready: _Ready, writers: WriterManager) -> SplitCoordinator:
         """The split coordinator, from what each prepared destination already holds."""
-        live = [d for d in run.writers.destinations.values() if d.live]
+        live = [d for d in writers.destinations.values() if d.live]
         recovery = self._conf.recovery
         coordinator = SplitCoordinator(
-            run.readers.splits, run.readers.groups, durable=[d.id for d in live if d.durable],
+            list(ready.facts.splits), ready.plan.task_groups, durable=[d.id for d in live if d.durable],
             fire_and_forget=[d.id for d in live if not d.durable], held={d.id: d.held for d in live},
-            retry=RetryPolicy(recovery.split_retries, recovery.retry_wait_s), stop=run.readers.stop, log=self._log,
-            context=_RunContext(run.writers, self._recovery, run.pushup))
+            retry=RetryPolicy(recovery.split_retries, recovery.retry_wait_s), stop=run.stop, log=self._log,
+            context=RunContext(writers, self._recovery, ready.pushup))
         stats = coordinator.stats
         if self._resume_from is not None:
             self._log.info("task.resumed", splits=stats.splits, skipped=stats.skipped, resumed=stats.resumed,
@@ -404,95 +326,45 @@ class Engine:
             self._log.error("reader.failed", error=error, error_code=getattr(exc, "code", None))
             raise _ReadFailed(f"read side failed: {error}", error) from exc
 
-    def _shut_down(self, run: _Run, abort: str | None) -> None:
-        run.readers.stop.set()
-        if run.pushup is not None:
-            run.pushup.stop()
-        if abort is not None:
-            run.writers.abort(abort)
-            if run.execution is not None:
-                run.execution.cancel()
+    # -- the end -----------------------------------------------------------------------------------
+
+    def _finish(self, run: RunParts, planning: _Planning, writers: WriterManager, ended: Ended) -> RunResult:
+        """Shut the sides down, finalize the destinations, and make the result."""
+        self._shut_down(run, planning, writers, ended)
+        abort = run.source_limit.final(ended.abort, run.counters.rows_read)
+        read_error = ended.read_error
+        reads = ended.reads
+        if reads is not None and reads.error is not None and read_error is None and not writers.all_failed():
+            read_error = describe(reads.error)
+        if self._abandoned:
+            writers.abandon()
+        else:
+            writers.finalize(reads.rows_sent if reads is not None else 0, abort)
+        if self._recovery.checkpointer is not None:
+            self._recovery.checkpointer.close()
+        run.dirty.close()
+        facts = planning.facts
+        result = run_result(Finished(
+            spec=self._spec, ids=RunIds(self._task_id, self._run_id), parts=run, writers=writers,
+            execution=planning.execution, plan=planning.plan, window=planning.window,
+            splits=len(facts.splits) if facts is not None else 0, ended=ended, abort=abort, read_error=read_error,
+            interrupted=self._stop_reason is not None, resume_from=self._resume_from,
+            committed_by=self._recovery.committed_by))
+        run.monitor.finish({d.id: d.outcome or d.state for d in writers.destinations.values()}, result.run_status)
+        if self._checkpoints is None:
+            self.release()  # no task database: nothing resumes this run, so its records can go now
+        return result
+
+    def _shut_down(self, run: RunParts, planning: _Planning, writers: WriterManager, ended: Ended) -> None:
+        run.stop.set()
+        if planning.ready is not None and planning.ready.pushup is not None:
+            planning.ready.pushup.stop()
+        if ended.abort is not None:
+            writers.abort(ended.abort)
+            planning.execution.cancel()
         deadline = time.monotonic() + self._conf.timeouts.shutdown_s
-        if not (run.readers.join(deadline) and run.writers.join(deadline)):
+        reads_joined = ended.reads.join(deadline) if ended.reads is not None else True
+        if not (reads_joined and writers.join(deadline)):
             self._log.warning("engine.threads_still_running", waited_s=self._conf.timeouts.shutdown_s)
-        run.writers.poll()
-        if run.execution is not None:
-            run.execution.release()
-
-    def _source_verdict(self, run: _Run, abort: str | None) -> str | None:
-        if run.source_verdict:
-            # The verdict ended the run (the monitor returns on it at once). Readers still running
-            # then may have rejected more rows before they stopped: name the final count, the one
-            # in the result and in the dirty file.
-            return run.source_over_limit() or abort
-        if abort is None:
-            rejected = run.dirty.count("source")
-            verdict = percentage_limit(rejected, rejected + run.counters.rows_read, run.source_limit.percentage,
-                                       source=True)
-            return naming_first(verdict, run.dirty.first("source")).message if verdict is not None else None
-        return abort
-
-    # -- execution ----------------------------------------------------------------------------
-
-    def _execution(self, run: _Run) -> Execution:
-        if self._engine != "spark":
-            return LocalExecution(run.storage, run.throttle)
-        from wormhole import spark
-
-        if not spark.available():
-            raise ConfigError("settings.engine 'spark' needs pyspark: pip install 'wormhole[spark]'")
-        from wormhole.spark.runner import SparkExecution
-
-        return SparkExecution(self._conf, run.ctx, run.dirty, run.counters, self._spec.source, self._log,
-                              run.throttle, run.plan.transforms if run.plan is not None else None,
-                              self._spec.destinations)
-
-    # -- the result ----------------------------------------------------------------------------
-
-    def _result(self, run: _Run, abort: str | None, read_error: str | None) -> RunResult:
-        destinations = {d.id: self._destination_result(run, d, self._recovery.committed_by)
-                        for d in run.writers.destinations.values()}
-        rejected = any(d.rows_rejected for d in destinations.values()) or run.dirty.count("source") > 0
-        status, exit_code = task_outcome([d.status for d in destinations.values()], rejected)
-        if self._invalid is not None:
-            status, exit_code = "failed", self._invalid.exit_code
-        errors = [f"{k}: {d.error}" for k, d in destinations.items() if d.error and d.status == "failed"]
-        error = abort or ("; ".join(errors) if errors else None)
-        interrupted = self._stop_reason is not None
-        coordinator = run.coordinator
-        stats = coordinator.stats if coordinator is not None else CoordinatorStats()
-        source = SourceResult(plugin=self._spec.source.plugin, rows_read=run.counters.rows_read,
-                              rows_rejected=run.dirty.count("source"), splits=len(run.readers.splits),
-                              channels=run.channels, estimated_rows=run.counters.estimated_rows, error=read_error,
-                              splits_skipped=stats.skipped, splits_resumed=stats.resumed,
-                              splits_retried=stats.retried, rows_reread=stats.rows_reread)
-        speed = (run.execution.measure() if run.execution is not None else ReadMeasure()).result(
-            self._spec.settings.speed)
-        report = RunReport(
-            task_id=self._task_id, run_id=self._run_id, status=status, exit_code=exit_code, engine=self._engine,
-            engine_reason=self._engine_reason, consistency=self._spec.settings.consistency,
-            started_at=run.started_at, finished_at=_now(), duration_s=round(time.monotonic() - run.t0, 3),
-            interrupted=interrupted, source=source, speed=speed, destinations=destinations, error=error,
-            dirty_file=str(run.dirty.path) if run.dirty.counts else None,
-            spark=run.execution.describe() if run.execution is not None else None,
-            plan=run.plan.to_dict() if run.plan is not None else None, resumed_from_run=self._resume_from,
-            incremental=None if self._window is None else incremental.outcome(
-                self._window, {k: d.status == "success" for k, d in destinations.items()}),
-            transforms=transform_report(run.writers.transforms, run.readers.pushup, run.writers.destinations.values()))
-        return RunResult(report, run_status="interrupted" if interrupted else status)
-
-    @staticmethod
-    def _destination_result(run: _Run, dest: Destination, run_by: Mapping[str, int]) -> DestinationResult:
-        totals = run.counters.totals(dest.id)
-        end = dest.finished or time.monotonic()
-        return DestinationResult(
-            plugin=dest.plugin, status=dest.outcome, rows_delivered=totals.delivered, rows_written=totals.written,
-            rows_rejected=totals.rejected, bytes=totals.bytes, duration_s=round(end - dest.started, 3),
-            rolled_back=(dest.outcome != "success" and dest.periphery is not None and dest.rollback_error is None
-                         and not dest.left),
-            rollback_error=dest.rollback_error, error=dest.error, error_code=dest.error_code,
-            rows_filtered=totals.filtered,
-            rows_resumed=sum(dest.held.values()) if dest.committed_before is None else dest.committed_before,
-            splits_resumed=len(dest.held) if dest.committed_before is None else len(run.readers.splits),
-            skipped=None if dest.committed_before is None else f"committed by run {run_by.get(dest.id)}")
-
+        writers.poll()
+        planning.execution.release()

@@ -20,21 +20,28 @@ from wormhole.exchange import RAMStorage, StorageManager
 from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.monitor import ReadSide
 from wormhole.plugins.base import Schema, SinkRole
+from wormhole.reader_manager import ReaderManager, ReaderSetup, ReadPlan, SplitFeed
 from wormhole.recovery.coordinator import SplitCoordinator
 
 if TYPE_CHECKING:
-    from wormhole.reader_manager import ReaderManager, SplitFeed
     from wormhole.writer_manager import WriterManager
+
+
+class Reads(ReadSide, Protocol):
+    """The read side once it started: what the monitor polls, and what the engine waits for at the end."""
+
+    def join(self, deadline: float) -> bool:
+        """Wait for the reading threads until ``deadline`` (monotonic); False if some still run."""
 
 
 class Execution(Protocol):
     name: str
     """``local`` or ``spark``: stored in the result."""
 
-    def prepare_source(self, readers: ReaderManager) -> Schema:
+    def prepare_source(self, read: ReadPlan) -> Schema:
         """Ready the read of the planned splits; the schema the destinations get."""
 
-    def start_reads(self, readers: ReaderManager, feed: SplitFeed) -> ReadSide:
+    def start_reads(self, read: ReadPlan, feed: SplitFeed) -> Reads:
         """Start reading the splits ``feed`` hands out (Spark: read the pending ones once, now); what the
         monitor polls of it."""
 
@@ -71,18 +78,20 @@ class LocalExecution:
 
     name = "local"
 
-    def __init__(self, storage: StorageManager, throttle: Throttle | None = None) -> None:
+    def __init__(self, storage: StorageManager, readers: ReaderSetup, throttle: Throttle | None = None) -> None:
+        """``readers``: what the reader threads are made with, once the reads start."""
         self._storage = storage
+        self._setup = readers
         self._throttle = throttle
         self._readers: ReaderManager | None = None
+        """The reader threads, once started (what ``measure`` reads)."""
 
-    def prepare_source(self, readers: ReaderManager) -> Schema:
-        assert readers.schema is not None  # split() succeeded
-        return readers.schema
+    def prepare_source(self, read: ReadPlan) -> Schema:
+        return read.schema
 
-    def start_reads(self, readers: ReaderManager, feed: SplitFeed) -> ReadSide:
-        self._readers = readers
-        readers.start(self._storage.for_reader(), feed, self._throttle)
+    def start_reads(self, read: ReadPlan, feed: SplitFeed) -> Reads:
+        readers = self._readers = ReaderManager(read, self._setup, feed, self._storage.for_reader(), self._throttle)
+        readers.start()
         return readers
 
     def start_writes(self, writers: WriterManager, coordinator: SplitCoordinator) -> None:

@@ -1,38 +1,52 @@
-"""ReaderManager: the read side: reader periphery, splitter, and the reader pool that fans batches out.
+"""ReaderManager: the read side of a local run: reader threads that fan every batch out to the destinations.
 
-1. ``prepare()``: the reader periphery (reachability, size estimate) under a timeout; skipped,
-   not fatal, when it takes too long (a failure to reach the source is fatal);
-2. ``split(advice)``: the schema and the splits; must succeed within its timeout;
-3. ``assign(groups)``: the planned task groups (:mod:`wormhole.planning`);
-4. ``start(storages, coordinator)``: each group's channels are reader threads taking splits from the
-   :class:`~wormhole.recovery.coordinator.SplitCoordinator` (their group's first, then the others') and pushing
-   every batch, once, to the storage of every destination that lacks the split; a split whose read
-   breaks is handed back (addSplitsBack) and read again.
+It is made whole from what came before it: the read plan (the source's schema and splits, the plan's task
+groups, :class:`ReadPlan`), the split feed (the coordinator, the transforms' placement, the encoding) and
+the destinations' queues. ``start()`` starts each group's channels as reader threads; each takes splits
+from the :class:`~wormhole.recovery.coordinator.SplitCoordinator` (its group's first, then the others') and
+pushes every batch, once, to the storage of every destination that lacks the split; a split whose read
+breaks is handed back (addSplitsBack) and read again. Preparing and splitting the source is done before,
+by :func:`wormhole.source_facts.prepare_source`.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from wormhole.config import EngineConf, SourceSpec
 from wormhole.counters import Counters, ReaderCounters
-from wormhole.errors import DirtyLimitExceeded, ReadError, SplitError, TaskAborted, WormholeError
+from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
 from wormhole.exchange.throttle import ReadMeasure, Throttle, measure_senders
 from wormhole.log import Logger
-from wormhole.planning.assign import TaskGroup, dispatch_order
+from wormhole.planning.assign import TaskGroup
+from wormhole.planning.plan import ordered_splits
 from wormhole.plugins import registry
-from wormhole.plugins.base import EncodedReader, Encoding, ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
-from wormhole.pool import run_with_timeout, spawn
+from wormhole.plugins.base import EncodedReader, Encoding, ReadContext, Schema, Split
+from wormhole.pool import spawn
 from wormhole.recovery.coordinator import SplitCoordinator
-from wormhole.recovery.state import RecoveryState
 from wormhole.transform.pushup import PushUp
 from wormhole.transform.reader import Batches, SplitSource, transforming_reader
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """What the run reads: the source, its schema, its splits and the plan's task groups."""
+
+    source: SourceSpec
+    schema: Schema
+    splits: tuple[Split, ...]
+    """In the order the splitter produced them."""
+    groups: tuple[TaskGroup, ...]
+
+    def ordered_splits(self) -> list[Split]:
+        """The splits in the order engines that start them from one list should (Spark's partitions)."""
+        return ordered_splits(self.splits, self.groups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,131 +55,66 @@ class SplitFeed:
 
     coordinator: SplitCoordinator
     pushup: PushUp | None = None
+    """The task's transforms and their placement, split by split (None: the task has none)."""
     encoding: Encoding | None = None
     """The source's own encoding every destination takes (the engine chose it): readers send it undecoded."""
 
 
+@dataclass(frozen=True, slots=True)
+class ReaderSetup:
+    """What the read side of a run is made with, besides its plan and its feed."""
+
+    conf: EngineConf
+    ctx: ReadContext
+    """The run's read context; its ``stop`` (the engine's) ends reading and the readers' retry waits."""
+    counters: Counters
+    notify: Callable[[Any], None]
+    """Called with each reader thread's future once it is done (wakes the monitor)."""
+    log: Logger
+
+
 class ReaderManager:
-    def __init__(self, spec: SourceSpec, ctx: ReadContext, conf: EngineConf, counters: Counters,
-                 notify: Callable[[Any], None], log: Logger, recovery: RecoveryState | None = None) -> None:
-        """``recovery``: what the chain of runs holds; a resumed run reads the splits it planned instead
-        of splitting the source again."""
-        role = registry.get(spec.plugin).source
-        assert role is not None  # validated with the task
-        self._role = role
-        self._plugin = spec.plugin
-        self._options = spec.options
-        self._ctx = ctx
-        self._conf = conf
-        self._counters = counters
-        self._notify = notify
-        self._log = log.bind(plugin=spec.plugin)
-        self.schema: Schema | None = None
-        self.splits: list[Split] = []
-        assert isinstance(ctx.stop, threading.Event)  # the engine's, so a stop ends readers' retry waits
-        self.stop = ctx.stop
+    def __init__(self, read: ReadPlan, setup: ReaderSetup, feed: SplitFeed, storages: list[RAMStorage],
+                 throttle: Throttle | None = None) -> None:
+        """``storages``: the destinations' queues (each batch goes to those that lack its split);
+        ``throttle``: the task's speed limits, pacing every batch."""
+        role = registry.source(read.source.plugin)  # validated with the task
+        assert isinstance(setup.ctx.stop, threading.Event)  # the engine's, so a stop ends readers' retry waits
+        self._role, self._read, self._setup, self._feed = role, read, setup, feed
+        self._log = setup.log.bind(plugin=read.source.plugin)
+        self.stop = setup.ctx.stop
         """Set to end reading (the task stops, or every destination failed)."""
         self.error: BaseException | None = None
-        self.groups: tuple[TaskGroup, ...] = ()
-        self._feed: SplitFeed | None = None
-        self._resumed = recovery.splits if recovery is not None else None
-        self._futures: list[Future[None]] = []
-        self._senders: list[BufferedLineExchanger] = []
-        self._storages: list[RAMStorage] = []
-        self.periphery: ReaderPeriphery | None = None
-
-    def prepare(self) -> SourceInfo | None:
-        periphery: ReaderPeriphery = self._role.periphery(self._options, self._ctx)
-        self.periphery = periphery
-        timeout = self._conf.timeouts.reader_prepare_s
-        try:
-            info = run_with_timeout(periphery.prepare, timeout, "reader-prepare")
-        except TimeoutError:
-            self._log.warning("reader.prepare_skipped", timeout_s=timeout)
-            return None
-        self._counters.estimated_rows = info.estimated_rows
-        self._log.info("reader.prepared", estimated_rows=info.estimated_rows, estimated_bytes=info.estimated_bytes)
-        return info
-
-    def split(self, advice: int) -> list[Split]:
-        def plan() -> tuple[Schema, list[Split]]:
-            schema = self._role.reader(self._options, self._ctx).schema()
-            if self._resumed is not None:  # the ranges the crashed run planned (the source may have changed)
-                return schema, list(self._resumed)
-            return schema, self._role.splitter(self._options, self._ctx).split(advice)
-
-        timeout = self._conf.timeouts.split_s
-        try:
-            self.schema, splits = run_with_timeout(plan, timeout, "reader-split")
-        except TimeoutError:
-            raise SplitError(f"splitting the source did not finish within {timeout:g} s") from None
-        seen: set[str] = set()
-        for split in splits:
-            if split.id in seen:  # task groups, the board and the plan name splits by id: never merge two
-                raise SplitError(f"the source has two splits named {split.id!r} (is a table listed twice?)",
-                                 plugin=self._plugin, split_id=split.id)
-            seen.add(split.id)
-        self.splits = splits
-        self._log.info("reader.split_planned", splits=len(self.splits), advice=advice,
-                       columns=list(self.schema.names))
-        return self.splits
-
-    def assign(self, groups: Sequence[TaskGroup]) -> None:
-        """The planned task groups (the plan's ``task_groups``)."""
-        self.groups = tuple(groups)
-
-    def ordered_splits(self) -> list[Split]:
-        """The splits in the order engines that start them from one list should (Spark's partitions)."""
-        by_id = {s.id: s for s in self.splits}
-        return [by_id[i] for i in dispatch_order(self.groups)]
-
-    @property
-    def coordinator(self) -> SplitCoordinator | None:
-        """Where the reader threads take splits from (None until they start)."""
-        return self._feed.coordinator if self._feed is not None else None
-
-    @property
-    def pushup(self) -> PushUp | None:
-        """The task's transforms and their placement, split by split (None: the task has none)."""
-        return self._feed.pushup if self._feed is not None else None
-
-    def start(self, storages: list[RAMStorage], feed: SplitFeed, throttle: Throttle | None = None) -> None:
-        """Start each planned group's channels, taking splits from ``feed``; ``throttle`` (the
-        task's speed limits) paces every batch."""
-        assert self.groups, "assign() the plan's task groups first"
         self._storages = storages
-        self._feed = feed
-        for group in self.groups:
-            for _ in range(group.channels):
-                worker = len(self._futures)
-                sender = BufferedLineExchanger(storages, self._ctx.batch_rows, self.stop, throttle,
-                                               batch_bytes=self._ctx.batch_bytes)
-                self._senders.append(sender)
-                future = spawn(self._run, worker, group.id, self._counters.new_reader(), sender,
-                               name=f"reader-{worker}")
-                future.add_done_callback(self._notify)
-                self._futures.append(future)
-        self._log.info("reader.started", threads=len(self._futures), task_groups=len(self.groups))
+        self._senders = [BufferedLineExchanger(storages, setup.ctx.batch_rows, self.stop, throttle,
+                                               batch_bytes=setup.ctx.batch_bytes)
+                         for group in read.groups for _ in range(group.channels)]
+        self._futures: list[Future[None]] = []
+        self.coordinator = feed.coordinator
+        """Where the reader threads take splits from."""
+        self.pushup = feed.pushup
 
-    def encoding(self) -> Encoding | None:
-        """The source's own encoding of its rows, when its store can send them undecoded (and can for
-        these options)."""
-        encoded = self._role.encoded
-        return None if encoded is None else encoded.reader(self._options, self._ctx).encoding()
+    def start(self) -> None:
+        """Start each planned group's channels: a reader thread each."""
+        channels = [group.id for group in self._read.groups for _ in range(group.channels)]
+        for worker, (group, sender) in enumerate(zip(channels, self._senders, strict=True)):
+            future = spawn(self._run, worker, group, self._setup.counters.new_reader(), sender,
+                           name=f"reader-{worker}")
+            future.add_done_callback(self._setup.notify)
+            self._futures.append(future)
+        self._log.info("reader.started", threads=len(self._futures), task_groups=len(self._read.groups))
 
     def _source(self, worker: int) -> SplitSource:
-        assert self._feed is not None
-        encoded = self._role.encoded
-        if self._feed.encoding is not None and encoded is not None:  # it has the encoding from encoding()
-            return _EncodedSource(encoded.reader(self._options, self._ctx), self._feed.encoding)
-        reader = self._role.reader(self._options, self._ctx)
+        options, ctx, encoded = self._read.source.options, self._setup.ctx, self._role.encoded
+        if self._feed.encoding is not None and encoded is not None:  # it has the encoding the feed names
+            return _EncodedSource(encoded.reader(options, ctx), self._feed.encoding)
+        reader = self._role.reader(options, ctx)
         # The task's transforms and their placement, behind the store's reader (transform/reader.py).
         return transforming_reader(reader, self.pushup, worker)
 
     def _run(self, worker: int, group: int, counters: ReaderCounters, sender: BufferedLineExchanger) -> None:
         source = self._source(worker)
         log = self._log.bind(worker=worker, task_group=group)
-        assert self._feed is not None
         coordinator = self._feed.coordinator
         while True:
             taken = coordinator.request(group)
@@ -204,7 +153,7 @@ class ReaderManager:
             counters.splits += 1
             log.debug("reader.split_done", split_id=split.id, rows=rows, attempt=taken.attempt)
         if coordinator.error is not None:
-            raise ReadError(coordinator.error, plugin=self._plugin)
+            raise ReadError(coordinator.error, plugin=self._read.source.plugin)
 
     def _abandoned(self, exc: TaskAborted, split_id: str, rows: int, sender: BufferedLineExchanger,
                    log: Logger) -> bool:
@@ -240,13 +189,13 @@ class ReaderManager:
                 return "failed"
         if done < len(self._futures):
             return "running"
-        left = self.coordinator.remaining if self.coordinator is not None else 0
+        left = self.coordinator.remaining
         if left and not self.stop.is_set():
             # Never wait on a read side that has nobody left to read: the run fails, saying why.
             if self.error is None:
                 self._failed(ReadError(f"every reader thread has ended, but {left} split(s) were neither read nor "
                                        f"given up; this is a wormhole bug: please report it",
-                                       plugin=self._plugin))
+                                       plugin=self._read.source.plugin))
             return "failed"
         return "done"
 

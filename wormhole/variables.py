@@ -18,6 +18,7 @@ stands, or refused (``_Walk.sql``; ``${name:sql}`` is trusted text, unchecked).
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -330,3 +331,22 @@ def _joined(text: str, slots: list[_Slot], stand_in: str | Callable[[_Slot], str
         position = slot.end
     parts.append(text[position:])
     return "".join(parts)
+
+
+def unset_environment(document: Any, path: str = "") -> list[str]:
+    """Every ``*_env`` option of a resolved spec (the source's, each destination's, a transform's) naming an
+    environment variable this process lacks, as problems by JSON path: ``validate`` and ``run FILE`` name
+    them all at once (a run would stop at the first one it connects with)."""
+    problems: list[str] = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            at = join_path(path, key)
+            if isinstance(key, str) and key.endswith("_env") and isinstance(value, str) and value:
+                if value not in os.environ:
+                    problems.append(f"{at}: environment variable {value} is not set")
+            else:
+                problems += unset_environment(value, at)
+    elif isinstance(document, list):
+        for i, value in enumerate(document):
+            problems += unset_environment(value, join_path(path, i))
+    return problems

@@ -34,10 +34,10 @@ from wormhole.counters import Counters, WriterCounters, naming_first, record_lim
 from wormhole.destination import Destination, DestinationSetup, Ending, WritePlane, describe
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, TaskAborted, WriteError, WriterStalled, WritersUnfinished
-from wormhole.exchange import BufferedLineExchanger, RAMStorage, StorageManager
+from wormhole.exchange import BufferedLineExchanger, StorageManager
 from wormhole.log import Logger
 from wormhole.plugins import registry
-from wormhole.plugins.base import Schema, SinkRole, SparkAccess, SplitWriter, WriteContext
+from wormhole.plugins.base import Schema, SparkAccess, SplitWriter, WriteContext
 from wormhole.pool import spawn
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.crash import crash_points
@@ -68,19 +68,9 @@ class WriterSetup:
     """The run's Spark, which each destination's context gives its store."""
 
 
-class _Local:
-    """The write plane when the run has no execution (its plan failed): nothing written whole."""
-
-    def writes_whole(self, sink: SinkRole[Any], options: Any) -> bool:
-        return False
-
-    def handed(self, storage: RAMStorage, rows_sent: int) -> tuple[int, int]:
-        return storage.rows_offered, storage.rows_in
-
-
 class WriterManager:
-    def __init__(self, side: WriterSetup, recovery: RecoveryState, *, transforms: TransformPlan | None = None,
-                 plane: WritePlane | None = None, started: float | None = None) -> None:
+    def __init__(self, side: WriterSetup, recovery: RecoveryState, plane: WritePlane, *,
+                 transforms: TransformPlan | None = None, started: float | None = None) -> None:
         """``recovery``: what the chain of runs already holds, the checkpointer and the lease;
         ``transforms``: the run's transform plan (each destination's schema and chain); ``plane``: the
         execution, asked which destinations are written whole and what each was handed; ``started``:
@@ -89,7 +79,7 @@ class WriterManager:
         self._spec, self._conf, self._counters, self._dirty = side.spec, side.conf, side.counters, side.dirty
         self._recovery = recovery
         self._transforms = transforms
-        self._plane: WritePlane = plane if plane is not None else _Local()
+        self._plane = plane
         self._aborting: str | None = None
         self._coordinator: SplitCoordinator | None = None
         self._ending = Ending(recovery.lease, recovery.checkpointer, crash_points(side.log))

@@ -12,6 +12,7 @@ import math
 import re
 import sqlite3
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,7 +108,8 @@ def test_plan_groups_a_sharded_source_as_datax_would(ws: Workspace, dbs: Databas
     plan = plan_json(ws, spec)
 
     assert list(plan) == ["engine", "engine_reason", "channels", "channel_reason", "splits", "task_groups",
-                          "destinations", "estimated_rows", "speed", "variables"]
+                          "destinations", "estimated_rows", "speed", "variables", "conf_file"]
+    assert Path(plan["conf_file"]).resolve() == (ws.root / "conf" / "engine.toml").resolve()  # the one it read
     splits = plan["splits"]
     # The splitter's order: shard by shard, table by table; each split marked with its database.
     marks = [s["resource_mark"] for s in splits]

@@ -13,7 +13,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "wormhole"
 
 RUN_PATH = ("engine.py", "execution.py", "reader_manager.py", "writer_manager.py", "destination.py", "monitor.py",
-            "counters.py", "result.py", "dirty.py", "pool.py", "exchange/*.py", "planning/*.py", "recovery/*.py")
+            "counters.py", "result.py", "dirty.py", "pool.py", "exchange/*.py", "planning/*.py", "recovery/*.py",
+            "source_facts.py", "run_parts.py", "run_report.py", "runner/*.py")
 """The modules of the run path and the recovery package, whose every function must fit a screen."""
 
 GUARDED = {"reader_manager.py": ("ReaderManager", {"readers", "reader_manager"}),
@@ -380,8 +381,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "wormhole.monitor", "wormhole.metrics", "wormhole.progress", "wormhole.planning.assign")),
     ("recovery and task database", ("wormhole.recovery", "wormhole.taskdb")),
     ("managers", ("wormhole.planning", "wormhole.reader_manager", "wormhole.writer_manager", "wormhole.destination",
-                  "wormhole.execution", "wormhole.spark.methods")),
-    ("engine and Spark", ("wormhole.engine", "wormhole.spark")),
+                  "wormhole.execution", "wormhole.spark.methods", "wormhole.source_facts", "wormhole.run_parts",
+                  "wormhole.run_report")),
+    ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner")),
     ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers")),
 )
 """The layers of the package, lowest first; a module may import its own layer and the ones below:
@@ -395,8 +397,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 5. the run's parts: the exchange, counters, dirty file, thread pool, result, monitor and its views,
    the fair split assignment;
 6. recovery and the task database;
-7. the managers: planning, the reader and writer managers, the destination lifecycle, the execution seam;
-8. the engine and Spark mode;
+7. the managers: planning, the reader and writer managers, the destination lifecycle, the execution seam,
+   the run's stages (the source's facts, the run's parts, its report);
+8. the engine, Spark mode and the runner (a claimed run of the engine, below the CLI and the daemon);
 9. the front ends: the CLI, the daemon, the DataX importer.
 
 Listed by module prefix; the most specific prefix wins (``wormhole.planning.assign`` is a run part,
@@ -421,7 +424,9 @@ def layer_of(name: str) -> int:
     best: tuple[int, int] | None = None
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (name == prefix or name.startswith(f"{prefix}.")) and (best is None or len(prefix) > best[1]):
+            # The package itself is no prefix: a new top-level module must be placed in a layer by name.
+            below = name.startswith(f"{prefix}.") and prefix != "wormhole"
+            if (name == prefix or below) and (best is None or len(prefix) > best[1]):
                 best = (index, len(prefix))
     assert best is not None, f"{name} is in no layer: add it to LAYERS"
     return best[0]
@@ -634,3 +639,37 @@ def test_each_sql_store_has_one_dialect_object_for_both_sides() -> None:
         assert package.PLUGIN.source.reader.DIALECT is instance, store
         writer = {"mysql": "MysqlWriter", "postgres": "PostgresWriter"}[store]
         assert getattr(package, writer).dialect is instance, store
+
+
+# -- a3-stages: the run in finished stages, the runner below the CLI ----------------------------------------
+
+
+def test_planning_asks_no_store() -> None:
+    """The plan is decided from the source's facts (wormhole.source_facts asks the source): no planning module
+    imports the read side, the execution or the pool that runs a store's calls under a timeout (not even for
+    typing), nor the facts' module but for typing."""
+    mods = modules()
+    known = set(mods)
+    offenders = {}
+    for name, path in mods.items():
+        if name.startswith("wormhole.planning."):
+            found = sorted(imports_of(path, name, known) & {"wormhole.reader_manager", "wormhole.pool",
+                                                              "wormhole.execution"})
+            found += names_under(imported_names(path, name), ("wormhole.source_facts",))
+            if found:
+                offenders[name] = found
+    assert "wormhole.planning.plan" in mods, "the planning modules were not found"
+    assert offenders == {}
+
+
+def test_the_runner_sits_below_the_cli() -> None:
+    """wormhole.runner (claims, patience, the engine's run under a claim) imports nothing of wormhole.cli,
+    and the daemon reaches the runner without loading the engine (only its children run one)."""
+    mods = modules()
+    runner = [n for n in mods if n == "wormhole.runner" or n.startswith("wormhole.runner.")]
+    assert len(runner) > 3, "the runner's modules were not found"
+    assert {n: names_under(imported_names(mods[n], n), ("wormhole.cli",)) for n in runner
+            if names_under(imported_names(mods[n], n), ("wormhole.cli",))} == {}
+    daemon = imported_names(mods["wormhole.daemon"], "wormhole.daemon")
+    assert names_under(daemon, ("wormhole.runner",)), "the daemon does not use the runner"
+    assert not names_under(daemon, ("wormhole.engine", "wormhole.runner.run", "wormhole.runner.engine_run"))

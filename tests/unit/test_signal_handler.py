@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent("""
     import os, signal, sys, threading, time
     import structlog
     from wormhole import log
-    from wormhole.cli.run import _install_signal_handlers
+    from wormhole.runner.signals import install_signal_handlers
 
     class Stream:
         # SIGTERM is sent from inside the write of one chosen line: the logger's lock is held then.
@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent("""
 
     stream, engine = Stream(), Engine()
     log.configure("json", "info", stream=stream)
-    _install_signal_handlers(engine, structlog.get_logger())
+    install_signal_handlers(engine, structlog.get_logger())
     structlog.get_logger().info("trigger")
     assert engine.stopped.wait(5), "the engine was never stopped"
     time.sleep(0.1)

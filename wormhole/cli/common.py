@@ -8,7 +8,6 @@ tools type them.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -22,13 +21,12 @@ import click
 from wormhole import log
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
-from wormhole.options import join_path
 from wormhole.planning.channels import speed_limits
 from wormhole.schedule import next_tick
 from wormhole.spec_json import load_spec_json
 from wormhole.taskdb import SqlTaskStore, TaskStore, open_store
 from wormhole.taskdb.sql import utcnow
-from wormhole.variables import Resolved, builtin_values, parse_params, resolve
+from wormhole.variables import Resolved, builtin_values, parse_params, resolve, unset_environment
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,25 +148,6 @@ def read_spec(path: str, params: Mapping[str, str] | None = None) -> tuple[str, 
         fail(exc)
     # Valid JSON is valid UTF-8 here (load_spec_json refused anything else), so the text round-trips.
     return data.decode("utf-8").removeprefix("\ufeff"), spec, resolved
-
-
-def unset_environment(document: Any, path: str = "") -> list[str]:
-    """Every ``*_env`` option of a resolved spec (the source's, each destination's, a transform's) naming an
-    environment variable this process lacks, as problems by JSON path: ``validate`` and ``run FILE`` name
-    them all at once (a run would stop at the first one it connects with)."""
-    problems: list[str] = []
-    if isinstance(document, dict):
-        for key, value in document.items():
-            at = join_path(path, key)
-            if isinstance(key, str) and key.endswith("_env") and isinstance(value, str) and value:
-                if value not in os.environ:
-                    problems.append(f"{at}: environment variable {value} is not set")
-            else:
-                problems += unset_environment(value, at)
-    elif isinstance(document, list):
-        for i, value in enumerate(document):
-            problems += unset_environment(value, join_path(path, i))
-    return problems
 
 
 def check_environment(resolved: Resolved) -> None:

@@ -28,14 +28,13 @@ from wormhole.cli.common import (
 )
 from wormhole.cli.spark import SPARK_MASTER_OPTION
 from wormhole.config import EngineConf, TaskSpec
-from wormhole.counters import Counters
 from wormhole.errors import ConfigError, InvalidTaskConfig, TaskDbError, TaskNotFound, WormholeError
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins.base import ReadContext, Rejected
 from wormhole.pool import run_with_timeout
-from wormhole.reader_manager import ReaderManager
 from wormhole.recovery.leftovers import next_run_resumes
 from wormhole.recovery.state import RecoveryState, chain_state
+from wormhole.source_facts import prepare_source, source_window
 from wormhole.spark import RunSpark
 from wormhole.taskdb import open_store
 from wormhole.variables import Resolved, resolve_text, values_for_run
@@ -164,17 +163,18 @@ def _make(spec: TaskSpec, conf: EngineConf, task_id: int,
     """The plan; ``recovery``: the chain a resumed run continues (its splits and window are the run's)."""
     logger = log.get_logger(task_id=task_id)
     ctx = _context(spec, conf, task_id)
-    readers = ReaderManager(spec.source, ctx, conf, Counters(), lambda _: None, logger, recovery)
     try:
-        window = None if spec.source.incremental is None else (
-            recovery.window if recovery is not None and recovery.window is not None
-            else incremental.fresh_window(spec, ctx, task_id, kept))
-        made = make_plan(incremental.windowed(spec, window) if window is not None else spec, conf, readers, logger)
+        window = source_window(spec, ctx, logger, recorded=recovery.window if recovery is not None else None,
+                               kept=kept)
+        facts = prepare_source(spec, ctx, conf, logger, window=window,
+                               resumed=recovery.splits if recovery is not None else None)
+        made = make_plan(spec, facts, conf)
     except WormholeError:
         raise
     except Exception as exc:  # a store's own error while splitting: still a clear message, exit 204
         raise ConfigError(f"planning failed: {type(exc).__name__}: {exc}") from exc
-    return made if window is None else replace(made, incremental=window.describe())
+    logger.info("plan.made", **made.to_dict())
+    return made
 
 
 def _context(spec: TaskSpec, conf: EngineConf, task_id: int) -> ReadContext:

@@ -1,27 +1,28 @@
 """The plan of a run: everything decided before a row moves.
 
-:func:`make_plan` runs the reader periphery (reachability, row estimate) and the splitter, chooses
-the engine, sets the channel count and assigns the splits to task groups; it moves no row and
-prepares no destination. The Engine follows the plan it makes; ``wormhole plan`` prints it. The
-JSON keys (:meth:`Plan.to_dict`) are documented in docs/manual/planning.md and stable.
+:func:`make_plan` decides from what the source said (:class:`~wormhole.source_facts.SourceFacts`: its
+row estimate, schema, splits, an incremental window): it chooses the engine, sets the channel count,
+assigns the splits to task groups and binds the transforms. It asks no store anything, moves no row and
+prepares no destination. The Engine follows the plan; ``wormhole plan`` prints it. The JSON keys
+(:meth:`Plan.to_dict`) are documented in docs/manual/planning.md and stable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
+from wormhole import incremental
 from wormhole.config import EngineConf, TaskSpec
-from wormhole.log import Logger
-from wormhole.planning.assign import TaskGroup, assign_fairly
+from wormhole.planning.assign import TaskGroup, assign_fairly, dispatch_order
 from wormhole.planning.channels import ChannelCount, SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
 from wormhole.plugins import registry
-from wormhole.plugins.base import SinkRole, SourceInfo, Split
+from wormhole.plugins.base import Schema, SinkRole, SourceInfo, Split
 from wormhole.transform.plan import TransformPlan, build_plan
 
 if TYPE_CHECKING:
-    from wormhole.reader_manager import ReaderManager
+    from wormhole.source_facts import SourceFacts
 
 EngineName = Literal["local", "spark"]
 
@@ -81,56 +82,61 @@ class Plan:
         }
 
 
-def make_plan(spec: TaskSpec, conf: EngineConf, readers: ReaderManager, log: Logger) -> Plan:
-    """Prepare and split the source, and decide everything else from what that found; logged
-    (``plan.made``) for the run or the ``wormhole plan`` that asked."""
+def make_plan(spec: TaskSpec, facts: SourceFacts, conf: EngineConf) -> Plan:
+    """Everything the run decides from what the source said (``facts``), asking nothing of any store:
+    the engine, the channels, the task groups, the transforms (an incremental task's window among them)
+    and how each destination writes."""
     limits = speed_limits(spec.settings.speed, conf)
-    info = readers.prepare()
-    engine, engine_reason = choose_engine(spec, conf, info)
-    count = adjust_channel_number(limits)
-    splits = readers.split(count.channels)
-    count = cap_at_splits(count, len(splits))
-    transforms = _transforms(spec, readers, engine)
-    exact = _exact_text(spec, readers, engine)
-    plan = Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
+    engine, engine_reason = choose_engine(spec, conf, facts.info)
+    splits = list(facts.splits)
+    count = cap_at_splits(adjust_channel_number(limits), len(splits))
+    if facts.window is not None:
+        spec = cast(TaskSpec, incremental.windowed(spec, facts.window))
+    transforms = _transforms(spec, facts.schema, engine)
+    exact = _exact_text(spec, facts.schema, engine)
+    return Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
                 splits=tuple(PlannedSplit(s.id, s.resource_mark, split_range(s)) for s in splits),
                 task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
                 destinations=tuple(replace(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits),
                                                         exact),
-                                           load=_load(d.id, d.plugin, d.options, engine, readers, transforms))
+                                           load=_load(d.id, d.plugin, d.options, engine, facts.schema, transforms))
                                    for d in spec.destinations),
-                estimated_rows=info.estimated_rows if info is not None else None, limits=limits,
-                transforms=transforms, spark=_spark_origin(spec, conf) if engine == "spark" else None)
-    log.info("plan.made", **plan.to_dict())
-    return plan
+                estimated_rows=facts.estimated_rows, limits=limits, transforms=transforms,
+                incremental=facts.window.describe() if facts.window is not None else None,
+                spark=_spark_origin(spec, conf) if engine == "spark" else None)
 
 
-def _transforms(spec: TaskSpec, readers: ReaderManager, engine: EngineName) -> TransformPlan | None:
+def _transforms(spec: TaskSpec, schema: Schema, engine: EngineName) -> TransformPlan | None:
     """The task's transforms bound to the source schema (InvalidTaskConfig lists every problem). A
     source with a SQL dialect takes the leading filters and projections into its query, in both
     engines (Spark: always the widest placement, no adaptive moves); the rest run in the reader
     threads, or as Spark Columns on the source's DataFrame."""
     if not spec.transforms and not any(d.transforms for d in spec.destinations):
         return None
-    assert readers.schema is not None
     dialect = registry.source(spec.source.plugin).pushdown
-    plan = build_plan(spec, readers.schema, dialect)
+    plan = build_plan(spec, schema, dialect)
     return replace(plan, mode="static") if engine == "spark" and plan.mode == "adaptive" else plan
 
 
-def _load(dest_id: str, plugin: str, options: Any, engine: EngineName, readers: ReaderManager,
+def _load(dest_id: str, plugin: str, options: Any, engine: EngineName, schema: Schema,
           transforms: TransformPlan | None) -> str | None:
     """The destination's ``load`` line, from the store (decided as its writers decide), or None."""
     describe = _sink(plugin).plan_load
-    if describe is None or readers.schema is None:
+    if describe is None:
         return None
     if transforms is None:
-        return describe(options, readers.schema, engine != "local")
+        return describe(options, schema, engine != "local")
     # Rows a chain made (the reader threads' or the destination's) are not the reader's own batches;
     # in Spark mode batches cross processes without what only local writers use.
     changed = engine != "local" or bool(transforms.destinations.get(dest_id)) or \
         bool(transforms.residual(transforms.initial()).ops)
     return describe(options, transforms.destination_schema(dest_id), changed)
+
+
+def ordered_splits(splits: Sequence[Split], groups: Sequence[TaskGroup]) -> list[Split]:
+    """``splits`` in the order engines that start them from one list should (Spark's partitions)."""
+    by_id = {s.id: s for s in splits}
+    return [by_id[i] for i in dispatch_order(groups)]
 
 
 def task_groups(splits: list[Split], spec: TaskSpec, count: ChannelCount, per_group: int) -> list[TaskGroup]:
@@ -195,13 +201,13 @@ def _destination(dest_id: str, plugin: str, options: Any, concurrency: int, engi
     return PlannedDestination(dest_id, plugin, writers, f"{where}; {how}" if how else where)
 
 
-def _exact_text(spec: TaskSpec, readers: ReaderManager, engine: EngineName) -> frozenset[str] | None:
+def _exact_text(spec: TaskSpec, schema: Schema, engine: EngineName) -> frozenset[str] | None:
     """Spark mode: the columns the source's Spark read carries as exact text (native writes decline them)."""
     if engine != "spark":
         return None
     from wormhole.spark.methods import source_exact_text
 
-    return source_exact_text(spec.source.plugin, spec.source.options, readers.schema)
+    return source_exact_text(spec.source.plugin, spec.source.options, schema)
 
 
 def _spark_origin(spec: TaskSpec, conf: EngineConf) -> dict[str, str]:

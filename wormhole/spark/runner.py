@@ -1,6 +1,6 @@
 """Spark execution of a task: the source as one persisted DataFrame, each destination one Spark job.
 
-The engine keeps its roles: the ReaderManager prepares and splits on the driver, the WriterManager
+The engine keeps its roles: the source is prepared and split on the driver (``prepare_source``), the WriterManager
 prepares, polls, commits and rolls back each destination, and the MonitorManager watches; only the
 data plane moves to Spark (DESIGN §6):
 
@@ -22,7 +22,7 @@ import importlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark import StorageLevel, TaskContext
@@ -87,6 +87,9 @@ class _FinishedRead:
 
     def close_input(self) -> None:
         pass  # no queues: each destination's job reads the persisted source
+
+    def join(self, deadline: float) -> bool:
+        return True  # no reader thread: Spark read the source before this was made
 
 
 class SparkExecution:
@@ -160,7 +163,7 @@ class SparkExecution:
         counters = self._counters.new_reader()
         counters.rows, counters.splits = rows, len(readers.splits)
         self._rows = rows
-        return _FinishedRead(rows, readers.stop)
+        return _FinishedRead(rows, cast(threading.Event, self._ctx.stop))  # the engine's Event
 
     def start_writes(self, writers: Any, coordinator: SplitCoordinator) -> None:
         self._lease = writers.lease
