@@ -17,7 +17,7 @@ from tests.mysql_old_read import old_read
 from tests.mysql_types_table import TYPE_COLUMNS, TYPE_ROWS, fill_types_table
 from tests.plugin_helpers import ListDirtySink, parse, read_ctx
 from wormhole.plugins import registry
-from wormhole.plugins.base import PushedQuery, Rows, Schema, Split
+from wormhole.plugins.base import Batch, PushedQuery, Schema, Split
 from wormhole.plugins.batch import arrow_schema
 from wormhole.plugins.mysql.connection import ENCODERS
 from wormhole.plugins.mysql.options import MysqlReaderOptions
@@ -96,7 +96,7 @@ def fixture_types_db(mysql_db: str) -> str:
 def check_batches(schema: Schema, batches: list[tuple[Split, Any]], projected: Schema | None = None) -> None:
     want = arrow_schema(projected or schema)
     for _, batch in batches:
-        if isinstance(batch, Rows) and batch.has_arrow:
+        if isinstance(batch, Batch) and batch.has_arrow:
             assert batch.arrow_form.schema.equals(want, check_metadata=True), batch.arrow_form.schema
 
 
@@ -114,8 +114,8 @@ def test_the_awkward_types_table_reads_as_arrow_with_the_old_values(types_db: st
     check_batches(schema, batches)
     got = sorted((row for _, batch in batches for row in batch), key=lambda r: r[0])
     assert repr(got) == repr(before(types_db, [s for s, _ in batches], zero_dates))
-    arrow = [b for _, b in batches if isinstance(b, Rows) and b.has_arrow]
-    as_tuples = [b for _, b in batches if not isinstance(b, Rows)]
+    arrow = [b for _, b in batches if isinstance(b, Batch) and b.has_arrow]
+    as_tuples = [b for _, b in batches if not isinstance(b, Batch)]
     if zero_dates == "keep":  # only the batch with row 4's zero dates, kept as text, goes on as tuples
         assert [[r[0] for r in b] for b in as_tuples] == [[4]] and arrow
     else:
@@ -135,7 +135,7 @@ def test_a_pushed_projection_reads_as_the_projected_schema(types_db: str) -> Non
     pushed = PushedQuery(keep=keep, where="`id` <= \x00", args=(4,), plan="test")
     schema, batches = read(options(types_db, table="src", split_pk="id", zero_dates="null"), pushed=pushed)
     projected = Schema(tuple(schema.columns[k] for k in keep))
-    assert batches and all(isinstance(b, Rows) and b.has_arrow for _, b in batches)
+    assert batches and all(isinstance(b, Batch) and b.has_arrow for _, b in batches)
     check_batches(schema, batches, projected)
     got = sorted((row for _, batch in batches for row in batch), key=lambda r: r[0])
     assert [r[0] for r in got] == [1, 2, 3, 4]
@@ -149,7 +149,7 @@ def test_a_query_source_carries_its_decimals_shape(types_db: str) -> None:
     fields = {f.name: f.type for f in arrow_schema(schema)}
     assert fields["d3"] == pa.decimal128(11, 2) and fields["bu"] == pa.uint64()
     assert isinstance(fields["running"], pa.Decimal256Type) and fields["running"].scale == 30
-    assert all(isinstance(b, Rows) and b.has_arrow for _, b in batches)
+    assert all(isinstance(b, Batch) and b.has_arrow for _, b in batches)
     check_batches(schema, batches)
     got = sorted((row for _, batch in batches for row in batch), key=lambda r: r[0])
     assert repr(got) == repr(before(types_db, [s for s, _ in batches], "keep"))
@@ -160,7 +160,7 @@ def test_the_pymysql_fallback_reads_the_same_batches(types_db: str, monkeypatch:
     _, fast = read(options(types_db, table="src", split_pk="id", zero_dates="null"))
     monkeypatch.setattr(ColumnStream, "usable", staticmethod(lambda cursor: False))
     schema, slow = read(options(types_db, table="src", split_pk="id", zero_dates="null"))
-    assert all(isinstance(b, Rows) and b.has_arrow for _, b in slow)
+    assert all(isinstance(b, Batch) and b.has_arrow for _, b in slow)
     check_batches(schema, slow)
     rows = sorted((row for _, batch in slow for row in batch), key=lambda r: r[0])
     assert repr(rows) == repr(sorted((row for _, batch in fast for row in batch), key=lambda r: r[0]))
@@ -174,7 +174,7 @@ def test_a_json_column_holding_text_that_is_not_json_rejects_that_row(mysql_db: 
     sink = ListDirtySink()
     schema, batches = read(options(mysql_db, table="j"), sink)
     assert schema.columns[1].type == "json"
-    assert all(isinstance(b, Rows) and b.has_arrow for _, b in batches)
+    assert all(isinstance(b, Batch) and b.has_arrow for _, b in batches)
     assert sorted(row for _, batch in batches for row in batch) == [(1, {"a": 1}, 10), (2, JSON_NULL, 20),
                                                                     (4, None, 40)]
     assert [(r.row, r.reason[:46]) for r in sink.rows] == [((3, None, 30),

@@ -17,7 +17,7 @@ from tests.conftest import Workspace
 from tests.mysql_types_table import TYPE_ROWS, fill_types_table
 from tests.plugin_helpers import parse, read_ctx, write_ctx
 from wormhole.plugins import registry
-from wormhole.plugins.base import Column, Rows, Schema, WriteResult, batch_memo
+from wormhole.plugins.base import Batch, Column, Schema, WriteResult, batch_memo
 from wormhole.plugins.batch import BadValues, arrow_from_rows, as_batch
 from wormhole.plugins.mysql.arrow_load import arrow_payload
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions
@@ -131,7 +131,7 @@ def test_the_arrow_encoder_writes_the_row_encoders_payload_for_the_awkward_table
 def test_an_arrow_batch_is_loaded_exactly_without_making_tuples(mysql_db: str) -> None:
     awkward_source(mysql_db, zero_dates=False)
     schema, rows = read_all(mysql_db)
-    batch = Rows.of_arrow(arrow_from_rows(schema, rows))
+    batch = Batch.of_arrow(arrow_from_rows(schema, rows))
     for table in ("copy_a", "copy_b"):  # two destinations, one batch
         (result,) = write(mysql_db, schema, [batch], destination=table, table=table, method="load_data",
                           batch_size=3)
@@ -165,7 +165,7 @@ def test_dirty_rows_of_an_arrow_batch_are_rejected_one_by_one(mysql_db: str, bat
     rows = [(i, f"n{i}", i + 0.5) for i in range(1, 11)]
     rows[4] = (5, "far too long", 5.5)
     rows[6] = (7, "inf", math.inf)
-    (result,) = write(mysql_db, SCHEMA, [Rows.of_arrow(arrow_from_rows(SCHEMA, rows))], table="t",
+    (result,) = write(mysql_db, SCHEMA, [Batch.of_arrow(arrow_from_rows(SCHEMA, rows))], table="t",
                       method="load_data", batch_size=batch_size)
     reasons = {r.row[0]: r.reason for r in result.rejected}
     assert set(reasons) == {3, 5, 7} and result.written == 7
@@ -181,7 +181,7 @@ def test_a_tuple_batch_arrow_cannot_hold_is_written_as_before(mysql_db: str) -> 
     by the row encoder, every row (none is rejected for it)."""
     run_sql(mysql_db, "CREATE TABLE t (id INT PRIMARY KEY, d DATE, n INT)")
     schema = Schema((Column("id", "int"), Column("d", "date"), Column("n", "int")))
-    batch = Rows([(1, "0000-00-00", 5), (2, date(2024, 2, 29), True), (3, None, None)])
+    batch = Batch([(1, "0000-00-00", 5), (2, date(2024, 2, 29), True), (3, None, None)])
     (result,) = write(mysql_db, schema, [batch], table="t", method="load_data")
     assert result.written == 3 and not result.rejected
     assert run_sql(mysql_db, "SELECT id, CAST(d AS CHAR), n FROM t ORDER BY id") == [

@@ -29,8 +29,8 @@ from tests.pg_helpers import PgServer, fresh_schema, pg_execute, pg_tables, qi
 from tests.plugin_helpers import SCHEMA, parse, run_destination
 from wormhole.errors import CommitError, PrepareError, RollbackError, WriteError
 from wormhole.plugins import registry
-from wormhole.plugins.base import Column, DurablePeriphery, LeftoverPeriphery, Rows, Schema, SplitWriter, WriteContext
-from wormhole.plugins.batch import Batch, arrow_schema, as_batch
+from wormhole.plugins.base import Batch, Column, DurablePeriphery, LeftoverPeriphery, Schema, SplitWriter, WriteContext
+from wormhole.plugins.batch import arrow_schema, as_batch
 from wormhole.plugins.postgres.connection import backend_pid
 from wormhole.plugins.postgres.sink_options import PostgresWriterOptions, single_writer_key
 
@@ -127,7 +127,7 @@ def test_each_load_and_write_mode(pg: Any, load: str, write_mode: str) -> None:
         "INSERT INTO {s}.t VALUES (1, 'old'), (99, 'x')")
     opts = options(pg, load=load, write_mode=write_mode, batch_size=2,
                    **({"verify": "count"} if write_mode == "insert" else {}))
-    parts = [[(2, "b"), (3, "c"), (4, "d")], Rows.of_arrow(pa.RecordBatch.from_arrays(
+    parts = [[(2, "b"), (3, "c"), (4, "d")], Batch.of_arrow(pa.RecordBatch.from_arrays(
         [pa.array([5, 1], pa.int64()), pa.array(["e", "new"])], schema=arrow_schema(TWO)))]
     results = run_destination(SINK, opts, parts, schema=TWO)
     kept = [] if load != "append" else [(99, "x")]
@@ -197,7 +197,7 @@ def test_every_type_round_trips_into_a_created_table(pg: Any, form: str) -> None
                                  scale=18 if c.type == "decimal" else None) for c in SCHEMA.columns))
     batch: Any = list(EVERY)
     if form == "arrow":
-        batch = Rows.of_arrow(Rows(EVERY).arrow(schema))
+        batch = Batch.of_arrow(Batch(EVERY).arrow(schema))
     run_destination(SINK, options(pg, create_table=True, load="staging"), [batch], schema=schema)
     got = rows(pg)
     assert len(got) == len(EVERY)
@@ -684,7 +684,7 @@ def test_binary_rows_not_in_the_columns_types_fail_the_destination_at_once(pg: A
     for i in range(500):  # n as 8 bytes (a bigint), where the column takes 4
         payload += struct.pack(">hiqiq", 2, 8, i, 8, i)
         ends.append(len(payload))
-    batch = Rows.of_encoded(EncodedRows(encoding, bytes(payload), ends, lambda _, i: (i, i)))
+    batch = Batch.of_encoded(EncodedRows(encoding, bytes(payload), ends, lambda _, i: (i, i)))
     with pytest.raises(WriteError, match=r"refused binary COPY rows as malformed.*\(22P03\)"):
         writer.write_split("A", batch)  # before: each row refused by a COPY of its own, and the write went on
     assert periphery.broken is not None

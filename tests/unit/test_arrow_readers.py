@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.plugin_helpers import ListDirtySink, read_ctx
-from wormhole.plugins.base import Rows
+from wormhole.plugins.base import Batch
 from wormhole.plugins.file import csv_format
 from wormhole.plugins.file.convert import BatchConverter
 from wormhole.plugins.file.csv_format import CsvReader
@@ -30,7 +30,7 @@ def typed(batches: list[Any]) -> list[tuple[tuple[str, str], ...]]:
 
 
 def forms(batches: list[Any]) -> list[str]:
-    return ["arrow" if isinstance(b, Rows) and b.native_arrow is not None else "tuples" for b in batches]
+    return ["arrow" if isinstance(b, Batch) and b.native_arrow is not None else "tuples" for b in batches]
 
 
 def rejections(sink: ListDirtySink) -> list[tuple[Any, str]]:

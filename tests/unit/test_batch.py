@@ -15,7 +15,7 @@ import pytest
 from wormhole.config import ExchangeConf
 from wormhole.exchange.exchanger import BufferedLineExchanger
 from wormhole.exchange.storage import RAMStorage
-from wormhole.plugins.base import Column, Rows, Schema, batch_memo
+from wormhole.plugins.base import Batch, Column, Schema, batch_memo
 from wormhole.plugins.batch import BadValues, arrow_schema
 from wormhole.plugins.values import JSON_NULL
 
@@ -34,13 +34,13 @@ AWKWARD = [
 
 
 def test_rows_to_arrow_and_back_is_exact_on_awkward_values() -> None:
-    batch = Rows(AWKWARD).arrow(SCHEMA)
+    batch = Batch(AWKWARD).arrow(SCHEMA)
     assert batch.schema.field("u").type == pa.uint64()
     assert batch.schema.field("d").type == pa.decimal256(65, 30)
     assert batch.schema.field("p").type == pa.decimal128(12, 2)
     assert batch.schema.field("at").type == pa.timestamp("us")
     assert batch.column(10).to_pylist() == ['{"a": [1, null]}', "null", None]  # JSON null is text, SQL NULL null
-    back = Rows.of_arrow(batch)
+    back = Batch.of_arrow(batch)
     assert list(back) == AWKWARD
     assert back[1][10] is JSON_NULL
 
@@ -48,22 +48,22 @@ def test_rows_to_arrow_and_back_is_exact_on_awkward_values() -> None:
 def test_an_aware_datetime_travels_as_utc() -> None:
     aware = dt.datetime(2020, 1, 1, 12, tzinfo=dt.timezone(dt.timedelta(hours=8)))
     schema = Schema((Column("at", "datetime"),))
-    assert list(Rows.of_arrow(Rows([(aware,)]).arrow(schema))) == [(dt.datetime(2020, 1, 1, 4),)]
+    assert list(Batch.of_arrow(Batch([(aware,)]).arrow(schema))) == [(dt.datetime(2020, 1, 1, 4),)]
 
 
 def test_rows_without_an_arrow_form_are_named_and_the_rest_converts() -> None:
     schema = Schema((Column("s", "string"), Column("p", "decimal", precision=5, scale=2)))
-    rows = Rows([("ok", Decimal("1.25")), ("bad \udcff", Decimal("1.5")), ("ok", Decimal("1234.5")),
+    rows = Batch([("ok", Decimal("1.25")), ("bad \udcff", Decimal("1.5")), ("ok", Decimal("1234.5")),
                  ("fine", Decimal("1.001"))])
     with pytest.raises(BadValues) as caught:
         rows.arrow(schema)
     assert sorted(caught.value.bad) == [1, 2, 3]
     assert "column s" in caught.value.bad[1] and "column p" in caught.value.bad[2]
-    assert list(Rows.of_arrow(rows.without(caught.value.bad).arrow(schema))) == [("ok", Decimal("1.25"))]
+    assert list(Batch.of_arrow(rows.without(caught.value.bad).arrow(schema))) == [("ok", Decimal("1.25"))]
 
 
 def test_each_form_is_made_once_and_shared_by_every_reader() -> None:
-    batch = Rows.of_arrow(pa.RecordBatch.from_arrays([pa.array([1, 2, 3])], schema=arrow_schema(
+    batch = Batch.of_arrow(pa.RecordBatch.from_arrays([pa.array([1, 2, 3])], schema=arrow_schema(
         Schema((Column("id", "int"),)))))
     seen: list[object] = []
     threads = [threading.Thread(target=lambda: seen.append(batch.tuples())) for _ in range(4)]
@@ -82,7 +82,7 @@ def test_the_exchange_hands_arrow_batches_on_without_making_tuples() -> None:
     exchanger = BufferedLineExchanger([storage], batch_rows=1000, stop=threading.Event())
     big = pa.RecordBatch.from_arrays([pa.array(range(2500)), pa.array(["x" * 10] * 2500)],
                                      schema=arrow_schema(schema))
-    exchanger.send(Rows.of_arrow(big))
+    exchanger.send(Batch.of_arrow(big))
     exchanger.flush()
     storage.close_input()
     got = [b.rows for b in BufferedLineExchanger.receive(storage)]
@@ -93,15 +93,15 @@ def test_the_exchange_hands_arrow_batches_on_without_making_tuples() -> None:
 
 def test_a_batch_pickles_in_the_form_it_has() -> None:
     schema = Schema((Column("id", "int"), Column("j", "json")))
-    arrow = Rows([(1, {"a": 1})]).arrow(schema)
-    for batch in (Rows([(1, {"a": 1})]), Rows.of_arrow(arrow)):
+    arrow = Batch([(1, {"a": 1})]).arrow(schema)
+    for batch in (Batch([(1, {"a": 1})]), Batch.of_arrow(arrow)):
         copy = pickle.loads(pickle.dumps(batch))
         assert copy.has_arrow == batch.has_arrow and list(copy) == [(1, {"a": 1})]
 
 
 def test_a_value_of_another_type_is_refused_not_converted_silently() -> None:
     schema = Schema((Column("i", "int"), Column("f", "float"), Column("day", "date"), Column("j", "json")))
-    rows = Rows([(1, 1.5, dt.date(2020, 1, 1), {"a": 1}),
+    rows = Batch([(1, 1.5, dt.date(2020, 1, 1), {"a": 1}),
                  (1.5, 2, dt.date(2020, 1, 2), [1]),  # 1.5 in an int column: pa.array would make it 1
                  (True, 1.0, dt.date(2020, 1, 3), None),
                  (3, 2**60 + 1, dt.date(2020, 1, 4), None),  # an int without an exact double
@@ -112,22 +112,22 @@ def test_a_value_of_another_type_is_refused_not_converted_silently() -> None:
     assert sorted(caught.value.bad) == [1, 2, 3, 4, 5]
     assert "a float (1.5) in a int column" in caught.value.bad[1]
     good = rows.without(caught.value.bad).arrow(schema)
-    assert list(Rows.of_arrow(good)) == [rows[0]]
-    assert Rows(rows[:1]).native_arrow is None and Rows.of_arrow(good).native_arrow is good
+    assert list(Batch.of_arrow(good)) == [rows[0]]
+    assert Batch(rows[:1]).native_arrow is None and Batch.of_arrow(good).native_arrow is good
 
 
 def test_an_int_in_a_float_column_converts_when_exact() -> None:
     schema = Schema((Column("f", "float"),))
-    assert list(Rows.of_arrow(Rows([(2,), (1.5,)]).arrow(schema))) == [(2.0,), (1.5,)]
+    assert list(Batch.of_arrow(Batch([(2,), (1.5,)]).arrow(schema))) == [(2.0,), (1.5,)]
 
 
 def test_the_data_plane_does_not_load_pandas_and_uses_the_system_allocator() -> None:
     """pyarrow loads pandas (installed here, with the spark extra) on its first pa.array unless the CLI's
     start hid it once: a batch's way through the stores must not pull ~40 MiB of pandas in; and freed
     batches go back to the system allocator (mimalloc, pyarrow's default, kept ~50 MiB more)."""
-    code = ("import sys\nfrom wormhole.plugins.batch import arrow_for_this_process, Rows\n"
+    code = ("import sys\nfrom wormhole.plugins.batch import arrow_for_this_process, Batch\n"
             "from wormhole.plugins.base import Schema, Column\narrow_for_this_process()\n"
-            "Rows([(1, 'a')]).arrow(Schema((Column('i', 'int'), Column('s', 'string'))))\n"
+            "Batch.of_rows([(1, 'a')]).arrow(Schema((Column('i', 'int'), Column('s', 'string'))))\n"
             "assert 'pandas' not in sys.modules, 'pandas was loaded'\n"
             "import pyarrow as pa\nassert pa.default_memory_pool().backend_name == 'system'\n"
             "import pyarrow as pa\nassert pa.table({'a': [1]}).to_pandas().shape == (1, 1)\n")
@@ -142,11 +142,11 @@ def test_a_decimal_without_a_declared_scale_comes_back_at_its_own_scale() -> Non
 
     free = Schema((Column("d", "decimal"),))
     values = [(Decimal("2.25"),), (Decimal("-0.1"),), (Decimal("100"),), (Decimal("0"),), (None,)]
-    batch = Rows.of_arrow(Rows(values).arrow(free))
+    batch = Batch.of_arrow(Batch(values).arrow(free))
     assert [str(v) for (v,) in batch] == ["2.25", "-0.1", "100", "0", "None"]
     assert own_text_arrow(batch) is None and own_arrow(batch) is not None  # text writers take the tuples
     declared = Schema((Column("d", "decimal", precision=12, scale=2),))
-    kept = Rows.of_arrow(Rows([(Decimal("1.5"),)]).arrow(declared))
+    kept = Batch.of_arrow(Batch([(Decimal("1.5"),)]).arrow(declared))
     assert [str(v) for (v,) in kept] == ["1.50"] and own_text_arrow(kept) is not None
 
 
@@ -154,11 +154,11 @@ def test_a_free_scale_decimal_of_38_digits_comes_back_whole() -> None:
     # The default decimal context holds 28 digits: trimming in it rounded the value.
     schema = Schema((Column("d", "decimal"),))
     values = [Decimal("12345678901234567890.123456789012345678"), Decimal("-99999999999999999999"), Decimal("2.5")]
-    batch = Rows([(v,) for v in values]).arrow(schema)
-    assert [repr(v) for (v,) in Rows.of_arrow(batch)] == [repr(v) for v in values]
+    batch = Batch([(v,) for v in values]).arrow(schema)
+    assert [repr(v) for (v,) in Batch.of_arrow(batch)] == [repr(v) for v in values]
 
 
-def _encoded(rows: list[bytes]) -> Rows:
+def _encoded(rows: list[bytes]) -> Batch:
     """Rows in a made-up encoding: each row's bytes, decoded back to (its text,) when asked."""
     from itertools import accumulate
 
@@ -167,7 +167,7 @@ def _encoded(rows: list[bytes]) -> Rows:
     def decode(encoded: EncodedRows, i: int) -> tuple[str]:
         return (bytes(encoded.span(i, i + 1)).decode(),)
 
-    return Rows.of_encoded(EncodedRows(Encoding("test.bytes", ("text",)), b"".join(rows),
+    return Batch.of_encoded(EncodedRows(Encoding("test.bytes", ("text",)), b"".join(rows),
                                        list(accumulate(map(len, rows))), decode))
 
 

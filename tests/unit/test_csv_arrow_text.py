@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wormhole.plugins.arrow_text import float_text
-from wormhole.plugins.base import Column, Row, Rows, Schema
+from wormhole.plugins.base import Batch, Column, Row, Schema
 from wormhole.plugins.batch import arrow_from_rows, rows_from_arrow
 from wormhole.plugins.file.csv_format import CsvEncoder
 from wormhole.plugins.file.options import FileWriterOptions
@@ -59,7 +59,7 @@ def _texts(schema: Schema, rows: list[Row], delimiter: str, null: str, header: b
     the tuples that batch holds."""
     encoder = CsvEncoder(FileWriterOptions(path="unused", format="csv", delimiter=delimiter, null=null,
                                            header=header), schema)
-    batch = Rows.of_arrow(arrow_from_rows(schema, rows))
+    batch = Batch.of_arrow(arrow_from_rows(schema, rows))
     columnar = encoder.header() + encoder.encode_arrow(batch.arrow_form).to_pybytes()
     return columnar, encoder.header() + encoder.encode(list(rows_from_arrow(batch.arrow_form)))
 

@@ -20,7 +20,7 @@ import pytest
 
 from tests.plugin_helpers import SCHEMA as EVERY_TYPE
 from tests.plugin_helpers import ListDirtySink, read_ctx, run_destination
-from wormhole.plugins.base import Column, Row, Rows, Schema, WriteResult
+from wormhole.plugins.base import Batch, Column, Row, Schema, WriteResult
 from wormhole.plugins.batch import arrow_from_rows, arrow_schema, rows_from_arrow
 from wormhole.plugins.file import PLUGIN, FileReader, FileReaderOptions, FileSplitter, FileWriterOptions
 from wormhole.plugins.values import JSON_NULL
@@ -56,8 +56,8 @@ def write(tmp_path: Path, name: str, rows: Any, schema: Schema = SCHEMA, **param
 
 
 def both(tmp_path: Path, rows: list[Row], schema: Schema = SCHEMA, **params: Any) -> tuple[
-        tuple[WriteResult, bytes], tuple[WriteResult, bytes], Rows]:
-    batch = Rows.of_arrow(arrow_from_rows(schema, rows))
+        tuple[WriteResult, bytes], tuple[WriteResult, bytes], Batch]:
+    batch = Batch.of_arrow(arrow_from_rows(schema, rows))
     as_rows = list(rows_from_arrow(batch.arrow_form))
     columnar = write(tmp_path, "arrow", batch, schema, **params)
     row_wise = write(tmp_path, "rows", as_rows, schema, **params)
@@ -108,7 +108,7 @@ def test_a_float_jsonl_cannot_hold_is_rejected_with_the_row_paths_reason(tmp_pat
 def test_parquet_rejects_a_null_in_a_column_that_is_not_nullable_row_by_row(tmp_path: Path) -> None:
     schema = Schema((Column("id", "int", nullable=False), Column("s", "string")))
     rows: list[Row] = [(1, "a"), (None, "b"), (3, None)]
-    batch = Rows.of_arrow(arrow_from_rows(Schema((Column("id", "int"), Column("s", "string"))), rows))
+    batch = Batch.of_arrow(arrow_from_rows(Schema((Column("id", "int"), Column("s", "string"))), rows))
     result, _ = write(tmp_path, "arrow", batch, schema, format="parquet")
     assert result.written == 2
     assert [(r.row, r.reason) for r in result.rejected] == [
@@ -146,7 +146,7 @@ def test_parquet_files_are_read_as_arrow_batches_of_the_same_values(tmp_path: Pa
     }), tmp_path / "a.parquet", coerce_timestamps=None, allow_truncated_timestamps=False)
     reader, batches = _read_batches(tmp_path)
     assert [len(b) for b in batches] == [2, 1]
-    assert all(isinstance(b, Rows) and b.has_arrow for b in batches)
+    assert all(isinstance(b, Batch) and b.has_arrow for b in batches)
     assert all(b.arrow_form.schema == arrow_schema(reader.schema()) for b in batches)
     assert [c.precision for c in reader.schema().columns if c.type == "decimal"] == [10, 50]
     rows = [row for b in batches for row in b]
@@ -187,7 +187,7 @@ def test_a_batch_of_tuples_another_destination_made_arrow_is_written_from_its_tu
     1.500000000000000000. Only a batch born Arrow is encoded from its columns."""
     schema = Schema((Column("id", "int"), Column("d", "decimal"), Column("doc", "json")))
     rows: list[Row] = [(1, Decimal("1.5"), "text"), (2, Decimal("-0.10"), {"a": 1})]
-    batch = Rows(rows)
+    batch = Batch(rows)
     batch.arrow(schema)  # another destination asked for columns first
     _, data = write(tmp_path, "shared", batch, schema, format=fmt)
     _, want = write(tmp_path, "rows", rows, schema, format=fmt)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.mysql_old_read import old_read
-from wormhole.plugins.base import Column, Rows, Schema
+from wormhole.plugins.base import Batch, Column, Schema
 from wormhole.plugins.batch import arrow_schema
 from wormhole.plugins.mysql.arrow_read import BatchDecoder
 from wormhole.plugins.mysql.types import KIND_TYPES
@@ -34,7 +34,7 @@ def decode(columns: Sequence[Column], kinds: Sequence[str], raw: list[list[Any]]
     assert repr(list(rows)) == repr(want_rows)
     got_rejected = [(r.row, r.reason) for r in rejected]
     assert repr(got_rejected) == repr(want_rejected)
-    if isinstance(rows, Rows):
+    if isinstance(rows, Batch):
         assert rows.has_arrow
         assert rows.arrow_form.schema.equals(arrow_schema(Schema(tuple(columns))), check_metadata=True)
     return rows, got_rejected
@@ -73,7 +73,7 @@ AWKWARD: list[tuple[Column, str, list[Any]]] = [
 def test_every_awkward_kind_is_an_arrow_batch_with_the_old_values() -> None:
     columns = [c for c, _, _ in AWKWARD]
     rows, rejected = decode(columns, [k for _, k, _ in AWKWARD], [v for _, _, v in AWKWARD])
-    assert isinstance(rows, Rows) and len(rows) == 4 and rejected == []
+    assert isinstance(rows, Batch) and len(rows) == 4 and rejected == []
     batch = rows.arrow_form
     assert batch.schema.field("bu").type == pa.uint64() and batch.schema.field("bi").type == pa.int64()
     assert batch.schema.field("dec65").type == pa.decimal256(65, 30)
@@ -92,11 +92,11 @@ def test_zero_and_invalid_dates_follow_the_policy_as_before(policy: str) -> None
         [b"2024-01-02 03:04:05.5", b"0000-00-00 00:00:00.000000", None, b"2024-01-01 00:00:00", b"0000-01-01 00:00:00"]]
     rows, rejected = decode(columns, ["int", "date", "datetime"], raw, policy)
     if policy == "keep":  # a date kept as its text has no Arrow form: the batch goes on as tuples
-        assert not isinstance(rows, Rows) and rows[1][1] == "0000-00-00"
+        assert not isinstance(rows, Batch) and rows[1][1] == "0000-00-00"
     elif policy == "null":
-        assert isinstance(rows, Rows) and [r[1] for r in rows][1:] == [None] * 4
+        assert isinstance(rows, Batch) and [r[1] for r in rows][1:] == [None] * 4
     else:
-        assert isinstance(rows, Rows) and [r[0] for r in rows] == [1]
+        assert isinstance(rows, Batch) and [r[0] for r in rows] == [1]
         assert [r[0][0] for r in rejected] == [2, 3, 4, 5]
         assert "zero date 0000-00-00 has no value (zero_dates is 'reject')" in rejected[0][1]
 
@@ -109,7 +109,7 @@ def test_values_that_do_not_convert_reject_their_rows_with_the_reason() -> None:
         [b"{}", b"[1]", b"not json", b'{"a": 1'],
         [b"1.00", b"2.00", b"3.00", b"4.00"]]
     rows, rejected = decode(columns, ["int", "string", "json", "decimal"], raw)
-    assert isinstance(rows, Rows) and list(rows) == [(1, "ok", {}, Decimal("1.00"))]
+    assert isinstance(rows, Batch) and list(rows) == [(1, "ok", {}, Decimal("1.00"))]
     assert [r[0][0] for r in rejected] == [2, 3, 4]
     assert rejected[0][1].startswith("column 1: cannot read b'a\\xffb' as string: 'utf-8' codec can't decode")
     assert rejected[2][1].startswith("column 2: cannot read b'{\"a\": 1' as json: Expecting")
@@ -122,7 +122,7 @@ def test_values_arrow_cannot_hold_go_on_as_tuples_as_before() -> None:
     kinds = ["bit", "decimal", "decimal"]
     for k, col in enumerate([column("b", "bit"), column("d", "decimal", 5, 2), column("e", "decimal", 10, 2)]):
         rows, _ = decode([col], [kinds[k]], [raw[k]])
-        assert not isinstance(rows, Rows), col
+        assert not isinstance(rows, Batch), col
 
 
 def test_all_null_columns_and_one_row() -> None:
@@ -175,7 +175,7 @@ def _decimal_text(value: int | None, scale: int) -> bytes | None:
 def test_a_datetime_at_the_ends_of_pythons_range() -> None:
     edge = [b"0001-01-01 00:00:00", b"9999-12-31 23:59:59.999999", None]
     rows, _ = decode([column("t", "datetime")], ["datetime"], [edge])
-    assert isinstance(rows, Rows) and rows[0][0] == datetime.min and rows[1][0] == datetime.max
+    assert isinstance(rows, Batch) and rows[0][0] == datetime.min and rows[1][0] == datetime.max
     assert datetime.max - rows[1][0] == timedelta(0)
 
 
@@ -184,4 +184,4 @@ def test_zerofill_columns_read_as_their_numbers() -> None:
     raw: list[list[Any]] = [[b"0000000012", None], [b"00000012.50", b"00000000.00"],
                             [b"00000000000000000001.5", b"00000000000000000000"]]
     rows, _ = decode(columns, ["int", "decimal", "float"], raw)
-    assert isinstance(rows, Rows) and list(rows) == [(12, Decimal("12.50"), 1.5), (None, Decimal("0.00"), 0.0)]
+    assert isinstance(rows, Batch) and list(rows) == [(12, Decimal("12.50"), 1.5), (None, Decimal("0.00"), 0.0)]

@@ -10,7 +10,7 @@ from tests.plugin_helpers import SCHEMA as EVERY_TYPE
 from tests.plugin_helpers import run_destination
 from tests.unit.test_file_arrow import ROWS
 from wormhole.plugins import registry
-from wormhole.plugins.base import Column, Rows, Schema
+from wormhole.plugins.base import Batch, Column, Schema
 from wormhole.plugins.batch import arrow_from_rows, rows_from_arrow
 from wormhole.plugins.sqlite import SqliteWriterOptions
 
@@ -31,7 +31,7 @@ def stored(path: Path, rows: Any) -> list[tuple[Any, ...]]:
 
 
 def test_an_arrow_batch_is_stored_as_its_rows_are_without_making_tuples(tmp_path: Path) -> None:
-    batch = Rows.of_arrow(arrow_from_rows(SCHEMA, ROWS))
+    batch = Batch.of_arrow(arrow_from_rows(SCHEMA, ROWS))
     columnar = stored(tmp_path / "arrow.db", batch)
     assert not batch._tuples, "the Arrow batch was turned into tuples"
     assert columnar == stored(tmp_path / "rows.db", list(rows_from_arrow(batch.arrow_form)))

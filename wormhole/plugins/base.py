@@ -25,7 +25,6 @@ from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.plugins.batch import Batch as Batch  # the batch type: plugins import it from here
 from wormhole.plugins.batch import Encoding as Encoding
-from wormhole.plugins.batch import Rows as Rows
 from wormhole.plugins.batch import batch_memo as batch_memo
 from wormhole.plugins.batch import rows_of as rows_of
 from wormhole.plugins.context_kit import SparkAccess as SparkAccess  # plugins import them from here

@@ -439,6 +439,3 @@ def rows_of(batch: Batch) -> tuple[Row, ...]:
     Arrow columns or the source's encoding) and shared by every destination that asks."""
     return batch.tuples()
 
-
-Rows = Batch
-"""The former name of :class:`Batch` (kept while code written against it moves over)."""

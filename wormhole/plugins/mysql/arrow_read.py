@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from wormhole.plugins import arrow_parse
 from wormhole.plugins.base import Rejected, Row
-from wormhole.plugins.batch import Rows, arrow_schema, arrow_type, decimal_shape
+from wormhole.plugins.batch import Batch, arrow_schema, arrow_type, decimal_shape
 from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate
 from wormhole.plugins.schema import Column, Schema
 from wormhole.plugins.values import json_column, json_loads, json_parse
@@ -210,7 +210,7 @@ class BatchDecoder:
             keep = pa.array([r not in bad for r in range(batch.num_rows)], pa.bool_())
             batch = batch.filter(keep)
             wire = [None if w is None else w.filter(keep) for w in wire]
-        return Rows.of_arrow(batch, wire if any(w is not None for w in wire) else None), rejected
+        return Batch.of_arrow(batch, wire if any(w is not None for w in wire) else None), rejected
 
     def _column(self, index: int, values: list[Any] | pa.Array, bad: dict[int, str]) -> _Column:
         kind, column = self.kinds[index], self.columns[index]

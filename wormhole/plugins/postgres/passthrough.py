@@ -37,7 +37,7 @@ from psycopg.adapt import Transformer
 from psycopg.errors import error_from_result
 
 from wormhole.errors import ReadError
-from wormhole.plugins.base import Encoding, Row, Rows, StopSignal
+from wormhole.plugins.base import Batch, Encoding, Row, StopSignal
 from wormhole.plugins.batch import EncodedRows
 from wormhole.plugins.postgres.binary import HEADER, TRAILER
 from wormhole.plugins.postgres.catalog import ColumnInfo
@@ -127,7 +127,7 @@ def _special(base: str, field: bytes) -> str:
 
 def read_rows(conn: psycopg.Connection[Any], query: bytes, encoding: Encoding,
               decode: Callable[[EncodedRows, int], Row], limits: tuple[int, int], stop: StopSignal,
-              split_id: str) -> Iterator[Rows]:
+              split_id: str) -> Iterator[Batch]:
     """The rows ``query`` (a ``COPY ... TO STDOUT (FORMAT binary)`` with its values in it) sends, as
     batches of at most ``limits`` (rows, bytes), read straight from libpq: one call per row, no parse."""
     pg = conn.pgconn
@@ -150,7 +150,7 @@ def read_rows(conn: psycopg.Connection[Any], query: bytes, encoding: Encoding,
             # Cut before a message, never after: the last one (the trailer) stays in the batch held back.
             if len(buf) >= limit_bytes or len(ends) >= limit_rows:
                 total += len(ends)
-                yield Rows.of_encoded(EncodedRows(encoding, buf, ends, decode))  # handed on, never written again
+                yield Batch.of_encoded(EncodedRows(encoding, buf, ends, decode))  # handed on, never written again
                 buf, ends = bytearray(), array("q")
                 append = ends.append
             buf += data
@@ -162,7 +162,7 @@ def read_rows(conn: psycopg.Connection[Any], query: bytes, encoding: Encoding,
         ends.pop()
     _finish(pg, conn, stop, total + len(ends), split_id)
     if ends:
-        yield Rows.of_encoded(EncodedRows(encoding, buf, ends, decode))
+        yield Batch.of_encoded(EncodedRows(encoding, buf, ends, decode))
 
 
 def _first_row(pg: pq.abc.PGconn, stop: StopSignal, split_id: str) -> bytes | None:

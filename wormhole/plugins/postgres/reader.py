@@ -29,7 +29,7 @@ import pyarrow.csv as pcsv
 
 from wormhole.errors import ReadError, SplitError
 from wormhole.plugins.base import Column, Encoding, PushedQuery, ReadContext, Rejected, Row, Schema, Split
-from wormhole.plugins.batch import Rows, arrow_schema, arrow_type, decimal_shape
+from wormhole.plugins.batch import Batch, arrow_schema, arrow_type, decimal_shape
 from wormhole.plugins.postgres.catalog import (
     KIND_TYPES,
     ColumnInfo,
@@ -108,7 +108,7 @@ class PostgresReader(SqlReader):
     def _tables(self) -> list[tuple[Shard, str]]:
         return [(shard, table) for shard in self.source.shards for table in shard.tables]
 
-    def read_encoded(self, split: Split, encoding: Encoding) -> Iterator[Rows]:
+    def read_encoded(self, split: Split, encoding: Encoding) -> Iterator[Batch]:
         shard = self.source.shards[split.params["shard"]]
         self.schema()
         if tuple(c.name for c in self._infos) != tuple(split.params["columns"]):
@@ -184,7 +184,7 @@ class PostgresReader(SqlReader):
         if count:
             yield from self._batch(decoder, bytes(buf), count, split)
 
-    def _batch(self, decoder: CsvDecoder, data: bytes, count: int, split: Split) -> Iterator[Rows]:
+    def _batch(self, decoder: CsvDecoder, data: bytes, count: int, split: Split) -> Iterator[Batch]:
         rows, rejected = decoder.decode(data, count)
         if rejected:
             self.ctx.dirty.reject("source", rejected, split.id)
@@ -220,15 +220,15 @@ class CsvDecoder:
         read = pcsv.ReadOptions(column_names=self.names, use_threads=False, block_size=max(len(data) + 1, 1 << 20))
         return pcsv.read_csv(pa.py_buffer(data), read_options=read, parse_options=_PARSE, convert_options=options)
 
-    def decode(self, data: bytes, count: int) -> tuple[Rows | None, list[Rejected]]:
+    def decode(self, data: bytes, count: int) -> tuple[Batch | None, list[Rejected]]:
         if not self.columns:  # a projection of no columns: COPY sends an empty line per row
-            return Rows([()] * count), []
+            return Batch([()] * count), []
         try:
             table = self._read(data, self.typed)
             arrays = [self._finish(col, table.column(i).combine_chunks()) for i, col in enumerate(self.columns)]
         except _FAILED:
             return self._slow(data)
-        return Rows.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=self.schema)), []
+        return Batch.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=self.schema)), []
 
     @staticmethod
     def _finish(column: Column, arr: pa.Array) -> pa.Array:
@@ -236,7 +236,7 @@ class CsvDecoder:
             return _unhex(arr)
         return arr
 
-    def _slow(self, data: bytes) -> tuple[Rows | None, list[Rejected]]:
+    def _slow(self, data: bytes) -> tuple[Batch | None, list[Rejected]]:
         """Every column as text, converted one by one; rows with a value that has no form are rejected."""
         table = self._read(data, self.text)
         texts = [table.column(i).combine_chunks() for i in range(len(self.columns))]
@@ -247,7 +247,7 @@ class CsvDecoder:
         if bad:
             keep = pa.array([i not in bad for i in range(batch.num_rows)])
             batch = batch.filter(keep)
-        return Rows.of_arrow(batch), rejected
+        return Batch.of_arrow(batch), rejected
 
     def _convert(self, column: Column, text: pa.Array, bad: dict[int, str]) -> pa.Array:
         try:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from wormhole.plugins.arrow_parse import FAILED, TEXT_CASTS, Unfit, json_texts
-from wormhole.plugins.batch import Rows, arrow_schema, arrow_type
+from wormhole.plugins.batch import Batch, arrow_schema, arrow_type
 from wormhole.plugins.schema import Column, Row, Schema
 
 _AS_IS: dict[str, type] = {"int": int, "float": float, "string": str, "bytes": bytes}
@@ -48,7 +48,7 @@ def _column(column: Column, values: Sequence[Any]) -> pa.Array:
     raise Unfit(f"values of {sorted(k.__name__ for k in kinds)} in a {kind} column")
 
 
-def arrow_batch(schema: Schema, raw: Sequence[Row]) -> Rows | None:
+def arrow_batch(schema: Schema, raw: Sequence[Row]) -> Batch | None:
     """The rows as a batch of Arrow columns, or None when a column has a value the row path converts
     (or rejects) in Python: the caller converts the batch as before."""
     columns = list(zip(*raw, strict=True))
@@ -56,4 +56,4 @@ def arrow_batch(schema: Schema, raw: Sequence[Row]) -> Rows | None:
         arrays = [_column(c, values) for c, values in zip(schema.columns, columns, strict=True)]
     except (Unfit, *FAILED):
         return None
-    return Rows.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema)))
+    return Batch.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema)))
