@@ -8,12 +8,8 @@ from typing import Any
 
 import psycopg
 
-from wormhole.errors import ReadError
-from wormhole.plugins.postgres.catalog import relation
-from wormhole.plugins.postgres.connection import describe
 from wormhole.plugins.postgres.dialect import POSTGRES
-from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource, Shard
-from wormhole.plugins.postgres.splitter import source_connection
+from wormhole.plugins.postgres.source_options import PostgresSource, Shard
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
 
 _STATS_SQL = ("SELECT c.reltuples::bigint, pg_relation_size(c.oid) FROM pg_class c "
@@ -28,27 +24,10 @@ class PostgresReaderPeriphery(SqlReaderPeriphery):
     dialect = POSTGRES
     source: PostgresSource
 
-    def _shards(self) -> tuple[Shard, ...]:
-        return tuple(self.source.shards)
-
-    def _connect(self, shard: Shard) -> psycopg.Connection[Any]:
-        return source_connection(self.source, shard.endpoint, ReadError, self.ctx)
-
     def _running(self, conn: psycopg.Connection[Any]) -> int:
         """Active client backends, this session excluded."""
         found = conn.execute(_BUSY_SQL).fetchone()
         return int(found[0]) if found else 0
-
-    def _estimate(self, conn: psycopg.Connection[Any], shard: Shard) -> tuple[int | None, int | None]:
-        source = self.source
-        where = None if isinstance(source, QuerySource) else source.selection.where
-        if source.estimate == "none":
-            return None, None
-        if source.estimate == "stats":
-            if isinstance(source, QuerySource) or where is not None:
-                return None, None  # a where or a query: the statistics say nothing about the rows selected
-            return self._stats(conn, shard)
-        return self._count(conn, shard, where)
 
     def _stats(self, conn: psycopg.Connection[Any], shard: Shard) -> tuple[int | None, int | None]:
         rows, size = 0, 0
@@ -60,20 +39,7 @@ class PostgresReaderPeriphery(SqlReaderPeriphery):
             size += int(found[1] or 0)
         return rows, size
 
-    def _count(self, conn: psycopg.Connection[Any], shard: Shard, where: str | None) -> tuple[int | None, None]:
-        source = self.source
-        selects = [f"SELECT 1 FROM ({source.query}) AS wh_q"] if isinstance(source, QuerySource) else \
-            [f"SELECT 1 FROM {relation(shard.schema, t)}" + (f" WHERE ({where})" if where else "")
-             for t in shard.tables]
-        total = 0
-        try:
-            # statement_timeout cancels a count slower than count_timeout_s (SQLSTATE 57014).
-            conn.execute(f"SET statement_timeout = {max(1, round(source.count_timeout_s * 1000))}")
-            for sql in selects:
-                found = conn.execute(f"SELECT COUNT(*) FROM ({sql}) AS wh_c").fetchone()
-                total += int(found[0]) if found else 0
-        except psycopg.Error as exc:
-            # Too slow, or not countable: the estimate is only a hint.
-            self.ctx.log.warning("reader.estimate_skipped", resource=shard.endpoint.mark, reason=describe(exc))
-            return None, None
-        return total, None
+    def _count(self, conn: psycopg.Connection[Any], statements: list[str]) -> int:
+        # statement_timeout cancels a count slower than count_timeout_s (SQLSTATE 57014).
+        conn.execute(f"SET statement_timeout = {max(1, round(self.source.count_timeout_s * 1000))}")
+        return sum(int(found[0]) if (found := conn.execute(sql).fetchone()) else 0 for sql in statements)
