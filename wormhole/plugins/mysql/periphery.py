@@ -75,12 +75,8 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
                 self.staging.swapped = True  # its commit may not have dropped the old table yet
             self._build_sql([types[c.lower()] for c in self.columns])
             return
-        if done:
-            # The crashed run got through prepare: its pre_sql and TRUNCATE ran, and durable splits
-            # are in the target (or its staging table): running them again would lose those.
-            self.ctx.log.info("writer.prepare_resumed", state_run=self.ctx.state_run)
-            self.truncated = opts.load == "truncate"
-            self.rows_before = recorded_before
+        if phase is not None:
+            self._resume_prepared(phase, recorded_before)
         else:
             self._first_prepare(conn)
         if opts.load == "staging":

@@ -2,12 +2,12 @@
 reads by key range or physical block range with COPY TO STDOUT, and COPY FROM STDIN loads with
 append, truncate, upsert or an atomic staging-table swap.
 
-:mod:`.options` holds the connection keys both roles share and the naming rules, :mod:`.connection`
-the sessions and error classes. The source role: :mod:`.source_options` (its params and shapes),
-:mod:`.catalog` (types), :mod:`.splitter`, :mod:`.reader`, :mod:`.periphery`. The sink
-role: :mod:`.sink_options`, :mod:`.writer_periphery`, :mod:`.writer` (with :mod:`.encoding`,
-:mod:`.markers`, :mod:`.staging` and :mod:`.ddl`). :mod:`.spark` is the native Spark read (loaded in
-Spark mode only).
+:mod:`.options` holds the parameters users write (the connection keys both roles share, the naming
+rules, the source's and the destination's keys), :mod:`.connection` the sessions and error classes,
+:mod:`.dialect` how the SQL store kit's statements are spelled. The source role: :mod:`.catalog` (types),
+:mod:`.splitter`, :mod:`.reader`; the sink role: :mod:`.writer` (with :mod:`.encoding`, :mod:`.binary`,
+:mod:`.staging`, :mod:`.kept` and :mod:`.ddl`); :mod:`.periphery` both roles' peripheries. :mod:`.spark`
+is the native Spark read (loaded in Spark mode only).
 """
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ from __future__ import annotations
 from wormhole.plugins.base import Plugin
 from wormhole.plugins.facets import EncodedReadFacet, EncodedWriteFacet
 from wormhole.plugins.postgres.dialect import POSTGRES
+from wormhole.plugins.postgres.options import PostgresReaderOptions, PostgresWriterOptions, single_writer_key
 from wormhole.plugins.postgres.passthrough import FORMAT as COPY_BINARY
-from wormhole.plugins.postgres.periphery import PostgresReaderPeriphery
+from wormhole.plugins.postgres.periphery import PostgresReaderPeriphery, PostgresWriterPeriphery, plan_load
 from wormhole.plugins.postgres.reader import PostgresReader
-from wormhole.plugins.postgres.sink_options import PostgresWriterOptions, single_writer_key
-from wormhole.plugins.postgres.source_options import PostgresReaderOptions
 from wormhole.plugins.postgres.splitter import PostgresSplitter
 from wormhole.plugins.postgres.writer import PostgresWriter
-from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery, plan_load
 from wormhole.plugins.sql.roles import sink_role, source_role
 
 # The kit's roles (:mod:`wormhole.plugins.sql.roles`): incremental bounds, pushdown, busy_threads (active

@@ -34,8 +34,7 @@ from wormhole.plugins.postgres.catalog import (
     relation,
 )
 from wormhole.plugins.postgres.connection import SESSION_SETTINGS, close_quietly, connect
-from wormhole.plugins.postgres.options import Endpoint
-from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource
+from wormhole.plugins.postgres.options import Endpoint, PostgresSource, QuerySource
 from wormhole.plugins.spark_kit import EXACT, RowReaderPlan
 from wormhole.plugins.sql import quote, resolve_password
 from wormhole.plugins.sql import spark as jdbc
