@@ -142,7 +142,7 @@ class PostgresReader(SqlReader):
                             split_id=split.id)
         return found
 
-    def read(self, split: Split) -> Iterator[Sequence[Row]]:
+    def read(self, split: Split) -> Iterator[Batch | Sequence[Row]]:
         shard = self.source.shards[split.params["shard"]]
         sql, args = split.params["sql"], tuple(split.params["args"])
         kinds, names = tuple(split.params["kinds"]), tuple(split.params["columns"])
@@ -169,7 +169,7 @@ class PostgresReader(SqlReader):
                 log.debug("reader.copy_abandoned")
 
     def _stream(self, conn: psycopg.Connection[Any], copy_sql: str, args: tuple[Any, ...], decoder: CsvDecoder,
-                split: Split) -> Iterator[Sequence[Row]]:
+                split: Split) -> Iterator[Batch | Sequence[Row]]:
         limit_rows, limit_bytes = self.ctx.batch_rows, self.ctx.batch_bytes
         buf, count = bytearray(), 0
         if not args:  # psycopg formats (and reads %% as %) only when there are values to bind
