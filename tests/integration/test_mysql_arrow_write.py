@@ -137,7 +137,7 @@ def test_an_arrow_batch_is_loaded_exactly_without_making_tuples(mysql_db: str) -
                           batch_size=3)
         assert result.written == 4 and not result.rejected
     assert checksum(mysql_db, "copy_a") == checksum(mysql_db, "src") == checksum(mysql_db, "copy_b")
-    assert batch._tuples is None  # no row was made into a tuple
+    assert batch._rows is None  # no row was made into a tuple
     memo = batch_memo(batch)
     assert memo is not None and len([k for k in memo if k[:2] == ("mysql", "load_data")]) == 2  # built once
 
