@@ -20,7 +20,7 @@ from wormhole.config import EngineConf, PathsConf, TaskSpec
 from wormhole.engine import Engine
 from wormhole.errors import PrepareError, ReadError, WriteError
 from wormhole.plugins.base import Column, ReadContext, Row, Schema
-from wormhole.plugins.batch import Batch, as_batch
+from wormhole.plugins.batch import BadValues, Batch, as_batch
 from wormhole.plugins.file import (
     PLUGIN,
     ColumnOption,
@@ -184,11 +184,12 @@ def test_a_null_in_a_column_that_is_not_nullable_is_rejected(tmp_path: Path) -> 
     assert read_all(reader_options(tmp_path / "out")) == [(1, "a"), (3, None)]
 
 
-def test_a_row_of_the_wrong_width_is_rejected(tmp_path: Path) -> None:
+def test_a_row_of_the_wrong_width_makes_no_batch() -> None:
+    """A batch is Arrow columns of its schema: rows of another width have none, and are named."""
     schema = Schema((Column("id", "int"), Column("s", "string")))
-    (result,) = write_rows(writer_options(tmp_path / "out"), [[(1, "a"), (2,), (3, "c")]], schema=schema)
-    assert result.written == 2
-    assert [(r.row, r.reason) for r in result.rejected] == [((2,), "expected 2 values, got 1")]
+    with pytest.raises(BadValues) as caught:
+        as_batch([(1, "a"), (2,), (3, "c")], schema)
+    assert caught.value.bad == {1: "expected 2 values, got 1"}
 
 
 def test_many_batches_make_few_row_groups(tmp_path: Path) -> None:

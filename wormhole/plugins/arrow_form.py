@@ -349,7 +349,11 @@ def exact_column(column: Column, values: Sequence[Any]) -> tuple[pa.Array, pa.Fi
 
 
 def exact_from_rows(schema: Schema, rows: Sequence[Row]) -> pa.RecordBatch:
-    """The rows as a record batch of ``schema`` holding every value exactly (:func:`exact_column`)."""
+    """The rows as a record batch of ``schema`` holding every value exactly (:func:`exact_column`); raises
+    :class:`BadValues` naming the rows that are not as wide as the schema (they have no columns to go in)."""
+    width = len(schema.columns)
+    if wrong := {i: f"expected {width} values, got {len(r)}" for i, r in enumerate(rows) if len(r) != width}:
+        raise BadValues(wrong)
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.columns]
     pairs = [exact_column(c, values) for c, values in zip(schema.columns, columns, strict=True)]
     return pa.RecordBatch.from_arrays([a for a, _ in pairs], schema=pa.schema([f for _, f in pairs]))
