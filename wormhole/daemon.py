@@ -185,7 +185,7 @@ class Daemon:
         self._console = console
         made = self.o.console.tokens.made
         self.log.info("daemon.console_serving", host=self.o.console.host, port=port,
-                      token_file=None if made is None else str(made), reads_need_token=self.o.console.reads_need_token)
+                      token_file=None if made is None else str(made), reads_open=not self.o.console.reads_need_token)
         return 0
 
     def _serve_metrics(self) -> int:

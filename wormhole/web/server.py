@@ -66,7 +66,7 @@ def serve(settings: ConsoleSettings, logger: Any) -> int:
         if server.started:
             logger.info("console.serving", host=settings.host, port=bound_port(server),
                         token_file=str(settings.tokens.made) if settings.tokens.made else None,
-                        reads_need_token=settings.reads_need_token)
+                        reads_open=not settings.reads_need_token)  # a key naming "token" would be redacted
 
     server.startup = startup  # type: ignore[method-assign]
     try:
