@@ -15,7 +15,16 @@ import pytest
 import structlog
 
 import tests.plugin_helpers as helpers
-from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, read_ctx, run_destination, tiny_tmpfs, write_ctx
+from tests.plugin_helpers import (
+    DIRTY,
+    SCHEMA,
+    ListDirtySink,
+    read_ctx,
+    run_destination,
+    tiny_tmpfs,
+    tuples_of,
+    write_ctx,
+)
 from wormhole.config import EngineConf, PathsConf, TaskSpec
 from wormhole.engine import Engine
 from wormhole.errors import PrepareError, ReadError, WriteError
@@ -423,7 +432,7 @@ def test_batches_respect_batch_rows(tmp_path: Path) -> None:
     (split,) = FileSplitter(options, ctx).split(1)
     batches = list(FileReader(options, ctx).read(split))
     assert [len(b) for b in batches] == [1000, 1000, 500]
-    assert [r[0] for b in batches for r in b] == list(range(2500))
+    assert [r[0] for b in batches for r in tuples_of(b)] == list(range(2500))
 
 
 def test_a_file_that_is_not_parquet_is_a_read_error(tmp_path: Path) -> None:
@@ -460,7 +469,8 @@ def test_a_stream_task_to_a_parquet_destination(tmp_path: Path) -> None:
     stream = StreamReaderOptions(rows=rows, splits=3, seed=11, columns=tuple(StreamColumn(**c) for c in columns))
     ctx = ReadContext(task_id=0, run_id=0, batch_rows=4096, dirty=ListDirtySink())
     source = StreamReader(stream, ctx)
-    generated = [expected(r) for s in StreamSplitter(stream, ctx).split(1) for b in source.read(s) for r in b]
+    generated = [expected(r) for s in StreamSplitter(stream, ctx).split(1)
+                 for b in source.read(s) for r in tuples_of(b)]
     back = read_all(reader_options(tmp_path / "out"))
     assert sorted(back, key=lambda r: r[0]) == generated
 

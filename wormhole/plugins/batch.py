@@ -211,7 +211,7 @@ class Batch:
         (:meth:`without`)."""
         form = self.arrow_form
         if not has_exact(form) and len(form.schema) == len(schema) and not (
-                (self._inferred or self.encoded is not None) and form.schema.types != arrow_schema(schema).types):
+                (self._inferred or self.encoded is not None) and not form.schema.equals(arrow_schema(schema))):
             return form
         key = ("batch.arrow", schema)
         found = self.memo.get(key)
