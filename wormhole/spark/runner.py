@@ -37,7 +37,7 @@ from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, Column, ReadContext, Rejected, Schema, Split, split_order
-from wormhole.plugins.batch import as_batch
+from wormhole.plugins.batch import as_batch, rows_of
 from wormhole.plugins.spark_kit import RowReaderPlan, describe_spark_error, exact_columns, logical_schema, spark_schema
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
@@ -250,7 +250,8 @@ class SparkExecution:
                     def reject(bad: list[Rejected], split_id: str = split.id) -> None:
                         sink.reject("source", bad, split_id)
                     try:
-                        yield from to_arrow_batches(schema, map(as_batch, reader.read(split)), reject, exact)
+                        yield from to_arrow_batches(schema, (rows_of(as_batch(b, schema)) for b in reader.read(split)),
+                                                    reject, exact)
                     except ReadError:
                         raise
                     except Exception as exc:
@@ -424,7 +425,8 @@ class SparkExecution:
             rows = naive_timestamps(frame).toLocalIterator(prefetchPartitions=True)
             exact = exact_columns(frame.schema)
             for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
-                if write_counted(writer, Batch.of_rows(batch), counters, lambda bad: self._dirty.reject(dest.id, bad),
+                if write_counted(writer, Batch.of_rows(batch, dest.ctx.schema), counters,
+                                 lambda bad: self._dirty.reject(dest.id, bad),
                                  destination=dest.id, plugin=dest.plugin):
                     check_record_limit(dest, counters)
             writer.flush()

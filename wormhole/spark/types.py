@@ -179,7 +179,7 @@ def writer_batch(schema: Schema, batch: pa.RecordBatch) -> Batch:
             c.type in _OWN_FORM and not c.unsigned and field.type.equals(want.type)
             for c, field, want in zip(schema.columns, batch.schema, target, strict=True)):
         return Batch.of_arrow(pa.RecordBatch.from_arrays(batch.columns, schema=target))
-    return Batch.of_rows(rows_from_arrow(schema, batch))
+    return Batch.of_rows(rows_from_arrow(schema, batch), schema)
 
 
 def _from_json(v: Any) -> Any:
