@@ -10,11 +10,12 @@ dates and timestamps are PostgreSQL's ISO text in the session's settings (UTC, `
 
 A ``numeric`` of no declared precision and scale travels as an exact column (``wormhole.exact`` =
 ``text``): each value's own text as PostgreSQL printed it (``1.50``, ``NaN``, 130000 digits), which no
-decimal type of one scale holds; each destination takes the value exactly or refuses its row, saying why.
+decimal type of one scale holds; a destination that cannot hold a value refuses its row, saying why.
 
-A batch whose text does not all parse as its columns' types (``infinity`` or a BC date) is parsed again as text and converted column by column; a value that has no
-form in its column rejects its row to the dirty-record file (origin ``source``) with the value and the
-reason, or, for a date the ``special_dates`` option lets through, becomes NULL. The read streams: the
+A batch whose text does not all parse as its columns' types (``infinity`` or a BC date) is parsed again
+as text and converted column by column; a value that has no form in its column rejects its row to the
+dirty-record file (origin ``source``) with the value and the reason, or, for a date the ``special_dates``
+option lets through, becomes NULL. The read streams: the
 server holds the snapshot, wormhole at most one batch of text and its Arrow form.
 """
 
