@@ -3,8 +3,8 @@
 For each size in ``--rows`` (default 1M and 5M) the source ``whb_src.t_<size>`` is built with the MySQL
 scenario's recipe (benchmarks/mysql_scenario.py; reused while its count and checksum hold), and for each
 set of destinations in ``--spark-dests`` four contenders copy it, one after another, each as a child
-process. The sets (issue 37, item 6): ``parquet+mysql`` (a Parquet directory and ``whb_d1``, the default
-with ``mysql``), ``mysql`` (``whb_d1`` alone), ``mysql3`` (``whb_d1..3``, the figures before issue 37).
+process. The sets (issue 37, item 6): ``parquet+mysql`` (a Parquet directory and ``whbs_d1``, the default
+with ``mysql``), ``mysql`` (``whbs_d1`` alone), ``mysql3`` (``whbs_d1..3``, the figures before issue 37).
 
 * ``plain pyspark``: benchmarks/spark_plain.py, the script a user would write (a partitioned JDBC read
   per destination, a batched JDBC write or a Parquet write each; ``--plain-persist`` reads once);
@@ -54,7 +54,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.mysql_scenario import (
-    DEST_DBS,
     REPO,
     SRC_DB,
     BenchmarkFailure,
@@ -62,8 +61,6 @@ from benchmarks.mysql_scenario import (
     Snapshot,
     Timed,
     Workspace,
-    create_destinations,
-    drop_destinations,
     empty_destinations,
     ensure_source,
     say,
@@ -81,6 +78,23 @@ SPARK_TARGET_ROWS = 5_000_000
 DEST_SETS = ("parquet+mysql", "mysql", "mysql3")
 SPARK_GOAL = {"parquet+mysql": 1.5, "mysql": 1.2, "mysql3": 1.0}
 """Spark mode's rows/s over the plain script's, by destination set (issue 37, item 6)."""
+
+
+DEST_DBS = ("whbs_d1", "whbs_d2", "whbs_d3")
+"""The MySQL destinations: not the MySQL part's ``whb_d*``, which a run of that part drops and remakes."""
+
+
+def create_destinations(cur: Any, tables: tuple[str, ...]) -> None:
+    for db in DEST_DBS:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{db}` CHARACTER SET utf8mb4")
+        for table in tables:
+            cur.execute(f"DROP TABLE IF EXISTS `{db}`.`{table}`")
+            cur.execute(f"CREATE TABLE `{db}`.`{table}` LIKE `{SRC_DB}`.`{table}`")
+
+
+def drop_destinations(cur: Any) -> None:
+    for db in DEST_DBS:
+        cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
 
 
 def dest_dbs(dests: str) -> tuple[str, ...]:
@@ -400,6 +414,8 @@ class SparkBench:
         o = self.opts
         spec = wormhole_spec(o.server, table, len(dest_dbs(dests)), o.channel, o.writers)
         spec["name"] += f" engine={engine} {dests}"
+        for dest, db in zip(spec["destinations"], dest_dbs(dests), strict=True):
+            dest["id"] = dest["params"]["database"] = db
         if has_parquet(dests):
             spec["destinations"].insert(0, {"id": "parquet", "plugin": "file", "params": {
                 "path": str(self.parquet_dir(engine)), "format": "parquet"}})
@@ -643,7 +659,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     Server.arguments(parser)
-    parser.add_argument("--keep", action="store_true", help="keep the whb_d* databases and the workspace")
+    parser.add_argument("--keep", action="store_true", help="keep the whbs_d* databases and the workspace")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"write the figures here ({DEFAULT_JSON})")
     args = parser.parse_args()
     opts = options_from(args, args.rows, Server.of(args), args.keep)
