@@ -5,8 +5,11 @@ prepares, polls, commits and rolls back each destination, and the MonitorManager
 data plane moves to Spark (DESIGN §6):
 
 - the source becomes a DataFrame: the store's native Spark read (``SourceRole.spark_read``), else
-  its row reader run per split inside the executors; it is persisted and counted before any write,
-  so it is read once;
+  its row reader run per split inside the executors; with several destinations it is persisted and
+  counted before any write, so it is read once; a task with one destination written by row writers in
+  the executors and a native read (nothing the read itself rejects) is read by that write job alone,
+  neither persisted nor counted apart (:meth:`SparkExecution.streams`), its rows counted as its
+  partitions hand them to the writers;
 - each destination is one Spark job, submitted from its own driver thread in its own FAIR pool and
   job group: the store's native write (``SinkRole.spark_write``), else its row writer in
   ``foreachPartition`` (stores whose partitions can be replayed), else its row writer on the driver
@@ -22,6 +25,7 @@ import importlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 import pyarrow as pa
@@ -44,6 +48,7 @@ from wormhole.recovery.lease import Lease
 from wormhole.recovery.split_lane import SplitTarget
 from wormhole.spark.accumulators import AccumulatedDirty, DirtyEntry, ListParam, Totals
 from wormhole.spark.config import is_local
+from wormhole.spark.methods import write_method
 from wormhole.spark.preflight import check_executors
 from wormhole.spark.session import default_jars, get_session, is_running, startup_s
 from wormhole.spark.splits import check_record_limit, write_splits
@@ -55,11 +60,12 @@ from wormhole.transform.plan import Placement, TransformPlan
 
 def _write_rows(target: Any, batches: Iterator[pa.RecordBatch], schema: Schema, batch_rows: int,
                 part: WriterCounters, reject: Callable[[tuple[Rejected, ...]], None], destination: str, plugin: str,
-                limit: int | None) -> bool:
+                limit: int | None, seen: list[int]) -> bool:
     """Write a partition's record batches ``batch_rows`` rows at a time (handed through as Arrow columns
     where Spark carries them in their own form: :func:`writer_batch`), until its own rejects exceed
-    ``limit``: True then (the rest is not written)."""
+    ``limit``: True then (the rest is not written). ``seen[0]`` counts the rows Spark handed over."""
     for record_batch in batches:
+        seen[0] += record_batch.num_rows
         for start in range(0, record_batch.num_rows, batch_rows):
             write_counted(target, writer_batch(schema, record_batch.slice(start, batch_rows)), part, reject,
                           destination=destination, plugin=plugin)
@@ -80,6 +86,7 @@ class _FinishedRead:
 
     def __init__(self, rows: int, stop: threading.Event) -> None:
         self.rows_sent = rows
+        """Set after the write job when the source is read by it (:meth:`SparkExecution.streams`)."""
         self.stop = stop
 
     def poll(self) -> ReadState:
@@ -134,6 +141,10 @@ class SparkExecution:
         read again, at the same pace)."""
         self._read_s = 0.0
         self._destinations = tuple(destinations)
+        self._row_reader = False
+        self._streamed: tuple[_FinishedRead, Any, Any] | None = None
+        """When the one destination's write job reads the source (:meth:`streams`): the read side, the
+        reader's counters and the accumulator of the rows the job's partitions handed to the writers."""
 
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
@@ -146,7 +157,9 @@ class SparkExecution:
         spark_conf = self._conf.spark
         if spark_conf.preflight and not is_local(self.sc.master or ""):  # before any destination is prepared
             jars = spark_conf.jars if spark_conf.jars is not None else default_jars()
-            check_executors(self.spark, self._destinations, jars, self._log)
+            places = (str(Path(spark_conf.warehouse_dir).resolve()),
+                      str(Path(spark_conf.metastore_dir).resolve().parent / "staging"))  # the hive store's
+            check_executors(self.spark, self._destinations, jars, self._log, catalog_places=places)
         _, schema = self.source_frame(self._source, readers.ordered_splits(), readers.schema)
         return schema
 
@@ -156,6 +169,15 @@ class SparkExecution:
         if len(pending) < len(readers.splits):
             # A resumed run reads only the splits some destination still lacks.
             self.source_frame(self._source, [s for s in readers.ordered_splits() if s.id in pending], readers.schema)
+        stop = cast(threading.Event, self._ctx.stop)  # the engine's Event
+        if self.streams():
+            counters = self._counters.new_reader()
+            counters.splits = len(readers.splits)
+            reads = _FinishedRead(0, stop)
+            self._streamed = (reads, counters, self.sc.accumulator(0))
+            self._log.info("spark.source_streamed", partitions=self.partitions,
+                           why="one destination written in the executors: its job reads the source")
+            return reads
         try:
             rows = self.read()
         except Exception as exc:
@@ -163,7 +185,18 @@ class SparkExecution:
         counters = self._counters.new_reader()
         counters.rows, counters.splits = rows, len(readers.splits)
         self._rows = rows
-        return _FinishedRead(rows, cast(threading.Event, self._ctx.stop))  # the engine's Event
+        return _FinishedRead(rows, stop)
+
+    def streams(self) -> bool:
+        """Whether the one destination's write job reads the source itself: one destination, written by
+        row writers in the executors (which count what they get), the store's native read (which
+        rejects nothing) and no transforms. Persisting and counting the source first would read it, and
+        write it to Spark's cache, once more than the write needs."""
+        if len(self._destinations) != 1 or self.frame is None or self._row_reader or self.transforms is not None:
+            return False
+        dest = self._destinations[0]
+        exact = exact_columns(self.frame.schema)
+        return write_method(dest.plugin, dest.options, exact) == "partitions"
 
     def start_writes(self, writers: Any, coordinator: SplitCoordinator) -> None:
         self._lease = writers.lease
@@ -194,7 +227,9 @@ class SparkExecution:
             order = split_order(frame)
             if order is not None:
                 self.split_ids = order
-            self.partitions = frame.rdd.getNumPartitions()
+            # A store that says which split each partition is says how many there are: asking Spark
+            # plans the query on the driver (.rdd), seconds on a loaded machine.
+            self.partitions = len(order) if order is not None else frame.rdd.getNumPartitions()
             # What Spark's read produced, but a column carried as exact text keeps its reader's type,
             # and every column the reader's nullability (JDBC calls a derived table's columns nullable)
             # and, of the same type, its declaration (a decimal's shape, the source's own type), which
@@ -207,6 +242,7 @@ class SparkExecution:
                 else _as_read(c, reader_columns[c.name])
                 for c in logical_schema(frame.schema).columns))
             how = "native"
+            self._row_reader = False
         else:
             # The reader's own schema stays: a json column is JSON text in Spark and values again
             # for the row writers, as in local mode.
@@ -214,6 +250,7 @@ class SparkExecution:
             frame = self._row_reader_frame(source, splits, schema, exact)
             self.partitions = len(splits)
             how = "row_reader"
+            self._row_reader = True
             if planned is not None:
                 extra = {"reason": planned.reason, "exact": sorted(exact)}
         self.frame = frame = self._paced(frame)
@@ -307,10 +344,20 @@ class SparkExecution:
             raise WriteError(describe_spark_error(exc), destination=dest.id, plugin=dest.plugin) from exc
         finally:
             self.sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
+        if self._streamed is not None:
+            self._streamed_read(time.monotonic() - t0)
         if dest.sink.add_written is not None and how != "driver":  # the driver's writers told it
             dest.sink.add_written(dest.periphery, counters.written)
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
+
+    def _streamed_read(self, seconds: float) -> None:
+        """The read side's figures once the write job that read the source has ended."""
+        assert self._streamed is not None
+        reads, counters, seen = self._streamed
+        self._rows = reads.rows_sent = counters.rows = int(seen.value)
+        self._read_s = seconds
+        self._log.info("spark.source_read", rows=self._rows, elapsed_s=round(seconds, 3), rejected=0, streamed=True)
 
     def _start_job(self, dest: Any) -> None:
         """The destination's job group and FAIR pool on this driver thread, unless a stop came first."""
@@ -362,6 +409,7 @@ class SparkExecution:
         sealed = self.sc.accumulator([], ListParam())
         ids = list(self.split_ids) if coordinator is not None else None
         wanted = set(coordinator.missing(dest.id)) if coordinator is not None else set()
+        seen_acc = self._streamed[2] if self._streamed is not None else self.sc.accumulator(0)
 
         def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             task = TaskContext.get()
@@ -378,6 +426,7 @@ class SparkExecution:
             target: Any = writer if split_id is None else SplitTarget(writer, split_id)
             part = WriterCounters()
             bad: list[DirtyEntry] = []
+            seen = [0]
 
             def reject(rejected: tuple[Rejected, ...]) -> None:
                 bad.extend((ctx.destination, split_id, r.reason, r.row) for r in rejected)
@@ -386,7 +435,8 @@ class SparkExecution:
                 # Over the limit, this partition's own rejects make the total exceed it too: the task stops
                 # writing but ends normally, so its counts and rejected rows reach the driver (a failed
                 # task's accumulators are dropped) and the driver fails the destination naming the total.
-                over = _write_rows(target, batches, schema, batch_rows, part, reject, ctx.destination, plugin, limit)
+                over = _write_rows(target, batches, schema, batch_rows, part, reject, ctx.destination, plugin, limit,
+                                   seen)
                 if over:  # not durable: the destination fails, and is rolled back, on the driver
                     if split_id is not None:
                         writer.abort_split(split_id)
@@ -403,6 +453,7 @@ class SparkExecution:
                 writer.close()
             totals.add((part.delivered, part.written, part.rejected))
             dirty.add(bad)
+            seen_acc.add(seen[0])
             yield from ()
 
         naive_timestamps(frame).mapInArrow(write_partition, "n long").collect()
@@ -447,6 +498,8 @@ class SparkExecution:
                     done += stage.numCompletedTasks
                     total += stage.numTasks
         info: dict[str, Any] = {"tasks_done": done, "tasks": total}
+        if self._streamed is not None and not self._streamed[0].rows_sent:
+            self._streamed[1].rows = int(self._streamed[2].value)  # rows of the finished tasks so far
         acc = self._totals.get(dest_id)
         if acc is not None:
             info["written"] = acc.value[1]
