@@ -71,8 +71,9 @@ from benchmarks.mysql_scenario import (
     wormhole_spec,
 )
 
-CONTENDERS = ("plain", "local", "spark", "auto")
-LABELS = {"plain": "plain pyspark", "local": "wormhole local", "spark": "wormhole spark", "auto": "wormhole auto"}
+CONTENDERS = ("plain", "local", "spark", "auto", "before")
+LABELS = {"plain": "plain pyspark", "local": "wormhole local", "spark": "wormhole spark", "auto": "wormhole auto",
+          "before": "spark (before)"}
 DEFAULT_JSON = Path("benchmarks/results/spark.json")
 SPARK_TARGET_ROWS = 5_000_000
 DEST_SETS = ("parquet+mysql", "mysql", "mysql3")
@@ -348,6 +349,8 @@ class Options:
     spark_conf: tuple[tuple[str, str], ...] = ()
     server: Server = field(default_factory=Server)
     keep: bool = False
+    before: Path | None = None
+    """A checkout of an earlier wormhole: the ``before`` contender runs Spark mode from it (PYTHONPATH)."""
 
 
 class SparkBench:
@@ -419,11 +422,14 @@ class SparkBench:
         if has_parquet(dests):
             spec["destinations"].insert(0, {"id": "parquet", "plugin": "file", "params": {
                 "path": str(self.parquet_dir(engine)), "format": "parquet"}})
-        spec["settings"]["engine"] = engine
+        spec["settings"]["engine"] = "spark" if engine == "before" else engine
         task_id = self.ws.submit(spec)
         env = dict(self.ws.env)
         if engine != "local":
             env["WORMHOLE_CONF"] = str(self.spark_conf_dir)
+        if engine == "before":  # the earlier checkout's wormhole, imported first
+            assert o.before is not None
+            env["PYTHONPATH"] = str(o.before.resolve())
         cmd = [*wormhole_command(), "--task-id", str(task_id)]
         run, peak, pids = measure(cmd, cwd=self.ws.root, env=env)
         out = Outcome(engine, rows, dests, peak_rss_mib=peak, maxrss_mib=run.peak_rss_mib, exit_code=run.returncode,
@@ -573,6 +579,10 @@ def report(outcomes: list[Outcome], opts: Options) -> list[dict[str, Any]]:
             p, s = plain.seconds_excl_startup, spark.seconds_excl_startup
             if p and s:
                 say(f"  {'spark / plain rows/s (excluding start-up)':<44} {p / s:>7.3f}")
+        before = at.get("before")
+        if before is not None and before.ok and plain is not None and plain.ok:
+            assert before.seconds is not None and plain.seconds is not None
+            say(f"  {'spark (before) / plain rows/s':<44} {plain.seconds / before.seconds:>7.3f}")
         # auto vs the faster engine, by wall time.
         engines = [c for c in (local, spark) if c is not None and c.ok]
         name = "auto wall time vs faster of local/spark"
@@ -636,8 +646,10 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
                        help="destination sets (default parquet+mysql mysql; mysql3: three MySQL tables)")
     group.add_argument("--plain-persist", action="store_true",
                        help="the plain script reads the source once (persist) instead of once per destination")
-    group.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS),
-                       help="which to run (default all: plain local spark auto)")
+    group.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS[:4]),
+                       help="which to run (default: plain local spark auto; before needs --before)")
+    group.add_argument("--before", type=Path,
+                       help="a checkout of an earlier wormhole: contender 'before' runs Spark mode from it")
     group.add_argument("--spark-master", default="local[2]", help="master of the plain script and [spark] (local[2])")
     group.add_argument("--auto-rows", type=int,
                        help="[spark] auto_rows for the spark/auto runs (default: unset, the shipped default)")
@@ -650,7 +662,7 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
 
 def options_from(args: argparse.Namespace, rows: list[int], server: Server, keep: bool) -> Options:
     return Options(rows=tuple(rows), dests=tuple(dict.fromkeys(args.spark_dests)), plain_persist=args.plain_persist,
-                   contenders=tuple(dict.fromkeys(args.contenders)), master=args.spark_master,
+                   before=args.before, contenders=tuple(dict.fromkeys(args.contenders)), master=args.spark_master,
                    auto_rows=args.auto_rows, plain_partitions=args.plain_partitions, channel=args.wormhole_channel,
                    writers=args.wormhole_writers, spark_conf=tuple(args.spark_conf), server=server, keep=keep)
 
