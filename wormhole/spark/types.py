@@ -10,6 +10,7 @@ dirty rows at the source instead.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -275,3 +276,11 @@ def naive_timestamps(frame: DataFrame) -> DataFrame:
     return frame.select([F.col(f"`{f.name}`").cast(T.TimestampNTZType()).alias(f.name)
                          if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
                          for f in frame.schema.fields])
+
+
+def as_read(column: Column, read: Column) -> Column:
+    """A native read's column with the nullability the reader says, and its declaration when the types agree."""
+    if column.type != read.type:
+        return dataclasses.replace(column, nullable=read.nullable)
+    return dataclasses.replace(column, nullable=read.nullable, precision=read.precision, scale=read.scale,
+                               native=read.native)
