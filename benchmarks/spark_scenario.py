@@ -154,9 +154,11 @@ def source_table(rows: int) -> str:
 # Process tree RSS
 
 
-def _children_and_rss() -> tuple[dict[int, list[int]], dict[int, int]]:
+def _children_and_rss() -> tuple[dict[int, list[int]], dict[int, int], dict[int, int]]:
+    """Each process's children, RSS (pages) and CPU time (clock ticks, user + system)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
+    cpu: dict[int, int] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -169,12 +171,13 @@ def _children_and_rss() -> tuple[dict[int, list[int]], dict[int, int]]:
         pid = int(entry.name)
         children.setdefault(int(fields[1]), []).append(pid)
         rss[pid] = int(fields[21])
-    return children, rss
+        cpu[pid] = int(fields[11]) + int(fields[12])
+    return children, rss, cpu
 
 
-def descendants(root: int) -> tuple[set[int], int]:
-    """The pids below ``root`` and the sum of their RSS in bytes."""
-    children, rss = _children_and_rss()
+def descendants(root: int, cpu_seen: dict[int, int] | None = None) -> tuple[set[int], int]:
+    """The pids below ``root`` and the sum of their RSS in bytes; ``cpu_seen`` gets each one's CPU ticks."""
+    children, rss, cpu = _children_and_rss()
     found: set[int] = set()
     todo = list(children.get(root, ()))
     while todo:
@@ -183,6 +186,8 @@ def descendants(root: int) -> tuple[set[int], int]:
             found.add(pid)
             todo.extend(children.get(pid, ()))
     page = os.sysconf("SC_PAGE_SIZE")
+    if cpu_seen is not None:
+        cpu_seen.update({pid: cpu[pid] for pid in found if pid in cpu})
     return found, sum(rss.get(pid, 0) for pid in found) * page
 
 
@@ -197,13 +202,14 @@ class TreeSampler:
         self.interval_s = interval_s
         self.peak_bytes = 0
         self.pids: set[int] = set()
+        self.cpu_ticks: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
     def _run(self) -> None:
         me = os.getpid()
         while not self._stop.is_set():
-            pids, total = descendants(me)
+            pids, total = descendants(me, self.cpu_ticks)
             self.pids |= pids
             self.peak_bytes = max(self.peak_bytes, total)
             self._stop.wait(self.interval_s)
@@ -219,6 +225,12 @@ class TreeSampler:
     @property
     def peak_mib(self) -> float:
         return round(self.peak_bytes / 2**20, 1)
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds of the process tree (the JVM's and the Python workers'), as last sampled: the
+        figure a loaded machine disturbs least."""
+        return round(sum(self.cpu_ticks.values()) / os.sysconf("SC_CLK_TCK"), 1)
 
 
 def wait_gone(pids: set[int], timeout_s: float = 60.0) -> float:
@@ -255,6 +267,7 @@ class Outcome:
     exit_code: int | None = None
     error: str | None = None
     lingered_s: float | None = None
+    cpu_s: float | None = None
     detail: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -289,7 +302,7 @@ class Outcome:
                 "spark_startup_s": self.startup_s,
                 "seconds_excl_startup": None if rest is None else round(rest, 3),
                 "rows_per_s_excl_startup": self.rows_per_s_excl_startup,
-                "peak_rss_mib": self.peak_rss_mib, "maxrss_mib": self.maxrss_mib,
+                "peak_rss_mib": self.peak_rss_mib, "maxrss_mib": self.maxrss_mib, "cpu_s": self.cpu_s,
                 "engine": self.engine, "engine_reason": self.engine_reason,
                 "exit_code": self.exit_code, "error": self.error, "lingered_s": self.lingered_s, **self.detail}
 
@@ -329,10 +342,10 @@ def result_from_log(stderr: str) -> dict[str, Any] | None:
     return None
 
 
-def measure(cmd: list[str], *, cwd: Path, env: dict[str, str] | None) -> tuple[Timed, float, set[int]]:
+def measure(cmd: list[str], *, cwd: Path, env: dict[str, str] | None) -> tuple[Timed, float, set[int], float]:
     with TreeSampler() as sampler:
         run = timed(cmd, cwd=cwd, env=env)
-    return run, sampler.peak_mib, sampler.pids
+    return run, sampler.peak_mib, sampler.pids, sampler.cpu_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,9 +411,9 @@ class SparkBench:
             cmd.append("--persist")
         # In the workspace, so anything Spark leaves in its working directory stays out of the repository.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        run, peak, pids = measure(cmd, cwd=self.ws.root, env=env)
+        run, peak, pids, cpu = measure(cmd, cwd=self.ws.root, env=env)
         out = Outcome("plain", rows, dests, peak_rss_mib=peak, maxrss_mib=run.peak_rss_mib, exit_code=run.returncode,
-                      lingered_s=wait_gone(pids))
+                      lingered_s=wait_gone(pids), cpu_s=cpu)
         if run.returncode != 0:
             out.error = last_error_line(run.stderr)
             return out
@@ -433,9 +446,9 @@ class SparkBench:
             assert o.before is not None
             env["PYTHONPATH"] = str(o.before.resolve())
         cmd = [*wormhole_command(), "--task-id", str(task_id)]
-        run, peak, pids = measure(cmd, cwd=self.ws.root, env=env)
+        run, peak, pids, cpu = measure(cmd, cwd=self.ws.root, env=env)
         out = Outcome(engine, rows, dests, peak_rss_mib=peak, maxrss_mib=run.peak_rss_mib, exit_code=run.returncode,
-                      lingered_s=wait_gone(pids))
+                      lingered_s=wait_gone(pids), cpu_s=cpu)
         result, task_error = self.task_result(task_id)
         result = result or result_from_log(run.stderr)
         if result:
@@ -491,8 +504,8 @@ class SparkBench:
             excl = out.seconds_excl_startup
             extra = f", {excl:.2f} s without Spark start-up" if excl is not None else ""
             engine = f", engine {out.engine}" if contender == "auto" else ""
-            say(f"  {out.label:<16} {out.seconds:8.2f} s{extra}, peak RSS {out.peak_rss_mib} MiB{engine}, "
-                "copy verified")
+            say(f"  {out.label:<16} {out.seconds:8.2f} s{extra}, peak RSS {out.peak_rss_mib} MiB, "
+                f"{out.cpu_s} s CPU{engine}, copy verified")
         else:
             say(f"  {out.label:<16} FAILED (exit {out.exit_code}): {out.error}")
         return out
@@ -570,7 +583,8 @@ def report(outcomes: list[Outcome], opts: Options) -> list[dict[str, Any]]:
                 say(f"{o.label:<16} {'FAILED':>8}  exit {o.exit_code}: {error}")
         if opts.repeat > 1:
             for c, found in runs.items():
-                say(f"  {LABELS[c]} runs: " + ", ".join("failed" if not o.ok else f"{o.seconds:.1f} s" for o in found))
+                say(f"  {LABELS[c]} runs: " + ", ".join("failed" if not o.ok else f"{o.seconds:.1f} s ({o.cpu_s} s CPU)"
+                                                         for o in found))
         say("")
         say(f"  {'ratio / target':<44} {'value':>7} {'goal':>9}")
         plain, spark, local, auto = (at.get(c) for c in ("plain", "spark", "local", "auto"))

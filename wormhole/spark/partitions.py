@@ -82,6 +82,7 @@ class Lane:
         self.bad: list[DirtyEntry] = []
         self.over = False
         self.error: BaseException | None = None
+        self.opened = False
 
     @property
     def alive(self) -> bool:
@@ -100,6 +101,7 @@ class Lane:
                 raise
 
     def open(self) -> None:
+        self.opened = True  # close() runs after an open that failed too, as the writer contract says
         self.attempt(self.writer.open)
 
     def write(self, batch: Batch) -> None:
@@ -138,6 +140,8 @@ class Lane:
                     raise
 
     def close(self) -> None:
+        if not self.opened:
+            return
         try:
             self.writer.close()
         except Exception as exc:
