@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 3
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 
-.PHONY: help install demo test test-unit test-integration lint bench docker clean
+.PHONY: help install browser demo test test-unit test-integration lint bench docker clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -16,17 +16,21 @@ help:  ## list the targets
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dev,spark]'
+	$(BIN)/pip install --quiet -e '.[test,dev,spark,console]'
 	scripts/install-connector-j.sh
 	scripts/install-pg-jdbc.sh
+	scripts/install-chromium.sh
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv with wormhole, its test/dev/spark extras, and MariaDB Connector/J and pgjdbc for Spark
+browser:  ## Chromium and chromedriver for the console's browser tests (Debian packages; quick when present)
+	scripts/install-chromium.sh
+
+install: $(STAMP)  ## create .venv with wormhole, its test/dev/spark/console extras, Connector/J and pgjdbc for Spark, Chromium for the console's browser tests
 
 demo: $(STAMP)  ## run a real fan-out task on the embedded defaults and show its result
 	$(BIN)/python scripts/demo.py
 
-test: $(STAMP)  ## run every test (MariaDB and Docker tests skip unless WORMHOLE_REQUIRE_MYSQL=1 / WORMHOLE_REQUIRE_DOCKER=1)
+test: $(STAMP) browser  ## run every test (MariaDB and Docker tests skip unless WORMHOLE_REQUIRE_MYSQL=1 / WORMHOLE_REQUIRE_DOCKER=1)
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-unit: $(STAMP)  ## fast tests only

@@ -39,7 +39,7 @@ def closed_after(started: list[_C]) -> Iterator[list[_C]]:
         item.close()
 
 
-GROUPED_MODULES = frozenset({"tests/e2e/test_resume.py"})
+GROUPED_MODULES = frozenset({"tests/e2e/test_resume.py", "tests/web/test_console_browser.py"})
 """Modules whose tests share a module-scoped fixture (a source table worth making once): under ``make test``
 one worker runs each of them whole, so the fixture is made once. The collection hook below fails when a
 module with such a fixture is missing here. A fixture that costs milliseconds (a connection, a table of a

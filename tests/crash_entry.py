@@ -7,7 +7,6 @@ product never reads a crash setting of its own. Run by path, so it imports nothi
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -46,7 +45,11 @@ class CrashHook:
             self._log.warning("test.crash", point=point, destination=destination, split_id=split_id,
                               signal=self._signal.name)
             with TASKDB_WRITES:  # never paused inside a task-database write (SIGKILL ends it anyway)
-                os.kill(os.getpid(), self._signal)
+                # To this thread, not the process: a process-directed SIGSTOP is taken by whichever thread
+                # the kernel picks (the main one, if it is waiting), and until that thread runs and stops the
+                # others this one goes on; on a loaded machine it went on to commit the very split the test
+                # means to find open. A thread-directed stop stops this thread before kill returns to it.
+                signal.pthread_kill(threading.get_ident(), self._signal)
 
 
 def main() -> None:

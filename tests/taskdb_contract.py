@@ -339,6 +339,60 @@ class TaskStoreContract:
         assert store.retry(999) is False
         assert store.retry(999, force=True) is False
 
+    # -- the console: actions, cancel requests, progress, search (issue 41) ---------------------------
+
+    def test_actions_are_recorded_newest_first_with_who_did_them(self, store: TaskStore) -> None:
+        """Each action keeps its actor, task and time; a task's own list has only its actions."""
+        a, b = store.submit("a", SPEC), store.submit("b", SPEC)
+        store.record_action("submit", "ann from 10.0.0.1", task_id=a)
+        store.record_action("retry", "bob", task_id=b, detail="force")
+        assert [(x.action, x.actor, x.task_id, x.detail) for x in store.actions()] == [
+            ("retry", "bob", b, "force"), ("submit", "ann from 10.0.0.1", a, None)]
+        assert [x.action for x in store.actions(a)] == ["submit"] and near_now(store.actions(a)[0].created_at)
+        with pytest.raises(ValueError, match="unknown action"):
+            store.record_action("drop", "eve", task_id=a)
+
+    def test_a_cancel_names_the_claim_it_stops(self, store: TaskStore) -> None:
+        """A cancel is refused for a task that is not running; made for a running one, only the run under
+        that claim sees it (a later claim of the same task does not)."""
+        task_id = store.submit("t", SPEC)
+        assert store.request_cancel(task_id, "ann") is None
+        assert store.claim(task_id, "proc-1")
+        run_id = store.start_run(task_id, "proc-1")
+        assert store.cancel_requested(task_id, "proc-1") is None
+        made = store.request_cancel(task_id, "ann")
+        assert made is not None and (made.claimed_by, made.run_id) == ("proc-1", run_id)
+        assert store.cancel_requested(task_id, "proc-1") == "ann"
+        assert store.cancel_requested(task_id, "proc-2") is None
+        assert [x.action for x in store.actions(task_id)] == ["cancel"]
+
+    def test_the_heartbeat_writes_progress_and_search_finds_names(self, store: TaskStore) -> None:
+        task_id = store.submit("orders_100%", SPEC)
+        other = store.submit("customers", SPEC)
+        assert store.claim(task_id, "me") and store.beat(task_id, "me", '{"run_id": 1, "rows_read": 5}')
+        record = store.get(task_id)
+        assert record is not None and record.progress == '{"run_id": 1, "rows_read": 5}'
+        assert store.beat(task_id, "me") and store.get(task_id).progress == '{"run_id": 1, "rows_read": 5}'
+        assert [r.id for r in store.list(search="100%")] == [task_id]
+        assert [r.id for r in store.list(search="_")] == [task_id]  # a LIKE wildcard is matched as itself
+        assert [r.id for r in store.list(search=str(other))] == [other]
+        assert store.list(search="nothing") == []
+
+    def test_the_console_reads_a_database_from_before_it(self, store_url: str, raw_insert: RawInsert) -> None:
+        """Without the action table and the progress column (db init not run since), reads answer empty,
+        beats write no progress, and the first action makes the table."""
+        with open_store(store_url, create=True) as s:
+            s.init_schema()
+        raw_insert("DROP TABLE wormhole_action")
+        raw_insert("ALTER TABLE wormhole_task DROP COLUMN progress")
+        with open_store(store_url) as s:
+            task_id = s.submit("t", SPEC)
+            assert s.actions() == [] and s.cancel_requested(task_id, "me") is None
+            assert s.claim(task_id, "me") and s.beat(task_id, "me", '{"run_id": 1}')
+            assert s.get(task_id).progress is None
+            s.record_action("retry", "ann", task_id=task_id)
+            assert [x.actor for x in s.actions()] == ["ann"]
+
     # -- upgrade of an older database, priorities, the daemon's hand-over ------------------------------
 
     def test_db_init_upgrades_a_database_of_the_first_release(self, store_url: str, legacy_schema: LegacySchema,

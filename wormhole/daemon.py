@@ -73,6 +73,8 @@ class DaemonOptions:
     metrics_port: int | None = None
     """Serve the daemon's Prometheus metrics on this port (0: any free port, logged)."""
     metrics_host: str = "127.0.0.1"
+    console: Any = None
+    """The operations console's settings (``--http``: :class:`wormhole.web.ConsoleSettings`), None: no console."""
     take_over: bool = True
     """Also take over running tasks whose heartbeat is older than engine.toml's ``claim.stale_s`` (their
     process died with its daemon or its machine) and resume them."""
@@ -127,6 +129,7 @@ class Daemon:
         self.stale_s = 0.0
         self.metrics = DaemonMetrics()
         self._server: MetricsServer | None = None
+        self._console: Any = None
 
     # -- start and stop -----------------------------------------------------------------------------
 
@@ -144,6 +147,8 @@ class Daemon:
             self._close_store()
             if self._server is not None:
                 self._server.close()
+            if self._console is not None:
+                self._console.close()
         self.log.info("daemon.stopped", signal=self.signals[0] if self.signals else None)
         return 0
 
@@ -161,7 +166,27 @@ class Daemon:
         self.log = self.log.bind(daemon_id=self.daemon_id)
         self.log.info("daemon.started", host=self.host, pid=os.getpid(), task_db=self.store.url,
                       max_tasks=self.o.max_tasks, poll_s=self.o.poll_s, grace_s=self.o.grace_s)
-        return self._serve_metrics()
+        return self._serve_metrics() or self._serve_console()
+
+    def _serve_console(self) -> int:
+        if self.o.console is None:
+            return 0
+        from wormhole.web.server import ConsoleThread
+
+        console = ConsoleThread(self.o.console)
+        try:
+            port = console.start()
+        except OSError as exc:  # asked for and unavailable: say so now rather than run without it
+            self.log.error("daemon.console_not_started", host=self.o.console.host, port=self.o.console.port,
+                           error=str(exc), error_code="CONSOLE_UNAVAILABLE")
+            console.close()
+            self._close_store()
+            return 203
+        self._console = console
+        made = self.o.console.tokens.made
+        self.log.info("daemon.console_serving", host=self.o.console.host, port=port,
+                      token_file=None if made is None else str(made), reads_open=not self.o.console.reads_need_token)
+        return 0
 
     def _serve_metrics(self) -> int:
         if self.o.metrics_port is None:

@@ -8,7 +8,8 @@ engine decides when to stop waiting, and the process can always exit.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Collection
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -30,6 +31,30 @@ def spawn(fn: Callable[..., T], *args: Any, name: str) -> Future[T]:
 
     threading.Thread(target=target, name=name, daemon=True).start()
     return future
+
+
+def settled(futures: Collection[Future[Any]], *,
+            ignore: type[BaseException] | tuple[type[BaseException], ...] = ()) -> tuple[bool, BaseException | None]:
+    """Whether every one of ``futures`` is done, and the exception of the first done one that raised one
+    (but of type ``ignore``: a thread that ended so because another one failed)."""
+    done = 0
+    for future in futures:
+        if future.done():
+            done += 1
+            exc = future.exception()
+            if exc is not None and not isinstance(exc, ignore):
+                return done == len(futures), exc
+    return done == len(futures), None
+
+
+def joined(futures: Collection[Future[Any]], deadline: float) -> bool:
+    """Wait for ``futures`` until ``deadline`` (monotonic); False if some are still running then."""
+    for future in futures:
+        try:
+            future.exception(timeout=max(deadline - time.monotonic(), 0))
+        except TimeoutError:
+            return False
+    return True
 
 
 def run_with_timeout(fn: Callable[[], T], timeout_s: float, name: str) -> T:

@@ -12,7 +12,6 @@ by :func:`wormhole.source_facts.prepare_source`.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from wormhole.planning.assign import TaskGroup
 from wormhole.planning.plan import ordered_splits
 from wormhole.plugins import registry
 from wormhole.plugins.base import EncodedReader, Encoding, ReadContext, Schema, Split
-from wormhole.pool import spawn
+from wormhole.pool import joined, settled, spawn
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.transform.pushup import PushUp
 from wormhole.transform.reader import Batches, SplitSource, transforming_reader
@@ -177,17 +176,12 @@ class ReaderManager:
             storage.close_input()
 
     def poll(self) -> Literal["running", "done", "failed"]:
-        done = 0
-        for future in self._futures:
-            if not future.done():
-                continue
-            done += 1
-            exc = future.exception()
-            if exc is not None:
-                if self.error is None:
-                    self._failed(exc)
-                return "failed"
-        if done < len(self._futures):
+        finished, exc = settled(self._futures)
+        if exc is not None:
+            if self.error is None:
+                self._failed(exc)
+            return "failed"
+        if not finished:
             return "running"
         left = self.coordinator.remaining
         if left and not self.stop.is_set():
@@ -207,12 +201,7 @@ class ReaderManager:
 
     def join(self, deadline: float) -> bool:
         """Wait for the reader threads until ``deadline`` (monotonic); False if some still run."""
-        for future in self._futures:
-            try:
-                future.exception(timeout=max(deadline - time.monotonic(), 0))
-            except TimeoutError:
-                return False
-        return True
+        return joined(self._futures, deadline)
 
 
 class _EncodedSource:

@@ -38,7 +38,7 @@ from wormhole.exchange import BufferedLineExchanger, StorageManager
 from wormhole.log import Logger
 from wormhole.plugins import registry
 from wormhole.plugins.base import Schema, SparkAccess, SplitWriter, WriteContext
-from wormhole.pool import spawn
+from wormhole.pool import joined, settled, spawn
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.crash import crash_points
 from wormhole.recovery.lease import Lease
@@ -239,16 +239,10 @@ class WriterManager:
         if dest.storage.failure is not None and self._aborting is None:
             self.fail(dest.id, dest.storage.failure, WriterStalled.code)
             return
-        finished = 0
-        for future in dest.futures:
-            if not future.done():
-                continue
-            finished += 1
-            exc = future.exception()
-            if exc is not None and not isinstance(exc, TaskAborted):
-                self.fail(dest.id, describe(exc), getattr(exc, "code", WriteError.code))
-                return
-        if finished == len(dest.futures):
+        finished, exc = settled(dest.futures, ignore=TaskAborted)
+        if exc is not None:
+            self.fail(dest.id, describe(exc), getattr(exc, "code", WriteError.code))
+        elif finished:
             dest.written(self._counters.totals(dest.id))
 
     def states(self) -> Mapping[str, str]:
@@ -262,13 +256,7 @@ class WriterManager:
 
     def join(self, deadline: float) -> bool:
         """Wait for writer threads until ``deadline`` (monotonic); False if some still run."""
-        for dest in self.destinations.values():
-            for future in dest.futures:
-                try:
-                    future.exception(timeout=max(deadline - time.monotonic(), 0))
-                except TimeoutError:
-                    return False
-        return True
+        return all(joined(dest.futures, deadline) for dest in self.destinations.values())
 
     # -- the end -------------------------------------------------------------------------------
 

@@ -66,7 +66,7 @@ def read(opts: MysqlReaderOptions, sink: ListDirtySink | None = None, pushed: Pu
 
 def before(url: str, splits: list[Split], zero_dates: str, pushed: PushedQuery | None = None) -> list[Any]:
     """The rows the reader gave before Arrow: the same split queries, read raw, converted the old way."""
-    from wormhole.plugins.mysql.reader import pushed_sql
+    from wormhole.plugins.mysql.reader import MysqlReader
 
     conn = connect(url, conv=ENCODERS, use_unicode=False)
     rows: list[Any] = []
@@ -74,7 +74,7 @@ def before(url: str, splits: list[Split], zero_dates: str, pushed: PushedQuery |
         for split in {s.id: s for s in splits}.values():
             sql, args, kinds = split.params["sql"], tuple(split.params["args"] or ()), split.params["kinds"]
             if pushed is not None:
-                sql, args, kinds = pushed_sql(split, pushed)
+                sql, args, kinds, _ = MysqlReader.pushed_sql(split, pushed)
             cur.execute(sql, args or None)
             raw = cur.fetchall()
             if raw:

@@ -20,7 +20,7 @@ from tests.plugin_helpers import parse, write_ctx
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Rejected, Row, Schema
 from wormhole.plugins.batch import as_batch
-from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
+from wormhole.plugins.postgres.options import PostgresWriterOptions
 
 pytestmark = pytest.mark.postgres
 

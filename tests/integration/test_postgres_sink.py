@@ -32,7 +32,7 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, Column, DurablePeriphery, LeftoverPeriphery, Schema, SplitWriter, WriteContext
 from wormhole.plugins.batch import arrow_schema, as_batch
 from wormhole.plugins.postgres.connection import backend_pid
-from wormhole.plugins.postgres.sink_options import PostgresWriterOptions, single_writer_key
+from wormhole.plugins.postgres.options import PostgresWriterOptions, single_writer_key
 
 pytestmark = pytest.mark.postgres
 

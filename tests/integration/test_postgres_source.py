@@ -22,7 +22,7 @@ from tests.plugin_helpers import ListDirtySink, parse, read_all, read_ctx
 from wormhole.errors import ReadError, SplitError
 from wormhole.plugins.base import PushedQuery, Split
 from wormhole.plugins.postgres import PLUGIN
-from wormhole.plugins.postgres.source_options import PostgresReaderOptions
+from wormhole.plugins.postgres.options import PostgresReaderOptions
 
 pytestmark = pytest.mark.postgres
 SOURCE = PLUGIN.source

@@ -141,7 +141,7 @@ class TestMySqlStore(TaskStoreContract):
                 stamps = {row[0]: (row[1], row[2]) for row in cur.fetchall()}
         finally:
             conn.close()
-        assert [t[0] for t in tables] == ["wormhole_checkpoint", "wormhole_daemon", "wormhole_meta",
+        assert [t[0] for t in tables] == ["wormhole_action", "wormhole_checkpoint", "wormhole_daemon", "wormhole_meta",
                                           "wormhole_state_lock", "wormhole_task", "wormhole_task_run",
                                           "wormhole_watermark"]
         assert all(t[1] == "InnoDB" and t[2].startswith("utf8mb4") for t in tables)

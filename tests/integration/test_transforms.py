@@ -288,7 +288,8 @@ def test_spark_reads_literals_mean_what_bound_parameters_mean(dbs: Databases) ->
     from decimal import Decimal
 
     from wormhole.plugins.base import PushedQuery
-    from wormhole.plugins.mysql.spark import inline_where
+    from wormhole.plugins.mysql.spark import literal as mysql_literal
+    from wormhole.plugins.sql.spark import inline_where
 
     values = ["", "it's", 'a"b', "back\\slash", "100%", "x'; DROP TABLE t; --", "ünï €𝄞", "tab\there",
               0, -7, 2**62, 0.5, 1e-05, -2.5e300, Decimal("12345.678901234567890123"), Decimal("-0.001"),
@@ -300,7 +301,7 @@ def test_spark_reads_literals_mean_what_bound_parameters_mean(dbs: Databases) ->
                                  args=(value,) * 4, plan="p")
             bound = execute(conn, "SELECT %s = %s AND CAST(%s AS CHAR) = CAST(%s AS CHAR), CAST(%s AS CHAR)",
                             (value,) * 5)
-            inline = inline_where(pushed)
+            inline = inline_where(pushed, mysql_literal)
             assert inline is not None
             literal = inline.split(" = ")[0]
             written = execute(conn, f"SELECT {inline}, CAST({literal} AS CHAR)")

@@ -384,7 +384,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "wormhole.execution", "wormhole.spark.methods", "wormhole.source_facts", "wormhole.run_parts",
                   "wormhole.run_report")),
     ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner")),
-    ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers")),
+    ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers",
+                    "wormhole.web")),
 )
 """The layers of the package, lowest first; a module may import its own layer and the ones below:
 
@@ -400,7 +401,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 7. the managers: planning, the reader and writer managers, the destination lifecycle, the execution seam,
    the run's stages (the source's facts, the run's parts, its report);
 8. the engine, Spark mode and the runner (a claimed run of the engine, below the CLI and the daemon);
-9. the front ends: the CLI, the daemon, the DataX importer.
+9. the front ends: the CLI, the daemon, the DataX importer, the operations console (web).
 
 Listed by module prefix; the most specific prefix wins (``wormhole.planning.assign`` is a run part,
 the rest of ``wormhole.planning`` a manager). Two modules of ``wormhole.spark`` import no pyspark and sit

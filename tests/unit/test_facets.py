@@ -77,7 +77,10 @@ def test_a_store_has_the_facets_its_classes_serve_and_they_call_its_classes(name
 
 
 @pytest.mark.parametrize("name", STORES)
-def test_the_keys_a_plan_shows_are_fields_of_the_sink_options(name: str) -> None:
+def test_a_plan_shows_each_sink_option_that_chooses_how_rows_are_written_and_only_options(name: str) -> None:
+    """A destination's method in the plan (``method_keys``) names fields of the store's sink options only, and
+    among them every one it has of the options that choose how rows are written (format, mode, load,
+    write_mode, method)."""
     sink = registry.sink(name)
     fields = set(sink.options.__dataclass_fields__)
     assert set(sink.method_keys) <= fields

@@ -55,17 +55,16 @@ def test_raw_columns_convert_at_once_and_zero_dates_raise() -> None:
 def test_shard_credentials_default_to_the_source_separately() -> None:
     from tests.plugin_helpers import parse
     from wormhole.plugins.mysql.options import MysqlReaderOptions
-    from wormhole.plugins.mysql.reader import endpoints
 
     options, problems = parse(MysqlReaderOptions, {
         "user": "etl", "password_env": "SRC_PW", "query": "SELECT 1",
         "connections": [{"host": "a", "database": "d1"}, {"host": "b", "database": "d2", "user": "ro"},
                         {"host": "c", "port": 3307, "database": "d3", "password": "x"}]})
     assert not problems, problems.items
-    got = [(e.user, e.password, e.password_env, e.mark) for e, _ in endpoints(options)]
+    got = [(s.endpoint.user, s.endpoint.password, s.endpoint.password_env, s.endpoint.mark) for s in options.shards]
     assert got == [("etl", None, "SRC_PW", "a:3306/d1"), ("ro", None, "SRC_PW", "b:3306/d2"),
                    ("etl", "x", None, "c:3307/d3")]
-    assert "x" not in repr(endpoints(options)[2][0])  # never in a log line or traceback
+    assert "x" not in repr(options.shards[2].endpoint)  # never in a log line or traceback
 
 
 def test_json_null_is_a_value_not_sql_null() -> None:

@@ -43,7 +43,7 @@ def test_the_staging_name_is_cut_to_63_bytes_at_a_character_boundary() -> None:
 
 def test_plan_names_how_a_destination_loads() -> None:
     from wormhole.plugins import registry
-    from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
+    from wormhole.plugins.postgres.options import PostgresWriterOptions
 
     sink = registry.get("postgres").sink
     assert sink is not None and sink.plan_load is not None

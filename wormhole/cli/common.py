@@ -140,14 +140,22 @@ def read_spec(path: str, params: Mapping[str, str] | None = None) -> tuple[str, 
     except OSError as exc:
         fail(ConfigError(f"cannot read the task file {path}: {exc.strerror}", path=path))
     try:
-        resolved = resolve(load_spec_json(data), {**builtin_values(datetime.now(UTC)), **(params or {})})
-        spec = TaskSpec.from_mapping(resolved.check())
-        conf_dir = click.get_current_context().obj.conf_dir
-        speed_limits(spec.settings.speed, EngineConf.load(conf_dir))  # the speed needs engine.toml's
+        return check_spec(data, params, click.get_current_context().obj.conf_dir)
     except (InvalidTaskConfig, ConfigError) as exc:
         fail(exc)
+
+
+def check_spec(data: bytes | str, params: Mapping[str, str] | None, conf_dir: str | None) \
+        -> tuple[str, TaskSpec, Resolved]:
+    """What ``validate`` and ``task submit`` check of a spec's text (the console's submit too, so its
+    messages are the same): the text, the validated spec and its job variables; InvalidTaskConfig or
+    ConfigError listing the problems."""
+    resolved = resolve(load_spec_json(data), {**builtin_values(datetime.now(UTC)), **(params or {})})
+    spec = TaskSpec.from_mapping(resolved.check())
+    speed_limits(spec.settings.speed, EngineConf.load(conf_dir))  # the speed needs engine.toml's
     # Valid JSON is valid UTF-8 here (load_spec_json refused anything else), so the text round-trips.
-    return data.decode("utf-8").removeprefix("\ufeff"), spec, resolved
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return text.removeprefix("\ufeff"), spec, resolved
 
 
 def check_environment(resolved: Resolved) -> None:
@@ -161,13 +169,18 @@ def submit(store: TaskStore, file: str, name: str | None, text: str, spec: TaskS
            params: Mapping[str, str] | None = None, *, now: bool = False) -> int:
     """Insert the file's text (placeholders kept) as a pending task; ``params`` go to the row's params. A
     recurring one (``settings.schedule``) waits for its first tick, unless it is to run ``now``."""
-    expr = spec.settings.schedule
     try:
-        return store.submit(name or spec.name or Path(file).stem, text, priority,
-                            params=json.dumps(dict(params), ensure_ascii=False) if params else None,
-                            schedule=None if expr is None or now else (expr, next_tick(expr, utcnow())))
+        return submit_record(store, name or spec.name or Path(file).stem, text, spec, priority, params, now=now)
     except WormholeError as exc:
         fail(exc)
+
+
+def submit_record(store: TaskStore, name: str, text: str, spec: TaskSpec, priority: int = 0,
+                  params: Mapping[str, str] | None = None, *, now: bool = False) -> int:
+    """Insert a checked spec's text as a task (``submit``'s work, for the console too): the new task's id."""
+    expr = spec.settings.schedule
+    return store.submit(name, text, priority, params=json.dumps(dict(params), ensure_ascii=False) if params else None,
+                        schedule=None if expr is None or now else (expr, next_tick(expr, utcnow())))
 
 
 def _params(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> dict[str, str]:

@@ -84,7 +84,7 @@ def task_submit(ctx: click.Context, file: str, name: str | None, priority: int, 
     click.echo(task_id)
 
 
-def _loads_redacted(text: str | bytes | None) -> Any:
+def loads_redacted(text: str | bytes | None) -> Any:
     """A stored JSON document for display, every secret key's value replaced by ``***``."""
     if text is None:
         return None
@@ -107,7 +107,7 @@ def task_show(ctx: click.Context, task_id: int) -> None:
         record = _existing(store, task_id)
         runs = store.runs(task_id)
         left = _leftovers(store, record, remove=False)
-        watermarks = _watermarks(store, record)
+        watermarks = watermarks_of(store, record)
     except WormholeError as exc:
         fail(exc)
     finally:
@@ -116,9 +116,9 @@ def task_show(ctx: click.Context, task_id: int) -> None:
         "id": record.id, "name": record.name, "status": record.status, "priority": record.priority,
         "attempts": record.attempts,
         "created_at": record.created_at, "started_at": record.started_at, "finished_at": record.finished_at,
-        "claimed_by": record.claimed_by, "error": record.error, "spec": _loads_redacted(record.spec),
-        "params": _shown_values(record, record.params),
-        "result": _loads_redacted(record.result),
+        "claimed_by": record.claimed_by, "error": record.error, "spec": loads_redacted(record.spec),
+        "params": shown_values(record, record.params),
+        "result": loads_redacted(record.result),
         "heartbeat_at": record.heartbeat_at,
         "schedule": None if record.schedule is None else {
             "cron": record.schedule, "next_tick": record.next_run_at, "last_tick": record.tick_at,
@@ -126,7 +126,7 @@ def task_show(ctx: click.Context, task_id: int) -> None:
         "watermarks": watermarks,
         "runs": [{"id": r.id, "status": r.status, "exit_code": r.exit_code, "claimed_by": r.claimed_by,
                   "started_at": r.started_at, "finished_at": r.finished_at, "resumed_from": r.resumed_from,
-                  "variables": _shown_values(record, r.variables), "error": r.error} for r in runs],
+                  "variables": shown_values(record, r.variables), "error": r.error} for r in runs],
         "leftovers": left,
     }
     text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
@@ -137,7 +137,7 @@ def task_show(ctx: click.Context, task_id: int) -> None:
     click.echo(text)
 
 
-def _watermarks(store: TaskStore, record: TaskRecord) -> dict[str, Any] | None:
+def watermarks_of(store: TaskStore, record: TaskRecord) -> dict[str, Any] | None:
     """An incremental task's state key and each destination's watermark (value, the run that set it)."""
     try:
         doc = load_spec_json(record.spec)  # any text an upstream system stored (too deep, not UTF-8...)
@@ -156,14 +156,14 @@ def _watermarks(store: TaskStore, record: TaskRecord) -> dict[str, Any] | None:
         for dest, (text, run) in sorted(kept.items())}}
 
 
-def _shown_values(record: TaskRecord, text: str | None) -> Any:
+def shown_values(record: TaskRecord, text: str | None) -> Any:
     """Stored job variables for display: one the spec uses under a secret key (a password) as ``***``."""
     if text is None:
         return None
     try:
         values = load_params(text)
     except InvalidTaskConfig:
-        return _loads_redacted(text)
+        return loads_redacted(text)
     secret = resolve_text(record.spec, values).secret
     return {k: MASK if k in secret else v for k, v in values.items()}
 

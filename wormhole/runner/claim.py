@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from wormhole.config import EngineConf
 from wormhole.recovery.lease import Lease
 from wormhole.result import EXIT_BAD_TASK, EXIT_CLAIMED
+from wormhole.runner.observers import LatestProgress
 from wormhole.runner.patience import Patience
 from wormhole.schedule import next_wait
 from wormhole.taskdb import SqlTaskStore, TaskRecord, TaskStore, open_store
@@ -79,8 +80,11 @@ class Claim:
         self._lease = lease
         return lease
 
-    def start_heartbeat(self, engine: Stoppable, logger: Any) -> None:
-        self._thread = threading.Thread(target=self._beat, args=(engine, logger), daemon=True, name="task-heartbeat")
+    def start_heartbeat(self, engine: Stoppable, logger: Any, progress: LatestProgress | None = None) -> None:
+        """Beat every ``claim.heartbeat_s`` (writing ``progress``'s latest snapshot with it), and stop the
+        engine when the claim is lost or the console asked the run to stop (a cancel row for this claim)."""
+        self._thread = threading.Thread(target=self._beat, args=(engine, logger, progress), daemon=True,
+                                        name="task-heartbeat")
         self._thread.start()
 
     def stop_heartbeat(self) -> None:
@@ -88,17 +92,19 @@ class Claim:
         if self._thread is not None:
             self._thread.join()
 
-    def _beat(self, engine: Stoppable, logger: Any) -> None:
+    def _beat(self, engine: Stoppable, logger: Any, progress: LatestProgress | None) -> None:
         # A connection of its own: a store connection is not shared between threads.
         store: SqlTaskStore | None = None
+        cancelled = False
         try:
             while not self._stop.wait(self.conf.claim.heartbeat_s):
                 sent_at = time.monotonic()
                 try:
                     store = store or open_store(self.task_db)
-                    if store.beat(self.task_id, self.claimed_by):
+                    if store.beat(self.task_id, self.claimed_by, progress.take() if progress else None):
                         if self._lease is not None:
                             self._lease.renewed(sent_at)
+                        cancelled = cancelled or self._cancelled(store, engine, logger)
                         continue
                 except Exception as exc:  # this thread must not die: the writers wait on its lease
                     # Not fatal: the claim stays ours until stale_s passes without a beat (meanwhile the
@@ -118,8 +124,21 @@ class Claim:
                 store.close()
 
 
+    def _cancelled(self, store: SqlTaskStore, engine: Stoppable, logger: Any) -> bool:
+        """Stop the engine as SIGTERM does (it rolls back, the run ends ``interrupted``) when the console
+        asked this claim's run to stop; whether it did."""
+        actor = store.cancel_requested(self.task_id, self.claimed_by)
+        if actor is None:
+            return False
+        logger.warning("task.cancel_requested", actor=actor, claimed_by=self.claimed_by)
+        engine.stop(f"cancelled by {actor}")
+        return True
+
+
 class Stoppable(Protocol):
     def abandon(self, reason: str) -> None: ...
+
+    def stop(self, reason: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from wormhole.config import TaskSpec
 from wormhole.engine import Engine
 from wormhole.result import EXIT_FAILED
 from wormhole.runner.claim import Claim, claim_lost
-from wormhole.runner.observers import RunObservers
+from wormhole.runner.observers import LatestProgress, RunObservers
 from wormhole.runner.signals import install_signal_handlers, restore_signal_handlers
 from wormhole.runner.state_key import hold_state_key, release_state_key, state_key
 from wormhole.taskdb import SqlTaskStore, TaskStore
@@ -43,11 +43,12 @@ def run_engine(store: TaskStore, run: EngineRun, logger: Any, observers: RunObse
     task's state key held) and record its outcome; the exit code."""
     claim, spec, run_id, task_id = run.claim, run.spec, run.run_id, run.claim.task_id
     with observers.watching() as listeners:
-        engine = Engine(claim.conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=listeners,
+        progress = LatestProgress(run_id)  # what the heartbeat writes for the console
+        engine = Engine(claim.conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=[*listeners, progress],
                         checkpoints=run.checkpoints, resume_from=run.resume_from, lease=claim.lease(logger),
                         taskdb_id=run.checkpoints.taskdb_id(), finished_runs=run.finished)
         previous = install_signal_handlers(engine, logger)
-        claim.start_heartbeat(engine, logger)
+        claim.start_heartbeat(engine, logger, progress)
         key = state_key(spec, task_id)
         try:
             if key is not None:

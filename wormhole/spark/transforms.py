@@ -62,16 +62,6 @@ def compile_spark(e: Expr, typed: Typed, resolve: Resolve = column) -> Column:
     return _Gen(typed, resolve).col(e)
 
 
-def java_like_regex(parts: tuple[str | None, ...]) -> str:
-    def piece(p: str | None) -> str:
-        if p is None:
-            return ".*"
-        if p == "":
-            return "."
-        return p if p.isascii() and p.isalnum() else f"\\x{{{ord(p):x}}}"
-    return "(?s)^" + "".join(piece(p) for p in parts) + "\\z"
-
-
 class _Gen:
     def __init__(self, typed: Typed, resolve: Resolve) -> None:
         self.typed = typed
@@ -113,7 +103,7 @@ class _Gen:
         return ~inside if e.negated else inside
 
     def _like(self, e: Like) -> Column:
-        found = self.col(e.x).rlike(java_like_regex(e.parts()))
+        found = self.col(e.x).rlike(e.regex())
         return ~found if e.negated else found
 
     def _case(self, e: Case) -> Column:

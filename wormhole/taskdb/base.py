@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 from wormhole.errors import TaskDbError
 from wormhole.recovery.checkpoint import CRASHED, RunHistory
+from wormhole.taskdb.actions import ActionsMixin
 from wormhole.taskdb.claims import ClaimsMixin
 from wormhole.taskdb.schedules import SchedulesMixin
 from wormhole.taskdb.schema import (
@@ -55,6 +56,7 @@ _PARAMS = (TASK_TABLE, "params")
 _VARIABLES = (RUN_TABLE, "variables")
 # A recurring task's columns, likewise (see ``wormhole.schedule``).
 _SCHEDULE_COLUMNS = ("schedule", "next_run_at", "tick_at", "paused")
+_PROGRESS = "progress"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +87,8 @@ class TaskRecord:
     """The tick the latest run of a recurring task was claimed for (``${tick_ts}``)."""
     paused: bool = False
     """``task pause``: no daemon starts a run of it until ``task resume``."""
+    progress: str | None = None
+    """A running task's latest progress (JSON, written with its heartbeat; its ``run_id`` says which run)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,7 +122,8 @@ class TaskStore(RunHistory, Protocol):
     def submit(self, name: str, spec: str, priority: int = 0, params: str | None = None,
                schedule: tuple[str, datetime] | None = None) -> int: ...
     def get(self, task_id: int) -> TaskRecord | None: ...
-    def list(self, status: str | None = None, limit: int = 100) -> builtins.list[TaskRecord]: ...
+    def list(self, status: str | None = None, limit: int = 100,
+             search: str | None = None) -> builtins.list[TaskRecord]: ...
     def claim(self, task_id: int, claimed_by: str) -> bool: ...
     def adopt(self, task_id: int, claimed_by: str) -> bool: ...
     def pending(self, limit: int) -> builtins.list[int]: ...
@@ -126,7 +131,7 @@ class TaskStore(RunHistory, Protocol):
                 run_status: str = "failed") -> str | None: ...
     def register_daemon(self, host: str, pid: int) -> int: ...
     def heartbeat(self, daemon_id: int, *, running_tasks: int, status: str) -> None: ...
-    def beat(self, task_id: int, claimed_by: str) -> bool: ...
+    def beat(self, task_id: int, claimed_by: str, progress: str | None = None) -> bool: ...
     def take_over(self, task_id: int, claimed_by: str, stale_s: float) -> int | None: ...
     def stale(self, limit: int, stale_s: float) -> builtins.list[int]: ...
     def heartbeat_age(self, task_id: int) -> float | None: ...
@@ -160,7 +165,7 @@ def _check_status(status: str, what: str = "status") -> None:
         raise ValueError(f"unknown task {what} {status!r}: expected one of {', '.join(TASK_STATUSES)}")
 
 
-class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin):
+class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin, ActionsMixin):
     """The task store logic, shared by SQLite and MySQL; subclasses supply the dialect hooks."""
 
     ddl: ClassVar[tuple[str, ...]] = ()
@@ -170,7 +175,7 @@ class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin):
 
     def init_schema(self) -> None:
         """Create what is missing, tables and (on a database from an older version) columns."""
-        for statement in (*self.ddl, self.watermark_ddl, self.state_lock_ddl):
+        for statement in (*self.ddl, self.watermark_ddl, self.state_lock_ddl, self.action_ddl):
             self._run("create the schema", statement)
         for table, column, definition in self.added_columns:
             with self._guard(f"add the column {table}.{column}"):
@@ -205,7 +210,7 @@ class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin):
             return str(self._execute(select, (_ID_KEY,)).rows[0][0])
 
     def _task_columns(self) -> str:
-        optional = (self._optional(TASK_TABLE, c) for c in ("params", *_SCHEDULE_COLUMNS))
+        optional = (self._optional(TASK_TABLE, c) for c in ("params", *_SCHEDULE_COLUMNS, _PROGRESS))
         return f"{_TASK_COLUMNS}, {', '.join(optional)}"
 
     def submit(self, name: str, spec: str, priority: int = 0, params: str | None = None,
@@ -233,18 +238,25 @@ class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin):
                         (task_id,))
         return self._records(_task_record, res.rows[:1])[0] if res.rows else None
 
-    def list(self, status: str | None = None, limit: int = 100) -> builtins.list[TaskRecord]:
+    def list(self, status: str | None = None, limit: int = 100, search: str | None = None) -> builtins.list[TaskRecord]:
+        """Tasks, newest first; ``search``: only those whose name contains it (or whose id it is)."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
         params: builtins.list[Any] = []
-        where = ""
+        where: builtins.list[str] = []
         if status is not None:
             _check_status(status)
-            where = " WHERE status = ?"
+            where.append("status = ?")
             params.append(status)
+        if search:
+            # '!' escapes: a backslash means different things to SQLite and to MySQL's string literals.
+            escaped = search.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+            where.append("(name LIKE ? ESCAPE '!' OR id = ?)")
+            params += [f"%{escaped}%", int(search) if search.isdigit() and len(search) < 19 else -1]
         params.append(limit)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
         res = self._run("list tasks",
-                        f"SELECT {self._task_columns()} FROM {TASK_TABLE}{where}"
+                        f"SELECT {self._task_columns()} FROM {TASK_TABLE}{clause}"
                         " ORDER BY id DESC LIMIT ?", params)
         return self._records(_task_record, res.rows)
 
@@ -383,7 +395,7 @@ def _task_record(row: Sequence[Any]) -> TaskRecord:
         created_at=parse_ts(row[5]), started_at=parse_ts(row[6]), finished_at=parse_ts(row[7]),
         claimed_by=row[8], result=row[9], error=row[10], priority=int(row[11] or 0),
         heartbeat_at=parse_ts(row[12]), params=_text(row[13]), schedule=_text(row[14]),
-        next_run_at=parse_ts(row[15]), tick_at=parse_ts(row[16]), paused=bool(row[17]),
+        next_run_at=parse_ts(row[15]), tick_at=parse_ts(row[16]), paused=bool(row[17]), progress=_text(row[18]),
     )
 
 

@@ -29,13 +29,17 @@ class ClaimsMixin(SqlStoreBase):
         )
         return res.rowcount == 1
 
-    def beat(self, task_id: int, claimed_by: str) -> bool:
+    def beat(self, task_id: int, claimed_by: str, progress: str | None = None) -> bool:
         """Show that the process holding the claim is alive; False when the claim is no longer ours
-        (the task was taken over, reset or finished by someone else)."""
+        (the task was taken over, reset or finished by someone else). ``progress``: the run's latest
+        progress as JSON, written in the same statement (where ``db init`` added its column)."""
+        extra, values = "", [format_ts(utcnow())]
+        if progress is not None and self._optional(TASK_TABLE, "progress") != "NULL":
+            extra, values = ", progress = ?", [*values, progress]
         res = self._run(
             f"write the heartbeat of task {task_id}",
-            f"UPDATE {TASK_TABLE} SET heartbeat_at = ? WHERE id = ? AND status = ? AND claimed_by = ?",
-            (format_ts(utcnow()), task_id, "running", clip(claimed_by, CLAIMED_BY_MAX)),
+            f"UPDATE {TASK_TABLE} SET heartbeat_at = ?{extra} WHERE id = ? AND status = ? AND claimed_by = ?",
+            (*values, task_id, "running", clip(claimed_by, CLAIMED_BY_MAX)),
         )
         return res.rowcount == 1
 

@@ -15,7 +15,13 @@ from wormhole.plugins.mysql.connection import CONNECT_TRANSIENT_CODES
 from wormhole.plugins.mysql.connection import error_code as _errno
 from wormhole.retry import policy
 from wormhole.taskdb.base import SqlTaskStore
-from wormhole.taskdb.schema import MYSQL_ADDED_COLUMNS, MYSQL_DDL, MYSQL_STATE_LOCK_DDL, MYSQL_WATERMARK_DDL
+from wormhole.taskdb.schema import (
+    MYSQL_ACTION_DDL,
+    MYSQL_ADDED_COLUMNS,
+    MYSQL_DDL,
+    MYSQL_STATE_LOCK_DDL,
+    MYSQL_WATERMARK_DDL,
+)
 from wormhole.taskdb.sql import Result
 
 DEFAULT_PORT = 3306
@@ -42,6 +48,7 @@ class MysqlTaskStore(SqlTaskStore):
     ddl: ClassVar[tuple[str, ...]] = MYSQL_DDL
     watermark_ddl: ClassVar[str] = MYSQL_WATERMARK_DDL
     state_lock_ddl: ClassVar[str] = MYSQL_STATE_LOCK_DDL
+    action_ddl: ClassVar[str] = MYSQL_ACTION_DDL
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = MYSQL_ADDED_COLUMNS
     insert_ignore: ClassVar[str] = "INSERT IGNORE"
 

@@ -10,7 +10,9 @@ columns (``wormhole_task.params``, ``wormhole_task_run.variables``) need no ``db
 NULL from a database without them, and the first write that has a value adds the column as ``db init``
 would; so do a recurring task's (``schedule``, ``next_run_at``, ``tick_at``, ``paused``). The checkpoint
 rows' ``kind`` likewise, with its migration: the rows written before it get their kinds from the sentinels
-that marked them then (:data:`LEGACY_KIND`).
+that marked them then (:data:`LEGACY_KIND`). The console's actions (``wormhole_action``) are made by ``db init``
+and, on a database from before them, by the first action recorded; a running task's progress
+(``wormhole_task.progress``, written with its heartbeat) only by ``db init``: until then no progress is written.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ WATERMARK_TABLE = "wormhole_watermark"
 """Incremental tasks' watermarks: one row per state key and destination (see ``wormhole/incremental.py``)."""
 STATE_LOCK_TABLE = "wormhole_state_lock"
 """Which run of an incremental job holds its state key: one row per state key while a run holds it."""
+ACTION_TABLE = "wormhole_action"
+"""What people did through the console (submit, retry, cancel, pause, resume), who did it and when; a cancel
+row is also the request the running task's heartbeat looks for (see ``wormhole/taskdb/actions.py``)."""
 META_TABLE = "wormhole_meta"
 """Facts about the task database itself: ``taskdb_id`` (see ``SqlTaskStore.taskdb_id``)."""
 
@@ -66,6 +71,7 @@ SQLITE_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "tick_at", "TEXT"),
     (TASK_TABLE, "paused", "INTEGER NOT NULL DEFAULT 0"),
     (CHECKPOINT_TABLE, "kind", "VARCHAR(16)"),
+    (TASK_TABLE, "progress", "TEXT"),
 )
 MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "priority", "INT NOT NULL DEFAULT 0"),
@@ -78,6 +84,7 @@ MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (TASK_TABLE, "tick_at", "DATETIME(3) NULL"),
     (TASK_TABLE, "paused", "TINYINT NOT NULL DEFAULT 0"),
     (CHECKPOINT_TABLE, "kind", "VARCHAR(16) NULL"),
+    (TASK_TABLE, "progress", "TEXT NULL"),
 )
 
 # SQLite keeps timestamps as 'YYYY-MM-DD HH:MM:SS.fff' UTC text: strftime('now') is UTC, and the text
@@ -103,7 +110,8 @@ SQLITE_DDL: tuple[str, ...] = (
     schedule    TEXT,
     next_run_at TEXT,
     tick_at     TEXT,
-    paused      INTEGER NOT NULL DEFAULT 0
+    paused      INTEGER NOT NULL DEFAULT 0,
+    progress    TEXT
 )""",
     f"CREATE INDEX IF NOT EXISTS ix_{TASK_TABLE}_status ON {TASK_TABLE} (status)",
     f"""CREATE TABLE IF NOT EXISTS {RUN_TABLE} (
@@ -186,6 +194,7 @@ MYSQL_DDL: tuple[str, ...] = (
     next_run_at DATETIME(3) NULL,
     tick_at     DATETIME(3) NULL,
     paused      TINYINT NOT NULL DEFAULT 0,
+    progress    TEXT NULL,
     PRIMARY KEY (id),
     KEY ix_{TASK_TABLE}_status (status)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
@@ -251,4 +260,26 @@ MYSQL_STATE_LOCK_DDL = f"""CREATE TABLE IF NOT EXISTS {STATE_LOCK_TABLE} (
     claimed_by  VARCHAR(255) NOT NULL,
     acquired_at DATETIME(3) NULL,
     PRIMARY KEY (state_key)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""
+SQLITE_ACTION_DDL = f"""CREATE TABLE IF NOT EXISTS {ACTION_TABLE} (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id     INTEGER,
+    run_id      INTEGER,
+    action      VARCHAR(16) NOT NULL,
+    actor       VARCHAR(255) NOT NULL,
+    claimed_by  VARCHAR(255),
+    detail      TEXT,
+    created_at  TEXT DEFAULT {_SQLITE_NOW}
+)"""
+MYSQL_ACTION_DDL = f"""CREATE TABLE IF NOT EXISTS {ACTION_TABLE} (
+    id          BIGINT NOT NULL AUTO_INCREMENT,
+    task_id     BIGINT NULL,
+    run_id      BIGINT NULL,
+    action      VARCHAR(16) NOT NULL,
+    actor       VARCHAR(255) NOT NULL,
+    claimed_by  VARCHAR(255) NULL,
+    detail      TEXT NULL,
+    created_at  DATETIME(3) NULL,
+    PRIMARY KEY (id),
+    KEY ix_{ACTION_TABLE}_task_id (task_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""

@@ -11,7 +11,13 @@ from typing import Any, ClassVar
 from wormhole.errors import TaskDbError
 from wormhole.recovery.checkpoint import TASKDB_WRITES
 from wormhole.taskdb.base import SqlTaskStore
-from wormhole.taskdb.schema import SQLITE_ADDED_COLUMNS, SQLITE_DDL, SQLITE_STATE_LOCK_DDL, SQLITE_WATERMARK_DDL
+from wormhole.taskdb.schema import (
+    SQLITE_ACTION_DDL,
+    SQLITE_ADDED_COLUMNS,
+    SQLITE_DDL,
+    SQLITE_STATE_LOCK_DDL,
+    SQLITE_WATERMARK_DDL,
+)
 from wormhole.taskdb.sql import Result
 
 BUSY_TIMEOUT_S = 30.0
@@ -25,6 +31,7 @@ class SqliteTaskStore(SqlTaskStore):
     ddl: ClassVar[tuple[str, ...]] = SQLITE_DDL
     watermark_ddl: ClassVar[str] = SQLITE_WATERMARK_DDL
     state_lock_ddl: ClassVar[str] = SQLITE_STATE_LOCK_DDL
+    action_ddl: ClassVar[str] = SQLITE_ACTION_DDL
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = SQLITE_ADDED_COLUMNS
 
     def __init__(self, url: str, path: str | Path, *, create: bool = False) -> None:

@@ -260,7 +260,7 @@ class _Compiler:
 
     def _like(self, e: Like) -> ArrowVector:
         x = self.build(e.x)
-        pattern = "(?s)^" + "".join(_re2_piece(p) for p in e.parts()) + r"\z"
+        pattern = e.regex()
         negated = e.negated
 
         def run(cols: ArrowColumns) -> pa.Array:
@@ -315,14 +315,6 @@ def _booleans(a: pa.Array, b: pa.Array) -> tuple[pa.Array, pa.Array]:
 
 def _text(a: pa.Array) -> pa.Array:
     return a if a.type == STRING else a.cast(STRING)
-
-
-def _re2_piece(p: str | None) -> str:
-    if p is None:
-        return ".*"
-    if p == "":
-        return "."
-    return p if p.isascii() and p.isalnum() else f"\\x{{{ord(p):x}}}"
 
 
 def _wide(a: pa.Array, extra: int) -> pa.Array:

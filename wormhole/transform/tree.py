@@ -107,6 +107,17 @@ class Like(Expr):
             i += 1
         return tuple(out)
 
+    def regex(self) -> str:
+        """The pattern as an anchored regular expression that RE2 (Arrow's) and Java (Spark's) read alike:
+        a character other than an ASCII letter or digit is written as its code point, never as itself."""
+        def piece(p: str | None) -> str:
+            if p is None:
+                return ".*"
+            if p == "":
+                return "."
+            return p if p.isascii() and p.isalnum() else f"\\x{{{ord(p):x}}}"
+        return "(?s)^" + "".join(piece(p) for p in self.parts()) + "\\z"
+
 
 @dataclass(frozen=True, slots=True)
 class Func(Expr):

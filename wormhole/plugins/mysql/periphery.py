@@ -15,24 +15,22 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from wormhole.errors import CommitError, PrepareError, ReadError, RollbackError, StorageError
+from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
 from wormhole.plugins.base import WriteContext
 from wormhole.plugins.mysql.connection import (
     close_quietly,
     connect,
-    describe,
     fetch_one,
-    source_connection,
 )
 from wormhole.plugins.mysql.dialect import MYSQL
-from wormhole.plugins.mysql.options import Endpoint, MysqlSource, MysqlWriterOptions, QuerySource
+from wormhole.plugins.mysql.options import MysqlSource, MysqlWriterOptions
 from wormhole.plugins.mysql.passthrough import choose_method, load_method, target_columns, wire_columns
-from wormhole.plugins.mysql.reader import endpoints
 from wormhole.plugins.mysql.staging import MysqlStaging, refuse_unkept
 from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql.markers import COMMITTED, SWAPPED, SWAPPING
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
+from wormhole.plugins.sql.source_options import Shard
 from wormhole.plugins.sql.target import TargetSql
 
 
@@ -77,12 +75,8 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
                 self.staging.swapped = True  # its commit may not have dropped the old table yet
             self._build_sql([types[c.lower()] for c in self.columns])
             return
-        if done:
-            # The crashed run got through prepare: its pre_sql and TRUNCATE ran, and durable splits
-            # are in the target (or its staging table): running them again would lose those.
-            self.ctx.log.info("writer.prepare_resumed", state_run=self.ctx.state_run)
-            self.truncated = opts.load == "truncate"
-            self.rows_before = recorded_before
+        if phase is not None:
+            self._resume_prepared(phase, recorded_before)
         else:
             self._first_prepare(conn)
         if opts.load == "staging":
@@ -237,43 +231,20 @@ class MysqlReaderPeriphery(SqlReaderPeriphery):
     dialect = MYSQL
     source: MysqlSource
 
-    def _shards(self) -> list[tuple[Endpoint, tuple[str, ...]]]:
-        return list(endpoints(self.source))
-
-    def _connect(self, shard: tuple[Endpoint, tuple[str, ...]]) -> pymysql.Connection:
-        return source_connection(self.source, shard[0], ReadError, self.ctx)
-
     def _running(self, conn: pymysql.Connection) -> int:
         """MySQL's Threads_running, this session's own excluded."""
         found = fetch_one(conn, "SHOW GLOBAL STATUS LIKE 'Threads_running'")
         return int(found[1]) - 1 if found else 0
 
-    def _estimate(self, conn: pymysql.Connection, shard: tuple[Endpoint, tuple[str, ...]]) -> tuple[int | None,
-                                                                                                   int | None]:
-        source, (ep, tables) = self.source, shard
-        where = None if isinstance(source, QuerySource) else source.selection.where
-        if source.estimate == "none":
-            return None, None
-        if source.estimate == "stats" and tables and where is None:
-            marks = ", ".join(["%s"] * len(tables))
-            found = fetch_one(conn, f"SELECT SUM(TABLE_ROWS), SUM(DATA_LENGTH) FROM information_schema.TABLES "
-                                    f"WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ({marks})", (ep.database, *tables))
-            return (None if found[0] is None else int(found[0])), (None if found[1] is None else int(found[1]))
-        if source.estimate == "stats":
-            return None, None  # a where or a query: statistics say nothing about the rows selected
-        total = 0
-        selects = [f"SELECT * FROM ({source.query}) AS wh_q"] if isinstance(source, QuerySource) else \
-            [f"SELECT * FROM {quote(ep.database)}.{quote(t)}" + (f" WHERE ({where})" if where else "")
-             for t in tables]
-        for sql in selects:
-            try:
-                found = fetch_one(conn, self._with_timeout(conn, f"SELECT COUNT(*) FROM ({sql}) AS wh_c"))
-            except pymysql.err.MySQLError as exc:
-                # Too slow (max_statement_time) or not countable: the estimate is only a hint.
-                self.ctx.log.warning("reader.estimate_skipped", resource=ep.mark, reason=describe(exc))
-                return None, None
-            total += int(found[0])
-        return total, None
+    def _stats(self, conn: pymysql.Connection, shard: Shard) -> tuple[int | None, int | None]:
+        marks = ", ".join(["%s"] * len(shard.tables))
+        found = fetch_one(conn, f"SELECT SUM(TABLE_ROWS), SUM(DATA_LENGTH) FROM information_schema.TABLES "
+                                f"WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ({marks})",
+                          (shard.endpoint.database, *shard.tables))
+        return (None if found[0] is None else int(found[0])), (None if found[1] is None else int(found[1]))
+
+    def _count(self, conn: pymysql.Connection, statements: list[str]) -> int:
+        return sum(int(fetch_one(conn, self._with_timeout(conn, sql))[0]) for sql in statements)
 
     def _with_timeout(self, conn: pymysql.Connection, sql: str) -> str:
         seconds = self.source.count_timeout_s

@@ -10,44 +10,20 @@ rejects its row to the dirty-record file (origin ``source``) instead of failing 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pymysql
 import pymysql.cursors
 
 from wormhole.errors import ReadError
-from wormhole.plugins.base import Column, PushedQuery, Row, Schema, Split
+from wormhole.plugins.base import Column, Row, Schema, Split
 from wormhole.plugins.mysql.arrow_read import BatchDecoder
 from wormhole.plugins.mysql.connection import PLUGIN_NAME, abandon, close_quietly, describe, source_connection
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.passthrough import native_type
 from wormhole.plugins.mysql.protocol import column_batches
 from wormhole.plugins.mysql.types import KIND_TYPES
-from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql.reader import SqlReader
-from wormhole.plugins.sql.source_options import Endpoint, QuerySource, SqlSource
-
-
-def endpoints(source: SqlSource) -> list[tuple[Endpoint, tuple[str, ...]]]:
-    """Every (endpoint, tables) the source reads; tables is empty for a ``query`` source."""
-    return [(shard.endpoint, shard.tables) for shard in source.shards]
-
-
-def pushed_sql(split: Split, pushed: PushedQuery) -> tuple[str, tuple[Any, ...], tuple[str, ...]]:
-    """The split's query with the pushed-down filters and projection around it: a derived table,
-    which the server merges into the split's own scan (key range included)."""
-    inner, args = split.params["sql"], tuple(split.params["args"] or ())
-    names: tuple[str, ...] = split.params["columns"]
-    all_args = (*args, *pushed.args)
-    if all_args and not args:  # the driver formats with % once there are arguments
-        inner = inner.replace("%", "%%")
-    where = pushed.render("%s", escape_percent=bool(all_args))
-    select = ", ".join(quote(names[k]) for k in pushed.keep)
-    if all_args:
-        select = select.replace("%", "%%")
-    sql = f"SELECT {select} FROM ({inner}) AS wh_push" + (f" WHERE {where}" if where else "")
-    kinds = tuple(split.params["kinds"][k] for k in pushed.keep)
-    return sql, all_args, kinds
+from wormhole.plugins.sql.source_options import QuerySource
 
 
 class MysqlReader(SqlReader):
@@ -69,17 +45,9 @@ class MysqlReader(SqlReader):
 
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         ep = self.source.shards[split.params["shard"]].endpoint
-        kinds: tuple[str, ...] = tuple(split.params["kinds"])
-        sql, args = split.params["sql"], tuple(split.params["args"] or ())
-        pushed: PushedQuery | None = split.params.get("pushdown")
-        if pushed is not None:
-            sql, args, kinds = pushed_sql(split, pushed)
-            self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
-        names = split.params["columns"]
-        if pushed is not None:
-            names = [names[k] for k in pushed.keep]
+        sql, args, kinds, names, pushed = self.split_query(split)
         # Splits planned before the table changed (a resumed run) keep their kinds.
-        decoder = BatchDecoder(self.split_columns(tuple(names), kinds, pushed), kinds, self.source.dates,
+        decoder = BatchDecoder(self.split_columns(names, kinds, pushed), kinds, self.source.dates,
                                keep_wire=self.ctx.keep_wire)
         conn = source_connection(self.source, ep, ReadError, self.ctx, raw=True,
                                  log=self.ctx.log.bind(split_id=split.id))

@@ -1,31 +1,32 @@
 """The mysql store's native Spark read (``spark_read``), loaded in Spark mode only.
 
-MySQL goes over JDBC with Debian's MariaDB Connector/J: one partition per split predicate, every
-shard and table its own relation, unioned by name (the union says which split each partition is,
-for destinations that make splits durable). Spark 4 applies its MySQL dialect (backtick quoting)
-only to ``jdbc:mysql:`` URLs, hence the connector's ``permitMysqlScheme``. A column JDBC would not
-carry exactly sends the read to the row reader per split (:class:`wormhole.plugins.spark_kit.RowReaderPlan`).
-Writes go through the store's own row writers inside the executors (a split per partition, durable
-with its marker row), not JDBC.
+MySQL goes over JDBC with Debian's MariaDB Connector/J, through the SQL store kit's JDBC read
+(:mod:`wormhole.plugins.sql.spark`: a partition per split predicate, every shard and table its own
+relation, unioned by name). Spark 4 applies its MySQL dialect (backtick quoting) only to ``jdbc:mysql:``
+URLs, hence the connector's ``permitMysqlScheme``. A column JDBC would not carry exactly sends the read
+to the row reader per split (:class:`wormhole.plugins.spark_kit.RowReaderPlan`). Writes go through the
+store's own row writers inside the executors (a split per partition, durable with its marker row), not JDBC.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
-from functools import reduce
 from typing import Any
 
+from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wormhole.errors import SplitError
-from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split, with_split_order
+from wormhole.plugins.base import PushedQuery, Schema, Split
 from wormhole.plugins.mysql.catalog import choose_columns, describe_table
 from wormhole.plugins.mysql.connection import answering_server, close_quietly, connect, fetch_all, text
 from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource, resolve_password
 from wormhole.plugins.spark_kit import EXACT, EXACT_TEXT_TYPES, RowReaderPlan
 from wormhole.plugins.sql import backquote as quote
+from wormhole.plugins.sql import spark as jdbc
 
 MARIADB_DRIVER = "org.mariadb.jdbc.Driver"
 
@@ -106,10 +107,7 @@ class _Plan:
             return None, self.casts
         texts = {c.name for c in self.schema.columns if c.type in EXACT_TEXT_TYPES}
         exact = self.exact | {c.name for c in self.schema.columns if self.casts.get(c.name.lower()) == "CHAR"}
-        shown = sorted(self.awkward)
-        more = f" and {len(shown) - 6} more" if len(shown) > 6 else ""
-        return (RowReaderPlan(f"JDBC would not carry {', '.join(shown[:6])}{more} exactly", frozenset(exact & texts)),
-                {})
+        return jdbc.not_carried(sorted(self.awkward), frozenset(exact & texts)), {}
 
 
 def _plan(source: MysqlSource, schema: Schema) -> tuple[RowReaderPlan | None, dict[str, str]]:
@@ -147,14 +145,8 @@ def read(spark: SparkSession, options: MysqlSource, splits: list[Split], schema:
     plan, casts = _plan(options, schema)
     if plan is not None:
         return plan
-    groups: dict[tuple[int, str], list[Split]] = {}
-    for split in splits:
-        groups.setdefault((split.params["shard"], split.params["relation"]), []).append(split)
-    frames = [_relation(spark, options.shards[shard].endpoint, relation, members, casts, schema)
-              for (shard, relation), members in groups.items()]
-    # The union's partitions are the groups' in turn: say which split each is (resumable writes).
-    return with_split_order(reduce(lambda a, b: a.unionByName(b), frames),
-                            [s.id for members in groups.values() for s in members])
+    pushed: PushedQuery | None = splits[0].params.get("pushdown")
+    return jdbc.read(spark, _Jdbc(options, casts, jdbc.inline_where(pushed, literal)), splits, schema)
 
 
 def literal(value: Any) -> str:
@@ -176,44 +168,41 @@ def literal(value: Any) -> str:
     raise TypeError(f"pushed-down SQL binds no {type(value).__name__}")
 
 
-def inline_where(pushed: PushedQuery) -> str | None:
-    """The pushed-down condition with its parameters written in as literals."""
-    if pushed.where is None:
-        return None
-    parts = pushed.where.split(PARAM_MARK)
-    out = [parts[0]]
-    for arg, part in zip(pushed.args, parts[1:], strict=True):
-        out += [literal(arg), part]
-    return "".join(out)
+class _Jdbc:
+    """The kit's :class:`~wormhole.plugins.sql.spark.JdbcPlan` of a table source: dates as the text of a
+    CAST, FLOAT as a DOUBLE (``casts``), the task's pushed-down filters (``where``) ANDed to each split's
+    predicate."""
 
+    always_true = "1=1"
 
-def _relation(spark: SparkSession, ep: Endpoint, relation: str, members: list[Split], casts: dict[str, str],
-              schema: Schema) -> DataFrame:
-    """One table of one shard over JDBC, a partition per split; dates as the text of a CAST, FLOAT as
-    a DOUBLE. The task's
-    pushed-down filters (``pushdown``, the SQL local mode sends) are ANDed to each split's predicate."""
-    # No predicate push-down by Spark: it would hand the task's filters to MySQL as plain SQL, compared
-    # under the column's collation ('TEST' = 'test', 'ok ' = 'ok') and not checked again. What goes to
-    # MySQL is ``pushdown``, the SQL that means what Spark and local mode mean.
-    props = {**_properties(ep), "fetchsize": "10000", "preferTimestampNTZ": "true", "pushDownPredicate": "false"}
-    predicates = [s.params["predicate"] or "1=1" for s in members]
-    columns = list(members[0].params["columns"])
-    pushed: PushedQuery | None = members[0].params.get("pushdown")
-    if pushed is not None:
-        columns = [columns[k] for k in pushed.keep]
-        where = inline_where(pushed)
-        if where is not None:
-            predicates = [f"({p}) AND ({where})" for p in predicates]
-    cast = {c: f"__wh_text_{i}" for i, c in enumerate(columns) if c.lower() in casts}
-    if cast:
-        # The original columns stay for the split predicates and the task's where; Spark
-        # selects only the ones it needs (column pruning), the dates as their text.
-        texts = ", ".join(f"CAST({quote(c)} AS {casts[c.lower()]}) AS {quote(t)}" for c, t in cast.items())
-        relation = f"(SELECT *, {texts} FROM {relation}) wh_r"
-    host, port = answering_server(ep)  # _plan connected to each shard here: a failover list's choice is known
-    frame = spark.read.jdbc(jdbc_url(host, port, ep.database), relation, predicates=predicates,
-                            properties=props)
-    frame = frame.select([F.col(f"`{cast[c]}`").alias(c, metadata={EXACT: casts[c.lower()] == "CHAR"})
-                          if c in cast else F.col(f"`{c}`") for c in columns])
-    return frame.toDF(*schema.names)  # the names the reader's schema gives (case kept)
+    def __init__(self, source: MysqlSource, casts: dict[str, str], where: str | None) -> None:
+        self.source = source
+        self.casts = casts
+        self.where = where
 
+    def connection(self, key: jdbc.RelationKey) -> tuple[str, dict[str, str]]:
+        ep = self.source.shards[key[0]].endpoint
+        host, port = answering_server(ep)  # _plan connected to each shard here: a failover list's choice is known
+        # pushDownPredicate false: MySQL would compare the task's filters under the column's collation
+        # ('TEST' = 'test', 'ok ' = 'ok'); the kit sends ``pushdown`` instead.
+        return jdbc_url(host, port, ep.database), {**_properties(ep), "fetchsize": "10000",
+                                                   "preferTimestampNTZ": "true", "pushDownPredicate": "false"}
+
+    def base(self, key: jdbc.RelationKey) -> tuple[str, bool]:
+        assert key[1] is not None  # a query source goes to the row reader (see _plan)
+        return key[1], False
+
+    def expression(self, key: jdbc.RelationKey, column: str) -> str | None:
+        cast = self.casts.get(column.lower())
+        return None if cast is None else f"CAST({quote(column)} AS {cast})"
+
+    def column(self, key: jdbc.RelationKey, column: str, selected: str | None) -> SparkColumn:
+        if selected is None:
+            return F.col(f"`{column}`")
+        return F.col(f"`{selected}`").alias(column, metadata={EXACT: self.casts[column.lower()] == "CHAR"})
+
+    def quote(self, identifier: str) -> str:
+        return quote(identifier)
+
+    def extra(self, key: jdbc.RelationKey, predicates: Sequence[str]) -> str:
+        return ""

@@ -22,7 +22,7 @@ from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.types import select_expr
 from wormhole.plugins.sql import ascii_points, int_points, key_ranges
 from wormhole.plugins.sql import backquote as quote
-from wormhole.plugins.sql.source_options import QuerySource, Shard
+from wormhole.plugins.sql.source_options import QuerySource
 from wormhole.plugins.sql.splitter import SqlSplitter, TableCut
 
 _INT_KINDS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
@@ -117,17 +117,10 @@ class MysqlSplitter(SqlSplitter):
     DIALECT = MYSQL
     CUTTER = _Cutter
 
-    def query_split(self, source: QuerySource, index: int, shard: Shard) -> Split:
-        ep = shard.endpoint
-        conn = MYSQL.connect(source, ep, SplitError, self.ctx)
-        try:
-            shape = MYSQL.describe_query(conn, ep, source.query)
-        finally:
-            MYSQL.close_quietly(conn)
-        sql = source.query
+    def query_sql(self, query: str, shape: list[Any]) -> str:
         if any(c.kind == "float32" for c in shape):
-            sql = f"SELECT {', '.join(select_expr(quote(c.name), c.kind) for c in shape)} FROM ({sql}) AS wh_q"
-        return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
-                     params={"shard": index, "sql": sql, "args": (), "kinds": tuple(c.kind for c in shape),
-                             "relation": f"({source.query}) wormhole_query", "predicate": None,
-                             "columns": tuple(c.name for c in shape)})
+            return f"SELECT {', '.join(select_expr(quote(c.name), c.kind) for c in shape)} FROM ({query}) AS wh_q"
+        return query
+
+    def query_params(self, source: QuerySource) -> dict[str, Any]:
+        return {"relation": f"({source.query}) wormhole_query", "predicate": None}

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from wormhole.errors import ReadError, SplitError
-from wormhole.plugins.base import Column, Encoding, PushedQuery, ReadContext, Rejected, Row, Schema, Split
+from wormhole.plugins.base import Column, Encoding, ReadContext, Rejected, Row, Schema, Split
 from wormhole.plugins.batch import Batch, arrow_schema, arrow_type, decimal_shape
 from wormhole.plugins.postgres.catalog import (
     KIND_TYPES,
@@ -41,8 +41,7 @@ from wormhole.plugins.postgres.catalog import (
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.passthrough import ENCODED_ROWS_FACTOR, RowDecoder, read_rows, source_encoding
-from wormhole.plugins.postgres.splitter import encoded_sql, escape, source_connection
-from wormhole.plugins.sql import quote
+from wormhole.plugins.postgres.splitter import encoded_sql, source_connection
 from wormhole.plugins.sql.reader import SqlReader
 from wormhole.plugins.sql.source_options import QuerySource, Shard, SqlSource
 
@@ -51,21 +50,11 @@ _PARSE = pcsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False)
 _TEMPORAL = ("date", "datetime")
 
 
-def pushed_sql(split: Split, pushed: PushedQuery) -> tuple[str, tuple[Any, ...], tuple[str, ...], tuple[str, ...]]:
-    """The split's query with the pushed-down filters and projection around it: a derived table, which
-    the planner merges into the split's own scan (key or block range included)."""
-    names: tuple[str, ...] = split.params["columns"]
-    where = pushed.render("%s", escape_percent=True)
-    select = ", ".join(escape(quote(names[k])) for k in pushed.keep) or "NULL"
-    sql = f"SELECT {select} FROM ({split.params['sql']}) AS wh_push" + (f" WHERE {where}" if where else "")
-    kinds = tuple(split.params["kinds"][k] for k in pushed.keep)
-    return sql, (*split.params["args"], *pushed.args), kinds, tuple(names[k] for k in pushed.keep)
-
-
 class PostgresReader(SqlReader):
     """Streams the rows of each split (one connection per split, closed after it)."""
 
     DIALECT = POSTGRES
+    ESCAPED = True  # psycopg formats every split's statement (the splitter doubles its %)
 
     def __init__(self, options: SqlSource, ctx: ReadContext) -> None:
         super().__init__(options, ctx)
@@ -144,12 +133,7 @@ class PostgresReader(SqlReader):
 
     def read(self, split: Split) -> Iterator[Sequence[Row]]:
         shard = self.source.shards[split.params["shard"]]
-        sql, args = split.params["sql"], tuple(split.params["args"])
-        kinds, names = tuple(split.params["kinds"]), tuple(split.params["columns"])
-        pushed: PushedQuery | None = split.params.get("pushdown")
-        if pushed is not None:
-            sql, args, kinds, names = pushed_sql(split, pushed)
-            self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
+        sql, args, kinds, names, pushed = self.split_query(split)
         decoder = CsvDecoder(self.split_columns(names, kinds, pushed), self.source.dates)
         log = self.ctx.log.bind(split_id=split.id)
         conn = source_connection(self.source, shard.endpoint, ReadError, self.ctx, log=log)

@@ -1,19 +1,18 @@
 """The postgres store's native Spark read (``spark_read``), loaded in Spark mode only.
 
-PostgreSQL goes over JDBC with Debian's pgjdbc: one partition per split predicate (key or ctid
-ranges, the task's pushed-down filters ANDed as literals), every shard and table its own relation,
-unioned by name (the union says which split each partition is, for destinations that make splits
-durable). Sessions get the settings local mode's have (UTC, ISO dates and intervals). Columns whose
-JDBC value is not the one the local reader gives are selected through an expression (see
-:data:`JDBC_EXACT_KINDS`); a column no expression makes exact sends the read to the row reader per
-split (:class:`wormhole.plugins.spark_kit.RowReaderPlan`). Writes go through the store's own row writers
+PostgreSQL goes over JDBC with Debian's pgjdbc, through the SQL store kit's JDBC read
+(:mod:`wormhole.plugins.sql.spark`: one partition per split predicate, key or ctid ranges, the task's
+pushed-down filters ANDed as literals; every shard and table its own relation, unioned by name).
+Sessions get the settings local mode's have (UTC, ISO dates and intervals). Columns whose JDBC value is
+not the one the local reader gives are selected through an expression (see :data:`JDBC_EXACT_KINDS`); a
+column no expression makes exact sends the read to the row reader per split
+(:class:`wormhole.plugins.spark_kit.RowReaderPlan`). Writes go through the store's own row writers
 inside the executors (a split per partition, durable with its marker row), not JDBC.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import reduce
 from typing import Any
 from urllib.parse import quote as url_quote
 
@@ -25,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from wormhole.errors import SplitError
-from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split, with_split_order
+from wormhole.plugins.base import PushedQuery, Schema, Split
 from wormhole.plugins.postgres.catalog import (
     OUTPUT_TEXT,
     ColumnInfo,
@@ -35,10 +34,10 @@ from wormhole.plugins.postgres.catalog import (
     relation,
 )
 from wormhole.plugins.postgres.connection import SESSION_SETTINGS, close_quietly, connect
-from wormhole.plugins.postgres.options import Endpoint
-from wormhole.plugins.postgres.source_options import PostgresSource, QuerySource
+from wormhole.plugins.postgres.options import Endpoint, PostgresSource, QuerySource
 from wormhole.plugins.spark_kit import EXACT, RowReaderPlan
 from wormhole.plugins.sql import quote, resolve_password
+from wormhole.plugins.sql import spark as jdbc
 
 PG_DRIVER = "org.postgresql.Driver"
 
@@ -124,7 +123,10 @@ def _expression(info: ColumnInfo) -> str | None:
 
 
 class _Plan:
-    """The columns of each relation a source reads (see :func:`_plan`), and what JDBC would not carry."""
+    """The columns of each relation a source reads (see :func:`_plan`), and what JDBC would not carry;
+    the kit's :class:`~wormhole.plugins.sql.spark.JdbcPlan` of the source."""
+
+    always_true = "TRUE"
 
     def __init__(self, source: PostgresSource, schema: Schema) -> None:
         self.source = source
@@ -144,6 +146,41 @@ class _Plan:
             shown = f"{info.name} ({why})"
             if why is not None and shown not in self.awkward:
                 self.awkward.append(shown)
+
+    def connection(self, key: jdbc.RelationKey) -> tuple[str, dict[str, str]]:
+        ep = self.source.shards[key[0]].endpoint
+        return jdbc_url(ep), _properties(ep, self.source.connect_timeout_s)
+
+    def base(self, key: jdbc.RelationKey) -> tuple[str, bool]:
+        if isinstance(self.source, QuerySource):
+            return f"({self.source.query}) AS wh_q", True
+        assert key[1] is not None
+        return key[1], False
+
+    def expression(self, key: jdbc.RelationKey, column: str) -> str | None:
+        return _expression(self._info(key, column))
+
+    def column(self, key: jdbc.RelationKey, column: str, selected: str | None) -> SparkColumn:
+        info = self._info(key, column)
+        if selected is None:
+            return F.col(f"`{info.name}`")
+        col = F.col(f"`{selected}`")
+        if info.kind in _TEMPORAL_SPARK:
+            return col.cast(_TEMPORAL_SPARK[info.kind]).alias(info.name)
+        if info.kind in ("json", "array"):
+            # JSON text: the writers get its values back, as the row reader's (its logical type stays json).
+            return col.alias(info.name, metadata={EXACT: True})
+        return col.alias(info.name)
+
+    def quote(self, identifier: str) -> str:
+        return quote(identifier)
+
+    def extra(self, key: jdbc.RelationKey, predicates: Sequence[str]) -> str:
+        # ctid is a system column, which * leaves out: block-range predicates need it by name.
+        return ", ctid" if any("ctid" in p for p in predicates) and key[1] is not None else ""
+
+    def _info(self, key: jdbc.RelationKey, column: str) -> ColumnInfo:
+        return next(c for c in self.columns[key] if c.name == column)
 
 
 def _plan(source: PostgresSource, schema: Schema, pushed: PushedQuery | None) -> _Plan:
@@ -169,13 +206,7 @@ def _plan(source: PostgresSource, schema: Schema, pushed: PushedQuery | None) ->
 
 def inline_where(pushed: PushedQuery, conn: psycopg.Connection[Any]) -> str | None:
     """The pushed-down condition with its bound values written in as PostgreSQL literals."""
-    if pushed.where is None:
-        return None
-    parts = pushed.where.split(PARAM_MARK)
-    out = [parts[0]]
-    for arg, part in zip(pushed.args, parts[1:], strict=True):
-        out += [Literal(arg).as_string(conn), part]
-    return "".join(out)
+    return jdbc.inline_where(pushed, lambda value: Literal(value).as_string(conn))
 
 
 def exact_text(options: PostgresSource, schema: Schema) -> frozenset[str]:
@@ -194,51 +225,6 @@ def read(spark: SparkSession, options: PostgresSource, splits: list[Split],
     pushed: PushedQuery | None = splits[0].params.get("pushdown")
     plan = _plan(options, schema, pushed)
     if plan.awkward:
-        shown = plan.awkward[:6]
-        more = f" and {len(plan.awkward) - 6} more" if len(plan.awkward) > 6 else ""
-        return RowReaderPlan(f"JDBC would not carry {', '.join(shown)}{more} exactly")
-    groups: dict[tuple[int, str | None], list[Split]] = {}
-    for split in splits:
-        groups.setdefault((split.params["shard"], split.params.get("relation")), []).append(split)
-    frames = [_relation(spark, options, key, members, plan, schema) for key, members in groups.items()]
-    # The union's partitions are the groups' in turn: say which split each is (resumable writes).
-    return with_split_order(reduce(lambda a, b: a.unionByName(b), frames),
-                            [s.id for members in groups.values() for s in members])
+        return jdbc.not_carried(plan.awkward)
+    return jdbc.read(spark, plan, splits, schema)
 
-
-def _relation(spark: SparkSession, source: PostgresSource, key: tuple[int, str | None], members: list[Split],
-              plan: _Plan, schema: Schema) -> DataFrame:
-    """One table (or query) of one shard over JDBC, a partition per split: the table's own columns
-    stay for the split predicates and the task's where, the expressions beside them under new names."""
-    ep = source.shards[key[0]].endpoint
-    infos = {c.name: c for c in plan.columns[key]}
-    columns: Sequence[str] = members[0].params["columns"]
-    pushed: PushedQuery | None = members[0].params.get("pushdown")
-    if pushed is not None:
-        columns = [columns[k] for k in pushed.keep]
-    predicates = [s.params.get("predicate") or "TRUE" for s in members]
-    if plan.where is not None:
-        predicates = [f"({p}) AND ({plan.where})" for p in predicates]
-    exprs = {c: _expression(infos[c]) for c in columns}
-    named = {c: f"__wh_{i}" for i, c in enumerate(columns) if exprs[c] is not None}
-    base = f"({source.query}) AS wh_q" if isinstance(source, QuerySource) else key[1]
-    # ctid is a system column, which * leaves out: block-range predicates need it by name.
-    ctid = ", ctid" if any("ctid" in p for p in predicates) and key[1] is not None else ""
-    texts = "".join(f", {exprs[c]} AS {quote(n)}" for c, n in named.items())
-    table = f"(SELECT *{ctid}{texts} FROM {base}) AS wh_r"
-    frame = spark.read.jdbc(jdbc_url(ep), table, predicates=predicates,
-                            properties=_properties(ep, source.connect_timeout_s))
-    frame = frame.select([_column(infos[c], named.get(c)) for c in columns])
-    return frame.toDF(*schema.names)  # the names the reader's schema gives
-
-
-def _column(info: ColumnInfo, name: str | None) -> SparkColumn:
-    if name is None:
-        return F.col(f"`{info.name}`")
-    col = F.col(f"`{name}`")
-    if info.kind in _TEMPORAL_SPARK:
-        return col.cast(_TEMPORAL_SPARK[info.kind]).alias(info.name)
-    if info.kind in ("json", "array"):
-        # JSON text: the writers get its values back, as the row reader's (its logical type stays json).
-        return col.alias(info.name, metadata={EXACT: True})
-    return col.alias(info.name)

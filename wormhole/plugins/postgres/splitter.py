@@ -28,13 +28,11 @@ from wormhole.errors import SplitError
 from wormhole.plugins.base import Split
 from wormhole.plugins.postgres.catalog import (
     ColumnInfo,
-    describe_query,
     select_expr,
 )
-from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
+from wormhole.plugins.postgres.connection import PLUGIN_NAME, describe
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.sql import int_points, quote
-from wormhole.plugins.sql.source_options import QuerySource, Shard
 from wormhole.plugins.sql.splitter import SqlSplitter, TableCut
 
 MIN_SPLIT_PAGES = 128
@@ -170,17 +168,8 @@ class PostgresSplitter(SqlSplitter):
     CUTTER = _Cutter
     CUT_WITHOUT_KEY = True  # a table without split_pk is cut into block ranges
 
-    def query_split(self, source: QuerySource, index: int, shard: Shard) -> Split:
-        ep = shard.endpoint
-        conn = POSTGRES.connect(source, ep, SplitError, self.ctx)
-        try:
-            shape = describe_query(conn, ep, source.query)
-        finally:
-            close_quietly(conn)
-        sql = f"SELECT {', '.join(select_expr(c.name, c.kind) for c in shape)} FROM ({source.query}) AS wh_q"
-        return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
-                     params={"shard": index, "sql": escape(sql), "args": (), "kinds": tuple(c.kind for c in shape),
-                             "columns": tuple(c.name for c in shape)})
+    def query_sql(self, query: str, shape: list[Any]) -> str:
+        return escape(f"SELECT {', '.join(select_expr(c.name, c.kind) for c in shape)} FROM ({query}) AS wh_q")
 
 
 def _micros(delta: timedelta) -> int:

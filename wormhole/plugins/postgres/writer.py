@@ -56,9 +56,9 @@ from wormhole.plugins.postgres.encoding import (
     nul_rows,
     row_line,
 )
+from wormhole.plugins.postgres.options import PostgresWriterOptions
 from wormhole.plugins.postgres.passthrough import EncodedPiece
-from wormhole.plugins.postgres.sink_options import PostgresWriterOptions
-from wormhole.plugins.postgres.writer_periphery import PostgresWriterPeriphery
+from wormhole.plugins.postgres.periphery import PostgresWriterPeriphery
 from wormhole.plugins.split_transactions import Broken
 from wormhole.plugins.sql import VALUE_ERRORS, room_left
 from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter

@@ -129,6 +129,13 @@ class SqlWriterPeriphery(ShippedWithoutLock):
         self.phase, before = self.markers.phase(conn) if self.ctx.resuming else (None, None)
         return self.phase, before
 
+    def _resume_prepared(self, phase: str, recorded_before: int | None) -> None:
+        """The crashed run got through prepare: its pre_sql and TRUNCATE ran, and its durable splits are in
+        the target (or its staging table): running them again would lose those, so they are taken as done."""
+        self.ctx.log.info("writer.prepare_resumed", state_run=self.ctx.state_run, phase=phase)
+        self.truncated = self.options.load == "truncate"
+        self.rows_before = recorded_before
+
     def _pre_sql(self, conn: Any) -> None:
         for statement in self.options.pre_sql:
             self.sql.run(conn, statement, "pre_sql", PrepareError)

@@ -1,12 +1,13 @@
 """What the SQL stores' readers share: the source's schema, described once from its first table (or its
-query) on its first connection, and the columns a split reads as batches of that schema."""
+query) on its first connection, the statement a split runs (the task's pushed-down filters and projection
+around its own), and the columns a split reads as batches of that schema."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 from wormhole.errors import SplitError
-from wormhole.plugins.base import Column, PushedQuery, ReadContext, Schema
+from wormhole.plugins.base import Column, PushedQuery, ReadContext, Schema, Split
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.source_options import QuerySource, SqlSource
 
@@ -29,6 +30,9 @@ class SqlReader(SchemaOnce):
     """Streams the rows of each split (one connection per split, closed after it); the store reads them."""
 
     DIALECT: ClassVar[Dialect]
+    ESCAPED: ClassVar[bool] = False
+    """Whether a split's statement always has its ``%`` doubled (its driver formats every statement), not only
+    when it binds values."""
 
     def __init__(self, options: SqlSource, ctx: ReadContext) -> None:
         self.source = options
@@ -48,6 +52,37 @@ class SqlReader(SchemaOnce):
                                           table)
         finally:
             dialect.close_quietly(conn)
+
+    def split_query(self, split: Split) -> tuple[str, tuple[Any, ...], tuple[str, ...], tuple[str, ...],
+                                                  PushedQuery | None]:
+        """What ``split`` reads: its statement and bound values, its columns' kinds and names, and the task's
+        pushed-down query (None: none), with which the statement is :meth:`pushed_sql`'s."""
+        sql, args = split.params["sql"], tuple(split.params["args"] or ())
+        kinds, names = tuple(split.params["kinds"]), tuple(split.params["columns"])
+        pushed: PushedQuery | None = split.params.get("pushdown")
+        if pushed is not None:
+            sql, args, kinds, names = self.pushed_sql(split, pushed)
+            self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
+        return sql, args, kinds, names, pushed
+
+    @classmethod
+    def pushed_sql(cls, split: Split, pushed: PushedQuery) -> tuple[str, tuple[Any, ...], tuple[str, ...],
+                                                                    tuple[str, ...]]:
+        """The split's query with the pushed-down filters and projection around it: a derived table, which
+        the server merges into the split's own scan (key or block range included)."""
+        inner, args = split.params["sql"], tuple(split.params["args"] or ())
+        names: tuple[str, ...] = split.params["columns"]
+        all_args = (*args, *pushed.args)
+        escaped = cls.ESCAPED or bool(all_args)  # a driver formats with % once there are arguments
+        if escaped and not cls.ESCAPED and not args:
+            inner = inner.replace("%", "%%")
+        select = ", ".join(cls.DIALECT.quote(names[k]) for k in pushed.keep) or "NULL"
+        if escaped:
+            select = select.replace("%", "%%")
+        where = pushed.render("%s", escape_percent=escaped)
+        sql = f"SELECT {select} FROM ({inner}) AS wh_push" + (f" WHERE {where}" if where else "")
+        kinds = tuple(split.params["kinds"][k] for k in pushed.keep)
+        return sql, all_args, kinds, tuple(names[k] for k in pushed.keep)
 
     def split_columns(self, names: tuple[str, ...], kinds: tuple[str, ...],
                       pushed: PushedQuery | None) -> tuple[Column, ...]:

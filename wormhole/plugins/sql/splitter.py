@@ -106,5 +106,23 @@ class SqlSplitter:
         return splits
 
     def query_split(self, source: QuerySource, index: int, shard: Shard) -> Split:
-        """The one split of a query source on ``shard``."""
+        """The one split of a query source on ``shard``: the query's columns described on its connection, the
+        query read as the store selects them (:meth:`query_sql`)."""
+        ep, dialect = shard.endpoint, self.DIALECT
+        conn = dialect.connect(source, ep, SplitError, self.ctx)
+        try:
+            shape = dialect.describe_query(conn, ep, source.query)
+        finally:
+            dialect.close_quietly(conn)
+        return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
+                     params={"shard": index, "sql": self.query_sql(source.query, shape), "args": (),
+                             "kinds": tuple(c.kind for c in shape), "columns": tuple(c.name for c in shape),
+                             **self.query_params(source)})
+
+    def query_sql(self, query: str, shape: list[Any]) -> str:
+        """The statement a query split runs, its columns as ``describe_query`` gave them (``shape``)."""
         raise NotImplementedError
+
+    def query_params(self, source: QuerySource) -> dict[str, Any]:
+        """More params of a query split, for the store's Spark read."""
+        return {}
