@@ -233,6 +233,23 @@ class TreeSampler:
         return round(sum(self.cpu_ticks.values()) / os.sysconf("SC_CLK_TCK"), 1)
 
 
+def server_ticks() -> int | None:
+    """CPU ticks the local MariaDB/MySQL server has used so far (None: no such process here)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index(b"(") + 1:stat.rindex(b")")]
+        if name in (b"mariadbd", b"mysqld"):
+            fields = stat[stat.rindex(b")") + 2:].split()
+            return int(fields[11]) + int(fields[12])
+    return None
+
+
 def wait_gone(pids: set[int], timeout_s: float = 60.0) -> float:
     """Wait until the processes seen during a run have exited (an orphaned Spark JVM shuts down after
     its Python driver): the next contender starts on a quiet machine. Returns the seconds waited."""
@@ -268,6 +285,7 @@ class Outcome:
     error: str | None = None
     lingered_s: float | None = None
     cpu_s: float | None = None
+    server_cpu_s: float | None = None
     detail: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -302,7 +320,8 @@ class Outcome:
                 "spark_startup_s": self.startup_s,
                 "seconds_excl_startup": None if rest is None else round(rest, 3),
                 "rows_per_s_excl_startup": self.rows_per_s_excl_startup,
-                "peak_rss_mib": self.peak_rss_mib, "maxrss_mib": self.maxrss_mib, "cpu_s": self.cpu_s,
+                "peak_rss_mib": self.peak_rss_mib, "maxrss_mib": self.maxrss_mib,
+                "cpu_s": self.cpu_s, "server_cpu_s": self.server_cpu_s,
                 "engine": self.engine, "engine_reason": self.engine_reason,
                 "exit_code": self.exit_code, "error": self.error, "lingered_s": self.lingered_s, **self.detail}
 
@@ -486,10 +505,14 @@ class SparkBench:
         # wormhole loads with `truncate`: a stale row it must remove proves it did; the plain script appends.
         empty_destinations(self.cur, table, dest_dbs(dests), stale_row=contender != "plain")
         shutil.rmtree(self.parquet_dir(contender), ignore_errors=True)
+        before = server_ticks()
         if contender == "plain":
             out = self.run_plain(table, source.rows, dests)
         else:
             out = self.run_wormhole(contender, table, source.rows, dests)
+        after = server_ticks()
+        if before is not None and after is not None:  # other clients of the server count too
+            out.server_cpu_s = round((after - before) / os.sysconf("SC_CLK_TCK"), 1)
         if out.ok:
             try:
                 verify(self.cur, out.label, table, dest_dbs(dests), source)
@@ -505,7 +528,7 @@ class SparkBench:
             extra = f", {excl:.2f} s without Spark start-up" if excl is not None else ""
             engine = f", engine {out.engine}" if contender == "auto" else ""
             say(f"  {out.label:<16} {out.seconds:8.2f} s{extra}, peak RSS {out.peak_rss_mib} MiB, "
-                f"{out.cpu_s} s CPU{engine}, copy verified")
+                f"{out.cpu_s} s CPU (server {out.server_cpu_s} s){engine}, copy verified")
         else:
             say(f"  {out.label:<16} FAILED (exit {out.exit_code}): {out.error}")
         return out
