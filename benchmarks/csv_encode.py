@@ -25,7 +25,7 @@ import pyarrow.csv as pa_csv
 
 import wormhole
 from wormhole.errors import WriteError
-from wormhole.plugins.base import Batch, ReadContext
+from wormhole.plugins.base import ReadContext
 from wormhole.plugins.batch import as_batch
 from wormhole.plugins.file.csv_format import CsvEncoder
 from wormhole.plugins.file.options import FileWriterOptions
@@ -57,7 +57,7 @@ def main() -> None:
     ctx = ReadContext(task_id=0, run_id=0, batch_rows=BATCH_ROWS, dirty=None)  # type: ignore[arg-type]
     reader = StreamReader(options, ctx)
     batches = [b for split in StreamSplitter(options, ctx).split(4) for b in reader.read(split)]
-    arrow = [(b if isinstance(b, Batch) else Batch(b)).arrow(reader.schema()) for b in batches]
+    arrow = [as_batch(b, reader.schema()).arrow(reader.schema()) for b in batches]
     table = pa.Table.from_batches(arrow).combine_chunks()
     writer_options = FileWriterOptions(path="unused", format="csv")
     with tempfile.TemporaryDirectory(prefix="whb-csv-") as tmp:

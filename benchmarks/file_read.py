@@ -73,7 +73,7 @@ def make_files(directory: str, n: int, decimal: bool) -> dict[str, str]:
 
 def _child(fmt: str, path: str, tuples: bool, decimal: bool, then_arrow: bool = False) -> None:
     from wormhole.plugins.base import Batch, ReadContext
-    from wormhole.plugins.batch import arrow_for_this_process
+    from wormhole.plugins.batch import arrow_for_this_process, as_batch
     from wormhole.plugins.file.convert import BatchConverter
     from wormhole.plugins.file.csv_format import CsvReader
     from wormhole.plugins.file.options import ColumnOption, FileReaderOptions
@@ -115,7 +115,7 @@ def _child(fmt: str, path: str, tuples: bool, decimal: bool, then_arrow: bool = 
             batches += 1
             arrow += isinstance(batch, Batch) and batch.native_arrow is not None
             if then_arrow:  # what a destination that encodes Arrow columns (parquet, csv, jsonl, mysql) asks for
-                (batch if isinstance(batch, Batch) else Batch(batch)).arrow(schema)
+                as_batch(batch, schema).arrow(schema)
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     # VmHWM, not ru_maxrss: Linux keeps the latter across exec, so it would be the parent's.
     with open("/proc/self/status") as status:

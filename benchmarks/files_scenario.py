@@ -35,7 +35,8 @@ import pyarrow.parquet as pq
 from wormhole import log
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.engine import Engine
-from wormhole.plugins.base import Batch, ReadContext
+from wormhole.plugins.base import ReadContext
+from wormhole.plugins.batch import as_batch
 from wormhole.plugins.stream import StreamReader, StreamReaderOptions, StreamSplitter
 
 EXT = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
@@ -107,7 +108,7 @@ def generated_table(rows: int, splits: int) -> pa.Table:
     ctx = ReadContext(task_id=0, run_id=0, batch_rows=EngineConf().exchange.batch_rows,
                       dirty=None)  # type: ignore[arg-type]
     reader = StreamReader(options, ctx)
-    batches = [(batch if isinstance(batch, Batch) else Batch(batch)).arrow(reader.schema())
+    batches = [as_batch(batch, reader.schema()).arrow(reader.schema())
                for split in StreamSplitter(options, ctx).split(splits) for batch in reader.read(split)]
     return pa.Table.from_batches(batches).combine_chunks()  # pyarrow's best case: one chunk per column
 

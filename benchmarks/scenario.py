@@ -69,7 +69,7 @@ def run_transform(rows: int, splits: int) -> tuple[float, int]:
 def run_chain(rows: int, arrow: bool) -> tuple[float, int]:
     """The chain over ``rows`` rows: the reader's batches of 1M rows made first, run through again as needed."""
     from wormhole.options import Problems
-    from wormhole.plugins.batch import Batch
+    from wormhole.plugins.batch import Batch, as_batch
     from wormhole.transform.chain import Chain
     from wormhole.transform.operators import bind, parse_transforms
 
@@ -80,7 +80,7 @@ def run_chain(rows: int, arrow: bool) -> tuple[float, int]:
     schema = source.schema()
     batches = [b for split in StreamSplitter(options, ctx).split(1) for b in source.read(split)]
     if arrow:
-        batches = [Batch.of_arrow(Batch(b).arrow(schema)) for b in batches]
+        batches = [Batch.of_arrow(as_batch(b, schema).arrow(schema)) for b in batches]
     problems = Problems()
     runner = Chain("task", bind(parse_transforms(CHAIN, "transforms", "task", problems), schema, problems),
                    schema).runner()

@@ -26,7 +26,7 @@ from wormhole.plugins.base import (
     WriteContext,
     WriteResult,
 )
-from wormhole.plugins.batch import as_batch
+from wormhole.plugins.batch import Batch, as_batch, rows_of
 
 DIRTY = "\udcff"  # a lone surrogate: not encodable as UTF-8, the test generator's dirty value
 
@@ -109,6 +109,11 @@ def call_phases(periphery: Any, *phases: str) -> None:
         getattr(periphery, phase)()
 
 
+def tuples_of(batch: Any) -> Sequence[Row]:
+    """What a reader yielded as rows: a batch's (:func:`rows_of`), or the tuples it gave."""
+    return rows_of(batch) if isinstance(batch, Batch) else batch
+
+
 def read_all(source: SourceRole, options: Any, sink: ListDirtySink | None = None,
              batch_rows: int = 1000) -> list[Row]:
     """Every row of a source: schema, split, then each split read in turn."""
@@ -116,7 +121,7 @@ def read_all(source: SourceRole, options: Any, sink: ListDirtySink | None = None
     reader = source.reader(options, ctx)
     reader.schema()
     splits = source.splitter(options, ctx).split(4)
-    return [row for split in splits for batch in reader.read(split) for row in batch]
+    return [row for split in splits for batch in reader.read(split) for row in tuples_of(batch)]
 
 
 @contextmanager

@@ -86,7 +86,7 @@ class ReaderManager:
         self.error: BaseException | None = None
         self._storages = storages
         self._senders = [BufferedLineExchanger(storages, setup.ctx.batch_rows, self.stop, throttle,
-                                               batch_bytes=setup.ctx.batch_bytes)
+                                               batch_bytes=setup.ctx.batch_bytes, schema=read.schema)
                          for group in read.groups for _ in range(group.channels)]
         self._futures: list[Future[None]] = []
         self.coordinator = feed.coordinator

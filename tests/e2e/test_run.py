@@ -72,13 +72,14 @@ def read_sqlite(path: Path, table: str = "t") -> list[tuple[Any, ...]]:
 
 def expected_rows(rows: int, seed: int = 7) -> list[tuple[Any, ...]]:
     """What the stream source generates, produced in-process by the same plugin."""
+    from tests.plugin_helpers import tuples_of
     from wormhole.plugins.base import ReadContext
     from wormhole.plugins.stream import StreamReader, StreamReaderOptions, StreamSplitter
 
     options = StreamReaderOptions(rows=rows, seed=seed)
     ctx = ReadContext(task_id=0, run_id=0, batch_rows=4096, dirty=None)  # type: ignore[arg-type]
     src = StreamReader(options, ctx)
-    return [canon(r) for s in StreamSplitter(options, ctx).split(1) for b in src.read(s) for r in b]
+    return [canon(r) for s in StreamSplitter(options, ctx).split(1) for b in src.read(s) for r in tuples_of(b)]
 
 
 def sqlite_tables(path: Path) -> list[str]:

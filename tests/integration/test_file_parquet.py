@@ -15,12 +15,21 @@ import pytest
 import structlog
 
 import tests.plugin_helpers as helpers
-from tests.plugin_helpers import DIRTY, SCHEMA, ListDirtySink, read_ctx, run_destination, tiny_tmpfs, write_ctx
+from tests.plugin_helpers import (
+    DIRTY,
+    SCHEMA,
+    ListDirtySink,
+    read_ctx,
+    run_destination,
+    tiny_tmpfs,
+    tuples_of,
+    write_ctx,
+)
 from wormhole.config import EngineConf, PathsConf, TaskSpec
 from wormhole.engine import Engine
 from wormhole.errors import PrepareError, ReadError, WriteError
 from wormhole.plugins.base import Column, ReadContext, Row, Schema
-from wormhole.plugins.batch import Batch, as_batch
+from wormhole.plugins.batch import BadValues, Batch, as_batch
 from wormhole.plugins.file import (
     PLUGIN,
     ColumnOption,
@@ -184,11 +193,12 @@ def test_a_null_in_a_column_that_is_not_nullable_is_rejected(tmp_path: Path) -> 
     assert read_all(reader_options(tmp_path / "out")) == [(1, "a"), (3, None)]
 
 
-def test_a_row_of_the_wrong_width_is_rejected(tmp_path: Path) -> None:
+def test_a_row_of_the_wrong_width_makes_no_batch() -> None:
+    """A batch is Arrow columns of its schema: rows of another width have none, and are named."""
     schema = Schema((Column("id", "int"), Column("s", "string")))
-    (result,) = write_rows(writer_options(tmp_path / "out"), [[(1, "a"), (2,), (3, "c")]], schema=schema)
-    assert result.written == 2
-    assert [(r.row, r.reason) for r in result.rejected] == [((2,), "expected 2 values, got 1")]
+    with pytest.raises(BadValues) as caught:
+        as_batch([(1, "a"), (2,), (3, "c")], schema)
+    assert caught.value.bad == {1: "expected 2 values, got 1"}
 
 
 def test_many_batches_make_few_row_groups(tmp_path: Path) -> None:
@@ -422,7 +432,7 @@ def test_batches_respect_batch_rows(tmp_path: Path) -> None:
     (split,) = FileSplitter(options, ctx).split(1)
     batches = list(FileReader(options, ctx).read(split))
     assert [len(b) for b in batches] == [1000, 1000, 500]
-    assert [r[0] for b in batches for r in b] == list(range(2500))
+    assert [r[0] for b in batches for r in tuples_of(b)] == list(range(2500))
 
 
 def test_a_file_that_is_not_parquet_is_a_read_error(tmp_path: Path) -> None:
@@ -459,7 +469,8 @@ def test_a_stream_task_to_a_parquet_destination(tmp_path: Path) -> None:
     stream = StreamReaderOptions(rows=rows, splits=3, seed=11, columns=tuple(StreamColumn(**c) for c in columns))
     ctx = ReadContext(task_id=0, run_id=0, batch_rows=4096, dirty=ListDirtySink())
     source = StreamReader(stream, ctx)
-    generated = [expected(r) for s in StreamSplitter(stream, ctx).split(1) for b in source.read(s) for r in b]
+    generated = [expected(r) for s in StreamSplitter(stream, ctx).split(1)
+                 for b in source.read(s) for r in tuples_of(b)]
     back = read_all(reader_options(tmp_path / "out"))
     assert sorted(back, key=lambda r: r[0]) == generated
 

@@ -18,7 +18,7 @@ from tests.mysql_types_table import TYPE_COLUMNS, TYPE_ROWS, fill_types_table
 from tests.plugin_helpers import ListDirtySink, parse, read_ctx
 from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, PushedQuery, Schema, Split
-from wormhole.plugins.batch import arrow_schema
+from wormhole.plugins.batch import arrow_schema, rows_of
 from wormhole.plugins.mysql.connection import ENCODERS
 from wormhole.plugins.mysql.options import MysqlReaderOptions
 from wormhole.plugins.mysql.protocol import ColumnStream
@@ -96,7 +96,7 @@ def fixture_types_db(mysql_db: str) -> str:
 def check_batches(schema: Schema, batches: list[tuple[Split, Any]], projected: Schema | None = None) -> None:
     want = arrow_schema(projected or schema)
     for _, batch in batches:
-        if isinstance(batch, Batch) and batch.has_arrow:
+        if isinstance(batch, Batch) and batch.native_arrow is not None:
             assert batch.arrow_form.schema.equals(want, check_metadata=True), batch.arrow_form.schema
 
 
@@ -112,14 +112,15 @@ def test_the_awkward_types_table_reads_as_arrow_with_the_old_values(types_db: st
     assert fields["dtm"].type == pa.timestamp("us") and fields["dt"].type == pa.date32()
     assert not fields["id"].nullable and fields["ti"].nullable
     check_batches(schema, batches)
-    got = sorted((row for _, batch in batches for row in batch), key=lambda r: r[0])
+    got = sorted((row for _, batch in batches for row in rows_of(batch)), key=lambda r: r[0])
     assert repr(got) == repr(before(types_db, [s for s, _ in batches], zero_dates))
-    arrow = [b for _, b in batches if isinstance(b, Batch) and b.has_arrow]
-    as_tuples = [b for _, b in batches if not isinstance(b, Batch)]
-    if zero_dates == "keep":  # only the batch with row 4's zero dates, kept as text, goes on as tuples
-        assert [[r[0] for r in b] for b in as_tuples] == [[4]] and arrow
+    arrow = [b for _, b in batches if b.native_arrow is not None]
+    exact = [b for _, b in batches if b.exact]
+    if zero_dates == "keep":  # only the batch with row 4's zero dates, kept as text, has exact columns
+        assert [[r[0] for r in rows_of(b)] for b in exact] == [[4]] and arrow
+        assert all(b.arrow_form.schema.field("dt").metadata[b"wormhole.exact"] == b"text" for b in exact)
     else:
-        assert not as_tuples and sum(len(b) for b in arrow) == len(got)
+        assert not exact and sum(len(b) for b in arrow) == len(got)
     by_id = {r[0]: r for r in got}
     assert by_id[1][10] == 2**64 - 1 and by_id[1][31] == 1023 and by_id[1][13] == 16777216.0
     assert by_id[1][11] == Decimal(TYPE_ROWS[0][11]) and str(by_id[5][11]) == "-1E-30"
@@ -135,9 +136,9 @@ def test_a_pushed_projection_reads_as_the_projected_schema(types_db: str) -> Non
     pushed = PushedQuery(keep=keep, where="`id` <= \x00", args=(4,), plan="test")
     schema, batches = read(options(types_db, table="src", split_pk="id", zero_dates="null"), pushed=pushed)
     projected = Schema(tuple(schema.columns[k] for k in keep))
-    assert batches and all(isinstance(b, Batch) and b.has_arrow for _, b in batches)
+    assert batches and all(isinstance(b, Batch) and b.native_arrow is not None for _, b in batches)
     check_batches(schema, batches, projected)
-    got = sorted((row for _, batch in batches for row in batch), key=lambda r: r[0])
+    got = sorted((row for _, batch in batches for row in rows_of(batch)), key=lambda r: r[0])
     assert [r[0] for r in got] == [1, 2, 3, 4]
     assert repr(got) == repr(before(types_db, [s for s, _ in batches], "null", pushed))
     assert [TYPE_COLUMNS[k] for k in keep] == list(projected.names)
@@ -149,9 +150,9 @@ def test_a_query_source_carries_its_decimals_shape(types_db: str) -> None:
     fields = {f.name: f.type for f in arrow_schema(schema)}
     assert fields["d3"] == pa.decimal128(11, 2) and fields["bu"] == pa.uint64()
     assert isinstance(fields["running"], pa.Decimal256Type) and fields["running"].scale == 30
-    assert all(isinstance(b, Batch) and b.has_arrow for _, b in batches)
+    assert all(isinstance(b, Batch) and b.native_arrow is not None for _, b in batches)
     check_batches(schema, batches)
-    got = sorted((row for _, batch in batches for row in batch), key=lambda r: r[0])
+    got = sorted((row for _, batch in batches for row in rows_of(batch)), key=lambda r: r[0])
     assert repr(got) == repr(before(types_db, [s for s, _ in batches], "keep"))
     assert got[0][1] == Decimal("37037036.70")
 
@@ -160,10 +161,10 @@ def test_the_pymysql_fallback_reads_the_same_batches(types_db: str, monkeypatch:
     _, fast = read(options(types_db, table="src", split_pk="id", zero_dates="null"))
     monkeypatch.setattr(ColumnStream, "usable", staticmethod(lambda cursor: False))
     schema, slow = read(options(types_db, table="src", split_pk="id", zero_dates="null"))
-    assert all(isinstance(b, Batch) and b.has_arrow for _, b in slow)
+    assert all(isinstance(b, Batch) and b.native_arrow is not None for _, b in slow)
     check_batches(schema, slow)
-    rows = sorted((row for _, batch in slow for row in batch), key=lambda r: r[0])
-    assert repr(rows) == repr(sorted((row for _, batch in fast for row in batch), key=lambda r: r[0]))
+    rows = sorted((row for _, batch in slow for row in rows_of(batch)), key=lambda r: r[0])
+    assert repr(rows) == repr(sorted((row for _, batch in fast for row in rows_of(batch)), key=lambda r: r[0]))
 
 
 def test_a_json_column_holding_text_that_is_not_json_rejects_that_row(mysql_db: str) -> None:
@@ -174,8 +175,8 @@ def test_a_json_column_holding_text_that_is_not_json_rejects_that_row(mysql_db: 
     sink = ListDirtySink()
     schema, batches = read(options(mysql_db, table="j"), sink)
     assert schema.columns[1].type == "json"
-    assert all(isinstance(b, Batch) and b.has_arrow for _, b in batches)
-    assert sorted(row for _, batch in batches for row in batch) == [(1, {"a": 1}, 10), (2, JSON_NULL, 20),
+    assert all(isinstance(b, Batch) and b.native_arrow is not None for _, b in batches)
+    assert sorted(row for _, batch in batches for row in rows_of(batch)) == [(1, {"a": 1}, 10), (2, JSON_NULL, 20),
                                                                     (4, None, 40)]
     assert [(r.row, r.reason[:46]) for r in sink.rows] == [((3, None, 30),
                                                             "column 1: cannot read b'not json' as json: Exp")]

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import Workspace
 from tests.mysql_types_table import TYPE_ROWS, fill_types_table
-from tests.plugin_helpers import parse, read_ctx, write_ctx
+from tests.plugin_helpers import parse, read_ctx, tuples_of, write_ctx
 from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, Column, Schema, WriteResult, batch_memo
 from wormhole.plugins.batch import BadValues, arrow_from_rows, as_batch
@@ -83,7 +83,7 @@ def read_all(url: str, **extra: Any) -> tuple[Schema, list[tuple[Any, ...]]]:
     schema = Schema(tuple(replace(c, precision=DECLARED[c.name][0], scale=DECLARED[c.name][1])
                           if c.name in DECLARED else c for c in reader.schema().columns))
     splits = PLUGIN.source.splitter(opts, ctx).split(2)
-    rows = sorted((tuple(row) for split in splits for batch in reader.read(split) for row in batch),
+    rows = sorted((tuple(row) for split in splits for batch in reader.read(split) for row in tuples_of(batch)),
                   key=lambda r: r[0])
     return schema, rows
 
@@ -137,7 +137,7 @@ def test_an_arrow_batch_is_loaded_exactly_without_making_tuples(mysql_db: str) -
                           batch_size=3)
         assert result.written == 4 and not result.rejected
     assert checksum(mysql_db, "copy_a") == checksum(mysql_db, "src") == checksum(mysql_db, "copy_b")
-    assert batch._tuples is None  # no row was made into a tuple
+    assert batch._rows is None  # no row was made into a tuple
     memo = batch_memo(batch)
     assert memo is not None and len([k for k in memo if k[:2] == ("mysql", "load_data")]) == 2  # built once
 
@@ -181,7 +181,7 @@ def test_a_tuple_batch_arrow_cannot_hold_is_written_as_before(mysql_db: str) -> 
     by the row encoder, every row (none is rejected for it)."""
     run_sql(mysql_db, "CREATE TABLE t (id INT PRIMARY KEY, d DATE, n INT)")
     schema = Schema((Column("id", "int"), Column("d", "date"), Column("n", "int")))
-    batch = Batch([(1, "0000-00-00", 5), (2, date(2024, 2, 29), True), (3, None, None)])
+    batch = Batch.of_rows([(1, "0000-00-00", 5), (2, date(2024, 2, 29), True), (3, None, None)], schema)
     (result,) = write(mysql_db, schema, [batch], table="t", method="load_data")
     assert result.written == 3 and not result.rejected
     assert run_sql(mysql_db, "SELECT id, CAST(d AS CHAR), n FROM t ORDER BY id") == [

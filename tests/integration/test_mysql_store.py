@@ -21,7 +21,7 @@ from structlog.testing import capture_logs
 
 from tests.conftest import Workspace
 from tests.mysql_helpers import global_max_allowed_packet
-from tests.plugin_helpers import ListDirtySink, parse, read_ctx, write_ctx
+from tests.plugin_helpers import ListDirtySink, parse, read_ctx, tuples_of, write_ctx
 from wormhole.errors import CommitError, RollbackError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Schema
@@ -104,7 +104,7 @@ def read_splits(options: MysqlReaderOptions, advice: int = 4,
     reader = PLUGIN.source.reader(options, ctx)
     reader.schema()
     splits = PLUGIN.source.splitter(options, ctx).split(advice)
-    rows = [row for split in splits for batch in reader.read(split) for row in batch]
+    rows = [row for split in splits for batch in reader.read(split) for row in tuples_of(batch)]
     return splits, rows
 
 

@@ -197,7 +197,7 @@ def test_every_type_round_trips_into_a_created_table(pg: Any, form: str) -> None
                                  scale=18 if c.type == "decimal" else None) for c in SCHEMA.columns))
     batch: Any = list(EVERY)
     if form == "arrow":
-        batch = Batch.of_arrow(Batch(EVERY).arrow(schema))
+        batch = Batch.of_arrow(Batch.of_rows(EVERY, schema).arrow(schema))
     run_destination(SINK, options(pg, create_table=True, load="staging"), [batch], schema=schema)
     got = rows(pg)
     assert len(got) == len(EVERY)

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import Workspace, run_task
 from tests.pg_helpers import pg_or_skip
-from tests.plugin_helpers import ListDirtySink, parse, read_all, read_ctx
+from tests.plugin_helpers import ListDirtySink, parse, read_all, read_ctx, tuples_of
 from wormhole.errors import ReadError, SplitError
 from wormhole.plugins.base import PushedQuery, Split
 from wormhole.plugins.postgres import PLUGIN
@@ -115,7 +115,7 @@ def _ids(splits: list[Split], opts: Any) -> list[int]:
     reader.schema()
     batches = [batch for split in splits for batch in reader.read(split)]
     assert max(len(b) for b in batches) <= 7
-    return [row[0] for batch in batches for row in batch]
+    return [row[0] for batch in batches for row in tuples_of(batch)]
 
 
 def test_integer_key_splits_with_a_null_split_read_every_row_once(pg: Any) -> None:
@@ -230,7 +230,7 @@ def test_pushdown_of_a_filter_and_projection_gives_the_rows_of_the_read_without(
     pushed = PushedQuery(keep=(1, 0), where='(("s" COLLATE "C" >= CAST(\x00 AS text)) OR ("id" = \x00))',
                          args=("b", 1), plan="test")
     got = [row for batch in reader.read(replace(split, params={**split.params, "pushdown": pushed}))
-           for row in batch]
+           for row in tuples_of(batch)]
     assert sorted(got, key=lambda r: r[1]) == [("a%", 1), ("b", 3)]
 
 
@@ -371,7 +371,7 @@ def test_a_pushed_filter_on_char_n_and_other_string_types_keeps_the_rows_wormhol
     opts = options(pg, table="t")
     reader = SOURCE.reader(opts, read_ctx())
     (split,) = SOURCE.splitter(opts, read_ctx()).split(1)
-    as_read = sorted((r for batch in reader.read(split) for r in batch), key=lambda r: r[0])
+    as_read = sorted((r for batch in reader.read(split) for r in tuples_of(batch)), key=lambda r: r[0])
     assert [r[1] for r in as_read] == ["a    ", "ab   ", None]
     names = reader.schema().names
 
@@ -394,7 +394,7 @@ def test_a_pushed_filter_on_char_n_and_other_string_types_keeps_the_rows_wormhol
         kept = compile_py(tree, typed)(Read())
         assert [r[0] for r, v in zip(as_read, kept, strict=True) if v is True] == ids, text  # off: wormhole's
         got = sorted(r[0] for batch in reader.read(replace(split, params={**split.params, "pushdown": pushed}))
-                     for r in batch)
+                     for r in tuples_of(batch))
         assert got == ids, (text, pushed.where)
 
 

@@ -557,6 +557,35 @@ def test_no_store_tells_a_batch_from_tuples_by_isinstance() -> None:
     assert [a for a in asking if not a.startswith("wormhole/plugins/batch.py:")] == []  # as_batch makes one
 
 
+def test_a_batch_is_no_sequence_of_rows() -> None:
+    """A batch is an Arrow record batch (issue 36, item 4): it is not a Sequence, cannot be iterated nor
+    indexed as rows, so no writer treats it as tuples; ``rows_of(batch)`` is the one way to them."""
+    from collections.abc import Iterable
+    from collections.abc import Sequence as AbcSequence
+
+    from wormhole.plugins.batch import Batch
+
+    assert not issubclass(Batch, (AbcSequence, Iterable))
+    assert not any(hasattr(Batch, name) for name in ("__iter__", "__getitem__", "__contains__", "__reversed__"))
+
+
+def test_no_function_tests_the_type_of_a_batch_it_was_given() -> None:
+    """A function given a ``Batch`` (a writer's ``write``, an encoder's piece) never asks ``isinstance`` of it:
+    what a destination loads (Arrow columns, a source's encoding, its wire text) is chosen once, not per batch."""
+    asking = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            given = {a.arg for a in (*fn.args.args, *fn.args.kwonlyargs)
+                     if a.annotation is not None and ast.unparse(a.annotation) == "Batch"}
+            asking += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}" for node in ast.walk(fn)
+                       if given and isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                       and node.func.id == "isinstance" and node.args and isinstance(node.args[0], ast.Name)
+                       and node.args[0].id in given]
+    assert asking == []
+
+
 # -- the SQL store kit (issue 36, item 1: the read side and the options) ------------------------------
 
 def test_the_sql_stores_sources_are_the_kits_with_a_dialect() -> None:

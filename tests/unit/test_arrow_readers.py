@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugin_helpers import ListDirtySink, read_ctx
+from tests.plugin_helpers import ListDirtySink, read_ctx, tuples_of
 from wormhole.plugins.base import Batch
 from wormhole.plugins.file import csv_format
 from wormhole.plugins.file.convert import BatchConverter
@@ -26,7 +26,7 @@ from wormhole.plugins.sqlite.splitter import SqliteSplitter
 
 def typed(batches: list[Any]) -> list[tuple[tuple[str, str], ...]]:
     """Every value with its type and repr: Decimal('1.50') == Decimal('1.5'), but a writer writes each its way."""
-    return [tuple((type(v).__name__, repr(v)) for v in row) for batch in batches for row in batch]
+    return [tuple((type(v).__name__, repr(v)) for v in row) for batch in batches for row in tuples_of(batch)]
 
 
 def forms(batches: list[Any]) -> list[str]:

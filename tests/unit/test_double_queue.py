@@ -10,6 +10,7 @@ import pytest
 from wormhole.config import ExchangeConf
 from wormhole.errors import TaskAborted
 from wormhole.exchange import BufferedLineExchanger, DoubleQueue, Parcel, QueueClosed, RAMStorage
+from wormhole.plugins.batch import rows_of
 
 
 def batch(tag: int, rows: int = 10) -> Parcel:
@@ -159,7 +160,7 @@ class TestStorageAndExchanger:
         storage.close_input()
         batches = list(BufferedLineExchanger.receive(storage, 0.05))
         assert [len(b) for b in batches] == [100] * 10 + [50]
-        assert [r[0] for b in batches for r in b.rows] == list(range(1050))
+        assert [r[0] for b in batches for r in rows_of(b.rows)] == list(range(1050))
 
     def test_sender_cuts_wide_rows_by_bytes_and_still_buffers_small_reads(self) -> None:
         """Rows of about 1 KB with batch_bytes 10 KB: batches of at most 10 rows, whether the reader
@@ -176,7 +177,7 @@ class TestStorageAndExchanger:
         batches = list(BufferedLineExchanger.receive(storage, 0.05))
         sizes = [len(b) for b in batches]
         assert max(sizes) <= 10 and min(sizes[:-1]) >= 5, sizes  # cut by bytes, yet 3-row reads buffered
-        assert [r[0] for b in batches for r in b.rows] == list(range(130))
+        assert [r[0] for b in batches for r in rows_of(b.rows)] == list(range(130))
 
     def test_every_destination_failed_stops_the_reader(self) -> None:
         """When no storage accepts a batch any more, the sender raises instead of reading on."""

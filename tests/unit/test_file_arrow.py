@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.plugin_helpers import SCHEMA as EVERY_TYPE
-from tests.plugin_helpers import ListDirtySink, read_ctx, run_destination
+from tests.plugin_helpers import ListDirtySink, read_ctx, run_destination, tuples_of
 from wormhole.plugins.base import Batch, Column, Row, Schema, WriteResult
 from wormhole.plugins.batch import arrow_from_rows, arrow_schema, rows_from_arrow
 from wormhole.plugins.file import PLUGIN, FileReader, FileReaderOptions, FileSplitter, FileWriterOptions
@@ -73,7 +73,7 @@ def test_an_arrow_batch_is_written_column_wise_as_its_rows_are(tmp_path: Path, p
     (result, data), (want_result, want), batch = both(tmp_path, ROWS, **params)
     assert (result.written, result.rejected) == (want_result.written, want_result.rejected) == (len(ROWS), ())
     assert data == want
-    assert not batch._tuples, "the Arrow batch was turned into tuples"
+    assert not batch._rows, "the Arrow batch was turned into tuples"
 
 
 def test_a_one_column_csv_writes_an_empty_field_as_the_csv_module_does(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_a_one_column_csv_writes_an_empty_field_as_the_csv_module_does(tmp_path:
     for null in ("", "\\N"):
         (_, data), (_, want), batch = both(tmp_path / null.strip("\\") / "x", rows, schema, format="csv", null=null)
         assert data == want
-        assert not batch._tuples
+        assert not batch._rows
 
 
 def test_decimals_keep_the_declared_scale(tmp_path: Path) -> None:
@@ -146,10 +146,10 @@ def test_parquet_files_are_read_as_arrow_batches_of_the_same_values(tmp_path: Pa
     }), tmp_path / "a.parquet", coerce_timestamps=None, allow_truncated_timestamps=False)
     reader, batches = _read_batches(tmp_path)
     assert [len(b) for b in batches] == [2, 1]
-    assert all(isinstance(b, Batch) and b.has_arrow for b in batches)
+    assert all(isinstance(b, Batch) and b.native_arrow is not None for b in batches)
     assert all(b.arrow_form.schema == arrow_schema(reader.schema()) for b in batches)
     assert [c.precision for c in reader.schema().columns if c.type == "decimal"] == [10, 50]
-    rows = [row for b in batches for row in b]
+    rows = [row for b in batches for row in tuples_of(b)]
     assert rows == [
         (-128, 2**64 - 1, 1.5, 0.25, Decimal("1.50"), Decimal("1.5000000000"), "é", b"ab", dt.date(2024, 1, 2),
          dt.datetime(2023, 11, 14, 22, 13, 20, 123456), dt.datetime(2024, 6, 1, 12), "01:02:03.000004", "red"),
@@ -165,7 +165,7 @@ def test_a_parquet_batch_python_cannot_hold_is_read_row_by_row_and_its_bad_rows_
     sink = ListDirtySink()
     _, batches = _read_batches(tmp_path, sink)
     assert [type(b).__name__ for b in batches] == ["list", "Batch"]  # the batch holding year 10183, the other
-    assert [row for b in batches for row in b] == [(1, dt.date(1970, 1, 1)), (3, dt.date(1970, 1, 2))]
+    assert [row for b in batches for row in tuples_of(b)] == [(1, dt.date(1970, 1, 1)), (3, dt.date(1970, 1, 2))]
     assert [r.row[0] for r in sink.rows] == [2]
     assert sink.rows[0].reason.startswith(f"{tmp_path / 'a.parquet'}: row 2: column day: ")
 
@@ -187,7 +187,7 @@ def test_a_batch_of_tuples_another_destination_made_arrow_is_written_from_its_tu
     1.500000000000000000. Only a batch born Arrow is encoded from its columns."""
     schema = Schema((Column("id", "int"), Column("d", "decimal"), Column("doc", "json")))
     rows: list[Row] = [(1, Decimal("1.5"), "text"), (2, Decimal("-0.10"), {"a": 1})]
-    batch = Batch(rows)
+    batch = Batch.of_rows(rows, schema)
     batch.arrow(schema)  # another destination asked for columns first
     _, data = write(tmp_path, "shared", batch, schema, format=fmt)
     _, want = write(tmp_path, "rows", rows, schema, format=fmt)

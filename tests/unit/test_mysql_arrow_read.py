@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.mysql_old_read import old_read
-from wormhole.plugins.base import Batch, Column, Schema
-from wormhole.plugins.batch import arrow_schema
+from wormhole.plugins.base import Column, Schema
+from wormhole.plugins.batch import arrow_schema, rows_of
 from wormhole.plugins.mysql.arrow_read import BatchDecoder
 from wormhole.plugins.mysql.types import KIND_TYPES
 
@@ -31,11 +31,10 @@ def decode(columns: Sequence[Column], kinds: Sequence[str], raw: list[list[Any]]
     decimal's exponent and -0.0 count)."""
     rows, rejected = BatchDecoder(columns, kinds, zero_dates).decode([list(c) for c in raw])
     want_rows, want_rejected = old_read(kinds, raw, zero_dates)
-    assert repr(list(rows)) == repr(want_rows)
+    assert repr(list(rows_of(rows))) == repr(want_rows)
     got_rejected = [(r.row, r.reason) for r in rejected]
     assert repr(got_rejected) == repr(want_rejected)
-    if isinstance(rows, Batch):
-        assert rows.has_arrow
+    if rows.native_arrow is not None:
         assert rows.arrow_form.schema.equals(arrow_schema(Schema(tuple(columns))), check_metadata=True)
     return rows, got_rejected
 
@@ -73,7 +72,7 @@ AWKWARD: list[tuple[Column, str, list[Any]]] = [
 def test_every_awkward_kind_is_an_arrow_batch_with_the_old_values() -> None:
     columns = [c for c, _, _ in AWKWARD]
     rows, rejected = decode(columns, [k for _, k, _ in AWKWARD], [v for _, _, v in AWKWARD])
-    assert isinstance(rows, Batch) and len(rows) == 4 and rejected == []
+    assert rows.native_arrow is not None and len(rows) == 4 and rejected == []
     batch = rows.arrow_form
     assert batch.schema.field("bu").type == pa.uint64() and batch.schema.field("bi").type == pa.int64()
     assert batch.schema.field("dec65").type == pa.decimal256(65, 30)
@@ -91,12 +90,16 @@ def test_zero_and_invalid_dates_follow_the_policy_as_before(policy: str) -> None
         [b"2024-02-29", b"0000-00-00", b"2024-00-10", b"0000-01-01", b"2024-02-30"],
         [b"2024-01-02 03:04:05.5", b"0000-00-00 00:00:00.000000", None, b"2024-01-01 00:00:00", b"0000-01-01 00:00:00"]]
     rows, rejected = decode(columns, ["int", "date", "datetime"], raw, policy)
-    if policy == "keep":  # a date kept as its text has no Arrow form: the batch goes on as tuples
-        assert not isinstance(rows, Batch) and rows[1][1] == "0000-00-00"
+    if policy == "keep":  # a date kept as its text has no Arrow date: its column is exact (the text, typed date)
+        assert rows.exact and rows_of(rows)[1][1] == "0000-00-00"
+        field = rows.arrow_form.schema.field("dt")
+        assert field.metadata[b"wormhole.exact"] == b"text" and field.metadata[b"wormhole.type"] == b"date"
+        assert rows.arrow_form.column("dt")[1].as_py() == b"0000-00-00"
+        assert rows.arrow_form.schema.field("id").type == pa.int64()  # the other columns keep their types
     elif policy == "null":
-        assert isinstance(rows, Batch) and [r[1] for r in rows][1:] == [None] * 4
+        assert rows.native_arrow is not None and [r[1] for r in rows_of(rows)][1:] == [None] * 4
     else:
-        assert isinstance(rows, Batch) and [r[0] for r in rows] == [1]
+        assert rows.native_arrow is not None and [r[0] for r in rows_of(rows)] == [1]
         assert [r[0][0] for r in rejected] == [2, 3, 4, 5]
         assert "zero date 0000-00-00 has no value (zero_dates is 'reject')" in rejected[0][1]
 
@@ -109,20 +112,20 @@ def test_values_that_do_not_convert_reject_their_rows_with_the_reason() -> None:
         [b"{}", b"[1]", b"not json", b'{"a": 1'],
         [b"1.00", b"2.00", b"3.00", b"4.00"]]
     rows, rejected = decode(columns, ["int", "string", "json", "decimal"], raw)
-    assert isinstance(rows, Batch) and list(rows) == [(1, "ok", {}, Decimal("1.00"))]
+    assert rows.native_arrow is not None and list(rows_of(rows)) == [(1, "ok", {}, Decimal("1.00"))]
     assert [r[0][0] for r in rejected] == [2, 3, 4]
     assert rejected[0][1].startswith("column 1: cannot read b'a\\xffb' as string: 'utf-8' codec can't decode")
     assert rejected[2][1].startswith("column 2: cannot read b'{\"a\": 1' as json: Expecting")
     assert rejected[2][0] == (4, None, None, Decimal("4.00"))  # the row as read, its bad cell None
 
 
-def test_values_arrow_cannot_hold_go_on_as_tuples_as_before() -> None:
+def test_values_arrow_cannot_hold_go_on_in_an_exact_column() -> None:
     # BIT(64) beyond int64, a decimal wider than the declared column, a fraction shorter than the scale
     raw = [[b"\xff" * 8, b"\x00" * 8], [b"123456.78", b"1.00"], [b"1.5", b"2.50"]]
     kinds = ["bit", "decimal", "decimal"]
     for k, col in enumerate([column("b", "bit"), column("d", "decimal", 5, 2), column("e", "decimal", 10, 2)]):
         rows, _ = decode([col], [kinds[k]], [raw[k]])
-        assert not isinstance(rows, Batch), col
+        assert rows.exact, col
 
 
 def test_all_null_columns_and_one_row() -> None:
@@ -175,8 +178,8 @@ def _decimal_text(value: int | None, scale: int) -> bytes | None:
 def test_a_datetime_at_the_ends_of_pythons_range() -> None:
     edge = [b"0001-01-01 00:00:00", b"9999-12-31 23:59:59.999999", None]
     rows, _ = decode([column("t", "datetime")], ["datetime"], [edge])
-    assert isinstance(rows, Batch) and rows[0][0] == datetime.min and rows[1][0] == datetime.max
-    assert datetime.max - rows[1][0] == timedelta(0)
+    assert rows.native_arrow is not None and rows_of(rows)[0][0] == datetime.min and rows_of(rows)[1][0] == datetime.max
+    assert datetime.max - rows_of(rows)[1][0] == timedelta(0)
 
 
 def test_zerofill_columns_read_as_their_numbers() -> None:
@@ -184,4 +187,5 @@ def test_zerofill_columns_read_as_their_numbers() -> None:
     raw: list[list[Any]] = [[b"0000000012", None], [b"00000012.50", b"00000000.00"],
                             [b"00000000000000000001.5", b"00000000000000000000"]]
     rows, _ = decode(columns, ["int", "decimal", "float"], raw)
-    assert isinstance(rows, Batch) and list(rows) == [(12, Decimal("12.50"), 1.5), (None, Decimal("0.00"), 0.0)]
+    assert rows.native_arrow is not None
+    assert list(rows_of(rows)) == [(12, Decimal("12.50"), 1.5), (None, Decimal("0.00"), 0.0)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,8 @@ from wormhole.config import EngineConf, PathsConf, TaskSpec
 from wormhole.engine import Engine, RunResult
 from wormhole.options import opt
 from wormhole.plugins import registry
-from wormhole.plugins.base import Plugin, Row, SinkRole, WriteContext, WriteResult
+from wormhole.plugins.base import Plugin, SinkRole, WriteContext, WriteResult
+from wormhole.plugins.batch import Batch, rows_of
 from wormhole.taskdb import SqlTaskStore, open_store
 
 ROWS = 10_000
@@ -59,10 +60,10 @@ class AppendWriter:
     def open(self) -> None:
         pass
 
-    def write(self, rows: Sequence[Row]) -> WriteResult:
+    def write(self, batch: Batch) -> WriteResult:
         with self.p.lock, self.p.tmp.open("a") as f:
-            f.write("".join(f"{row[0]}\n" for row in rows))
-        return WriteResult(written=len(rows))
+            f.write("".join(f"{row[0]}\n" for row in rows_of(batch)))
+        return WriteResult(written=len(batch))
 
     def flush(self) -> None:
         pass

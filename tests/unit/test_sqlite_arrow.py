@@ -33,6 +33,6 @@ def stored(path: Path, rows: Any) -> list[tuple[Any, ...]]:
 def test_an_arrow_batch_is_stored_as_its_rows_are_without_making_tuples(tmp_path: Path) -> None:
     batch = Batch.of_arrow(arrow_from_rows(SCHEMA, ROWS))
     columnar = stored(tmp_path / "arrow.db", batch)
-    assert not batch._tuples, "the Arrow batch was turned into tuples"
+    assert not batch._rows, "the Arrow batch was turned into tuples"
     assert columnar == stored(tmp_path / "rows.db", list(rows_from_arrow(batch.arrow_form)))
     assert columnar[0][2:4] == (("str", "1.100000000000000000"), ("str", "héllo 😀 wörld"))

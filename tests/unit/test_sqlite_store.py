@@ -31,7 +31,7 @@ from tests.plugin_helpers import (
 from wormhole.errors import PrepareError, ReadError, SplitError, WriteError
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Row, Schema
-from wormhole.plugins.batch import Batch
+from wormhole.plugins.batch import Batch, rows_of
 from wormhole.plugins.sqlite import (
     PLUGIN,
     SqliteReader,
@@ -412,7 +412,7 @@ def test_reader_columns_where_and_batches(tmp_path: Path) -> None:
     assert (split.id, split.resource_mark) == ("sqlite:t", f"sqlite:{db}")
     batches = list(SqliteReader(options, ctx).read(split))
     assert [len(b) for b in batches] == [500, 500, 250]
-    assert batches[0][0] == ("n2", 2)
+    assert rows_of(batches[0])[0] == ("n2", 2)
     assert SqliteReaderPeriphery(options, ctx).prepare().estimated_rows == 1250
     everything = SqliteReaderOptions(path=str(db), table="t")
     assert SqliteReaderPeriphery(everything, ctx).prepare().estimated_rows == 2500

@@ -17,6 +17,7 @@ import structlog
 from tests.unit.test_pushup import SOURCE, plan
 from wormhole.options import Problems
 from wormhole.plugins.base import Row, Schema, Split
+from wormhole.plugins.batch import rows_of
 from wormhole.transform.conf import PushUpConf
 from wormhole.transform.operators import KINDS, OPERATORS, Operator, bind, parse_transforms
 from wormhole.transform.pushup import PushUp
@@ -71,7 +72,7 @@ def test_the_chain_runs_behind_the_reader_and_the_pushed_part_goes_into_the_spli
     inner = ListReader([r for r in ROWS if r[1] == 3])  # what the source gives with the filter pushed
     source: Any = transforming_reader(inner, pushup, worker=0)
     assert isinstance(source, TransformingReader)
-    got = list(source.read(Split("s1", "m")))
+    got = [(n, list(rows_of(b))) for n, b in source.read(Split("s1", "m"))]
     assert got == [(2, [(3, 3, "n3", 6), (7, 3, "n7", 14)]), (0, [])]  # read, then sent with the derived column
     assert inner.asked[0].params["pushdown"].where is not None  # the filter went into the split's query
     assert pushup.splits == {"s1": pushup.splits["s1"]} and pushup.splits["s1"] != "none"
@@ -81,6 +82,7 @@ def test_the_chain_runs_behind_the_reader_and_the_pushed_part_goes_into_the_spli
 def test_rows_the_residual_chain_drops_are_read_but_not_sent() -> None:
     p = plan([{"filter": "grp = 3"}], pushup="off")
     pushup = PushUp(p, PushUpConf(), structlog.get_logger(), channels=1)
-    got = list(transforming_reader(ListReader(ROWS), pushup, worker=0).read(Split("s1", "m")))
+    source = transforming_reader(ListReader(ROWS), pushup, worker=0)
+    got = [(n, list(rows_of(b))) for n, b in source.read(Split("s1", "m"))]
     assert got == [(3, []), (5, [(3, 3, "n3"), (7, 3, "n7")])]
     assert pushup.runners[0].snapshot()[p.task_ops[0].id][1:3] == (8, 2)  # rows in, rows out

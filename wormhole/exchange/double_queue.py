@@ -38,7 +38,7 @@ class Parcel:
 
 
 def control(split_id: str, kind: Literal["end", "abort"], reason: str | None = None) -> Parcel:
-    return Parcel(Batch(()), 0, split_id, kind, reason)
+    return Parcel(Batch.empty(), 0, split_id, kind, reason)
 
 
 class QueueClosed(Exception):

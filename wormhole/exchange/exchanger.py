@@ -1,8 +1,8 @@
 """BufferedLineExchanger: batching between plugins and the storages, on both sides of the exchange.
 
 On the reader side it pushes each batch a Reader yields, as one immutable :class:`Batch`, to every
-destination's storage: a batch that holds its rows whole (Arrow columns, a source's encoding) goes on as
-it is, cut to ``batch_rows`` and ``batch_bytes``; rows given as tuples are buffered into batches. On the writer side it
+destination's storage: a batch goes on as it is, cut to ``batch_rows`` and ``batch_bytes``; rows a reader
+gives as tuples are buffered into batches of the source's schema (:meth:`Batch.of_rows`). On the writer side it
 pulls batches from one storage until end of stream. Plugins never see queues.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from wormhole.errors import TaskAborted
 from wormhole.exchange.double_queue import Parcel, QueueClosed, control
 from wormhole.exchange.storage import RAMStorage
-from wormhole.plugins.base import Batch, Row
+from wormhole.plugins.base import Batch, Row, Schema
 
 if TYPE_CHECKING:
     from wormhole.exchange.throttle import Throttle
@@ -35,9 +35,11 @@ def estimate_row_bytes(row: Row) -> int:
 
 class BufferedLineExchanger:
     def __init__(self, storages: Sequence[RAMStorage], batch_rows: int, stop: threading.Event,
-                 throttle: Throttle | None = None, batch_bytes: int = 1 << 62) -> None:
+                 throttle: Throttle | None = None, batch_bytes: int = 1 << 62, schema: Schema | None = None) -> None:
         """``throttle``: the task's speed limits, shared by every reader (None: no limit, no cost);
-        ``batch_bytes``: a batch's (estimated) bytes at most, whatever its rows (one row at least)."""
+        ``batch_bytes``: a batch's (estimated) bytes at most, whatever its rows (one row at least);
+        ``schema``: the rows' a reader gives as tuples (None: inferred from them, for tests)."""
+        self._schema = schema
         self._storages = list(storages)
         self._batch_rows = batch_rows
         self._batch_bytes = batch_bytes
@@ -58,10 +60,11 @@ class BufferedLineExchanger:
     # -- reader side ---------------------------------------------------------------------------
 
     def send(self, rows: Batch | Collection[Row]) -> None:
-        if not rows:
+        if isinstance(rows, Batch):
+            if rows.num_rows:
+                self._send_whole(rows)
             return
-        if isinstance(rows, Batch) and rows.whole:
-            self._send_whole(rows)
+        if not rows:
             return
         # A batch holds batch_rows rows, and fewer when they are wide: at most what batch_bytes holds
         # (one row at least), so a queue's byte bound is what bounds memory.
@@ -69,11 +72,11 @@ class BufferedLineExchanger:
         limit = min(self._batch_rows, max(self._batch_bytes // max(estimate_row_bytes(first), 1), 1))
         if not self._buffer and limit // 2 <= len(rows) <= limit:
             # Already batch-sized: hand it on without copying it through the buffer.
-            self._push(rows if isinstance(rows, Batch) else Batch.of_rows(tuple(rows)))
+            self._push(Batch.of_rows(rows, self._schema))
             return
         self._buffer.extend(rows)
         while len(self._buffer) >= limit:
-            chunk = Batch.of_rows(self._buffer[:limit])
+            chunk = Batch.of_rows(self._buffer[:limit], self._schema)
             del self._buffer[:limit]
             self._push(chunk)
 
@@ -84,7 +87,7 @@ class BufferedLineExchanger:
         if batch.encoded is not None:
             self._push(batch)
             return
-        per_row = max(batch.arrow_form.nbytes // len(batch), 1)
+        per_row = max(batch.nbytes // len(batch), 1)
         limit = max(min(self._batch_rows, self._batch_bytes // per_row), 1)
         if len(batch) <= limit:
             self._push(batch)
@@ -94,7 +97,7 @@ class BufferedLineExchanger:
 
     def flush(self) -> None:
         if self._buffer:
-            chunk = Batch.of_rows(self._buffer)
+            chunk = Batch.of_rows(self._buffer, self._schema)
             self._buffer.clear()
             self._push(chunk)
 
@@ -131,8 +134,7 @@ class BufferedLineExchanger:
     def _push(self, rows: Batch) -> None:
         if self._stop.is_set():
             raise TaskAborted("reading stopped", reason="stopped")
-        held = rows.held_nbytes
-        nbytes = held if held is not None else estimate_row_bytes(rows[0]) * len(rows)
+        nbytes = rows.nbytes
         now = time.monotonic()
         if self.first_at is None:
             self.first_at = now

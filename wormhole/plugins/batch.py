@@ -1,241 +1,52 @@
-"""The unit of exchange, and the one type of the writer contract: a :class:`Batch` of rows, held as Arrow
-columns or as tuples, each form made from the other once.
+"""The unit of exchange, and the one type of the writer contract: a :class:`Batch`, an Arrow record batch.
 
-A reader that decodes straight into columns (mysql) yields :meth:`Batch.of_arrow`; a reader of Python
-values yields tuples, which the exchange makes a batch. A writer that encodes columns (mysql's LOAD DATA
-encoder, parquet) asks for :meth:`Batch.arrow`; a row-at-a-time store takes the tuples from
-:func:`rows_of`. A source's own encoding (:class:`EncodedRows`) and its wire text are facets of a batch
-that only the writers of a store that loads them read, as chosen once per destination (the encoding when
-every destination's prepared periphery takes it, the wire text of the columns whose types match). The
-exchange hands the same immutable object to every destination, so the form a writer asks for is made at
-most once per batch (under the batch's lock) and shared: a MySQL-to-MySQL copy never builds a tuple, and a
-row writer beside it turns the batch into tuples once for all of them.
+A reader that decodes straight into columns (mysql, postgres, sqlite, files) yields :meth:`Batch.of_arrow`;
+a reader of Python values yields tuples, which the exchange makes a batch of the source's schema
+(:meth:`Batch.of_rows`). A value its column's Arrow type cannot hold exactly (a MySQL zero date kept as its
+text, an integer beyond 64 bits, a decimal of another scale than its column's or of none declared) makes
+that column an *exact column* (:data:`~wormhole.plugins.arrow_form.EXACT_KEY`: each value's text, with the
+column's logical type in the field's metadata), never a second form of the batch beside it.
 
-The Arrow form of each logical type (:func:`arrow_type`) keeps what the source declared: unsigned
-BIGINT as uint64, a decimal's precision and scale, timestamps in microseconds (naive, UTC when the value
-was aware), binary apart from text, JSON as its text with the field marked ``json`` (JSON ``null`` is
-the text ``null``, SQL NULL is null).
+A writer that encodes columns (mysql's LOAD DATA encoder, parquet, COPY) asks for :meth:`Batch.arrow` (each
+column in its type's Arrow form: rows an exact column holds a value of that form cannot take are named by
+:class:`BadValues`), or :attr:`Batch.native_arrow` for text; a row-at-a-time store takes the tuples from
+:func:`rows_of`, which decodes exact columns value for value. A source's own encoding
+(:class:`EncodedRows`) and its wire text are facets of a batch that only the writers of a destination that
+chose them once read (:class:`~wormhole.plugins.writing.EncodedWriter`). The exchange hands the same
+immutable object to every destination, so the tuples (or a typed form) a writer asks for are made at most
+once per batch (under the batch's lock) and shared.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import os
-import sys
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
-from decimal import Context, Decimal
-from typing import Any, overload
+from typing import Any
 
 import pyarrow as pa
 
-from wormhole.plugins.schema import Column, Row, Schema
-from wormhole.plugins.values import JSON_NULL, json_dumps, json_loads
-
-LOGICAL_KEY = b"wormhole.type"
-"""Field metadata naming the logical type (json is text in Arrow; the key tells it apart)."""
-
-DEFAULT_DECIMAL = (38, 18)
-"""Precision and scale of a decimal column whose source declared none (a file's, the generator's)."""
-
-
-class _HidePandas(importlib.abc.MetaPathFinder):
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-
-
-def arrow_for_this_process() -> None:
-    """Process-wide Arrow choices, made once at start before any batch (the CLI calls it):
-
-    - pyarrow imports pandas (when installed: the spark extra installs it) on its first ``pa.array``, only
-      to ask whether the value is a pandas object: about 40 MiB and 0.3 s the data plane never uses. That
-      first look is made here with pandas hidden, so pyarrow remembers it has none to check for; pandas
-      itself stays importable (``to_pandas`` and PySpark still import it when they need it).
-    - The system allocator instead of pyarrow's default (mimalloc), which keeps freed batches' memory:
-      peak RSS of a 1M-row MySQL copy 131 MiB against 179 MiB (x3: 156 against 214), at the same speed
-      (docs/benchmarks.md). ``ARROW_DEFAULT_MEMORY_POOL`` set by the user is kept.
-    """
-    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-        pa.set_memory_pool(pa.system_memory_pool())
-    if "pandas" in sys.modules:
-        return
-    hide = _HidePandas()
-    sys.meta_path.insert(0, hide)
-    try:
-        pa.array([0])
-    finally:
-        sys.meta_path.remove(hide)
-
-
-def arrow_type(column: Column) -> pa.DataType:
-    """The Arrow type a column's values travel as."""
-    kind = column.type
-    if kind == "int":
-        return pa.uint64() if column.unsigned else pa.int64()
-    if kind == "decimal":
-        precision, scale = decimal_shape(column)
-        return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
-    return _PLAIN[kind]
-
-
-_PLAIN: dict[str, pa.DataType] = {
-    "float": pa.float64(), "string": pa.string(), "bytes": pa.binary(), "bool": pa.bool_(),
-    "date": pa.date32(), "datetime": pa.timestamp("us"), "json": pa.string(),
-}
-
-
-def decimal_shape(column: Column) -> tuple[int, int]:
-    """(precision, scale) of a decimal column: what the source declared, else :data:`DEFAULT_DECIMAL`."""
-    if column.precision is None:
-        return DEFAULT_DECIMAL
-    return column.precision, column.scale or 0
-
-
-FREE_SCALE_KEY = b"wormhole.free_scale"
-"""Field metadata of a decimal column whose source declared no precision and scale (a file's, a SQLite
-column's): its Arrow form holds every value at scale 18, where each value had a scale of its own."""
-
-
-def arrow_field(column: Column) -> pa.Field:
-    meta = {LOGICAL_KEY: column.type.encode()}
-    if column.type == "decimal" and column.precision is None:
-        meta[FREE_SCALE_KEY] = b"1"
-    return pa.field(column.name, arrow_type(column), column.nullable, meta)
-
-
-def free_scale(field: pa.Field) -> bool:
-    """A decimal field whose values had no declared scale (:data:`FREE_SCALE_KEY`)."""
-    return bool(field.metadata) and field.metadata.get(FREE_SCALE_KEY) == b"1"
-
-
-def trimmed(d: Decimal) -> Decimal:
-    # The value at the smallest scale that holds it, never with a positive exponent (100, not 1E+2); in a
-    # context as wide as Arrow's decimals (the default's 28 digits rounded 38-digit values).
-    return d.quantize(_ONE, context=_WIDE) if d == d.to_integral_value() else d.normalize(_WIDE)
-
-
-_ONE = Decimal(1)
-_WIDE = Context(prec=80)
-
-
-def arrow_schema(schema: Schema) -> pa.Schema:
-    return pa.schema([arrow_field(c) for c in schema.columns])
-
-
-class BadValues(ValueError):
-    """Rows whose values have no Arrow form in their column (a lone surrogate, a decimal wider than
-    its column): ``bad`` maps each row's index in the batch to the reason."""
-
-    def __init__(self, bad: dict[int, str]) -> None:
-        super().__init__(f"{len(bad)} rows cannot be held as Arrow values: {next(iter(bad.values()))}")
-        self.bad = bad
-
-
-_PYTHON_TYPES: dict[str, tuple[type, ...]] = {
-    "int": (int,), "float": (float, int), "decimal": (Decimal, int), "string": (str,),
-    "bytes": (bytes, bytearray, memoryview), "bool": (bool,), "date": (date,), "datetime": (datetime,),
-}
-"""The Python values each logical type takes. pa.array converts others without a word where it can (1.5
-into an int64 column is 1, a datetime into a date32 column loses its time): they are refused instead."""
-_EXACT_TYPES: dict[str, tuple[type, ...]] = {"float": (float,), "date": (date,), "int": (int,),
-                                              "decimal": (Decimal, int)}
-"""The types a column converts in one call (exactly these: a subclass, bool or datetime, is checked value by value)."""
-_ARROW_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError, UnicodeError)
-
-
-def _misfit(column: Column, value: Any) -> str | None:
-    """Why ``value`` has no exact Arrow form in ``column`` by its Python type, else None."""
-    allowed = _PYTHON_TYPES.get(column.type)
-    if allowed is None or isinstance(value, allowed):
-        if column.type == "date" and isinstance(value, datetime):
-            return f"column {column.name}: a datetime ({value}) in a date column"
-        if column.type in ("int", "float", "decimal") and isinstance(value, bool):
-            return f"column {column.name}: a bool ({value}) in a {column.type} column"
-        if column.type == "float" and isinstance(value, int) and abs(value) > 2**53:
-            return f"column {column.name}: the int {value} has no exact double"
-        return None
-    return f"column {column.name}: a {type(value).__name__} ({value!r:.80}) in a {column.type} column"
-
-
-def _json_text(v: Any) -> str:
-    return "null" if v is JSON_NULL else json_dumps(v)
-
-
-def _column_array(column: Column, values: Sequence[Any], bad: dict[int, str]) -> pa.Array:
-    kind = arrow_type(column)
-    allowed = _PYTHON_TYPES.get(column.type)
-    # One C-level scan of the value types: a column of the expected types converts in one call.
-    fits = allowed is None or set(map(type, values)) <= {*_EXACT_TYPES.get(column.type, allowed), type(None)}
-    if fits:
-        try:
-            if column.type == "json":
-                return pa.array([None if v is None else _json_text(v) for v in values], kind)
-            return pa.array(values, kind, from_pandas=False)
-        except _ARROW_ERRORS:
-            pass
-    # Some value spoils the column: find every such row, by value, so only those are refused.
-    good: list[Any] = []
-    for i, v in enumerate(values):
-        reason = None if v is None else _misfit(column, v)
-        try:
-            if reason is None and v is not None:
-                v = _json_text(v) if column.type == "json" else v
-                pa.array([v], kind)
-        except _ARROW_ERRORS as exc:
-            reason = f"column {column.name}: {type(exc).__name__}: {exc}"
-        if reason is not None:
-            bad.setdefault(i, reason)
-            v = None
-        good.append(v)
-    return pa.array(good, kind)
-
-
-def arrow_from_rows(schema: Schema, rows: Sequence[Row]) -> pa.RecordBatch:
-    """The rows as a record batch of ``schema``; raises :class:`BadValues` naming the rows that have none
-    (the other rows are fine: drop the bad ones and convert again)."""
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.columns]
-    bad: dict[int, str] = {}
-    arrays = [_column_array(c, values, bad) for c, values in zip(schema.columns, columns, strict=True)]
-    if bad:
-        raise BadValues(bad)
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(schema))
-
-
-_FROM_TEXT: dict[pa.DataType, Callable[[str], Any]] = {pa.timestamp("us"): datetime.fromisoformat,
-                                                       pa.date32(): date.fromisoformat}
-"""Types whose values Arrow makes into Python objects slowly: their text, parsed by C functions, is ~5x faster."""
-
-
-def _pylist(column: pa.Array) -> list[Any]:
-    parse = _FROM_TEXT.get(column.type)
-    if parse is None:
-        return column.to_pylist()
-    texts = column.cast(pa.string()).to_pylist()
-    if not column.null_count:
-        return list(map(parse, texts))
-    return [None if t is None else parse(t) for t in texts]
-
-
-def column_values(batch: pa.RecordBatch, index: int) -> list[Any]:
-    """One column of a record batch as Python values (json parsed: JSON ``null`` is JSON_NULL)."""
-    field = batch.schema.field(index)
-    values = _pylist(batch.column(index))
-    if field.metadata and field.metadata.get(LOGICAL_KEY) == b"json":
-        values = [None if v is None else json_loads(v) for v in values]
-    elif free_scale(field):
-        # Scale 18 is the column's Arrow form, not the values': each comes back at the smallest scale
-        # that holds it (2.25, not 2.250000000000000000).
-        values = [None if v is None else trimmed(v) for v in values]
-    return values
-
-
-def rows_from_arrow(batch: pa.RecordBatch) -> tuple[Row, ...]:
-    if not batch.num_columns:
-        return ((),) * batch.num_rows
-    return tuple(zip(*(column_values(batch, i) for i in range(batch.num_columns)), strict=True))
+from wormhole.plugins.arrow_form import DEFAULT_DECIMAL as DEFAULT_DECIMAL
+from wormhole.plugins.arrow_form import EXACT_KEY as EXACT_KEY
+from wormhole.plugins.arrow_form import FREE_SCALE_KEY as FREE_SCALE_KEY
+from wormhole.plugins.arrow_form import LOGICAL_KEY as LOGICAL_KEY
+from wormhole.plugins.arrow_form import BadValues as BadValues
+from wormhole.plugins.arrow_form import arrow_field as arrow_field
+from wormhole.plugins.arrow_form import arrow_for_this_process as arrow_for_this_process
+from wormhole.plugins.arrow_form import arrow_from_rows as arrow_from_rows
+from wormhole.plugins.arrow_form import arrow_schema as arrow_schema
+from wormhole.plugins.arrow_form import arrow_type as arrow_type
+from wormhole.plugins.arrow_form import column_values as column_values
+from wormhole.plugins.arrow_form import decimal_shape as decimal_shape
+from wormhole.plugins.arrow_form import exact_codec as exact_codec
+from wormhole.plugins.arrow_form import exact_column as exact_column
+from wormhole.plugins.arrow_form import exact_from_rows as exact_from_rows
+from wormhole.plugins.arrow_form import free_scale as free_scale
+from wormhole.plugins.arrow_form import has_exact as has_exact
+from wormhole.plugins.arrow_form import infer_schema as infer_schema
+from wormhole.plugins.arrow_form import rows_from_arrow as rows_from_arrow
+from wormhole.plugins.arrow_form import trimmed as trimmed
+from wormhole.plugins.schema import Row, Schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,19 +83,34 @@ class EncodedRows:
         return self.decode(self, index)
 
 
-class Batch(Sequence["Row"]):
-    """An immutable batch of rows as the exchange hands it to every destination (the same object).
+class Batch:
+    """An immutable batch of rows as the exchange hands it to every destination (the same object): an
+    Arrow record batch (:attr:`arrow_form`), with at most two facets of the source's own form beside it
+    that only a destination which chose them once loads (:attr:`wire`, :attr:`encoded`).
 
-    Its memo (:func:`batch_memo`) lets writers that derive the same thing from a batch, such as
-    two MySQL destinations encoding it for LOAD DATA, do that work once per batch instead of once per
-    destination. Keys must name everything the derived value depends on.
+    It is not a sequence of rows: a writer encodes its columns (:meth:`arrow`, :attr:`arrow_form`), or
+    takes its rows from the one helper :func:`rows_of`. Values a column's Arrow type cannot hold exactly
+    travel in an exact column (:data:`EXACT_KEY`), never beside the batch.
+
+    Its memo (:func:`batch_memo`) lets writers that derive the same thing from a batch, such as two MySQL
+    destinations encoding it for LOAD DATA, do that work once per batch instead of once per destination.
+    Keys must name everything the derived value depends on.
     """
 
-    def __init__(self, rows: Sequence[Row] = (), *, arrow: pa.RecordBatch | None = None,
-                 wire: Sequence[pa.Array | None] | None = None, encoded: EncodedRows | None = None) -> None:
-        self._tuples: tuple[Row, ...] | None = tuple(rows) if arrow is None and encoded is None else None
+    __slots__ = ("_arrow", "_inferred", "_lock", "_rows", "_schema", "encoded", "memo", "num_rows", "wire")
+
+    def __init__(self, arrow: pa.RecordBatch | None, *, wire: Sequence[pa.Array | None] | None = None,
+                 encoded: EncodedRows | None = None, rows: tuple[Row, ...] | None = None,
+                 schema: Schema | None = None) -> None:
+        assert arrow is not None or encoded is not None, "a batch holds Arrow columns or a source's encoding"
         self._arrow = arrow
-        self.wire: tuple[pa.Array | None, ...] | None = tuple(wire) if wire is not None and arrow is not None else None
+        self._rows = rows
+        """The rows as tuples once made (:func:`rows_of`), or the rows the batch was made from."""
+        self._schema = schema
+        """The schema of an encoded batch's rows, for its Arrow form (inferred from them when None)."""
+        self._inferred = False
+        """The Arrow form's types were inferred from the rows (:meth:`of_rows` without a schema)."""
+        self.wire: tuple[pa.Array | None, ...] | None = tuple(wire) if wire is not None else None
         """The source's own text of each column (None for a column that has none), beside the Arrow form:
         the mysql reader's wire bytes, which a mysql destination declaring the same types loads as they
         are (:mod:`wormhole.plugins.mysql.passthrough`). Only the reader's own batches carry it: a batch
@@ -292,108 +118,117 @@ class Batch(Sequence["Row"]):
         self.encoded = encoded
         """The rows in the source's own encoding (:class:`EncodedRows`), when the reader sent them so (the
         engine chose it: every destination loads them as they are); their values are decoded only if asked."""
-        self._native = arrow is not None
-        self._len = (arrow.num_rows if arrow is not None else len(encoded.ends) if encoded is not None
-                     else len(self._tuples or ()))
+        self.num_rows: int = arrow.num_rows if arrow is not None else len(encoded.ends) if encoded is not None else 0
         self._lock = threading.Lock()
         self.memo: dict[Any, Any] = {}
         """What writers derived from the batch, by keys naming all it depends on (:func:`batch_memo`)."""
 
     @classmethod
-    def of_rows(cls, rows: Sequence[Row]) -> Batch:
-        """A batch of rows given as tuples (a reader's, a test's)."""
-        return cls(rows)
+    def of_rows(cls, rows: Collection[Row], schema: Schema | None = None) -> Batch:
+        """A batch of rows given as Python values (a reader's, a transform's), as Arrow columns of ``schema``
+        that hold every value exactly (:func:`exact_from_rows`; the schema inferred when None, for tests)."""
+        rows = rows if isinstance(rows, tuple) else tuple(rows)
+        form = exact_from_rows(schema if schema is not None else infer_schema(rows), rows)
+        batch = cls(form, rows=rows)
+        batch._inferred = schema is None
+        return batch
 
     @classmethod
-    def of_encoded(cls, encoded: EncodedRows) -> Batch:
-        return cls(encoded=encoded)
+    def of_encoded(cls, encoded: EncodedRows, schema: Schema | None = None) -> Batch:
+        return cls(None, encoded=encoded, schema=schema)
 
     @classmethod
     def of_arrow(cls, batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None = None) -> Batch:
-        return cls(arrow=batch, wire=wire)
+        return cls(batch, wire=wire)
+
+    @classmethod
+    def empty(cls) -> Batch:
+        """A batch of no rows and no columns (a queue's control item, a chain that kept nothing)."""
+        return cls(_EMPTY)
 
     def sliced(self, start: int, length: int) -> Batch:
-        """Rows ``start`` to ``start + length`` of a batch of Arrow columns, its wire text with them."""
-        assert self._arrow is not None
+        """Rows ``start`` to ``start + length``, its wire text with them."""
         wire = None if self.wire is None else [None if w is None else w.slice(start, length) for w in self.wire]
-        return Batch.of_arrow(self._arrow.slice(start, length), wire)
+        return Batch.of_arrow(self.arrow_form.slice(start, length), wire)
 
     def __len__(self) -> int:
-        return self._len
-
-    @overload
-    def __getitem__(self, index: int) -> Row: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Row, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> Row | tuple[Row, ...]:
-        return self.tuples()[index]
-
-    def __iter__(self) -> Iterator[Row]:
-        return iter(self.tuples())
+        return self.num_rows
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, (Batch, tuple, list)):
-            return list(self) == list(other)
+        if isinstance(other, Batch):
+            return rows_of(self) == rows_of(other)
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]  # equal to lists: not hashable
+    __hash__ = None  # type: ignore[assignment]  # compared by value: not hashable
 
     def __repr__(self) -> str:
-        form = "arrow" if self._arrow is not None else "encoded" if self.encoded is not None else "tuples"
-        return f"Batch({self._len} rows, {form})"
+        form = "encoded" if self._arrow is None else "arrow, exact columns" if self.exact else "arrow"
+        return f"Batch({self.num_rows} rows, {form})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # The lock stays behind (Spark ships batches between processes); the form the batch has goes
-        # (the wire text stays too: it is for a local mysql destination only).
-        if self._arrow is not None:
-            return (_rows_of_arrow, (self._arrow,))
-        return (Batch, (self.tuples(),))  # an encoded batch as its values (an encoding is for local runs)
-
-    @property
-    def native_arrow(self) -> pa.RecordBatch | None:
-        """The Arrow form of a batch that came as Arrow columns (:meth:`of_arrow`), else None. The Arrow
-        form made from tuples (:meth:`arrow`) holds the same values, not always the same text: a decimal
-        takes its column's scale (1.5 is 1.500000000000000000 in a column that declares none), so writers
-        of text encode columns only from this one."""
-        return self._arrow if self._native else None
-
-    @property
-    def has_arrow(self) -> bool:
-        """The batch came as (or was already made into) Arrow columns: :meth:`arrow` costs nothing."""
-        return self._arrow is not None
-
-    def tuples(self) -> tuple[Row, ...]:
-        if self._tuples is None:
-            with self._lock:
-                if self._tuples is None:
-                    if self.encoded is not None:
-                        encoded = self.encoded
-                        self._tuples = tuple(encoded.row(i) for i in range(self._len))
-                    else:
-                        assert self._arrow is not None
-                        self._tuples = rows_from_arrow(self._arrow)
-        return self._tuples
-
-    def arrow(self, schema: Schema) -> pa.RecordBatch:
-        """The batch as Arrow columns of ``schema`` (made once). Raises :class:`BadValues` when rows have
-        no Arrow form; the caller refuses those rows and converts the rest (:meth:`without`)."""
-        if self._arrow is None:
-            with self._lock:
-                if self._arrow is None:
-                    self._arrow = arrow_from_rows(schema, self.tuples())
-        return self._arrow
-
-    def without(self, indexes: set[int] | dict[int, Any]) -> Batch:
-        """The batch less the rows at ``indexes``."""
-        return Batch([row for i, row in enumerate(self.tuples()) if i not in indexes])
+        # The lock and the memo stay behind (Spark ships batches between processes), and the source's own
+        # forms too (the wire text, an encoding: for a local destination only): its Arrow columns go.
+        return (Batch.of_arrow, (self.arrow_form,))
 
     @property
     def arrow_form(self) -> pa.RecordBatch:
-        """The Arrow form of a batch that has one (:attr:`has_arrow`)."""
-        assert self._arrow is not None, "the batch has no Arrow form yet: ask arrow(schema)"
+        """The batch's record batch as it travels (exact columns included: :data:`EXACT_KEY`); an encoded
+        batch's made from its decoded rows on first use."""
+        if self._arrow is None:
+            with self._lock:
+                if self._arrow is None:
+                    rows = self._tuples()
+                    self._arrow = exact_from_rows(self._schema or infer_schema(rows), rows)
         return self._arrow
+
+    @property
+    def exact(self) -> bool:
+        """Some column is an exact column (:data:`EXACT_KEY`): its Arrow type did not hold its values."""
+        return self._arrow is not None and has_exact(self._arrow)
+
+    @property
+    def native_arrow(self) -> pa.RecordBatch | None:
+        """The record batch when every column is in its logical type's Arrow form (no exact column): what
+        writers of text encode column by column; None for an encoded batch or one with an exact column."""
+        return None if self._arrow is None or self.exact else self._arrow
+
+    def _tuples(self) -> tuple[Row, ...]:
+        if self._rows is None:
+            with self._lock:
+                if self._rows is None:
+                    if self.encoded is not None:
+                        encoded = self.encoded
+                        self._rows = tuple(encoded.row(i) for i in range(self.num_rows))
+                    else:
+                        assert self._arrow is not None
+                        self._rows = rows_from_arrow(self._arrow)
+        return self._rows
+
+    def arrow(self, schema: Schema) -> pa.RecordBatch:
+        """The batch as Arrow columns of ``schema``, each in its logical type's Arrow form: the record batch
+        itself when it is so, else made once from its values. Raises :class:`BadValues` for rows with a value
+        that form cannot hold (an exact column's); the caller refuses those rows and asks again of the rest
+        (:meth:`without`)."""
+        form = self.arrow_form
+        if not has_exact(form) and len(form.schema) == len(schema) and not (
+                (self._inferred or self.encoded is not None) and not form.schema.equals(arrow_schema(schema))):
+            return form
+        key = ("batch.arrow", schema)
+        found = self.memo.get(key)
+        if found is None:
+            try:
+                found = arrow_from_rows(schema, self._tuples())
+            except BadValues as exc:
+                found = exc
+            self.memo[key] = found
+        if isinstance(found, BadValues):
+            raise BadValues(found.bad)
+        return found
+
+    def without(self, indexes: set[int] | dict[int, Any]) -> Batch:
+        """The batch less the rows at ``indexes``."""
+        keep = pa.array([i not in indexes for i in range(self.num_rows)], pa.bool_())
+        return Batch.of_arrow(self.arrow_form.filter(keep))
 
     @property
     def encoded_nbytes(self) -> int | None:
@@ -401,27 +236,16 @@ class Batch(Sequence["Row"]):
         return None if self.encoded is None else len(self.encoded.payload)
 
     @property
-    def arrow_nbytes(self) -> int | None:
-        """The Arrow form's buffer size, with the wire text it carries (the queue's byte bound counts what a
-        batch holds), when the batch has one."""
+    def nbytes(self) -> int:
+        """What the batch holds: its encoding's bytes when it came so, else its Arrow buffers with the wire
+        text it carries (the queue's byte bound counts them)."""
         if self._arrow is None:
-            return None
+            assert self.encoded is not None
+            return len(self.encoded.payload)
         return self._arrow.nbytes + sum(w.nbytes for w in self.wire or () if w is not None)
 
-    @property
-    def whole(self) -> bool:
-        """The batch holds its rows whole, as Arrow columns or a source's encoding (not as tuples only)."""
-        return self._arrow is not None or self.encoded is not None
 
-    @property
-    def held_nbytes(self) -> int | None:
-        """The bytes a batch holding its rows whole (Arrow columns, a source's encoding) holds; None for a
-        batch of tuples only (its size is estimated)."""
-        return self.arrow_nbytes if self._arrow is not None else self.encoded_nbytes
-
-
-def _rows_of_arrow(batch: pa.RecordBatch) -> Batch:
-    return Batch(arrow=batch)
+_EMPTY = pa.RecordBatch.from_arrays([], schema=pa.schema([]))
 
 
 def batch_memo(batch: Batch) -> dict[Any, Any]:
@@ -429,13 +253,13 @@ def batch_memo(batch: Batch) -> dict[Any, Any]:
     return batch.memo
 
 
-def as_batch(rows: Batch | Collection[Row]) -> Batch:
-    """What a reader yielded, as a batch: a :class:`Batch` as it is, rows given as tuples wrapped in one."""
-    return rows if isinstance(rows, Batch) else Batch.of_rows(tuple(rows))
+def as_batch(rows: Batch | Collection[Row], schema: Schema | None = None) -> Batch:
+    """What a reader yielded, as a batch: a :class:`Batch` as it is, rows given as tuples made one
+    (:meth:`Batch.of_rows`, in ``schema``)."""
+    return rows if isinstance(rows, Batch) else Batch.of_rows(rows, schema)
 
 
 def rows_of(batch: Batch) -> tuple[Row, ...]:
     """The batch's rows as tuples, for a store that writes a row at a time: made once per batch (from its
-    Arrow columns or the source's encoding) and shared by every destination that asks."""
-    return batch.tuples()
-
+    Arrow columns, exact columns decoded, or the source's encoding) and shared by every destination that asks."""
+    return batch._tuples()

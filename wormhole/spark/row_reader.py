@@ -18,7 +18,7 @@ from wormhole.config import SourceSpec
 from wormhole.errors import ReadError
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Schema, Split
-from wormhole.plugins.batch import as_batch
+from wormhole.plugins.batch import as_batch, rows_of
 from wormhole.plugins.spark_kit import spark_schema
 from wormhole.spark.accumulators import AccumulatedDirty
 from wormhole.spark.types import to_arrow_batches
@@ -46,7 +46,8 @@ def row_reader_frame(spark: SparkSession, source: SourceSpec, splits: list[Split
                 def reject(bad: list[Rejected], split_id: str = split.id) -> None:
                     sink.reject("source", bad, split_id)
                 try:
-                    yield from to_arrow_batches(schema, map(as_batch, reader.read(split)), reject, exact)
+                    yield from to_arrow_batches(schema, (rows_of(as_batch(b, schema)) for b in reader.read(split)),
+                                                reject, exact)
                 except ReadError:
                     raise
                 except Exception as exc:

@@ -433,7 +433,8 @@ class SparkExecution:
             rows = naive_timestamps(frame).toLocalIterator(prefetchPartitions=True)
             exact = exact_columns(frame.schema)
             for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
-                if write_counted(writer, Batch.of_rows(batch), counters, lambda bad: self._dirty.reject(dest.id, bad),
+                if write_counted(writer, Batch.of_rows(batch, dest.ctx.schema), counters,
+                                 lambda bad: self._dirty.reject(dest.id, bad),
                                  destination=dest.id, plugin=dest.plugin):
                     check_record_limit(dest, counters)
             writer.flush()

@@ -80,7 +80,7 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
     try:
         for batch in from_spark_rows(ctx.schema, rows, ctx.batch_rows, exact):
             one = WriterCounters()
-            write_counted(SplitTarget(writer, split_id), Batch.of_rows(batch), one, bad.extend,
+            write_counted(SplitTarget(writer, split_id), Batch.of_rows(batch, ctx.schema), one, bad.extend,
                           destination=dest.id, plugin=dest.plugin)
             for into in (part, counters):
                 into.delivered += one.delivered

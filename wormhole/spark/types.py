@@ -208,7 +208,7 @@ def writer_batch(schema: Schema, batch: pa.RecordBatch) -> Batch:
             arrays.append(own)
         else:
             return Batch.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=target))
-    return Batch.of_rows(rows_from_arrow(schema, batch))
+    return Batch.of_rows(rows_from_arrow(schema, batch), schema)
 
 
 def _from_json(v: Any) -> Any:

@@ -93,7 +93,7 @@ class ChainRunner:
         """The batch through the chain: Arrow columns of ``chain.output`` (tuples when a value without an
         Arrow form rides along: :mod:`~wormhole.transform.frame`)."""
         if not self._steps:
-            return as_batch(rows)
+            return as_batch(rows, self.chain.input)
         frame = Frame(self._names, *arrow_input(rows, self.chain.input), len(rows))
         clock = time.perf_counter_ns
         for step, m in zip(self._steps, self.metrics, strict=True):
@@ -105,7 +105,7 @@ class ChainRunner:
             m.rows_in += before
             m.rows_out += frame.n
             if not frame.n:
-                return Batch(())
+                return Batch.empty()
         return frame.output(self.chain.output)
 
     def snapshot(self) -> dict[str, tuple[int, int, int, int]]:

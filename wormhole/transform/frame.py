@@ -8,9 +8,9 @@ the column leaves the chain unchanged. A number (an integer beyond 64 bits, a de
 than its column) makes its column a wider decimal inside the chain, so expressions compute with it
 exactly; any other (a zero date a mysql source keeps as its text) is NULL in the columns, so
 expressions read it as NULL, as :mod:`.pyfn` reads a zero date. A derived value its column's type
-cannot hold rides beside the batch too. A batch that
-carries such a value leaves as tuples, so every destination sees the value as the row path gave it
-(and takes or refuses it as before); every other batch leaves as Arrow columns.
+cannot hold rides beside the batch too. Such values go back into their column as the chain's batch leaves:
+that column leaves as an exact column (:data:`wormhole.plugins.batch.EXACT_KEY`), so every destination
+sees the value as the row path gave it (and takes or refuses it as before).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from wormhole.plugins.batch import (
     arrow_type,
     as_batch,
     rows_from_arrow,
+    rows_of,
 )
 
 Carried = dict[int, Any]
@@ -62,12 +63,12 @@ def arrow_input(rows: Batch | Collection[Row], schema: Schema) -> tuple[list[pa.
     """The batch as Arrow columns of ``schema``, and the values that have none in their column (by
     column index, then row). A number column that a decimal can hold whole comes wider than its
     type (expressions read its values); any other such value's cell is NULL."""
-    batch = as_batch(rows)
+    batch = as_batch(rows, schema)
     try:
         return list(batch.arrow(schema).columns), {}
     except BadValues as exc:
         bad = exc.bad
-    tuples = [list(t) for t in batch.tuples()]
+    tuples = [list(t) for t in rows_of(batch)]
     carried: dict[int, Carried] = {}
     for r in bad:
         for k, column in enumerate(schema.columns):
@@ -191,7 +192,7 @@ class Frame:
         for k, cells in riding:
             for i, value in cells.items():
                 rows[i][k] = value
-        return Batch([tuple(r) for r in rows])
+        return Batch.of_rows([tuple(r) for r in rows], schema)
 
 
 _TOKENS = itertools.count(1 << 32)

@@ -31,7 +31,7 @@ ArrowFn = Callable[[Sequence[Any]], pa.Array]
 """Converts one column of a batch to its Arrow array with the values the ColumnFn gives, or raises
 (:class:`~wormhole.plugins.arrow_parse.Unfit`, an Arrow error) when it cannot say so."""
 
-Converted = tuple[Sequence[Row], list[Rejected]]
+Converted = tuple[Batch | Sequence[Row], list[Rejected]]
 """A batch as a format reader yields it: the typed rows (a list, or Arrow columns as ``Batch``) and the
 rows it rejected, with reasons."""
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
 from wormhole.errors import ReadError
-from wormhole.plugins.base import Column, ReadContext, Row, Schema, Split
+from wormhole.plugins.base import Batch, Column, ReadContext, Row, Schema, Split
 from wormhole.plugins.file import csv_format, jsonl_format
 from wormhole.plugins.file.convert import FormatReader
 from wormhole.plugins.file.options import FileReaderOptions
@@ -80,12 +80,12 @@ class FileReader:
                 self._format = jsonl_format.JsonlReader(self.schema(), self.ctx.batch_rows)
         return self._format
 
-    def read(self, split: Split) -> Iterator[Sequence[Row]]:
+    def read(self, split: Split) -> Iterator[Batch | Sequence[Row]]:
         self.schema()  # settled before the first batch is asked for, as the engine expects
         fmt = self._format_reader()
         return self._rows(fmt, str(split.params.get("path", split.id)), split.id)
 
-    def _rows(self, fmt: FormatReader, path: str, split_id: str) -> Iterator[Sequence[Row]]:
+    def _rows(self, fmt: FormatReader, path: str, split_id: str) -> Iterator[Batch | Sequence[Row]]:
         for rows, rejected in fmt.batches(path):
             if rejected:
                 self.ctx.dirty.reject("source", rejected, split_id)

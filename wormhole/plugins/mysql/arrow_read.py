@@ -4,9 +4,11 @@ vectorised casts, with no Python per value.
 
 A column whose cast fails (a zero date, bytes that are not UTF-8, an unreadable value) is converted value
 by value instead, only then, as the reader always did: a value that does not convert rejects its row
-(origin ``source``) with the same reason, a zero date follows ``zero_dates``. A batch holding a value the
+(origin ``source``) with the same reason, a zero date follows ``zero_dates``. A column holding a value the
 reader has always passed on but Arrow cannot hold in the column's type (a zero date kept as its text, a
-BIT(64) beyond int64, a decimal wider than the column's declared shape) goes on as tuples, as before.
+decimal of another scale than the column's declared one) goes on as an exact column
+(:data:`wormhole.plugins.batch.EXACT_KEY`: each value's text, with the column's logical type), the other
+columns of the batch as Arrow columns of their types.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from wormhole.plugins import arrow_parse
-from wormhole.plugins.base import Rejected, Row
-from wormhole.plugins.batch import Batch, arrow_schema, arrow_type, decimal_shape
+from wormhole.plugins.base import Rejected
+from wormhole.plugins.batch import Batch, arrow_schema, arrow_type, decimal_shape, exact_column
 from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate
 from wormhole.plugins.schema import Column, Schema
 from wormhole.plugins.values import json_column, json_loads, json_parse
@@ -191,9 +193,9 @@ class BatchDecoder:
         self.zero_dates = zero_dates
         self.schema = arrow_schema(Schema(self.columns))
 
-    def decode(self, raw: Sequence[list[Any] | pa.Array]) -> tuple[Sequence[Row], list[Rejected]]:
-        """The batch (Arrow columns, or tuples when a value has no Arrow form) less the rows whose values
-        do not convert, and those rows with their reasons."""
+    def decode(self, raw: Sequence[list[Any] | pa.Array]) -> tuple[Batch, list[Rejected]]:
+        """The batch (Arrow columns, an exact one where a value has no Arrow form in its type) less the rows
+        whose values do not convert, and those rows with their reasons."""
         bad: dict[int, str] = {}
         columns = [self._column(i, values, bad) for i, values in enumerate(raw)]
         rejected: list[Rejected] = []
@@ -202,8 +204,7 @@ class BatchDecoder:
             cells = [c.values(rows) for c in columns]
             rejected = [Rejected(row, bad[r]) for r, row in zip(rows, zip(*cells, strict=True), strict=True)]
         if any(c.arrow is None for c in columns):
-            tuples: list[Row] = list(zip(*(c.values() for c in columns), strict=True))
-            return ([row for r, row in enumerate(tuples) if r not in bad] if bad else tuples), rejected
+            return self._exact(columns, bad), rejected
         batch = pa.RecordBatch.from_arrays([c.arrow for c in columns], schema=self.schema)
         wire = [c.wire for c in columns]
         if bad:
@@ -211,6 +212,22 @@ class BatchDecoder:
             batch = batch.filter(keep)
             wire = [None if w is None else w.filter(keep) for w in wire]
         return Batch.of_arrow(batch, wire if any(w is not None for w in wire) else None), rejected
+
+    def _exact(self, columns: list[_Column], bad: dict[int, str]) -> Batch:
+        """A batch with a column Arrow cannot hold in its type: that column exact, the others as they are."""
+        n = len(columns[0].python) if columns[0].python is not None else len(columns[0].arrow or ())
+        keep = [r for r in range(n) if r not in bad] if bad else None
+        arrays: list[pa.Array] = []
+        fields: list[pa.Field] = []
+        for i, c in enumerate(columns):
+            if c.arrow is not None:
+                arrays.append(c.arrow if keep is None else c.arrow.take(pa.array(keep, pa.int64())))
+                fields.append(self.schema.field(i))
+            else:
+                array, field = exact_column(self.columns[i], c.values(keep))
+                arrays.append(array)
+                fields.append(field)
+        return Batch.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)))
 
     def _column(self, index: int, values: list[Any] | pa.Array, bad: dict[int, str]) -> _Column:
         kind, column = self.kinds[index], self.columns[index]

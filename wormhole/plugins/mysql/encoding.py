@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from wormhole.plugins.arrow_text import own_text_arrow
 from wormhole.plugins.base import Schema, batch_memo
-from wormhole.plugins.batch import Batch, arrow_schema
+from wormhole.plugins.batch import Batch, arrow_schema, rows_of
 from wormhole.plugins.mysql.arrow_load import arrow_payload
 from wormhole.plugins.mysql.types import load_payload, sql_values
 from wormhole.plugins.sql import VALUE_ERRORS
@@ -95,5 +95,5 @@ class PieceEncoder:
                 return arrow_payload(form.slice(start, size), cut)
             except (pa.ArrowException, *VALUE_ERRORS):
                 pass  # the row encoder decides: it raises for a value MySQL cannot hold, as before
-        piece = rows[start:start + size]
+        piece = rows_of(rows)[start:start + size]
         return load_payload(self.types, piece) if self.method == "load_data" else sql_values(self.types, piece)

@@ -15,7 +15,7 @@ import pymysql
 import pymysql.cursors
 
 from wormhole.errors import ReadError
-from wormhole.plugins.base import Column, Row, Schema, Split
+from wormhole.plugins.base import Batch, Column, Row, Schema, Split
 from wormhole.plugins.mysql.arrow_read import BatchDecoder
 from wormhole.plugins.mysql.connection import PLUGIN_NAME, abandon, close_quietly, describe, source_connection
 from wormhole.plugins.mysql.dialect import MYSQL
@@ -43,7 +43,7 @@ class MysqlReader(SqlReader):
     def column_of(self, name: str, kind: str) -> Column:
         return Column(name, KIND_TYPES[kind], unsigned=kind == "uint64")
 
-    def read(self, split: Split) -> Iterator[Sequence[Row]]:
+    def read(self, split: Split) -> Iterator[Batch | Sequence[Row]]:
         ep = self.source.shards[split.params["shard"]].endpoint
         sql, args, kinds, names, pushed = self.split_query(split)
         # Splits planned before the table changed (a resumed run) keep their kinds.

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pymysql
 
 from wormhole.errors import WriteError
-from wormhole.plugins.base import Batch, Rejected, Row, WriteContext, WriteResult
+from wormhole.plugins.base import Batch, Rejected, Row, WriteContext, WriteResult, rows_of
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
     describe,
@@ -153,7 +153,7 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
         if encoded is not None and self._retrying(split_id, lambda: self._bulk(size, encoded, split_id)):
             result = WriteResult(written=size)
         else:  # the piece's tuples: the batch's own, made from its Arrow form only now if it came as columns
-            piece = batch[start:start + size]
+            piece = rows_of(batch)[start:start + size]
             result = self._retrying(split_id, lambda: self._row_by_row(piece, split_id, room))
         if split_id is None:
             p.add_written(result.written)  # committed; a split's rows count once the split is

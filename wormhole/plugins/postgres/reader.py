@@ -131,7 +131,7 @@ class PostgresReader(SqlReader):
                             split_id=split.id)
         return found
 
-    def read(self, split: Split) -> Iterator[Sequence[Row]]:
+    def read(self, split: Split) -> Iterator[Batch | Sequence[Row]]:
         shard = self.source.shards[split.params["shard"]]
         sql, args, kinds, names, pushed = self.split_query(split)
         decoder = CsvDecoder(self.split_columns(names, kinds, pushed), self.source.dates)
@@ -153,7 +153,7 @@ class PostgresReader(SqlReader):
                 log.debug("reader.copy_abandoned")
 
     def _stream(self, conn: psycopg.Connection[Any], copy_sql: str, args: tuple[Any, ...], decoder: CsvDecoder,
-                split: Split) -> Iterator[Sequence[Row]]:
+                split: Split) -> Iterator[Batch | Sequence[Row]]:
         limit_rows, limit_bytes = self.ctx.batch_rows, self.ctx.batch_bytes
         buf, count = bytearray(), 0
         if not args:  # psycopg formats (and reads %% as %) only when there are values to bind

@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
-from wormhole.plugins.batch import BadValues, Batch, rows_from_arrow
+from wormhole.plugins.batch import BadValues, Batch, rows_from_arrow, rows_of
 from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
 from wormhole.plugins.postgres.connection import (
     PLUGIN_NAME,
@@ -147,7 +147,7 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
         try:
             form = batch.arrow(schema)
         except BadValues as exc:
-            tuples = batch.tuples()
+            tuples = rows_of(batch)
             for i in sorted(exc.bad):
                 unfit = self._unfit(tuples[i])
                 if unfit is None:

@@ -139,14 +139,13 @@ VALUE_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, Attribut
 surrogate, JSON too deep): the row's fault, never the destination's."""
 
 
-def batch_then_rows(rows: Sequence[Row], batch: Callable[[], bool] | None,
-                    by_row: Callable[[Sequence[Row]], WriteResult]) -> WriteResult:
-    """Write ``rows`` at once with ``batch`` (None when some value could not even be encoded); when
+def batch_then_rows(count: int, batch: Callable[[], bool] | None, by_row: Callable[[], WriteResult]) -> WriteResult:
+    """Write ``count`` rows at once with ``batch`` (None when some value could not even be encoded); when
     that is not possible or ``batch`` returns False (some row's value failed it and the batch was
     undone), ``by_row`` replays them one at a time so only the bad rows are rejected."""
     if batch is not None and batch():
-        return WriteResult(written=len(rows))
-    return by_row(rows)
+        return WriteResult(written=count)
+    return by_row()
 
 
 def rows_one_by_one(rows: Sequence[Row], write_one: Callable[[Row], str | None],

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from wormhole.errors import ReadError, StorageError
-from wormhole.plugins.base import Column, PushedQuery, ReadContext, Rejected, Row, Schema, Split
+from wormhole.plugins.base import Batch, Column, PushedQuery, ReadContext, Rejected, Row, Schema, Split
 from wormhole.plugins.sql import VALUE_ERRORS, quote
 from wormhole.plugins.sql.reader import SchemaOnce
 from wormhole.plugins.sqlite.arrow_columns import arrow_batch
@@ -59,7 +59,7 @@ class SqliteReader(SchemaOnce):
         finally:
             conn.close()
 
-    def read(self, split: Split) -> Iterator[Sequence[Row]]:
+    def read(self, split: Split) -> Iterator[Batch | Sequence[Row]]:
         schema = self.schema()
         opts = self.options
         pushed: PushedQuery | None = split.params.get("pushdown")
@@ -98,7 +98,7 @@ class SqliteReader(SchemaOnce):
             conn.close()
 
     def _batch(self, raw: list[Row], fns: list[tuple[int, Callable[[Any], Any]]], schema: Schema,
-               split_id: str) -> Sequence[Row]:
+               split_id: str) -> Batch | Sequence[Row]:
         """A batch as Arrow columns, else converted in Python (its bad rows rejected)."""
         batch = arrow_batch(schema, raw)
         if batch is not None:

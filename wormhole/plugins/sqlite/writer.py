@@ -25,7 +25,7 @@ import pyarrow as pa
 from wormhole.errors import WriteError
 from wormhole.plugins.arrow_text import NotExact, date_text, datetime_text, decimal_text, json_values, own_text_arrow
 from wormhole.plugins.base import Batch, Row, WriteContext, WriteResult
-from wormhole.plugins.batch import arrow_type
+from wormhole.plugins.batch import arrow_type, rows_of
 from wormhole.plugins.sql import VALUE_ERRORS, batch_then_rows, quote, rows_one_by_one
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME
 from wormhole.plugins.sqlite.dialect import SQLITE
@@ -93,13 +93,13 @@ class SqliteWriter:
         if not rows:
             return WriteResult(written=0)
         try:
-            params: Sequence[Sequence[Any]] | None = self._columns(rows) or self._convert(rows)
+            params: Sequence[Sequence[Any]] | None = self._columns(rows) or self._convert(rows_of(rows))
         except VALUE_ERRORS:
             params = None  # some value is bad: the row-by-row pass finds which
         with self.periphery.lock:
             conn = self._connection()
             batch = None if params is None else (lambda: self._batch(conn, params, split))
-            return batch_then_rows(rows, batch, lambda todo: self._row_by_row(conn, todo, split))
+            return batch_then_rows(len(rows), batch, lambda: self._row_by_row(conn, rows_of(rows), split))
 
     def end_split(self, split_id: str, rows: int) -> None:
         p = self.periphery

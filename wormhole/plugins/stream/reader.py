@@ -94,7 +94,7 @@ class StreamReader:
     def schema(self) -> Schema:
         return declared_schema(self._o)
 
-    def read(self, split: Split) -> Iterator[Sequence[Row]]:
+    def read(self, split: Split) -> Iterator[Batch | Sequence[Row]]:
         lo, hi = split.params["lo"], split.params["hi"]
         step = self._batch_rows
         for start in range(lo, hi, step):
