@@ -1,10 +1,12 @@
-"""The plain PySpark copy a competent user would write: one JDBC read, ``persist``, one JDBC write per destination.
+"""The plain PySpark copy a user would write by hand: one partitioned JDBC read and one write per destination.
 
 It is the yardstick of the Spark scenario (benchmarks/spark_scenario.py), which runs it as a child process
-next to wormhole's Spark and local engines and checks every destination with ``CHECKSUM TABLE``. It reads
-``<src-db>.<table>`` from MariaDB/MySQL through the MariaDB Connector/J, partitioned on the integer key
-``id`` between its MIN and MAX, caches the rows (``MEMORY_AND_DISK``), counts them, then appends them to
-each destination table, which must already exist (same schema) and is expected to be empty.
+next to wormhole's Spark and local engines and checks every destination. It reads ``<src-db>.<table>``
+from MariaDB/MySQL through the MariaDB Connector/J, partitioned on the integer key ``id`` between its MIN
+and MAX, and appends the rows to each destination table (which must already exist, same schema, and is
+expected to be empty) and writes them as snappy Parquet into ``--parquet`` (replaced). As a hand-written
+job does, each write reads the source again (issue 37's yardstick); ``--persist`` caches the read once
+(``MEMORY_AND_DISK``) and counts it before the writes instead.
 
 Choices a user who knows Spark's JDBC source makes, and why:
 
@@ -21,12 +23,12 @@ Choices a user who knows Spark's JDBC source makes, and why:
 Run (from the repository root; the password, if any, comes from ``MYSQL_PWD``)::
 
     .venv/bin/python -m benchmarks.spark_plain --rows 1000000 --src-db whb_src --table t \\
-        --dest-dbs whb_d1 whb_d2 whb_d3 --master 'local[2]'
+        --dest-dbs whb_d1 --parquet /tmp/out/t --master 'local[2]'
 
 The last stdout line is JSON: ``{"startup_s": ..., "read_s": ..., "write_s": ..., "rows": ...}``;
 ``startup_s`` is the time to build the SparkSession (JVM launch included), ``read_s`` covers the bounds
-query, the read, ``persist`` and ``count``, ``write_s`` the three writes. A row count other than
-``--rows`` exits 1.
+query (with ``--persist`` also the read, ``persist`` and ``count``), ``write_s`` the writes. With
+``--persist``, a row count other than ``--rows`` exits 1 (without it the caller counts the copies).
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, required=True, help="rows expected in the source table")
     parser.add_argument("--src-db", required=True)
     parser.add_argument("--table", required=True, help="source table, and the table name in every destination")
-    parser.add_argument("--dest-dbs", nargs="+", required=True)
+    parser.add_argument("--dest-dbs", nargs="*", default=[], help="MySQL destination databases")
+    parser.add_argument("--parquet", help="Parquet destination directory (replaced)")
+    parser.add_argument("--persist", action="store_true", help="read once: persist and count before the writes")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--num-partitions", type=int, default=4, help="read partitions on id (default 4)")
     parser.add_argument("--fetchsize", type=int, default=10_000, help="JDBC fetch size of the read (default 10000)")
@@ -97,22 +101,28 @@ def main() -> None:
     if lo is not None:  # an empty table has no bounds: one partition then
         reader = (reader.option("partitionColumn", "id").option("lowerBound", int(lo))
                   .option("upperBound", int(hi)).option("numPartitions", args.num_partitions))
-    df = reader.load().persist(StorageLevel.MEMORY_AND_DISK)
-    rows = df.count()
+    df = reader.load()
+    rows = None
+    if args.persist:
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        rows = df.count()
     read_s = time.perf_counter() - start
 
     start = time.perf_counter()
+    if args.parquet:
+        df.write.mode("overwrite").option("compression", "snappy").parquet(args.parquet)
     for db in args.dest_dbs:
         url = jdbc_url(args.host, args.port, db, rewriteBatchedStatements="true")
         df.write.jdbc(url, f"`{args.table}`", mode="append",
                       properties={**auth, "batchsize": str(args.batchsize), "isolationLevel": "READ_COMMITTED"})
     write_s = time.perf_counter() - start
 
-    df.unpersist()
+    if args.persist:
+        df.unpersist()
     spark.stop()
     print(json.dumps({"startup_s": round(startup_s, 3), "read_s": round(read_s, 3), "write_s": round(write_s, 3),
                       "rows": rows}), flush=True)
-    if rows != args.rows:
+    if rows is not None and rows != args.rows:
         print(f"read {rows:,} rows from {args.src_db}.{args.table}, expected {args.rows:,}", file=sys.stderr)
         sys.exit(1)
 

@@ -55,6 +55,9 @@ def describe(exc: BaseException) -> str:
 class WritePlane(Protocol):
     """What the write side asks of the execution (wormhole.execution.Execution) about a destination."""
 
+    name: str
+    """``local`` or ``spark`` (Spark's batches cross processes without the source's wire text)."""
+
     def writes_whole(self, sink: SinkRole[Any], options: Any) -> bool:
         """The destination is written whole, not split by split (Spark's native write that replaces its
         output): it starts afresh every run."""

@@ -93,7 +93,7 @@ def make_plan(spec: TaskSpec, facts: SourceFacts, conf: EngineConf) -> Plan:
     if facts.window is not None:
         spec = cast(TaskSpec, incremental.windowed(spec, facts.window))
     transforms = _transforms(spec, facts.schema, engine)
-    exact = _exact_text(spec, facts.schema, engine)
+    exact = _exact_text(spec, facts.schema, engine, transforms)
     return Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
                 splits=tuple(PlannedSplit(s.id, s.resource_mark, split_range(s)) for s in splits),
                 task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
@@ -201,13 +201,16 @@ def _destination(dest_id: str, plugin: str, options: Any, concurrency: int, engi
     return PlannedDestination(dest_id, plugin, writers, f"{where}; {how}" if how else where)
 
 
-def _exact_text(spec: TaskSpec, schema: Schema, engine: EngineName) -> frozenset[str] | None:
-    """Spark mode: the columns the source's Spark read carries as exact text (native writes decline them)."""
+def _exact_text(spec: TaskSpec, schema: Schema, engine: EngineName,
+                transforms: TransformPlan | None) -> frozenset[str] | None:
+    """Spark mode: the columns the source's Spark read carries as exact text (native writes decline them),
+    of those its pushed-down projection keeps."""
     if engine != "spark":
         return None
-    from wormhole.spark.methods import source_exact_text
+    from wormhole.spark.methods import read_columns, source_exact_text
 
-    return source_exact_text(spec.source.plugin, spec.source.options, schema)
+    exact = source_exact_text(spec.source.plugin, spec.source.options, schema)
+    return None if exact is None else exact & read_columns(transforms, schema)
 
 
 def _spark_origin(spec: TaskSpec, conf: EngineConf) -> dict[str, str]:

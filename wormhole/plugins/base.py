@@ -127,6 +127,8 @@ class ReadContext:
     """Set when the task stops: retry waits (:mod:`wormhole.retry`) end at once."""
     spark: SparkAccess | None = field(default=None, compare=False, repr=False)
     """The run's Spark (None on an executor, whose context was pickled)."""
+    wire_text: bool = True
+    """Its batches may carry the source's wire text (Spark mode's cross processes without it)."""
     log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id and plugin; bind ``split_id`` per split."""
 
@@ -162,6 +164,8 @@ class WriteContext:
     """Set when the task stops or this destination fails: retry waits end at once."""
     spark: SparkAccess | None = field(default=None, compare=False, repr=False)
     """The run's Spark (None on an executor, whose context was pickled)."""
+    wire_text: bool = True
+    """Its batches may carry the source's wire text (Spark mode's cross processes without it)."""
     log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id, plugin and destination."""
 

@@ -35,6 +35,17 @@ def source_exact_text(plugin: str, options: Any, schema: Schema | None) -> froze
     return None if probe is None else frozenset(probe(options, schema))
 
 
+def read_columns(transforms: Any, schema: Schema) -> frozenset[str]:
+    """The columns the source's Spark read returns: the task's pushed-down projection's, as
+    :func:`wormhole.spark.transforms.push_down` places it (always the widest placement), else all."""
+    if transforms is None or transforms.dialect is None or transforms.mode == "off":
+        return frozenset(schema.names)
+    pushed = transforms.pushed_query(transforms.widest())
+    if pushed is None:
+        return frozenset(schema.names)
+    return frozenset(schema.columns[k].name for k in pushed.keep)
+
+
 def write_method(plugin: str, options: Any, exact_text: frozenset[str] | None) -> str:
     """``native``, ``partitions`` or ``driver`` as the run will write (``native?``: the store's native
     write unless the source carries exact text, which the plan could not learn)."""

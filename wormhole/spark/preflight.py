@@ -4,7 +4,8 @@ A cluster whose workers lack the executors' Python, wormhole's dependencies, a f
 storage or a JDBC driver would otherwise fail each destination's job after the whole source was read,
 and a destination prepared with ``load: truncate`` would already have lost its rows. One small job, a
 task per executor core, asks every executor first: its Python starts, imports wormhole at the driver's
-version (and pyarrow), sees a probe file the driver put beside each file destination's path, and its
+version (and pyarrow), sees a probe file the driver put beside each file destination's path (a hive
+destination's: the warehouse and the staging directory, which executors write), and its
 JVM loads each JDBC driver class of ``spark.jars``. A failure names the executor, what is missing and
 the setting that fixes it, and nothing of any destination has been touched.
 """
@@ -73,6 +74,17 @@ def file_destinations(destinations: Sequence[Any]) -> list[tuple[str, str]]:
     return out
 
 
+def catalog_destinations(destinations: Sequence[Any], places: Sequence[str]) -> list[tuple[str, str]]:
+    """(id, path) for each of ``places`` (the warehouse, the staging directory) of every destination whose
+    store writes through the session's catalog (hive): its executors write there."""
+    out: list[tuple[str, str]] = []
+    for dest in destinations:
+        sink = registry.get(dest.plugin).sink
+        if sink is not None and sink.needs_spark:
+            out += [(dest.id, path) for path in places if "://" not in path]
+    return out
+
+
 def place_probes(paths: Sequence[tuple[str, str]]) -> list[Probe]:
     """A probe file in each path's nearest existing directory (the destination itself is not touched)."""
     probes: list[Probe] = []
@@ -90,11 +102,12 @@ def place_probes(paths: Sequence[tuple[str, str]]) -> list[Probe]:
 
 
 def check_executors(spark: Any, destinations: Sequence[Any], jars: Sequence[str], log: Logger,
-                    timeout_s: float = TIMEOUT_S) -> None:
-    """Run the check (see the module's docstring); ExecutorsNotReady naming every problem found."""
+                    timeout_s: float = TIMEOUT_S, catalog_places: Sequence[str] = ()) -> None:
+    """Run the check (see the module's docstring); ExecutorsNotReady naming every problem found.
+    ``catalog_places``: the directories a hive destination's executors write (warehouse, staging)."""
     sc = spark.sparkContext
     cores = max(int(sc.defaultParallelism), 1)
-    probes = place_probes(file_destinations(destinations))
+    probes = place_probes(file_destinations(destinations) + catalog_destinations(destinations, catalog_places))
     try:
         reports = _run(sc, cores, [(p.destination, str(p.file)) for p in probes], timeout_s)
     except ExecutorsNotReady:
@@ -104,7 +117,7 @@ def check_executors(spark: Any, destinations: Sequence[Any], jars: Sequence[str]
     finally:
         for probe in probes:
             probe.file.unlink(missing_ok=True)
-    problems = _problems(reports, {p.destination: p.path for p in probes})
+    problems = _problems(reports, {(p.destination, str(p.file)): p.path for p in probes})
     problems += _jdbc_problems(spark, cores, jdbc_driver_classes(jars))
     if problems:
         raise ExecutorsNotReady("the Spark executors are not ready (nothing was prepared): " + "; ".join(problems))
@@ -153,12 +166,12 @@ def _probe_function(probes: list[tuple[str, str]]) -> Any:
             report["version"] = wh.__version__
         except ImportError as exc:
             report["missing"] = f"{type(exc).__name__}: {exc}"
-        report["unseen"] = [dest for dest, path in probes if not os.path.exists(path)]
+        report["unseen"] = [(dest, path) for dest, path in probes if not os.path.exists(path)]
         yield report
     return probe
 
 
-def _problems(reports: list[dict[str, Any]], paths: dict[str, str]) -> list[str]:
+def _problems(reports: list[dict[str, Any]], paths: dict[tuple[str, str], str]) -> list[str]:
     problems: list[str] = []
     for report in {r["executor"]: r for r in reports}.values():
         where = f"executor {report['executor']} (Python {report['python']})"
@@ -167,8 +180,8 @@ def _problems(reports: list[dict[str, Any]], paths: dict[str, str]) -> list[str]
         elif report["version"] != wormhole.__version__:
             problems.append(f"{where} imports wormhole {report['version']}, the driver runs {wormhole.__version__}: "
                             + VERSION_HINT)
-        for dest in report["unseen"]:
-            problems.append(f"{where} cannot see destination {dest}'s path {paths[dest]}: {PATH_HINT}")
+        for dest, probe in report["unseen"]:
+            problems.append(f"{where} cannot see destination {dest}'s path {paths[dest, probe]}: {PATH_HINT}")
     return problems
 
 

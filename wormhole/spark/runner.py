@@ -5,67 +5,56 @@ prepares, polls, commits and rolls back each destination, and the MonitorManager
 data plane moves to Spark (DESIGN §6):
 
 - the source becomes a DataFrame: the store's native Spark read (``SourceRole.spark_read``), else
-  its row reader run per split inside the executors; it is persisted and counted before any write,
-  so it is read once;
+  its row reader run per split inside the executors; with several destinations it is persisted and
+  counted before any write, so it is read once;
 - each destination is one Spark job, submitted from its own driver thread in its own FAIR pool and
-  job group: the store's native write (``SinkRole.spark_write``), else its row writer in
-  ``foreachPartition`` (stores whose partitions can be replayed), else its row writer on the driver
-  over ``toLocalIterator``. A failed job fails that destination only;
+  job group: the store's native write (``SinkRole.spark_write``), else its row writers in the executors
+  (:mod:`wormhole.spark.partitions`; stores whose partitions can be replayed), else its row writer on the
+  driver over ``toLocalIterator``. A failed job fails that destination only;
+- when every destination is written by row writers in the executors, the source comes from a native
+  read (nothing the read itself rejects) and there are no transforms, one job writes them all: each
+  task reads its partition once and hands every batch to each destination's writer, nothing is persisted
+  or counted apart (:meth:`SparkExecution.streams`), and a destination whose writer fails ends alone;
 - counts and rejected rows come back through accumulators, which Spark applies once per successful
   task, so a retried partition is never counted twice.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, cast
 
-import pyarrow as pa
-from pyspark import StorageLevel, TaskContext
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from wormhole.config import EngineConf, SourceSpec
-from wormhole.counters import Counters, WriterCounters, record_limit, write_counted
+from wormhole.counters import Counters, WriterCounters, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
 from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.plugins import registry
-from wormhole.plugins.base import Batch, Column, ReadContext, Rejected, Schema, Split, split_order
-from wormhole.plugins.batch import as_batch, rows_of
-from wormhole.plugins.spark_kit import RowReaderPlan, describe_spark_error, exact_columns, logical_schema, spark_schema
+from wormhole.plugins.base import Batch, ReadContext, Rejected, Schema, Split, split_order
+from wormhole.plugins.spark_kit import RowReaderPlan, describe_spark_error, exact_columns, logical_schema
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
-from wormhole.recovery.split_lane import SplitTarget
-from wormhole.spark.accumulators import AccumulatedDirty, DirtyEntry, ListParam, Totals
+from wormhole.spark.accumulators import DirtyEntry, ListParam
 from wormhole.spark.config import is_local
+from wormhole.spark.methods import write_method
+from wormhole.spark.partitions import Accumulators, Member, SharedJob, partition_writer, task_attempts
 from wormhole.spark.preflight import check_executors
+from wormhole.spark.row_reader import row_reader_frame
 from wormhole.spark.session import default_jars, get_session, is_running, startup_s
 from wormhole.spark.splits import check_record_limit, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
-from wormhole.spark.types import from_spark_rows, naive_timestamps, to_arrow_batches, writer_batch
+from wormhole.spark.types import as_read, from_spark_rows, naive_timestamps
 from wormhole.transform.plan import Placement, TransformPlan
-
-
-def _write_rows(target: Any, batches: Iterator[pa.RecordBatch], schema: Schema, batch_rows: int,
-                part: WriterCounters, reject: Callable[[tuple[Rejected, ...]], None], destination: str, plugin: str,
-                limit: int | None) -> bool:
-    """Write a partition's record batches ``batch_rows`` rows at a time (handed through as Arrow columns
-    where Spark carries them in their own form: :func:`writer_batch`), until its own rejects exceed
-    ``limit``: True then (the rest is not written)."""
-    for record_batch in batches:
-        for start in range(0, record_batch.num_rows, batch_rows):
-            write_counted(target, writer_batch(schema, record_batch.slice(start, batch_rows)), part, reject,
-                          destination=destination, plugin=plugin)
-            if record_limit(part.rejected, limit) is not None:
-                return True
-    return False
 
 
 def load(target: str) -> Callable[..., Any]:
@@ -80,6 +69,7 @@ class _FinishedRead:
 
     def __init__(self, rows: int, stop: threading.Event) -> None:
         self.rows_sent = rows
+        """Set after the write job when the source is read by it (:meth:`SparkExecution.streams`)."""
         self.stop = stop
 
     def poll(self) -> ReadState:
@@ -125,6 +115,7 @@ class SparkExecution:
         self._lease: Lease | None = None
         self._source_dirty = self.sc.accumulator([], ListParam())
         self._totals: dict[str, Any] = {}
+        """The report accumulator of each destination's job (:class:`wormhole.spark.partitions.Accumulators`)."""
         self._split_rows: dict[str, int] | None = None  # after the task's operators, for destination chains
         self._placement: Placement = ()  # the task's operators pushed into the source's read
         self._cancelled = False
@@ -134,6 +125,11 @@ class SparkExecution:
         read again, at the same pace)."""
         self._read_s = 0.0
         self._destinations = tuple(destinations)
+        self._row_reader = False
+        self._streamed: tuple[_FinishedRead, Any, Any] | None = None
+        """When one job writes every destination and reads the source (:meth:`streams`): the read side,
+        the reader's counters and the accumulator of the rows its tasks handed to the writers."""
+        self._shared: SharedJob | None = None
 
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
@@ -146,7 +142,9 @@ class SparkExecution:
         spark_conf = self._conf.spark
         if spark_conf.preflight and not is_local(self.sc.master or ""):  # before any destination is prepared
             jars = spark_conf.jars if spark_conf.jars is not None else default_jars()
-            check_executors(self.spark, self._destinations, jars, self._log)
+            places = (str(Path(spark_conf.warehouse_dir).resolve()),
+                      str(Path(spark_conf.metastore_dir).resolve().parent / "staging"))  # the hive store's
+            check_executors(self.spark, self._destinations, jars, self._log, catalog_places=places)
         _, schema = self.source_frame(self._source, readers.ordered_splits(), readers.schema)
         return schema
 
@@ -156,6 +154,16 @@ class SparkExecution:
         if len(pending) < len(readers.splits):
             # A resumed run reads only the splits some destination still lacks.
             self.source_frame(self._source, [s for s in readers.ordered_splits() if s.id in pending], readers.schema)
+        stop = cast(threading.Event, self._ctx.stop)  # the engine's Event
+        if self.streams():
+            counters = self._counters.new_reader()
+            counters.splits = len(readers.splits)
+            reads = _FinishedRead(0, stop)
+            self._streamed = (reads, counters, self.sc.accumulator(0))
+            self._log.info("spark.source_streamed", partitions=self.partitions,
+                           why="every destination written in the executors: one job reads the source and "
+                               "writes them all")
+            return reads
         try:
             rows = self.read()
         except Exception as exc:
@@ -163,10 +171,25 @@ class SparkExecution:
         counters = self._counters.new_reader()
         counters.rows, counters.splits = rows, len(readers.splits)
         self._rows = rows
-        return _FinishedRead(rows, cast(threading.Event, self._ctx.stop))  # the engine's Event
+        return _FinishedRead(rows, stop)
+
+    def streams(self) -> bool:
+        """Whether one write job reads the source and writes every destination: each written by row
+        writers in the executors (which count what they get), the store's native read (which rejects
+        nothing), its partitions its splits, and no transforms. Persisting and counting the source first
+        would read it, and write it to Spark's cache, once more than the writes need."""
+        if (not self._destinations or self.frame is None or self._row_reader or self.transforms is not None
+                or self.partitions != len(self.split_ids)):
+            return False
+        exact = exact_columns(self.frame.schema)
+        return all(write_method(d.plugin, d.options, exact) == "partitions" for d in self._destinations)
 
     def start_writes(self, writers: Any, coordinator: SplitCoordinator) -> None:
         self._lease = writers.lease
+        if self._streamed is not None:
+            live = [d.id for d in writers.destinations.values() if d.live]
+            self._shared = SharedJob(frozenset(live))
+            self._groups.add(f"{self.group}:write")
         writers.start_jobs(lambda dest, counters: self.write(dest, counters, self._rows), coordinator)
 
     def writes_whole(self, sink: Any, options: Any) -> bool:
@@ -194,7 +217,9 @@ class SparkExecution:
             order = split_order(frame)
             if order is not None:
                 self.split_ids = order
-            self.partitions = frame.rdd.getNumPartitions()
+            # A store that says which split each partition is says how many there are: asking Spark
+            # plans the query on the driver (.rdd), seconds on a loaded machine.
+            self.partitions = len(order) if order is not None else frame.rdd.getNumPartitions()
             # What Spark's read produced, but a column carried as exact text keeps its reader's type,
             # and every column the reader's nullability (JDBC calls a derived table's columns nullable)
             # and, of the same type, its declaration (a decimal's shape, the source's own type), which
@@ -204,9 +229,10 @@ class SparkExecution:
             schema = Schema(tuple(
                 c if c.name not in reader_columns
                 else reader_columns[c.name] if c.name in exact
-                else _as_read(c, reader_columns[c.name])
+                else as_read(c, reader_columns[c.name])
                 for c in logical_schema(frame.schema).columns))
             how = "native"
+            self._row_reader = False
         else:
             # The reader's own schema stays: a json column is JSON text in Spark and values again
             # for the row writers, as in local mode.
@@ -214,6 +240,7 @@ class SparkExecution:
             frame = self._row_reader_frame(source, splits, schema, exact)
             self.partitions = len(splits)
             how = "row_reader"
+            self._row_reader = True
             if planned is not None:
                 extra = {"reason": planned.reason, "exact": sorted(exact)}
         self.frame = frame = self._paced(frame)
@@ -232,34 +259,7 @@ class SparkExecution:
 
     def _row_reader_frame(self, source: SourceSpec, splits: list[Split], schema: Schema,
                           exact: frozenset[str]) -> DataFrame:
-        plugin, options, acc = source.plugin, source.options, self._source_dirty
-        task_id, run_id, batch_rows = self._ctx.task_id, self._ctx.run_id, self._ctx.batch_rows  # not the dirty file
-        count = max(len(splits), 1)
-
-        def read_partition(seeds: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            # One seed row per partition: the index of the split this partition reads.
-            sink = AccumulatedDirty(acc)
-            reader_ctx = ReadContext(task_id=task_id, run_id=run_id, batch_rows=batch_rows, dirty=sink)
-            role = registry.get(plugin).source
-            assert role is not None
-            reader = role.reader(options, reader_ctx)
-            for seed in seeds:
-                for index in seed.column(0).to_pylist():
-                    split = splits[index]
-
-                    def reject(bad: list[Rejected], split_id: str = split.id) -> None:
-                        sink.reject("source", bad, split_id)
-                    try:
-                        yield from to_arrow_batches(schema, (rows_of(as_batch(b, schema)) for b in reader.read(split)),
-                                                    reject, exact)
-                    except ReadError:
-                        raise
-                    except Exception as exc:
-                        raise ReadError(f"reading split {split.id} failed: {exc}", plugin=plugin,
-                                        split_id=split.id) from exc
-
-        seeds = self.spark.range(0, len(splits), 1, numPartitions=count)
-        return seeds.mapInArrow(read_partition, spark_schema(schema, transport=True, exact=exact))
+        return row_reader_frame(self.spark, source, splits, schema, exact, self._source_dirty, self._ctx)
 
     def read(self) -> int:
         """Read the source once: persist and count. Source rejects go to the dirty file."""
@@ -298,7 +298,10 @@ class SparkExecution:
         wanted = self._coordinator.missing(dest.id) if dest.durable and self._coordinator is not None else None
         t0 = time.monotonic()
         try:
-            how = self._write_job(dest, counters, frame, rows if chain is None or not chain.ops else None)
+            if self._shared is not None:
+                how = self._write_shared(dest, counters, frame)
+            else:
+                how = self._write_job(dest, counters, frame, rows if chain is None or not chain.ops else None)
             account_filtered(counters, chain, rows, self._split_rows, wanted)
         except (WriteError, DirtyLimitExceeded):
             raise
@@ -312,6 +315,32 @@ class SparkExecution:
             dest.sink.add_written(dest.periphery, counters.written)
         dest.log.info("spark.destination_written", write=how, rows=counters.written,
                       rejected=counters.rejected, elapsed_s=round(time.monotonic() - t0, 3))
+
+    def _write_shared(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> str:
+        """This destination's part of the one job that writes them all: the last destination thread to
+        arrive runs it, the others wait for it; each then takes its own counts, or its own error."""
+        shared = self._shared
+        assert shared is not None and self._streamed is not None
+        if shared.arrive(dest):
+            t0 = time.monotonic()
+            try:
+                self.sc.setJobGroup(f"{self.group}:write", "wormhole: write every destination", interruptOnCancel=True)
+                shared.acc = self._run_partitions(list(shared.arrived.values()), frame, self._coordinator, True)
+            except BaseException as exc:
+                shared.error = exc
+            finally:
+                reads, reader, seen = self._streamed
+                self._rows = reads.rows_sent = reader.rows = int(seen.value)
+                self._read_s = time.monotonic() - t0
+                self._log.info("spark.source_read", rows=self._rows, elapsed_s=round(self._read_s, 3), rejected=0,
+                               streamed=True)
+                shared.finish()
+        shared.wait()
+        if shared.error is not None:
+            raise shared.error
+        assert shared.acc is not None
+        self._settle(dest, counters, shared.acc, self._coordinator if dest.durable else None)
+        return "partitions"
 
     def _start_job(self, dest: Any) -> None:
         """The destination's job group and FAIR pool on this driver thread, unless a stop came first."""
@@ -351,68 +380,47 @@ class SparkExecution:
 
     def _write_partitions(self, dest: Any, counters: WriterCounters, frame: DataFrame,
                           coordinator: SplitCoordinator | None = None) -> None:
-        """The row writers in the executors, one per partition. With ``coordinator`` (a destination that
-        makes splits durable) each partition is one split the destination lacks, written with
-        ``write_split`` and made durable by ``end_split`` in its task; a task that runs again finds the
-        split durable (its record) and writes nothing."""
-        assert self.frame is not None
-        plugin, options, ctx, periphery = dest.plugin, dest.options, dest.ctx, dest.periphery
-        schema, batch_rows, limit = ctx.schema, ctx.batch_rows, dest.limit.record
-        totals = self._totals[dest.id] = self.sc.accumulator((0, 0, 0), Totals())
-        dirty = self.sc.accumulator([], ListParam())
-        sealed = self.sc.accumulator([], ListParam())
-        ids = list(self.split_ids) if coordinator is not None else None
-        wanted = set(coordinator.missing(dest.id)) if coordinator is not None else set()
+        """The destination's row writers in the executors, one per partition (its own job). With
+        ``coordinator`` (a destination that makes splits durable) each partition is one split the
+        destination lacks, written with ``write_split`` and made durable by ``end_split`` in its task; a
+        task that runs again finds the split durable (its record) and writes nothing."""
+        acc = self._run_partitions([dest], frame, coordinator, False)
+        self._settle(dest, counters, acc, coordinator)
 
-        def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            task = TaskContext.get()
-            worker = task.partitionId() if task is not None else 0
-            split_id = ids[worker] if ids is not None else None
-            if split_id is not None and split_id not in wanted:
-                return
-            if split_id is not None and split_id in (held := periphery.durable_splits()):
-                sealed.add([(split_id, held[split_id])])  # an earlier attempt of this task made it durable
-                return
-            sink = registry.get(plugin).sink
-            assert sink is not None
-            writer: Any = sink.writer(options, ctx, periphery, worker)
-            target: Any = writer if split_id is None else SplitTarget(writer, split_id)
-            part = WriterCounters()
-            bad: list[DirtyEntry] = []
+    def _run_partitions(self, dests: list[Any], frame: DataFrame, coordinator: SplitCoordinator | None,
+                        isolate: bool) -> Accumulators:
+        """One job writing every partition to each of ``dests`` (:mod:`wormhole.spark.partitions`)."""
+        members = [Member(d.id, d.plugin, d.options, d.ctx, d.periphery, d.limit.record,
+                          frozenset(coordinator.missing(d.id)) if d.durable and coordinator is not None else None)
+                   for d in dests]
+        ids = list(self.split_ids) if any(m.wanted is not None for m in members) else None
+        seen = self._streamed[2] if self._streamed is not None else self.sc.accumulator(0)
+        acc = Accumulators(report=self.sc.accumulator([], ListParam()), dirty=self.sc.accumulator([], ListParam()),
+                           sealed=self.sc.accumulator([], ListParam()), failed=self.sc.accumulator([], ListParam()),
+                           seen=seen)
+        for d in dests:
+            self._totals[d.id] = acc.report
+        attempts = task_attempts(self.sc.master or "", self.sc.getConf().get("spark.task.maxFailures"))
+        writer = partition_writer(members, ids, dests[0].ctx.batch_rows, acc, isolate, attempts)
+        naive_timestamps(frame).mapInArrow(writer, "n long").collect()
+        return acc
 
-            def reject(rejected: tuple[Rejected, ...]) -> None:
-                bad.extend((ctx.destination, split_id, r.reason, r.row) for r in rejected)
-            try:
-                writer.open()
-                # Over the limit, this partition's own rejects make the total exceed it too: the task stops
-                # writing but ends normally, so its counts and rejected rows reach the driver (a failed
-                # task's accumulators are dropped) and the driver fails the destination naming the total.
-                over = _write_rows(target, batches, schema, batch_rows, part, reject, ctx.destination, plugin, limit)
-                if over:  # not durable: the destination fails, and is rolled back, on the driver
-                    if split_id is not None:
-                        writer.abort_split(split_id)
-                elif split_id is None:
-                    writer.flush()
-                else:
-                    writer.end_split(split_id, part.written)
-                    sealed.add([(split_id, part.written)])
-            except BaseException:
-                if split_id is not None:
-                    writer.abort_split(split_id)
-                raise
-            finally:
-                writer.close()
-            totals.add((part.delivered, part.written, part.rejected))
-            dirty.add(bad)
-            yield from ()
-
-        naive_timestamps(frame).mapInArrow(write_partition, "n long").collect()
-        counters.delivered, counters.written, counters.rejected = totals.value
-        self._flush_dirty(dirty.value)
+    def _settle(self, dest: Any, counters: WriterCounters, acc: Accumulators,
+                coordinator: SplitCoordinator | None) -> None:
+        """The destination's counts, rejected rows and durable splits from its job; its error, if its writer failed."""
+        failed = [error for d, error in acc.failed.value if d == dest.id]
+        if failed:
+            raise WriteError(failed[0], destination=dest.id, plugin=dest.plugin)
+        reports = [r for r in acc.report.value if r[0] == dest.id]
+        counters.delivered = sum(r[1] for r in reports)
+        counters.written = sum(r[2] for r in reports)
+        counters.rejected = sum(r[3] for r in reports)
+        self._flush_dirty([e for e in acc.dirty.value if e[0] == dest.ctx.destination])
         if coordinator is not None:
-            for split_id, rows in sealed.value:
-                dest.sealed(split_id, rows)
-                coordinator.sealed(split_id, dest.id, rows)
+            for d, split_id, rows in acc.sealed.value:
+                if d == dest.id:
+                    dest.sealed(split_id, rows)
+                    coordinator.sealed(split_id, dest.id, rows)
         check_record_limit(dest, counters)
 
     def _write_on_driver(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> None:
@@ -439,7 +447,8 @@ class SparkExecution:
         """Tasks done of the destination's job so far (accumulators count only finished tasks)."""
         tracker = self.sc.statusTracker()
         done = total = 0
-        for job_id in tracker.getJobIdsForGroup(f"{self.group}:{dest_id}"):
+        group = f"{self.group}:write" if self._shared is not None else f"{self.group}:{dest_id}"
+        for job_id in tracker.getJobIdsForGroup(group):
             job = tracker.getJobInfo(job_id)
             if job is None:
                 continue
@@ -449,9 +458,11 @@ class SparkExecution:
                     done += stage.numCompletedTasks
                     total += stage.numTasks
         info: dict[str, Any] = {"tasks_done": done, "tasks": total}
+        if self._streamed is not None and not self._streamed[0].rows_sent:
+            self._streamed[1].rows = int(self._streamed[2].value)  # rows of the finished tasks so far
         acc = self._totals.get(dest_id)
         if acc is not None:
-            info["written"] = acc.value[1]
+            info["written"] = sum(r[2] for r in acc.value if r[0] == dest_id)
         return info
 
     def cancel(self) -> None:
@@ -481,11 +492,3 @@ class SparkExecution:
         if self.frame is not None:
             self.frame.unpersist()
             self.frame = None
-
-
-def _as_read(column: Column, read: Column) -> Column:
-    """A native read's column with the nullability the reader says, and its declaration when the types agree."""
-    if column.type != read.type:
-        return dataclasses.replace(column, nullable=read.nullable)
-    return dataclasses.replace(column, nullable=read.nullable, precision=read.precision, scale=read.scale,
-                               native=read.native)

@@ -10,6 +10,7 @@ dirty rows at the source instead.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from wormhole.plugins.base import Batch, Rejected, Row, Schema
+from wormhole.plugins.base import Batch, Column, Rejected, Row, Schema
 from wormhole.plugins.batch import arrow_schema
 from wormhole.plugins.values import arrow_types, json_dumps, json_loads, json_text
 
@@ -166,19 +167,47 @@ def rows_from_arrow(schema: Schema, batch: pa.RecordBatch) -> list[Row]:
     return list(zip(*columns)) if columns else [() for _ in range(batch.num_rows)]
 
 
-_OWN_FORM = frozenset({"int", "float", "string", "bytes", "bool", "date", "datetime"})
-"""Logical types whose column Spark carries in the column's own Arrow form (a signed int64, a double, a
-naive microsecond timestamp...): the decimal, JSON and exact-text columns travel as text instead."""
+_OWN_FORM = frozenset({"int", "float", "decimal", "string", "bytes", "bool", "date", "datetime"})
+"""Logical types whose column Spark may carry in a form Arrow casts to the column's own exactly (a
+narrower integer, a float, a decimal of another shape, a timestamp's or date's exact text): JSON
+travels as text a writer must parse, so it takes the rows."""
+_FROM_TEXT_CAST = frozenset({"int", "date", "datetime"})
+"""Exact-text columns whose text Arrow parses as Python would (:data:`_FROM_EXACT`), failing where it does not."""
+
+
+def _own_form(column: Column, array: pa.Array, want: pa.DataType) -> pa.Array | None:
+    """The column in its own Arrow form, or None when only the rows path converts it exactly: a safe
+    cast (no value changed, truncated or out of range, else the cast fails and the batch takes the
+    rows, which reject such a value as local mode would), never a cast from text but of an exact-text
+    int, date or datetime (a zero date fails to parse and keeps its text on the rows path)."""
+    have = array.type
+    if have.equals(want):
+        return array
+    if pa.types.is_string(have) or pa.types.is_large_string(have):
+        if column.type == "string":
+            return array.cast(want)
+        if column.type not in _FROM_TEXT_CAST:
+            return None
+    try:
+        return array.cast(want, safe=True)
+    except _ARROW_ERRORS:
+        return None
 
 
 def writer_batch(schema: Schema, batch: pa.RecordBatch) -> Batch:
-    """A partition's record batch as the batch a writer takes: its columns as they are when each is its
-    column's own Arrow form (no tuple is made), else its rows (text back to values, :func:`rows_from_arrow`)."""
+    """A partition's record batch as the batch a writer takes: its columns cast to each column's own
+    Arrow form where Arrow does that exactly (no tuple is made: :func:`_own_form`), else its rows (text
+    back to values, :func:`rows_from_arrow`)."""
     target = arrow_schema(schema)
-    if batch.num_columns == len(target) and all(
-            c.type in _OWN_FORM and not c.unsigned and field.type.equals(want.type)
-            for c, field, want in zip(schema.columns, batch.schema, target, strict=True)):
-        return Batch.of_arrow(pa.RecordBatch.from_arrays(batch.columns, schema=target))
+    if batch.num_columns == len(target):
+        arrays: list[pa.Array] = []
+        for c, array, want in zip(schema.columns, batch.columns, target, strict=True):
+            own = _own_form(c, array, want.type) if c.type in _OWN_FORM else None
+            if own is None:
+                break
+            arrays.append(own)
+        else:
+            return Batch.of_arrow(pa.RecordBatch.from_arrays(arrays, schema=target))
     return Batch.of_rows(rows_from_arrow(schema, batch), schema)
 
 
@@ -247,3 +276,11 @@ def naive_timestamps(frame: DataFrame) -> DataFrame:
     return frame.select([F.col(f"`{f.name}`").cast(T.TimestampNTZType()).alias(f.name)
                          if isinstance(f.dataType, T.TimestampType) else F.col(f"`{f.name}`")
                          for f in frame.schema.fields])
+
+
+def as_read(column: Column, read: Column) -> Column:
+    """A native read's column with the nullability the reader says, and its declaration when the types agree."""
+    if column.type != read.type:
+        return dataclasses.replace(column, nullable=read.nullable)
+    return dataclasses.replace(column, nullable=read.nullable, precision=read.precision, scale=read.scale,
+                               native=read.native)

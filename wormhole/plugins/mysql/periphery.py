@@ -124,7 +124,8 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
         if method is None:
             raise self.sql.error(PrepareError, f"method 'load_data' needs local_infile, which {self.endpoint.mark} "
                                                f"has switched off (use method 'insert' or 'auto')")
-        self.wire = wire_columns(self.ctx.schema, self.columns, self._natives, method)
+        self.wire = (wire_columns(self.ctx.schema, self.columns, self._natives, method) if self.ctx.wire_text
+                     else (False,) * len(self.columns))  # Spark's batches carry no wire text
         self.ctx.log.info("writer.load_method", load=load_method(method, self.ctx.schema, self.wire))
         return method
 

@@ -1,0 +1,261 @@
+"""Row writers in the executors: one Spark task writes its partition to one destination, or to several.
+
+A partition is one split when the source's partitions are its splits. Each destination a task writes
+is a :class:`Lane`: its store's writer, the split it writes (a destination that makes splits durable:
+``write_split`` then ``end_split``, in the task), its counts and its rejected rows. The task reads the
+partition's record batches once and hands each to every lane (as Arrow columns where Spark carries them
+in their own form: :func:`wormhole.spark.types.writer_batch`, made once per batch for all of them).
+
+What the driver learns comes back in accumulators, which Spark applies once per successful task: each
+lane's counts (``report``), rejected rows (``dirty``), the splits made durable (``sealed``), the rows the
+task handed over (``seen``). A writer's error fails the task, as any Spark task fails, and Spark runs it
+again (every lane: a durable split was not made durable, other output is replaced as on any retry). With
+``isolate`` (one job for several destinations), on the task's last attempt a lane whose writer fails
+ends alone and the task goes on with the others: its error comes back in ``failed`` and fails that
+destination only, as its own job's failure would.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark import TaskContext
+
+from wormhole.counters import WriterCounters, record_limit, write_counted
+from wormhole.errors import WormholeError
+from wormhole.plugins import registry
+from wormhole.plugins.base import Batch, Rejected, Schema
+from wormhole.recovery.split_lane import SplitTarget
+from wormhole.spark.accumulators import DirtyEntry
+from wormhole.spark.types import writer_batch
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """What a task needs of one destination it writes (pickled to the executors)."""
+
+    id: str
+    plugin: str
+    options: Any
+    ctx: Any
+    periphery: Any
+    limit: int | None
+    """Its record limit: over it the lane stops writing (the driver fails the destination)."""
+    wanted: frozenset[str] | None
+    """The splits it lacks (a destination that makes splits durable), else None."""
+
+
+@dataclass(frozen=True, slots=True)
+class Accumulators:
+    report: Any
+    """(destination, delivered, written, rejected) per lane that ended."""
+    dirty: Any
+    sealed: Any
+    """(destination, split, rows) per split made durable (or found durable: an earlier attempt's)."""
+    failed: Any
+    """(destination, error) per lane whose writer failed (``isolate`` only)."""
+    seen: Any
+
+
+def described(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, WormholeError) else f"{type(exc).__name__}: {exc}"
+
+
+class Lane:
+    """One destination's writer in one task."""
+
+    def __init__(self, member: Member, split_id: str | None, worker: int, isolate: bool) -> None:
+        self.member = member
+        self.split_id = split_id
+        self.isolate = isolate
+        sink = registry.get(member.plugin).sink
+        assert sink is not None
+        writer: Any = sink.writer(member.options, member.ctx, member.periphery, worker)  # also a SplitWriter
+        self.writer = writer
+        self.target: Any = writer if split_id is None else SplitTarget(writer, split_id)
+        self.part = WriterCounters()
+        self.bad: list[DirtyEntry] = []
+        self.over = False
+        self.error: BaseException | None = None
+        self.opened = False
+
+    @property
+    def alive(self) -> bool:
+        return not self.over and self.error is None
+
+    def reject(self, rejected: tuple[Rejected, ...]) -> None:
+        self.bad.extend((self.member.ctx.destination, self.split_id, r.reason, r.row) for r in rejected)
+
+    def attempt(self, step: Callable[[], Any]) -> None:
+        try:
+            step()
+        except Exception as exc:
+            self.error = exc  # not alive: the task's own cleanup leaves it alone
+            self.abort()
+            if not self.isolate:
+                raise
+
+    def open(self) -> None:
+        self.opened = True  # close() runs after an open that failed too, as the writer contract says
+        self.attempt(self.writer.open)
+
+    def write(self, batch: Batch) -> None:
+        def step() -> None:
+            write_counted(self.target, batch, self.part, self.reject, destination=self.member.ctx.destination,
+                          plugin=self.member.plugin)
+        self.attempt(step)
+        # Over the limit, this task's own rejects make the total exceed it too: the lane stops writing
+        # but ends normally, so its counts and rejected rows reach the driver (a failed task's
+        # accumulators are dropped) and the driver fails the destination naming the total.
+        if self.alive and record_limit(self.part.rejected, self.member.limit) is not None:
+            self.over = True
+            self.abort()  # not durable: the destination fails, and is rolled back, on the driver
+
+    def finish(self, acc: Accumulators) -> None:
+        """Flush or make the split durable; what the driver learns of the lane."""
+        if self.alive:
+            if self.split_id is None:
+                self.attempt(self.writer.flush)
+            else:
+                self.attempt(lambda: self.writer.end_split(self.split_id, self.part.written))
+                if self.alive:
+                    acc.sealed.add([(self.member.id, self.split_id, self.part.written)])
+        if self.error is not None:
+            acc.failed.add([(self.member.id, described(self.error))])
+            return
+        acc.report.add([(self.member.id, self.part.delivered, self.part.written, self.part.rejected)])
+        acc.dirty.add(self.bad)
+
+    def abort(self) -> None:
+        if self.split_id is not None:
+            try:
+                self.writer.abort_split(self.split_id)
+            except Exception:  # the split was not made durable either way: the first error is the one to report
+                if not self.isolate:
+                    raise
+
+    def close(self) -> None:
+        if not self.opened:
+            return
+        try:
+            self.writer.close()
+        except Exception as exc:
+            if not self.isolate:
+                raise
+            if self.error is None:
+                self.error = exc
+
+
+def _feed(lanes: list[Lane], batches: Iterator[pa.RecordBatch], batch_rows: int) -> int:
+    """Hand the partition's record batches to every live lane, ``batch_rows`` rows at a time; the rows handed over."""
+    seen = 0
+    for record_batch in batches:
+        if not any(lane.alive for lane in lanes):
+            break
+        seen += record_batch.num_rows
+        for start in range(0, record_batch.num_rows, batch_rows):
+            piece = record_batch.slice(start, batch_rows)
+            made: dict[Schema, Batch] = {}  # one writer batch per schema, shared by the lanes
+            for lane in lanes:
+                if lane.alive:
+                    schema = lane.member.ctx.schema
+                    if schema not in made:
+                        made[schema] = writer_batch(schema, piece)
+                    lane.write(made[schema])
+    return seen
+
+
+def _lanes(members: Sequence[Member], split_id: str | None, worker: int, acc: Accumulators,
+           isolate: bool) -> list[Lane]:
+    """A lane per member that writes this partition: not a durable member that has the split already."""
+    lanes: list[Lane] = []
+    for m in members:
+        if m.wanted is None:
+            lanes.append(Lane(m, None, worker, isolate))
+            continue
+        if split_id is None or split_id not in m.wanted:
+            continue
+        held = m.periphery.durable_splits()
+        if split_id in held:  # an earlier attempt of this task made it durable
+            acc.sealed.add([(m.id, split_id, held[split_id])])
+            continue
+        lanes.append(Lane(m, split_id, worker, isolate))
+    return lanes
+
+
+PartitionFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def partition_writer(members: Sequence[Member], split_ids: Sequence[str] | None, batch_rows: int,
+                     acc: Accumulators, isolate: bool, attempts: int = 1) -> PartitionFunction:
+    """The ``mapInArrow`` function that writes each partition to every member (see the module's docstring).
+    ``split_ids``: the split of each partition, when a member makes splits durable; ``attempts``: how
+    many times Spark runs a failing task."""
+    members = tuple(members)
+    ids = list(split_ids) if split_ids is not None else None
+
+    def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task = TaskContext.get()
+        worker = task.partitionId() if task is not None else 0
+        last = task is None or task.attemptNumber() + 1 >= attempts
+        lanes = _lanes(members, ids[worker] if ids is not None else None, worker, acc, isolate and last)
+        if not lanes:
+            return
+        try:
+            for lane in lanes:
+                lane.open()
+            seen = _feed(lanes, batches, batch_rows)
+            for lane in lanes:
+                lane.finish(acc)
+        except BaseException:
+            for lane in lanes:
+                if lane.alive:
+                    lane.abort()
+            raise
+        finally:
+            for lane in lanes:
+                lane.close()
+        acc.seen.add(seen)
+        yield from ()
+
+    return write_partition
+
+
+class SharedJob:
+    """The one job that writes every live destination: their driver threads meet here."""
+
+    def __init__(self, ids: frozenset[str]) -> None:
+        self.ids = ids
+        self.arrived: dict[str, Any] = {}
+        self.acc: Accumulators | None = None
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    def arrive(self, dest: Any) -> bool:
+        """True for the last destination to arrive: its thread runs the job."""
+        with self._lock:
+            self.arrived[dest.id] = dest
+            return set(self.arrived) >= self.ids
+
+    def finish(self) -> None:
+        self._done.set()
+
+    def wait(self) -> None:
+        self._done.wait()
+
+
+def task_attempts(master: str, max_failures: str | None) -> int:
+    """How many times Spark runs a failing task: ``local[N, F]`` F times, ``local[N]`` once, a cluster
+    ``spark.task.maxFailures`` (4 unless set)."""
+    local = re.fullmatch(r"local\[[^,\]]*,\s*(\d+)\]", master.replace(" ", ""))
+    if local:
+        return int(local.group(1))
+    if master.startswith("local"):
+        return 1
+    return int(max_failures or 4)
