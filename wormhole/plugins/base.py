@@ -318,7 +318,7 @@ class SinkRole(Generic[P]):
     ``write(df, options, context, prepared_periphery) -> bool``; False when these options need the
     row writer instead. A failed write must leave nothing the periphery's rollback cannot undo."""
     uses_wire_text: bool = False
-    """Its writers may load a batch's wire text (``Rows.wire``, the mysql reader's): a local run with
+    """Its writers may load a batch's wire text (``Batch.wire``, the mysql reader's): a local run with
     such a destination asks the reader to keep it (``ReadContext.keep_wire``)."""
     plan_load: Callable[[Any, Schema, bool], str] | None = None
     """Optional: ``plan_load(options, schema, rows_changed)`` says how the destination encodes what it
