@@ -111,11 +111,16 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
     def write(self, batch: Batch) -> WriteResult:
         return self._write(batch, None)
 
-    def _write(self, rows: Batch, split_id: str | None) -> WriteResult:
+    def write_encoded(self, batch: Batch, split_id: str | None = None) -> WriteResult:
+        """:class:`~wormhole.plugins.writing.EncodedWriter`: the columns whose target declares the source's own
+        type load the batch's wire text, when it carries some (:mod:`.passthrough`)."""
+        return self._write_as(batch, split_id, batch.wire)
+
+    def _write(self, rows: Batch, split_id: str | None, source: Any = None) -> WriteResult:
         size = self.options.batch_size
         if self.encoder is None:
             self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method, self.periphery.wire)
-        wire = self.encoder.wire_text(rows.wire)
+        wire = self.encoder.wire_text(source)
         if wire is not None and not self._from_wire:
             self._from_wire = True
             self.log.info("writer.load_from_wire", columns=[c.name for c, w in zip(self.ctx.schema.columns, wire,

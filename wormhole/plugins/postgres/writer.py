@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
-from wormhole.plugins.batch import BadValues, Batch, rows_from_arrow, rows_of
+from wormhole.plugins.batch import BadValues, Batch, EncodedRows, rows_from_arrow, rows_of
 from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
 from wormhole.plugins.postgres.connection import (
     PLUGIN_NAME,
@@ -85,6 +85,7 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
                  worker: int) -> None:
         super().__init__(options, ctx, periphery, worker)
         self._said_text = False
+        self._said_encoded = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -96,10 +97,15 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
     def write(self, batch: Batch) -> WriteResult:
         return self._write(batch, None)
 
-    def _write(self, rows: Batch, split_id: str | None) -> WriteResult:
+    def write_encoded(self, batch: Batch, split_id: str | None = None) -> WriteResult:
+        """:class:`~wormhole.plugins.writing.EncodedWriter`: the source's binary rows as they are, when the batch
+        came so (the engine chose the encoding: :mod:`.passthrough`)."""
+        return self._write_as(batch, split_id, batch.encoded)
+
+    def _write(self, rows: Batch, split_id: str | None, source: Any = None) -> WriteResult:
         p = self.periphery
         self._check_not_broken()
-        pieces, rejected = self._pieces(rows)
+        pieces, rejected = self._pieces(rows, source)
         written = 0
         size = self.options.batch_size
 
@@ -126,11 +132,13 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
                 written += end - start - len(bad)
         return WriteResult(written=written, rejected=tuple(rejected))
 
-    def _pieces(self, rows: Batch) -> tuple[list[AnyPiece], list[Rejected]]:
-        """What the batch is loaded as: the source's binary rows as they are (:mod:`.passthrough`), or
-        pieces encoded from its values, less the rows refused on the way."""
-        encoded = rows.encoded
+    def _pieces(self, rows: Batch, encoded: EncodedRows | None) -> tuple[list[AnyPiece], list[Rejected]]:
+        """What the batch is loaded as: the source's binary rows as they are (``encoded``, :mod:`.passthrough`),
+        or pieces encoded from its values, less the rows refused on the way."""
         if encoded is not None and self.periphery.takes_encoding(encoded.encoding):
+            if not self._said_encoded:  # once: the batches load as the source sent them
+                self._said_encoded = True
+                self.log.info("writer.load_encoded", format=encoded.encoding.format)
             return [EncodedPiece(encoded)], []
         batch, rejected, extra = self._form(rows)
         pieces: list[AnyPiece] = [self._arrow_piece(batch, rejected)]
