@@ -116,9 +116,12 @@ def column_text(batch: pa.RecordBatch, i: int) -> tuple[pa.Array, str]:
     field, values = batch.schema.field(i), batch.column(i)
     logical = logical_of(field)
     kind = kind_of(field.type)
-    if kind == "binary" and exact_codec(field) is None:
+    codec = exact_codec(field)
+    if kind == "binary" and codec is None:
         return hex_text(pc.cast(values, pa.binary())), logical
-    if kind is None or kind not in _TEXT or exact_codec(field) is not None or free_scale(field):
+    if codec == b"text" and logical in ("int", "date"):  # its text is MySQL's: digits, a date or a zero date
+        return pc.cast(values, pa.string()), logical
+    if kind is None or kind not in _TEXT or codec is not None or free_scale(field):
         return _value_text(batch, i, logical), logical
     return _TEXT[kind](values), logical
 
