@@ -100,9 +100,10 @@ def test_special_dates_reject_or_null(pg: Any) -> None:
                "(3, '0044-03-15 BC', '-infinity', NULL), (4, NULL, NULL, 'NaN'), (5, '2024-01-02', NULL, 1e30)")
     sink = ListDirtySink()
     got = read_all(SOURCE, options(pg, table="t"), sink)
-    assert sorted(r[0] for r in got) == [1]
+    # an unconstrained numeric's NaN and 1e30 are values (its own text), not the dates' kind of misfit
+    assert [(r[0], str(r[3])) for r in sorted(got)] == [(1, "1.5"), (4, "NaN"), (5, str(10**30))]
     reasons = {r.row[0]: r.reason for r in sink.rows}
-    assert sorted(reasons) == ["2", "3", "4", "5"]
+    assert sorted(reasons) == ["2", "3"]
     assert "'infinity'" in reasons["2"] and "special_dates" in reasons["2"]
     got = sorted(read_all(SOURCE, options(pg, table="t", special_dates="null"), ListDirtySink()))
     assert [r[:3] for r in got[:3]] == [(1, date(2024, 1, 1), datetime(2024, 1, 1, 10)), (2, None, None),

@@ -152,7 +152,8 @@ def test_postgres_columns_jdbc_cannot_carry_use_the_row_reader(spark_conf: Engin
     t = f"{qi(schema)}.t"
     pg_schemas.conn.execute(f"CREATE TABLE {t} (id integer PRIMARY KEY, free numeric, d date)")
     pg_schemas.conn.execute(f"INSERT INTO {t} SELECT i, i / 8.0, DATE '2020-01-01' + i FROM generate_series(1, 200) i")
-    pg_schemas.conn.execute(f"UPDATE {t} SET free = 1.0000000000000000001 WHERE id = 7")  # 19 places: rejected
+    # 19 places: in jsonl as it is, refused by parquet's decimal(38,18)
+    pg_schemas.conn.execute(f"UPDATE {t} SET free = 1.0000000000000000001 WHERE id = 7")
     pg_schemas.conn.execute(f"UPDATE {t} SET d = 'infinity' WHERE id = 9")  # rejected (special_dates: reject)
     source = {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="t", split_pk="id")}
     runs = copy_both_engines(spark_conf, tmp_path, source, error_limit={"record": 2})
@@ -163,7 +164,9 @@ def test_postgres_columns_jdbc_cannot_carry_use_the_row_reader(spark_conf: Engin
     assert planned["read"] == "row_reader", planned
     assert "free (numeric without a declared scale)" in planned["reason"]
     assert "d (date with special_dates: reject)" in planned["reason"]
-    assert_same_outputs(tmp_path, 198)
+    assert_same_outputs(tmp_path, 198, lines=199)
+    assert [r["free"] for r in jsonl_rows(tmp_path / "spark" / "j") if r["id"] in (6, 7)] == [
+        "0.75000000000000000000", "1.0000000000000000001"]  # PostgreSQL's own text (6 / 8.0 has scale 20)
 
 
 @pytest.mark.timeout(300)

@@ -337,6 +337,11 @@ def _exact_values(field: pa.Field, array: pa.Array, codec: bytes) -> list[Any]:
     return [None if b is None else parse(b.decode("utf-8", "surrogatepass")) for b in raw]
 
 
+def exact_field(column: Column, codec: bytes = b"text") -> pa.Field:
+    """The field of ``column`` as an exact column in ``codec`` (:data:`EXACT_KEY`): binary, its logical type kept."""
+    return pa.field(column.name, pa.binary(), column.nullable, {LOGICAL_KEY: column.type.encode(), EXACT_KEY: codec})
+
+
 def exact_column(column: Column, values: Sequence[Any]) -> tuple[pa.Array, pa.Field]:
     """One column's Python values as Arrow, every value exactly: in its logical type's Arrow type when that
     holds them, else as an exact column (:data:`EXACT_KEY`)."""
@@ -344,8 +349,7 @@ def exact_column(column: Column, values: Sequence[Any]) -> tuple[pa.Array, pa.Fi
     if array is not None:
         return array, arrow_field(column)
     array, codec = _exact_array(column, values)
-    return array, pa.field(column.name, pa.binary(), column.nullable,
-                           {LOGICAL_KEY: column.type.encode(), EXACT_KEY: codec})
+    return array, exact_field(column, codec)
 
 
 def exact_from_rows(schema: Schema, rows: Sequence[Row]) -> pa.RecordBatch:

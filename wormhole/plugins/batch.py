@@ -40,6 +40,7 @@ from wormhole.plugins.arrow_form import column_values as column_values
 from wormhole.plugins.arrow_form import decimal_shape as decimal_shape
 from wormhole.plugins.arrow_form import exact_codec as exact_codec
 from wormhole.plugins.arrow_form import exact_column as exact_column
+from wormhole.plugins.arrow_form import exact_field as exact_field
 from wormhole.plugins.arrow_form import exact_from_rows as exact_from_rows
 from wormhole.plugins.arrow_form import free_scale as free_scale
 from wormhole.plugins.arrow_form import has_exact as has_exact

@@ -12,11 +12,11 @@ selected through an expression so COPY prints what wormhole holds:
   declaration (:attr:`ColumnInfo.element`) for ``create_table`` and travels undecoded (:mod:`.passthrough`).
 
 ``numeric(p, s)`` is a decimal of that shape; ``numeric`` without a declared scale (or wider than Arrow's
-76 digits) a decimal of no declared shape, held at scale 18 in 38 digits: a value that does not fit that
-exactly (more than 18 places, 20 or more digits before the point, NaN or Infinity) rejects its row, it is
-never rounded. Everything the logical types have no place for (text, varchar, char, citext, enums,
-uuid, inet, interval, time, money, xml, ranges, ...) is a string: PostgreSQL's own text of the value in
-the session's styles (ISO dates, ISO 8601 intervals).
+76 digits) a decimal of no declared shape, which the reader keeps as each value's own text (an exact
+column: ``1.50`` stays ``1.50``, NaN and 1000-digit values included); a destination that cannot hold a
+value refuses its row with the reason. Everything the logical types have no place for (text, varchar,
+char, citext, enums, uuid, inet, interval, time, money, xml, ranges, ...) is a string: PostgreSQL's own
+text of the value in the session's styles (ISO dates, ISO 8601 intervals).
 """
 
 from __future__ import annotations

@@ -8,10 +8,14 @@ COPY sends one row per message, so a batch is cut between rows without looking a
 dates and timestamps are PostgreSQL's ISO text in the session's settings (UTC, ``extra_float_digits =
 3``: the shortest text that reads back as the same double).
 
-A batch whose text does not all parse as its columns' types (``infinity`` or a BC date, a NaN in an
-unconstrained numeric) is parsed again as text and converted column by column; a value that has no
-form in its column rejects its row to the dirty-record file (origin ``source``) with the value and the
-reason, or, for a date the ``special_dates`` option lets through, becomes NULL. The read streams: the
+A ``numeric`` of no declared precision and scale travels as an exact column (``wormhole.exact`` =
+``text``): each value's own text as PostgreSQL printed it (``1.50``, ``NaN``, 130000 digits), which no
+decimal type of one scale holds; a destination that cannot hold a value refuses its row, saying why.
+
+A batch whose text does not all parse as its columns' types (``infinity`` or a BC date) is parsed again
+as text and converted column by column; a value that has no form in its column rejects its row to the
+dirty-record file (origin ``source``) with the value and the reason, or, for a date the ``special_dates``
+option lets through, becomes NULL. The read streams: the
 server holds the snapshot, wormhole at most one batch of text and its Arrow form.
 """
 
@@ -29,7 +33,7 @@ import pyarrow.csv as pcsv
 
 from wormhole.errors import ReadError, SplitError
 from wormhole.plugins.base import Column, Encoding, ReadContext, Rejected, Row, Schema, Split
-from wormhole.plugins.batch import Batch, arrow_schema, arrow_type, decimal_shape
+from wormhole.plugins.batch import Batch, arrow_field, arrow_type, decimal_shape, exact_field
 from wormhole.plugins.postgres.catalog import (
     KIND_TYPES,
     ColumnInfo,
@@ -177,10 +181,23 @@ class PostgresReader(SqlReader):
 
 
 def _csv_type(column: Column) -> pa.DataType:
-    """The type the CSV reader parses a column's text as (bytes come as ``\\x`` hex text, JSON as text)."""
-    if column.type in ("bytes", "json"):
+    """The type the CSV reader parses a column's text as (bytes come as ``\\x`` hex text, JSON and a
+    free-scale numeric as text)."""
+    if column.type in ("bytes", "json") or _free_scale(column):
         return pa.string()
     return arrow_type(column)
+
+
+def _free_scale(column: Column) -> bool:
+    """A ``numeric`` of no declared precision and scale: each value has a scale of its own (1.50 is not 1.5),
+    and no decimal type holds them all (1E-1000, 1E+130000, NaN)."""
+    return column.type == "decimal" and column.precision is None
+
+
+def _field(column: Column) -> pa.Field:
+    """A column's field in the reader's batches: a free-scale numeric is an exact column of each value's own
+    text (which ``Decimal`` reads back exactly, NaN and Infinity included); the others their Arrow type."""
+    return exact_field(column) if _free_scale(column) else arrow_field(column)
 
 
 class CsvDecoder:
@@ -190,7 +207,7 @@ class CsvDecoder:
         self.columns = columns
         self.special_dates = special_dates
         self.names = [f"c{i}" for i in range(len(columns))]
-        self.schema = arrow_schema(Schema(columns))
+        self.schema = pa.schema([_field(c) for c in columns])
         self.typed = self._options({n: _csv_type(c) for n, c in zip(self.names, columns, strict=True)})
         self.text = self._options({n: pa.string() for n in self.names})
 
@@ -218,6 +235,8 @@ class CsvDecoder:
     def _finish(column: Column, arr: pa.Array) -> pa.Array:
         if column.type == "bytes":
             return _unhex(arr)
+        if _free_scale(column):
+            return arr.cast(pa.binary())  # PostgreSQL's text of the value, as it is
         return arr
 
     def _slow(self, data: bytes) -> tuple[Batch | None, list[Rejected]]:
@@ -237,6 +256,8 @@ class CsvDecoder:
         try:
             if column.type in ("string", "json"):
                 return text
+            if _free_scale(column):
+                return self._finish(column, text)
             if column.type == "bool":
                 return pc.equal(text, "t")
             return self._finish(column, pc.cast(text, arrow_type(column)) if column.type != "bytes" else text)

@@ -49,8 +49,9 @@ precision with NaN and infinities, boolean, bytea). The others go through an exp
 - ``real``: a CAST to double precision (JDBC's float would be the same value; the reader's own choice);
 - ``numeric(p, s)`` within decimal(38,18): a CAST to itself (``numeric(5,-2)`` is refused by Spark as
   it is), exact; wider ones (``numeric(40,5)`` is rounded to decimal(38,3)) and ``numeric`` without a
-  declared scale (read as decimal(38,18): rounded, where local mode rejects the row) send the read to
-  the row reader, as does a shard whose declared shape differs from the first table's. A NaN in a
+  declared scale (read as decimal(38,18): rounded, where local mode keeps each value's own text) send the
+  read to the row reader, as does a shard whose declared shape differs from the first table's; there those
+  columns travel as exact text (:func:`_wide_decimals`). A NaN in a
   ``numeric(p, s)`` column fails the read (pgjdbc: "Bad value for type BigDecimal"), where local mode
   rejects its row;
 - ``date``, ``timestamp``, ``timestamptz`` (``AT TIME ZONE 'UTC'``): their ISO text, cast back in Spark,
@@ -213,7 +214,7 @@ def exact_text(options: PostgresSource, schema: Schema) -> frozenset[str]:
     """The columns :func:`read` carries as exact text (``wormhole plan`` says how each destination is written)."""
     plan = _plan(options, schema, None)
     if plan.awkward:
-        return frozenset()  # the row reader's frame: no column as exact text
+        return _wide_decimals(schema)
     texts = {info.name.lower() for infos in plan.columns.values() for info in infos if info.kind in ("json", "array")}
     return frozenset(name for name in schema.names if name.lower() in texts)
 
@@ -225,6 +226,14 @@ def read(spark: SparkSession, options: PostgresSource, splits: list[Split],
     pushed: PushedQuery | None = splits[0].params.get("pushdown")
     plan = _plan(options, schema, pushed)
     if plan.awkward:
-        return jdbc.not_carried(plan.awkward)
+        return jdbc.not_carried(plan.awkward, _wide_decimals(schema))
     return jdbc.read(spark, plan, splits, schema)
+
+
+def _wide_decimals(schema: Schema) -> frozenset[str]:
+    """The row reader's columns that travel as exact text: decimals beyond decimal(38,18), a ``numeric`` of no
+    declared scale among them (each value its own text, 1.50 or 1E-30, which Spark's decimal would round or
+    refuse); the writers get each value back as local mode's do."""
+    return frozenset(c.name for c in schema.columns if c.type == "decimal" and (
+        c.precision is None or (c.scale or 0) > 18 or c.precision - (c.scale or 0) > 20))
 
