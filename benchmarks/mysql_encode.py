@@ -17,9 +17,9 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from tests.mysql_load_reference import load_payload
 from wormhole.plugins.batch import arrow_from_rows
 from wormhole.plugins.mysql.arrow_load import arrow_payload
-from wormhole.plugins.mysql.types import load_payload
 from wormhole.plugins.schema import Column, Schema
 
 SCHEMA = Schema((Column("id", "int"), Column("k", "int"), Column("name", "string"),

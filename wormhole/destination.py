@@ -130,6 +130,9 @@ class Destination:
         """Its own transforms (run in its writer threads, local mode), else None."""
         self.runners: list[ChainRunner] = []
         """One per writer thread that ran the chain: their metrics."""
+        self.source_form = False
+        """It loads its source's own form of each batch (chosen once per run: :func:`~wormhole.planning.encoded.
+        loads_source_form`): its writers are EncodedWriters, driven through ``write_encoded``."""
 
     # -- prepare and write ---------------------------------------------------------------------
 
@@ -147,6 +150,10 @@ class Destination:
         self.state = "done"
         self.log.info("destination.committed_before", rows=self.committed_before)
         return True
+
+    def load_source_form(self, chosen: bool) -> None:
+        """Its writers load the source's own form of each batch (:attr:`source_form`), chosen once per run."""
+        self.source_form = chosen
 
     def prepare(self, ctx: WriteContext, chain: Chain | None, timeout: float, recovery: RecoveryState) -> None:
         """The periphery (temporary directory, transaction, target checks) under ``timeout``; a durable

@@ -29,7 +29,7 @@ from wormhole.errors import ConfigError, InvalidTaskConfig
 from wormhole.execution import Execution, LocalExecution
 from wormhole.log import Logger
 from wormhole.monitor import ProgressListener, Watch
-from wormhole.planning.encoded import choose_encoding
+from wormhole.planning.encoded import choose_encoding, loads_source_form
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins import registry
 from wormhole.plugins.base import Schema
@@ -280,6 +280,8 @@ class Engine:
                     encoding = choose_encoding(SourceStore(self._spec.source, run.ctx), writers.destinations.values(),
                                                local=ready.plan.engine != "spark",
                                                transformed=ready.plan.transforms is not None, log=self._log)
+                    for dest in writers.destinations.values():
+                        dest.load_source_form(loads_source_form(dest, encoding, local=ready.plan.engine != "spark"))
                     reads = ready.execution.start_reads(ready.read, SplitFeed(coordinator, ready.pushup, encoding))
             except _ReadFailed as failed:
                 return Ended(abort=failed.abort, read_error=failed.error, coordinator=coordinator)

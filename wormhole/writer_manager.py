@@ -37,7 +37,7 @@ from wormhole.errors import DirtyLimitExceeded, TaskAborted, WriteError, WriterS
 from wormhole.exchange import BufferedLineExchanger, StorageManager
 from wormhole.log import Logger
 from wormhole.plugins import registry
-from wormhole.plugins.base import Schema, SparkAccess, SplitWriter, WriteContext
+from wormhole.plugins.base import Batch, Schema, SparkAccess, SplitWriter, WriteContext, WriteResult
 from wormhole.pool import joined, settled, spawn
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.crash import crash_points
@@ -48,6 +48,35 @@ from wormhole.transform.plan import TransformPlan
 from wormhole.transform.writer import transforming
 
 __all__ = ["Destination", "WriterManager", "WriterSetup", "describe"]
+
+
+class EncodedTarget:
+    """An :class:`~wormhole.plugins.writing.EncodedWriter` (a SplitWriter too, for a durable destination) as the
+    engine drives any writer: each ``write``/``write_split`` is its ``write_encoded``."""
+
+    def __init__(self, writer: Any) -> None:
+        self._writer = writer
+
+    def open(self) -> None:
+        self._writer.open()
+
+    def write(self, batch: Batch) -> WriteResult:
+        return self._writer.write_encoded(batch)  # type: ignore[no-any-return]
+
+    def write_split(self, split_id: str, batch: Batch) -> WriteResult:
+        return self._writer.write_encoded(batch, split_id)  # type: ignore[no-any-return]
+
+    def end_split(self, split_id: str, rows: int) -> None:
+        self._writer.end_split(split_id, rows)
+
+    def abort_split(self, split_id: str) -> None:
+        self._writer.abort_split(split_id)
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +179,8 @@ class WriterManager:
         facet = dest.durable_facet  # a durable destination's writers are its facet's SplitWriters
         make = facet.writer if facet is not None else dest.sink.writer
         writer: Any = make(dest.options, dest.ctx, dest.periphery, worker)  # behind its chain (transforming)
+        if dest.source_form:  # chosen once for the run: every batch through the writer's write_encoded
+            writer = EncodedTarget(writer)
         if dest.chain is not None and dest.chain.ops:
             runner = dest.chain.runner()
             dest.runners.append(runner)

@@ -100,6 +100,8 @@ def test_every_value_lands_bit_for_bit_in_each_destination_loaded_undecoded(tmp_
     events = log_events(stderr)
     (chosen,) = [e for e in events if e["event"] == "engine.rows_encoded"]
     assert chosen["format"] == "postgres.copy_binary" and sorted(chosen["destinations"]) == ["staged", "upserted"]
+    # each destination's writers loaded the binary rows as they are (through write_encoded, not write)
+    assert {e["destination"] for e in events if e["event"] == "writer.load_encoded"} == {"staged", "upserted"}
     result = task["result"]
     assert result["source"]["rows_read"] == ROWS and result["source"]["rows_rejected"] == 0
     want = row_texts(pg, src)

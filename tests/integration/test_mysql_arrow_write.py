@@ -14,6 +14,7 @@ import pymysql
 import pytest
 
 from tests.conftest import Workspace
+from tests.mysql_load_reference import load_payload
 from tests.mysql_types_table import TYPE_ROWS, fill_types_table
 from tests.plugin_helpers import parse, read_ctx, tuples_of, write_ctx
 from wormhole.plugins import registry
@@ -21,7 +22,6 @@ from wormhole.plugins.base import Batch, Column, Schema, WriteResult, batch_memo
 from wormhole.plugins.batch import BadValues, arrow_from_rows, as_batch
 from wormhole.plugins.mysql.arrow_load import arrow_payload
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions
-from wormhole.plugins.mysql.types import load_payload
 
 pytestmark = pytest.mark.mysql
 

@@ -121,8 +121,6 @@ def test_a_free_scale_numeric_reaches_mysql_sqlite_and_parquet_exactly_or_its_ro
     assert got == {i: None if t is None else Decimal(t) for i, t in STORED.items() if i not in (2, 3, 4)}
 
 
-@pytest.mark.xfail(strict=True, reason="the postgres writer writes a free-scale decimal's fitting values from "
-                                       "their decimal(38,18) Arrow form, trimmed (1.50 as 1.5): a writer change")
 def test_postgres_to_postgres_beside_other_stores_keeps_each_numerics_text(
         pg_schemas: Schemas, tmp_path: Path) -> None:
     # Beside a store of another kind (and into a table the run creates) the batch is values: the exact column.

@@ -686,7 +686,7 @@ def test_binary_rows_not_in_the_columns_types_fail_the_destination_at_once(pg: A
         ends.append(len(payload))
     batch = Batch.of_encoded(EncodedRows(encoding, bytes(payload), ends, lambda _, i: (i, i)))
     with pytest.raises(WriteError, match=r"refused binary COPY rows as malformed.*\(22P03\)"):
-        writer.write_split("A", batch)  # before: each row refused by a COPY of its own, and the write went on
+        writer.write_encoded(batch, "A")  # before: each row refused by a COPY of its own, and the write went on
     assert periphery.broken is not None
     writer.close()
     periphery.rollback()

@@ -586,6 +586,37 @@ def test_no_function_tests_the_type_of_a_batch_it_was_given() -> None:
     assert asking == []
 
 
+
+def test_only_write_encoded_reads_a_batchs_source_form() -> None:
+    """A batch's source forms (``encoded``: a source's binary rows; ``wire``: the mysql reader's text) are chosen
+    once per destination (``EncodedWriter``): in the stores, only a ``write_encoded`` method reads them from a
+    batch it was given, never ``write``, ``write_split`` nor a helper deciding per batch."""
+    readers = []
+    for path in sorted((PACKAGE / "plugins").rglob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            given = {a.arg for a in (*fn.args.args, *fn.args.kwonlyargs)
+                     if a.annotation is not None and ast.unparse(a.annotation) == "Batch"}
+            if any(isinstance(node, ast.Attribute) and node.attr in ("encoded", "wire")
+                   and isinstance(node.value, ast.Name) and node.value.id in given for node in ast.walk(fn)):
+                readers.append(f"{path.relative_to(PACKAGE)}:{fn.name}")
+    assert sorted(readers) == ["plugins/mysql/writer.py:write_encoded", "plugins/postgres/writer.py:write_encoded"]
+
+
+def test_the_stores_that_load_a_source_form_are_encoded_writers() -> None:
+    """A destination whose facets may choose its source's form has writers with ``write_encoded``, which the
+    engine calls for every batch once chosen (``EncodedTarget``)."""
+    from wormhole.plugins.mysql.writer import MysqlWriter
+    from wormhole.plugins.postgres.writer import PostgresWriter
+    from wormhole.plugins.registry import sink
+
+    for name, writer in (("mysql", MysqlWriter), ("postgres", PostgresWriter)):
+        role = sink(name)
+        assert role.uses_wire_text or role.encoded is not None, name
+        assert callable(getattr(writer, "write_encoded", None)), name
+
+
 # -- the SQL store kit (issue 36, item 1: the read side and the options) ------------------------------
 
 def test_the_sql_stores_sources_are_the_kits_with_a_dialect() -> None:

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.mysql_load_reference import load_payload
 from wormhole.plugins.base import Column, Schema
 from wormhole.plugins.batch import arrow_from_rows
 from wormhole.plugins.mysql.arrow_load import arrow_payload
-from wormhole.plugins.mysql.types import load_payload
 from wormhole.plugins.values import JSON_NULL
 
 

@@ -4,10 +4,26 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
-from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate, convert_column, load_payload, sql_values
+from wormhole.plugins.base import Batch, Column, Schema
+from wormhole.plugins.mysql.arrow_load import arrow_payload, sql_rows
+from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate, convert_column
+
+
+def _form(kinds: list[str], rows: list[tuple[Any, ...]]) -> Any:
+    """The rows as the batch a writer gets (exact columns where Arrow cannot hold a value)."""
+    return Batch.of_rows(rows, Schema(tuple(Column(f"c{i}", k) for i, k in enumerate(kinds)))).arrow_form  # type: ignore[arg-type]
+
+
+def load_payload(kinds: list[str], rows: list[tuple[Any, ...]]) -> bytes:
+    return arrow_payload(_form(kinds, rows)).to_pybytes()
+
+
+def sql_values(kinds: list[str], rows: list[tuple[Any, ...]]) -> list[str]:
+    return sql_rows(_form(kinds, rows))
 
 
 def test_load_payload_escapes_and_marks_nulls() -> None:
@@ -21,7 +37,7 @@ def test_load_payload_escapes_and_marks_nulls() -> None:
 def test_aware_datetimes_are_written_as_utc() -> None:
     east = timezone(timedelta(hours=2))
     rows = [(datetime(2024, 1, 1, 5, tzinfo=east),), (datetime(2024, 1, 1, tzinfo=UTC),), (None,)]
-    assert load_payload(["datetime"], rows) == b"2024-01-01 03:00:00\n2024-01-01 00:00:00\n\\N\n"
+    assert load_payload(["datetime"], rows) == b"2024-01-01T03:00:00\n2024-01-01T00:00:00\n\\N\n"
     assert sql_values(["datetime", "date"], [("0000-00-00 00:00:00", "0000-00-00")]) == \
         ["('0000-00-00 00:00:00','0000-00-00')"]
 

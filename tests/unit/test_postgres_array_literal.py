@@ -7,7 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from wormhole.plugins.postgres.encoding import array_literal, array_literals, row_line
+from wormhole.plugins.base import Batch, Column, Schema
+from wormhole.plugins.postgres.encoding import array_literal, array_literals, field_text
 
 
 @pytest.mark.parametrize(("text", "literal"), [
@@ -32,4 +33,6 @@ def test_any_other_text_is_left_for_postgresql_to_read_or_refuse(text: str) -> N
 
 def test_a_column_and_a_row_without_arrow_form_are_converted_alike() -> None:
     assert array_literals(pa.array(['["x"]', None, "{y}"])).to_pylist() == ['{"x"}', None, "{y}"]
-    assert row_line(["int", "array", "array"], (1, ["a\tb", None], '["c"]')) == b'1\t{"a\\tb",NULL}\t{"c"}\n'
+    # a list in a string column travels in an exact column: written value by value as an array literal
+    form = Batch.of_rows([(["a\tb", None],), ('["c"]',), (None,)], Schema((Column("a", "string"),))).arrow_form
+    assert field_text(form, 0, array=True).to_pylist() == ['{"a\\tb",NULL}', '{"c"}', "\\N"]

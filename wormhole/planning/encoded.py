@@ -24,6 +24,16 @@ class EncodingSource(Protocol):
     def encoding(self) -> Encoding | None: ...
 
 
+def loads_source_form(destination: Destination, encoding: Encoding | None, *, local: bool) -> bool:
+    """Whether ``destination``'s writers load the source's own form of each batch (their ``write_encoded``):
+    the run's rows travel in an encoding it takes (:func:`choose_encoding`), or its store loads a mysql
+    reader's wire text (``SinkRole.uses_wire_text``). Never behind its own transforms (they make new batches),
+    never in Spark mode (batches come from Spark's record batches)."""
+    if not local or (destination.chain is not None and destination.chain.ops):
+        return False
+    return (encoding is not None and destination.sink.encoded is not None) or destination.sink.uses_wire_text
+
+
 def choose_encoding(readers: EncodingSource, destinations: Iterable[Destination], *, local: bool,
                     transformed: bool, log: Logger) -> Encoding | None:
     """The source's encoding when every live destination takes it as it is, else None (values)."""

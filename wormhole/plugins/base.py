@@ -37,6 +37,7 @@ from wormhole.plugins.schema import LogicalType as LogicalType
 from wormhole.plugins.schema import Row as Row
 from wormhole.plugins.schema import Schema as Schema
 from wormhole.plugins.writing import DurablePeriphery as DurablePeriphery  # the writer contract, re-exported
+from wormhole.plugins.writing import EncodedWriter as EncodedWriter
 from wormhole.plugins.writing import LeftoverPeriphery as LeftoverPeriphery
 from wormhole.plugins.writing import Rejected as Rejected
 from wormhole.plugins.writing import ShippedWithoutLock as ShippedWithoutLock
@@ -322,8 +323,9 @@ class SinkRole(Generic[P]):
     ``write(df, options, context, prepared_periphery) -> bool``; False when these options need the
     row writer instead. A failed write must leave nothing the periphery's rollback cannot undo."""
     uses_wire_text: bool = False
-    """Its writers may load a batch's wire text (``Rows.wire``, the mysql reader's): a local run with
-    such a destination asks the reader to keep it (``ReadContext.keep_wire``)."""
+    """Its writers may load a batch's wire text (``Batch.wire``, the mysql reader's): a local run with
+    such a destination asks the reader to keep it (``ReadContext.keep_wire``), and its writers are
+    :class:`~wormhole.plugins.writing.EncodedWriter` s."""
     plan_load: Callable[[Any, Schema, bool], str] | None = None
     """Optional: ``plan_load(options, schema, rows_changed)`` says how the destination encodes what it
     loads, for ``wormhole plan`` (``load``); it may read (never write) the target to decide as its writers

@@ -78,7 +78,10 @@ class SplitTransactions(Generic[C]):
     def _connect(self) -> C:
         raise NotImplementedError
 
-    def _write(self, batch: Batch, split_id: str | None) -> WriteResult:
+    def _write(self, batch: Batch, split_id: str | None, source: Any = None) -> WriteResult:
+        """Write ``batch`` (in split ``split_id``'s transaction, or committed piece by piece); ``source``: the
+        batch's own form of its source (wire text, an encoding) when the destination chose it
+        (:class:`~wormhole.plugins.writing.EncodedWriter`), else None."""
         raise NotImplementedError
 
     def _classify(self, exc: Any, split_id: str | None) -> Exception:
@@ -230,8 +233,13 @@ class SplitTransactions(Generic[C]):
 
     def write_split(self, split_id: str, batch: Batch) -> WriteResult:
         """Write a batch of ``split_id`` inside the split's transaction (not durable until ``end_split``)."""
-        result = self._write(batch, split_id)
-        self._split_written[split_id] = self._split_written.get(split_id, 0) + result.written
+        return self._write_as(batch, split_id, None)
+
+    def _write_as(self, batch: Batch, split_id: str | None, source: Any) -> WriteResult:
+        """``_write``, counting a split's rows for ``end_split``."""
+        result = self._write(batch, split_id, source)
+        if split_id is not None:
+            self._split_written[split_id] = self._split_written.get(split_id, 0) + result.written
         return result
 
     def end_split(self, split_id: str, rows: int) -> None:

@@ -3,9 +3,10 @@
 A writer gets every batch as a :class:`~wormhole.plugins.batch.Batch` (the one batch type): a store that
 encodes columns asks it for its Arrow form, a row-at-a-time store takes its tuples from
 :func:`~wormhole.plugins.batch.rows_of`. Whether a destination loads a source's own encoding (or wire
-text) as it is is chosen once, for the destination, from its prepared periphery (``SinkRole.encoded``);
-its writers then read that form of each batch (``Batch.encoded``, ``Batch.wire``), never by asking what
-type of object they were given.
+text) as it is is chosen once, for the destination, by its facets (``SinkRole.encoded``, ``uses_wire_text``:
+:func:`wormhole.planning.encoded.loads_source_form`): its writers are then :class:`EncodedWriter` s and get
+every batch through ``write_encoded``, the one method that reads that form (``Batch.encoded``, ``Batch.wire``);
+``write`` never does (the engine drives such a writer through ``wormhole.writer_manager.EncodedTarget``).
 :mod:`wormhole.plugins.base` re-exports every name here: plugins import them from there.
 """
 
@@ -76,6 +77,18 @@ class Writer(Protocol):
     def flush(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+class EncodedWriter(Protocol):
+    """A writer that can load its source's own form of a batch as it is (a PostgreSQL source's binary COPY
+    rows, a MySQL reader's wire text). The destination chooses that form once (its facets, for the run): then
+    every batch goes to ``write_encoded``, never to ``write``/``write_split``, and only ``write_encoded`` reads
+    the batch's ``encoded`` or ``wire`` (``tests/unit/test_architecture.py``); a batch without it (a
+    transform's) is written from its values."""
+
+    def write_encoded(self, batch: Batch, split_id: str | None = None) -> WriteResult:
+        """``write`` (``split_id`` None) or ``write_split``, loading the batch's source form where it has one."""
+        ...
 
 
 @runtime_checkable

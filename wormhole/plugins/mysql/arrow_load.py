@@ -1,60 +1,152 @@
-"""A record batch as a LOAD DATA LOCAL INFILE payload, column-wise with Arrow compute (no Python per value).
+"""A record batch as MySQL load text, column-wise with Arrow compute: a LOAD DATA LOCAL INFILE payload, or
+one SQL literal list per row (multi-row INSERT, and the row-by-row pass that names a bad row).
 
-The payload is byte for byte what :func:`wormhole.plugins.mysql.types.load_payload` writes for the same
-values: fields separated by tabs, rows ended by newlines, backslash escapes for LOAD DATA's default
-``ESCAPED BY '\\\\'``, ``\\N`` for NULL, bytes as hex (loaded through ``UNHEX``). Each column is cast to
-text by Arrow and then rewritten where Arrow's text differs from Python's:
-
-- floats, decimals and datetimes: the text every text writer makes from Arrow
-  (:mod:`wormhole.plugins.arrow_text`: ``repr``'s digits and form; plain notation; ``isoformat``, ``T``
-  and no fraction when it is zero).
+The batch is the one form every value travels in (:class:`~wormhole.plugins.batch.Batch`): fields separated by
+tabs, rows ended by newlines, backslash escapes for LOAD DATA's default ``ESCAPED BY '\\\\'``, ``\\N`` for NULL,
+bytes as hex (loaded through ``UNHEX``). Each column is cast to text by Arrow and rewritten where Arrow's text
+differs from Python's (:mod:`wormhole.plugins.arrow_text`: ``repr``'s digits and form of a float; a decimal's
+plain notation; ``isoformat``, ``T`` and no fraction when it is zero). A column whose Arrow type does not hold
+its values (an exact column: a zero date kept as its text ``0000-00-00``, an integer beyond 64 bits, an aware
+datetime; a decimal of no declared scale) is written from its values (:func:`_value_text`): the text goes as
+it came, so a zero date loads as ``0000-00-00``. Those are rare, and only those columns cost Python per value.
 
 A column whose target declares the source's own type takes its fields from the reader's wire text
 instead (:func:`wire_text`, :mod:`.passthrough`): escaped, never parsed.
 
-The result's value buffer is the payload (no copy of the rows' text); a piece of a batch is encoded
-from a slice of it.
+A LOAD DATA payload is the joined column's value buffer (no copy of the rows' text); a piece of a batch is
+encoded from a slice of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, date
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from wormhole.plugins.arrow_form import LOGICAL_KEY, column_values, exact_codec, free_scale
 from wormhole.plugins.arrow_text import decimal_text, float_text, hex_text
-from wormhole.plugins.sql.bulk_text import NULL, Encoders, column_fields, escaped, tab_lines, timestamp_fields
+from wormhole.plugins.sql.bulk_text import NULL, Encoders, escaped, kind_of, tab_lines, timestamp_fields
+from wormhole.plugins.values import json_dumps
 
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
-"""What :func:`wormhole.plugins.mysql.types.load_escape` replaces, in its order (backslash first)."""
+"""What LOAD DATA's default ``ESCAPED BY '\\\\'`` reads back, backslash first."""
+_SQL_ESCAPES = (("\\", "\\\\"), ("\x00", "\\0"), ("\n", "\\n"), ("\r", "\\r"), ("\x1a", "\\Z"), ('"', '\\"'),
+                ("'", "\\'"))
+"""A quoted SQL string's escapes (the session never has NO_BACKSLASH_ESCAPES), backslash first."""
+_UNQUOTED = frozenset({"int", "float", "decimal", "bool"})
+"""Logical types whose SQL literal is their text unquoted (a BIT column reads a quoted '5' as the byte 0x35)."""
+_LOGICAL = {"string": "string", "binary": "bytes", "float": "float", "decimal": "decimal", "bool": "bool",
+            "timestamp": "datetime", "date": "date", "int": "int"}
 
 
 def _float_text(values: pa.Array) -> pa.Array:
-    """``repr`` of each value (the text every text writer makes, :func:`wormhole.plugins.arrow_text.float_text`);
-    MySQL holds no infinity or NaN, so those fail here as they do in the row encoder."""
+    """``repr`` of each value (:func:`wormhole.plugins.arrow_text.float_text`); MySQL holds no infinity or NaN."""
     bad = pc.invert(pc.fill_null(pc.is_finite(values), True))
     if pc.any(bad).as_py():
         raise ValueError(f"MySQL cannot store the float {pc.filter(values, bad)[0].as_py()!r}")
     return float_text(values)
 
 
-_FIELDS: Encoders = {
-    "string": lambda v: escaped(pc.cast(v, pa.string()), _ESCAPES),  # text and json
-    "binary": lambda v: hex_text(pc.cast(v, pa.binary())),
+_TEXT: Encoders = {
+    "string": lambda v: pc.cast(v, pa.string()),  # text and json
     "float": lambda v: _float_text(pc.cast(v, pa.float64())),
     "decimal": decimal_text,  # plain notation, as every text writer
     "bool": lambda v: pc.cast(pc.cast(v, pa.uint8()), pa.string()),
-    # Python's isoformat, as the row encoder writes it: 'T' between date and time, no fraction when it is zero.
-    "timestamp": lambda v: timestamp_fields(v, "T"),
+    "timestamp": lambda v: timestamp_fields(v, "T"),  # Python's isoformat: 'T', no fraction when it is zero
     "int": lambda v: pc.cast(v, pa.string()), "date": lambda v: pc.cast(v, pa.string()),
 }
 
 
-def column_text(values: pa.Array) -> pa.Array:
-    """One column as LOAD DATA fields (strings, ``\\N`` for NULL); raises ValueError for a value MySQL
-    cannot hold (a float infinity or NaN), as the row encoder does."""
-    return column_fields(values, _FIELDS, "LOAD DATA")
+def _decimal_value(v: Any) -> str:
+    if not v.is_finite():
+        raise ValueError(f"MySQL DECIMAL cannot hold {v}")
+    text = str(v)
+    return format(v, "f") if "E" in text else text  # str() may choose an exponent (1E-30); 'f' never does
+
+
+def _float_value(v: float) -> str:
+    text = float.__repr__(v)
+    if "n" in text:  # inf / nan (no finite repr contains an 'n')
+        raise ValueError(f"MySQL cannot store the float {text}")
+    return text
+
+
+def _datetime_value(v: Any) -> str:
+    if type(v) is str:
+        return v  # a zero date kept as text goes back as it came
+    if type(v) is date:
+        return v.isoformat()
+    # Sessions run in UTC, so an aware value is stored as the same instant.
+    return (v if v.tzinfo is None else v.astimezone(UTC).replace(tzinfo=None)).isoformat()
+
+
+def _str_value(v: Any) -> str:
+    if type(v) is not str:
+        raise TypeError(f"a {type(v).__name__} in a text column")
+    return v
+
+
+_VALUE_TEXT: dict[str, Callable[[Any], str]] = {
+    "int": int.__repr__,  # writes a bool as 1/0; raises for anything but an int
+    "decimal": _decimal_value, "float": _float_value, "bool": lambda v: "1" if v else "0",
+    "date": lambda v: v if type(v) is str else date.isoformat(v), "datetime": _datetime_value,
+    "json": json_dumps, "string": _str_value, "bytes": bytes.hex,
+}
+"""One value's text, for a column whose Arrow type does not hold its values (an exact column's)."""
+
+
+def logical_of(field: pa.Field) -> str:
+    """The column's logical type: named in its field's metadata, else that of its Arrow type."""
+    named = (field.metadata or {}).get(LOGICAL_KEY)
+    return named.decode() if named else _LOGICAL.get(kind_of(field.type) or "", "string")
+
+
+def _value_text(batch: pa.RecordBatch, i: int, logical: str) -> pa.Array:
+    """Column ``i``'s text made from its values (an exact column, a decimal of no declared scale)."""
+    fmt = _VALUE_TEXT[logical]
+    return pa.array([None if v is None else fmt(v) for v in column_values(batch, i)], pa.string())
+
+
+def column_text(batch: pa.RecordBatch, i: int) -> tuple[pa.Array, str]:
+    """Column ``i``'s text (null for NULL; bytes as hex) and its logical type; raises ValueError for a value
+    MySQL cannot hold (a float infinity or NaN), TypeError for a value of another type than its column's."""
+    field, values = batch.schema.field(i), batch.column(i)
+    logical = logical_of(field)
+    kind = kind_of(field.type)
+    codec = exact_codec(field)
+    if kind == "binary" and codec is None:
+        return hex_text(pc.cast(values, pa.binary())), logical
+    if codec == b"text" and logical in ("int", "date"):  # its text is MySQL's: digits, a date or a zero date
+        return pc.cast(values, pa.string()), logical
+    if kind is None or kind not in _TEXT or codec is not None or free_scale(field):
+        return _value_text(batch, i, logical), logical
+    return _TEXT[kind](values), logical
+
+
+def load_fields(batch: pa.RecordBatch, i: int) -> pa.Array:
+    """Column ``i`` as LOAD DATA fields (escaped, ``\\N`` for NULL)."""
+    text, logical = column_text(batch, i)
+    return pc.fill_null(text if logical == "bytes" else escaped(text, _ESCAPES), NULL)
+
+
+def sql_literals(batch: pa.RecordBatch, i: int) -> pa.Array:
+    """Column ``i`` as SQL literals (``NULL``, numbers bare, bytes ``X'..'``, the rest quoted and escaped)."""
+    text, logical = column_text(batch, i)
+    if logical not in _UNQUOTED:
+        text = text if logical == "bytes" else escaped(text, _SQL_ESCAPES)
+        text = pc.binary_join_element_wise("X'" if logical == "bytes" else "'", text, "'", "")
+    return pc.fill_null(text, "NULL")
+
+
+def sql_rows(batch: pa.RecordBatch) -> list[str]:
+    """Each row as ``(lit,lit,...)``; raises if some value cannot be written as a literal."""
+    if batch.num_columns == 0:
+        raise ValueError("a batch without columns has no INSERT values")
+    columns = [sql_literals(batch, i) for i in range(batch.num_columns)]
+    return pc.binary_join_element_wise("(", pc.binary_join_element_wise(*columns, ","), ")", "").to_pylist()
 
 
 def wire_text(wire: pa.Array, kind: pa.DataType) -> pa.Array:
@@ -68,10 +160,10 @@ def wire_text(wire: pa.Array, kind: pa.DataType) -> pa.Array:
 
 
 def arrow_payload(batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None = None) -> pa.Buffer:
-    """The batch as one LOAD DATA LOCAL INFILE buffer (utf-8), equal to ``load_payload`` of its rows;
-    a column with ``wire`` text (:mod:`.passthrough`) takes its fields from that instead."""
+    """The batch as one LOAD DATA LOCAL INFILE buffer (utf-8); a column with ``wire`` text
+    (:mod:`.passthrough`) takes its fields from that instead."""
     if batch.num_columns == 0:
         raise ValueError("a batch without columns has no LOAD DATA payload")
-    texts = [column_text(batch.column(i)) if wire is None or wire[i] is None
+    texts = [load_fields(batch, i) if wire is None or wire[i] is None
              else wire_text(wire[i], batch.column(i).type) for i in range(batch.num_columns)]
     return tab_lines(texts)

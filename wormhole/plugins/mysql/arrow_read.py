@@ -187,7 +187,7 @@ class BatchDecoder:
     def __init__(self, columns: Sequence[Column], kinds: Sequence[str], zero_dates: str,
                  keep_wire: bool = False) -> None:
         self.keep_wire = keep_wire
-        """Keep each fast-cast column's wire text beside the batch (``Rows.wire``, for passthrough)."""
+        """Keep each fast-cast column's wire text beside the batch (``Batch.wire``, for passthrough)."""
         self.columns = tuple(columns)
         self.kinds = tuple(kinds)
         self.zero_dates = zero_dates

@@ -1,6 +1,6 @@
 """MySQL to MySQL without decoding: which columns a LOAD DATA payload takes from the wire text.
 
-The mysql reader keeps each column's text-protocol bytes beside the typed batch (``Rows.wire``) when a
+The mysql reader keeps each column's text-protocol bytes beside the typed batch (``Batch.wire``) when a
 run has a destination that may use them (``ReadContext.keep_wire``: they cost memory). A
 column whose target declares exactly the source's type (COLUMN_TYPE and character set, compared as
 :func:`native_type` writes them) reads that text back to the same value through LOAD DATA, so its field

@@ -1,13 +1,13 @@
 """The mysql store's writers: every piece of ``batch_size`` rows one transaction, or one split one transaction.
 
 A writer cuts a batch into pieces of ``batch_size`` rows, each in its own transaction, sent as one
-``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT. The LOAD DATA text of a batch
-that has Arrow columns is made from them, without Python per value (:mod:`.encoding`, :mod:`.arrow_load`). Every
-MySQL destination of a run encodes a batch alike, so the encoded piece is shared through the batch's
-memo and built once.
+``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT, both encoded from the batch's
+Arrow form without Python per value (:mod:`.encoding`, :mod:`.arrow_load`). Every MySQL destination of a
+run encodes a batch alike, so the encoded piece is shared through the batch's memo and built once.
 A piece that fails on a row's value (or that LOAD DATA, which turns errors into warnings with LOCAL,
-did not load exactly) is rolled back and replayed row by row (from the batch's tuples, made then if it
-came as Arrow columns), so only the bad rows are rejected, each with MySQL's own error text.
+did not load exactly) is rolled back and replayed row by row, one INSERT of the row's literals each (a
+row whose value has no literal is refused with the reason), so only the bad rows are rejected, each with
+MySQL's own error text; a refused row is reported with its values (:func:`rows_of`).
 
 Transient errors (lock wait timeout, deadlock, lost connection) become ``TransientWriteError`` here,
 at the store boundary, and :func:`wormhole.retry.policy` retries the piece on a fresh transaction,
@@ -31,7 +31,8 @@ import pyarrow as pa
 import pymysql
 
 from wormhole.errors import WriteError
-from wormhole.plugins.base import Batch, Rejected, Row, WriteContext, WriteResult, rows_of
+from wormhole.plugins.base import Batch, Rejected, WriteContext, WriteResult, rows_of
+from wormhole.plugins.mysql.arrow_load import sql_literals
 from wormhole.plugins.mysql.connection import (
     PLUGIN_NAME,
     describe,
@@ -42,7 +43,6 @@ from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.encoding import Encoded, PieceEncoder
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
-from wormhole.plugins.mysql.types import sql_values
 from wormhole.plugins.split_transactions import Broken
 from wormhole.plugins.sql import VALUE_ERRORS, room_left, rows_one_by_one
 from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
@@ -72,7 +72,6 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
     def __init__(self, options: MysqlWriterOptions, ctx: WriteContext, periphery: MysqlWriterPeriphery,
                  worker: int) -> None:
         super().__init__(options, ctx, periphery, worker)
-        self.types = [c.type for c in ctx.schema.columns]
         self.encoder: PieceEncoder | None = None
         self._from_wire = False
         """Some batch was loaded from its wire text (logged once, ``writer.load_from_wire``)."""
@@ -112,12 +111,16 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
     def write(self, batch: Batch) -> WriteResult:
         return self._write(batch, None)
 
-    def _write(self, rows: Batch, split_id: str | None) -> WriteResult:
+    def write_encoded(self, batch: Batch, split_id: str | None = None) -> WriteResult:
+        """:class:`~wormhole.plugins.writing.EncodedWriter`: the columns whose target declares the source's own
+        type load the batch's wire text, when it carries some (:mod:`.passthrough`)."""
+        return self._write_as(batch, split_id, batch.wire)
+
+    def _write(self, rows: Batch, split_id: str | None, source: Any = None) -> WriteResult:
         size = self.options.batch_size
         if self.encoder is None:
             self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method, self.periphery.wire)
-        form = self.encoder.form(rows)
-        wire = self.encoder.wire_text(rows, form)
+        wire = self.encoder.wire_text(source)
         if wire is not None and not self._from_wire:
             self._from_wire = True
             self.log.info("writer.load_from_wire", columns=[c.name for c, w in zip(self.ctx.schema.columns, wire,
@@ -127,7 +130,7 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
         for start in range(0, len(rows), size):
             room = room_left(self.ctx.record_limit, len(rejected))
             try:
-                n, bad = self._write_piece(rows, form, wire, start, min(size, len(rows) - start), split_id, room)
+                n, bad = self._write_piece(rows, wire, start, min(size, len(rows) - start), split_id, room)
             except WriteError as exc:
                 if split_id is None:
                     exc.details["written_before_failure"] = written  # pieces of this batch already committed
@@ -138,22 +141,22 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
                 break
         return WriteResult(written=written, rejected=tuple(rejected), stopped=len(rows) - written - len(rejected))
 
-    def _write_piece(self, batch: Batch, form: pa.RecordBatch | None, wire: Sequence[pa.Array | None] | None,
-                     start: int, size: int, split_id: str | None, room: int | None) -> tuple[int, list[Rejected]]:
+    def _write_piece(self, batch: Batch, wire: Sequence[pa.Array | None] | None, start: int, size: int,
+                     split_id: str | None, room: int | None) -> tuple[int, list[Rejected]]:
         """Rows ``start`` to ``start + size`` of ``batch`` at once; when some row's value fails that (or
         cannot be encoded), the piece again row by row, so only the bad rows are rejected (until more than
         ``room`` are: the rest is not tried)."""
         p = self.periphery
         self._check_not_broken()
         assert self.encoder is not None
-        encoded = self.encoder.encode(batch, form, start, size, wire)
+        encoded = self.encoder.encode(batch, start, size, wire)
         longest = max(map(len, encoded), default=0) if isinstance(encoded, list) else 0
         if 4 * longest >= p.max_packet and any(map(self._over_packet, encoded or ())):
             encoded = None  # a row no INSERT can hold: row by row, where it is rejected alone
         if encoded is not None and self._retrying(split_id, lambda: self._bulk(size, encoded, split_id)):
             result = WriteResult(written=size)
-        else:  # the piece's tuples: the batch's own, made from its Arrow form only now if it came as columns
-            piece = rows_of(batch)[start:start + size]
+        else:
+            piece = Batch.of_arrow(batch.arrow_form.slice(start, size))
             result = self._retrying(split_id, lambda: self._row_by_row(piece, split_id, room))
         if split_id is None:
             p.add_written(result.written)  # committed; a split's rows count once the split is
@@ -239,22 +242,43 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
             statements.append("".join(current))  # one join: a wide row's text is copied once, not twice
         return statements
 
-    def _row_by_row(self, piece: Sequence[Row], split_id: str | None, room: int | None) -> WriteResult:
-        """The piece as single-row statements (one transaction, or in the split's after a savepoint);
-        bad rows are rejected with MySQL's reason (a failing statement undoes only itself)."""
+    def _row_by_row(self, piece: Batch, split_id: str | None, room: int | None) -> WriteResult:
+        """The piece as single-row INSERTs (one transaction, or in the split's after a savepoint); bad rows
+        are rejected with MySQL's reason (a failing statement undoes only itself)."""
+        values = iter(self._row_literals(piece.arrow_form))  # taken in the rows' order, one per row tried
         with self._connection(split_id).cursor() as cur:
             if split_id is not None:
                 cur.execute(f"SAVEPOINT {SAVEPOINT}")
-            result = rows_one_by_one(piece, lambda row: self._insert_row(cur, row), room)
+            result = rows_one_by_one(rows_of(piece), lambda _row: self._insert_row(cur, next(values)), room)
         if split_id is None:
             self._commit()
         return result
 
-    def _insert_row(self, cur: Any, row: Row) -> str | None:
-        """None when ``row`` is in; else why it was rejected."""
+    @staticmethod
+    def _row_literals(form: pa.RecordBatch) -> list[str | Exception]:
+        """Each row's ``(lit,...)``, or why it has none: a column that fails as a whole is encoded value by
+        value, so only the rows holding a value MySQL cannot take are refused."""
+        columns: list[list[str | Exception]] = []
+        for i in range(form.num_columns):
+            try:
+                columns.append(sql_literals(form, i).to_pylist())
+            except (pa.ArrowException, *VALUE_ERRORS):
+                column: list[str | Exception] = []
+                for r in range(form.num_rows):
+                    try:
+                        column.append(sql_literals(form.slice(r, 1), i)[0].as_py())
+                    except (pa.ArrowException, *VALUE_ERRORS) as exc:
+                        column.append(exc)
+                columns.append(column)
+        return [next((v for v in row if isinstance(v, Exception)), None) or "(" + ",".join(row) + ")"  # type: ignore[arg-type]
+                for row in zip(*columns, strict=True)] if columns else []
+
+    def _insert_row(self, cur: Any, values: str | Exception) -> str | None:
+        """None when the row (its literals ``values``) is in; else why it was rejected."""
         p = self.periphery
         try:
-            (values,) = sql_values(self.types, (row,))
+            if isinstance(values, Exception):
+                raise values
             values.encode("utf-8")  # a lone surrogate fails here, as the row's fault
         except VALUE_ERRORS as exc:
             return f"{type(exc).__name__}: {exc}"

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.batch import free_scale, rows_from_arrow
+from wormhole.plugins.batch import free_scale, has_exact, rows_from_arrow
 from wormhole.plugins.schema import Row
 
 HEADER = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
@@ -192,6 +192,8 @@ def binary_rows(batch: pa.RecordBatch, kinds: Sequence[str]) -> tuple[np.ndarray
     """The batch as one COPY binary stream (header, rows, trailer) and where each row starts in it (n + 1
     offsets, the last where the trailer starts); NotBinary when a column has no binary form here. Each
     column's fields are made column-wise, then Arrow joins each row's (in C, as the text path joins its)."""
+    if has_exact(batch):
+        raise NotBinary("a column holds values its Arrow type cannot (an exact column): written as text")
     n = batch.num_rows
     fields = [_field(batch.column(i), kind, batch.schema.field(i)) for i, kind in enumerate(kinds)]
     count = np.full(n, len(kinds), ">i2").view(np.uint8).reshape(n, 2)

@@ -19,7 +19,8 @@ PostgreSQL's input function of the target's type reads back to the same value:
 Text lets PostgreSQL cast each field to whatever the target column declares (an int into ``numeric``, a
 string into ``uuid``), where binary COPY needs the exact type of every column: a destination whose target
 columns all have a type :mod:`.binary` encodes is written in binary instead (the server's COPY costs less),
-and any other, or a batch the binary form cannot take, here.
+and any other, or a batch the binary form cannot take, here. An exact column (a value its Arrow type cannot
+hold) is written value by value (:func:`field_text`), so every batch is encoded from its Arrow form.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from wormhole.plugins.arrow_text import NotExact, date_text, decimal_text, hex_text
-from wormhole.plugins.batch import free_scale, rows_from_arrow, trimmed
+from wormhole.plugins.batch import LOGICAL_KEY, column_values, exact_codec, free_scale, rows_from_arrow, trimmed
 from wormhole.plugins.schema import Row
 from wormhole.plugins.sql.bulk_text import (
     NULL,
@@ -157,13 +158,25 @@ def column_text(values: pa.Array, field: pa.Field) -> pa.Array:
     return column_fields(values, {**_COLUMN_FIELDS, "decimal": lambda v: _decimal(v, field)}, "COPY")
 
 
+def field_text(batch: pa.RecordBatch, i: int, array: bool = False) -> pa.Array:
+    """Column ``i`` as COPY text fields: column-wise (:func:`column_text`), or value by value for an exact column
+    (:data:`~wormhole.plugins.batch.EXACT_KEY`); ``array``: its target is an array column. ValueError or
+    TypeError for a value PostgreSQL has no text of."""
+    field = batch.schema.field(i)
+    if exact_codec(field) is None:
+        return column_text(batch.column(i), field)
+    kind = (field.metadata or {}).get(LOGICAL_KEY, b"string").decode()
+    fmt = _FIELDS["array" if array and kind in ("string", "json") else kind]
+    return pa.array([NULL if v is None else fmt(v) for v in column_values(batch, i)], pa.string())
+
+
 def copy_payload(batch: pa.RecordBatch, texts: Sequence[pa.Array] | None = None) -> pa.Buffer:
     """The batch as one COPY FROM STDIN text buffer (UTF-8). ``texts``: its columns' fields already made
     (:func:`column_text`), so a piece of a batch is cut from them without encoding again."""
     if batch.num_columns == 0:
         raise ValueError("a batch without columns has no COPY text")
     if texts is None:
-        texts = [column_text(batch.column(i), batch.schema.field(i)) for i in range(batch.num_columns)]
+        texts = [field_text(batch, i) for i in range(batch.num_columns)]
     return tab_lines(texts)
 
 
@@ -195,18 +208,13 @@ _FIELDS: dict[str, Callable[[Any], str]] = {
     "json": lambda v: _escape(json_dumps(v)),
     "array": lambda v: _escape(array_literal(v if isinstance(v, str) else json_dumps(v))),
 }
-"""Logical type -> the COPY text of a Python value (rows without an Arrow form: a decimal wider than the
-column's Arrow shape, an int beyond int64 for a numeric target); ``array``: a string or json value for an
-array column."""
+"""Logical type -> the COPY text of a Python value, for an exact column (values its Arrow type cannot hold: a
+decimal of another scale, an int beyond int64 for a numeric target, an aware datetime); ``array``: a string
+or json value for an array column."""
 
 
 def _not(value: Any, kind: str) -> str:
     raise TypeError(f"a {type(value).__name__} ({value!r:.60}) in a {kind} column")
-
-
-def row_line(types: Sequence[str], row: Sequence[Any]) -> bytes:
-    """One row's COPY text line from its Python values; ValueError/TypeError for a value with none."""
-    return ("\t".join(NULL if v is None else _FIELDS[t](v) for t, v in zip(types, row, strict=True)) + "\n").encode()
 
 
 class ArrowPiece:
@@ -233,28 +241,3 @@ class ArrowPiece:
         return rows_from_arrow(self.batch.slice(index, 1))[0]
 
 
-class TuplePiece:
-    """Rows that have no Arrow form in their columns but a COPY text all the same (a decimal wider than its
-    column's Arrow shape), encoded value by value."""
-
-    binary = False
-
-    def __init__(self, rows: Sequence[Row], lines: Sequence[bytes]) -> None:
-        self.rows = rows
-        self.lines = lines
-
-    @property
-    def num_rows(self) -> int:
-        return len(self.rows)
-
-    def payload(self, start: int, end: int) -> pa.Buffer:
-        return pa.py_buffer(b"".join(self.lines[start:end]))
-
-    def parts(self, start: int, end: int) -> tuple[Any, ...]:
-        return (self.payload(start, end),)
-
-    def row(self, index: int) -> Row:
-        return self.rows[index]
-
-
-Piece = ArrowPiece | TuplePiece

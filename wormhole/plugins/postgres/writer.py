@@ -1,9 +1,8 @@
 """The postgres store's writers: COPY FROM STDIN in text format, a piece of ``batch_size`` rows at a time.
 
-A batch is taken as Arrow columns (made from its tuples once, shared by every destination, when it came
-as tuples) and encoded column-wise (:mod:`.encoding`). Before any COPY, rows PostgreSQL cannot take are
-rejected with a reason naming the column: a value with no Arrow form in its column (a MySQL zero date kept
-as text in a date column, an int beyond the column's range), a string holding NUL.
+A batch is encoded from its Arrow form, column-wise (:mod:`.encoding`; an exact column value by value). Before
+any COPY, rows PostgreSQL cannot take are rejected with a reason naming the column: a MySQL zero date kept as
+text in a date column, a value with no COPY text, a string holding NUL.
 
 A COPY stops at the first row PostgreSQL refuses (SQLSTATE class 22, data exception, or 23, integrity
 violation): each COPY runs under a savepoint, rolled back then; the error's context names the line, so
@@ -35,7 +34,7 @@ import pyarrow as pa
 
 from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
-from wormhole.plugins.batch import BadValues, Batch, rows_from_arrow, rows_of
+from wormhole.plugins.batch import BadValues, Batch, EncodedRows, rows_from_arrow, rows_of
 from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
 from wormhole.plugins.postgres.connection import (
     PLUGIN_NAME,
@@ -47,20 +46,12 @@ from wormhole.plugins.postgres.connection import (
     sqlstate,
 )
 from wormhole.plugins.postgres.dialect import POSTGRES
-from wormhole.plugins.postgres.encoding import (
-    ArrowPiece,
-    Piece,
-    TuplePiece,
-    array_literals,
-    column_text,
-    nul_rows,
-    row_line,
-)
+from wormhole.plugins.postgres.encoding import ArrowPiece, array_literals, field_text, nul_rows
 from wormhole.plugins.postgres.options import PostgresWriterOptions
 from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.periphery import PostgresWriterPeriphery
 from wormhole.plugins.split_transactions import Broken
-from wormhole.plugins.sql import VALUE_ERRORS, room_left
+from wormhole.plugins.sql import room_left
 from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
 
 _BINARY_FORMAT = "22P03"
@@ -68,7 +59,7 @@ _BINARY_FORMAT = "22P03"
 _CARDINALITY = "21000"
 """ON CONFLICT DO UPDATE meeting one key twice in one statement: rows of the batch, found by halving."""
 _ENCODE_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError)
-AnyPiece = Piece | BinaryPiece | EncodedPiece
+AnyPiece = ArrowPiece | BinaryPiece | EncodedPiece
 
 
 class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
@@ -85,6 +76,7 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
                  worker: int) -> None:
         super().__init__(options, ctx, periphery, worker)
         self._said_text = False
+        self._said_encoded = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -96,10 +88,15 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
     def write(self, batch: Batch) -> WriteResult:
         return self._write(batch, None)
 
-    def _write(self, rows: Batch, split_id: str | None) -> WriteResult:
+    def write_encoded(self, batch: Batch, split_id: str | None = None) -> WriteResult:
+        """:class:`~wormhole.plugins.writing.EncodedWriter`: the source's binary rows as they are, when the batch
+        came so (the engine chose the encoding: :mod:`.passthrough`)."""
+        return self._write_as(batch, split_id, batch.encoded)
+
+    def _write(self, rows: Batch, split_id: str | None, source: Any = None) -> WriteResult:
         p = self.periphery
         self._check_not_broken()
-        pieces, rejected = self._pieces(rows)
+        pieces, rejected = self._pieces(rows, source)
         written = 0
         size = self.options.batch_size
 
@@ -126,35 +123,29 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
                 written += end - start - len(bad)
         return WriteResult(written=written, rejected=tuple(rejected))
 
-    def _pieces(self, rows: Batch) -> tuple[list[AnyPiece], list[Rejected]]:
-        """What the batch is loaded as: the source's binary rows as they are (:mod:`.passthrough`), or
-        pieces encoded from its values, less the rows refused on the way."""
-        encoded = rows.encoded
+    def _pieces(self, rows: Batch, encoded: EncodedRows | None) -> tuple[list[AnyPiece], list[Rejected]]:
+        """What the batch is loaded as: the source's binary rows as they are (``encoded``, :mod:`.passthrough`),
+        or pieces encoded from its values, less the rows refused on the way."""
         if encoded is not None and self.periphery.takes_encoding(encoded.encoding):
+            if not self._said_encoded:  # once: the batches load as the source sent them
+                self._said_encoded = True
+                self.log.info("writer.load_encoded", format=encoded.encoding.format)
             return [EncodedPiece(encoded)], []
-        batch, rejected, extra = self._form(rows)
-        pieces: list[AnyPiece] = [self._arrow_piece(batch, rejected)]
-        if extra:
-            pieces.append(self._lines(extra, rejected))
-        return pieces, rejected
+        batch, rejected = self._form(rows)
+        return [self._arrow_piece(batch, rejected)], rejected
 
-    def _form(self, batch: Batch) -> tuple[pa.RecordBatch, list[Rejected], list[Row]]:
-        """The batch's Arrow columns less the rows PostgreSQL cannot take (rejected, with the reason) and the
-        rows that have no Arrow form (written from their tuples)."""
+    def _form(self, batch: Batch) -> tuple[pa.RecordBatch, list[Rejected]]:
+        """The batch's Arrow columns less the rows PostgreSQL cannot take (rejected, with the reason). A column
+        whose Arrow type does not hold some value stays an exact column, written value by value (:func:`field_text`)."""
         schema = self.ctx.schema
         rejected: list[Rejected] = []
-        extra: list[Row] = []
         try:
             form = batch.arrow(schema)
         except BadValues as exc:
             tuples = rows_of(batch)
-            for i in sorted(exc.bad):
-                unfit = self._unfit(tuples[i])
-                if unfit is None:
-                    extra.append(tuples[i])
-                else:
-                    rejected.append(Rejected(tuples[i], unfit))
-            form = batch.without(exc.bad).arrow(schema)
+            unfit = {i: why for i in sorted(exc.bad) if (why := self._unfit(tuples[i])) is not None}
+            rejected.extend(Rejected(tuples[i], why) for i, why in unfit.items())
+            form = batch.without(set(unfit)).arrow_form
         if form.num_columns != len(schema):
             raise self._error(f"a batch of {form.num_columns} columns for a schema of {len(schema)}")
         form = self._array_input(form)
@@ -162,7 +153,7 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
         if bad:
             rejected.extend(Rejected(rows_from_arrow(form.slice(i, 1))[0], reason) for i, reason in sorted(bad.items()))
             form = form.filter(pa.array([i not in bad for i in range(form.num_rows)], pa.bool_()))
-        return form, rejected, extra
+        return form, rejected
 
     def _array_input(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The batch with its text (json, string) for array columns as array literals: plain strings, as a
@@ -184,22 +175,6 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
                         f"PostgreSQL {'date' if column.type == 'date' else 'timestamp'} value")
         return None
 
-    def _lines(self, rows: list[Row], rejected: list[Rejected]) -> TuplePiece:
-        """Rows without an Arrow form as COPY lines of their own; a value with no COPY text rejects its row."""
-        arrays = self.periphery.array_columns
-        types = ["array" if i in arrays and c.type in ("string", "json") else c.type
-                 for i, c in enumerate(self.ctx.schema.columns)]
-        kept: list[Row] = []
-        lines: list[bytes] = []
-        for row in rows:
-            try:
-                lines.append(row_line(types, row))
-            except VALUE_ERRORS as exc:
-                rejected.append(Rejected(row, f"{type(exc).__name__}: {exc}"))
-            else:
-                kept.append(row)
-        return TuplePiece(kept, lines)
-
     def _arrow_piece(self, batch: pa.RecordBatch, rejected: list[Rejected]) -> AnyPiece:
         """The batch in binary when the destination writes binary and the batch has that form, else text."""
         kinds = self.periphery.binary_kinds
@@ -214,16 +189,16 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
     def _encoded(self, batch: pa.RecordBatch, rejected: list[Rejected]) -> ArrowPiece:
         """Each column's COPY text; when some value has none (a date beyond the years 1-9999), the rows
         holding one are found row by row and rejected."""
+        arrays = self.periphery.array_columns
         try:
-            return ArrowPiece(batch, [column_text(batch.column(i), batch.schema.field(i))
-                                  for i in range(batch.num_columns)])
+            return ArrowPiece(batch, [field_text(batch, i, i in arrays) for i in range(batch.num_columns)])
         except _ENCODE_ERRORS:
             pass
         bad: dict[int, str] = {}
         for r in range(batch.num_rows):
             for i, field in enumerate(batch.schema):
                 try:
-                    column_text(batch.column(i).slice(r, 1), field)
+                    field_text(batch.slice(r, 1), i, i in arrays)
                 except _ENCODE_ERRORS as exc:
                     bad[r] = f"column {field.name}: {type(exc).__name__}: {exc}"
                     break
