@@ -102,7 +102,8 @@ def save(results: list[dict], parts: set[str]) -> None:
     RESULTS.write_text(json.dumps(kept + results, indent=2))
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """Every part's options in one parser (a name two parts both declare fails here, before any run)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup", "mysql-read", "files",
                                            "postgres"],
@@ -120,7 +121,11 @@ def main() -> None:
     mysql_read.add_arguments(parser, prefix="read-")
     files.add_arguments(parser)
     postgres_scenario.add_arguments(parser, prefix="pg-")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     parts = {args.only} if args.only else {"stream", "mysql"} | ({"spark"} if args.with_spark else set())
     results: list[dict] = []
     if "stream" in parts:

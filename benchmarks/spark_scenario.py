@@ -696,8 +696,9 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
     group.add_argument("--plain-persist", action="store_true",
                        help="the plain script reads the source once (persist) instead of once per destination")
     group.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS[:4]),
-                       help="which to run (default: plain local spark auto; before needs --before)")
-    group.add_argument("--before", type=Path,
+                       help="which to run (default: plain local spark auto; before needs its checkout: --before,"
+                            " --spark-before through benchmarks.run)")
+    group.add_argument(f"--{prefix}before", dest="spark_before", type=Path,
                        help="a checkout of an earlier wormhole: contender 'before' runs Spark mode from it")
     group.add_argument("--spark-master", default="local[2]", help="master of the plain script and [spark] (local[2])")
     group.add_argument("--auto-rows", type=int,
@@ -711,7 +712,7 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
 
 def options_from(args: argparse.Namespace, rows: list[int], server: Server, keep: bool) -> Options:
     return Options(rows=tuple(rows), dests=tuple(dict.fromkeys(args.spark_dests)), plain_persist=args.plain_persist,
-                   before=args.before, repeat=getattr(args, "repeat", None) or 1,
+                   before=args.spark_before, repeat=getattr(args, "repeat", None) or 1,
                    contenders=tuple(dict.fromkeys(args.contenders)), master=args.spark_master,
                    auto_rows=args.auto_rows, plain_partitions=args.plain_partitions, channel=args.wormhole_channel,
                    writers=args.wormhole_writers, spark_conf=tuple(args.spark_conf), server=server, keep=keep)
