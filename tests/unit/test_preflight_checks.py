@@ -53,11 +53,12 @@ def test_reports_become_problems_naming_the_executor_and_the_fix() -> None:
         {"executor": "w1:0", "python": "/usr/bin/python3", "version": None,
          "missing": "ModuleNotFoundError: No module named 'pyarrow'", "unseen": []},
         {"executor": "w2:1", "python": "./wormhole_env/bin/python", "version": "0.0.1", "missing": None,
-         "unseen": ["out"]},
+         "unseen": [("out", "/data/.wormhole-probe-1")]},
         {"executor": "w3:2", "python": "./wormhole_env/bin/python", "version": wormhole.__version__,
          "missing": None, "unseen": []},
     ]
-    assert _problems(reports, {"out": "/data/out"}) == [
+    # A hive destination probes two places (warehouse, staging): each unseen probe names its own path.
+    assert _problems(reports, {("out", "/data/.wormhole-probe-1"): "/data/out"}) == [
         f"executor w1:0 (Python /usr/bin/python3): ModuleNotFoundError: No module named 'pyarrow': {MODULE_HINT}",
         f"executor w2:1 (Python ./wormhole_env/bin/python) imports wormhole 0.0.1, the driver runs "
         f"{wormhole.__version__}: {VERSION_HINT}",
