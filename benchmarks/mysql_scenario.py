@@ -223,8 +223,8 @@ def table_mib(cur: Any, db: str, table: str) -> float:
     return round(int(cur.fetchone()[0]) / 2**20, 1)
 
 
-def create_destinations(cur: Any, tables: tuple[str, ...]) -> None:
-    for db in DEST_DBS:
+def create_destinations(cur: Any, tables: tuple[str, ...], dbs: tuple[str, ...] = DEST_DBS) -> None:
+    for db in dbs:
         cur.execute(f"CREATE DATABASE IF NOT EXISTS `{db}` CHARACTER SET utf8mb4")
         for table in tables:
             cur.execute(f"DROP TABLE IF EXISTS `{db}`.`{table}`")

@@ -61,6 +61,7 @@ from benchmarks.mysql_scenario import (
     Snapshot,
     Timed,
     Workspace,
+    create_destinations,
     empty_destinations,
     ensure_source,
     say,
@@ -83,14 +84,6 @@ SPARK_GOAL = {"parquet+mysql": 1.5, "mysql": 1.2, "mysql3": 1.0}
 
 DEST_DBS = ("whbs_d1", "whbs_d2", "whbs_d3")
 """The MySQL destinations: not the MySQL part's ``whb_d*``, which a run of that part drops and remakes."""
-
-
-def create_destinations(cur: Any, tables: tuple[str, ...]) -> None:
-    for db in DEST_DBS:
-        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{db}` CHARACTER SET utf8mb4")
-        for table in tables:
-            cur.execute(f"DROP TABLE IF EXISTS `{db}`.`{table}`")
-            cur.execute(f"CREATE TABLE `{db}`.`{table}` LIKE `{SRC_DB}`.`{table}`")
 
 
 def drop_destinations(cur: Any) -> None:
@@ -537,7 +530,7 @@ class SparkBench:
         o = self.opts
         say(f"preparing {SRC_DB} on {o.server.host}:{o.server.port}")
         sources = {rows: ensure_source(self.cur, source_table(rows), rows) for rows in o.rows}
-        create_destinations(self.cur, tuple(source_table(rows) for rows in o.rows))
+        create_destinations(self.cur, tuple(source_table(rows) for rows in o.rows), DEST_DBS)
         say(f"workspace {self.ws.root}; spark conf {self.spark_conf_dir / 'engine.toml'}")
         outcomes: list[Outcome] = []
         for rows in o.rows:
