@@ -38,6 +38,7 @@ from wormhole.plugins.base import (
     WriteContext,
 )
 from wormhole.plugins.sql import quote
+from wormhole.plugins.sqlite.affinity import AffinityGuard
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
 from wormhole.plugins.sqlite.dialect import SQLITE
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions
@@ -89,6 +90,8 @@ class SqliteWriterPeriphery:
         self._create_target = False
         self._merge_sql = ""
         self._durable: dict[str, int] = {}
+        self.guard: AffinityGuard | None = None
+        """The target's columns whose declared affinity would change a value (a table the user made)."""
         self._committed_before = False
         """Resuming: the crashed run committed this load (its outcome was not recorded): nothing to do."""
 
@@ -162,6 +165,7 @@ class SqliteWriterPeriphery:
         if unknown:
             raise self._error(PrepareError, f"table {opts.table} in {self.path} has no column "
                                             f"{', '.join(unknown)}")
+        self.guard = AffinityGuard.of(schema, columns, declared)
         self.sql = self._insert_sql(columns, f"VALUES ({', '.join('?' * len(columns))})")
         # Compile the statements now, so a bad upsert key (no matching UNIQUE index) fails prepare.
         conn.execute("EXPLAIN " + self.sql, (None,) * len(columns)).fetchall()

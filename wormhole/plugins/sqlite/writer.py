@@ -98,6 +98,9 @@ class SqliteWriter:
             params = None  # some value is bad: the row-by-row pass finds which
         with self.periphery.lock:
             conn = self._connection()
+            guard = self.periphery.guard
+            if params is not None and guard is not None and guard.changed(params):
+                params = None  # the row-by-row pass rejects the rows whose values SQLite would change
             batch = None if params is None else (lambda: self._batch(conn, params, split))
             return batch_then_rows(len(rows), batch, lambda: self._row_by_row(conn, rows_of(rows), split))
 
@@ -200,6 +203,9 @@ class SqliteWriter:
         p = self.periphery
         try:
             params = self._convert((row,))[0]
+            changed = None if p.guard is None else p.guard.changed((params,)).get(0)
+            if changed is not None:
+                return changed
             conn.execute("SAVEPOINT wh_row")
         except VALUE_ERRORS as exc:
             return f"{type(exc).__name__}: {exc}"
