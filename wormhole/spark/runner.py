@@ -45,7 +45,7 @@ from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.spark.accumulators import DirtyEntry, ListParam
 from wormhole.spark.config import is_local
-from wormhole.spark.methods import write_method
+from wormhole.planning.methods import write_method
 from wormhole.spark.partitions import Accumulators, Member, SharedJob, partition_writer, task_attempts
 from wormhole.spark.preflight import check_executors
 from wormhole.spark.row_reader import row_reader_frame
