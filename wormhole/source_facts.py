@@ -17,12 +17,26 @@ from wormhole.config import EngineConf, SourceSpec, TaskSpec
 from wormhole.errors import SplitError
 from wormhole.log import Logger
 from wormhole.planning.channels import adjust_channel_number, speed_limits
+from wormhole.planning.choice import choose_engine
 from wormhole.plugins import registry
 from wormhole.plugins.base import Encoding, ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout
 
 Watermarks = Callable[[str], Mapping[str, tuple[str | None, int]]]
 """The watermarks the task database keeps under a state key (JSON text per destination)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SparkFacts:
+    """What Spark mode's plan needs from outside the task, asked here so that planning asks nothing."""
+
+    installed: bool
+    """Whether pyspark can be imported (``settings.engine = auto`` chooses Spark only then)."""
+    origin: Mapping[str, str] | None = None
+    """Spark mode: the master, where it came from and the engine.toml read (:mod:`wormhole.spark.config`)."""
+    exact_text: frozenset[str] | None = None
+    """Spark mode: the columns the source's Spark read carries as exact text (it may ask the source: the
+    file and hive stores' native writes decline them); None when its read does not say, or not Spark mode."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +52,8 @@ class SourceFacts:
     """In the order the splitter produced them (or the ones the resumed run planned)."""
     advice: int
     """The channel count the splitter was advised (the speed settings')."""
+    spark: SparkFacts
+    """What a Spark-mode plan needs besides (:func:`spark_facts`)."""
     window: incremental.Window | None = None
     """An incremental task's window: the one the resumed chain recorded, else new from the source's bounds."""
 
@@ -58,7 +74,24 @@ def prepare_source(spec: TaskSpec, ctx: ReadContext, conf: EngineConf, log: Logg
     advice = adjust_channel_number(speed_limits(spec.settings.speed, conf)).channels
     schema, splits = _split(spec.source, ctx, conf, advice, resumed)
     log.info("reader.split_planned", splits=len(splits), advice=advice, columns=list(schema.names))
-    return SourceFacts(periphery=periphery, info=info, schema=schema, splits=splits, advice=advice, window=window)
+    return SourceFacts(periphery=periphery, info=info, schema=schema, splits=splits, advice=advice, window=window,
+                       spark=spark_facts(spec, conf, info, schema))
+
+
+def spark_facts(spec: TaskSpec, conf: EngineConf, info: SourceInfo | None, schema: Schema) -> SparkFacts:
+    """Whether pyspark is installed; when the plan will choose Spark mode (:func:`choose_engine`, asked
+    again by the plan with the same answers), the master's origin and what the source's Spark read
+    carries as exact text (the MySQL and PostgreSQL reads ask their databases)."""
+    from wormhole import spark
+
+    installed = spark.available()
+    if choose_engine(spec, conf, info, installed)[0] != "spark":
+        return SparkFacts(installed)
+    from wormhole.spark.config import choose
+    from wormhole.spark.methods import source_exact_text
+
+    origin = choose(conf.spark, spec.settings.spark).describe()  # idempotent: a conf the run chose is kept
+    return SparkFacts(installed, origin, source_exact_text(spec.source.plugin, spec.source.options, schema))
 
 
 def source_window(spec: TaskSpec, ctx: ReadContext, log: Logger, *, recorded: incremental.Window | None = None,

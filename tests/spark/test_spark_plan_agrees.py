@@ -11,7 +11,7 @@ import pytest
 from tests.mysql_helpers import Databases, Server, create_table, fill_from_sequence
 from tests.spark_helpers import run_task
 from wormhole.config import EngineConf
-from wormhole.spark.methods import WHERE
+from wormhole.planning.methods import WHERE
 
 pytestmark = [pytest.mark.spark, pytest.mark.mysql]
 

@@ -406,12 +406,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 Listed by module prefix; the most specific prefix wins (``wormhole.planning.assign`` is a run part,
 the rest of ``wormhole.planning`` a manager). Two modules of ``wormhole.spark`` import no pyspark and sit
 lower: ``spark.config`` chooses the run's Spark settings from the task and engine.toml (task model), and
-``spark.methods`` says for the plan how a destination will be written in Spark mode (planning).
+``spark.methods`` asks the source, for the facts the plan is made from, what its Spark read carries as exact text.
 ``wormhole.plugins.*`` names the contract's modules, ``wormhole.plugins.<store>`` every module of a store package."""
 
 UPWARD_ALLOWED = frozenset({
     ("wormhole.transform.plan", "wormhole.config"),  # the transform plan is built from the task spec
-    ("wormhole.planning.plan", "wormhole.spark"),  # engine auto asks whether pyspark is installed
+    ("wormhole.source_facts", "wormhole.spark"),  # the facts say whether pyspark is installed (engine auto)
 })
 """The imports that run from a lower layer up (at most 3), each by name: a new one fails the test below."""
 
@@ -720,6 +720,21 @@ def test_planning_asks_no_store() -> None:
             if found:
                 offenders[name] = found
     assert "wormhole.planning.plan" in mods, "the planning modules were not found"
+    assert offenders == {}
+
+
+def test_planning_imports_nothing_of_spark() -> None:
+    """make_plan does no I/O: what a Spark-mode plan needs (pyspark installed, the master's origin, the columns
+    the source's Spark read carries as exact text, which the MySQL and PostgreSQL reads ask their databases)
+    comes in the facts (wormhole.source_facts.spark_facts). No planning module imports wormhole.spark or a
+    module in it, not even lazily or for typing."""
+    mods = modules()
+    known = set(mods)
+    offenders = {name: within for name, path in mods.items() if name.startswith("wormhole.planning.")
+                 if (within := names_under(imports_of(path, name, known), ("wormhole.spark",)))}
+    assert "wormhole.planning.methods" in mods, "the planning modules were not found"
+    assert names_under(imports_of(mods["wormhole.source_facts"], "wormhole.source_facts", known),
+                       ("wormhole.spark",)), "the facts stage asks nothing of Spark: the test itself is broken"
     assert offenders == {}
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 import structlog
 
-from wormhole.config import EngineConf, SpeedConf, SpeedSpec
+from wormhole.config import EngineConf, SpeedConf, SpeedSpec, TaskSpec
 from wormhole.errors import InvalidTaskConfig
 from wormhole.planning.assign import (
     TaskGroup,
@@ -20,8 +20,10 @@ from wormhole.planning.assign import (
     task_group_count,
 )
 from wormhole.planning.channels import SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
-from wormhole.plugins.base import Split
+from wormhole.planning.plan import make_plan
+from wormhole.plugins.base import Column, Schema, Split
 from wormhole.recovery.coordinator import RetryPolicy, SplitCoordinator
+from wormhole.source_facts import SourceFacts, SparkFacts, spark_facts
 
 
 def limits(**kw: int | None) -> SpeedLimits:
@@ -189,3 +191,40 @@ def test_a_split_waiting_to_be_read_again_is_dropped_when_its_only_destination_f
     board.read_done(second, 10)
     board.sealed("s1", "js", 10)
     assert board.request(0) is None and board.remaining == 0
+
+
+# -- the plan decides from the facts alone (issue 36 item 3) -------------------------------------------
+
+
+def _mysql_to_parquet(engine: str) -> TaskSpec:
+    # Port 1: nothing listens there, so a plan that asked the source would fail.
+    return TaskSpec.from_mapping({
+        "source": {"plugin": "mysql", "params": {"host": "127.0.0.1", "port": 1, "user": "u", "database": "d",
+                                                 "table": "t", "connect_retries": 1}},
+        "destinations": [{"id": "pq", "plugin": "file", "params": {"path": "/nonexistent/pq", "format": "parquet"}}],
+        "settings": {"engine": engine}})
+
+
+def _facts(spark: SparkFacts) -> SourceFacts:
+    schema = Schema((Column("id", "int"), Column("ts", "datetime")))
+    return SourceFacts(periphery=None, info=None, schema=schema,  # type: ignore[arg-type]  # unused by the plan
+                       splits=(Split("t#0", "127.0.0.1:1", {}),), advice=1, spark=spark)
+
+
+@pytest.mark.parametrize(("exact", "method"), [
+    (frozenset(), "spark native write"),
+    (frozenset({"ts"}), "spark partitions, a row writer each"),
+    (None, "spark native write (row writers when the source carries exact text)"),
+], ids=["none", "ts", "unsaid"])
+def test_a_spark_plan_takes_the_sources_exact_text_from_the_facts(exact: frozenset[str] | None, method: str) -> None:
+    origin = {"master": "local[2]", "master_from": "settings.spark.master", "conf_file": "built-in defaults"}
+    plan = make_plan(_mysql_to_parquet("spark"), _facts(SparkFacts(True, origin, exact)), EngineConf())
+    assert plan.engine == "spark" and plan.destinations[0].method.startswith(f"{method}; ")
+    assert plan.to_dict()["spark"] == origin
+
+
+def test_the_facts_ask_nothing_of_spark_for_a_local_plan() -> None:
+    spec = _mysql_to_parquet("local")
+    facts = spark_facts(spec, EngineConf(), None, _facts(SparkFacts(True)).schema)  # the source is never asked
+    assert (facts.origin, facts.exact_text) == (None, None)
+    assert make_plan(spec, _facts(facts), EngineConf()).destinations[0].method.startswith("writer threads")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -59,6 +60,13 @@ def task() -> None:
     """Submit, inspect and retry tasks."""
 
 
+def _task_id_command(name: str) -> Callable[[Callable[..., None]], click.Command]:
+    """``task NAME TASK_ID`` with the global options, its function called with the context and the task id."""
+    def make(f: Callable[..., None]) -> click.Command:
+        return task.command(name)(click.argument("task_id", type=TASK_ID)(global_options(click.pass_context(f))))
+    return make
+
+
 @task.command("submit")
 @click.argument("file", type=click.Path(dir_okay=False))
 @NAME_OPTION
@@ -96,10 +104,7 @@ def loads_redacted(text: str | bytes | None) -> Any:
         return redact_json_text(text)  # not JSON, so not redacted key by key: as text
 
 
-@task.command("show")
-@click.argument("task_id", type=TASK_ID)
-@global_options
-@click.pass_context
+@_task_id_command("show")
 def task_show(ctx: click.Context, task_id: int) -> None:
     """Print a task, its result and its runs as JSON."""
     store = task_store(ctx)
@@ -189,10 +194,7 @@ def _leftovers(store: SqlTaskStore, record: TaskRecord, *, remove: bool) -> dict
     return leftovers(spec, record.id, resumable_run(store, record.id), remove=remove, taskdb_id=store.taskdb_id())
 
 
-@task.command("clean")
-@click.argument("task_id", type=TASK_ID)
-@global_options
-@click.pass_context
+@_task_id_command("clean")
 def task_clean(ctx: click.Context, task_id: int) -> None:
     """Remove what earlier runs of a task left in its destinations: staging tables, temporary directories
     and split markers wormhole created for it (never a running task's; a crashed run's state is kept
@@ -274,20 +276,14 @@ def task_retry(ctx: click.Context, task_id: int, force: bool) -> None:
     click.echo(f"task {task_id} is pending")
 
 
-@task.command("pause")
-@click.argument("task_id", type=TASK_ID)
-@global_options
-@click.pass_context
+@_task_id_command("pause")
 def task_pause(ctx: click.Context, task_id: int) -> None:
     """Stop a recurring task's schedule: no daemon starts a run of it until `task resume` (a run in
     progress finishes)."""
     _pause(ctx, task_id, paused=True)
 
 
-@task.command("resume")
-@click.argument("task_id", type=TASK_ID)
-@global_options
-@click.pass_context
+@_task_id_command("resume")
 def task_resume(ctx: click.Context, task_id: int) -> None:
     """Restart a paused recurring task's schedule from its next tick (ticks passed while it was paused are
     not run)."""

@@ -11,21 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from wormhole import incremental
 from wormhole.config import EngineConf, TaskSpec
 from wormhole.planning.assign import TaskGroup, assign_fairly, dispatch_order
 from wormhole.planning.channels import ChannelCount, SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
+from wormhole.planning.choice import EngineName, choose_engine
+from wormhole.planning.methods import describe_method, read_columns, write_method
 from wormhole.plugins import registry
-from wormhole.plugins.base import Schema, SinkRole, SourceInfo, Split
+from wormhole.plugins.base import Schema, SinkRole, Split
 from wormhole.transform.plan import TransformPlan, build_plan
 
 if TYPE_CHECKING:
     from wormhole.source_facts import SourceFacts
-
-EngineName = Literal["local", "spark"]
-
 
 @dataclass(frozen=True, slots=True)
 class PlannedSplit:
@@ -87,13 +86,13 @@ def make_plan(spec: TaskSpec, facts: SourceFacts, conf: EngineConf) -> Plan:
     the engine, the channels, the task groups, the transforms (an incremental task's window among them)
     and how each destination writes."""
     limits = speed_limits(spec.settings.speed, conf)
-    engine, engine_reason = choose_engine(spec, conf, facts.info)
+    engine, engine_reason = choose_engine(spec, conf, facts.info, facts.spark.installed)
     splits = list(facts.splits)
     count = cap_at_splits(adjust_channel_number(limits), len(splits))
     if facts.window is not None:
         spec = cast(TaskSpec, incremental.windowed(spec, facts.window))
     transforms = _transforms(spec, facts.schema, engine)
-    exact = _exact_text(spec, facts.schema, engine, transforms)
+    exact = _exact_text(facts, engine, transforms)
     return Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
                 splits=tuple(PlannedSplit(s.id, s.resource_mark, split_range(s)) for s in splits),
                 task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
@@ -103,7 +102,7 @@ def make_plan(spec: TaskSpec, facts: SourceFacts, conf: EngineConf) -> Plan:
                                    for d in spec.destinations),
                 estimated_rows=facts.estimated_rows, limits=limits, transforms=transforms,
                 incremental=facts.window.describe() if facts.window is not None else None,
-                spark=_spark_origin(spec, conf) if engine == "spark" else None)
+                spark=facts.spark.origin if engine == "spark" else None)
 
 
 def _transforms(spec: TaskSpec, schema: Schema, engine: EngineName) -> TransformPlan | None:
@@ -158,29 +157,6 @@ def split_range(split: Split) -> str | None:
     return None
 
 
-def choose_engine(spec: TaskSpec, conf: EngineConf, info: SourceInfo | None) -> tuple[EngineName, str]:
-    """Where the partitions run, and why (logged and stored in the result)."""
-    setting = spec.settings.engine
-    if setting != "auto":
-        return setting, f"settings.engine is {setting!r}"
-    needs = [f"source {spec.source.plugin!r}"] if registry.source(spec.source.plugin).spark_only else []
-    needs += [f"destination {d.id!r} ({d.plugin})" for d in spec.destinations
-              if registry.sink(d.plugin).needs_spark]
-    if needs:
-        return "spark", f"{', '.join(needs)} needs Spark"
-    threshold = conf.spark.auto_rows
-    estimate = info.estimated_rows if info is not None else None
-    if estimate is None:
-        return "local", "the source gave no row estimate"
-    if estimate <= threshold:
-        return "local", f"estimated {estimate} rows <= spark.auto_rows {threshold}"
-    from wormhole import spark
-
-    if not spark.available():
-        return "local", f"estimated {estimate} rows > spark.auto_rows {threshold}, but pyspark is not installed"
-    return "spark", f"estimated {estimate} rows > spark.auto_rows {threshold}"
-
-
 def _sink(plugin: str) -> SinkRole[Any]:
     role = registry.get(plugin).sink
     assert role is not None  # validated with the task
@@ -193,29 +169,16 @@ def _destination(dest_id: str, plugin: str, options: Any, concurrency: int, engi
     how = ", ".join(f"{k}={getattr(options, k)}" for k in sink.method_keys)  # fields the store names
     if engine == "local":
         writers, where = concurrency, "writer threads"
-    else:  # as SparkExecution will write it (wormhole.spark.methods)
-        from wormhole.spark.methods import describe_method, write_method
-
+    else:  # as SparkExecution will write it
         method = write_method(plugin, options, exact)
         writers, where = (1 if method == "driver" else partitions), describe_method(method)
     return PlannedDestination(dest_id, plugin, writers, f"{where}; {how}" if how else where)
 
 
-def _exact_text(spec: TaskSpec, schema: Schema, engine: EngineName,
-                transforms: TransformPlan | None) -> frozenset[str] | None:
+def _exact_text(facts: SourceFacts, engine: EngineName, transforms: TransformPlan | None) -> frozenset[str] | None:
     """Spark mode: the columns the source's Spark read carries as exact text (native writes decline them),
-    of those its pushed-down projection keeps."""
-    if engine != "spark":
+    of those its pushed-down projection keeps; None when the source's read does not say."""
+    exact = facts.spark.exact_text
+    if engine != "spark" or exact is None:
         return None
-    from wormhole.spark.methods import read_columns, source_exact_text
-
-    exact = source_exact_text(spec.source.plugin, spec.source.options, schema)
-    return None if exact is None else exact & read_columns(transforms, schema)
-
-
-def _spark_origin(spec: TaskSpec, conf: EngineConf) -> dict[str, str]:
-    """The master, where it came from and the engine.toml read: the choice made again (it is idempotent,
-    so a conf the run already chose gives the same answer)."""
-    from wormhole.spark.config import choose
-
-    return choose(conf.spark, spec.settings.spark).describe()
+    return exact & read_columns(transforms, facts.schema)

@@ -157,6 +157,17 @@ def json_loads(text: str | bytes) -> Any:
     return JSON_NULL if v is None else v
 
 
+def from_text(parse: Callable[[str], Any], refuse: Callable[[Any], str]) -> Callable[[Any], Any]:
+    """A reader's converter for a type a store keeps as text: ``parse`` a string; anything else is a
+    TypeError whose message is ``refuse(value)`` (the reason the row is rejected with)."""
+    def convert(v: Any) -> Any:
+        if type(v) is str:
+            return parse(v)
+        raise TypeError(refuse(v))
+
+    return convert
+
+
 def json_column(values: Iterable[Any]) -> list[Any]:
     """Parsed JSON values of one column with ``null`` made JSON_NULL: one C-level scan when none is."""
     out = list(values)

@@ -24,9 +24,9 @@ from typing import Any
 import wormhole
 from wormhole.errors import ConfigError
 from wormhole.log import Logger
+from wormhole.planning.methods import write_method
 from wormhole.plugins import registry
 from wormhole.plugins.spark_errors import MODULE_HINT, describe_spark_error
-from wormhole.spark.methods import write_method
 
 TIMEOUT_S = 180.0
 """How long the check waits for executors (a cluster without a free worker never starts the job)."""

@@ -38,6 +38,7 @@ from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteErr
 from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
+from wormhole.planning.methods import write_method
 from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, ReadContext, Rejected, Schema, Split, split_order
 from wormhole.plugins.spark_kit import RowReaderPlan, describe_spark_error, exact_columns, logical_schema
@@ -45,7 +46,6 @@ from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.spark.accumulators import DirtyEntry, ListParam
 from wormhole.spark.config import is_local
-from wormhole.spark.methods import write_method
 from wormhole.spark.partitions import Accumulators, Member, SharedJob, partition_writer, task_attempts
 from wormhole.spark.preflight import check_executors
 from wormhole.spark.row_reader import row_reader_frame

@@ -61,7 +61,7 @@ class DaemonRecord:
 class ActionsMixin(SqlStoreBase):
     """The console's methods of :class:`~wormhole.taskdb.base.SqlTaskStore`."""
 
-    action_ddl: ClassVar[str] = ""
+    action_ddl: ClassVar[tuple[str, ...]] = ()
     _actions_ready = False
 
     def record_action(self, action: str, actor: str, *, task_id: int | None = None, run_id: int | None = None,
@@ -80,7 +80,8 @@ class ActionsMixin(SqlStoreBase):
     def _ensure_actions(self) -> None:
         # A database from before the console: made here as ``db init`` would (CREATE ... IF NOT EXISTS).
         if not self._actions_ready:
-            self._run("create the action table", self.action_ddl)
+            for statement in self.action_ddl:
+                self._run("create the action table", statement)
             self._actions_ready = True
 
     def actions(self, task_id: int | None = None, limit: int = 100) -> list[ActionRecord]:

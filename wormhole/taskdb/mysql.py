@@ -48,7 +48,7 @@ class MysqlTaskStore(SqlTaskStore):
     ddl: ClassVar[tuple[str, ...]] = MYSQL_DDL
     watermark_ddl: ClassVar[str] = MYSQL_WATERMARK_DDL
     state_lock_ddl: ClassVar[str] = MYSQL_STATE_LOCK_DDL
-    action_ddl: ClassVar[str] = MYSQL_ACTION_DDL
+    action_ddl: ClassVar[tuple[str, ...]] = MYSQL_ACTION_DDL
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = MYSQL_ADDED_COLUMNS
     insert_ignore: ClassVar[str] = "INSERT IGNORE"
 

@@ -1,4 +1,4 @@
-"""DDL of the task database: one logical schema, spelled once for SQLite and once for MySQL/MariaDB.
+"""DDL of the task database: one logical schema (:data:`TABLES`), rendered for SQLite and for MySQL/MariaDB.
 
 Both spellings accept the upstream contract: a plain
 ``INSERT INTO wormhole_task (name, spec) VALUES ('orders', '{...json...}')`` creates a pending task,
@@ -16,6 +16,9 @@ and, on a database from before them, by the first action recorded; a running tas
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 TASK_TABLE = "wormhole_task"
 RUN_TABLE = "wormhole_task_run"
@@ -58,228 +61,164 @@ UPSTREAM_INSERT_EXAMPLE = (
     "INSERT INTO wormhole_task (name, spec) VALUES ('orders', '{\"source\": {...}, \"destinations\": [...]}')"
 )
 
-# Columns added after the first release, as (table, column, definition) per dialect. Each also
-# appears in its CREATE TABLE below, so a fresh database has it from the start.
-SQLITE_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    (TASK_TABLE, "priority", "INTEGER NOT NULL DEFAULT 0"),
-    (TASK_TABLE, "heartbeat_at", "TEXT"),
-    (RUN_TABLE, "resumed_from", "INTEGER"),
-    (TASK_TABLE, "params", "TEXT"),
-    (RUN_TABLE, "variables", "TEXT"),
-    (TASK_TABLE, "schedule", "TEXT"),
-    (TASK_TABLE, "next_run_at", "TEXT"),
-    (TASK_TABLE, "tick_at", "TEXT"),
-    (TASK_TABLE, "paused", "INTEGER NOT NULL DEFAULT 0"),
-    (CHECKPOINT_TABLE, "kind", "VARCHAR(16)"),
-    (TASK_TABLE, "progress", "TEXT"),
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    kind: str
+    """A key of :class:`Dialect` ``types``: how each dialect spells it."""
+    not_null: bool = False
+    default: str | None = None
+    """A literal, the same in both dialects (the timestamp kinds bring their own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...] = ("id",)
+    """The primary key; ``("id",)`` with an ``auto`` column: the row id the database assigns."""
+    unique: tuple[str, tuple[str, ...]] | None = None
+    """One unique key: its name's suffix and its columns."""
+    indexes: tuple[str, ...] = ()
+    """Columns with an index of their own (``ix_<table>_<column>``)."""
+
+
+_c = Column  # short: the tables below list many
+
+
+_ID = _c("id", "auto")
+_TASK_ID = _c("task_id", "ref", not_null=True)
+_RUN_ID = _c("run_id", "ref", not_null=True)
+_NAME = "name255"
+
+TASK = Table(TASK_TABLE, (
+    _ID, _c("name", _NAME, not_null=True, default="''"), _c("spec", "long", not_null=True),
+    _c("status", "name16", not_null=True, default="'pending'"), _c("attempts", "int", not_null=True, default="0"),
+    _c("created_at", "created"), _c("started_at", "time"), _c("finished_at", "time"), _c("claimed_by", _NAME),
+    _c("result", "long"), _c("error", "text"), _c("priority", "int", not_null=True, default="0"),
+    _c("heartbeat_at", "time"), _c("params", "text"), _c("schedule", "short"), _c("next_run_at", "time"),
+    _c("tick_at", "time"), _c("paused", "flag", not_null=True, default="0"), _c("progress", "text"),
+), indexes=("status",))
+RUN = Table(RUN_TABLE, (
+    _ID, _TASK_ID, _c("status", "name16", not_null=True, default="'running'"), _c("claimed_by", _NAME),
+    _c("started_at", "time"), _c("finished_at", "time"), _c("exit_code", "int"), _c("result", "long"),
+    _c("error", "text"), _c("resumed_from", "ref"), _c("variables", "text"),
+), indexes=("task_id",))
+DAEMON = Table(DAEMON_TABLE, (
+    _ID, _c("host", _NAME, not_null=True), _c("pid", "int", not_null=True), _c("started_at", "time"),
+    _c("heartbeat_at", "time"), _c("running_tasks", "int", not_null=True, default="0"),
+    _c("status", "name16", not_null=True, default="'running'"),
+))
+CHECKPOINT = Table(CHECKPOINT_TABLE, (
+    _ID, _TASK_ID, _RUN_ID, _c("origin_run_id", "ref", not_null=True), _c("split_id", _NAME, not_null=True),
+    _c("destination", _NAME, not_null=True, default="''"), _c("rows", "count"), _c("payload", "long"),
+    _c("recorded_at", "recorded"), _c("kind", "name16"),
+), unique=("split", ("run_id", "split_id", "destination")), indexes=("task_id",))
+META = Table(META_TABLE, (_c("name", "name64", not_null=True), _c("value", _NAME, not_null=True)), key=("name",))
+WATERMARK = Table(WATERMARK_TABLE, (
+    _c("state_key", _NAME, not_null=True), _c("destination", _NAME, not_null=True), _c("value", "text"),
+    _TASK_ID, _RUN_ID, _c("updated_at", "recorded"),
+), key=("state_key", "destination"))
+STATE_LOCK = Table(STATE_LOCK_TABLE, (
+    _c("state_key", _NAME, not_null=True), _TASK_ID, _RUN_ID, _c("claimed_by", _NAME, not_null=True),
+    _c("acquired_at", "time"),
+), key=("state_key",))
+ACTION = Table(ACTION_TABLE, (
+    _ID, _c("task_id", "ref"), _c("run_id", "ref"), _c("action", "name16", not_null=True),
+    _c("actor", _NAME, not_null=True), _c("claimed_by", _NAME), _c("detail", "text"), _c("created_at", "recorded"),
+), indexes=("task_id",))
+
+ADDED_COLUMNS: tuple[tuple[Table, str], ...] = (
+    (TASK, "priority"), (TASK, "heartbeat_at"), (RUN, "resumed_from"), (TASK, "params"), (RUN, "variables"),
+    (TASK, "schedule"), (TASK, "next_run_at"), (TASK, "tick_at"), (TASK, "paused"), (CHECKPOINT, "kind"),
+    (TASK, "progress"),
 )
-MYSQL_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    (TASK_TABLE, "priority", "INT NOT NULL DEFAULT 0"),
-    (TASK_TABLE, "heartbeat_at", "DATETIME(3) NULL"),
-    (RUN_TABLE, "resumed_from", "BIGINT NULL"),
-    (TASK_TABLE, "params", "TEXT NULL"),
-    (RUN_TABLE, "variables", "TEXT NULL"),
-    (TASK_TABLE, "schedule", "VARCHAR(255) NULL"),
-    (TASK_TABLE, "next_run_at", "DATETIME(3) NULL"),
-    (TASK_TABLE, "tick_at", "DATETIME(3) NULL"),
-    (TASK_TABLE, "paused", "TINYINT NOT NULL DEFAULT 0"),
-    (CHECKPOINT_TABLE, "kind", "VARCHAR(16) NULL"),
-    (TASK_TABLE, "progress", "TEXT NULL"),
-)
+"""Columns added after the first release. Each is also in its table, so a fresh database has it from the start."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How one database spells :data:`TABLES`."""
+
+    types: Mapping[str, tuple[str, str | None]]
+    """A column kind: its type and its default (None: the column's own)."""
+    nullable: str
+    """What follows the type of a column that may be NULL."""
+    suffix: str
+    """After the closing parenthesis of CREATE TABLE."""
+    inline_indexes: bool
+    """Indexes declared in CREATE TABLE (MySQL: it has no CREATE INDEX IF NOT EXISTS), else apart."""
+    auto_is_key: bool = False
+    """The ``auto`` row id's spelling makes it the primary key (SQLite's INTEGER PRIMARY KEY AUTOINCREMENT)."""
+    reserved: frozenset[str] = frozenset()
+    """Column names quoted with backticks."""
+
+    def column(self, col: Column) -> str:
+        kind, default = self.types[col.kind]
+        if col.kind == "auto":  # the row id: its spelling is the whole definition
+            return f"{col.name} {kind}"
+        null = " NOT NULL" if col.not_null else self.nullable
+        default = default if default is not None else col.default
+        name = f"`{col.name}`" if col.name in self.reserved else col.name
+        return f"{name} {kind}{null}{f' DEFAULT {default}' if default is not None else ''}"
+
+    def create(self, table: Table) -> tuple[str, ...]:
+        """CREATE TABLE (and, where indexes are apart, CREATE INDEX) of ``table``, all IF NOT EXISTS."""
+        lines = [self.column(c) for c in table.columns]
+        if not (self.auto_is_key and any(c.kind == "auto" for c in table.columns)):
+            lines.append(f"PRIMARY KEY ({', '.join(table.key)})")
+        if table.unique is not None:
+            suffix, cols = table.unique
+            named = f"UNIQUE KEY ux_{table.name}_{suffix}" if self.inline_indexes else "UNIQUE"
+            lines.append(f"{named} ({', '.join(cols)})")
+        indexes = [(f"ix_{table.name}_{c}", c) for c in table.indexes]
+        if self.inline_indexes:
+            lines += [f"KEY {ix} ({c})" for ix, c in indexes]
+            indexes = []
+        body = ",\n    ".join(lines)
+        return (f"CREATE TABLE IF NOT EXISTS {table.name} (\n    {body}\n){self.suffix}",
+                *(f"CREATE INDEX IF NOT EXISTS {ix} ON {table.name} ({c})" for ix, c in indexes))
+
+    def added(self) -> tuple[tuple[str, str, str], ...]:
+        """(table, column, definition) of :data:`ADDED_COLUMNS`."""
+        return tuple((t.name, name, self.column(next(c for c in t.columns if c.name == name)).partition(" ")[2])
+                     for t, name in ADDED_COLUMNS)
+
 
 # SQLite keeps timestamps as 'YYYY-MM-DD HH:MM:SS.fff' UTC text: strftime('now') is UTC, and the text
 # sorts chronologically.
 _SQLITE_NOW = "(strftime('%Y-%m-%d %H:%M:%f', 'now'))"
+# The column kinds: auto (the row id), ref (another row's id), int, count (rows), flag (0/1), text, long
+# (a spec or result), short (a line), time (written by the store), created (stamped by the database when an
+# upstream INSERT leaves it out), recorded (written by the store; SQLite also stamps it), nameN (VARCHAR(N)).
+_VARCHARS = {f"name{n}": (f"VARCHAR({n})", None) for n in (16, 64, 255)}
 
-SQLITE_DDL: tuple[str, ...] = (
-    f"""CREATE TABLE IF NOT EXISTS {TASK_TABLE} (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    name        VARCHAR(255) NOT NULL DEFAULT '',
-    spec        TEXT NOT NULL,
-    status      VARCHAR(16) NOT NULL DEFAULT 'pending',
-    attempts    INTEGER NOT NULL DEFAULT 0,
-    created_at  TEXT DEFAULT {_SQLITE_NOW},
-    started_at  TEXT,
-    finished_at TEXT,
-    claimed_by  VARCHAR(255),
-    result      TEXT,
-    error       TEXT,
-    priority    INTEGER NOT NULL DEFAULT 0,
-    heartbeat_at TEXT,
-    params      TEXT,
-    schedule    TEXT,
-    next_run_at TEXT,
-    tick_at     TEXT,
-    paused      INTEGER NOT NULL DEFAULT 0,
-    progress    TEXT
-)""",
-    f"CREATE INDEX IF NOT EXISTS ix_{TASK_TABLE}_status ON {TASK_TABLE} (status)",
-    f"""CREATE TABLE IF NOT EXISTS {RUN_TABLE} (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    task_id     INTEGER NOT NULL,
-    status      VARCHAR(16) NOT NULL DEFAULT 'running',
-    claimed_by  VARCHAR(255),
-    started_at  TEXT,
-    finished_at TEXT,
-    exit_code   INTEGER,
-    result      TEXT,
-    error       TEXT,
-    resumed_from INTEGER,
-    variables   TEXT
-)""",
-    f"CREATE INDEX IF NOT EXISTS ix_{RUN_TABLE}_task_id ON {RUN_TABLE} (task_id)",
-    f"""CREATE TABLE IF NOT EXISTS {DAEMON_TABLE} (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    host          VARCHAR(255) NOT NULL,
-    pid           INTEGER NOT NULL,
-    started_at    TEXT,
-    heartbeat_at  TEXT,
-    running_tasks INTEGER NOT NULL DEFAULT 0,
-    status        VARCHAR(16) NOT NULL DEFAULT 'running'
-)""",
-    f"""CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    task_id       INTEGER NOT NULL,
-    run_id        INTEGER NOT NULL,
-    origin_run_id INTEGER NOT NULL,
-    split_id      VARCHAR(255) NOT NULL,
-    destination   VARCHAR(255) NOT NULL DEFAULT '',
-    rows          INTEGER,
-    payload       TEXT,
-    recorded_at   TEXT DEFAULT {_SQLITE_NOW},
-    kind          VARCHAR(16),
-    UNIQUE (run_id, split_id, destination)
-)""",
-    f"CREATE INDEX IF NOT EXISTS ix_{CHECKPOINT_TABLE}_task_id ON {CHECKPOINT_TABLE} (task_id)",
-    f"CREATE TABLE IF NOT EXISTS {META_TABLE} (name VARCHAR(64) PRIMARY KEY, value VARCHAR(255) NOT NULL)",
-)
-SQLITE_WATERMARK_DDL = f"""CREATE TABLE IF NOT EXISTS {WATERMARK_TABLE} (
-    state_key   VARCHAR(255) NOT NULL,
-    destination VARCHAR(255) NOT NULL,
-    value       TEXT,
-    task_id     INTEGER NOT NULL,
-    run_id      INTEGER NOT NULL,
-    updated_at  TEXT DEFAULT {_SQLITE_NOW},
-    PRIMARY KEY (state_key, destination)
-)"""
-SQLITE_STATE_LOCK_DDL = f"""CREATE TABLE IF NOT EXISTS {STATE_LOCK_TABLE} (
-    state_key   VARCHAR(255) NOT NULL PRIMARY KEY,
-    task_id     INTEGER NOT NULL,
-    run_id      INTEGER NOT NULL,
-    claimed_by  VARCHAR(255) NOT NULL,
-    acquired_at TEXT
-)"""
-
-# Indexes are declared inline: MySQL (unlike MariaDB) has no CREATE INDEX IF NOT EXISTS.
+SQLITE = Dialect(types={
+    "auto": ("INTEGER PRIMARY KEY AUTOINCREMENT", None), "ref": ("INTEGER", None), "int": ("INTEGER", None),
+    "count": ("INTEGER", None), "flag": ("INTEGER", None), "text": ("TEXT", None), "long": ("TEXT", None),
+    "short": ("TEXT", None), "time": ("TEXT", None), "created": ("TEXT", _SQLITE_NOW),
+    "recorded": ("TEXT", _SQLITE_NOW), **_VARCHARS,
+}, nullable="", suffix="", inline_indexes=False, auto_is_key=True)
 # created_at is TIMESTAMP(3), not DATETIME(3): TIMESTAMP stores UTC and converts from the *inserting*
 # session's time zone, so an upstream INSERT from a session that is not on UTC still records UTC.
 # The other timestamps are always written by the store (its sessions run on '+00:00').
-MYSQL_DDL: tuple[str, ...] = (
-    f"""CREATE TABLE IF NOT EXISTS {TASK_TABLE} (
-    id          BIGINT NOT NULL AUTO_INCREMENT,
-    name        VARCHAR(255) NOT NULL DEFAULT '',
-    spec        LONGTEXT NOT NULL,
-    status      VARCHAR(16) NOT NULL DEFAULT 'pending',
-    attempts    INT NOT NULL DEFAULT 0,
-    created_at  TIMESTAMP(3) NULL DEFAULT CURRENT_TIMESTAMP(3),
-    started_at  DATETIME(3) NULL,
-    finished_at DATETIME(3) NULL,
-    claimed_by  VARCHAR(255) NULL,
-    result      LONGTEXT NULL,
-    error       TEXT NULL,
-    priority    INT NOT NULL DEFAULT 0,
-    heartbeat_at DATETIME(3) NULL,
-    params      TEXT NULL,
-    schedule    VARCHAR(255) NULL,
-    next_run_at DATETIME(3) NULL,
-    tick_at     DATETIME(3) NULL,
-    paused      TINYINT NOT NULL DEFAULT 0,
-    progress    TEXT NULL,
-    PRIMARY KEY (id),
-    KEY ix_{TASK_TABLE}_status (status)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
-    f"""CREATE TABLE IF NOT EXISTS {RUN_TABLE} (
-    id          BIGINT NOT NULL AUTO_INCREMENT,
-    task_id     BIGINT NOT NULL,
-    status      VARCHAR(16) NOT NULL DEFAULT 'running',
-    claimed_by  VARCHAR(255) NULL,
-    started_at  DATETIME(3) NULL,
-    finished_at DATETIME(3) NULL,
-    exit_code   INT NULL,
-    result      LONGTEXT NULL,
-    error       TEXT NULL,
-    resumed_from BIGINT NULL,
-    variables   TEXT NULL,
-    PRIMARY KEY (id),
-    KEY ix_{RUN_TABLE}_task_id (task_id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
-    f"""CREATE TABLE IF NOT EXISTS {DAEMON_TABLE} (
-    id            BIGINT NOT NULL AUTO_INCREMENT,
-    host          VARCHAR(255) NOT NULL,
-    pid           INT NOT NULL,
-    started_at    DATETIME(3) NULL,
-    heartbeat_at  DATETIME(3) NULL,
-    running_tasks INT NOT NULL DEFAULT 0,
-    status        VARCHAR(16) NOT NULL DEFAULT 'running',
-    PRIMARY KEY (id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
-    f"""CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (
-    id            BIGINT NOT NULL AUTO_INCREMENT,
-    task_id       BIGINT NOT NULL,
-    run_id        BIGINT NOT NULL,
-    origin_run_id BIGINT NOT NULL,
-    split_id      VARCHAR(255) NOT NULL,
-    destination   VARCHAR(255) NOT NULL DEFAULT '',
-    `rows`        BIGINT NULL,
-    payload       LONGTEXT NULL,
-    recorded_at   DATETIME(3) NULL,
-    kind          VARCHAR(16) NULL,
-    PRIMARY KEY (id),
-    UNIQUE KEY ux_{CHECKPOINT_TABLE}_split (run_id, split_id, destination),
-    KEY ix_{CHECKPOINT_TABLE}_task_id (task_id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
-    f"""CREATE TABLE IF NOT EXISTS {META_TABLE} (
-    name  VARCHAR(64) NOT NULL,
-    value VARCHAR(255) NOT NULL,
-    PRIMARY KEY (name)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
-)
-MYSQL_WATERMARK_DDL = f"""CREATE TABLE IF NOT EXISTS {WATERMARK_TABLE} (
-    state_key   VARCHAR(255) NOT NULL,
-    destination VARCHAR(255) NOT NULL,
-    value       TEXT NULL,
-    task_id     BIGINT NOT NULL,
-    run_id      BIGINT NOT NULL,
-    updated_at  DATETIME(3) NULL,
-    PRIMARY KEY (state_key, destination)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""
-MYSQL_STATE_LOCK_DDL = f"""CREATE TABLE IF NOT EXISTS {STATE_LOCK_TABLE} (
-    state_key   VARCHAR(255) NOT NULL,
-    task_id     BIGINT NOT NULL,
-    run_id      BIGINT NOT NULL,
-    claimed_by  VARCHAR(255) NOT NULL,
-    acquired_at DATETIME(3) NULL,
-    PRIMARY KEY (state_key)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""
-SQLITE_ACTION_DDL = f"""CREATE TABLE IF NOT EXISTS {ACTION_TABLE} (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    task_id     INTEGER,
-    run_id      INTEGER,
-    action      VARCHAR(16) NOT NULL,
-    actor       VARCHAR(255) NOT NULL,
-    claimed_by  VARCHAR(255),
-    detail      TEXT,
-    created_at  TEXT DEFAULT {_SQLITE_NOW}
-)"""
-MYSQL_ACTION_DDL = f"""CREATE TABLE IF NOT EXISTS {ACTION_TABLE} (
-    id          BIGINT NOT NULL AUTO_INCREMENT,
-    task_id     BIGINT NULL,
-    run_id      BIGINT NULL,
-    action      VARCHAR(16) NOT NULL,
-    actor       VARCHAR(255) NOT NULL,
-    claimed_by  VARCHAR(255) NULL,
-    detail      TEXT NULL,
-    created_at  DATETIME(3) NULL,
-    PRIMARY KEY (id),
-    KEY ix_{ACTION_TABLE}_task_id (task_id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"""
+MYSQL = Dialect(types={
+    "auto": ("BIGINT NOT NULL AUTO_INCREMENT", None), "ref": ("BIGINT", None), "int": ("INT", None),
+    "count": ("BIGINT", None), "flag": ("TINYINT", None), "text": ("TEXT", None), "long": ("LONGTEXT", None),
+    "short": ("VARCHAR(255)", None), "time": ("DATETIME(3)", None),
+    "created": ("TIMESTAMP(3)", "CURRENT_TIMESTAMP(3)"), "recorded": ("DATETIME(3)", None), **_VARCHARS,
+}, nullable=" NULL", suffix=" ENGINE=InnoDB DEFAULT CHARSET=utf8mb4", inline_indexes=True,
+    reserved=frozenset({"rows"}))  # ROWS is a reserved word of MySQL 8
+
+TABLES = (TASK, RUN, DAEMON, CHECKPOINT, META)
+"""What ``db init`` creates first (the meta table last: :data:`wormhole.taskdb.base._META_DDL`); the watermark,
+state lock and action tables follow, and are also made on first use on a database from before them."""
+
+SQLITE_DDL = tuple(statement for table in TABLES for statement in SQLITE.create(table))
+MYSQL_DDL = tuple(statement for table in TABLES for statement in MYSQL.create(table))
+SQLITE_ADDED_COLUMNS = SQLITE.added()
+MYSQL_ADDED_COLUMNS = MYSQL.added()
+(SQLITE_WATERMARK_DDL,), (MYSQL_WATERMARK_DDL,) = SQLITE.create(WATERMARK), MYSQL.create(WATERMARK)
+(SQLITE_STATE_LOCK_DDL,), (MYSQL_STATE_LOCK_DDL,) = SQLITE.create(STATE_LOCK), MYSQL.create(STATE_LOCK)
+SQLITE_ACTION_DDL, MYSQL_ACTION_DDL = SQLITE.create(ACTION), MYSQL.create(ACTION)  # SQLite: the index apart

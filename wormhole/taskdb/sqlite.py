@@ -31,7 +31,7 @@ class SqliteTaskStore(SqlTaskStore):
     ddl: ClassVar[tuple[str, ...]] = SQLITE_DDL
     watermark_ddl: ClassVar[str] = SQLITE_WATERMARK_DDL
     state_lock_ddl: ClassVar[str] = SQLITE_STATE_LOCK_DDL
-    action_ddl: ClassVar[str] = SQLITE_ACTION_DDL
+    action_ddl: ClassVar[tuple[str, ...]] = SQLITE_ACTION_DDL
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = SQLITE_ADDED_COLUMNS
 
     def __init__(self, url: str, path: str | Path, *, create: bool = False) -> None:

@@ -37,7 +37,7 @@ from wormhole.plugins.file.convert import (
     parse_bytes,
     parse_decimal,
 )
-from wormhole.plugins.values import JSON_NULL, json_dumps, json_encoder, json_parse, plain_decimal
+from wormhole.plugins.values import JSON_NULL, from_text, json_dumps, json_encoder, json_parse, plain_decimal
 
 PLUGIN_NAME = "file"
 
@@ -85,12 +85,7 @@ def _to_bool(v: Any) -> bool:
 
 
 def _from_text(parse: Callable[[str], Any], what: str) -> Callable[[Any], Any]:
-    def convert(v: Any) -> Any:
-        if type(v) is str:
-            return parse(v)
-        raise TypeError(f"expected {what} string, got {_kind(v)}")
-
-    return convert
+    return from_text(parse, lambda v: f"expected {what} string, got {_kind(v)}")
 
 
 _NONE = type(None)

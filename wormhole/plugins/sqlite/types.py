@@ -12,7 +12,7 @@ from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
-from wormhole.plugins.values import json_dumps, json_loads, plain_decimal
+from wormhole.plugins.values import from_text, json_dumps, json_loads, plain_decimal
 
 LogicalName = Literal["int", "float", "decimal", "string", "bytes", "bool", "date", "datetime", "json"]
 
@@ -135,12 +135,7 @@ def _to_json(v: Any) -> Any:
 
 
 def _from_text(parse: Callable[[str], Any], what: str) -> Callable[[Any], Any]:
-    def convert(v: Any) -> Any:
-        if type(v) is str:
-            return parse(v)
-        raise TypeError(f"{_value(v)} is no {what} text")
-
-    return convert
+    return from_text(parse, lambda v: f"{_value(v)} is no {what} text")
 
 
 READ_CONVERTERS: dict[str, Callable[[Any], Any]] = {
