@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlparse
 
@@ -170,7 +171,7 @@ def test_dirty_rows_of_an_arrow_batch_are_rejected_one_by_one(mysql_db: str, bat
     reasons = {r.row[0]: r.reason for r in result.rejected}
     assert set(reasons) == {3, 5, 7} and result.written == 7
     assert reasons[3].startswith("(1062) Duplicate entry '3'") and reasons[5].startswith("(1406) Data too long")
-    assert reasons[7] == "ValueError: MySQL cannot store the float inf"
+    assert reasons[7] == "ValueError: column score: MySQL cannot store the float inf"
     assert run_sql(mysql_db, "SELECT id, name, score FROM t ORDER BY id") == [
         (1, "n1", 1.5), (2, "n2", 2.5), (3, "old", 0.0), (4, "n4", 4.5), (6, "n6", 6.5), (8, "n8", 8.5),
         (9, "n9", 9.5), (10, "n10", 10.5)]
@@ -186,3 +187,22 @@ def test_a_tuple_batch_arrow_cannot_hold_is_written_as_before(mysql_db: str) -> 
     assert result.written == 3 and not result.rejected
     assert run_sql(mysql_db, "SELECT id, CAST(d AS CHAR), n FROM t ORDER BY id") == [
         (1, "0000-00-00", 5), (2, "2024-02-29", 1), (3, None, None)]
+
+
+@pytest.mark.parametrize("method", ["load_data", "insert"])
+def test_a_decimal_with_more_places_than_the_target_column_is_refused_not_rounded(mysql_db: str, method: str) -> None:
+    # MySQL would round 1.2345 into a DECIMAL(10,2) with a note only: the writer refuses that row, naming the
+    # column, the value and the column's type. 1.2300 has no digit beyond the scale: it goes in.
+    run_sql(mysql_db, "CREATE TABLE t (id INT PRIMARY KEY, amount DECIMAL(10,2))")
+    schema = Schema((Column("id", "int"), Column("amount", "decimal", precision=12, scale=4)))
+    rows = [(1, Decimal("1.2300")), (2, Decimal("1.2345")), (3, None), (4, Decimal("-0.0050")),
+            (5, Decimal("12345678.9900"))]
+    (result,) = write(mysql_db, schema, [Batch.of_arrow(arrow_from_rows(schema, rows))], table="t", method=method)
+    reasons = {r.row[0]: r.reason for r in result.rejected}
+    assert reasons == {
+        2: "ValueError: column amount: 1.2345 has more decimal places than decimal(10,2) holds (MySQL would round it)",
+        4: "ValueError: column amount: -0.0050 has more decimal places than decimal(10,2) holds (MySQL would "
+           "round it)"}
+    assert result.written == 3
+    assert run_sql(mysql_db, "SELECT id, CAST(amount AS CHAR) FROM t ORDER BY id") == [
+        (1, "1.23"), (3, None), (5, "12345678.99")]

@@ -135,13 +135,14 @@ def test_postgres_to_postgres_beside_other_stores_keeps_each_numerics_text(
     assert _texts(pg_schemas, schema, "made") == STORED
 
 
-@pytest.mark.xfail(strict=True, reason="the mysql writer lets MySQL round a decimal with more places than the "
-                                       "column's scale (1E-31 as 0 in DECIMAL(65,30)): a writer change")
 def test_a_free_scale_numeric_with_more_places_than_a_mysql_column_is_refused_not_rounded(
         dbs: Databases, server: Server, pg_schemas: Schemas, tmp_path: Path) -> None:
+    # MySQL would round 1E-31 to 0 in a DECIMAL(65,30) without a word (a note, not a warning): the writer
+    # refuses the row instead, naming the column, the value and the column's type. Rows that fit go in.
     schema = pg_schemas.create("num")
     pg_execute(pg_schemas.conn, f'CREATE TABLE "{schema}".src (id int PRIMARY KEY, n numeric)')
-    pg_execute(pg_schemas.conn, f'INSERT INTO "{schema}".src VALUES (1, 1E-31), (2, 1.0000000000000000000000000000005)')
+    pg_execute(pg_schemas.conn, f'INSERT INTO "{schema}".src VALUES (1, 1E-31), (2, 1.0000000000000000000000000000005),'
+                                " (3, 2.5000000000000000000000000000000000), (4, NULL), (5, 'NaN')")
     admin = server.connect()
     db = dbs.create("num")
     execute(admin, f"CREATE TABLE {q(db)}.dst (id INT PRIMARY KEY, n DECIMAL(65,30))")
@@ -151,5 +152,12 @@ def test_a_free_scale_numeric_with_more_places_than_a_mysql_column_is_refused_no
         cur.execute(f"SELECT id, CAST(n AS CHAR) FROM {q(db)}.dst")
         landed = dict(cur.fetchall())
     admin.close()
-    assert landed == {}, landed  # 0 and 1.000000000000000000000000000001 today
-    assert result.result["destinations"]["mysql"]["rows_rejected"] == 2
+    assert result.exit_code == 201, result.result  # rows refused, within the error limit
+    assert landed == {3: "2.500000000000000000000000000000", 4: None}, landed  # trailing zeros are no rounding
+    assert result.result["destinations"]["mysql"]["rows_rejected"] == 3
+    reasons = {d["row"][0]: d["reason"] for d in map(json.loads, dirty_lines(_conf(tmp_path), result))}
+    assert set(reasons) == {1, 2, 5}
+    assert reasons[1] == ("ValueError: column n: 0.0000000000000000000000000000001 has more decimal places than "
+                          "decimal(65,30) holds (MySQL would round it)")
+    assert "column n: " in reasons[2] and "1.0000000000000000000000000000005" in reasons[2]
+    assert reasons[5] == "ValueError: column n: MySQL DECIMAL cannot hold NaN"

@@ -8,8 +8,13 @@ Columns whose target declares the source's own type take their fields from the b
 (:mod:`.passthrough`), when the batch carries it for them and the destination chose it
 (:meth:`.writer.MysqlWriter.write_encoded`).
 
+A decimal column whose target is a DECIMAL of fewer places than its values may have is checked as it is
+encoded (:class:`.arrow_load.TargetScale`): a value MySQL would round makes the piece unencodable, and the
+row-by-row pass refuses its row.
+
 Every MySQL destination of a run encodes a piece alike, so the result is kept in the batch's memo
-under a key naming what it depends on (method, columns, which from wire text, piece) and built once.
+under a key naming what it depends on (method, columns, their targets' scales, which from wire text, piece)
+and built once.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import pyarrow as pa
 
 from wormhole.plugins.base import Schema, batch_memo
 from wormhole.plugins.batch import Batch
-from wormhole.plugins.mysql.arrow_load import arrow_payload, sql_rows
+from wormhole.plugins.mysql.arrow_load import TargetScale, arrow_payload, sql_rows
 from wormhole.plugins.sql import VALUE_ERRORS
 
 Encoded: TypeAlias = "pa.Buffer | list[str]"
@@ -34,12 +39,15 @@ _UNENCODABLE = object()
 class PieceEncoder:
     """Encodes pieces of batches for one writer (``method``: ``load_data`` or ``insert``)."""
 
-    def __init__(self, schema: Schema, method: str, wire: Sequence[bool] = ()) -> None:
+    def __init__(self, schema: Schema, method: str, wire: Sequence[bool] = (),
+                 targets: Sequence[TargetScale | None] = ()) -> None:
         self.method = method
         self.wire = tuple(wire) or (False,) * len(schema)
         """Which columns may take their fields from the batch's wire text (:func:`.passthrough.wire_columns`)."""
+        self.targets = tuple(targets) or (None,) * len(schema)
+        """Each column's target DECIMAL (:class:`.arrow_load.TargetScale`), None for another target type."""
         self.columns = tuple((c.type, c.unsigned, c.precision, c.scale) for c in schema.columns)
-        """What an encoded piece depends on besides its values (memo keys name it)."""
+        """What an encoded piece depends on besides its values and :attr:`targets` (memo keys name them)."""
 
     def wire_text(self, wire: Sequence[pa.Array | None] | None) -> tuple[pa.Array | None, ...] | None:
         """Of a batch's wire text, that of each column this writer loads from it (None for the others), or None."""
@@ -55,7 +63,7 @@ class PieceEncoder:
         row by row."""
         memo = batch_memo(rows)
         from_wire = None if wire is None else tuple(w is not None for w in wire)
-        key = ("mysql", self.method, self.columns, from_wire, start, size)
+        key = ("mysql", self.method, self.columns, self.targets, from_wire, start, size)
         found = memo.get(key)
         if found is not None:
             return found if found is not _UNENCODABLE else None
@@ -63,10 +71,10 @@ class PieceEncoder:
         try:
             piece = rows.arrow_form.slice(start, size)
             if self.method != "load_data":
-                encoded = sql_rows(piece)
+                encoded = sql_rows(piece, self.targets)
             else:
                 encoded = arrow_payload(piece, None if wire is None else [None if w is None else w.slice(start, size)
-                                                                         for w in wire])
+                                                                         for w in wire], self.targets)
         except (pa.ArrowException, *VALUE_ERRORS):
             encoded = None  # some value cannot be written: the row-by-row pass finds which
         memo[key] = _UNENCODABLE if encoded is None else encoded

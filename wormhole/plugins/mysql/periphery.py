@@ -17,6 +17,7 @@ import pymysql.cursors
 
 from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
 from wormhole.plugins.base import WriteContext
+from wormhole.plugins.mysql.arrow_load import TargetScale, target_scales
 from wormhole.plugins.mysql.connection import (
     close_quietly,
     connect,
@@ -45,6 +46,9 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
         self.wire: tuple[bool, ...] = ()
         """Which columns' LOAD DATA fields are their wire text (:mod:`.passthrough`), decided at prepare."""
         self._natives: dict[str, str] = {}
+        self.scales: tuple[TargetScale | None, ...] = ()
+        """Each written column's :class:`~.arrow_load.TargetScale` when its target is a DECIMAL (a value with more
+        places is refused, not rounded), decided at prepare."""
         self.load_sql = ""
         self.insert_prefix = ""
         self.insert_suffix = ""
@@ -117,6 +121,7 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
             raise self.sql.error(PrepareError, f"table {self.target} has no column {', '.join(unknown)}")
         self.columns = tuple(columns)
         self._natives = {name.lower(): native for name, _, native in found}
+        self.scales = target_scales(self.columns, self._natives)
         return types
 
     def _choose_method(self, conn: pymysql.Connection) -> str:

@@ -25,6 +25,7 @@ import os
 import re
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -58,6 +59,13 @@ _COMMIT_UNKNOWN = (2013, 2055)
 
 def _mib(size: int) -> str:
     return f"{size / (1 << 20):.1f} MiB"
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """A row with a value that has no literal (or that MySQL would round): why, naming the column."""
+
+    reason: str
 
 
 class MysqlWriter(SqlWriter[pymysql.Connection]):
@@ -119,7 +127,8 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
     def _write(self, rows: Batch, split_id: str | None, source: Any = None) -> WriteResult:
         size = self.options.batch_size
         if self.encoder is None:
-            self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method, self.periphery.wire)
+            self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method, self.periphery.wire,
+                                        self.periphery.scales)
         wire = self.encoder.wire_text(source)
         if wire is not None and not self._from_wire:
             self._from_wire = True
@@ -254,31 +263,33 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
             self._commit()
         return result
 
-    @staticmethod
-    def _row_literals(form: pa.RecordBatch) -> list[str | Exception]:
+    def _row_literals(self, form: pa.RecordBatch) -> list[str | _Refused]:
         """Each row's ``(lit,...)``, or why it has none: a column that fails as a whole is encoded value by
-        value, so only the rows holding a value MySQL cannot take are refused."""
-        columns: list[list[str | Exception]] = []
+        value, so only the rows holding a value MySQL cannot take (or would round) are refused, each with
+        the reason naming its column."""
+        assert self.encoder is not None
+        targets, names = self.encoder.targets, self.periphery.columns
+        columns: list[list[str | _Refused]] = []
         for i in range(form.num_columns):
             try:
-                columns.append(sql_literals(form, i).to_pylist())
+                columns.append(sql_literals(form, i, targets[i]).to_pylist())
             except (pa.ArrowException, *VALUE_ERRORS):
-                column: list[str | Exception] = []
+                column: list[str | _Refused] = []
                 for r in range(form.num_rows):
                     try:
-                        column.append(sql_literals(form.slice(r, 1), i)[0].as_py())
+                        column.append(sql_literals(form.slice(r, 1), i, targets[i])[0].as_py())
                     except (pa.ArrowException, *VALUE_ERRORS) as exc:
-                        column.append(exc)
+                        column.append(_Refused(f"{type(exc).__name__}: column {names[i]}: {exc}"))
                 columns.append(column)
-        return [next((v for v in row if isinstance(v, Exception)), None) or "(" + ",".join(row) + ")"  # type: ignore[arg-type]
+        return [next((v for v in row if isinstance(v, _Refused)), None) or "(" + ",".join(row) + ")"  # type: ignore[arg-type]
                 for row in zip(*columns, strict=True)] if columns else []
 
-    def _insert_row(self, cur: Any, values: str | Exception) -> str | None:
+    def _insert_row(self, cur: Any, values: str | _Refused) -> str | None:
         """None when the row (its literals ``values``) is in; else why it was rejected."""
         p = self.periphery
+        if isinstance(values, _Refused):
+            return values.reason
         try:
-            if isinstance(values, Exception):
-                raise values
             values.encode("utf-8")  # a lone surrogate fails here, as the row's fault
         except VALUE_ERRORS as exc:
             return f"{type(exc).__name__}: {exc}"
