@@ -44,7 +44,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import files, mysql_read, mysql_scenario, postgres_scenario, pushup, spark_scenario, speed
+from benchmarks import files, limit, mysql_read, mysql_scenario, postgres_scenario, pushup, spark_scenario, speed
 
 RESULTS = Path("benchmarks/results/latest.json")
 
@@ -115,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeat", type=int,
                         help="runs per scenario, the best counts (default: 3 for stream and pushup, 1 for mysql)")
     mysql_scenario.add_arguments(parser, prefix="mysql-")
+    limit.add_arguments(parser)
     spark_scenario.add_arguments(parser, prefix="spark-")
     speed.add_arguments(parser)
     pushup.add_arguments(parser)
@@ -137,7 +138,7 @@ def main() -> None:
         opts = mysql_scenario.Options(
             rows=args.mysql_rows, repeat=args.repeat or 1, channels=tuple(args.channels), writers=args.writers,
             server=mysql_scenario.Server.of(args),
-            wormhole=not args.no_wormhole, naive=not args.no_naive, keep=args.keep)
+            wormhole=not args.no_wormhole, naive=not args.no_naive, keep=args.keep, **limit.option_fields(args))
         try:
             results += mysql_scenario.run_all(opts)
         except mysql_scenario.BenchmarkFailure as exc:
