@@ -676,6 +676,10 @@ def run_all(opts: Options) -> list[dict[str, Any]]:
             finally:
                 if not opts.keep:
                     drop_destinations(cur)
+                    if opts.limit:
+                        from benchmarks.limit import drop_limit_dbs
+
+                        drop_limit_dbs(cur)
     finally:
         admin.close()
     targets = report(figures, opts, source_mib)

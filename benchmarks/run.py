@@ -180,7 +180,8 @@ def main() -> None:
     if "postgres" in parts:
         rows = args.pg_rows or (args.rows[0] if args.rows else None)
         opts = postgres_scenario.options_from(args, "pg_", rows, args.repeat or 1, mysql_scenario.Server.of(args),
-                                              wormhole=not args.no_wormhole, keep=args.keep)
+                                              wormhole=not args.no_wormhole, keep=args.keep,
+                                              limits=limit.option_fields(args))
         try:
             results += postgres_scenario.run_all(opts)
         except mysql_scenario.BenchmarkFailure as exc:
