@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import limit
+from benchmarks import limit, mysql_profile
 from benchmarks.mysql_scenario import Timed
 from benchmarks.run import build_parser
 
@@ -76,3 +76,34 @@ def test_make_bench_takes_the_limit_options() -> None:
     assert limit.option_fields(args) == {"limit": False, "limit_rounds": 2, "mydumper": True}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--limit-rounds", "0"])
+
+
+def _event(name: str, seconds: float, **more: object) -> dict[str, object]:
+    return {"event": name, "timestamp": f"2026-11-28T15:00:{seconds:06.3f}Z", **more}
+
+
+def test_the_profile_reads_the_runs_phases_and_split_latency_from_its_log() -> None:
+    events = [_event("reader.started", 1.0), _event("reader.split_done", 2.0, split_id="s0"),
+              _event("writer.split_committed", 2.5, split_id="s0", destination="d1"),
+              _event("reader.split_done", 3.0, split_id="s1"),
+              _event("writer.split_committed", 3.2, split_id="s1", destination="d1"),
+              _event("writer.split_committed", 4.0, split_id="s0", destination="d2"),
+              _event("writer.split_committed", 4.5, split_id="s1", destination="d2")]
+    base = mysql_profile.at(_event("x", 0.0))
+    ph = mysql_profile.phases(events, base, base + 5.0)
+    assert [round(b - a, 3) for _, a, b in ph.spans()] == [1.0, 2.0, 1.5, 0.5]
+    latency = mysql_profile.split_latency(events)
+    assert {d: [round(x, 3) for x in v] for d, v in latency.items()} == {"d1": [0.5, 0.2], "d2": [2.0, 1.5]}
+
+
+def test_the_profile_tells_loads_commits_and_markers_apart() -> None:
+    assert [mysql_profile.kind_of(s) for s in ("LOAD DATA LOCAL INFILE 'x' INTO TABLE t", " commit",
+                                                "INSERT INTO `_wh_splits` VALUES (1)", "SELECT 1")] == \
+        ["load", "commit", "marker", "other"]
+
+
+def test_the_profiles_source_option_takes_db_dot_table() -> None:
+    args = build_parser().parse_args(["--only", "mysql-profile", "--profile-source", "db.t"])
+    assert args.profile_source == ("db", "t")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--profile-source", "no_table"])
