@@ -649,6 +649,11 @@ def limit_report(by_name: dict[str, Figure], opts: Options) -> list[dict[str, An
             a, b = by_name[ours], by_name[theirs]
             lines.append(limit_line(ours, a.seconds, label, b.seconds))
             limits.append({"copy": ours, "limit": theirs, "times_limit": round(times_limit(a.seconds, b.seconds), 3)})
+            if ours.startswith("wormhole") and None not in (a.cpu_s, a.server_cpu_s, b.cpu_s, b.server_cpu_s):
+                # Steadier than wall time on a shared machine: what the copy cost both processes in all.
+                ours_cpu, limit_cpu = (a.cpu_s or 0) + (a.server_cpu_s or 0), (b.cpu_s or 0) + (b.server_cpu_s or 0)
+                lines.append(f"  CPU: {ours} {a.cpu_s:.1f} s + server {a.server_cpu_s:.1f} s = {ours_cpu:.1f} s; "
+                             f"the limit {limit_cpu:.1f} s ({times_limit(ours_cpu, limit_cpu):.2f}x)")
     if scan := by_name.get("source scan to /dev/null"):
         for ours in ("wormhole x1", "wormhole x3"):
             if ours in by_name:
