@@ -107,3 +107,20 @@ def test_the_profiles_source_option_takes_db_dot_table() -> None:
     assert args.profile_source == ("db", "t")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--profile-source", "no_table"])
+
+
+def test_the_mysql_part_prints_each_copy_against_its_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.mysql_scenario import Figure, Options, limit_report
+
+    figures = [Figure("wormhole x1", 10, 1, 6.8, 1.0, cpu_s=2.0, server_cpu_s=6.0),
+               Figure("wormhole x3", 10, 3, 10.2, 1.0, cpu_s=3.0, server_cpu_s=9.0),
+               Figure("LOAD DATA limit x1", 10, 1, 4.3, 1.0, cpu_s=0.1, server_cpu_s=3.9),
+               Figure("LOAD DATA limit x3", 10, 3, 7.5, 1.0, cpu_s=0.3, server_cpu_s=8.7),
+               Figure("source scan to /dev/null", 10, 0, 1.36, 1.0)]
+    limits = limit_report({f.scenario: f for f in figures}, Options())
+    out = capsys.readouterr().out
+    assert "wormhole x1 = 1.58x the one-table LOAD DATA limit (6.80 s / 4.30 s)" in out
+    assert "wormhole x3 = 1.36x the 3-parallel LOAD DATA limit (10.20 s / 7.50 s)" in out
+    assert "CPU: wormhole x1 2.0 s + server 6.0 s = 8.0 s; the limit 4.0 s (2.00x)" in out
+    assert "the source scan alone (1.36 s) is 20% of wormhole x1's time" in out
+    assert [(x["copy"], x["times_limit"]) for x in limits] == [("wormhole x1", 1.581), ("wormhole x3", 1.36)]
