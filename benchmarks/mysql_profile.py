@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -215,6 +216,7 @@ def profile(server: Server, rows: int, interval: float, src: tuple[str, str] | N
             verify(cur, "wormhole x3 (profiled)", table, DBS, source)
             for db in DBS:
                 cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+            shutil.rmtree(ws.root)  # kept only when the run failed
     finally:
         admin.close()
     return summarize(parse_log(stderr), watcher.samples, epoch0, wall0, wall, usage.ru_utime + usage.ru_stime,
