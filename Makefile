@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 3
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 
-.PHONY: help install browser demo test test-unit test-integration lint bench docker clean
+.PHONY: help install browser demo test test-unit test-integration lint bench bench-deps docker clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -48,6 +48,10 @@ bench: $(STAMP)  ## throughput: stream, MySQL (BENCH_ARGS="--only mysql"); Spark
 	@# PYTHONDONTWRITEBYTECODE would compile every module again on every run the benchmark times).
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q wormhole > /dev/null
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+bench-deps:  ## the benchmarks' C baselines: Debian's pgloader and mydumper (the bench parts also install them when missing)
+	scripts/install-pgloader.sh
+	scripts/install-mydumper.sh
 
 docker:  ## build the image `wormhole` (installs and starts Docker and builds its debian base when missing)
 	scripts/docker-setup.sh

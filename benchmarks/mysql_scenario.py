@@ -131,6 +131,10 @@ class Figure:
     channels: int | None = None
     writers: int | None = None
     note: str = ""
+    cpu_s: float | None = None
+    """user + sys CPU seconds of the contender's processes."""
+    server_cpu_s: float | None = None
+    """CPU seconds of the local server over the run (other work on the machine included)."""
 
     @property
     def rows_per_s(self) -> int:
@@ -140,7 +144,11 @@ class Figure:
         return {"part": "mysql", "scenario": self.scenario, "rows": self.rows, "destinations": self.destinations,
                 "seconds": round(self.seconds, 3), "rows_per_s": self.rows_per_s,
                 "peak_rss_mib": self.peak_rss_mib, "channels": self.channels, "writers": self.writers,
-                "note": self.note}
+                "note": self.note, "cpu_s": _round(self.cpu_s), "server_cpu_s": _round(self.server_cpu_s)}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +158,8 @@ class Timed:
     returncode: int
     stdout: str
     stderr: str
+    cpu_s: float = 0.0
+    """user + sys CPU seconds of the command and its waited-for children (wait4)."""
 
 
 def timed(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> Timed:
@@ -164,7 +174,8 @@ def timed(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None
         out.seek(0)
         err.seek(0)
         return Timed(seconds=seconds, peak_rss_mib=round(usage.ru_maxrss / 1024, 1), returncode=proc.returncode,
-                     stdout=out.read().decode(errors="replace"), stderr=err.read().decode(errors="replace"))
+                     stdout=out.read().decode(errors="replace"), stderr=err.read().decode(errors="replace"),
+                     cpu_s=usage.ru_utime + usage.ru_stime)
 
 
 def say(text: str) -> None:
@@ -388,6 +399,11 @@ class Options:
     wormhole: bool = True
     naive: bool = True
     keep: bool = False
+    limit: bool = True
+    """Also measure the server's own limit (benchmarks/limit.py): LOAD DATA of a ready file, the scan alone."""
+    limit_rounds: int = 2
+    """Rounds of limit and wormhole runs, interleaved (with ``limit``)."""
+    mydumper: bool = True
 
 
 class Bench:
@@ -395,20 +411,38 @@ class Bench:
         self.opts = opts
         self.cur = cur
         self.sources: dict[str, Snapshot] = {}
+        self.server_cpu: dict[int, float] = {}
+        """The server's CPU seconds over each run, by ``id`` of its Timed."""
 
-    def best(self, label: str, table: str, dbs: tuple[str, ...], attempt: Any, *, stale_row: bool = False) -> Timed:
+    def once(self, label: str, table: str, dbs: tuple[str, ...], attempt: Any, *, stale_row: bool = False,
+             run_no: str = "") -> Timed:
+        """One run from empty targets, verified, with the server's CPU time over it."""
+        from benchmarks.limit import MYSQL_SERVER, with_server_cpu
+
+        empty_destinations(self.cur, table, dbs, stale_row=stale_row)
+        measured = with_server_cpu(MYSQL_SERVER, attempt)
+        run = measured.run
+        self.server_cpu[id(run)] = measured.server_cpu_s
+        verify(self.cur, label, table, dbs, self.sources[table])
+        say(f"  {label:<34} run {run_no}: {run.seconds:7.2f} s, peak RSS {run.peak_rss_mib} MiB, "
+            f"CPU {run.cpu_s:.1f} s, server CPU {measured.server_cpu_s:.1f} s, copy verified")
+        return run
+
+    def best(self, label: str, table: str, dbs: tuple[str, ...], attempt: Any, *, stale_row: bool = False,
+             round_no: str = "") -> Timed:
         """Best (fastest) of ``repeat`` runs, each from empty targets and each verified."""
         best: Timed | None = None
         for i in range(self.opts.repeat):
-            empty_destinations(self.cur, table, dbs, stale_row=stale_row)
-            run: Timed = attempt()
-            verify(self.cur, label, table, dbs, self.sources[table])
-            say(f"  {label:<34} run {i + 1}/{self.opts.repeat}: {run.seconds:7.2f} s, "
-                f"peak RSS {run.peak_rss_mib} MiB, copy verified")
+            run = self.once(label, table, dbs, attempt, stale_row=stale_row,
+                            run_no=f"{i + 1}/{self.opts.repeat}{round_no}")
             if best is None or run.seconds < best.seconds:
                 best = run
         assert best is not None
         return best
+
+    def figure(self, scenario: str, rows: int, destinations: int, run: Timed, **more: Any) -> Figure:
+        return Figure(scenario, rows, destinations, run.seconds, run.peak_rss_mib, cpu_s=run.cpu_s,
+                      server_cpu_s=self.server_cpu.get(id(run)), **more)
 
     def naive_x3(self) -> Timed:
         runs = []
@@ -416,9 +450,11 @@ class Bench:
             runs.append(run_naive(self.opts.server, TABLE, db))
             verify(self.cur, f"naive pymysql into {db}", TABLE, (db,), self.sources[TABLE])
         return Timed(seconds=sum(r.seconds for r in runs), peak_rss_mib=max(r.peak_rss_mib for r in runs),
-                     returncode=0, stdout="", stderr="")
+                     returncode=0, stdout="", stderr="", cpu_s=sum(r.cpu_s for r in runs))
 
     def run(self) -> list[Figure]:
+        from benchmarks.limit import round_channels
+
         o = self.opts
         small_rows = max(1, o.rows // 4)
         if o.wormhole:
@@ -435,29 +471,51 @@ class Bench:
         create_destinations(self.cur, tables)
         figures: list[Figure] = []
         one, three = DEST_DBS[:1], DEST_DBS
+        # Kept when a run fails, so the task DB, its result (and the limit's file) can be inspected.
+        workdir = Path(tempfile.mkdtemp(prefix="whb-"))
+        limit = Limit(self, workdir) if o.limit else None
 
         run = self.best("mysqldump | mysql x1", TABLE, one, lambda: run_dump(o.server, TABLE))
-        figures.append(Figure("mysqldump | mysql x1", o.rows, 1, run.seconds, run.peak_rss_mib))
+        figures.append(self.figure("mysqldump | mysql x1", o.rows, 1, run))
+        if limit is not None and o.mydumper and limit.has_mydumper():
+            run = self.best("mydumper | myloader x1", TABLE, limit.dbs[:1], limit.mydumper)
+            figures.append(self.figure("mydumper | myloader x1", o.rows, 1, run,
+                                       note="2 threads each, one after the other"))
         if o.naive:
             run = self.best("naive pymysql x1", TABLE, one, lambda: run_naive(o.server, TABLE, one[0]))
-            figures.append(Figure("naive pymysql x1", o.rows, 1, run.seconds, run.peak_rss_mib))
+            figures.append(self.figure("naive pymysql x1", o.rows, 1, run))
             run = self.best("naive pymysql x3 (3 runs)", TABLE, three, self.naive_x3)
-            figures.append(Figure("naive pymysql x3 (3 runs)", o.rows, 3, run.seconds, run.peak_rss_mib,
-                                  note="sum of 3 sequential runs"))
+            figures.append(self.figure("naive pymysql x3 (3 runs)", o.rows, 3, run, note="sum of 3 sequential runs"))
         if not o.wormhole:
+            if limit is not None:
+                for dests in (1, 3):
+                    for r in range(o.limit_rounds):
+                        limit.round(dests, r)
+                figures += limit.figures()
+            shutil.rmtree(workdir)
             return figures
 
-        # Kept when a run fails, so the task DB and its result can be inspected.
-        ws = Workspace(Path(tempfile.mkdtemp(prefix="whb-")))
+        ws = Workspace(workdir)
+        baselines = len(figures)
         best_channel: dict[int, int] = {}
+        # With the limit, rounds interleave it with wormhole (limit, then wormhole; again), so both are
+        # measured in the same minutes; wormhole runs every channel count in the first round, the fastest after.
+        rounds = o.limit_rounds if limit is not None else 1
         for dests in (1, 3):
-            tried: list[Figure] = []
-            for ch in o.channels:
-                label = f"wormhole x{dests} ch{ch} w{o.writers}"
-                run = self.best(label, TABLE, DEST_DBS[:dests], stale_row=True,
-                                attempt=lambda d=dests, c=ch: run_wormhole(ws, o.server, TABLE, d, c, o.writers))
-                tried.append(Figure(f"wormhole x{dests}", o.rows, dests, run.seconds, run.peak_rss_mib,
-                                    channels=ch, writers=o.writers))
+            per_channel: dict[int, Timed] = {}
+            for r in range(rounds):
+                if limit is not None:
+                    limit.round(dests, r)
+                fastest_ch = min(per_channel, key=lambda c: per_channel[c].seconds) if per_channel else None
+                for ch in round_channels(r, o.channels, fastest_ch):
+                    label = f"wormhole x{dests} ch{ch} w{o.writers}"
+                    run = self.best(label, TABLE, DEST_DBS[:dests], stale_row=True,
+                                    round_no=f" (round {r + 1}/{rounds})" if rounds > 1 else "",
+                                    attempt=lambda d=dests, c=ch: run_wormhole(ws, o.server, TABLE, d, c, o.writers))
+                    if ch not in per_channel or run.seconds < per_channel[ch].seconds:
+                        per_channel[ch] = run
+            tried = [self.figure(f"wormhole x{dests}", o.rows, dests, run, channels=ch, writers=o.writers)
+                     for ch, run in per_channel.items()]
             winner = min(tried, key=lambda f: f.seconds)
             if len(tried) > 1:
                 winner.note = "best of channels " + ", ".join(
@@ -467,10 +525,66 @@ class Bench:
         ch = best_channel[1]
         run = self.best(f"wormhole x1 {SMALL_TABLE} ch{ch}", SMALL_TABLE, one, stale_row=True,
                         attempt=lambda: run_wormhole(ws, o.server, SMALL_TABLE, 1, ch, o.writers))
-        figures.append(Figure(f"wormhole x1 ({SMALL_TABLE}, rows/4)", small_rows, 1, run.seconds,
-                              run.peak_rss_mib, channels=ch, writers=o.writers))
-        shutil.rmtree(ws.root)
+        figures.append(self.figure(f"wormhole x1 ({SMALL_TABLE}, rows/4)", small_rows, 1, run, channels=ch,
+                                   writers=o.writers))
+        if limit is not None:
+            figures[baselines:baselines] = limit.figures()
+        shutil.rmtree(workdir)
         return figures
+
+
+class Limit:
+    """The server's own limit (benchmarks/limit.py) for the bench table: a ready LOAD DATA file (written
+    once, outside the timing) loaded into 1 and 3 fresh tables at once, and the source scan alone."""
+
+    def __init__(self, bench: Bench, workdir: Path) -> None:
+        from benchmarks import limit
+
+        self.bench, self.lim = bench, limit
+        self.dbs = limit.LIMIT_DBS
+        self.file = workdir / f"{TABLE}.tsv"
+        self.runs: dict[str, list[Timed]] = {}
+        self._mydumper: bool | None = None
+        limit.create_limit_tables(bench.cur, SRC_DB, TABLE, self.dbs)
+        seconds = limit.dump_mysql_file(bench.opts.server, bench.cur, SRC_DB, TABLE, self.file)
+        say(f"  the limit's ready file: {self.file.stat().st_size / 2**20:.1f} MiB in LOAD DATA text form, "
+            f"written in {seconds:.1f} s (not timed)")
+
+    def round(self, dests: int, round_no: int) -> None:
+        b, o = self.bench, self.bench.opts
+        name = f"LOAD DATA limit x{dests}"
+        dbs = self.dbs[:dests]
+        run = b.once(name, TABLE, dbs, lambda: self.lim.run_load_data(o.server, self.file, TABLE, dbs).run,
+                     run_no=f"{round_no + 1}/{o.limit_rounds}")
+        self.runs.setdefault(name, []).append(run)
+        if dests == 1:
+            scan = self.lim.with_server_cpu(self.lim.MYSQL_SERVER,
+                                            lambda: self.lim.run_mysql_scan(o.server, SRC_DB, TABLE).run)
+            b.server_cpu[id(scan.run)] = scan.server_cpu_s
+            say(f"  {'source scan to /dev/null':<34} run {round_no + 1}/{o.limit_rounds}: {scan.run.seconds:7.2f} s, "
+                f"CPU {scan.run.cpu_s:.1f} s, server CPU {scan.server_cpu_s:.1f} s")
+            self.runs.setdefault("source scan to /dev/null", []).append(scan.run)
+
+    def has_mydumper(self) -> bool:
+        if self._mydumper is None:
+            self._mydumper = self.lim.ensure_mydumper()
+        return self._mydumper
+
+    def mydumper(self) -> Timed:
+        workdir = self.file.parent
+        return self.lim.run_mydumper(self.bench.opts.server, SRC_DB, TABLE, self.dbs[0], workdir).run
+
+    def figures(self) -> list[Figure]:
+        out = []
+        notes = {"LOAD DATA limit x1": "LOAD DATA LOCAL INFILE of a ready file, one table",
+                 "LOAD DATA limit x3": "3 LOAD DATA LOCAL INFILE at once, 3 tables",
+                 "source scan to /dev/null": "mysql --quick --batch SELECT * > /dev/null"}
+        for name, runs in self.runs.items():
+            best = self.lim.fastest(runs)
+            dests = 3 if name.endswith("x3") else 1 if "LOAD" in name else 0
+            out.append(self.bench.figure(name, self.bench.opts.rows, dests, best,
+                                         note=f"{notes[name]}; best of {len(runs)}"))
+        return out
 
 
 TARGETS = (
@@ -487,11 +601,15 @@ def report(figures: list[Figure], opts: Options, source_mib: float) -> dict[str,
     say("")
     say(f"MySQL scenarios: {SRC_DB}.{TABLE} {opts.rows:,} rows ({source_mib} MiB on disk), best of {opts.repeat}; "
         "rows/s = source rows / wall time")
-    say(f"{'scenario':<30} {'rows':>10} {'seconds':>8} {'rows/s':>10} {'peak RSS MiB':>13}  {'ch':>2} {'w':>2}  note")
+    say(f"{'scenario':<30} {'rows':>10} {'seconds':>8} {'rows/s':>10} {'peak RSS MiB':>13} {'CPU s':>6} "
+        f"{'server CPU s':>12}  {'ch':>2} {'w':>2}  note")
     for f in figures:
         rss = "-" if f.peak_rss_mib is None else f"{f.peak_rss_mib}"
-        say(f"{f.scenario:<30} {f.rows:>10,} {f.seconds:>8.2f} {f.rows_per_s:>10,} {rss:>13}  "
-            f"{f.channels or '':>2} {f.writers or '':>2}  {f.note}")
+        cpu = "-" if f.cpu_s is None else f"{f.cpu_s:.1f}"
+        server_cpu = "-" if f.server_cpu_s is None else f"{f.server_cpu_s:.1f}"
+        say(f"{f.scenario:<30} {f.rows:>10,} {f.seconds:>8.2f} {f.rows_per_s:>10,} {rss:>13} {cpu:>6} "
+            f"{server_cpu:>12}  {f.channels or '':>2} {f.writers or '':>2}  {f.note}")
+    limits = limit_report(by_name, opts)
     targets = []
     if "wormhole x1" in by_name:
         say("")
@@ -509,7 +627,45 @@ def report(figures: list[Figure], opts: Options, source_mib: float) -> dict[str,
         verdict = "flat" if growth <= 1.2 else f"GROWS x{growth:.2f}"
         say(f"peak RSS of wormhole x1: {big.peak_rss_mib} MiB at {big.rows:,} rows, {small.peak_rss_mib} MiB at "
             f"{small.rows:,} rows ({verdict}); x3: {by_name['wormhole x3'].peak_rss_mib} MiB")
-    return {"part": "mysql", "scenario": "targets", "targets": targets}
+    return {"part": "mysql", "scenario": "targets", "targets": targets, "limits": limits}
+
+
+LIMITS = (
+    ("wormhole x1", "LOAD DATA limit x1", "the one-table LOAD DATA limit"),
+    ("wormhole x3", "LOAD DATA limit x3", "the 3-parallel LOAD DATA limit"),
+    ("mysqldump | mysql x1", "LOAD DATA limit x1", "the one-table LOAD DATA limit"),
+    ("mydumper | myloader x1", "LOAD DATA limit x1", "the one-table LOAD DATA limit"),
+)
+
+
+def limit_report(by_name: dict[str, Figure], opts: Options) -> list[dict[str, Any]]:
+    """Print each copy's time as a multiple of the server's own limit; return them for latest.json."""
+    from benchmarks.limit import limit_line, times_limit
+
+    limits = []
+    lines = []
+    for ours, theirs, label in LIMITS:
+        if ours in by_name and theirs in by_name:
+            a, b = by_name[ours], by_name[theirs]
+            lines.append(limit_line(ours, a.seconds, label, b.seconds))
+            limits.append({"copy": ours, "limit": theirs, "times_limit": round(times_limit(a.seconds, b.seconds), 3)})
+            if ours.startswith("wormhole") and None not in (a.cpu_s, a.server_cpu_s, b.cpu_s, b.server_cpu_s):
+                # Steadier than wall time on a shared machine: what the copy cost both processes in all.
+                ours_cpu, limit_cpu = (a.cpu_s or 0) + (a.server_cpu_s or 0), (b.cpu_s or 0) + (b.server_cpu_s or 0)
+                lines.append(f"  CPU: {ours} {a.cpu_s:.1f} s + server {a.server_cpu_s:.1f} s = {ours_cpu:.1f} s; "
+                             f"the limit {limit_cpu:.1f} s ({times_limit(ours_cpu, limit_cpu):.2f}x)")
+    if scan := by_name.get("source scan to /dev/null"):
+        for ours in ("wormhole x1", "wormhole x3"):
+            if ours in by_name:
+                lines.append(f"the source scan alone ({scan.seconds:.2f} s) is "
+                             f"{scan.seconds / by_name[ours].seconds:.0%} of {ours}'s time")
+    if lines:
+        say("")
+        say(f"against the server's own limit (best of {opts.limit_rounds}, interleaved with wormhole in the same "
+            "minutes, every copy verified):")
+        for line in lines:
+            say(f"  {line}")
+    return limits
 
 
 def run_all(opts: Options) -> list[dict[str, Any]]:
@@ -525,6 +681,10 @@ def run_all(opts: Options) -> list[dict[str, Any]]:
             finally:
                 if not opts.keep:
                     drop_destinations(cur)
+                    if opts.limit:
+                        from benchmarks.limit import drop_limit_dbs
+
+                        drop_limit_dbs(cur)
     finally:
         admin.close()
     targets = report(figures, opts, source_mib)
@@ -551,13 +711,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per scenario; the fastest counts (default 1)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--naive-copy", nargs=3, metavar=("SRC_DB", "DST_DB", "TABLE"), help=argparse.SUPPRESS)
+    from benchmarks import limit
+
+    limit.add_arguments(parser)
     args = parser.parse_args()
     server = Server.of(args)
     if args.naive_copy:
         naive_copy(server, *args.naive_copy)
         return
     opts = Options(rows=args.rows, repeat=args.repeat, channels=tuple(args.channels), writers=args.writers,
-                   server=server, wormhole=not args.no_wormhole, naive=not args.no_naive, keep=args.keep)
+                   server=server, wormhole=not args.no_wormhole, naive=not args.no_naive, keep=args.keep,
+                   **limit.option_fields(args))
     try:
         results = run_all(opts)
     except BenchmarkFailure as exc:

@@ -41,10 +41,12 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 
+from benchmarks import limit
+from benchmarks.limit import round_channels
 from benchmarks.mysql_scenario import (
     REPO,
     SRC_DB,
@@ -184,6 +186,8 @@ class Figure:
     channels: int | None = None
     writers: int | None = None
     note: str = ""
+    cpu_s: float | None = None
+    """user + sys CPU seconds of the contender's processes."""
 
     @property
     def rows_per_s(self) -> int:
@@ -192,7 +196,8 @@ class Figure:
     def as_json(self) -> dict[str, Any]:
         return {"part": "postgres", "scenario": self.scenario, "rows": self.rows, "seconds": round(self.seconds, 3),
                 "rows_per_s": self.rows_per_s, "peak_rss_mib": self.peak_rss_mib, "channels": self.channels,
-                "writers": self.writers, "note": self.note}
+                "writers": self.writers, "note": self.note,
+                "cpu_s": None if self.cpu_s is None else round(self.cpu_s, 2)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +210,12 @@ class Options:
     pg: PgServer = field(default_factory=PgServer)
     wormhole: bool = True
     keep: bool = False
+    limit: bool = True
+    """Also measure the servers' own limit (benchmarks/limit.py): COPY / LOAD DATA of a ready file, the scans."""
+    limit_rounds: int = 2
+    """Rounds of limit and wormhole runs, interleaved (with ``limit``)."""
+    mydumper: bool = True
+    """Unused here (the MySQL part's); accepted so both parts take the same limit options."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,20 +361,93 @@ def run_wormhole(ws: Workspace, opts: Options, source: str, destinations: tuple[
 # The comparison
 
 
+class PgLimit:
+    """The servers' own limit for the data set (benchmarks/limit.py): ready files written once (outside the
+    timing), ``\\copy ... FROM`` the file into one fresh PostgreSQL table, that and ``LOAD DATA`` into one
+    fresh MySQL table at once (the read-once copy to both), and each source's scan alone."""
+
+    COPY = "COPY limit x1"
+    BOTH = "COPY || LOAD DATA limit"
+    PG_SCAN = "postgres source scan"
+    MYSQL_SCAN = "mysql source scan"
+    NOTES: ClassVar[dict[str, str]] = {COPY: "psql \\copy FROM a ready file, one table",
+                                       BOTH: "\\copy into PostgreSQL and LOAD DATA into MySQL at once",
+                                       PG_SCAN: "psql COPY src TO STDOUT > /dev/null",
+                                       MYSQL_SCAN: "mysql --quick --batch SELECT * > /dev/null"}
+
+    def __init__(self, bench: Bench, workdir: Path) -> None:
+        self.bench = bench
+        self.db = limit.LIMIT_DBS[0]
+        self.schema = limit.PG_LIMIT_SCHEMA
+        o, pg, cur = bench.opts, bench.pg, bench.cur
+        pg.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+        pg.execute(f"DROP TABLE IF EXISTS {self.schema}.{TABLE}")
+        pg.execute(PG_SCHEMA.format(schema=self.schema, table=TABLE))
+        limit.create_limit_tables(cur, SRC_DB, TABLE, (self.db,))
+        self.pg_file, self.my_file = workdir / f"{TABLE}.copy", workdir / f"{TABLE}.tsv"
+        seconds = limit.dump_pg_file(o.pg, "src", TABLE, self.pg_file)
+        seconds += limit.dump_mysql_file(o.mysql, cur, SRC_DB, TABLE, self.my_file)
+        say(f"  the limit's ready files: {self.pg_file.stat().st_size / 2**20:.1f} MiB COPY text, "
+            f"{self.my_file.stat().st_size / 2**20:.1f} MiB LOAD DATA text, written in {seconds:.1f} s (not timed)")
+        self.runs: dict[str, list[Timed]] = {}
+
+    def once(self, name: str, attempt: Callable[[], Timed], *, pg_dest: bool, mysql_dest: bool,
+             round_no: int) -> None:
+        b = self.bench
+        if pg_dest:
+            b.pg.execute(f"TRUNCATE {self.schema}.{TABLE}")
+        if mysql_dest:
+            b.cur.execute(f"TRUNCATE TABLE `{self.db}`.`{TABLE}`")
+        run = attempt()
+        copies = ([(f"{PG_DB} {self.schema}.{TABLE}", pg_check(b.pg, self.schema))] if pg_dest else []) + \
+            ([(f"{self.db}.{TABLE}", mysql_check(b.cur, self.db))] if mysql_dest else [])
+        for where, copy in copies:
+            if copy != b.source:
+                raise BenchmarkFailure(f"{name}: WRONG COPY in {where}: {copy.rows:,} rows, checksum "
+                                       f"{copy.checksum}; the source has {b.source.rows:,}, {b.source.checksum}")
+        say(f"  {name:<46} run {round_no + 1}/{b.opts.limit_rounds}: {run.seconds:7.2f} s, "
+            f"CPU {run.cpu_s:.1f} s{', copy verified' if copies else ''}")
+        self.runs.setdefault(name, []).append(run)
+
+    def round(self, source: str, destinations: tuple[str, ...], round_no: int) -> None:
+        o = self.bench.opts
+        if "mysql" in destinations:
+            self.once(self.BOTH, lambda: limit.run_pg_and_mysql_load(o.pg, self.pg_file, self.schema, o.mysql,
+                                                                     self.my_file, self.db, TABLE).run,
+                      pg_dest=True, mysql_dest=True, round_no=round_no)
+        else:
+            self.once(self.COPY, lambda: limit.run_pg_copy(o.pg, self.pg_file, self.schema, TABLE).run,
+                      pg_dest=True, mysql_dest=False, round_no=round_no)
+        if source == "postgres":
+            self.once(self.PG_SCAN, lambda: limit.run_pg_scan(o.pg, "src", TABLE).run, pg_dest=False,
+                      mysql_dest=False, round_no=round_no)
+        elif "mysql" not in destinations:  # one MySQL scan per round is enough: (b) and (c) read the same
+            self.once(self.MYSQL_SCAN, lambda: limit.run_mysql_scan(o.mysql, SRC_DB, TABLE).run, pg_dest=False,
+                      mysql_dest=False, round_no=round_no)
+
+    def figures(self) -> list[Figure]:
+        out = []
+        for name, runs in self.runs.items():
+            best = limit.fastest(runs)
+            out.append(Figure(name, self.bench.opts.rows, best.seconds, best.peak_rss_mib, cpu_s=best.cpu_s,
+                              note=f"{self.NOTES[name]}; best of {len(runs)}"))
+        return out
+
+
 class Bench:
     def __init__(self, opts: Options, cur: Any, pg: psycopg.Connection[Any], mysql_source: Check) -> None:
         self.opts, self.cur, self.pg, self.source = opts, cur, pg, mysql_source
 
     def best(self, label: str, attempt: Callable[[], Timed], *, pg_dest: bool = True, mysql_dest: bool = False,
-             stale_row: bool = False) -> Timed:
+             stale_row: bool = False, round_no: str = "") -> Timed:
         """Best (fastest) of ``repeat`` runs, each from empty targets and each verified."""
         best: Timed | None = None
         for i in range(self.opts.repeat):
             reset_destinations(self.cur, self.pg, pg_dest=pg_dest, mysql_dest=mysql_dest, stale_row=stale_row)
             run = attempt()
             self.verify(label, pg_dest, mysql_dest)
-            say(f"  {label:<40} run {i + 1}/{self.opts.repeat}: {run.seconds:7.2f} s, "
-                f"peak RSS {run.peak_rss_mib} MiB, copy verified")
+            say(f"  {label:<46} run {i + 1}/{self.opts.repeat}{round_no}: {run.seconds:7.2f} s, "
+                f"peak RSS {run.peak_rss_mib} MiB, CPU {run.cpu_s:.1f} s, copy verified")
             if best is None or run.seconds < best.seconds:
                 best = run
         assert best is not None
@@ -380,14 +464,26 @@ class Bench:
                 raise BenchmarkFailure(f"{label}: WRONG COPY in {where}: {copy.rows:,} rows, checksum "
                                        f"{copy.checksum}; the source has {self.source.rows:,}, {self.source.checksum}")
 
-    def wormhole(self, ws: Workspace, name: str, source: str, destinations: tuple[str, ...]) -> Figure:
-        """wormhole over each channel count; the fastest is the figure, the others in its note."""
-        tried = []
-        for ch in self.opts.channels:
-            run = self.best(f"{name} ch{ch} w{self.opts.writers}",
-                            lambda c=ch: run_wormhole(ws, self.opts, source, destinations, c),
-                            mysql_dest="mysql" in destinations, stale_row=True)
-            tried.append(Figure(name, self.opts.rows, run.seconds, run.peak_rss_mib, ch, self.opts.writers))
+    def wormhole(self, ws: Workspace, name: str, source: str, destinations: tuple[str, ...],
+                 limit: PgLimit | None = None) -> Figure:
+        """wormhole over each channel count; the fastest is the figure, the others in its note. With the
+        limit, in rounds: the limit's runs for this scenario, then wormhole's (every channel count in the
+        first round, the fastest after), so both are measured in the same minutes."""
+        per_channel: dict[int, Timed] = {}
+        rounds = self.opts.limit_rounds if limit is not None else 1
+        for r in range(rounds):
+            if limit is not None:
+                limit.round(source, destinations, r)
+            fastest_ch = min(per_channel, key=lambda c: per_channel[c].seconds) if per_channel else None
+            for ch in round_channels(r, self.opts.channels, fastest_ch):
+                run = self.best(f"{name} ch{ch} w{self.opts.writers}",
+                                lambda c=ch: run_wormhole(ws, self.opts, source, destinations, c),
+                                mysql_dest="mysql" in destinations, stale_row=True,
+                                round_no=f" (round {r + 1}/{rounds})" if rounds > 1 else "")
+                if ch not in per_channel or run.seconds < per_channel[ch].seconds:
+                    per_channel[ch] = run
+        tried = [Figure(name, self.opts.rows, run.seconds, run.peak_rss_mib, ch, self.opts.writers, cpu_s=run.cpu_s)
+                 for ch, run in per_channel.items()]
         winner = min(tried, key=lambda f: f.seconds)
         if len(tried) > 1:
             winner.note = "best of channels " + ", ".join(f"{f.channels}: {f.rows_per_s:,} rows/s" for f in tried)
@@ -397,24 +493,32 @@ class Bench:
         o, rows = self.opts, self.opts.rows
         figures = []
         run = self.best("(a) psql COPY | psql COPY", lambda: run_psql_copy(o))
-        figures.append(Figure("(a) psql COPY | psql COPY", rows, run.seconds, run.peak_rss_mib))
+        figures.append(Figure("(a) psql COPY | psql COPY", rows, run.seconds, run.peak_rss_mib, cpu_s=run.cpu_s))
         run = self.best("(b) pgloader", lambda: run_pgloader(o, workdir))
-        figures.append(Figure("(b) pgloader", rows, run.seconds, run.peak_rss_mib))
+        figures.append(Figure("(b) pgloader", rows, run.seconds, run.peak_rss_mib, cpu_s=run.cpu_s))
         pipe = self.best("(b) mysql --batch | psql COPY", lambda: run_c_pipe(o))
-        figures.append(Figure("(b) mysql --batch | psql COPY", rows, pipe.seconds, pipe.peak_rss_mib))
+        figures.append(Figure("(b) mysql --batch | psql COPY", rows, pipe.seconds, pipe.peak_rss_mib,
+                              cpu_s=pipe.cpu_s))
         dump = self.best("(c) mysqldump | mysql", lambda: run_mysqldump(o), pg_dest=False, mysql_dest=True)
-        figures.append(Figure("(c) mysqldump | mysql", rows, dump.seconds, dump.peak_rss_mib))
+        figures.append(Figure("(c) mysqldump | mysql", rows, dump.seconds, dump.peak_rss_mib, cpu_s=dump.cpu_s))
         figures.append(Figure("(c) C tools, one after the other", rows, dump.seconds + pipe.seconds,
-                              max(dump.peak_rss_mib, pipe.peak_rss_mib),
+                              max(dump.peak_rss_mib, pipe.peak_rss_mib), cpu_s=dump.cpu_s + pipe.cpu_s,
                               note="mysqldump | mysql, then mysql --batch | psql COPY"))
+        limit = PgLimit(self, workdir) if o.limit else None
         if not o.wormhole:
+            if limit is not None:
+                for source, dests in (("postgres", ("postgres",)), ("mysql", ("postgres",)),
+                                      ("mysql", ("postgres", "mysql"))):
+                    for r in range(o.limit_rounds):
+                        limit.round(source, dests, r)
+                figures += limit.figures()
             return figures
         (workdir / "ws").mkdir()
         ws = Workspace(workdir / "ws")  # kept when a run fails, to inspect the task and its result
-        figures.append(self.wormhole(ws, "(a) wormhole postgres -> postgres", "postgres", ("postgres",)))
-        figures.append(self.wormhole(ws, "(b) wormhole mysql -> postgres", "mysql", ("postgres",)))
-        figures.append(self.wormhole(ws, "(c) wormhole mysql -> postgres + mysql", "mysql", ("postgres", "mysql")))
-        return figures
+        ours = [self.wormhole(ws, "(a) wormhole postgres -> postgres", "postgres", ("postgres",), limit),
+                self.wormhole(ws, "(b) wormhole mysql -> postgres", "mysql", ("postgres",), limit),
+                self.wormhole(ws, "(c) wormhole mysql -> postgres + mysql", "mysql", ("postgres", "mysql"), limit)]
+        return figures + (limit.figures() if limit is not None else []) + ours
 
 
 TARGETS = (
@@ -431,10 +535,12 @@ def report(figures: list[Figure], opts: Options) -> dict[str, Any]:
     by_name = {f.scenario: f for f in figures}
     say("")
     say(f"PostgreSQL scenarios: {opts.rows:,} rows, best of {opts.repeat}; rows/s = source rows / wall time")
-    say(f"{'scenario':<42} {'seconds':>8} {'rows/s':>10} {'peak RSS MiB':>13}  {'ch':>2} {'w':>2}  note")
+    say(f"{'scenario':<42} {'seconds':>8} {'rows/s':>10} {'peak RSS MiB':>13} {'CPU s':>6}  {'ch':>2} {'w':>2}  note")
     for f in figures:
-        say(f"{f.scenario:<42} {f.seconds:>8.2f} {f.rows_per_s:>10,} {f.peak_rss_mib or '-':>13}  "
+        cpu = "-" if f.cpu_s is None else f"{f.cpu_s:.1f}"
+        say(f"{f.scenario:<42} {f.seconds:>8.2f} {f.rows_per_s:>10,} {f.peak_rss_mib or '-':>13} {cpu:>6}  "
             f"{f.channels or '':>2} {f.writers or '':>2}  {f.note}")
+    limits = limit_report(by_name, opts)
     targets = []
     if any(ours in by_name for _, ours, _, _ in TARGETS):
         say("")
@@ -446,7 +552,40 @@ def report(figures: list[Figure], opts: Options) -> dict[str, Any]:
             status = "-" if goal is None else "PASS" if ratio >= goal else "MISS"
             targets.append({"target": label, "ratio": round(ratio, 3), "goal": goal, "status": status})
             say(f"{label:<48} {ratio:>6.2f} {'-' if goal is None else '>= ' + str(goal):>7}  {status}")
-    return {"part": "postgres", "scenario": "targets", "targets": targets}
+    return {"part": "postgres", "scenario": "targets", "targets": targets, "limits": limits}
+
+
+LIMITS = (
+    ("(a) wormhole postgres -> postgres", PgLimit.COPY, "the one-table COPY FROM file limit"),
+    ("(a) psql COPY | psql COPY", PgLimit.COPY, "the one-table COPY FROM file limit"),
+    ("(b) wormhole mysql -> postgres", PgLimit.COPY, "the one-table COPY FROM file limit"),
+    ("(b) pgloader", PgLimit.COPY, "the one-table COPY FROM file limit"),
+    ("(b) mysql --batch | psql COPY", PgLimit.COPY, "the one-table COPY FROM file limit"),
+    ("(c) wormhole mysql -> postgres + mysql", PgLimit.BOTH, "the COPY || LOAD DATA limit"),
+    ("(c) C tools, one after the other", PgLimit.BOTH, "the COPY || LOAD DATA limit"),
+)
+
+
+def limit_report(by_name: dict[str, Figure], opts: Options) -> list[dict[str, Any]]:
+    """Print each copy's time as a multiple of the servers' own limit; return them for latest.json."""
+    found = [(ours, by_name[ours], label, by_name[lim]) for ours, lim, label in LIMITS
+             if ours in by_name and lim in by_name]
+    if not found:
+        return []
+    say("")
+    say(f"against the servers' own limit (best of {opts.limit_rounds}, interleaved with wormhole in the same "
+        "minutes, every copy verified):")
+    out = []
+    for ours, figure, label, lim in found:
+        say(f"  {limit.limit_line(ours, figure.seconds, label, lim.seconds)}")
+        out.append({"copy": ours, "limit": lim.scenario,
+                    "times_limit": round(limit.times_limit(figure.seconds, lim.seconds), 3)})
+    for scan, ours in ((PgLimit.PG_SCAN, "(a) wormhole postgres -> postgres"),
+                       (PgLimit.MYSQL_SCAN, "(b) wormhole mysql -> postgres")):
+        if scan in by_name and ours in by_name:
+            say(f"  the {scan} alone ({by_name[scan].seconds:.2f} s) is "
+                f"{by_name[scan].seconds / by_name[ours].seconds:.0%} of {ours}'s time")
+    return out
 
 
 def ensure_pgloader() -> None:
@@ -482,6 +621,8 @@ def run_all(opts: Options) -> list[dict[str, Any]]:
                     if not opts.keep:
                         pg.execute(f"DROP TABLE IF EXISTS dst.{TABLE}")
                         cur.execute(f"DROP DATABASE IF EXISTS `{MYSQL_DEST_DB}`")
+                        pg.execute(f"DROP SCHEMA IF EXISTS {limit.PG_LIMIT_SCHEMA} CASCADE")
+                        limit.drop_limit_dbs(cur)
     finally:
         admin.close()
     shutil.rmtree(workdir, ignore_errors=True)
@@ -503,12 +644,12 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str = "") -> None:
 
 
 def options_from(args: argparse.Namespace, prefix: str, rows: int | None, repeat: int, mysql: Server,
-                 wormhole: bool, keep: bool) -> Options:
+                 wormhole: bool, keep: bool, limits: dict[str, Any] | None = None) -> Options:
     def get(name: str) -> Any:
         return getattr(args, f"{prefix}{name}")
     return Options(rows=rows or 1_000_000, repeat=repeat, channels=tuple(get("channels")), writers=get("writers"),
                    mysql=mysql, pg=PgServer(host=args.pg_host, port=args.pg_port, user=args.pg_user),
-                   wormhole=wormhole, keep=keep)
+                   wormhole=wormhole, keep=keep, **(limits or {}))
 
 
 def main() -> None:
@@ -519,8 +660,10 @@ def main() -> None:
     parser.add_argument("--no-wormhole", action="store_true", help="run the baselines only")
     parser.add_argument("--keep", action="store_true", help="keep the destination tables afterwards")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    limit.add_arguments(parser)
     args = parser.parse_args()
-    opts = options_from(args, "", args.rows, args.repeat, Server.of(args), not args.no_wormhole, args.keep)
+    opts = options_from(args, "", args.rows, args.repeat, Server.of(args), not args.no_wormhole, args.keep,
+                        limit.option_fields(args))
     try:
         results = run_all(opts)
     except BenchmarkFailure as exc:

@@ -33,6 +33,13 @@ for (``make bench BENCH_ARGS="--only postgres"``).
 
 ``--only mysql-read`` (benchmarks/mysql_read.py) measures the mysql store's reader alone: the 1M-row bench
 table read into nothing as 2 splits on 1 and on 2 threads, rows/s, CPU time and peak RSS.
+
+The MySQL and PostgreSQL parts also measure the servers' own limit (benchmarks/limit.py) in the same minutes:
+a ready file loaded by ``LOAD DATA LOCAL INFILE`` / psql ``\\copy FROM`` into one table and N at once, and
+the source scan alone, interleaved with wormhole's runs over ``--limit-rounds`` rounds (default 2; ``--no-limit``
+leaves them out), with mydumper | myloader beside the C tools; each copy's time is printed as a multiple of
+the limit. ``--only mysql-profile`` (benchmarks/mysql_profile.py) watches one three-destination run: wormhole's
+and mariadbd's CPU per phase, idle destinations, the reader blocked, commit and marker costs, the tail.
 """
 
 from __future__ import annotations
@@ -44,7 +51,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import files, mysql_read, mysql_scenario, postgres_scenario, pushup, spark_scenario, speed
+from benchmarks import (
+    files,
+    limit,
+    mysql_profile,
+    mysql_read,
+    mysql_scenario,
+    postgres_scenario,
+    pushup,
+    spark_scenario,
+    speed,
+)
 
 RESULTS = Path("benchmarks/results/latest.json")
 
@@ -106,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     """Every part's options in one parser (a name two parts both declare fails here, before any run)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup", "mysql-read", "files",
-                                           "postgres"],
+                                           "postgres", "mysql-profile"],
                         help="run one part (default: stream, then mysql; spark only with --with-spark, speed, "
                              "pushup, mysql-read, files and postgres only with --only)")
     parser.add_argument("--with-spark", action="store_true", help="run the (long) Spark scenario after the others")
@@ -115,12 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeat", type=int,
                         help="runs per scenario, the best counts (default: 3 for stream and pushup, 1 for mysql)")
     mysql_scenario.add_arguments(parser, prefix="mysql-")
+    limit.add_arguments(parser)
     spark_scenario.add_arguments(parser, prefix="spark-")
     speed.add_arguments(parser)
     pushup.add_arguments(parser)
     mysql_read.add_arguments(parser, prefix="read-")
     files.add_arguments(parser)
     postgres_scenario.add_arguments(parser, prefix="pg-")
+    mysql_profile.add_arguments(parser)
     return parser
 
 
@@ -137,7 +156,7 @@ def main() -> None:
         opts = mysql_scenario.Options(
             rows=args.mysql_rows, repeat=args.repeat or 1, channels=tuple(args.channels), writers=args.writers,
             server=mysql_scenario.Server.of(args),
-            wormhole=not args.no_wormhole, naive=not args.no_naive, keep=args.keep)
+            wormhole=not args.no_wormhole, naive=not args.no_naive, keep=args.keep, **limit.option_fields(args))
         try:
             results += mysql_scenario.run_all(opts)
         except mysql_scenario.BenchmarkFailure as exc:
@@ -179,11 +198,19 @@ def main() -> None:
     if "postgres" in parts:
         rows = args.pg_rows or (args.rows[0] if args.rows else None)
         opts = postgres_scenario.options_from(args, "pg_", rows, args.repeat or 1, mysql_scenario.Server.of(args),
-                                              wormhole=not args.no_wormhole, keep=args.keep)
+                                              wormhole=not args.no_wormhole, keep=args.keep,
+                                              limits=limit.option_fields(args))
         try:
             results += postgres_scenario.run_all(opts)
         except mysql_scenario.BenchmarkFailure as exc:
             raise SystemExit(f"POSTGRES BENCHMARK FAILED: {exc}") from None
+        save(results, parts)
+    if "mysql-profile" in parts:
+        try:
+            results += mysql_profile.run_all(mysql_scenario.Server.of(args), args.profile_rows,
+                                             args.profile_interval, args.profile_source)
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"MYSQL PROFILE FAILED: {exc}") from None
         save(results, parts)
     if "files" in parts:
         results += files.run_all(files.Options(rows=args.files_rows, repeat=args.repeat or 1,
