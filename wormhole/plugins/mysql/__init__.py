@@ -1,12 +1,5 @@
-"""The mysql store (MySQL and MariaDB through pymysql): split reads of tables or sharded tables, and
-loads by LOAD DATA or multi-row INSERT with append, truncate or atomic staging-table replace.
-
-The entry below says what the store can do (its roles' facets), :mod:`.options` holds the parameters users write (and
-the source shapes they resolve to), :mod:`.splitter` and :mod:`.reader` the source role,
-:mod:`.periphery` both roles' peripheries, :mod:`.staging` and :mod:`.writer` the sink role,
-:mod:`.types` the type mapping, :mod:`.spark` the native Spark read and write (loaded in Spark mode
-only).
-"""
+"""The mysql store (MySQL and MariaDB through pymysql): a dialect of the SQL store kit (:mod:`.dialect`) plus
+its driver code; docs/manual/mysql.md says what it does."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""The mysql reader's batches as Arrow columns: each column of raw text-protocol values (``bytes``, None
-for NULL) becomes an array of its column's Arrow type (:func:`wormhole.plugins.batch.arrow_type`) by
-vectorised casts, with no Python per value.
-
-A column whose cast fails (a zero date, bytes that are not UTF-8, an unreadable value) is converted value
-by value instead, only then, as the reader always did: a value that does not convert rejects its row
-(origin ``source``) with the same reason, a zero date follows ``zero_dates``. A column holding a value the
-reader has always passed on but Arrow cannot hold in the column's type (a zero date kept as its text, a
-decimal of another scale than the column's declared one) goes on as an exact column
-(:data:`wormhole.plugins.batch.EXACT_KEY`: each value's text, with the column's logical type), the other
-columns of the batch as Arrow columns of their types.
-"""
+"""The mysql reader's batches as Arrow columns: each column of raw text-protocol values becomes an array of its
+Arrow type by vectorised casts. A column whose cast fails (a zero date, bytes that are not UTF-8) is
+converted value by value: a value that does not convert rejects its row, a zero date follows ``zero_dates``,
+and a value Arrow cannot hold in the column's type goes on in an exact column."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Connections to MySQL/MariaDB: bounded connect retry, session settings, error classes.
-
-Every connection runs its session in UTC (``time_zone = '+00:00'``) so TIMESTAMP values cross
-from one server to another unchanged, and without ``NO_BACKSLASH_ESCAPES`` so the driver's
-escaping means what it says. Writers also add ``STRICT_ALL_TABLES`` unless told otherwise: a value a
-column cannot hold is then an error (a rejected row), never a silent truncation.
-"""
+"""Connections to MySQL/MariaDB: sessions in UTC (TIMESTAMP values cross servers unchanged), without
+``NO_BACKSLASH_ESCAPES`` (the driver's escaping means what it says), and for writers ``STRICT_ALL_TABLES``
+unless told otherwise (a value a column cannot hold is a rejected row, never truncated); error classes."""
 
 from __future__ import annotations
 

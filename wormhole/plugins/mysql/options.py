@@ -1,13 +1,6 @@
-"""The mysql store's options: what users write under ``source.params`` / ``destinations[i].params``.
-
-A source's params are parsed flat (:class:`MysqlReaderOptions`, the keys users write), checked, and
-then resolved into one of the SQL store kit's three shapes (:mod:`wormhole.plugins.sql.source_options`:
-a table, a query on one server or on each connection, tables on several connections); the checks across
-keys are the kit's too (``SourceParams``, ``SinkParams``), with MySQL's naming rules. Identifiers
-(databases, tables, columns) are checked here against what MySQL can name and are always quoted with
-backticks in SQL; values are always bound by the driver. ``where``, ``query``, ``pre_sql``, ``post_sql``
-and ``rollback_sql`` are SQL text from the task author and run as given.
-"""
+"""The mysql store's options: what users write under ``source.params`` / ``destinations[i].params`` (the
+field docs are the parameter reference, docs/manual/store-parameters.md), checked with MySQL's naming rules
+(:data:`NAMING`) by the SQL kit's ``SourceParams`` and ``SinkParams``."""
 
 from __future__ import annotations
 

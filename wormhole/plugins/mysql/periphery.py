@@ -1,12 +1,7 @@
-"""The mysql store's peripheries: the source's reachability, size and load (:class:`MysqlReaderPeriphery`,
-with ``busy_threads`` for adaptive push-up); the target prepared, then the load committed or rolled back,
-on the SQL kit's phases (:mod:`wormhole.plugins.sql.periphery`: loads, markers, resuming, leftovers).
-
-MySQL's DDL is not transactional: prepare runs ``pre_sql``, TRUNCATE and the staging table (:mod:`.staging`)
-each on its own, then records the prepared marker; commit records the load's phase around the staging
-swap's RENAME (``swapping``, ``swapped``), then ``post_sql`` and ``committed``, so a resumed run finishes a
-swap that was under way (post_sql may then run again), and if post_sql fails the swap is undone.
-"""
+"""The mysql store's peripheries on the SQL kit's (:mod:`wormhole.plugins.sql.periphery`). MySQL's DDL is not
+transactional: prepare runs ``pre_sql``, TRUNCATE and the staging table each on its own, then records the
+prepared marker; commit records the phases around the staging swap (:mod:`.staging`), then ``post_sql`` and
+``committed``, so a resumed run finishes a swap that was under way."""
 
 from __future__ import annotations
 

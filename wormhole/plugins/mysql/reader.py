@@ -1,11 +1,6 @@
-"""The mysql store's reader: streaming reads of each split.
-
-Splits are cut by :mod:`.splitter`; reachability, size and the servers' load are the reader
-periphery's (:mod:`.periphery`). Reads stream (unbuffered cursor) and parse rows column-major
-off the wire (:mod:`.protocol`); each column becomes an Arrow array by vectorised casts
-(:mod:`.arrow_read`), so batches go on as Arrow record batches. A value the reader cannot convert
-rejects its row to the dirty-record file (origin ``source``) instead of failing the split.
-"""
+"""The mysql store's reader: each split streamed from an unbuffered cursor and parsed column-major off the
+wire (:mod:`.protocol`), each column cast to Arrow whole (:mod:`.arrow_read`); a value that does not convert
+rejects its row (origin ``source``)."""
 
 from __future__ import annotations
 

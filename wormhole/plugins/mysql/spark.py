@@ -1,12 +1,7 @@
-"""The mysql store's native Spark read (``spark_read``), loaded in Spark mode only.
-
-MySQL goes over JDBC with Debian's MariaDB Connector/J, through the SQL store kit's JDBC read
-(:mod:`wormhole.plugins.sql.spark`: a partition per split predicate, every shard and table its own
-relation, unioned by name). Spark 4 applies its MySQL dialect (backtick quoting) only to ``jdbc:mysql:``
-URLs, hence the connector's ``permitMysqlScheme``. A column JDBC would not carry exactly sends the read
-to the row reader per split (:class:`wormhole.plugins.spark_kit.RowReaderPlan`). Writes go through the
-store's own row writers inside the executors (a split per partition, durable with its marker row), not JDBC.
-"""
+"""The mysql store's native Spark read (``spark_read``) over MariaDB Connector/J through the SQL kit's JDBC read
+(:mod:`wormhole.plugins.sql.spark`), loaded in Spark mode only; a column JDBC would not carry exactly sends
+the read to the row reader (docs/manual/spark.md). Spark 4 applies its MySQL dialect only to ``jdbc:mysql:``
+URLs, hence the connector's ``permitMysqlScheme``."""
 
 from __future__ import annotations
 

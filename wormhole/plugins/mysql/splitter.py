@@ -1,13 +1,6 @@
-"""The mysql store's splits: DataX-style key ranges of each table, or one split per query connection.
-
-Splitting follows DataX's SingleTableSplitUtil: ``MIN``/``MAX`` of ``split_pk`` (an integer or a
-string column), ranges that are half-open except the last, which is closed, plus one split for
-``split_pk IS NULL`` when the column is nullable; each range is read ``ORDER BY split_pk``, never
-paged with LIMIT/OFFSET. String boundaries are interpolated in ASCII like DataX's, then sorted and
-de-duplicated by the server under the column's own collation, so the ranges are disjoint and
-cover every key whatever the collation (DataX compares in Java order and can lose or repeat rows
-under a case-insensitive collation).
-"""
+"""The mysql store's splits (docs/manual/mysql.md, *Reading*): DataX's key ranges of ``split_pk`` (integer or
+string; half-open but the last, ``IS NULL`` for a nullable key), string boundaries ordered and de-duplicated
+by the server under the column's own collation, so the ranges are disjoint whatever the collation."""
 
 from __future__ import annotations
 

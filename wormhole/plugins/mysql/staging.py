@@ -1,16 +1,7 @@
-"""The mysql store's staging swap (``load: staging``), on the SQL kit's staging table
-(:mod:`wormhole.plugins.sql.staging`: its name, marker and reclaiming).
-
-Rows go to ``CREATE TABLE <staging> LIKE <target>``; commit swaps it in with one
-``RENAME TABLE target TO old, staging TO target`` (atomic: a reader sees the old table or the new
-one, never a half-loaded one), then the old table is dropped; rollback swaps back when the swap was
-done (post_sql failed after it) and drops the staging table, leaving the target untouched. Commit and
-rollback drop only the staging table this run created and the old table this run renamed.
-
-DDL is not transactional in MySQL: the commit records the phases ``swapping`` and ``swapped`` around
-the RENAME (:mod:`wormhole.plugins.sql.markers`), so a run resuming a commit that crashed around it
-knows whether the swap happened.
-"""
+"""The mysql store's staging swap (``load: staging``) on the SQL kit's staging table: ``CREATE TABLE ... LIKE``
+the target, swapped in at commit by one atomic ``RENAME TABLE target TO old, staging TO target``, swapped back
+and dropped at rollback (docs/manual/mysql.md, *Loads*). MySQL's DDL is not transactional: the commit records
+the phases ``swapping`` and ``swapped`` around the RENAME, so a resumed run knows whether it happened."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""MySQL column types <-> wormhole's logical types, and the column-wise value conversions both ways.
-
-A column has a *kind* (how its values travel) derived from its MySQL type: ``int`` (every integer
-width, signed or unsigned, and YEAR), ``uint64`` (BIGINT UNSIGNED: an int beyond int64), ``bit``
-(BIT(n) as an unsigned int), ``decimal`` (full precision), ``float`` (DOUBLE), ``float32`` (FLOAT,
-selected as DOUBLE: :func:`select_expr`), ``string`` (CHAR/VARCHAR/TEXT, ENUM, SET, TIME as MySQL's
-own text), ``bytes`` (BINARY/VARBINARY/BLOB, spatial types), ``date``, ``datetime``
-(DATETIME/TIMESTAMP with fractions) and ``json``. Readers get raw bytes from the wire and convert a
-whole column at a time with C-level functions; writers encode a batch's Arrow form (:mod:`.arrow_load`).
-"""
+"""MySQL column types -> the reader's kinds (how a column's values travel) -> wormhole's logical types
+(docs/manual/mysql.md, *Types*), and the value-by-value conversions of raw wire bytes."""
 
 from __future__ import annotations
 

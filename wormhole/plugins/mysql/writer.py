@@ -1,23 +1,9 @@
-"""The mysql store's writers: every piece of ``batch_size`` rows one transaction, or one split one transaction.
-
-A writer cuts a batch into pieces of ``batch_size`` rows, each in its own transaction, sent as one
-``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT, both encoded from the batch's
-Arrow form without Python per value (:mod:`.encoding`, :mod:`.arrow_load`). Every MySQL destination of a
-run encodes a batch alike, so the encoded piece is shared through the batch's memo and built once.
-A piece that fails on a row's value (or that LOAD DATA, which turns errors into warnings with LOCAL,
-did not load exactly) is rolled back and replayed row by row, one INSERT of the row's literals each (a
-row whose value has no literal is refused with the reason), so only the bad rows are rejected, each with
-MySQL's own error text; a refused row is reported with its values (:func:`rows_of`).
-
-Transient errors (lock wait timeout, deadlock, lost connection) become ``TransientWriteError`` here,
-at the store boundary, and :func:`wormhole.retry.policy` retries the piece on a fresh transaction,
-with backoff, ``retries`` times; the waits end at once when the task stops. A connection lost while
-COMMIT was in flight is not retried, because whether the piece was committed is unknown.
-
-As a :class:`~wormhole.plugins.base.SplitWriter` a writer keeps one transaction per open split
-(:mod:`wormhole.plugins.split_transactions`, with the SQL kit's part in :mod:`wormhole.plugins.sql.writer`);
-each piece runs under a SAVEPOINT, so a bad row or a lock wait timeout undoes that piece only.
-"""
+"""The mysql store's writers: pieces of ``batch_size`` rows, each one ``LOAD DATA LOCAL INFILE`` from an
+in-memory file or multi-row INSERTs, encoded once per run from the batch's Arrow form (:mod:`.encoding`). A
+piece that fails on a row's value, or that LOAD DATA did not load exactly (LOCAL turns errors into
+warnings), is undone and replayed row by row, so only the bad rows are rejected, with MySQL's own text
+(docs/manual/mysql.md, *Writing*); the splits' transactions and retries are
+:mod:`wormhole.plugins.split_transactions` with the SQL kit's part (:mod:`wormhole.plugins.sql.writer`)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""The postgres store (PostgreSQL 15, and Greenplum through the same protocol) through psycopg 3: split
-reads by key range or physical block range with COPY TO STDOUT, and COPY FROM STDIN loads with
-append, truncate, upsert or an atomic staging-table swap.
-
-:mod:`.options` holds the parameters users write (the connection keys both roles share, the naming
-rules, the source's and the destination's keys), :mod:`.connection` the sessions and error classes,
-:mod:`.dialect` how the SQL store kit's statements are spelled. The source role: :mod:`.catalog` (types),
-:mod:`.splitter`, :mod:`.reader`; the sink role: :mod:`.writer` (with :mod:`.encoding`, :mod:`.binary`,
-:mod:`.staging`, :mod:`.kept` and :mod:`.ddl`); :mod:`.periphery` both roles' peripheries. :mod:`.spark`
-is the native Spark read (loaded in Spark mode only).
-"""
+"""The postgres store (PostgreSQL, and Greenplum through the same protocol, through psycopg 3): a dialect of
+the SQL store kit (:mod:`.dialect`) plus its driver code; docs/manual/postgres.md says what it does."""
 
 from __future__ import annotations
 

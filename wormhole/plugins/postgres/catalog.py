@@ -1,23 +1,6 @@
-"""What PostgreSQL's catalog says about the tables and queries a source reads, and the logical type of
-each of its types.
-
-Each column gets a *kind*: how the reader selects and parses it. Most read as COPY prints them; a few are
-selected through an expression so COPY prints what wormhole holds:
-
-- ``real`` as ``double precision`` (the exact stored value, as the mysql store reads FLOAT);
-- ``timestamptz`` ``AT TIME ZONE 'UTC'`` (naive UTC, as the mysql store gives TIMESTAMP);
-- arrays through ``to_json`` (a JSON array, nested for several dimensions: logical type json). A postgres
-  destination whose column is an array reads it back as PostgreSQL's array literal
-  (:func:`wormhole.plugins.postgres.encoding.array_literal`); an array of a built-in element type keeps its
-  declaration (:attr:`ColumnInfo.element`) for ``create_table`` and travels undecoded (:mod:`.passthrough`).
-
-``numeric(p, s)`` is a decimal of that shape; ``numeric`` without a declared scale (or wider than Arrow's
-76 digits) a decimal of no declared shape, which the reader keeps as each value's own text (an exact
-column: ``1.50`` stays ``1.50``, NaN and 1000-digit values included); a destination that cannot hold a
-value refuses its row with the reason. Everything the logical types have no place for (text, varchar,
-char, citext, enums, uuid, inet, interval, time, money, xml, ranges, ...) is a string: PostgreSQL's own
-text of the value in the session's styles (ISO dates, ISO 8601 intervals).
-"""
+"""What PostgreSQL's catalog says about the tables and queries a source reads: each column's *kind* (how the
+reader selects and parses it; :func:`select_expr` for the few read through an expression) and its logical
+type (docs/manual/postgres.md, *Types*)."""
 
 from __future__ import annotations
 

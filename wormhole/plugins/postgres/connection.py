@@ -1,11 +1,5 @@
-"""Connections to PostgreSQL (and Greenplum, which speaks its protocol) through psycopg 3.
-
-Every session runs in UTC with ISO dates and ``extra_float_digits = 3``, so timestamptz values and
-floats cross in text exactly; ``application_name`` is ``wormhole`` so a DBA sees whose sessions they
-are. Errors are classed by SQLSTATE: a dropped connection, a deadlock or a serialization failure can
-succeed when retried on a fresh transaction; a data exception or an integrity violation belongs to the
-rows of one batch (they are found and rejected one by one); anything else fails the side it happened on.
-"""
+"""Connections to PostgreSQL through psycopg 3: sessions in UTC with ISO dates and ``extra_float_digits = 3``
+(values cross in text exactly), ``application_name`` ``wormhole``; errors classed by SQLSTATE."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
-"""The postgres store's options: what users write under ``source.params`` / ``destinations[i].params``.
-
-The connection keys both roles share (:class:`ServerOptions`) and the rules for PostgreSQL names come
-first. A source's params are parsed flat (:class:`PostgresReaderOptions`), checked with key paths by the
-SQL store kit's ``SourceParams`` (with PostgreSQL's naming rules, :data:`NAMING`), and resolved into one of
-the kit's three shapes (:mod:`wormhole.plugins.sql.source_options`) the splitter and reader work with. A
-destination's params are :class:`PostgresWriterOptions`; what only the target can tell (an upsert's key
-when ``upsert_key`` names none, the columns ``distributed_by`` names) is checked at prepare, with the key
-path in the message.
-
-Identifiers (schemas, tables, columns) are checked here against what PostgreSQL can name and always
-quoted with ``"`` in SQL, so their case is kept as written; values are always bound by the driver.
-``where``, ``query``, ``pre_sql``, ``post_sql`` and ``rollback_sql`` are SQL text from the task author and
-run as given.
-"""
+"""The postgres store's options: what users write under ``source.params`` / ``destinations[i].params`` (the
+field docs are the parameter reference, docs/manual/store-parameters.md), checked with PostgreSQL's naming
+rules (:data:`NAMING`) by the SQL kit's ``SourceParams`` and ``SinkParams``; what only the target can tell
+(an upsert's key, ``distributed_by``'s columns) is checked at prepare."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""The postgres store's peripheries: the source's reachability, size and load (:class:`PostgresReaderPeriphery`,
-with ``busy_threads`` for adaptive push-up); the destination's on the SQL kit's phases
-(:mod:`wormhole.plugins.sql.periphery`: loads, markers, resuming, leftovers), doing in one step each what
-PostgreSQL's transactional DDL allows.
-
-Prepare is one transaction after ``pre_sql``: TRUNCATE or the staging table, the table ``create_table``
-makes, the prepared marker (a resumed run does not truncate again). Commit is one transaction too: verify,
-the staging swap (:mod:`.staging`), ``post_sql`` and the ``committed`` phase, so a crash leaves the load
-committed or not; a COMMIT whose answer was lost is settled by that phase (:mod:`wormhole.plugins.sql.settling`).
-A target this run created is dropped again on rollback (it was not there before prepare).
-"""
+"""The postgres store's peripheries on the SQL kit's (:mod:`wormhole.plugins.sql.periphery`), doing in one
+transaction each what PostgreSQL's transactional DDL allows: prepare (after ``pre_sql``: TRUNCATE or the
+staging table, the table ``create_table`` makes, the prepared marker) and commit (verify, swap, ``post_sql``,
+the ``committed`` phase, which settles a COMMIT whose answer was lost)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""The postgres store's reader: each split streamed with ``COPY (SELECT ...) TO STDOUT WITH (FORMAT csv)``
-and parsed into Arrow batches by pyarrow's CSV reader (C++, no Python per value).
-
-CSV rather than text or binary (docs/decisions.md has the measurement): the server writes all three
-about as fast, and CSV is the one Arrow parses as it is. It is exact: a NULL is an unquoted empty field,
-an empty string a quoted one (``""``), a quoted field may hold the delimiter, quotes and newlines, and
-COPY sends one row per message, so a batch is cut between rows without looking at the bytes. Numbers,
-dates and timestamps are PostgreSQL's ISO text in the session's settings (UTC, ``extra_float_digits =
-3``: the shortest text that reads back as the same double).
-
-A ``numeric`` of no declared precision and scale travels as an exact column (``wormhole.exact`` =
-``text``): each value's own text as PostgreSQL printed it (``1.50``, ``NaN``, 130000 digits), which no
-decimal type of one scale holds; a destination that cannot hold a value refuses its row, saying why.
-
-A batch whose text does not all parse as its columns' types (``infinity`` or a BC date) is parsed again
-as text and converted column by column; a value that has no form in its column rejects its row to the
-dirty-record file (origin ``source``) with the value and the reason, or, for a date the ``special_dates``
-option lets through, becomes NULL. The read streams: the
-server holds the snapshot, wormhole at most one batch of text and its Arrow form.
-"""
+"""The postgres store's reader: each split streamed with ``COPY (SELECT ...) TO STDOUT WITH (FORMAT csv)`` and
+parsed into Arrow batches by pyarrow's CSV reader (why CSV: docs/decisions.md). A batch whose text does not
+all parse as its columns' types (``infinity``, a BC date) is parsed again as text and converted column by
+column; a value with no form rejects its row, or becomes NULL under ``special_dates: null``."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""The postgres store's native Spark read (``spark_read``), loaded in Spark mode only.
-
-PostgreSQL goes over JDBC with Debian's pgjdbc, through the SQL store kit's JDBC read
-(:mod:`wormhole.plugins.sql.spark`: one partition per split predicate, key or ctid ranges, the task's
-pushed-down filters ANDed as literals; every shard and table its own relation, unioned by name).
-Sessions get the settings local mode's have (UTC, ISO dates and intervals). Columns whose JDBC value is
-not the one the local reader gives are selected through an expression (see :data:`JDBC_EXACT_KINDS`); a
-column no expression makes exact sends the read to the row reader per split
-(:class:`wormhole.plugins.spark_kit.RowReaderPlan`). Writes go through the store's own row writers
-inside the executors (a split per partition, durable with its marker row), not JDBC.
-"""
+"""The postgres store's native Spark read (``spark_read``) over pgjdbc through the SQL kit's JDBC read
+(:mod:`wormhole.plugins.sql.spark`), loaded in Spark mode only: columns whose JDBC value is not the local
+reader's go through an expression, and a column none makes exact sends the read to the row reader
+(docs/manual/spark.md says which)."""
 
 from __future__ import annotations
 
@@ -42,30 +35,8 @@ from wormhole.plugins.sql import spark as jdbc
 PG_DRIVER = "org.postgresql.Driver"
 
 JDBC_EXACT_KINDS = frozenset({"int", "float", "bool", "bytes"})
-"""Kinds (:mod:`.catalog`) Spark's JDBC read carries exactly as local mode reads them, as they are,
-measured with pgjdbc 42.5 and Spark 4 against the local reader (smallint, integer, bigint, double
-precision with NaN and infinities, boolean, bytea). The others go through an expression in the query:
-
-- ``real``: a CAST to double precision (JDBC's float would be the same value; the reader's own choice);
-- ``numeric(p, s)`` within decimal(38,18): a CAST to itself (``numeric(5,-2)`` is refused by Spark as
-  it is), exact; wider ones (``numeric(40,5)`` is rounded to decimal(38,3)) and ``numeric`` without a
-  declared scale (read as decimal(38,18): rounded, where local mode keeps each value's own text) send the
-  read to the row reader, as does a shard whose declared shape differs from the first table's; there those
-  columns travel as exact text (:func:`_wide_decimals`). A NaN in a
-  ``numeric(p, s)`` column fails the read (pgjdbc: "Bad value for type BigDecimal"), where local mode
-  rejects its row;
-- ``date``, ``timestamp``, ``timestamptz`` (``AT TIME ZONE 'UTC'``): their ISO text, cast back in Spark,
-  exact for years 1 to 9999 (JDBC's own values shift dates before 1582-10-15 by the Julian calendar,
-  read BC dates as negative years, clamp infinity to 9999-12-31 or overflow). With ``special_dates:
-  null`` the text of a date out of that range is NULL, as local mode reads it; with ``reject`` (the
-  default) such a column sends the read to the row reader, which rejects those rows;
-- ``json``/``jsonb`` and arrays (``to_json``): their JSON text, carried as exact text (JDBC reads
-  arrays as Spark arrays, which a Parquet write would cast to Spark's own text, not JSON);
-- everything read as a string (text, varchar, char(n) with its padding, uuid, inet, interval in ISO
-  8601, enums, money, xml, time, timetz, bit, oid, ranges, ...): the type's output text through
-  ``format('%s', ...)``, what COPY prints (JDBC reads time as a 1970-01-01 timestamp, bit(n) as bytes,
-  oid as a decimal, and ``inet::text`` would add a /32).
-"""
+"""Kinds (:mod:`.catalog`) Spark's JDBC read carries exactly as local mode reads them (measured with pgjdbc
+42.5 and Spark 4); the others go through :func:`_expression` or to the row reader (docs/manual/spark.md)."""
 
 _TEMPORAL_SPARK = {"date": T.DateType(), "datetime": T.TimestampNTZType(), "timestamptz": T.TimestampNTZType()}
 _HIGH = {"date": "<= '9999-12-31'", "datetime": "< '10000-01-01'", "timestamptz": "< '10000-01-01'"}

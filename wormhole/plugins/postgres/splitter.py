@@ -1,19 +1,7 @@
-"""The postgres store's splits: key ranges, physical block ranges, or one split per query connection.
-
-- ``split_pk`` (an integer, date or timestamp column): ``MIN``/``MAX`` of its finite values cut into
-  near-equal ranges (:func:`wormhole.plugins.sql.int_points` over integers, days or microseconds). The
-  first range is open below and the last open above, so keys outside the finite range read (infinity,
-  a row written since) still belong to exactly one split; a nullable key adds a ``IS NULL`` split.
-- no ``split_pk``: a table (or materialized view) of twice :data:`MIN_SPLIT_PAGES` pages or more is cut into
-  ranges of physical blocks, ``ctid >= '(a,0)' AND ctid < '(b,0)'``, which PostgreSQL 14 and later read
-  with a TID range scan (only those blocks). The size is the relation's file size now, not
-  ``pg_class.relpages`` (0 until the first VACUUM or ANALYZE); the last range is open above, so blocks
-  added since are read too.
-- ``query``: one split per connection, the query as a derived table.
-
-Every split's statement is ``SELECT <columns> FROM <relation> WHERE ...`` with ``%s`` for its bound
-values (and ``%%`` for a literal ``%``): the reader runs it inside ``COPY (...) TO STDOUT``.
-"""
+"""The postgres store's splits (docs/manual/postgres.md, *Reading*): ``split_pk`` ranges of the key's finite
+values (the first open below, the last open above, ``IS NULL`` for a nullable key), else ranges of physical
+blocks (``ctid``) for a table large enough, one split per connection for a query. A split's statement binds
+``%s`` (``%%`` for a literal ``%``): the reader runs it inside ``COPY (...) TO STDOUT``."""
 
 from __future__ import annotations
 

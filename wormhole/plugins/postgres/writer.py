@@ -1,28 +1,8 @@
-"""The postgres store's writers: COPY FROM STDIN in text format, a piece of ``batch_size`` rows at a time.
-
-A batch is encoded from its Arrow form, column-wise (:mod:`.encoding`; an exact column value by value). Before
-any COPY, rows PostgreSQL cannot take are rejected with a reason naming the column: a MySQL zero date kept as
-text in a date column, a value with no COPY text, a string holding NUL.
-
-A COPY stops at the first row PostgreSQL refuses (SQLSTATE class 22, data exception, or 23, integrity
-violation): each COPY runs under a savepoint, rolled back then; the error's context names the line, so
-the rows before it are COPY'd again, the bad row is rejected with PostgreSQL's own text and the COPY goes
-on after it. Where no line is named (an upsert's INSERT ... SELECT refused a row), the rows are cut in
-halves, each COPY'd alone, until the bad rows are single. All of it is inside the piece's transaction
-(plain writes: one per piece) or the split's. Once the batch's rejected rows go over the destination's
-record limit (``WriteContext.record_limit``) the piece is undone and the batch stops there: every row
-bad would otherwise cost a COPY each, of all the rows after it, for a destination that fails anyway.
-
-``write_mode: upsert``: each piece is COPY'd into a temporary table of the session (:data:`.UPSERT_TABLE`),
-then ``INSERT INTO target SELECT ... ON CONFLICT (key) DO UPDATE``, in the same transaction.
-
-Transient errors (deadlock, serialization failure, lock not available, lost connection) become
-``TransientWriteError`` at the store boundary and :func:`wormhole.retry.policy` retries the piece,
-``retries`` times with backoff: a plain write on a fresh transaction; a split's piece from its savepoint
-while the session lives, and when the session is gone the split is lost (``SplitLost``: the engine writes
-it again from its start; with ``retries: 0`` the destination fails instead). The split lifecycle is
-:mod:`wormhole.plugins.split_transactions`, with the SQL kit's part in :mod:`wormhole.plugins.sql.writer`.
-"""
+"""The postgres store's writers: COPY FROM STDIN, binary (:mod:`.binary`) or text (:mod:`.encoding`), a piece of
+``batch_size`` rows at a time under a savepoint (an upsert through a temporary table, :data:`.UPSERT_TABLE`).
+A refused row is found by the line its error names (else by halving) and rejected alone, up to the record
+limit (docs/manual/postgres.md, *Rejected rows*); the splits' transactions and retries are
+:mod:`wormhole.plugins.split_transactions` with the SQL kit's part (:mod:`wormhole.plugins.sql.writer`)."""
 
 from __future__ import annotations
 
