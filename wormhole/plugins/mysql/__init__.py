@@ -13,30 +13,13 @@ from wormhole.plugins.mysql.splitter import MysqlSplitter
 from wormhole.plugins.mysql.writer import MysqlWriter
 from wormhole.plugins.sql.roles import sink_role, source_role
 
-# The kit's roles (:mod:`wormhole.plugins.sql.roles`): incremental bounds, pushdown, busy_threads (MySQL's
-# Threads_running); each split durable with its marker row, leftovers, three writers, Spark partitions.
-SOURCE = source_role(
-    MYSQL,
-    options=MysqlReaderOptions,
-    splitter=MysqlSplitter,
-    reader=MysqlReader,
-    periphery=MysqlReaderPeriphery,
-    spark_read="wormhole.plugins.mysql.spark:read",
-)
-
-SINK = sink_role(
-    options=MysqlWriterOptions,
-    periphery=MysqlWriterPeriphery,
-    writer=MysqlWriter,
-    single_writer_key=single_writer_key,
-    method_keys=("load", "write_mode", "method"),
-    uses_wire_text=True,
-    plan_load=plan_load,
-)
-
+# The kit's roles (:mod:`wormhole.plugins.sql.roles`) with the store's parts (busy_threads: Threads_running), each
+# built apart from the plugin so mypy checks its facets against the store's periphery.
+SOURCE = source_role(MYSQL, options=MysqlReaderOptions, splitter=MysqlSplitter, reader=MysqlReader,
+                     periphery=MysqlReaderPeriphery, spark_read="wormhole.plugins.mysql.spark:read")
+SINK = sink_role(options=MysqlWriterOptions, periphery=MysqlWriterPeriphery, writer=MysqlWriter,
+                 single_writer_key=single_writer_key, method_keys=("load", "write_mode", "method"),
+                 uses_wire_text=True, plan_load=plan_load)
 PLUGIN = Plugin(
-    name="mysql",
-    description="MySQL/MariaDB tables: key-range split reads (sharded too); append, truncate or staging loads",
-    source=SOURCE,
-    sink=SINK,
-)
+    name="mysql", source=SOURCE, sink=SINK,
+    description="MySQL/MariaDB tables: key-range split reads (sharded too); append, truncate or staging loads")

@@ -13,9 +13,11 @@ import pymysql
 
 from wormhole.errors import PrepareError
 from wormhole.plugins.base import WILL_FAIL
-from wormhole.plugins.mysql.connection import close_quietly, connect, describe, fetch_all, fetch_one
+from wormhole.plugins.mysql.connection import connect, describe
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.schema import Schema
 from wormhole.plugins.sql import backquote
+from wormhole.plugins.sql.target import fetch_all, fetch_one
 
 TYPED_ONLY = frozenset({"float", "bit"})
 """MySQL data types whose wire text is not what LOAD DATA reads back to the same value (see above)."""
@@ -86,7 +88,7 @@ def plan_load(options: Any, schema: Schema, rows_changed: bool) -> str:
     except pymysql.err.MySQLError as exc:
         return f"unknown (reading the target's columns failed: {describe(exc)})"
     finally:
-        close_quietly(conn)
+        MYSQL.close_quietly(conn)
     if method is None:
         return "none (method 'load_data' needs local_infile, which the server has switched off)"
     if not found:

@@ -10,23 +10,18 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
+from wormhole.errors import CommitError, PrepareError, RollbackError
 from wormhole.plugins.base import WriteContext
-from wormhole.plugins.mysql.connection import (
-    close_quietly,
-    connect,
-    fetch_one,
-)
 from wormhole.plugins.mysql.dialect import MYSQL
-from wormhole.plugins.mysql.options import MysqlSource, MysqlWriterOptions
+from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.passthrough import choose_method, load_method, target_columns, wire_columns
 from wormhole.plugins.mysql.staging import MysqlStaging, refuse_unkept
 from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql.markers import COMMITTED, SWAPPED, SWAPPING
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
-from wormhole.plugins.sql.source_options import Shard
-from wormhole.plugins.sql.target import TargetSql
+from wormhole.plugins.sql.source_options import Shard, SqlSource
+from wormhole.plugins.sql.target import TargetSql, fetch_one
 
 
 class MysqlWriterPeriphery(SqlWriterPeriphery):
@@ -45,11 +40,8 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
         self.insert_suffix = ""
         self.max_packet = 16 << 20
 
-    def connect(self, error: type[StorageError], *, autocommit: bool = True, local_infile: bool = False,
-                log: Any = None) -> pymysql.Connection:
-        return connect(self.endpoint, error, timeout=self.options.connect_timeout_s, strict=self.options.strict,
-                       autocommit=autocommit, local_infile=local_infile, destination=self.ctx.destination,
-                       stop=self.ctx.stop, log=self.ctx.log if log is None else log)
+    def session_settings(self) -> dict[str, Any]:
+        return {"strict": self.options.strict}
 
     # -- prepare --------------------------------------------------------------------------------
 
@@ -164,7 +156,7 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
             if self.staging is not None:
                 self.staging.drop_old(conn)
         finally:
-            close_quietly(conn)
+            self.dialect.close_quietly(conn)
 
     def _commit(self, conn: pymysql.Connection) -> None:
         """Verify, swap (recording the phase around the RENAME), post_sql, then ``committed``: a crash
@@ -224,7 +216,7 @@ class MysqlReaderPeriphery(SqlReaderPeriphery):
     """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
 
     dialect = MYSQL
-    source: MysqlSource
+    source: SqlSource
 
     def _running(self, conn: pymysql.Connection) -> int:
         """MySQL's Threads_running, this session's own excluded."""

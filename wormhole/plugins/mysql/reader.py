@@ -12,7 +12,7 @@ import pymysql.cursors
 from wormhole.errors import ReadError
 from wormhole.plugins.base import Batch, Column, Row, Schema, Split
 from wormhole.plugins.mysql.arrow_read import BatchDecoder
-from wormhole.plugins.mysql.connection import PLUGIN_NAME, abandon, close_quietly, describe, source_connection
+from wormhole.plugins.mysql.connection import PLUGIN_NAME, abandon
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.passthrough import native_type
 from wormhole.plugins.mysql.protocol import column_batches
@@ -44,31 +44,23 @@ class MysqlReader(SqlReader):
         # Splits planned before the table changed (a resumed run) keep their kinds.
         decoder = BatchDecoder(self.split_columns(names, kinds, pushed), kinds, self.source.dates,
                                keep_wire=self.ctx.keep_wire)
-        conn = source_connection(self.source, ep, ReadError, self.ctx, raw=True,
-                                 log=self.ctx.log.bind(split_id=split.id))
+        conn = MYSQL.connect(self.source, ep, ReadError, self.ctx, log=self.ctx.log.bind(split_id=split.id), raw=True)
         finished = False
         cur = None
         try:
             cur = conn.cursor(pymysql.cursors.SSCursor)
-            try:
+            with self.reading(split):
                 cur.execute(sql, args or None)
                 for _count, columns in column_batches(cur, self.ctx.batch_rows, self.ctx.batch_bytes):
                     if len(columns) != len(kinds):
                         raise ReadError(f"split {split.id} returned {len(columns)} columns, expected {len(kinds)}",
                                         plugin=PLUGIN_NAME)
-                    rows, rejected = decoder.decode(columns)
-                    if rejected:
-                        self.ctx.dirty.reject("source", rejected, split.id)
-                    if rows:
-                        yield rows
-            except pymysql.err.MySQLError as exc:
-                raise ReadError(f"reading {split.id} failed: {describe(exc)}", plugin=PLUGIN_NAME,
-                                split_id=split.id) from exc
+                    yield from self.batch(split, *decoder.decode(columns))
             finished = True
         finally:
             # After an early stop (or a killed connection) the stream is mid-result: closing the
             # connection is the only clean way out (draining it could take as long as the rest of the read).
             if finished:
-                close_quietly(conn)
+                MYSQL.close_quietly(conn)
             else:
                 abandon(conn, cur)

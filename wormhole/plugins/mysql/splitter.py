@@ -10,13 +10,13 @@ from typing import Any
 from wormhole.errors import SplitError
 from wormhole.plugins.base import Split
 from wormhole.plugins.mysql.catalog import ColumnInfo
-from wormhole.plugins.mysql.connection import fetch_all
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.types import select_expr
 from wormhole.plugins.sql import ascii_points, int_points, key_ranges
 from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql.source_options import QuerySource
 from wormhole.plugins.sql.splitter import SqlSplitter, TableCut
+from wormhole.plugins.sql.target import fetch_all
 
 _INT_KINDS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
 _STRING_KINDS = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
@@ -47,11 +47,7 @@ class _Cutter(TableCut):
             sql += f" ORDER BY {order}"
         if args:  # the driver formats with %: a % in the task's where or a name must stay literal
             sql = sql.replace("%", "%%").replace(_ARG, "%s")
-        mark = self.shard.endpoint.mark
-        return Split(id=f"{mark}/{self.table}{suffix}", resource_mark=mark,
-                     params={"shard": self.index, "sql": sql, "args": args, "kinds": tuple(c.kind for c in self.chosen),
-                             "relation": self.relation, "predicate": predicate,
-                             "columns": tuple(c.name for c in self.chosen)})
+        return self.split(suffix, sql, args, predicate)
 
     def splits(self, infos: list[ColumnInfo], count: int) -> list[Split]:
         split_pk = self.selection.split_pk

@@ -9,14 +9,11 @@ import pymysql
 
 from wormhole.errors import CommitError, PrepareError, RollbackError
 from wormhole.plugins.base import WriteContext
-from wormhole.plugins.mysql.connection import error_code, fetch_all
+from wormhole.plugins.mysql.connection import NO_ANSWER, error_code
 from wormhole.plugins.sql.markers import SWAPPED, SWAPPING
 from wormhole.plugins.sql.settling import Unsettled, settle
 from wormhole.plugins.sql.staging import Staging, run_tag, staging_marker
-from wormhole.plugins.sql.target import TargetSql
-
-_NO_ANSWER = (2013, 2055)
-"""The connection lost while the answer was awaited: the statement may have run."""
+from wormhole.plugins.sql.target import TargetSql, fetch_all
 
 
 def refuse_unkept(sql: TargetSql, conn: pymysql.Connection, database: str, table: str, target: str) -> None:
@@ -159,5 +156,5 @@ class MysqlStaging(Staging):
 
 
 def _no_answer(exc: BaseException | None) -> bool:
-    return exc is not None and (error_code(exc) in _NO_ANSWER or isinstance(exc, (pymysql.err.InterfaceError,
+    return exc is not None and (error_code(exc) in NO_ANSWER or isinstance(exc, (pymysql.err.InterfaceError,
                                                                                   ConnectionError)))

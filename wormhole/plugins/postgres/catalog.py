@@ -4,7 +4,6 @@ type (docs/manual/postgres.md, *Types*)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,10 +11,9 @@ import psycopg
 
 from wormhole.errors import SplitError
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, describe
-from wormhole.plugins.sql import catalog as sql_catalog
 from wormhole.plugins.sql import quote
 from wormhole.plugins.sql.catalog import CatalogColumn
-from wormhole.plugins.sql.source_options import Endpoint
+from wormhole.plugins.sql.source_options import Shard
 
 KIND_TYPES: dict[str, str] = {
     "int": "int", "float4": "float", "float": "float", "decimal": "decimal", "bool": "bool", "date": "date",
@@ -79,8 +77,9 @@ WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum"""
 
 
-def describe_table(conn: psycopg.Connection[Any], ep: Endpoint, schema: str, table: str) -> list[ColumnInfo]:
+def describe_table(conn: psycopg.Connection[Any], shard: Shard, table: str) -> list[ColumnInfo]:
     """The columns of ``schema.table`` in order; SplitError naming it when it does not exist."""
+    ep, schema = shard.endpoint, shard.schema
     try:
         found = conn.execute(_COLUMNS_SQL, (schema, table)).fetchall()
     except psycopg.Error as exc:
@@ -96,25 +95,15 @@ def describe_table(conn: psycopg.Connection[Any], ep: Endpoint, schema: str, tab
     return infos
 
 
-def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
-                   where: str) -> list[ColumnInfo]:
-    """The columns ``wanted`` names, in its order (exact names first, then ignoring case)."""
-    return sql_catalog.choose_columns(infos, wanted, f"{where} in {ep.mark}", PLUGIN_NAME)
-
-
-def describe_query(conn: psycopg.Connection[Any], ep: Endpoint, query: str) -> list[ColumnInfo]:
-    """Each column a query returns, from a LIMIT 0 result's description; SplitError with the server's
-    reason when the query fails."""
-    try:
-        cur = conn.execute(f"SELECT * FROM ({query}) AS wh_q LIMIT 0")
-        description = cur.description or []
-        oids = sorted({c.type_code for c in description})
-        types = {int(oid): (str(name), str(cat), int(base), int(mod)) for oid, name, cat, base, mod in conn.execute(
-            "SELECT t.oid, b.typname, b.typcategory, t.typbasetype, t.typtypmod FROM pg_type t "
-            "JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
-            "WHERE t.oid = ANY(%s)", (oids,)).fetchall()}
-    except psycopg.Error as exc:
-        raise SplitError(f"the query fails on {ep.mark}: {describe(exc)}", plugin=PLUGIN_NAME) from exc
+def describe_query(conn: psycopg.Connection[Any], query: str) -> list[ColumnInfo]:
+    """Each column a query returns, from a LIMIT 0 result's description."""
+    cur = conn.execute(f"SELECT * FROM ({query}) AS wh_q LIMIT 0")
+    description = cur.description or []
+    oids = sorted({c.type_code for c in description})
+    types = {int(oid): (str(name), str(cat), int(base), int(mod)) for oid, name, cat, base, mod in conn.execute(
+        "SELECT t.oid, b.typname, b.typcategory, t.typbasetype, t.typtypmod FROM pg_type t "
+        "JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
+        "WHERE t.oid = ANY(%s)", (oids,)).fetchall()}
     infos = []
     for c in description:
         type_name, category, base, domain_mod = types.get(c.type_code, ("text", "S", 0, -1))
@@ -137,10 +126,8 @@ OUTPUT_TEXT = "(CASE WHEN {0} IS NOT NULL THEN format('%s', {0}) END)"
 
 
 def as_read(info: ColumnInfo) -> str | None:
-    """The SQL a pushed-down expression reads a string column through (:attr:`Column.as_read`): the value
-    as COPY prints it, for every string type but text and varchar. ``char(n)`` is read with its padding
-    (``'a    '``), which PostgreSQL drops when it compares, concatenates or measures one (``c = 'a'`` is
-    true there); uuid, inet, enums and the rest have no ``COLLATE`` or text operators at all."""
+    """The SQL a pushed-down expression reads a string column through (:attr:`Column.as_read`): the value as COPY
+    prints it, for every string type but text and varchar (``char(n)`` padded; docs/manual/postgres.md)."""
     if info.kind != "string" or (info.base or info.type_name) in _TEXT_TYPES:
         return None
     return OUTPUT_TEXT

@@ -18,19 +18,14 @@ from pyspark.sql import types as T
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import PushedQuery, Schema, Split
-from wormhole.plugins.postgres.catalog import (
-    OUTPUT_TEXT,
-    ColumnInfo,
-    choose_columns,
-    describe_query,
-    describe_table,
-    relation,
-)
-from wormhole.plugins.postgres.connection import SESSION_SETTINGS, close_quietly, connect
-from wormhole.plugins.postgres.options import Endpoint, PostgresSource, QuerySource
+from wormhole.plugins.postgres.catalog import OUTPUT_TEXT, ColumnInfo
+from wormhole.plugins.postgres.connection import SESSION_SETTINGS, connect
+from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.spark_kit import EXACT, RowReaderPlan
-from wormhole.plugins.sql import quote, resolve_password
+from wormhole.plugins.sql import quote
 from wormhole.plugins.sql import spark as jdbc
+from wormhole.plugins.sql.catalog import query_columns
+from wormhole.plugins.sql.source_options import Endpoint, QuerySource, SqlSource
 
 PG_DRIVER = "org.postgresql.Driver"
 
@@ -49,14 +44,10 @@ def jdbc_url(ep: Endpoint) -> str:
 
 
 def _properties(ep: Endpoint, timeout_s: float) -> dict[str, str]:
-    # No predicate push-down by Spark: the task's filters go to PostgreSQL as the ``pushdown`` SQL
-    # local mode sends, which means what Spark and local mode mean (collation, special dates).
-    # fetchsize: pgjdbc streams with a cursor (Spark's dialect turns autocommit off) instead of
-    # holding a whole partition in memory.
-    return {"user": ep.user, "password": resolve_password(ep.password, ep.password_env), "driver": PG_DRIVER,
-            "fetchsize": "10000", "preferTimestampNTZ": "true", "pushDownPredicate": "false",
-            "connectTimeout": str(max(1, round(timeout_s))),
-            "sessionInitStatement": "; ".join(s for s in SESSION_SETTINGS if "client_encoding" not in s)}
+    # fetchsize: pgjdbc streams with a cursor (Spark's dialect turns autocommit off) instead of holding a
+    # whole partition in memory.
+    return jdbc.properties(ep, PG_DRIVER, connectTimeout=str(max(1, round(timeout_s))),
+                           sessionInitStatement="; ".join(s for s in SESSION_SETTINGS if "client_encoding" not in s))
 
 
 def _why_inexact(info: ColumnInfo, first: tuple[int | None, int | None] | None, special_dates: str) -> str | None:
@@ -94,13 +85,14 @@ def _expression(info: ColumnInfo) -> str | None:
     return OUTPUT_TEXT.format(q)
 
 
-class _Plan:
+class _Plan(jdbc.PlanParts):
     """The columns of each relation a source reads (see :func:`_plan`), and what JDBC would not carry;
     the kit's :class:`~wormhole.plugins.sql.spark.JdbcPlan` of the source."""
 
     always_true = "TRUE"
+    dialect = POSTGRES
 
-    def __init__(self, source: PostgresSource, schema: Schema) -> None:
+    def __init__(self, source: SqlSource, schema: Schema) -> None:
         self.source = source
         self.first = {c.name.lower(): (c.precision, c.scale) for c in schema.columns if c.type == "decimal"}
         self.read = {name.lower() for name in schema.names}
@@ -123,12 +115,6 @@ class _Plan:
         ep = self.source.shards[key[0]].endpoint
         return jdbc_url(ep), _properties(ep, self.source.connect_timeout_s)
 
-    def base(self, key: jdbc.RelationKey) -> tuple[str, bool]:
-        if isinstance(self.source, QuerySource):
-            return f"({self.source.query}) AS wh_q", True
-        assert key[1] is not None
-        return key[1], False
-
     def expression(self, key: jdbc.RelationKey, column: str) -> str | None:
         return _expression(self._info(key, column))
 
@@ -144,9 +130,6 @@ class _Plan:
             return col.alias(info.name, metadata={EXACT: True})
         return col.alias(info.name)
 
-    def quote(self, identifier: str) -> str:
-        return quote(identifier)
-
     def extra(self, key: jdbc.RelationKey, predicates: Sequence[str]) -> str:
         # ctid is a system column, which * leaves out: block-range predicates need it by name.
         return ", ctid" if any("ctid" in p for p in predicates) and key[1] is not None else ""
@@ -155,7 +138,7 @@ class _Plan:
         return next(c for c in self.columns[key] if c.name == column)
 
 
-def _plan(source: PostgresSource, schema: Schema, pushed: PushedQuery | None) -> _Plan:
+def _plan(source: SqlSource, schema: Schema, pushed: PushedQuery | None) -> _Plan:
     """Each relation's columns (a query's under the key ``(shard, None)``), the awkward ones, and the
     pushed-down condition with its values as literals (Spark's JDBC predicates bind none)."""
     plan = _Plan(source, schema)
@@ -165,14 +148,14 @@ def _plan(source: PostgresSource, schema: Schema, pushed: PushedQuery | None) ->
             if plan.where is None and pushed is not None:
                 plan.where = inline_where(pushed, conn)
             if isinstance(source, QuerySource):
-                plan.add((index, None), describe_query(conn, shard.endpoint, source.query))
+                plan.add((index, None), query_columns(POSTGRES, conn, shard.endpoint, source.query))
                 continue
             for table in shard.tables:
-                where = relation(shard.schema, table)
-                infos = describe_table(conn, shard.endpoint, shard.schema, table)
-                plan.add((index, where), choose_columns(infos, source.selection.columns, shard.endpoint, where))
+                infos = POSTGRES.describe_table(conn, shard, table)
+                plan.add((index, POSTGRES.relation(shard, table)),
+                         POSTGRES.choose_columns(infos, source.selection.columns, shard, table))
         finally:
-            close_quietly(conn)
+            POSTGRES.close_quietly(conn)
     return plan
 
 
@@ -181,7 +164,7 @@ def inline_where(pushed: PushedQuery, conn: psycopg.Connection[Any]) -> str | No
     return jdbc.inline_where(pushed, lambda value: Literal(value).as_string(conn))
 
 
-def exact_text(options: PostgresSource, schema: Schema) -> frozenset[str]:
+def exact_text(options: SqlSource, schema: Schema) -> frozenset[str]:
     """The columns :func:`read` carries as exact text (``wormhole plan`` says how each destination is written)."""
     plan = _plan(options, schema, None)
     if plan.awkward:
@@ -190,7 +173,7 @@ def exact_text(options: PostgresSource, schema: Schema) -> frozenset[str]:
     return frozenset(name for name in schema.names if name.lower() in texts)
 
 
-def read(spark: SparkSession, options: PostgresSource, splits: list[Split],
+def read(spark: SparkSession, options: SqlSource, splits: list[Split],
          schema: Schema) -> DataFrame | RowReaderPlan:
     """One JDBC relation per shard table (or query), one partition per split, unioned by column name;
     the row reader per split (:class:`RowReaderPlan`) when a column would not travel exactly."""

@@ -14,10 +14,7 @@ from psycopg.sql import Literal
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import Split
-from wormhole.plugins.postgres.catalog import (
-    ColumnInfo,
-    select_expr,
-)
+from wormhole.plugins.postgres.catalog import ColumnInfo, select_expr
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, describe
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.sql import int_points, quote
@@ -30,10 +27,6 @@ TID_RANGE_VERSION = 140000
 _KEY_KINDS = ("int", "date", "datetime", "timestamptz")
 _EPOCH = datetime(1970, 1, 1)
 _PLACEHOLDER = re.compile("%%|%s")
-
-
-source_connection = POSTGRES.connect
-"""A connection of a source's splitter, periphery or reader, with the source's connect settings."""
 
 
 def escape(text: str) -> str:
@@ -65,12 +58,11 @@ class _Cutter(TableCut):
                                   condition) if c]
         sql = escape(table_select(self.chosen, self.relation)) + (f" WHERE {' AND '.join(conditions)}"
                                                                   if conditions else "")
-        mark = self.shard.endpoint.mark
-        return Split(id=f"{mark}/{self.shard.schema}.{self.table}{suffix}", resource_mark=mark,
-                     params={"shard": self.index, "sql": sql, "args": args,
-                             "kinds": tuple(c.kind for c in self.chosen),
-                             "columns": tuple(c.name for c in self.chosen), "relation": self.relation,
-                             "predicate": self._literal(" AND ".join(conditions), args) if conditions else None})
+        return self.split(suffix, sql, args, self._literal(" AND ".join(conditions), args) if conditions else None)
+
+    @property
+    def split_name(self) -> str:
+        return f"{self.shard.schema}.{self.table}"
 
     def _literal(self, condition: str, args: tuple[Any, ...]) -> str:
         """The condition with its values as SQL literals (what ``wormhole plan`` shows, and what a JDBC

@@ -16,22 +16,13 @@ from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.batch import BadValues, Batch, EncodedRows, rows_from_arrow, rows_of
 from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
-from wormhole.plugins.postgres.connection import (
-    PLUGIN_NAME,
-    close_quietly,
-    copy_line,
-    describe,
-    is_row_error,
-    reason_of,
-    sqlstate,
-)
+from wormhole.plugins.postgres.connection import copy_line, describe, is_row_error, reason_of, sqlstate
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.encoding import ArrowPiece, array_literals, field_text, nul_rows
 from wormhole.plugins.postgres.options import PostgresWriterOptions
 from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.periphery import PostgresWriterPeriphery
 from wormhole.plugins.split_transactions import Broken
-from wormhole.plugins.sql import room_left
 from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
 
 _BINARY_FORMAT = "22P03"
@@ -45,9 +36,7 @@ AnyPiece = ArrowPiece | BinaryPiece | EncodedPiece
 class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
     """Plain writes: each piece of ``batch_size`` rows one transaction. Splits: one transaction each."""
 
-    plugin = PLUGIN_NAME
     dialect = POSTGRES
-    db_error = psycopg.Error
     lost_fails_without_retries = True
     periphery: PostgresWriterPeriphery
     options: PostgresWriterOptions
@@ -58,61 +47,30 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
         self._said_text = False
         self._said_encoded = False
 
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        self._close_connections()
-
     # -- writing --------------------------------------------------------------------------------
-
-    def write(self, batch: Batch) -> WriteResult:
-        return self._write(batch, None)
 
     def write_encoded(self, batch: Batch, split_id: str | None = None) -> WriteResult:
         """:class:`~wormhole.plugins.writing.EncodedWriter`: the source's binary rows as they are, when the batch
         came so (the engine chose the encoding: :mod:`.passthrough`)."""
         return self._write_as(batch, split_id, batch.encoded)
 
-    def _write(self, rows: Batch, split_id: str | None, source: Any = None) -> WriteResult:
-        p = self.periphery
-        self._check_not_broken()
-        pieces, rejected = self._pieces(rows, source)
-        written = 0
-        size = self.options.batch_size
-
-        def stopped() -> WriteResult:  # over the record limit: the destination fails, so the rest is not tried
-            return WriteResult(written=written, rejected=tuple(rejected), stopped=len(rows) - written - len(rejected))
-
-        for piece in pieces:
-            for start in range(0, piece.num_rows, size):
-                end = min(start + size, piece.num_rows)
-                room = room_left(self.ctx.record_limit, len(rejected))
-                if room is not None and room < 0:
-                    return stopped()
-                try:
-                    bad = self._retrying(split_id, partial(self._piece, piece, start, end, split_id, room))
-                except WriteError as exc:
-                    if split_id is None:
-                        exc.details["written_before_failure"] = written  # pieces of this batch already committed
-                    raise
-                rejected.extend(bad)
-                if room is not None and len(bad) > room:  # the piece stopped at its first row past the limit
-                    return stopped()  # (and was undone: nothing of it is written)
-                if split_id is None:
-                    p.add_written(end - start - len(bad))  # committed; a split's rows count once the split is
-                written += end - start - len(bad)
-        return WriteResult(written=written, rejected=tuple(rejected))
-
-    def _pieces(self, rows: Batch, encoded: EncodedRows | None) -> tuple[list[AnyPiece], list[Rejected]]:
+    def _pieces(self, batch: Batch, encoded: EncodedRows | None) -> tuple[list[tuple[Any, int]], list[Rejected]]:
         """What the batch is loaded as: the source's binary rows as they are (``encoded``, :mod:`.passthrough`),
-        or pieces encoded from its values, less the rows refused on the way."""
+        or a piece encoded from its values, less the rows refused on the way."""
+        self._check_not_broken()
         if encoded is not None and self.periphery.takes_encoding(encoded.encoding):
             if not self._said_encoded:  # once: the batches load as the source sent them
                 self._said_encoded = True
                 self.log.info("writer.load_encoded", format=encoded.encoding.format)
-            return [EncodedPiece(encoded)], []
-        batch, rejected = self._form(rows)
-        return [self._arrow_piece(batch, rejected)], rejected
+            return [(EncodedPiece(encoded), len(encoded.ends))], []
+        form, rejected = self._form(batch)
+        piece = self._arrow_piece(form, rejected)
+        return [(piece, piece.num_rows)], rejected
+
+    def _write_piece(self, piece: Any, start: int, end: int, split_id: str | None,
+                     room: int | None) -> tuple[int, list[Rejected]]:
+        bad = self._retrying(split_id, partial(self._piece, piece, start, end, split_id, room))
+        return end - start - len(bad), bad
 
     def _form(self, batch: Batch) -> tuple[pa.RecordBatch, list[Rejected]]:
         """The batch's Arrow columns less the rows PostgreSQL cannot take (rejected, with the reason). A column
@@ -263,17 +221,12 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
                 conn.execute(statement)
             conn.autocommit = False
         except psycopg.Error as exc:
-            close_quietly(conn)
+            POSTGRES.close_quietly(conn)
             raise self._error(f"preparing a session on {self.periphery.target} failed: {describe(exc)}") from exc
         return conn
 
-    def _commit(self, conn: psycopg.Connection[Any]) -> None:
-        try:
-            conn.commit()
-        except psycopg.OperationalError as exc:
-            # Lost while waiting for COMMIT's answer: the server may or may not have committed.
-            raise Broken(f"the connection was lost while a batch was being committed, so whether its rows are "
-                         f"in {self.periphery.target} is unknown: {describe(exc)}") from exc
+    def _commit_lost(self, exc: Exception) -> bool:
+        return isinstance(exc, psycopg.OperationalError)
 
     def _piece_undoable(self, exc: Exception, conn: psycopg.Connection[Any]) -> bool:
         return not conn.broken and not conn.closed

@@ -22,6 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split, with_split_order
 from wormhole.plugins.spark_kit import RowReaderPlan
+from wormhole.plugins.sql import resolve_password
+from wormhole.plugins.sql.dialect import Dialect
+from wormhole.plugins.sql.source_options import Endpoint, QuerySource, SqlSource
 
 RelationKey = tuple[int, str | None]
 """A relation of a source: its shard's index and the table as SQL names it (None: the shard's query)."""
@@ -58,6 +61,35 @@ class JdbcPlan(Protocol):
     def extra(self, key: RelationKey, predicates: Sequence[str]) -> str:
         """Columns the wrapped query selects beside ``*`` for the predicates (``, ctid``), or ''."""
         ...
+
+
+class PlanParts:
+    """What a store's :class:`JdbcPlan` spells alike: its dialect's quoting, a query source's relation (the
+    query wrapped; a table's is its name), nothing selected beside ``*``."""
+
+    dialect: Dialect
+    source: SqlSource
+
+    def quote(self, identifier: str) -> str:
+        return self.dialect.quote(identifier)
+
+    def base(self, key: RelationKey) -> tuple[str, bool]:
+        if isinstance(self.source, QuerySource):
+            return f"({self.source.query}) AS wh_q", True
+        assert key[1] is not None
+        return key[1], False
+
+    def extra(self, key: RelationKey, predicates: Sequence[str]) -> str:
+        return ""
+
+
+def properties(endpoint: Endpoint, driver: str, **more: str) -> dict[str, str]:
+    """A relation's JDBC connection properties: the endpoint's credentials, rows streamed 10,000 at a time, and
+    no predicate push-down by Spark (it would hand the task's filters to the server as plain SQL, compared
+    under the column's collation: the kit sends ``pushdown``, which means what local mode means)."""
+    return {"user": endpoint.user, "password": resolve_password(endpoint.password, endpoint.password_env),
+            "driver": driver, "fetchsize": "10000", "preferTimestampNTZ": "true", "pushDownPredicate": "false",
+            **more}
 
 
 def read(spark: SparkSession, plan: JdbcPlan, splits: list[Split], schema: Schema) -> DataFrame:
