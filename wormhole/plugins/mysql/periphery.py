@@ -20,7 +20,7 @@ from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql.markers import COMMITTED, SWAPPED, SWAPPING
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
-from wormhole.plugins.sql.source_options import Shard, SqlSource
+from wormhole.plugins.sql.source_options import Shard
 from wormhole.plugins.sql.target import TargetSql, fetch_one
 
 
@@ -213,10 +213,7 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
 
 
 class MysqlReaderPeriphery(SqlReaderPeriphery):
-    """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
-
     dialect = MYSQL
-    source: SqlSource
 
     def _running(self, conn: pymysql.Connection) -> int:
         """MySQL's Threads_running, this session's own excluded."""

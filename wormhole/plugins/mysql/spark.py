@@ -13,9 +13,8 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from wormhole.errors import SplitError
 from wormhole.plugins.base import PushedQuery, Schema, Split
-from wormhole.plugins.mysql.connection import answering_server, connect
+from wormhole.plugins.mysql.connection import answering_server
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.spark_kit import EXACT, EXACT_TEXT_TYPES, RowReaderPlan
 from wormhole.plugins.sql import backquote as quote
@@ -102,13 +101,9 @@ def _plan(source: SqlSource, schema: Schema) -> tuple[RowReaderPlan | None, dict
         texts = frozenset(c.name for c in schema.columns if c.type in EXACT_TEXT_TYPES)
         return RowReaderPlan("a query source (its column types are not known exactly)", texts), {}
     plan = _Plan(schema, keep_zero_dates=source.dates == "keep")
-    for shard in source.shards:
-        conn = connect(shard.endpoint, SplitError, attempts=source.connect_retries, timeout=source.connect_timeout_s)
-        try:
-            for table in shard.tables:
-                plan.table(conn, shard, table, source.selection.columns)
-        finally:
-            MYSQL.close_quietly(conn)
+    for _, shard, conn in jdbc.shard_connections(MYSQL, source):
+        for table in shard.tables:
+            plan.table(conn, shard, table, source.selection.columns)
     return plan.result()
 
 

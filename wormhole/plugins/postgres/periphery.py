@@ -23,7 +23,7 @@ from wormhole.plugins.sql import quote
 from wormhole.plugins.sql.markers import COMMITTED
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
-from wormhole.plugins.sql.source_options import Shard, SqlSource
+from wormhole.plugins.sql.source_options import Shard
 from wormhole.plugins.sql.target import TargetSql, fetch_all, fetch_one
 
 UPSERT_TABLE = "wh_upsert"
@@ -293,10 +293,7 @@ _BUSY_SQL = ("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND p
 
 
 class PostgresReaderPeriphery(SqlReaderPeriphery):
-    """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
-
     dialect = POSTGRES
-    source: SqlSource
 
     def _running(self, conn: psycopg.Connection[Any]) -> int:
         """Active client backends, this session excluded."""

@@ -16,10 +16,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from wormhole.errors import SplitError
 from wormhole.plugins.base import PushedQuery, Schema, Split
 from wormhole.plugins.postgres.catalog import OUTPUT_TEXT, ColumnInfo
-from wormhole.plugins.postgres.connection import SESSION_SETTINGS, connect
+from wormhole.plugins.postgres.connection import SESSION_SETTINGS
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.spark_kit import EXACT, RowReaderPlan
 from wormhole.plugins.sql import quote
@@ -142,20 +141,16 @@ def _plan(source: SqlSource, schema: Schema, pushed: PushedQuery | None) -> _Pla
     """Each relation's columns (a query's under the key ``(shard, None)``), the awkward ones, and the
     pushed-down condition with its values as literals (Spark's JDBC predicates bind none)."""
     plan = _Plan(source, schema)
-    for index, shard in enumerate(source.shards):
-        conn = connect(shard.endpoint, SplitError, attempts=source.connect_retries, timeout=source.connect_timeout_s)
-        try:
-            if plan.where is None and pushed is not None:
-                plan.where = inline_where(pushed, conn)
-            if isinstance(source, QuerySource):
-                plan.add((index, None), query_columns(POSTGRES, conn, shard.endpoint, source.query))
-                continue
-            for table in shard.tables:
-                infos = POSTGRES.describe_table(conn, shard, table)
-                plan.add((index, POSTGRES.relation(shard, table)),
-                         POSTGRES.choose_columns(infos, source.selection.columns, shard, table))
-        finally:
-            POSTGRES.close_quietly(conn)
+    for index, shard, conn in jdbc.shard_connections(POSTGRES, source):
+        if plan.where is None and pushed is not None:
+            plan.where = inline_where(pushed, conn)
+        if isinstance(source, QuerySource):
+            plan.add((index, None), query_columns(POSTGRES, conn, shard.endpoint, source.query))
+            continue
+        for table in shard.tables:
+            infos = POSTGRES.describe_table(conn, shard, table)
+            plan.add((index, POSTGRES.relation(shard, table)),
+                     POSTGRES.choose_columns(infos, source.selection.columns, shard, table))
     return plan
 
 

@@ -13,18 +13,19 @@ server is ``pushdown``, the SQL that means what Spark and local mode mean.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import reduce
 from typing import Any, Protocol
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 
+from wormhole.errors import SplitError
 from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split, with_split_order
 from wormhole.plugins.spark_kit import RowReaderPlan
 from wormhole.plugins.sql import resolve_password
 from wormhole.plugins.sql.dialect import Dialect
-from wormhole.plugins.sql.source_options import Endpoint, QuerySource, SqlSource
+from wormhole.plugins.sql.source_options import Endpoint, QuerySource, Shard, SqlSource
 
 RelationKey = tuple[int, str | None]
 """A relation of a source: its shard's index and the table as SQL names it (None: the shard's query)."""
@@ -81,6 +82,17 @@ class PlanParts:
 
     def extra(self, key: RelationKey, predicates: Sequence[str]) -> str:
         return ""
+
+
+def shard_connections(dialect: Dialect, source: SqlSource) -> Iterator[tuple[int, Shard, Any]]:
+    """Each shard of ``source`` (its index) with a connection of its own, closed after it: a plan's catalog reads."""
+    for index, shard in enumerate(source.shards):
+        conn = dialect.open(shard.endpoint, SplitError, attempts=source.connect_retries,
+                            timeout=source.connect_timeout_s)
+        try:
+            yield index, shard, conn
+        finally:
+            dialect.close_quietly(conn)
 
 
 def properties(endpoint: Endpoint, driver: str, **more: str) -> dict[str, str]:
