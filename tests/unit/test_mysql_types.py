@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from tests.mysql_old_read import convert_column
 from wormhole.plugins.base import Batch, Column, Schema
 from wormhole.plugins.mysql.arrow_load import arrow_payload, sql_rows
-from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate, convert_column
+from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate
 
 
 def _form(kinds: list[str], rows: list[tuple[Any, ...]]) -> Any:

@@ -1,26 +1,12 @@
-"""A record batch as MySQL load text, column-wise with Arrow compute: a LOAD DATA LOCAL INFILE payload, or
-one SQL literal list per row (multi-row INSERT, and the row-by-row pass that names a bad row).
+"""A record batch as MySQL load text, column-wise with Arrow compute: a LOAD DATA LOCAL INFILE payload, or one
+SQL literal list per row (multi-row INSERT, and the row-by-row pass). Each column is cast to text by Arrow
+and rewritten where Arrow's text differs from Python's (:mod:`wormhole.plugins.arrow_text`); an exact column
+(a zero date's text, an int beyond 64 bits) is written from its values (:func:`_value_text`), and a column
+with wire text (:mod:`.passthrough`) from that.
 
-The batch is the one form every value travels in (:class:`~wormhole.plugins.batch.Batch`): fields separated by
-tabs, rows ended by newlines, backslash escapes for LOAD DATA's default ``ESCAPED BY '\\\\'``, ``\\N`` for NULL,
-bytes as hex (loaded through ``UNHEX``). Each column is cast to text by Arrow and rewritten where Arrow's text
-differs from Python's (:mod:`wormhole.plugins.arrow_text`: ``repr``'s digits and form of a float; a decimal's
-plain notation; ``isoformat``, ``T`` and no fraction when it is zero). A column whose Arrow type does not hold
-its values (an exact column: a zero date kept as its text ``0000-00-00``, an integer beyond 64 bits, an aware
-datetime; a decimal of no declared scale) is written from its values (:func:`_value_text`): the text goes as
-it came, so a zero date loads as ``0000-00-00``. Those are rare, and only those columns cost Python per value.
-
-A column whose target declares the source's own type takes its fields from the reader's wire text
-instead (:func:`wire_text`, :mod:`.passthrough`): escaped, never parsed.
-
-MySQL rounds a decimal with more places than its DECIMAL column's scale, with a note only (no warning, no
-error, even in strict mode). A decimal column whose values may have more places than its target's
-(:class:`TargetScale`: told once per column from the Arrow type, scanned only then) refuses such a value
-(ValueError), so its row is refused, never changed.
-
-A LOAD DATA payload is the joined column's value buffer (no copy of the rows' text); a piece of a batch is
-encoded from a slice of it.
-"""
+MySQL rounds a decimal with more places than its DECIMAL column's scale, with a note only: a decimal column
+whose values may have more (:class:`TargetScale`: told once per column from the Arrow type, scanned only then)
+refuses such a value (ValueError), so its row is refused, never changed."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""The mysql reader's batches as Arrow columns: each column of raw text-protocol values (``bytes``, None
-for NULL) becomes an array of its column's Arrow type (:func:`wormhole.plugins.batch.arrow_type`) by
-vectorised casts, with no Python per value.
-
-A column whose cast fails (a zero date, bytes that are not UTF-8, an unreadable value) is converted value
-by value instead, only then, as the reader always did: a value that does not convert rejects its row
-(origin ``source``) with the same reason, a zero date follows ``zero_dates``. A column holding a value the
-reader has always passed on but Arrow cannot hold in the column's type (a zero date kept as its text, a
-decimal of another scale than the column's declared one) goes on as an exact column
-(:data:`wormhole.plugins.batch.EXACT_KEY`: each value's text, with the column's logical type), the other
-columns of the batch as Arrow columns of their types.
-"""
+"""The mysql reader's batches as Arrow columns: each column of raw text-protocol values becomes an array of its
+Arrow type by vectorised casts. A column whose cast fails (a zero date, bytes that are not UTF-8) is
+converted value by value: a value that does not convert rejects its row, a zero date follows ``zero_dates``,
+and a value Arrow cannot hold in the column's type goes on in an exact column."""
 
 from __future__ import annotations
 
@@ -28,7 +20,7 @@ from wormhole.plugins.base import Rejected
 from wormhole.plugins.batch import Batch, arrow_schema, arrow_type, decimal_shape, exact_column
 from wormhole.plugins.mysql.types import READ_CONVERTERS, ZeroDate
 from wormhole.plugins.schema import Column, Schema
-from wormhole.plugins.values import json_column, json_loads, json_parse
+from wormhole.plugins.values import json_column, json_parse
 
 _FAILED = (pa.ArrowException, ValueError, ArithmeticError, UnicodeDecodeError, TypeError)
 """What a cast (or a Python conversion) of a value that has no form in the column's type raises."""
@@ -115,22 +107,10 @@ _FAST: dict[str, Callable[[Sequence[Any], Column], pa.Array]] = {
 """kind -> one raw column as the Arrow array of its column's type (raises when a value does not cast)."""
 
 
-def _json_text(v: bytes) -> Any:
-    return json_loads(v.decode("utf-8"))  # the text tuples will parse: UTF-8, never sniffed as UTF-16
-
-
-def _same(v: bytes) -> bytes:
-    return v
-
-
-_SLOW: dict[str, Callable[[bytes], Any]] = {**{k: f for k, f in READ_CONVERTERS.items() if f is not None},
-                                            "json": _json_text, "bytes": _same}
-
-
 def convert_slowly(kind: str, values: Sequence[Any], index: int, zero_dates: str) -> tuple[list[Any], dict[int, str]]:
     """One column value by value, as the reader always converted a column that failed whole: the values
     (None where a value does not convert) and the rows that do not, with the reason."""
-    fn = _SLOW[kind]
+    fn = READ_CONVERTERS[kind]
     out: list[Any] = []
     bad: dict[int, str] = {}
     for r, v in enumerate(values):

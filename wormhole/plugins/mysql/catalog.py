@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pymysql
 from pymysql.constants.FLAG import UNSIGNED as UNSIGNED_FLAG
 
 from wormhole.errors import SplitError
-from wormhole.plugins.mysql.connection import PLUGIN_NAME, fetch_all
+from wormhole.plugins.mysql.connection import PLUGIN_NAME
 from wormhole.plugins.mysql.types import JSON_CHECK, kind_of_data_type, kind_of_field, wide_unsigned
 from wormhole.plugins.sql import backquote as quote
-from wormhole.plugins.sql import catalog as sql_catalog
 from wormhole.plugins.sql.catalog import CatalogColumn
-from wormhole.plugins.sql.source_options import Endpoint
+from wormhole.plugins.sql.source_options import Shard
+from wormhole.plugins.sql.target import fetch_all
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +42,9 @@ class ResultColumn(CatalogColumn):
     scale: int | None = None
 
 
-def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[ColumnInfo]:
+def describe_table(conn: pymysql.Connection, shard: Shard, table: str) -> list[ColumnInfo]:
     """The columns of ``table`` in order; SplitError naming it when it does not exist."""
+    ep = shard.endpoint
     found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
                             "COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE "
                             "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
@@ -66,11 +66,6 @@ def describe_table(conn: pymysql.Connection, ep: Endpoint, table: str) -> list[C
                                 scale=int(scale or 0) if decimal else None, column_type=str(ctype).lower(),
                                 unsigned=wide_unsigned(kind, int(precision or 0))))  # BIT(n): precision n
     return infos
-
-
-def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
-                   table: str) -> list[ColumnInfo]:
-    return sql_catalog.choose_columns(infos, wanted, f"table {quote(table)} in {ep.mark}", PLUGIN_NAME)
 
 
 def describe_query(conn: pymysql.Connection, query: str) -> list[ResultColumn]:

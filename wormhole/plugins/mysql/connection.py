@@ -1,10 +1,6 @@
-"""Connections to MySQL/MariaDB: bounded connect retry, session settings, error classes.
-
-Every connection runs its session in UTC (``time_zone = '+00:00'``) so TIMESTAMP values cross
-from one server to another unchanged, and without ``NO_BACKSLASH_ESCAPES`` so the driver's
-escaping means what it says. Writers also add ``STRICT_ALL_TABLES`` unless told otherwise: a value a
-column cannot hold is then an error (a rejected row), never a silent truncation.
-"""
+"""Connections to MySQL/MariaDB: sessions in UTC (TIMESTAMP values cross servers unchanged), without
+``NO_BACKSLASH_ESCAPES`` (the driver's escaping means what it says), and for writers ``STRICT_ALL_TABLES``
+unless told otherwise (a value a column cannot hold is a rejected row, never truncated); error classes."""
 
 from __future__ import annotations
 
@@ -16,10 +12,10 @@ import pymysql
 import pymysql.converters
 
 from wormhole.errors import StorageError
-from wormhole.plugins.base import ReadContext, StopSignal
+from wormhole.plugins.base import StopSignal
 from wormhole.plugins.sql.connection import answering_server as answering_server  # spark's JDBC URL
-from wormhole.plugins.sql.connection import open_session, wait_session_gone
-from wormhole.plugins.sql.source_options import Endpoint, SourceSettings
+from wormhole.plugins.sql.connection import open_session
+from wormhole.plugins.sql.source_options import Endpoint
 
 PLUGIN_NAME = "mysql"
 
@@ -51,6 +47,9 @@ TRANSIENT_CODES = frozenset({
     2055,  # lost connection (system error)
 })
 """Errors after which the same batch, retried on a fresh transaction, can succeed."""
+
+NO_ANSWER = frozenset({2013, 2055})
+"""The connection lost while a statement's answer was awaited: it may have run (a COMMIT, a RENAME)."""
 
 CONNECT_TRANSIENT_CODES = frozenset({1040, 1129, 2002, 2003, 2006, 2013})
 """Connection failures worth another attempt (refused, too many connections, dropped); bad
@@ -106,11 +105,8 @@ def describe(exc: BaseException) -> str:
 def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3, timeout: float = 10.0,
             raw: bool = False, local_infile: bool = False, strict: bool = False, autocommit: bool = True,
             destination: str | None = None, stop: StopSignal | None = None, log: Any = None) -> pymysql.Connection:
-    """A configured connection; ``error`` when it cannot be had (:func:`wormhole.plugins.sql.connection.open_session`:
-    a server that does not answer is retried, one that refuses is not).
-
-    ``raw``: values come back as bytes (readers decode them column by column, much faster).
-    """
+    """A configured connection (:func:`wormhole.plugins.sql.connection.open_session`); ``raw``: values come back as
+    bytes (readers decode them column by column, much faster)."""
 
     def one(host: str, port: int, password: str) -> pymysql.Connection:
         return _Connection(host=host, port=port, user=endpoint.user, password=password, database=endpoint.database,
@@ -140,34 +136,6 @@ def _configure(conn: pymysql.Connection, strict: bool) -> None:
                     "SESSION net_read_timeout = 3600", (",".join(modes),))
 
 
-def fetch_one(conn: pymysql.Connection, sql: str, args: Any = None) -> Any:
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchone()
-
-
-def fetch_all(conn: pymysql.Connection, sql: str, args: Any = None) -> list[Any]:
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return list(cur.fetchall())
-
-
-def text(value: Any) -> Any:
-    """A metadata value as str (raw connections return bytes)."""
-    return value.decode() if isinstance(value, (bytes, bytearray)) else value
-
-
-def close_quietly(conn: pymysql.Connection | None) -> None:
-    """Close ``conn`` (QUIT, then the socket); a connection already closed or dead is just let go."""
-    if conn is None:
-        return
-    try:
-        conn.close()
-    except (pymysql.err.Error, OSError):
-        # "Already closed", or a socket that died under the QUIT: nothing is left to release.
-        abandon(conn)
-
-
 def abandon(conn: pymysql.Connection, cursor: Any = None) -> None:
     """Close ``conn`` without another word to the server, even mid-result or on a dead socket.
 
@@ -192,26 +160,3 @@ def abandon(conn: pymysql.Connection, cursor: Any = None) -> None:
         pass
     conn._sock = None  # type: ignore[attr-defined]
     conn._rfile = None  # type: ignore[attr-defined]
-
-
-def source_connection(source: SourceSettings, endpoint: Endpoint, error: type[StorageError], ctx: ReadContext,
-                      *, raw: bool = False, log: Any = None) -> pymysql.Connection:
-    """A connection of a source's splitter, periphery or reader, with the source's connect settings."""
-    return connect(endpoint, error, attempts=source.connect_retries, timeout=source.connect_timeout_s, raw=raw,
-                   stop=ctx.stop, log=ctx.log if log is None else log)
-
-
-_UNKNOWN_THREAD = 1094
-
-
-def wait_session_ended(conn: pymysql.Connection, thread: int, stop: StopSignal, wait_s: float) -> None:
-    """KILL session ``thread`` (ending a COMMIT still running or queued) and wait until the server is done
-    with it; TimeoutError after ``wait_s`` or once ``stop`` (an Event) is set."""
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"KILL CONNECTION {int(thread)}")
-    except pymysql.err.MySQLError as exc:
-        if error_code(exc) != _UNKNOWN_THREAD:  # already gone: nothing to wait for
-            raise
-    wait_session_gone(lambda: fetch_one(conn, "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s",
-                                        (thread,)) is not None, thread, stop, wait_s)

@@ -3,27 +3,26 @@ statements are spelled for it and how pymysql answers, for its source and its de
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 import pymysql
 
-from wormhole.errors import SplitError
-from wormhole.plugins.base import ReadContext, StopSignal
 from wormhole.plugins.mysql import catalog, connection
 from wormhole.plugins.mysql.options import MAX_IDENTIFIER
 from wormhole.plugins.mysql.types import KIND_TYPES
 from wormhole.plugins.sql import backquote
-from wormhole.plugins.sql.source_options import Endpoint, Shard, SourceSettings
+from wormhole.plugins.sql.connection import SessionDialect
+from wormhole.plugins.sql.source_options import Shard
+from wormhole.plugins.sql.target import fetch_all, fetch_one
 
 _DUPLICATE_KEY = 1062
+_UNKNOWN_THREAD = 1094
 _DUPLICATE_COLUMN = 1060
-_COMMIT_UNKNOWN = (2013, 2055)
-"""Lost while waiting for COMMIT's answer: whether the server committed is unknown."""
 
 
-class MysqlDialect:
+class MysqlDialect(SessionDialect):
     """The mysql store's dialect (one instance, :data:`MYSQL`)."""
 
     # -- both sides -------------------------------------------------------------------------------
@@ -33,44 +32,26 @@ class MysqlDialect:
 
     quote = staticmethod(backquote)
     describe = staticmethod(connection.describe)
-    close_quietly = staticmethod(connection.close_quietly)
+    open = staticmethod(connection.connect)
+    end_session_sql = "KILL CONNECTION %s"  # a COMMIT still running or queued ends with it
+    session_alive_sql = "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s"
+
+    def end_refused(self, exc: BaseException) -> bool:
+        return connection.error_code(exc) == _UNKNOWN_THREAD  # already gone: nothing to wait for
+
+    def let_go(self, conn: Any) -> None:
+        connection.abandon(conn)  # "already closed", or a socket that died under the QUIT
 
     # -- read side (the source's kit) ------------------------------------------------------------
 
     kind_types: Mapping[str, str] = KIND_TYPES
 
     @staticmethod
-    def relation(shard: Shard, table: str) -> str:
-        return f"{backquote(shard.schema)}.{backquote(table)}"  # a MySQL schema is its database
-
-    @staticmethod
     def table_label(shard: Shard, table: str) -> str:
         return backquote(table)
 
-    @staticmethod
-    def connect(source: SourceSettings, endpoint: Endpoint, error: type[Any], ctx: ReadContext,
-                log: Any = None) -> pymysql.Connection:
-        return connection.source_connection(source, endpoint, error, ctx, log=log)
-
-    fetch_one = staticmethod(connection.fetch_one)
-
-    @staticmethod
-    def describe_table(conn: pymysql.Connection, shard: Shard, table: str) -> list[catalog.ColumnInfo]:
-        return catalog.describe_table(conn, shard.endpoint, table)
-
-    @staticmethod
-    def choose_columns(infos: list[catalog.ColumnInfo], wanted: Sequence[str] | None, shard: Shard,
-                       table: str) -> list[catalog.ColumnInfo]:
-        return catalog.choose_columns(infos, wanted, shard.endpoint, table)
-
-    @staticmethod
-    def describe_query(conn: pymysql.Connection, endpoint: Endpoint, query: str) -> list[catalog.ResultColumn]:
-        """The query's columns; SplitError with MySQL's reason when it fails."""
-        try:
-            return catalog.describe_query(conn, query)
-        except pymysql.err.MySQLError as exc:
-            raise SplitError(f"the query fails on {endpoint.mark}: {connection.describe(exc)}",
-                             plugin=connection.PLUGIN_NAME) from exc
+    describe_table = staticmethod(catalog.describe_table)
+    describe_query = staticmethod(catalog.describe_query)
 
     @staticmethod
     def max_and_now(conn: pymysql.Connection, shard: Shard, relation: str, info: Any,
@@ -81,12 +62,7 @@ class MysqlDialect:
         # zone's clock (NOW() when the server has no time zone tables to convert a named zone).
         local = isinstance(info, catalog.ColumnInfo) and info.data_type == "datetime"
         now = "COALESCE(CONVERT_TZ(NOW(), '+00:00', @@global.time_zone), NOW())" if local else "NOW()"
-        sql = f"SELECT (SELECT MAX({backquote(column)}) FROM {relation}), {now}"
-        try:
-            high, clock = connection.fetch_one(conn, sql)
-        except pymysql.err.MySQLError as exc:
-            raise SplitError(f"cannot read the incremental bound of {column} on {shard.endpoint.mark}: "
-                             f"{connection.describe(exc)}", plugin=connection.PLUGIN_NAME) from exc
+        high, clock = fetch_one(conn, f"SELECT (SELECT MAX({backquote(column)}) FROM {relation}), {now}")
         return high, clock
 
     # -- write side (the destination's kit) ------------------------------------------------------
@@ -113,7 +89,7 @@ class MysqlDialect:
                 f"VALUES (%s, %s, %s, %s, %s, %s, %s)")
 
     def marker_columns(self, conn: Any, namespace: str, table: str) -> set[str]:
-        return {str(c[0]).lower() for c in connection.fetch_all(
+        return {str(c[0]).lower() for c in fetch_all(
             conn, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
             (namespace, table))}
 
@@ -124,13 +100,13 @@ class MysqlDialect:
         return False  # a database that does not exist fails the connection already
 
     def commented_tables(self, conn: Any, namespace: str) -> list[tuple[str, str]]:
-        return [(str(name), str(comment or "")) for name, comment in connection.fetch_all(
+        return [(str(name), str(comment or "")) for name, comment in fetch_all(
             conn, "SELECT TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
                   "AND TABLE_COMMENT LIKE %s ORDER BY TABLE_NAME", (namespace, "wormhole:%"))]
 
     def table_comment(self, conn: Any, namespace: str, name: str) -> str | None:
         """The comment of table ``name`` (a view's is 'VIEW'), or None when there is no such table."""
-        found = connection.fetch_one(conn, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE "
+        found = fetch_one(conn, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE "
                                            "TABLE_SCHEMA = %s AND TABLE_NAME = %s", (namespace, name))
         return None if found is None else str(found[0] or "")
 
@@ -145,16 +121,11 @@ class MysqlDialect:
     def session_id(self, conn: Any) -> int:
         return int(conn.thread_id())
 
-    def wait_session_ended(self, conn: Any, session: int, stop: StopSignal, wait_s: float) -> None:
-        connection.wait_session_ended(conn, session, stop, wait_s)
-
     def is_duplicate(self, exc: BaseException) -> bool:
         return connection.error_code(exc) == _DUPLICATE_KEY
 
     def commit_unknown(self, exc: BaseException, conn: Any) -> bool:
-        return isinstance(exc, pymysql.err.InterfaceError) or connection.error_code(exc) in _COMMIT_UNKNOWN
-
-    # -- end of the write side -------------------------------------------------------------------
+        return isinstance(exc, pymysql.err.InterfaceError) or connection.error_code(exc) in connection.NO_ANSWER
 
 
 MYSQL = MysqlDialect()

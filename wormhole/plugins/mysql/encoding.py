@@ -1,21 +1,7 @@
-"""How the mysql writer encodes a piece of a batch: from its Arrow form, the one form every batch has.
-
-A piece is a slice of the batch's record batch, encoded by :mod:`.arrow_load` as one LOAD DATA payload or as
-the rows' SQL literal lists (multi-row INSERT), with no Python per value but in a column whose Arrow type does
-not hold its values (an exact column: a zero date's text, which loads as it came).
-
-Columns whose target declares the source's own type take their fields from the batch's wire text
-(:mod:`.passthrough`), when the batch carries it for them and the destination chose it
-(:meth:`.writer.MysqlWriter.write_encoded`).
-
-A decimal column whose target is a DECIMAL of fewer places than its values may have is checked as it is
-encoded (:class:`.arrow_load.TargetScale`): a value MySQL would round makes the piece unencodable, and the
-row-by-row pass refuses its row.
-
-Every MySQL destination of a run encodes a piece alike, so the result is kept in the batch's memo
-under a key naming what it depends on (method, columns, their targets' scales, which from wire text, piece)
-and built once.
-"""
+"""How the mysql writer encodes a piece of a batch (:mod:`.arrow_load`): a LOAD DATA payload or the rows' SQL
+literal lists, wire text for the columns that take it (:mod:`.passthrough`). Every MySQL destination of a
+run encodes a piece alike, so it is kept in the batch's memo, under a key naming what it depends on. A decimal
+column whose target DECIMAL has fewer places is checked as it is encoded (:class:`.arrow_load.TargetScale`)."""
 
 from __future__ import annotations
 

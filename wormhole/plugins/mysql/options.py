@@ -1,13 +1,6 @@
-"""The mysql store's options: what users write under ``source.params`` / ``destinations[i].params``.
-
-A source's params are parsed flat (:class:`MysqlReaderOptions`, the keys users write), checked, and
-then resolved into one of the SQL store kit's three shapes (:mod:`wormhole.plugins.sql.source_options`:
-a table, a query on one server or on each connection, tables on several connections); the checks across
-keys are the kit's too (``SourceParams``, ``SinkParams``), with MySQL's naming rules. Identifiers
-(databases, tables, columns) are checked here against what MySQL can name and are always quoted with
-backticks in SQL; values are always bound by the driver. ``where``, ``query``, ``pre_sql``, ``post_sql``
-and ``rollback_sql`` are SQL text from the task author and run as given.
-"""
+"""The mysql store's options: what users write under ``source.params`` / ``destinations[i].params`` (the
+field docs are the parameter reference, docs/manual/store-parameters.md), checked with MySQL's naming rules
+(:data:`NAMING`) by the SQL kit's ``SourceParams`` and ``SinkParams``."""
 
 from __future__ import annotations
 
@@ -16,21 +9,16 @@ from typing import ClassVar, Literal
 
 from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.sql import check_names
-from wormhole.plugins.sql import resolve_password as resolve_password  # connection and spark import it from here
 from wormhole.plugins.sql.sink_options import SinkParams
 from wormhole.plugins.sql.source_options import (
     Endpoint,
     Naming,
-    QuerySource,
     SourceParams,
-    SqlSource,
     check_connection,
     check_credentials,
     check_failover,
     servers,
 )
-
-__all__ = ["Endpoint", "QuerySource"]  # the shapes, for the periphery and spark
 
 MAX_IDENTIFIER = 64
 """MySQL's limit on database, table and column names."""
@@ -46,14 +34,6 @@ def check_identifier(name: str, path: str, problems: Problems) -> None:
 
 
 NAMING = Naming("mysql", 3306, check_identifier)
-
-
-def _check_names(names: tuple[str, ...] | None, path: str, problems: Problems) -> None:
-    check_names(names, path, problems, check_identifier)
-
-
-def _check_failover(entries: tuple[str, ...], path: str, problems: Problems) -> None:
-    check_failover(entries, 3306, path, problems)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,7 +59,7 @@ class ShardConnection:
 
     def check(self, path: str, problems: Problems) -> None:
         check_connection(NAMING, self.database, None, self.tables, self.password, self.password_env, path, problems)
-        _check_failover(self.failover_hosts, path, problems)
+        check_failover(self.failover_hosts, NAMING.default_port, path, problems)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,7 +116,7 @@ class MysqlReaderOptions(ServerOptions, SourceParams):
     NAMING: ClassVar[Naming] = NAMING
 
     def check_servers(self, path: str, problems: Problems) -> None:
-        _check_failover(self.failover_hosts, path, problems)
+        check_failover(self.failover_hosts, NAMING.default_port, path, problems)
 
     def dates(self) -> str:
         return self.zero_dates
@@ -144,10 +124,6 @@ class MysqlReaderOptions(ServerOptions, SourceParams):
     def failover(self, entry: ShardConnection | None) -> tuple[tuple[str, int], ...]:
         keys = self if entry is None else entry
         return servers(keys.failover_hosts, keys.port)
-
-
-MysqlSource = SqlSource
-"""A mysql source as the reader sees it; ``kind`` tells which (:mod:`wormhole.plugins.sql.source_options`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,8 +176,8 @@ class MysqlWriterOptions(ServerOptions, SinkParams):
 
     def check(self, path: str, problems: Problems) -> None:
         check_credentials(self.password, self.password_env, path, problems)
-        _check_failover(self.failover_hosts, path, problems)
-        _check_names(self.columns, join_path(path, "columns"), problems)
+        check_failover(self.failover_hosts, NAMING.default_port, path, problems)
+        check_names(self.columns, join_path(path, "columns"), problems, check_identifier)
         check_identifier(self.database, join_path(path, "database"), problems)
         check_identifier(self.table, join_path(path, "table"), problems)
         self.check_staging(path, problems)

@@ -1,23 +1,8 @@
-"""MySQL to MySQL without decoding: which columns a LOAD DATA payload takes from the wire text.
-
-The mysql reader keeps each column's text-protocol bytes beside the typed batch (``Batch.wire``) when a
-run has a destination that may use them (``ReadContext.keep_wire``: they cost memory). A
-column whose target declares exactly the source's type (COLUMN_TYPE and character set, compared as
-:func:`native_type` writes them) reads that text back to the same value through LOAD DATA, so its field
-is the wire text escaped (bytes as hex, loaded through UNHEX as always): no cast, no re-formatting.
-Every other column is encoded from the typed Arrow form, as before. Kept on the typed path:
-
-- FLOAT: the reader selects it as ``CAST(col AS DOUBLE)`` (docs/manual/types.md, "Values on the way"), whose text is
-  not what a FLOAT column declares;
-- BIT: the wire holds its raw bytes, which LOAD DATA would take as text;
-- a column whose batch went through the value-by-value decode (a zero date, a value that failed the
-  fast cast): the typed value may differ from the text (``zero_dates``), so that batch's column has no
-  wire text (:mod:`.arrow_read`);
-- rows a transform made: a chain builds new batches, which carry no wire text.
-
-:func:`wire_columns` decides for a writer (at prepare) and for ``wormhole plan`` alike, and
-:func:`load_method` says what was decided.
-"""
+"""MySQL to MySQL without decoding (docs/manual/mysql.md, *Writing*): a column whose target declares exactly the
+source's type (COLUMN_TYPE and character set, as :func:`native_type` writes them) takes its LOAD DATA field
+from the reader's wire text, escaped, never parsed. Not FLOAT (read as ``CAST(col AS DOUBLE)``) nor BIT (raw
+bytes); a batch decoded value by value or made by a transform carries no wire text. :func:`wire_columns`
+decides for a writer and for ``wormhole plan`` alike."""
 
 from __future__ import annotations
 
@@ -28,9 +13,11 @@ import pymysql
 
 from wormhole.errors import PrepareError
 from wormhole.plugins.base import WILL_FAIL
-from wormhole.plugins.mysql.connection import close_quietly, connect, describe, fetch_all, fetch_one
+from wormhole.plugins.mysql.connection import connect, describe
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.schema import Schema
 from wormhole.plugins.sql import backquote
+from wormhole.plugins.sql.target import fetch_all, fetch_one
 
 TYPED_ONLY = frozenset({"float", "bit"})
 """MySQL data types whose wire text is not what LOAD DATA reads back to the same value (see above)."""
@@ -101,7 +88,7 @@ def plan_load(options: Any, schema: Schema, rows_changed: bool) -> str:
     except pymysql.err.MySQLError as exc:
         return f"unknown (reading the target's columns failed: {describe(exc)})"
     finally:
-        close_quietly(conn)
+        MYSQL.close_quietly(conn)
     if method is None:
         return "none (method 'load_data' needs local_infile, which the server has switched off)"
     if not found:

@@ -1,12 +1,7 @@
-"""The mysql store's peripheries: the source's reachability, size and load (:class:`MysqlReaderPeriphery`,
-with ``busy_threads`` for adaptive push-up); the target prepared, then the load committed or rolled back,
-on the SQL kit's phases (:mod:`wormhole.plugins.sql.periphery`: loads, markers, resuming, leftovers).
-
-MySQL's DDL is not transactional: prepare runs ``pre_sql``, TRUNCATE and the staging table (:mod:`.staging`)
-each on its own, then records the prepared marker; commit records the load's phase around the staging
-swap's RENAME (``swapping``, ``swapped``), then ``post_sql`` and ``committed``, so a resumed run finishes a
-swap that was under way (post_sql may then run again), and if post_sql fails the swap is undone.
-"""
+"""The mysql store's peripheries on the SQL kit's (:mod:`wormhole.plugins.sql.periphery`). MySQL's DDL is not
+transactional: prepare runs ``pre_sql``, TRUNCATE and the staging table each on its own, then records the
+prepared marker; commit records the phases around the staging swap (:mod:`.staging`), then ``post_sql`` and
+``committed``, so a resumed run finishes a swap that was under way."""
 
 from __future__ import annotations
 
@@ -15,16 +10,11 @@ from typing import Any
 import pymysql
 import pymysql.cursors
 
-from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
+from wormhole.errors import CommitError, PrepareError, RollbackError
 from wormhole.plugins.base import WriteContext
 from wormhole.plugins.mysql.arrow_load import TargetScale, target_scales
-from wormhole.plugins.mysql.connection import (
-    close_quietly,
-    connect,
-    fetch_one,
-)
 from wormhole.plugins.mysql.dialect import MYSQL
-from wormhole.plugins.mysql.options import MysqlSource, MysqlWriterOptions
+from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.passthrough import choose_method, load_method, target_columns, wire_columns
 from wormhole.plugins.mysql.staging import MysqlStaging, refuse_unkept
 from wormhole.plugins.sql import backquote as quote
@@ -32,7 +22,7 @@ from wormhole.plugins.sql.markers import COMMITTED, SWAPPED, SWAPPING
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
 from wormhole.plugins.sql.source_options import Shard
-from wormhole.plugins.sql.target import TargetSql
+from wormhole.plugins.sql.target import TargetSql, fetch_one
 
 
 class MysqlWriterPeriphery(SqlWriterPeriphery):
@@ -54,11 +44,8 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
         self.insert_suffix = ""
         self.max_packet = 16 << 20
 
-    def connect(self, error: type[StorageError], *, autocommit: bool = True, local_infile: bool = False,
-                log: Any = None) -> pymysql.Connection:
-        return connect(self.endpoint, error, timeout=self.options.connect_timeout_s, strict=self.options.strict,
-                       autocommit=autocommit, local_infile=local_infile, destination=self.ctx.destination,
-                       stop=self.ctx.stop, log=self.ctx.log if log is None else log)
+    def session_settings(self) -> dict[str, Any]:
+        return {"strict": self.options.strict}
 
     # -- prepare --------------------------------------------------------------------------------
 
@@ -174,7 +161,7 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
             if self.staging is not None:
                 self.staging.drop_old(conn)
         finally:
-            close_quietly(conn)
+            self.dialect.close_quietly(conn)
 
     def _commit(self, conn: pymysql.Connection) -> None:
         """Verify, swap (recording the phase around the RENAME), post_sql, then ``committed``: a crash
@@ -231,10 +218,7 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
 
 
 class MysqlReaderPeriphery(SqlReaderPeriphery):
-    """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
-
     dialect = MYSQL
-    source: MysqlSource
 
     def _running(self, conn: pymysql.Connection) -> int:
         """MySQL's Threads_running, this session's own excluded."""

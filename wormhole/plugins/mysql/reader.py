@@ -1,11 +1,6 @@
-"""The mysql store's reader: streaming reads of each split.
-
-Splits are cut by :mod:`.splitter`; reachability, size and the servers' load are the reader
-periphery's (:mod:`.periphery`). Reads stream (unbuffered cursor) and parse rows column-major
-off the wire (:mod:`.protocol`); each column becomes an Arrow array by vectorised casts
-(:mod:`.arrow_read`), so batches go on as Arrow record batches. A value the reader cannot convert
-rejects its row to the dirty-record file (origin ``source``) instead of failing the split.
-"""
+"""The mysql store's reader: each split streamed from an unbuffered cursor and parsed column-major off the
+wire (:mod:`.protocol`), each column cast to Arrow whole (:mod:`.arrow_read`); a value that does not convert
+rejects its row (origin ``source``)."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ import pymysql.cursors
 from wormhole.errors import ReadError
 from wormhole.plugins.base import Batch, Column, Row, Schema, Split
 from wormhole.plugins.mysql.arrow_read import BatchDecoder
-from wormhole.plugins.mysql.connection import PLUGIN_NAME, abandon, close_quietly, describe, source_connection
+from wormhole.plugins.mysql.connection import PLUGIN_NAME, abandon
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.passthrough import native_type
 from wormhole.plugins.mysql.protocol import column_batches
@@ -49,31 +44,23 @@ class MysqlReader(SqlReader):
         # Splits planned before the table changed (a resumed run) keep their kinds.
         decoder = BatchDecoder(self.split_columns(names, kinds, pushed), kinds, self.source.dates,
                                keep_wire=self.ctx.keep_wire)
-        conn = source_connection(self.source, ep, ReadError, self.ctx, raw=True,
-                                 log=self.ctx.log.bind(split_id=split.id))
+        conn = MYSQL.connect(self.source, ep, ReadError, self.ctx, log=self.ctx.log.bind(split_id=split.id), raw=True)
         finished = False
         cur = None
         try:
             cur = conn.cursor(pymysql.cursors.SSCursor)
-            try:
+            with self.reading(split):
                 cur.execute(sql, args or None)
                 for _count, columns in column_batches(cur, self.ctx.batch_rows, self.ctx.batch_bytes):
                     if len(columns) != len(kinds):
                         raise ReadError(f"split {split.id} returned {len(columns)} columns, expected {len(kinds)}",
                                         plugin=PLUGIN_NAME)
-                    rows, rejected = decoder.decode(columns)
-                    if rejected:
-                        self.ctx.dirty.reject("source", rejected, split.id)
-                    if rows:
-                        yield rows
-            except pymysql.err.MySQLError as exc:
-                raise ReadError(f"reading {split.id} failed: {describe(exc)}", plugin=PLUGIN_NAME,
-                                split_id=split.id) from exc
+                    yield from self.batch(split, *decoder.decode(columns))
             finished = True
         finally:
             # After an early stop (or a killed connection) the stream is mid-result: closing the
             # connection is the only clean way out (draining it could take as long as the rest of the read).
             if finished:
-                close_quietly(conn)
+                MYSQL.close_quietly(conn)
             else:
                 abandon(conn, cur)

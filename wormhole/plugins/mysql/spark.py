@@ -1,16 +1,10 @@
-"""The mysql store's native Spark read (``spark_read``), loaded in Spark mode only.
-
-MySQL goes over JDBC with Debian's MariaDB Connector/J, through the SQL store kit's JDBC read
-(:mod:`wormhole.plugins.sql.spark`: a partition per split predicate, every shard and table its own
-relation, unioned by name). Spark 4 applies its MySQL dialect (backtick quoting) only to ``jdbc:mysql:``
-URLs, hence the connector's ``permitMysqlScheme``. A column JDBC would not carry exactly sends the read
-to the row reader per split (:class:`wormhole.plugins.spark_kit.RowReaderPlan`). Writes go through the
-store's own row writers inside the executors (a split per partition, durable with its marker row), not JDBC.
-"""
+"""The mysql store's native Spark read (``spark_read``) over MariaDB Connector/J through the SQL kit's JDBC read
+(:mod:`wormhole.plugins.sql.spark`), loaded in Spark mode only; a column JDBC would not carry exactly sends
+the read to the row reader (docs/manual/spark.md). Spark 4 applies its MySQL dialect only to ``jdbc:mysql:``
+URLs, hence the connector's ``permitMysqlScheme``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -19,14 +13,13 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from wormhole.errors import SplitError
 from wormhole.plugins.base import PushedQuery, Schema, Split
-from wormhole.plugins.mysql.catalog import choose_columns, describe_table
-from wormhole.plugins.mysql.connection import answering_server, close_quietly, connect, fetch_all, text
-from wormhole.plugins.mysql.options import Endpoint, MysqlSource, QuerySource, resolve_password
+from wormhole.plugins.mysql.connection import answering_server
+from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.spark_kit import EXACT, EXACT_TEXT_TYPES, RowReaderPlan
 from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql import spark as jdbc
+from wormhole.plugins.sql.source_options import QuerySource, Shard, SqlSource
 
 MARIADB_DRIVER = "org.mariadb.jdbc.Driver"
 
@@ -45,11 +38,6 @@ def jdbc_url(host: str, port: int, database: str) -> str:
     return f"jdbc:mysql://{host}:{port}/{database}?{'&'.join(_URL_OPTIONS)}"
 
 
-def _properties(endpoint: Endpoint) -> dict[str, str]:
-    return {"user": endpoint.user, "password": resolve_password(endpoint.password, endpoint.password_env),
-            "driver": MARIADB_DRIVER}
-
-
 _JDBC_EXACT_TYPES = frozenset({
     "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "double",
     "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set",
@@ -59,13 +47,6 @@ _JDBC_EXACT_TYPES = frozenset({
 ``2024-00-10`` becomes 2023-12-10, DATETIME ``1000-01-01`` becomes 1000-01-06), TIME (a timestamp),
 FLOAT (the text protocol's 6 digits: read as a CAST to DOUBLE, as the row reader reads it), BIT(n) (its
 text as bytes), JSON (local mode re-serialises the text), spatial and MariaDB's UUID/INET types."""
-
-
-def _column_facts(conn: Any, database: str, table: str) -> dict[str, tuple[str, int | None, int | None]]:
-    rows = fetch_all(conn, "SELECT COLUMN_NAME, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE "
-                           "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-                     (database, table))
-    return {str(text(n)).lower(): (str(text(t)).lower(), p, sc) for n, t, p, sc in rows}
 
 
 class _Plan:
@@ -79,14 +60,13 @@ class _Plan:
         self.casts: dict[str, str] = {}
         """Lower-case column name -> the SQL type JDBC reads it as (a CAST in the query)."""
 
-    def table(self, conn: Any, ep: Endpoint, table: str, columns: tuple[str, ...] | None) -> None:
-        facts = _column_facts(conn, ep.database, table)
-        for col in choose_columns(describe_table(conn, ep, table), columns, ep, table):
-            column_type, precision, scale = facts[col.name.lower()]
+    def table(self, conn: Any, shard: Shard, table: str, columns: tuple[str, ...] | None) -> None:
+        for col in MYSQL.choose_columns(MYSQL.describe_table(conn, shard, table), columns, shard, table):
+            precision, scale = col.precision, col.scale
             name = next((c.name for c in self.schema.columns if c.name.lower() == col.name.lower()), col.name)
-            wide_int = col.data_type == "bigint" and "unsigned" in column_type  # beyond 64 bits
+            wide_int = col.data_type == "bigint" and "unsigned" in col.column_type  # beyond 64 bits
             wide_decimal = col.kind == "decimal" and (precision is None or scale is None
-                                                      or int(scale) > 18 or int(precision) - int(scale) > 20)
+                                                      or scale > 18 or precision - scale > 20)
             if col.kind in ("date", "datetime") and self.keep_zero_dates:
                 # CAST(... AS CHAR) is the text the row reader gets, zero dates included.
                 self.casts[col.name.lower()] = "CHAR"
@@ -100,7 +80,7 @@ class _Plan:
                 self.exact.add(name)
             elif col.kind == "decimal" or col.data_type in _JDBC_EXACT_TYPES:
                 continue
-            self.awkward.add(f"{col.name} {column_type}")
+            self.awkward.add(f"{col.name} {col.column_type}")
 
     def result(self) -> tuple[RowReaderPlan | None, dict[str, str]]:
         if not self.awkward:
@@ -110,7 +90,7 @@ class _Plan:
         return jdbc.not_carried(sorted(self.awkward), frozenset(exact & texts)), {}
 
 
-def _plan(source: MysqlSource, schema: Schema) -> tuple[RowReaderPlan | None, dict[str, str]]:
+def _plan(source: SqlSource, schema: Schema) -> tuple[RowReaderPlan | None, dict[str, str]]:
     """``(None, casts)`` when every column of every table travels exactly over JDBC, the columns
     ``casts`` names (lower-case) as a CAST in the query (DATE and DATETIME to their text, FLOAT
     to DOUBLE); else the row reader's
@@ -121,17 +101,13 @@ def _plan(source: MysqlSource, schema: Schema) -> tuple[RowReaderPlan | None, di
         texts = frozenset(c.name for c in schema.columns if c.type in EXACT_TEXT_TYPES)
         return RowReaderPlan("a query source (its column types are not known exactly)", texts), {}
     plan = _Plan(schema, keep_zero_dates=source.dates == "keep")
-    for shard in source.shards:
-        conn = connect(shard.endpoint, SplitError, attempts=source.connect_retries, timeout=source.connect_timeout_s)
-        try:
-            for table in shard.tables:
-                plan.table(conn, shard.endpoint, table, source.selection.columns)
-        finally:
-            close_quietly(conn)
+    for _, shard, conn in jdbc.shard_connections(MYSQL, source):
+        for table in shard.tables:
+            plan.table(conn, shard, table, source.selection.columns)
     return plan.result()
 
 
-def exact_text(options: MysqlSource, schema: Schema) -> frozenset[str]:
+def exact_text(options: SqlSource, schema: Schema) -> frozenset[str]:
     """The columns :func:`read` carries as exact text (``wormhole plan`` says how each destination is written)."""
     plan, casts = _plan(options, schema)
     if plan is not None:
@@ -139,7 +115,7 @@ def exact_text(options: MysqlSource, schema: Schema) -> frozenset[str]:
     return frozenset(c.name for c in schema.columns if casts.get(c.name.lower()) == "CHAR")
 
 
-def read(spark: SparkSession, options: MysqlSource, splits: list[Split], schema: Schema) -> DataFrame | RowReaderPlan:
+def read(spark: SparkSession, options: SqlSource, splits: list[Split], schema: Schema) -> DataFrame | RowReaderPlan:
     """One JDBC relation per shard table, one partition per split, unioned by column name; the row
     reader per split (:class:`RowReaderPlan`) when a column would not travel exactly over JDBC."""
     plan, casts = _plan(options, schema)
@@ -168,14 +144,15 @@ def literal(value: Any) -> str:
     raise TypeError(f"pushed-down SQL binds no {type(value).__name__}")
 
 
-class _Jdbc:
-    """The kit's :class:`~wormhole.plugins.sql.spark.JdbcPlan` of a table source: dates as the text of a
-    CAST, FLOAT as a DOUBLE (``casts``), the task's pushed-down filters (``where``) ANDed to each split's
-    predicate."""
+class _Jdbc(jdbc.PlanParts):
+    """The kit's :class:`~wormhole.plugins.sql.spark.JdbcPlan` of a table source (a query goes to the row reader:
+    :func:`_plan`): dates as the text of a CAST, FLOAT as a DOUBLE (``casts``), the task's pushed-down filters
+    (``where``) ANDed to each split's predicate."""
 
     always_true = "1=1"
+    dialect = MYSQL
 
-    def __init__(self, source: MysqlSource, casts: dict[str, str], where: str | None) -> None:
+    def __init__(self, source: SqlSource, casts: dict[str, str], where: str | None) -> None:
         self.source = source
         self.casts = casts
         self.where = where
@@ -183,14 +160,7 @@ class _Jdbc:
     def connection(self, key: jdbc.RelationKey) -> tuple[str, dict[str, str]]:
         ep = self.source.shards[key[0]].endpoint
         host, port = answering_server(ep)  # _plan connected to each shard here: a failover list's choice is known
-        # pushDownPredicate false: MySQL would compare the task's filters under the column's collation
-        # ('TEST' = 'test', 'ok ' = 'ok'); the kit sends ``pushdown`` instead.
-        return jdbc_url(host, port, ep.database), {**_properties(ep), "fetchsize": "10000",
-                                                   "preferTimestampNTZ": "true", "pushDownPredicate": "false"}
-
-    def base(self, key: jdbc.RelationKey) -> tuple[str, bool]:
-        assert key[1] is not None  # a query source goes to the row reader (see _plan)
-        return key[1], False
+        return jdbc_url(host, port, ep.database), jdbc.properties(ep, MARIADB_DRIVER)
 
     def expression(self, key: jdbc.RelationKey, column: str) -> str | None:
         cast = self.casts.get(column.lower())
@@ -200,9 +170,3 @@ class _Jdbc:
         if selected is None:
             return F.col(f"`{column}`")
         return F.col(f"`{selected}`").alias(column, metadata={EXACT: self.casts[column.lower()] == "CHAR"})
-
-    def quote(self, identifier: str) -> str:
-        return quote(identifier)
-
-    def extra(self, key: jdbc.RelationKey, predicates: Sequence[str]) -> str:
-        return ""

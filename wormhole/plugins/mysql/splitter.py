@@ -1,13 +1,6 @@
-"""The mysql store's splits: DataX-style key ranges of each table, or one split per query connection.
-
-Splitting follows DataX's SingleTableSplitUtil: ``MIN``/``MAX`` of ``split_pk`` (an integer or a
-string column), ranges that are half-open except the last, which is closed, plus one split for
-``split_pk IS NULL`` when the column is nullable; each range is read ``ORDER BY split_pk``, never
-paged with LIMIT/OFFSET. String boundaries are interpolated in ASCII like DataX's, then sorted and
-de-duplicated by the server under the column's own collation, so the ranges are disjoint and
-cover every key whatever the collation (DataX compares in Java order and can lose or repeat rows
-under a case-insensitive collation).
-"""
+"""The mysql store's splits (docs/manual/mysql.md, *Reading*): DataX's key ranges of ``split_pk`` (integer or
+string; half-open but the last, ``IS NULL`` for a nullable key), string boundaries ordered and de-duplicated
+by the server under the column's own collation, so the ranges are disjoint whatever the collation."""
 
 from __future__ import annotations
 
@@ -17,13 +10,13 @@ from typing import Any
 from wormhole.errors import SplitError
 from wormhole.plugins.base import Split
 from wormhole.plugins.mysql.catalog import ColumnInfo
-from wormhole.plugins.mysql.connection import fetch_all
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.types import select_expr
 from wormhole.plugins.sql import ascii_points, int_points, key_ranges
 from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql.source_options import QuerySource
 from wormhole.plugins.sql.splitter import SqlSplitter, TableCut
+from wormhole.plugins.sql.target import fetch_all
 
 _INT_KINDS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
 _STRING_KINDS = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
@@ -54,11 +47,7 @@ class _Cutter(TableCut):
             sql += f" ORDER BY {order}"
         if args:  # the driver formats with %: a % in the task's where or a name must stay literal
             sql = sql.replace("%", "%%").replace(_ARG, "%s")
-        mark = self.shard.endpoint.mark
-        return Split(id=f"{mark}/{self.table}{suffix}", resource_mark=mark,
-                     params={"shard": self.index, "sql": sql, "args": args, "kinds": tuple(c.kind for c in self.chosen),
-                             "relation": self.relation, "predicate": predicate,
-                             "columns": tuple(c.name for c in self.chosen)})
+        return self.split(suffix, sql, args, predicate)
 
     def splits(self, infos: list[ColumnInfo], count: int) -> list[Split]:
         split_pk = self.selection.split_pk

@@ -1,16 +1,7 @@
-"""The mysql store's staging swap (``load: staging``), on the SQL kit's staging table
-(:mod:`wormhole.plugins.sql.staging`: its name, marker and reclaiming).
-
-Rows go to ``CREATE TABLE <staging> LIKE <target>``; commit swaps it in with one
-``RENAME TABLE target TO old, staging TO target`` (atomic: a reader sees the old table or the new
-one, never a half-loaded one), then the old table is dropped; rollback swaps back when the swap was
-done (post_sql failed after it) and drops the staging table, leaving the target untouched. Commit and
-rollback drop only the staging table this run created and the old table this run renamed.
-
-DDL is not transactional in MySQL: the commit records the phases ``swapping`` and ``swapped`` around
-the RENAME (:mod:`wormhole.plugins.sql.markers`), so a run resuming a commit that crashed around it
-knows whether the swap happened.
-"""
+"""The mysql store's staging swap (``load: staging``) on the SQL kit's staging table: ``CREATE TABLE ... LIKE``
+the target, swapped in at commit by one atomic ``RENAME TABLE target TO old, staging TO target``, swapped back
+and dropped at rollback (docs/manual/mysql.md, *Loads*). MySQL's DDL is not transactional: the commit records
+the phases ``swapping`` and ``swapped`` around the RENAME, so a resumed run knows whether it happened."""
 
 from __future__ import annotations
 
@@ -18,14 +9,11 @@ import pymysql
 
 from wormhole.errors import CommitError, PrepareError, RollbackError
 from wormhole.plugins.base import WriteContext
-from wormhole.plugins.mysql.connection import error_code, fetch_all
+from wormhole.plugins.mysql.connection import NO_ANSWER, error_code
 from wormhole.plugins.sql.markers import SWAPPED, SWAPPING
 from wormhole.plugins.sql.settling import Unsettled, settle
 from wormhole.plugins.sql.staging import Staging, run_tag, staging_marker
-from wormhole.plugins.sql.target import TargetSql
-
-_NO_ANSWER = (2013, 2055)
-"""The connection lost while the answer was awaited: the statement may have run."""
+from wormhole.plugins.sql.target import TargetSql, fetch_all
 
 
 def refuse_unkept(sql: TargetSql, conn: pymysql.Connection, database: str, table: str, target: str) -> None:
@@ -168,5 +156,5 @@ class MysqlStaging(Staging):
 
 
 def _no_answer(exc: BaseException | None) -> bool:
-    return exc is not None and (error_code(exc) in _NO_ANSWER or isinstance(exc, (pymysql.err.InterfaceError,
+    return exc is not None and (error_code(exc) in NO_ANSWER or isinstance(exc, (pymysql.err.InterfaceError,
                                                                                   ConnectionError)))

@@ -1,13 +1,5 @@
-"""MySQL column types <-> wormhole's logical types, and the column-wise value conversions both ways.
-
-A column has a *kind* (how its values travel) derived from its MySQL type: ``int`` (every integer
-width, signed or unsigned, and YEAR), ``uint64`` (BIGINT UNSIGNED: an int beyond int64), ``bit``
-(BIT(n) as an unsigned int), ``decimal`` (full precision), ``float`` (DOUBLE), ``float32`` (FLOAT,
-selected as DOUBLE: :func:`select_expr`), ``string`` (CHAR/VARCHAR/TEXT, ENUM, SET, TIME as MySQL's
-own text), ``bytes`` (BINARY/VARBINARY/BLOB, spatial types), ``date``, ``datetime``
-(DATETIME/TIMESTAMP with fractions) and ``json``. Readers get raw bytes from the wire and convert a
-whole column at a time with C-level functions; writers encode a batch's Arrow form (:mod:`.arrow_load`).
-"""
+"""MySQL column types -> the reader's kinds (how a column's values travel) -> wormhole's logical types
+(docs/manual/mysql.md, *Types*), and the value-by-value conversions of raw wire bytes."""
 
 from __future__ import annotations
 
@@ -20,7 +12,7 @@ from typing import Any
 from pymysql.constants import FIELD_TYPE
 
 from wormhole.plugins.base import LogicalType
-from wormhole.plugins.values import json_column, json_loads, json_parse
+from wormhole.plugins.values import json_loads
 
 KIND_TYPES: dict[str, LogicalType] = {
     "int": "int", "uint64": "int", "bit": "int", "decimal": "decimal", "float": "float", "float32": "float",
@@ -83,11 +75,8 @@ def kind_of_field(type_code: int, charsetnr: int, unsigned: bool = False) -> str
 
 
 def select_expr(quoted: str, kind: str) -> str:
-    """How a split query selects a column (``quoted``, backquoted). The text protocol sends a FLOAT
-    with 6 significant digits (16777216 arrives as 16777200): CAST AS DOUBLE sends the stored single
-    exactly (the shortest double text of it, 1.1 as 1.100000023841858), which a FLOAT destination
-    stores as the same single again. The alias keeps the name, so pushed-down SQL around the split
-    query compares that double, as MySQL compares a FLOAT column itself."""
+    """How a split query selects a column (``quoted``): a FLOAT as ``CAST AS DOUBLE``, the stored single exactly
+    where the text protocol sends 6 digits (docs/manual/types.md), under its own name for pushed-down SQL."""
     return f"CAST({quoted} AS DOUBLE) AS {quoted}" if kind == "float32" else quoted
 
 
@@ -129,37 +118,10 @@ def _utf8(v: bytes) -> str:
     return v.decode("utf-8")
 
 
-READ_CONVERTERS: dict[str, Callable[[bytes], Any] | None] = {
+READ_CONVERTERS: dict[str, Callable[[bytes], Any]] = {
     "int": int, "uint64": int, "bit": _bit, "decimal": _decimal, "float": float, "float32": float, "string": _utf8,
-    "bytes": None,
-    "date": _date, "datetime": _datetime, "json": json_loads,
+    "bytes": lambda v: v, "date": _date, "datetime": _datetime,
+    "json": lambda v: json_loads(v.decode("utf-8")),  # the text tuples will parse: UTF-8, never sniffed as UTF-16
 }
-"""kind -> converter of one raw value (None: keep the bytes)."""
+"""kind -> the value of one raw value (a column whose fast cast failed is converted value by value)."""
 
-
-_FAST: dict[str, Callable[[Any], Any]] = {
-    # Chains of C functions over a whole column: no Python frame per value.
-    "decimal": lambda vs: map(Decimal, map(bytes.decode, vs)),
-    "date": lambda vs: map(date.fromisoformat, map(bytes.decode, vs)),
-    "datetime": lambda vs: map(datetime.fromisoformat, map(bytes.decode, vs)),
-    "string": lambda vs: map(bytes.decode, vs),
-    "int": lambda vs: map(int, vs),
-    "uint64": lambda vs: map(int, vs),
-    "float": lambda vs: map(float, vs),
-    "float32": lambda vs: map(float, vs),
-    "json": lambda vs: json_column(map(json_parse, vs)),  # exact numbers; the JSON literal null is JSON_NULL
-}
-
-
-def convert_column(kind: str, values: list[Any]) -> list[Any]:
-    """Convert one column of raw values at C speed; raises on the first bad value (the caller
-    then converts value by value to find the bad rows and apply the zero-date policy)."""
-    fn = READ_CONVERTERS[kind]
-    if fn is None:
-        return values
-    fast = _FAST.get(kind)
-    if None in values:
-        present = [v for v in values if v is not None]
-        it = iter(fast(present) if fast is not None else map(fn, present))
-        return [None if v is None else next(it) for v in values]
-    return list(fast(values) if fast is not None else map(fn, values))

@@ -1,30 +1,15 @@
-"""The mysql store's writers: every piece of ``batch_size`` rows one transaction, or one split one transaction.
-
-A writer cuts a batch into pieces of ``batch_size`` rows, each in its own transaction, sent as one
-``LOAD DATA LOCAL INFILE`` from an in-memory file or one multi-row INSERT, both encoded from the batch's
-Arrow form without Python per value (:mod:`.encoding`, :mod:`.arrow_load`). Every MySQL destination of a
-run encodes a batch alike, so the encoded piece is shared through the batch's memo and built once.
-A piece that fails on a row's value (or that LOAD DATA, which turns errors into warnings with LOCAL,
-did not load exactly) is rolled back and replayed row by row, one INSERT of the row's literals each (a
-row whose value has no literal is refused with the reason), so only the bad rows are rejected, each with
-MySQL's own error text; a refused row is reported with its values (:func:`rows_of`).
-
-Transient errors (lock wait timeout, deadlock, lost connection) become ``TransientWriteError`` here,
-at the store boundary, and :func:`wormhole.retry.policy` retries the piece on a fresh transaction,
-with backoff, ``retries`` times; the waits end at once when the task stops. A connection lost while
-COMMIT was in flight is not retried, because whether the piece was committed is unknown.
-
-As a :class:`~wormhole.plugins.base.SplitWriter` a writer keeps one transaction per open split
-(:mod:`wormhole.plugins.split_transactions`, with the SQL kit's part in :mod:`wormhole.plugins.sql.writer`);
-each piece runs under a SAVEPOINT, so a bad row or a lock wait timeout undoes that piece only.
-"""
+"""The mysql store's writers: pieces of ``batch_size`` rows, each one ``LOAD DATA LOCAL INFILE`` from an
+in-memory file or multi-row INSERTs, encoded once per run from the batch's Arrow form (:mod:`.encoding`). A
+piece that fails on a row's value, or that LOAD DATA did not load exactly (LOCAL turns errors into
+warnings), is undone and replayed row by row, so only the bad rows are rejected, with MySQL's own text
+(docs/manual/mysql.md, *Writing*); the splits' transactions and retries are
+:mod:`wormhole.plugins.split_transactions` with the SQL kit's part (:mod:`wormhole.plugins.sql.writer`)."""
 
 from __future__ import annotations
 
 import os
 import re
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,18 +19,12 @@ import pymysql
 from wormhole.errors import WriteError
 from wormhole.plugins.base import Batch, Rejected, WriteContext, WriteResult, rows_of
 from wormhole.plugins.mysql.arrow_load import sql_literals
-from wormhole.plugins.mysql.connection import (
-    PLUGIN_NAME,
-    describe,
-    error_code,
-    is_row_error,
-)
+from wormhole.plugins.mysql.connection import NO_ANSWER, describe, error_code, is_row_error
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.encoding import Encoded, PieceEncoder
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.periphery import MysqlWriterPeriphery
-from wormhole.plugins.split_transactions import Broken
-from wormhole.plugins.sql import VALUE_ERRORS, room_left, rows_one_by_one
+from wormhole.plugins.sql import VALUE_ERRORS, rows_one_by_one
 from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
 
 _LOAD_INFO = re.compile(r"Records:\s*(\d+)\s+Deleted:\s*(\d+)\s+Skipped:\s*(\d+)\s+Warnings:\s*(\d+)")
@@ -53,8 +32,6 @@ _KEEPS_CONNECTION = (1205, 1213)
 """Lock wait timeout and deadlock roll back the transaction, not the session: the connection is kept."""
 _LOCK_WAIT_TIMEOUT = 1205
 """Undoes only the statement (unless innodb_rollback_on_timeout): a split's piece retries from its savepoint."""
-_COMMIT_UNKNOWN = (2013, 2055)
-"""Lost while waiting for COMMIT's answer: whether the server committed is unknown."""
 
 
 def _mib(size: int) -> str:
@@ -71,9 +48,7 @@ class _Refused:
 class MysqlWriter(SqlWriter[pymysql.Connection]):
     """One connection; each piece of ``batch_size`` rows is one transaction."""
 
-    plugin = PLUGIN_NAME
     dialect = MYSQL
-    db_error = pymysql.err.MySQLError
     periphery: MysqlWriterPeriphery
     options: MysqlWriterOptions
 
@@ -116,16 +91,12 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
 
     # -- writing --------------------------------------------------------------------------------
 
-    def write(self, batch: Batch) -> WriteResult:
-        return self._write(batch, None)
-
     def write_encoded(self, batch: Batch, split_id: str | None = None) -> WriteResult:
         """:class:`~wormhole.plugins.writing.EncodedWriter`: the columns whose target declares the source's own
         type load the batch's wire text, when it carries some (:mod:`.passthrough`)."""
         return self._write_as(batch, split_id, batch.wire)
 
-    def _write(self, rows: Batch, split_id: str | None, source: Any = None) -> WriteResult:
-        size = self.options.batch_size
+    def _pieces(self, batch: Batch, source: Any) -> tuple[list[tuple[Any, int]], list[Rejected]]:
         if self.encoder is None:
             self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method, self.periphery.wire,
                                         self.periphery.scales)
@@ -134,27 +105,13 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
             self._from_wire = True
             self.log.info("writer.load_from_wire", columns=[c.name for c, w in zip(self.ctx.schema.columns, wire,
                                                                                    strict=True) if w is not None])
-        written = 0
-        rejected: list[Rejected] = []
-        for start in range(0, len(rows), size):
-            room = room_left(self.ctx.record_limit, len(rejected))
-            try:
-                n, bad = self._write_piece(rows, wire, start, min(size, len(rows) - start), split_id, room)
-            except WriteError as exc:
-                if split_id is None:
-                    exc.details["written_before_failure"] = written  # pieces of this batch already committed
-                raise
-            written += n
-            rejected.extend(bad)
-            if room is not None and len(bad) > room:  # over the record limit: the destination fails
-                break
-        return WriteResult(written=written, rejected=tuple(rejected), stopped=len(rows) - written - len(rejected))
+        return [((batch, wire), len(batch))], []
 
-    def _write_piece(self, batch: Batch, wire: Sequence[pa.Array | None] | None, start: int, size: int,
-                     split_id: str | None, room: int | None) -> tuple[int, list[Rejected]]:
-        """Rows ``start`` to ``start + size`` of ``batch`` at once; when some row's value fails that (or
-        cannot be encoded), the piece again row by row, so only the bad rows are rejected (until more than
-        ``room`` are: the rest is not tried)."""
+    def _write_piece(self, piece: Any, start: int, end: int, split_id: str | None,
+                     room: int | None) -> tuple[int, list[Rejected]]:
+        """Rows ``start`` to ``end`` of the batch at once; when some row's value fails that (or cannot be
+        encoded), again row by row, so only the bad rows are rejected (until more than ``room`` are)."""
+        (batch, wire), size = piece, end - start
         p = self.periphery
         self._check_not_broken()
         assert self.encoder is not None
@@ -165,10 +122,8 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
         if encoded is not None and self._retrying(split_id, lambda: self._bulk(size, encoded, split_id)):
             result = WriteResult(written=size)
         else:
-            piece = Batch.of_arrow(batch.arrow_form.slice(start, size))
-            result = self._retrying(split_id, lambda: self._row_by_row(piece, split_id, room))
-        if split_id is None:
-            p.add_written(result.written)  # committed; a split's rows count once the split is
+            part = Batch.of_arrow(batch.arrow_form.slice(start, size))
+            result = self._retrying(split_id, lambda: self._row_by_row(part, split_id, room))
         return result.written, list(result.rejected)
 
     def _bulk(self, rows: int, encoded: Encoded, split_id: str | None) -> bool:
@@ -315,17 +270,9 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
             return conn
         return self._connect()
 
-    def _commit(self) -> None:
-        conn = self._connection()
-        try:
-            conn.commit()
-        except pymysql.err.MySQLError as exc:
-            # Lost while waiting for COMMIT's answer: the server may or may not have committed. A
-            # failure to send it (2006), or an error answer, means it did not: that piece is retried.
-            if error_code(exc) in _COMMIT_UNKNOWN:
-                raise Broken(f"the connection was lost while a batch was being committed, so whether its rows "
-                             f"are in {self.periphery.target} is unknown: {describe(exc)}") from exc
-            raise
+    def _commit_lost(self, exc: Exception) -> bool:
+        # A failure to send COMMIT (2006), or an error answer, means it did not commit: that piece is retried.
+        return error_code(exc) in NO_ANSWER
 
     def _after_transient(self, exc: Exception) -> None:
         if error_code(exc) not in _KEEPS_CONNECTION:  # the piece's transaction went with the connection

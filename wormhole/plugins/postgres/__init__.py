@@ -1,14 +1,5 @@
-"""The postgres store (PostgreSQL 15, and Greenplum through the same protocol) through psycopg 3: split
-reads by key range or physical block range with COPY TO STDOUT, and COPY FROM STDIN loads with
-append, truncate, upsert or an atomic staging-table swap.
-
-:mod:`.options` holds the parameters users write (the connection keys both roles share, the naming
-rules, the source's and the destination's keys), :mod:`.connection` the sessions and error classes,
-:mod:`.dialect` how the SQL store kit's statements are spelled. The source role: :mod:`.catalog` (types),
-:mod:`.splitter`, :mod:`.reader`; the sink role: :mod:`.writer` (with :mod:`.encoding`, :mod:`.binary`,
-:mod:`.staging`, :mod:`.kept` and :mod:`.ddl`); :mod:`.periphery` both roles' peripheries. :mod:`.spark`
-is the native Spark read (loaded in Spark mode only).
-"""
+"""The postgres store (PostgreSQL, and Greenplum through the same protocol, through psycopg 3): a dialect of
+the SQL store kit (:mod:`.dialect`) plus its driver code; docs/manual/postgres.md says what it does."""
 
 from __future__ import annotations
 
@@ -23,33 +14,14 @@ from wormhole.plugins.postgres.splitter import PostgresSplitter
 from wormhole.plugins.postgres.writer import PostgresWriter
 from wormhole.plugins.sql.roles import sink_role, source_role
 
-# The kit's roles (:mod:`wormhole.plugins.sql.roles`): incremental bounds, pushdown, busy_threads (active
-# backends in pg_stat_activity); each split durable with its marker row, leftovers, three writers, Spark
-# partitions. Beside them, binary COPY rows: read undecoded, loaded as they are by a target declaring the
-# same types.
-SOURCE = source_role(
-    POSTGRES,
-    options=PostgresReaderOptions,
-    splitter=PostgresSplitter,
-    reader=PostgresReader,
-    periphery=PostgresReaderPeriphery,
-    spark_read="wormhole.plugins.postgres.spark:read",
-    encoded=EncodedReadFacet(format=COPY_BINARY, reader=PostgresReader),
-)
-
-SINK = sink_role(
-    options=PostgresWriterOptions,
-    periphery=PostgresWriterPeriphery,
-    writer=PostgresWriter,
-    single_writer_key=single_writer_key,
-    method_keys=("load", "write_mode"),
-    plan_load=plan_load,
-    encoded=EncodedWriteFacet(format=COPY_BINARY, takes=PostgresWriterPeriphery.takes_encoding),
-)
-
-PLUGIN = Plugin(
-    name="postgres",
-    description="PostgreSQL/Greenplum tables: key or block range split reads; COPY loads with staging swap",
-    source=SOURCE,
-    sink=SINK,
-)
+# The kit's roles (:mod:`wormhole.plugins.sql.roles`) with the store's parts (busy_threads: active backends in
+# pg_stat_activity), and binary COPY rows: read undecoded, loaded as they are by a target of the same types.
+# Each role is built apart from the plugin so mypy checks its facets against the store's periphery.
+SOURCE = source_role(POSTGRES, options=PostgresReaderOptions, splitter=PostgresSplitter, reader=PostgresReader,
+                     periphery=PostgresReaderPeriphery, spark_read="wormhole.plugins.postgres.spark:read",
+                     encoded=EncodedReadFacet(format=COPY_BINARY, reader=PostgresReader))
+SINK = sink_role(options=PostgresWriterOptions, periphery=PostgresWriterPeriphery, writer=PostgresWriter,
+                 single_writer_key=single_writer_key, method_keys=("load", "write_mode"), plan_load=plan_load,
+                 encoded=EncodedWriteFacet(format=COPY_BINARY, takes=PostgresWriterPeriphery.takes_encoding))
+PLUGIN = Plugin(name="postgres", source=SOURCE, sink=SINK,
+                description="PostgreSQL/Greenplum tables: key or block range split reads; COPY loads with staging swap")

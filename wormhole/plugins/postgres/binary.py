@@ -1,20 +1,7 @@
-"""A batch as PostgreSQL's COPY binary format, column-wise with numpy (no Python per value).
-
-Binary COPY FROM costs the server about 0.6 of text COPY (no parsing of each field: docs/manual/postgres.md), but
-each field must be the exact binary form of its target column's type. So the destination chooses at prepare,
-from the catalog (:func:`binary_kinds`): binary when every target column's type is one this module encodes
-from the source column's logical type, else text (:mod:`.encoding`) as before. At write time a batch whose
-Arrow columns are not what the binary form needs (a decimal wider than 18 digits, a timestamp in ns, an int
-beyond its target's range, a date beyond the years 1-9999) is written in text instead
-(:class:`NotBinary`), so PostgreSQL's text input rejects exactly the rows it rejected before.
-
-Stream: the 19-byte header (signature, int32 flags, int32 extension length); per row int16 field count, per
-field int32 length (-1: NULL) and the value's big-endian bytes; int16 -1 at the end. Each column's fields
-(length and bytes) are made column-wise: fixed-width values as a (rows, width) numpy byte array viewed as an
-Arrow binary array without copying, strings and bytes by Arrow's element-wise join of the lengths and the
-values; then one join makes the rows. (Scattering every byte into place by numpy index arithmetic, tried
-first, cost about three times as much: an index per byte.)
-"""
+"""A batch as PostgreSQL's COPY binary format, column-wise with numpy (no Python per value). Chosen at prepare
+when every target column's type is one this module encodes (:func:`binary_kinds`); a batch whose columns
+have no binary form here (:class:`NotBinary`) goes as text, so PostgreSQL rejects exactly the rows it would.
+Each column's fields (int32 length, big-endian bytes) are made column-wise, then one join makes the rows."""
 
 from __future__ import annotations
 

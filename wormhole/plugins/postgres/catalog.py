@@ -1,27 +1,9 @@
-"""What PostgreSQL's catalog says about the tables and queries a source reads, and the logical type of
-each of its types.
-
-Each column gets a *kind*: how the reader selects and parses it. Most read as COPY prints them; a few are
-selected through an expression so COPY prints what wormhole holds:
-
-- ``real`` as ``double precision`` (the exact stored value, as the mysql store reads FLOAT);
-- ``timestamptz`` ``AT TIME ZONE 'UTC'`` (naive UTC, as the mysql store gives TIMESTAMP);
-- arrays through ``to_json`` (a JSON array, nested for several dimensions: logical type json). A postgres
-  destination whose column is an array reads it back as PostgreSQL's array literal
-  (:func:`wormhole.plugins.postgres.encoding.array_literal`); an array of a built-in element type keeps its
-  declaration (:attr:`ColumnInfo.element`) for ``create_table`` and travels undecoded (:mod:`.passthrough`).
-
-``numeric(p, s)`` is a decimal of that shape; ``numeric`` without a declared scale (or wider than Arrow's
-76 digits) a decimal of no declared shape, which the reader keeps as each value's own text (an exact
-column: ``1.50`` stays ``1.50``, NaN and 1000-digit values included); a destination that cannot hold a
-value refuses its row with the reason. Everything the logical types have no place for (text, varchar,
-char, citext, enums, uuid, inet, interval, time, money, xml, ranges, ...) is a string: PostgreSQL's own
-text of the value in the session's styles (ISO dates, ISO 8601 intervals).
-"""
+"""What PostgreSQL's catalog says about the tables and queries a source reads: each column's *kind* (how the
+reader selects and parses it; :func:`select_expr` for the few read through an expression) and its logical
+type (docs/manual/postgres.md, *Types*)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,10 +11,9 @@ import psycopg
 
 from wormhole.errors import SplitError
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, describe
-from wormhole.plugins.sql import catalog as sql_catalog
 from wormhole.plugins.sql import quote
 from wormhole.plugins.sql.catalog import CatalogColumn
-from wormhole.plugins.sql.source_options import Endpoint
+from wormhole.plugins.sql.source_options import Shard
 
 KIND_TYPES: dict[str, str] = {
     "int": "int", "float4": "float", "float": "float", "decimal": "decimal", "bool": "bool", "date": "date",
@@ -96,8 +77,9 @@ WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attnum"""
 
 
-def describe_table(conn: psycopg.Connection[Any], ep: Endpoint, schema: str, table: str) -> list[ColumnInfo]:
+def describe_table(conn: psycopg.Connection[Any], shard: Shard, table: str) -> list[ColumnInfo]:
     """The columns of ``schema.table`` in order; SplitError naming it when it does not exist."""
+    ep, schema = shard.endpoint, shard.schema
     try:
         found = conn.execute(_COLUMNS_SQL, (schema, table)).fetchall()
     except psycopg.Error as exc:
@@ -113,25 +95,15 @@ def describe_table(conn: psycopg.Connection[Any], ep: Endpoint, schema: str, tab
     return infos
 
 
-def choose_columns(infos: list[ColumnInfo], wanted: Sequence[str] | None, ep: Endpoint,
-                   where: str) -> list[ColumnInfo]:
-    """The columns ``wanted`` names, in its order (exact names first, then ignoring case)."""
-    return sql_catalog.choose_columns(infos, wanted, f"{where} in {ep.mark}", PLUGIN_NAME)
-
-
-def describe_query(conn: psycopg.Connection[Any], ep: Endpoint, query: str) -> list[ColumnInfo]:
-    """Each column a query returns, from a LIMIT 0 result's description; SplitError with the server's
-    reason when the query fails."""
-    try:
-        cur = conn.execute(f"SELECT * FROM ({query}) AS wh_q LIMIT 0")
-        description = cur.description or []
-        oids = sorted({c.type_code for c in description})
-        types = {int(oid): (str(name), str(cat), int(base), int(mod)) for oid, name, cat, base, mod in conn.execute(
-            "SELECT t.oid, b.typname, b.typcategory, t.typbasetype, t.typtypmod FROM pg_type t "
-            "JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
-            "WHERE t.oid = ANY(%s)", (oids,)).fetchall()}
-    except psycopg.Error as exc:
-        raise SplitError(f"the query fails on {ep.mark}: {describe(exc)}", plugin=PLUGIN_NAME) from exc
+def describe_query(conn: psycopg.Connection[Any], query: str) -> list[ColumnInfo]:
+    """Each column a query returns, from a LIMIT 0 result's description."""
+    cur = conn.execute(f"SELECT * FROM ({query}) AS wh_q LIMIT 0")
+    description = cur.description or []
+    oids = sorted({c.type_code for c in description})
+    types = {int(oid): (str(name), str(cat), int(base), int(mod)) for oid, name, cat, base, mod in conn.execute(
+        "SELECT t.oid, b.typname, b.typcategory, t.typbasetype, t.typtypmod FROM pg_type t "
+        "JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END "
+        "WHERE t.oid = ANY(%s)", (oids,)).fetchall()}
     infos = []
     for c in description:
         type_name, category, base, domain_mod = types.get(c.type_code, ("text", "S", 0, -1))
@@ -154,10 +126,8 @@ OUTPUT_TEXT = "(CASE WHEN {0} IS NOT NULL THEN format('%s', {0}) END)"
 
 
 def as_read(info: ColumnInfo) -> str | None:
-    """The SQL a pushed-down expression reads a string column through (:attr:`Column.as_read`): the value
-    as COPY prints it, for every string type but text and varchar. ``char(n)`` is read with its padding
-    (``'a    '``), which PostgreSQL drops when it compares, concatenates or measures one (``c = 'a'`` is
-    true there); uuid, inet, enums and the rest have no ``COLLATE`` or text operators at all."""
+    """The SQL a pushed-down expression reads a string column through (:attr:`Column.as_read`): the value as COPY
+    prints it, for every string type but text and varchar (``char(n)`` padded; docs/manual/postgres.md)."""
     if info.kind != "string" or (info.base or info.type_name) in _TEXT_TYPES:
         return None
     return OUTPUT_TEXT

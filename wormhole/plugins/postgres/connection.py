@@ -1,11 +1,5 @@
-"""Connections to PostgreSQL (and Greenplum, which speaks its protocol) through psycopg 3.
-
-Every session runs in UTC with ISO dates and ``extra_float_digits = 3``, so timestamptz values and
-floats cross in text exactly; ``application_name`` is ``wormhole`` so a DBA sees whose sessions they
-are. Errors are classed by SQLSTATE: a dropped connection, a deadlock or a serialization failure can
-succeed when retried on a fresh transaction; a data exception or an integrity violation belongs to the
-rows of one batch (they are found and rejected one by one); anything else fails the side it happened on.
-"""
+"""Connections to PostgreSQL through psycopg 3: sessions in UTC with ISO dates and ``extra_float_digits = 3``
+(values cross in text exactly), ``application_name`` ``wormhole``; errors classed by SQLSTATE."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ import psycopg
 
 from wormhole.errors import StorageError
 from wormhole.plugins.base import StopSignal
-from wormhole.plugins.sql.connection import open_session, wait_session_gone
+from wormhole.plugins.sql.connection import open_session
 from wormhole.plugins.sql.source_options import Endpoint
 
 PLUGIN_NAME = "postgres"
@@ -82,7 +76,8 @@ def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3,
         conn.execute("; ".join(SESSION_SETTINGS))
         conn.autocommit = autocommit
 
-    return open_session(endpoint, error, PLUGIN_NAME, one, configure, close_quietly, failed=psycopg.OperationalError,
+    return open_session(endpoint, error, PLUGIN_NAME, one, configure, lambda conn: conn.close(),
+                        failed=psycopg.OperationalError,
                         no_answer=lambda exc: not _refused_for_good(exc), unconfigured=psycopg.Error,
                         describe=describe, attempts=attempts,
                         stop=stop, log=log, destination=destination)
@@ -98,31 +93,9 @@ def _refused_for_good(exc: BaseException) -> bool:
     return sqlstate(exc) in ("28P01", "28000", "3D000") or any(m in text for m in _FOR_GOOD)
 
 
-def close_quietly(conn: psycopg.Connection[Any] | None) -> None:
-    """Close ``conn``; a connection already closed or dead is just let go."""
-    if conn is None:
-        return
-    try:
-        conn.close()
-    except (psycopg.Error, OSError):
-        pass  # a dead socket: nothing is left to release
-
-
 def backend_pid(conn: psycopg.Connection[Any]) -> int:
     """The server process of ``conn`` (what ``pg_terminate_backend`` and ``pg_stat_activity`` name)."""
     return int(conn.info.backend_pid)
-
-
-def wait_session_ended(conn: psycopg.Connection[Any], pid: int, stop: StopSignal, wait_s: float) -> None:
-    """End server process ``pid`` (our session whose answer was lost: a statement it still runs is cut short,
-    a COMMIT that got through stays committed) and wait until it is gone; TimeoutError after ``wait_s`` or
-    once ``stop`` (an Event) is set."""
-    try:
-        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    except psycopg.Error:  # not allowed to signal it: it ends on its own once it finds its client gone
-        pass
-    wait_session_gone(lambda: conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
-                      is not None, pid, stop, wait_s)
 
 
 _LINE = re.compile(r"\bline (\d+)(?:, column (.+?)(?::|$))?")

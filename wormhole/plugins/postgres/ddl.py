@@ -1,27 +1,6 @@
-"""The table ``create_table`` makes: a PostgreSQL type for each column of the source's schema.
-
-By logical type: int -> ``bigint`` (unsigned: ``numeric(20)``, every BIGINT UNSIGNED value), float ->
-``double precision``, decimal(p,s) -> ``numeric(p,s)`` (none declared: ``numeric``), string -> ``text``,
-bytes -> ``bytea``, bool -> ``boolean``, date -> ``date``, datetime -> ``timestamp(6)``, json -> ``jsonb``.
-
-A column a mysql source read (:attr:`Column.native` holds its COLUMN_TYPE, :mod:`wormhole.plugins.mysql.passthrough`)
-gets the closest type that holds every value it can: TINYINT/SMALLINT -> ``smallint``, MEDIUMINT/INT ->
-``integer``, unsigned ones a size up, BIGINT UNSIGNED -> ``numeric(20)``, DECIMAL(p,s) -> ``numeric(p,s)``,
-FLOAT -> ``real``, CHAR(n)/VARCHAR(n) -> ``varchar(n)`` (MySQL drops CHAR's trailing spaces when read:
-``char(n)`` would pad them back), the TEXT types, ENUM, SET and TIME (which reaches 838:59:59, beyond
-``time``) -> ``text``, BLOB/BINARY types -> ``bytea``, DATETIME(n)/TIMESTAMP(n) -> ``timestamp(n)``, YEAR
--> ``smallint``, JSON -> ``jsonb``. TINYINT(1) stays ``smallint``: the (1) is only a display width, such a
-column may hold 2 or -1, which ``boolean`` would refuse. BIT(1) -> ``boolean`` (it holds only 0 and 1,
-which boolean reads exactly), wider BITs -> ``bigint`` (``numeric(20)`` for BIT(64)). A declaration of
-another store, or one the logical type disagrees with (a transform changed it), uses the logical mapping.
-
-An array a postgres table source read (a json column whose :attr:`Column.native` is its declaration,
-``integer[]``, ``numeric(12,3)[]``, ``text[]``: arrays of built-in types only) gets that same array type;
-an array from a ``query`` is ``jsonb`` (its JSON array), as json from any other store.
-
-No primary key or index is created (the schema declares none); ``distributed_by`` appends Greenplum's
-``DISTRIBUTED BY (...)``.
-"""
+"""The table ``create_table`` makes (types: docs/manual/postgres.md, *create_table*): a column by its logical
+type, or, read by a mysql source (its COLUMN_TYPE in :attr:`Column.native`), the closest type that holds
+every value; a postgres array of a built-in type keeps its declaration."""
 
 from __future__ import annotations
 

@@ -3,18 +3,17 @@ spelled for it and how psycopg answers, for its source and its destination."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
-from wormhole.errors import SplitError
-from wormhole.plugins.base import ReadContext, StopSignal
 from wormhole.plugins.postgres import catalog, connection
 from wormhole.plugins.postgres.options import MAX_IDENTIFIER_BYTES
 from wormhole.plugins.sql import quote
-from wormhole.plugins.sql.source_options import Endpoint, Shard, SourceSettings
+from wormhole.plugins.sql.connection import SessionDialect
+from wormhole.plugins.sql.source_options import Shard
 
 _UNIQUE_VIOLATION = "23505"
 _UTC_NOW = "date_trunc('second', now() AT TIME ZONE 'UTC')"
@@ -22,7 +21,7 @@ _LOCAL_NOW = ("date_trunc('second', now() AT TIME ZONE "
               "(SELECT reset_val FROM pg_settings WHERE name = 'TimeZone'))")
 
 
-class PostgresDialect:
+class PostgresDialect(SessionDialect):
     """The postgres store's dialect (one instance, :data:`POSTGRES`)."""
 
     # -- both sides -------------------------------------------------------------------------------
@@ -32,39 +31,16 @@ class PostgresDialect:
 
     quote = staticmethod(quote)
     describe = staticmethod(connection.describe)
-    close_quietly = staticmethod(connection.close_quietly)
+    open = staticmethod(connection.connect)
+    # Refused (not allowed to signal it): the session ends on its own once it finds its client gone.
+    end_session_sql = "SELECT pg_terminate_backend(%s)"
+    session_alive_sql = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
 
     # -- read side (the source's kit) ------------------------------------------------------------
 
     kind_types: Mapping[str, str] = catalog.KIND_TYPES
 
-    @staticmethod
-    def relation(shard: Shard, table: str) -> str:
-        return catalog.relation(shard.schema, table)
-
-    @staticmethod
-    def table_label(shard: Shard, table: str) -> str:
-        return catalog.relation(shard.schema, table)
-
-    @staticmethod
-    def connect(source: SourceSettings, endpoint: Endpoint, error: type[Any], ctx: ReadContext,
-                log: Any = None) -> psycopg.Connection[Any]:
-        return connection.connect(endpoint, error, attempts=source.connect_retries, timeout=source.connect_timeout_s,
-                                  stop=ctx.stop, log=ctx.log if log is None else log)
-
-    @staticmethod
-    def fetch_one(conn: psycopg.Connection[Any], sql: str, args: Sequence[Any] | None = None) -> Any:
-        return conn.execute(sql, args).fetchone()
-
-    @staticmethod
-    def describe_table(conn: psycopg.Connection[Any], shard: Shard, table: str) -> list[catalog.ColumnInfo]:
-        return catalog.describe_table(conn, shard.endpoint, shard.schema, table)
-
-    @staticmethod
-    def choose_columns(infos: list[catalog.ColumnInfo], wanted: Sequence[str] | None, shard: Shard,
-                       table: str) -> list[catalog.ColumnInfo]:
-        return catalog.choose_columns(infos, wanted, shard.endpoint, catalog.relation(shard.schema, table))
-
+    describe_table = staticmethod(catalog.describe_table)
     describe_query = staticmethod(catalog.describe_query)
 
     @staticmethod
@@ -78,11 +54,7 @@ class PostgresDialect:
         value = f"({q} AT TIME ZONE 'UTC')" if info.kind == "timestamptz" else q
         finite = f" FILTER (WHERE isfinite({q}))" if info.kind in ("date", "datetime", "timestamptz") else ""
         clock = _LOCAL_NOW if info.kind == "datetime" else _UTC_NOW
-        try:
-            row = conn.execute(f"SELECT (SELECT MAX({value}){finite} FROM {relation}), {clock}").fetchone()
-        except psycopg.Error as exc:
-            raise SplitError(f"cannot read the incremental bound of {info.name} on {shard.endpoint.mark}: "
-                             f"{connection.describe(exc)}", plugin=connection.PLUGIN_NAME) from exc
+        row = conn.execute(f"SELECT (SELECT MAX({value}){finite} FROM {relation}), {clock}").fetchone()
         assert row is not None
         return row[0], row[1]
 
@@ -137,21 +109,16 @@ class PostgresDialect:
             cur.execute(statement.encode())  # bytes: psycopg does not look for placeholders
 
     def abandon(self, conn: Any) -> None:
-        connection.close_quietly(conn)
+        self.close_quietly(conn)
 
     def session_id(self, conn: Any) -> int:
         return connection.backend_pid(conn)
-
-    def wait_session_ended(self, conn: Any, session: int, stop: StopSignal, wait_s: float) -> None:
-        connection.wait_session_ended(conn, session, stop, wait_s)
 
     def is_duplicate(self, exc: BaseException) -> bool:
         return isinstance(exc, psycopg.Error) and connection.sqlstate(exc) == _UNIQUE_VIOLATION
 
     def commit_unknown(self, exc: BaseException, conn: Any) -> bool:
         return isinstance(exc, psycopg.OperationalError) and bool(conn.broken or conn.closed)
-
-    # -- end of the write side -------------------------------------------------------------------
 
 
 POSTGRES = PostgresDialect()

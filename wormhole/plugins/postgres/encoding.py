@@ -1,27 +1,6 @@
-"""A batch as PostgreSQL's COPY text format, column-wise with Arrow compute (no Python per value).
-
-COPY ``FORMAT text``: fields separated by tabs, rows ended by newlines, ``\\N`` for NULL, and a backslash
-escape for each backslash, tab, newline and carriage return inside a value. Each column's text is what
-PostgreSQL's input function of the target's type reads back to the same value:
-
-- int (uint64 too), date: Arrow's cast (``2024-05-01``); a date beyond the years 1-9999 is the row's fault;
-- float: Arrow's shortest round-trip digits (``inf``, ``-inf``, ``nan`` as float8in reads them);
-- decimal: plain notation (:func:`wormhole.plugins.arrow_text.decimal_text`); a decimal column of free
-  scale (its Arrow form pads every value to scale 18) is written value by value at the value's own scale,
-  so an unconstrained ``numeric`` keeps 1.5 as 1.5;
-- bool: ``t`` / ``f``; datetime: ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (naive: timestamp columns, sessions in UTC);
-- bytes: bytea's hex form ``\\x0a...`` (its backslash escaped for COPY);
-- string, json: the text, escaped. PostgreSQL text cannot hold NUL (U+0000): :func:`nul_rows` finds the
-  rows holding one, which the writer rejects before the COPY;
-- into an array column, a value that is a JSON array (a postgres source's arrays are) as PostgreSQL's array
-  literal (:func:`array_literal`), made before the escaping.
-
-Text lets PostgreSQL cast each field to whatever the target column declares (an int into ``numeric``, a
-string into ``uuid``), where binary COPY needs the exact type of every column: a destination whose target
-columns all have a type :mod:`.binary` encodes is written in binary instead (the server's COPY costs less),
-and any other, or a batch the binary form cannot take, here. An exact column (a value its Arrow type cannot
-hold) is written value by value (:func:`field_text`), so every batch is encoded from its Arrow form.
-"""
+"""A batch as PostgreSQL's COPY text format, column-wise with Arrow compute (no Python per value): each field
+the text the target type's input function reads back to the same value; an exact column value by value
+(:func:`field_text`); a JSON array into an array column as its array literal (:func:`array_literal`)."""
 
 from __future__ import annotations
 

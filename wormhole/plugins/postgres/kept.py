@@ -1,22 +1,7 @@
-"""What a ``load: staging`` swap carries over from the target to the table swapped in.
-
-A table made ``LIKE target INCLUDING ALL`` has the target's columns, defaults, constraints, indexes,
-identity, storage and comments, but not what belongs to the table object itself: its owner, its grants
-(table and column privileges), row-level security (the enabled and forced flags and the policies), its
-triggers, and its foreign keys (LIKE never copies them). :func:`read_kept` reads them from the target
-inside the commit's transaction, before the target is dropped; :meth:`Kept.apply` gives them to the
-swapped-in table right after the RENAME, in the same transaction, so a reader sees the old table or the
-new one with the same rights, never one without.
-:meth:`Kept.check` refuses at prepare, before anything is made, what the connected user could not
-recreate: a target whose owner it cannot act for (it could not drop the target either), and grants
-made by a role other than the owner (a grant is recorded with the role that made it, which only that
-role can be again).
-
-Rows loaded by the run do not pass through the triggers (they go into the staging table, which has
-none): the triggers are there for the writes after the swap. The foreign keys are added again with
-their definitions, so the loaded rows are checked against them then (a row breaking one fails the
-commit, and the target stays as it was).
-"""
+"""What a ``load: staging`` swap carries over from the target to the table swapped in (docs/manual/postgres.md):
+its owner, grants, row-level security, triggers and foreign keys, read in the commit's transaction before the
+DROP and given back right after the RENAME; :meth:`Kept.check` refuses at prepare what the user could not
+recreate."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
-"""The postgres store's options: what users write under ``source.params`` / ``destinations[i].params``.
-
-The connection keys both roles share (:class:`ServerOptions`) and the rules for PostgreSQL names come
-first. A source's params are parsed flat (:class:`PostgresReaderOptions`), checked with key paths by the
-SQL store kit's ``SourceParams`` (with PostgreSQL's naming rules, :data:`NAMING`), and resolved into one of
-the kit's three shapes (:mod:`wormhole.plugins.sql.source_options`) the splitter and reader work with. A
-destination's params are :class:`PostgresWriterOptions`; what only the target can tell (an upsert's key
-when ``upsert_key`` names none, the columns ``distributed_by`` names) is checked at prepare, with the key
-path in the message.
-
-Identifiers (schemas, tables, columns) are checked here against what PostgreSQL can name and always
-quoted with ``"`` in SQL, so their case is kept as written; values are always bound by the driver.
-``where``, ``query``, ``pre_sql``, ``post_sql`` and ``rollback_sql`` are SQL text from the task author and
-run as given.
-"""
+"""The postgres store's options: what users write under ``source.params`` / ``destinations[i].params`` (the
+field docs are the parameter reference, docs/manual/store-parameters.md), checked with PostgreSQL's naming
+rules (:data:`NAMING`) by the SQL kit's ``SourceParams`` and ``SinkParams``; what only the target can tell
+(an upsert's key, ``distributed_by``'s columns) is checked at prepare."""
 
 from __future__ import annotations
 
@@ -22,18 +11,7 @@ from typing import ClassVar, Literal
 from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.sql import check_names
 from wormhole.plugins.sql.sink_options import SinkParams
-from wormhole.plugins.sql.source_options import (
-    Endpoint,
-    Naming,
-    QuerySource,
-    Shard,
-    SourceParams,
-    SqlSource,
-    check_connection,
-    check_credentials,
-)
-
-__all__ = ["Endpoint", "QuerySource", "Shard", "check_credentials"]  # the shapes, for the periphery and spark
+from wormhole.plugins.sql.source_options import Endpoint, Naming, SourceParams, check_connection, check_credentials
 
 MAX_IDENTIFIER_BYTES = 63
 """PostgreSQL's limit on a name (NAMEDATALEN - 1, in bytes): a longer one is cut silently by the server,
@@ -54,10 +32,6 @@ def check_identifier(name: str, path: str, problems: Problems) -> None:
 
 
 NAMING = Naming("postgres", DEFAULT_PORT, check_identifier)
-
-
-def check_column_names(names: tuple[str, ...] | None, path: str, problems: Problems) -> None:
-    check_names(names, path, problems, check_identifier)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,10 +127,6 @@ class PostgresReaderOptions(ServerOptions, SourceParams):
         return self.schema if entry is None else entry.schema or self.schema
 
 
-PostgresSource = SqlSource
-"""A postgres source as the splitter and reader see it; ``kind`` tells which."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PostgresWriterOptions(ServerOptions, SinkParams):
     database: str = opt(nonempty=True)
@@ -217,9 +187,8 @@ class PostgresWriterOptions(ServerOptions, SinkParams):
 
     def check(self, path: str, problems: Problems) -> None:
         check_credentials(self.password, self.password_env, path, problems)
-        check_column_names(self.columns, join_path(path, "columns"), problems)
-        check_column_names(self.upsert_key, join_path(path, "upsert_key"), problems)
-        check_column_names(self.distributed_by, join_path(path, "distributed_by"), problems)
+        for key in ("columns", "upsert_key", "distributed_by"):
+            check_names(getattr(self, key), join_path(path, key), problems, check_identifier)
         for key in ("database", "schema", "table"):
             check_identifier(getattr(self, key), join_path(path, key), problems)
         self.check_staging(path, problems)

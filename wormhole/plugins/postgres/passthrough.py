@@ -1,27 +1,6 @@
-"""PostgreSQL to PostgreSQL without decoding: the source's binary COPY rows loaded as they are.
-
-When every destination of a local run without transforms is a postgres table whose written columns
-declare exactly the source's types (``format_type``, typmod included), the engine asks the reader for
-its :data:`ENCODING` (:mod:`wormhole.planning.encoded`): each split is read with ``COPY (...) TO STDOUT
-(FORMAT binary)`` and its rows, undecoded, are what each destination's ``COPY ... FROM STDIN (FORMAT
-binary)`` loads. Binary rows are the values themselves in the types' send/receive form, so a target of
-the same type stores the same value, bit for bit (a NaN, an ``infinity`` date, ``-0.0`` included);
-nothing is parsed, formatted or checked in Python on the way.
-
-Which columns take part (:func:`source_encoding`): built-in types whose binary form names no OID
-(integers, ``double precision``, numeric, boolean, date, timestamp, text, varchar, char, bytea, json,
-jsonb, uuid), domains over them included, and arrays of these types (an array's binary form names its element
-type's OID, the same in every database for a built-in type), of any dimensions and lower bounds: the
-encoded read selects such an array as it is, where the values read takes ``to_json`` of it. Columns the
-reader selects through an expression (``real``, ``timestamptz``) are read as values, and so are queries.
-``special_dates: null`` asks for a conversion, so a table with date or timestamp columns is then read as
-values; under ``reject`` nothing needs converting (the destination holds every value the source does)
-and nothing is rejected.
-
-The server sends one CopyData message per row (the header rides on the first, the trailer is its own),
-so a batch is cut between rows without reading them; the server's own count of the rows it sent
-(``COPY n``) is checked against the rows received, split by split.
-"""
+"""PostgreSQL to PostgreSQL without decoding (docs/manual/postgres.md): the source's binary COPY rows, read
+straight from libpq (one CopyData message per row, the header on the first, the trailer its own, checked
+against the server's ``COPY n``), loaded as they are by targets declaring exactly the same types."""
 
 from __future__ import annotations
 

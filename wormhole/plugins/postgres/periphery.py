@@ -1,14 +1,7 @@
-"""The postgres store's peripheries: the source's reachability, size and load (:class:`PostgresReaderPeriphery`,
-with ``busy_threads`` for adaptive push-up); the destination's on the SQL kit's phases
-(:mod:`wormhole.plugins.sql.periphery`: loads, markers, resuming, leftovers), doing in one step each what
-PostgreSQL's transactional DDL allows.
-
-Prepare is one transaction after ``pre_sql``: TRUNCATE or the staging table, the table ``create_table``
-makes, the prepared marker (a resumed run does not truncate again). Commit is one transaction too: verify,
-the staging swap (:mod:`.staging`), ``post_sql`` and the ``committed`` phase, so a crash leaves the load
-committed or not; a COMMIT whose answer was lost is settled by that phase (:mod:`wormhole.plugins.sql.settling`).
-A target this run created is dropped again on rollback (it was not there before prepare).
-"""
+"""The postgres store's peripheries on the SQL kit's (:mod:`wormhole.plugins.sql.periphery`), doing in one
+transaction each what PostgreSQL's transactional DDL allows: prepare (after ``pre_sql``: TRUNCATE or the
+staging table, the table ``create_table`` makes, the prepared marker) and commit (verify, swap, ``post_sql``,
+the ``committed`` phase, which settles a COMMIT whose answer was lost)."""
 
 from __future__ import annotations
 
@@ -16,21 +9,21 @@ from typing import Any
 
 import psycopg
 
-from wormhole.errors import CommitError, PrepareError, RollbackError, StorageError
+from wormhole.errors import PrepareError, RollbackError
 from wormhole.plugins.base import WILL_FAIL, Encoding, WriteContext
 from wormhole.plugins.postgres.binary import binary_kinds
-from wormhole.plugins.postgres.connection import close_quietly, connect, describe
+from wormhole.plugins.postgres.connection import connect, describe
 from wormhole.plugins.postgres.ddl import create_table_sql
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.kept import read_kept
-from wormhole.plugins.postgres.options import PostgresSource, PostgresWriterOptions, Shard
+from wormhole.plugins.postgres.options import PostgresWriterOptions
 from wormhole.plugins.postgres.passthrough import takes
 from wormhole.plugins.postgres.staging import PostgresStaging
 from wormhole.plugins.sql import quote
 from wormhole.plugins.sql.markers import COMMITTED
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
-from wormhole.plugins.sql.settling import Unsettled, settle
+from wormhole.plugins.sql.source_options import Shard
 from wormhole.plugins.sql.target import TargetSql, fetch_all, fetch_one
 
 UPSERT_TABLE = "wh_upsert"
@@ -61,14 +54,9 @@ class PostgresWriterPeriphery(SqlWriterPeriphery):
         self.session_sql: tuple[str, ...] = ()
         """Statements each writer session runs (committed) before its first piece: an upsert's temporary table."""
         self.created_target = False
-        self.commit_unknown: str | None = None
-        """Why a commit's outcome could not be settled: then rollback leaves everything for a resume to read."""
 
-    def connect(self, error: type[StorageError], *, autocommit: bool = True,
-                log: Any = None) -> psycopg.Connection[Any]:
-        return connect(self.endpoint, error, attempts=self.options.connect_retries,
-                       timeout=self.options.connect_timeout_s, autocommit=autocommit,
-                       destination=self.ctx.destination, stop=self.ctx.stop, log=self.ctx.log if log is None else log)
+    def session_settings(self) -> dict[str, Any]:
+        return {"attempts": self.options.connect_retries}
 
     # -- prepare --------------------------------------------------------------------------------
 
@@ -220,34 +208,8 @@ class PostgresWriterPeriphery(SqlWriterPeriphery):
     # -- commit / rollback ----------------------------------------------------------------------
 
     def _commit_load(self, done: bool) -> None:
-        """The commit's one transaction. When its connection is lost (COMMIT's answer among what was lost),
-        the ``committed`` phase, written in that transaction, says whether it happened once the server has
-        ended that session: committed, the load is done; not, it fails and is rolled back as before."""
-        if done:
-            return
-        conn = self.connect(CommitError)
-        pid = self.dialect.session_id(conn)
-        try:
-            self._commit(conn)
-        except psycopg.Error as exc:
-            failed = f"committing {self.target} on {self.endpoint.mark} failed: {describe(exc)}"
-            if not (isinstance(exc, psycopg.OperationalError) and (conn.broken or conn.closed) and self.markers_ready):
-                raise self.sql.error(CommitError, failed) from exc
-            if not self._committed_by(pid, failed):
-                raise self.sql.error(CommitError, f"{failed}; it did not commit") from exc
-        finally:
-            close_quietly(conn)
-
-    def _committed_by(self, pid: int, failed: str) -> bool:
-        """Whether the lost session ``pid`` committed this load (its ``committed`` phase is there)."""
-        try:
-            phase, _ = settle(self.dialect, pid, self.ctx.stop, self.markers.phase,
-                              connect=lambda: self.connect(CommitError))
-        except Unsettled as error:
-            self.commit_unknown = f"{failed}; whether it committed {error}"
-            raise self.sql.error(CommitError, self.commit_unknown) from error
-        self.ctx.log.warning("writer.commit_settled", table=self.target, durable=phase == COMMITTED, error=failed)
-        return phase == COMMITTED
+        if not done:
+            self._commit_settled(self._commit)
 
     def _commit(self, conn: psycopg.Connection[Any]) -> None:
         """Verify, swap, post_sql and the ``committed`` phase: one transaction, so all of it or none."""
@@ -308,7 +270,7 @@ def plan_load(options: PostgresWriterOptions, schema: Any, rows_changed: bool) -
         try:
             exists = fetch_one(conn, "SELECT to_regclass(%s)", (target,)) != (None,)
         finally:
-            close_quietly(conn)
+            POSTGRES.close_quietly(conn)
     except (PrepareError, psycopg.Error) as exc:
         note = f" (the target cannot be reached: {exc if isinstance(exc, PrepareError) else describe(exc)})"
     else:
@@ -331,10 +293,7 @@ _BUSY_SQL = ("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND p
 
 
 class PostgresReaderPeriphery(SqlReaderPeriphery):
-    """Reachability of every connection (bounded retry) and an estimate of the rows to read."""
-
     dialect = POSTGRES
-    source: PostgresSource
 
     def _running(self, conn: psycopg.Connection[Any]) -> int:
         """Active client backends, this session excluded."""

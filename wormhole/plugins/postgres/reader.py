@@ -1,23 +1,7 @@
-"""The postgres store's reader: each split streamed with ``COPY (SELECT ...) TO STDOUT WITH (FORMAT csv)``
-and parsed into Arrow batches by pyarrow's CSV reader (C++, no Python per value).
-
-CSV rather than text or binary (docs/decisions.md has the measurement): the server writes all three
-about as fast, and CSV is the one Arrow parses as it is. It is exact: a NULL is an unquoted empty field,
-an empty string a quoted one (``""``), a quoted field may hold the delimiter, quotes and newlines, and
-COPY sends one row per message, so a batch is cut between rows without looking at the bytes. Numbers,
-dates and timestamps are PostgreSQL's ISO text in the session's settings (UTC, ``extra_float_digits =
-3``: the shortest text that reads back as the same double).
-
-A ``numeric`` of no declared precision and scale travels as an exact column (``wormhole.exact`` =
-``text``): each value's own text as PostgreSQL printed it (``1.50``, ``NaN``, 130000 digits), which no
-decimal type of one scale holds; a destination that cannot hold a value refuses its row, saying why.
-
-A batch whose text does not all parse as its columns' types (``infinity`` or a BC date) is parsed again
-as text and converted column by column; a value that has no form in its column rejects its row to the
-dirty-record file (origin ``source``) with the value and the reason, or, for a date the ``special_dates``
-option lets through, becomes NULL. The read streams: the
-server holds the snapshot, wormhole at most one batch of text and its Arrow form.
-"""
+"""The postgres store's reader: each split streamed with ``COPY (SELECT ...) TO STDOUT WITH (FORMAT csv)`` and
+parsed into Arrow batches by pyarrow's CSV reader (why CSV: docs/decisions.md). A batch whose text does not
+all parse as its columns' types (``infinity``, a BC date) is parsed again as text and converted column by
+column; a value with no form rejects its row, or becomes NULL under ``special_dates: null``."""
 
 from __future__ import annotations
 
@@ -34,18 +18,11 @@ import pyarrow.csv as pcsv
 from wormhole.errors import ReadError, SplitError
 from wormhole.plugins.base import Column, Encoding, ReadContext, Rejected, Row, Schema, Split
 from wormhole.plugins.batch import Batch, arrow_field, arrow_type, decimal_shape, exact_field
-from wormhole.plugins.postgres.catalog import (
-    KIND_TYPES,
-    ColumnInfo,
-    as_read,
-    choose_columns,
-    describe_table,
-    relation,
-)
-from wormhole.plugins.postgres.connection import PLUGIN_NAME, close_quietly, describe
+from wormhole.plugins.postgres.catalog import KIND_TYPES, ColumnInfo, as_read, relation
+from wormhole.plugins.postgres.connection import PLUGIN_NAME
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.passthrough import ENCODED_ROWS_FACTOR, RowDecoder, read_rows, source_encoding
-from wormhole.plugins.postgres.splitter import encoded_sql, source_connection
+from wormhole.plugins.postgres.splitter import encoded_sql
 from wormhole.plugins.sql.reader import SqlReader
 from wormhole.plugins.sql.source_options import QuerySource, Shard, SqlSource
 
@@ -86,12 +63,12 @@ class PostgresReader(SqlReader):
         if encoding is None or isinstance(self.source, QuerySource) or len(self._tables()) == 1:
             return encoding
         for shard, table in self._tables()[1:]:
-            conn = source_connection(self.source, shard.endpoint, SplitError, self.ctx)
+            conn = POSTGRES.connect(self.source, shard.endpoint, SplitError, self.ctx)
             try:
-                infos = choose_columns(describe_table(conn, shard.endpoint, shard.schema, table),
-                                       self.source.selection.columns, shard.endpoint, relation(shard.schema, table))
+                infos = POSTGRES.choose_columns(POSTGRES.describe_table(conn, shard, table),
+                                                self.source.selection.columns, shard, table)
             finally:
-                close_quietly(conn)
+                POSTGRES.close_quietly(conn)
             if tuple(c.type_name for c in infos) != encoding.columns:
                 self.ctx.log.info("reader.types_differ", table=f"{shard.endpoint.mark}/{relation(shard.schema, table)}",
                                   types=[c.type_name for c in infos], first=list(encoding.columns))
@@ -108,21 +85,19 @@ class PostgresReader(SqlReader):
             raise ReadError(f"split {split.id} reads columns {list(split.params['columns'])}, the table now has "
                             f"{[c.name for c in self._infos]}", plugin=PLUGIN_NAME, split_id=split.id)
         log = self.ctx.log.bind(split_id=split.id)
-        conn = source_connection(self.source, shard.endpoint, ReadError, self.ctx, log=log)
+        conn = POSTGRES.connect(self.source, shard.endpoint, ReadError, self.ctx, log=log)
         try:
-            args = tuple(split.params["args"])
-            copy_sql = f"COPY ({self._encoded_sql(split)}) TO STDOUT (FORMAT binary)"
-            query = psycopg.ClientCursor(conn).mogrify(copy_sql, args) if args else copy_sql.replace("%%", "%")
-            decode = RowDecoder(conn, self._infos)
-            # Cut by bytes: its rows are not values, so the per-row cost batch_rows bounds is not there
-            # (16 times as many rows per batch: 4 MiB of COPY a batch with the defaults).
-            limits = (ENCODED_ROWS_FACTOR * self.ctx.batch_rows, self.ctx.batch_bytes)
-            yield from read_rows(conn, query.encode(), encoding, decode, limits, self.ctx.stop, split.id)
-        except psycopg.Error as exc:
-            raise ReadError(f"reading {split.id} failed: {describe(exc)}", plugin=PLUGIN_NAME,
-                            split_id=split.id) from exc
+            with self.reading(split):
+                args = tuple(split.params["args"])
+                copy_sql = f"COPY ({self._encoded_sql(split)}) TO STDOUT (FORMAT binary)"
+                query = psycopg.ClientCursor(conn).mogrify(copy_sql, args) if args else copy_sql.replace("%%", "%")
+                # Cut by bytes: its rows are not values, so the per-row cost batch_rows bounds is not there
+                # (16 times as many rows per batch: 4 MiB of COPY a batch with the defaults).
+                limits = (ENCODED_ROWS_FACTOR * self.ctx.batch_rows, self.ctx.batch_bytes)
+                yield from read_rows(conn, query.encode(), encoding, RowDecoder(conn, self._infos), limits,
+                                     self.ctx.stop, split.id)
         finally:
-            close_quietly(conn)  # a COPY stopped early ends with its session
+            POSTGRES.close_quietly(conn)  # a COPY stopped early ends with its session
 
     def _encoded_sql(self, split: Split) -> str:
         """The split's query with its arrays selected as they are (the values read takes their ``to_json``)."""
@@ -140,19 +115,16 @@ class PostgresReader(SqlReader):
         sql, args, kinds, names, pushed = self.split_query(split)
         decoder = CsvDecoder(self.split_columns(names, kinds, pushed), self.source.dates)
         log = self.ctx.log.bind(split_id=split.id)
-        conn = source_connection(self.source, shard.endpoint, ReadError, self.ctx, log=log)
+        conn = POSTGRES.connect(self.source, shard.endpoint, ReadError, self.ctx, log=log)
         finished = False
         try:
-            try:
+            with self.reading(split):
                 yield from self._stream(conn, f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", args, decoder, split)
-            except psycopg.Error as exc:
-                raise ReadError(f"reading {split.id} failed: {describe(exc)}", plugin=PLUGIN_NAME,
-                                split_id=split.id) from exc
             finished = True
         finally:
             # After an early stop (a stopping task closes the generator) psycopg has already cancelled the
             # COPY on the server; the connection is closed either way, one per split.
-            close_quietly(conn)
+            POSTGRES.close_quietly(conn)
             if not finished:
                 log.debug("reader.copy_abandoned")
 
@@ -167,17 +139,10 @@ class PostgresReader(SqlReader):
                 buf += chunk
                 count += 1
                 if count >= limit_rows or len(buf) >= limit_bytes:
-                    yield from self._batch(decoder, bytes(buf), count, split)
+                    yield from self.batch(split, *decoder.decode(bytes(buf), count))
                     buf, count = bytearray(), 0
         if count:
-            yield from self._batch(decoder, bytes(buf), count, split)
-
-    def _batch(self, decoder: CsvDecoder, data: bytes, count: int, split: Split) -> Iterator[Batch]:
-        rows, rejected = decoder.decode(data, count)
-        if rejected:
-            self.ctx.dirty.reject("source", rejected, split.id)
-        if rows is not None and len(rows):
-            yield rows
+            yield from self.batch(split, *decoder.decode(bytes(buf), count))
 
 
 def _csv_type(column: Column) -> pa.DataType:

@@ -1,14 +1,7 @@
-"""The postgres store's native Spark read (``spark_read``), loaded in Spark mode only.
-
-PostgreSQL goes over JDBC with Debian's pgjdbc, through the SQL store kit's JDBC read
-(:mod:`wormhole.plugins.sql.spark`: one partition per split predicate, key or ctid ranges, the task's
-pushed-down filters ANDed as literals; every shard and table its own relation, unioned by name).
-Sessions get the settings local mode's have (UTC, ISO dates and intervals). Columns whose JDBC value is
-not the one the local reader gives are selected through an expression (see :data:`JDBC_EXACT_KINDS`); a
-column no expression makes exact sends the read to the row reader per split
-(:class:`wormhole.plugins.spark_kit.RowReaderPlan`). Writes go through the store's own row writers
-inside the executors (a split per partition, durable with its marker row), not JDBC.
-"""
+"""The postgres store's native Spark read (``spark_read``) over pgjdbc through the SQL kit's JDBC read
+(:mod:`wormhole.plugins.sql.spark`), loaded in Spark mode only: columns whose JDBC value is not the local
+reader's go through an expression, and a column none makes exact sends the read to the row reader
+(docs/manual/spark.md says which)."""
 
 from __future__ import annotations
 
@@ -23,49 +16,21 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from wormhole.errors import SplitError
 from wormhole.plugins.base import PushedQuery, Schema, Split
-from wormhole.plugins.postgres.catalog import (
-    OUTPUT_TEXT,
-    ColumnInfo,
-    choose_columns,
-    describe_query,
-    describe_table,
-    relation,
-)
-from wormhole.plugins.postgres.connection import SESSION_SETTINGS, close_quietly, connect
-from wormhole.plugins.postgres.options import Endpoint, PostgresSource, QuerySource
+from wormhole.plugins.postgres.catalog import OUTPUT_TEXT, ColumnInfo
+from wormhole.plugins.postgres.connection import SESSION_SETTINGS
+from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.spark_kit import EXACT, RowReaderPlan
-from wormhole.plugins.sql import quote, resolve_password
+from wormhole.plugins.sql import quote
 from wormhole.plugins.sql import spark as jdbc
+from wormhole.plugins.sql.catalog import query_columns
+from wormhole.plugins.sql.source_options import Endpoint, QuerySource, SqlSource
 
 PG_DRIVER = "org.postgresql.Driver"
 
 JDBC_EXACT_KINDS = frozenset({"int", "float", "bool", "bytes"})
-"""Kinds (:mod:`.catalog`) Spark's JDBC read carries exactly as local mode reads them, as they are,
-measured with pgjdbc 42.5 and Spark 4 against the local reader (smallint, integer, bigint, double
-precision with NaN and infinities, boolean, bytea). The others go through an expression in the query:
-
-- ``real``: a CAST to double precision (JDBC's float would be the same value; the reader's own choice);
-- ``numeric(p, s)`` within decimal(38,18): a CAST to itself (``numeric(5,-2)`` is refused by Spark as
-  it is), exact; wider ones (``numeric(40,5)`` is rounded to decimal(38,3)) and ``numeric`` without a
-  declared scale (read as decimal(38,18): rounded, where local mode keeps each value's own text) send the
-  read to the row reader, as does a shard whose declared shape differs from the first table's; there those
-  columns travel as exact text (:func:`_wide_decimals`). A NaN in a
-  ``numeric(p, s)`` column fails the read (pgjdbc: "Bad value for type BigDecimal"), where local mode
-  rejects its row;
-- ``date``, ``timestamp``, ``timestamptz`` (``AT TIME ZONE 'UTC'``): their ISO text, cast back in Spark,
-  exact for years 1 to 9999 (JDBC's own values shift dates before 1582-10-15 by the Julian calendar,
-  read BC dates as negative years, clamp infinity to 9999-12-31 or overflow). With ``special_dates:
-  null`` the text of a date out of that range is NULL, as local mode reads it; with ``reject`` (the
-  default) such a column sends the read to the row reader, which rejects those rows;
-- ``json``/``jsonb`` and arrays (``to_json``): their JSON text, carried as exact text (JDBC reads
-  arrays as Spark arrays, which a Parquet write would cast to Spark's own text, not JSON);
-- everything read as a string (text, varchar, char(n) with its padding, uuid, inet, interval in ISO
-  8601, enums, money, xml, time, timetz, bit, oid, ranges, ...): the type's output text through
-  ``format('%s', ...)``, what COPY prints (JDBC reads time as a 1970-01-01 timestamp, bit(n) as bytes,
-  oid as a decimal, and ``inet::text`` would add a /32).
-"""
+"""Kinds (:mod:`.catalog`) Spark's JDBC read carries exactly as local mode reads them (measured with pgjdbc
+42.5 and Spark 4); the others go through :func:`_expression` or to the row reader (docs/manual/spark.md)."""
 
 _TEMPORAL_SPARK = {"date": T.DateType(), "datetime": T.TimestampNTZType(), "timestamptz": T.TimestampNTZType()}
 _HIGH = {"date": "<= '9999-12-31'", "datetime": "< '10000-01-01'", "timestamptz": "< '10000-01-01'"}
@@ -78,14 +43,10 @@ def jdbc_url(ep: Endpoint) -> str:
 
 
 def _properties(ep: Endpoint, timeout_s: float) -> dict[str, str]:
-    # No predicate push-down by Spark: the task's filters go to PostgreSQL as the ``pushdown`` SQL
-    # local mode sends, which means what Spark and local mode mean (collation, special dates).
-    # fetchsize: pgjdbc streams with a cursor (Spark's dialect turns autocommit off) instead of
-    # holding a whole partition in memory.
-    return {"user": ep.user, "password": resolve_password(ep.password, ep.password_env), "driver": PG_DRIVER,
-            "fetchsize": "10000", "preferTimestampNTZ": "true", "pushDownPredicate": "false",
-            "connectTimeout": str(max(1, round(timeout_s))),
-            "sessionInitStatement": "; ".join(s for s in SESSION_SETTINGS if "client_encoding" not in s)}
+    # fetchsize: pgjdbc streams with a cursor (Spark's dialect turns autocommit off) instead of holding a
+    # whole partition in memory.
+    return jdbc.properties(ep, PG_DRIVER, connectTimeout=str(max(1, round(timeout_s))),
+                           sessionInitStatement="; ".join(s for s in SESSION_SETTINGS if "client_encoding" not in s))
 
 
 def _why_inexact(info: ColumnInfo, first: tuple[int | None, int | None] | None, special_dates: str) -> str | None:
@@ -123,13 +84,14 @@ def _expression(info: ColumnInfo) -> str | None:
     return OUTPUT_TEXT.format(q)
 
 
-class _Plan:
+class _Plan(jdbc.PlanParts):
     """The columns of each relation a source reads (see :func:`_plan`), and what JDBC would not carry;
     the kit's :class:`~wormhole.plugins.sql.spark.JdbcPlan` of the source."""
 
     always_true = "TRUE"
+    dialect = POSTGRES
 
-    def __init__(self, source: PostgresSource, schema: Schema) -> None:
+    def __init__(self, source: SqlSource, schema: Schema) -> None:
         self.source = source
         self.first = {c.name.lower(): (c.precision, c.scale) for c in schema.columns if c.type == "decimal"}
         self.read = {name.lower() for name in schema.names}
@@ -152,12 +114,6 @@ class _Plan:
         ep = self.source.shards[key[0]].endpoint
         return jdbc_url(ep), _properties(ep, self.source.connect_timeout_s)
 
-    def base(self, key: jdbc.RelationKey) -> tuple[str, bool]:
-        if isinstance(self.source, QuerySource):
-            return f"({self.source.query}) AS wh_q", True
-        assert key[1] is not None
-        return key[1], False
-
     def expression(self, key: jdbc.RelationKey, column: str) -> str | None:
         return _expression(self._info(key, column))
 
@@ -173,9 +129,6 @@ class _Plan:
             return col.alias(info.name, metadata={EXACT: True})
         return col.alias(info.name)
 
-    def quote(self, identifier: str) -> str:
-        return quote(identifier)
-
     def extra(self, key: jdbc.RelationKey, predicates: Sequence[str]) -> str:
         # ctid is a system column, which * leaves out: block-range predicates need it by name.
         return ", ctid" if any("ctid" in p for p in predicates) and key[1] is not None else ""
@@ -184,24 +137,20 @@ class _Plan:
         return next(c for c in self.columns[key] if c.name == column)
 
 
-def _plan(source: PostgresSource, schema: Schema, pushed: PushedQuery | None) -> _Plan:
+def _plan(source: SqlSource, schema: Schema, pushed: PushedQuery | None) -> _Plan:
     """Each relation's columns (a query's under the key ``(shard, None)``), the awkward ones, and the
     pushed-down condition with its values as literals (Spark's JDBC predicates bind none)."""
     plan = _Plan(source, schema)
-    for index, shard in enumerate(source.shards):
-        conn = connect(shard.endpoint, SplitError, attempts=source.connect_retries, timeout=source.connect_timeout_s)
-        try:
-            if plan.where is None and pushed is not None:
-                plan.where = inline_where(pushed, conn)
-            if isinstance(source, QuerySource):
-                plan.add((index, None), describe_query(conn, shard.endpoint, source.query))
-                continue
-            for table in shard.tables:
-                where = relation(shard.schema, table)
-                infos = describe_table(conn, shard.endpoint, shard.schema, table)
-                plan.add((index, where), choose_columns(infos, source.selection.columns, shard.endpoint, where))
-        finally:
-            close_quietly(conn)
+    for index, shard, conn in jdbc.shard_connections(POSTGRES, source):
+        if plan.where is None and pushed is not None:
+            plan.where = inline_where(pushed, conn)
+        if isinstance(source, QuerySource):
+            plan.add((index, None), query_columns(POSTGRES, conn, shard.endpoint, source.query))
+            continue
+        for table in shard.tables:
+            infos = POSTGRES.describe_table(conn, shard, table)
+            plan.add((index, POSTGRES.relation(shard, table)),
+                     POSTGRES.choose_columns(infos, source.selection.columns, shard, table))
     return plan
 
 
@@ -210,7 +159,7 @@ def inline_where(pushed: PushedQuery, conn: psycopg.Connection[Any]) -> str | No
     return jdbc.inline_where(pushed, lambda value: Literal(value).as_string(conn))
 
 
-def exact_text(options: PostgresSource, schema: Schema) -> frozenset[str]:
+def exact_text(options: SqlSource, schema: Schema) -> frozenset[str]:
     """The columns :func:`read` carries as exact text (``wormhole plan`` says how each destination is written)."""
     plan = _plan(options, schema, None)
     if plan.awkward:
@@ -219,7 +168,7 @@ def exact_text(options: PostgresSource, schema: Schema) -> frozenset[str]:
     return frozenset(name for name in schema.names if name.lower() in texts)
 
 
-def read(spark: SparkSession, options: PostgresSource, splits: list[Split],
+def read(spark: SparkSession, options: SqlSource, splits: list[Split],
          schema: Schema) -> DataFrame | RowReaderPlan:
     """One JDBC relation per shard table (or query), one partition per split, unioned by column name;
     the row reader per split (:class:`RowReaderPlan`) when a column would not travel exactly."""

@@ -1,19 +1,7 @@
-"""The postgres store's splits: key ranges, physical block ranges, or one split per query connection.
-
-- ``split_pk`` (an integer, date or timestamp column): ``MIN``/``MAX`` of its finite values cut into
-  near-equal ranges (:func:`wormhole.plugins.sql.int_points` over integers, days or microseconds). The
-  first range is open below and the last open above, so keys outside the finite range read (infinity,
-  a row written since) still belong to exactly one split; a nullable key adds a ``IS NULL`` split.
-- no ``split_pk``: a table (or materialized view) of twice :data:`MIN_SPLIT_PAGES` pages or more is cut into
-  ranges of physical blocks, ``ctid >= '(a,0)' AND ctid < '(b,0)'``, which PostgreSQL 14 and later read
-  with a TID range scan (only those blocks). The size is the relation's file size now, not
-  ``pg_class.relpages`` (0 until the first VACUUM or ANALYZE); the last range is open above, so blocks
-  added since are read too.
-- ``query``: one split per connection, the query as a derived table.
-
-Every split's statement is ``SELECT <columns> FROM <relation> WHERE ...`` with ``%s`` for its bound
-values (and ``%%`` for a literal ``%``): the reader runs it inside ``COPY (...) TO STDOUT``.
-"""
+"""The postgres store's splits (docs/manual/postgres.md, *Reading*): ``split_pk`` ranges of the key's finite
+values (the first open below, the last open above, ``IS NULL`` for a nullable key), else ranges of physical
+blocks (``ctid``) for a table large enough, one split per connection for a query. A split's statement binds
+``%s`` (``%%`` for a literal ``%``): the reader runs it inside ``COPY (...) TO STDOUT``."""
 
 from __future__ import annotations
 
@@ -26,10 +14,7 @@ from psycopg.sql import Literal
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import Split
-from wormhole.plugins.postgres.catalog import (
-    ColumnInfo,
-    select_expr,
-)
+from wormhole.plugins.postgres.catalog import ColumnInfo, select_expr
 from wormhole.plugins.postgres.connection import PLUGIN_NAME, describe
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.sql import int_points, quote
@@ -42,10 +27,6 @@ TID_RANGE_VERSION = 140000
 _KEY_KINDS = ("int", "date", "datetime", "timestamptz")
 _EPOCH = datetime(1970, 1, 1)
 _PLACEHOLDER = re.compile("%%|%s")
-
-
-source_connection = POSTGRES.connect
-"""A connection of a source's splitter, periphery or reader, with the source's connect settings."""
 
 
 def escape(text: str) -> str:
@@ -77,12 +58,11 @@ class _Cutter(TableCut):
                                   condition) if c]
         sql = escape(table_select(self.chosen, self.relation)) + (f" WHERE {' AND '.join(conditions)}"
                                                                   if conditions else "")
-        mark = self.shard.endpoint.mark
-        return Split(id=f"{mark}/{self.shard.schema}.{self.table}{suffix}", resource_mark=mark,
-                     params={"shard": self.index, "sql": sql, "args": args,
-                             "kinds": tuple(c.kind for c in self.chosen),
-                             "columns": tuple(c.name for c in self.chosen), "relation": self.relation,
-                             "predicate": self._literal(" AND ".join(conditions), args) if conditions else None})
+        return self.split(suffix, sql, args, self._literal(" AND ".join(conditions), args) if conditions else None)
+
+    @property
+    def split_name(self) -> str:
+        return f"{self.shard.schema}.{self.table}"
 
     def _literal(self, condition: str, args: tuple[Any, ...]) -> str:
         """The condition with its values as SQL literals (what ``wormhole plan`` shows, and what a JDBC

@@ -1,16 +1,6 @@
-"""The postgres store's staging swap (``load: staging``), on the SQL kit's staging table
-(:mod:`wormhole.plugins.sql.staging`: its name, marker and reclaiming).
-
-Rows go to ``CREATE TABLE <staging> (LIKE <target> INCLUDING ALL)`` (defaults, constraints, indexes,
-identity, storage and comments of the columns), created and marked in prepare's transaction. Commit swaps
-it in inside the commit's transaction: the target's own table comment is given to the staging table,
-sequences the target's columns own (``serial``) are handed to the staging table's columns, then ``DROP
-TABLE target`` and ``ALTER TABLE staging RENAME TO target``, and its indexes take the names of the
-target's matching ones; then it gets the target's owner, grants, row-level security and triggers
-(:mod:`.kept`). DDL is transactional in PostgreSQL, so the swap is atomic: a reader sees the old table or
-the new one, never none (it waits on the DROP's lock until the commit, then reads the new table).
-Rollback drops the staging table, leaving the target untouched.
-"""
+"""The postgres store's staging swap (``load: staging``) on the SQL kit's staging table: created ``LIKE`` the
+target ``INCLUDING ALL`` in prepare's transaction, swapped in within the commit's (DROP and RENAME, the
+indexes' names, owned sequences and :mod:`.kept` carried over), dropped at rollback (docs/manual/postgres.md)."""
 
 from __future__ import annotations
 

@@ -1,28 +1,8 @@
-"""The postgres store's writers: COPY FROM STDIN in text format, a piece of ``batch_size`` rows at a time.
-
-A batch is encoded from its Arrow form, column-wise (:mod:`.encoding`; an exact column value by value). Before
-any COPY, rows PostgreSQL cannot take are rejected with a reason naming the column: a MySQL zero date kept as
-text in a date column, a value with no COPY text, a string holding NUL.
-
-A COPY stops at the first row PostgreSQL refuses (SQLSTATE class 22, data exception, or 23, integrity
-violation): each COPY runs under a savepoint, rolled back then; the error's context names the line, so
-the rows before it are COPY'd again, the bad row is rejected with PostgreSQL's own text and the COPY goes
-on after it. Where no line is named (an upsert's INSERT ... SELECT refused a row), the rows are cut in
-halves, each COPY'd alone, until the bad rows are single. All of it is inside the piece's transaction
-(plain writes: one per piece) or the split's. Once the batch's rejected rows go over the destination's
-record limit (``WriteContext.record_limit``) the piece is undone and the batch stops there: every row
-bad would otherwise cost a COPY each, of all the rows after it, for a destination that fails anyway.
-
-``write_mode: upsert``: each piece is COPY'd into a temporary table of the session (:data:`.UPSERT_TABLE`),
-then ``INSERT INTO target SELECT ... ON CONFLICT (key) DO UPDATE``, in the same transaction.
-
-Transient errors (deadlock, serialization failure, lock not available, lost connection) become
-``TransientWriteError`` at the store boundary and :func:`wormhole.retry.policy` retries the piece,
-``retries`` times with backoff: a plain write on a fresh transaction; a split's piece from its savepoint
-while the session lives, and when the session is gone the split is lost (``SplitLost``: the engine writes
-it again from its start; with ``retries: 0`` the destination fails instead). The split lifecycle is
-:mod:`wormhole.plugins.split_transactions`, with the SQL kit's part in :mod:`wormhole.plugins.sql.writer`.
-"""
+"""The postgres store's writers: COPY FROM STDIN, binary (:mod:`.binary`) or text (:mod:`.encoding`), a piece of
+``batch_size`` rows at a time under a savepoint (an upsert through a temporary table, :data:`.UPSERT_TABLE`).
+A refused row is found by the line its error names (else by halving) and rejected alone, up to the record
+limit (docs/manual/postgres.md, *Rejected rows*); the splits' transactions and retries are
+:mod:`wormhole.plugins.split_transactions` with the SQL kit's part (:mod:`wormhole.plugins.sql.writer`)."""
 
 from __future__ import annotations
 
@@ -36,22 +16,13 @@ from wormhole.errors import WriteError
 from wormhole.plugins.base import Rejected, Row, WriteContext, WriteResult
 from wormhole.plugins.batch import BadValues, Batch, EncodedRows, rows_from_arrow, rows_of
 from wormhole.plugins.postgres.binary import BinaryPiece, NotBinary
-from wormhole.plugins.postgres.connection import (
-    PLUGIN_NAME,
-    close_quietly,
-    copy_line,
-    describe,
-    is_row_error,
-    reason_of,
-    sqlstate,
-)
+from wormhole.plugins.postgres.connection import copy_line, describe, is_row_error, reason_of, sqlstate
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.encoding import ArrowPiece, array_literals, field_text, nul_rows
 from wormhole.plugins.postgres.options import PostgresWriterOptions
 from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.periphery import PostgresWriterPeriphery
 from wormhole.plugins.split_transactions import Broken
-from wormhole.plugins.sql import room_left
 from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
 
 _BINARY_FORMAT = "22P03"
@@ -65,9 +36,7 @@ AnyPiece = ArrowPiece | BinaryPiece | EncodedPiece
 class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
     """Plain writes: each piece of ``batch_size`` rows one transaction. Splits: one transaction each."""
 
-    plugin = PLUGIN_NAME
     dialect = POSTGRES
-    db_error = psycopg.Error
     lost_fails_without_retries = True
     periphery: PostgresWriterPeriphery
     options: PostgresWriterOptions
@@ -78,61 +47,30 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
         self._said_text = False
         self._said_encoded = False
 
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        self._close_connections()
-
     # -- writing --------------------------------------------------------------------------------
-
-    def write(self, batch: Batch) -> WriteResult:
-        return self._write(batch, None)
 
     def write_encoded(self, batch: Batch, split_id: str | None = None) -> WriteResult:
         """:class:`~wormhole.plugins.writing.EncodedWriter`: the source's binary rows as they are, when the batch
         came so (the engine chose the encoding: :mod:`.passthrough`)."""
         return self._write_as(batch, split_id, batch.encoded)
 
-    def _write(self, rows: Batch, split_id: str | None, source: Any = None) -> WriteResult:
-        p = self.periphery
-        self._check_not_broken()
-        pieces, rejected = self._pieces(rows, source)
-        written = 0
-        size = self.options.batch_size
-
-        def stopped() -> WriteResult:  # over the record limit: the destination fails, so the rest is not tried
-            return WriteResult(written=written, rejected=tuple(rejected), stopped=len(rows) - written - len(rejected))
-
-        for piece in pieces:
-            for start in range(0, piece.num_rows, size):
-                end = min(start + size, piece.num_rows)
-                room = room_left(self.ctx.record_limit, len(rejected))
-                if room is not None and room < 0:
-                    return stopped()
-                try:
-                    bad = self._retrying(split_id, partial(self._piece, piece, start, end, split_id, room))
-                except WriteError as exc:
-                    if split_id is None:
-                        exc.details["written_before_failure"] = written  # pieces of this batch already committed
-                    raise
-                rejected.extend(bad)
-                if room is not None and len(bad) > room:  # the piece stopped at its first row past the limit
-                    return stopped()  # (and was undone: nothing of it is written)
-                if split_id is None:
-                    p.add_written(end - start - len(bad))  # committed; a split's rows count once the split is
-                written += end - start - len(bad)
-        return WriteResult(written=written, rejected=tuple(rejected))
-
-    def _pieces(self, rows: Batch, encoded: EncodedRows | None) -> tuple[list[AnyPiece], list[Rejected]]:
+    def _pieces(self, batch: Batch, encoded: EncodedRows | None) -> tuple[list[tuple[Any, int]], list[Rejected]]:
         """What the batch is loaded as: the source's binary rows as they are (``encoded``, :mod:`.passthrough`),
-        or pieces encoded from its values, less the rows refused on the way."""
+        or a piece encoded from its values, less the rows refused on the way."""
+        self._check_not_broken()
         if encoded is not None and self.periphery.takes_encoding(encoded.encoding):
             if not self._said_encoded:  # once: the batches load as the source sent them
                 self._said_encoded = True
                 self.log.info("writer.load_encoded", format=encoded.encoding.format)
-            return [EncodedPiece(encoded)], []
-        batch, rejected = self._form(rows)
-        return [self._arrow_piece(batch, rejected)], rejected
+            return [(EncodedPiece(encoded), len(encoded.ends))], []
+        form, rejected = self._form(batch)
+        piece = self._arrow_piece(form, rejected)
+        return [(piece, piece.num_rows)], rejected
+
+    def _write_piece(self, piece: Any, start: int, end: int, split_id: str | None,
+                     room: int | None) -> tuple[int, list[Rejected]]:
+        bad = self._retrying(split_id, partial(self._piece, piece, start, end, split_id, room))
+        return end - start - len(bad), bad
 
     def _form(self, batch: Batch) -> tuple[pa.RecordBatch, list[Rejected]]:
         """The batch's Arrow columns less the rows PostgreSQL cannot take (rejected, with the reason). A column
@@ -283,17 +221,12 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
                 conn.execute(statement)
             conn.autocommit = False
         except psycopg.Error as exc:
-            close_quietly(conn)
+            POSTGRES.close_quietly(conn)
             raise self._error(f"preparing a session on {self.periphery.target} failed: {describe(exc)}") from exc
         return conn
 
-    def _commit(self, conn: psycopg.Connection[Any]) -> None:
-        try:
-            conn.commit()
-        except psycopg.OperationalError as exc:
-            # Lost while waiting for COMMIT's answer: the server may or may not have committed.
-            raise Broken(f"the connection was lost while a batch was being committed, so whether its rows are "
-                         f"in {self.periphery.target} is unknown: {describe(exc)}") from exc
+    def _commit_lost(self, exc: Exception) -> bool:
+        return isinstance(exc, psycopg.OperationalError)
 
     def _piece_undoable(self, exc: Exception, conn: psycopg.Connection[Any]) -> bool:
         return not conn.broken and not conn.closed

@@ -9,7 +9,7 @@ from typing import Any
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import ReadContext, SourceBounds, not_a_column
-from wormhole.plugins.sql.catalog import find_column
+from wormhole.plugins.sql.catalog import find_column, query_columns
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.source_options import QuerySource, Shard, SqlSource
 
@@ -23,7 +23,11 @@ def bounds(dialect: Dialect, source: SqlSource, ctx: ReadContext, column: str) -
         try:
             for relation, info in _relations(dialect, conn, source, shard, column):
                 kinds.add(dialect.kind_types[info.kind])
-                high, clock = dialect.max_and_now(conn, shard, relation, info, column)
+                try:
+                    high, clock = dialect.max_and_now(conn, shard, relation, info, column)
+                except dialect.db_error as exc:
+                    raise SplitError(f"cannot read the incremental bound of {column} on {shard.endpoint.mark}: "
+                                     f"{dialect.describe(exc)}", plugin=dialect.name) from exc
                 highest = high if highest is None or (high is not None and high > highest) else highest
                 now = clock if now is None else min(now, clock)  # the slowest clock: no shard reads ahead
         finally:
@@ -40,7 +44,7 @@ def _relations(dialect: Dialect, conn: Any, source: SqlSource, shard: Shard,
     """(the FROM clause with its WHERE, the column) of each relation read on ``shard``."""
     ep = shard.endpoint
     if isinstance(source, QuerySource):
-        info = find_column(dialect.describe_query(conn, ep, source.query), column)
+        info = find_column(query_columns(dialect, conn, ep, source.query), column)
         if info is None:
             raise not_a_column(column, f"the query on {ep.mark}")
         return [(f"({source.query}) AS wh_q", info)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from wormhole.errors import SplitError
 
@@ -33,6 +33,15 @@ def choose_columns(infos: list[ColumnT], wanted: Sequence[str] | None, where: st
     if unknown:
         raise SplitError(f"{where} has no column {', '.join(unknown)}", plugin=plugin)
     return [exact.get(w) or folded[w.lower()] for w in wanted]
+
+
+def query_columns(dialect: Any, conn: Any, endpoint: Any, query: str) -> list[Any]:
+    """The columns ``query`` returns (the dialect's :meth:`~.dialect.Dialect.describe_query`); SplitError with the
+    server's reason when it fails."""
+    try:
+        return dialect.describe_query(conn, query)  # type: ignore[no-any-return]
+    except dialect.db_error as exc:
+        raise SplitError(f"the query fails on {endpoint.mark}: {dialect.describe(exc)}", plugin=dialect.name) from exc
 
 
 def find_column(infos: Sequence[ColumnT], name: str) -> ColumnT | None:

@@ -7,15 +7,17 @@ that answers, and later connections go to that one first."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import structlog
 
 from wormhole.errors import PeripheryError, StorageError, TransientReadError, TransientWriteError, WriteError
-from wormhole.plugins.base import StopSignal
+from wormhole.plugins.base import ReadContext, StopSignal
 from wormhole.plugins.sql import resolve_password
-from wormhole.plugins.sql.source_options import Endpoint
+from wormhole.plugins.sql.catalog import ColumnT, choose_columns
+from wormhole.plugins.sql.source_options import Endpoint, Shard, SourceSettings
+from wormhole.plugins.sql.target import fetch_one
 from wormhole.retry import policy
 
 C = TypeVar("C")
@@ -126,3 +128,68 @@ def wait_session_gone(still_there: Callable[[], bool], session: int, stop: StopS
             raise TimeoutError(f"the task stopped before session {session} ended")
         if time.monotonic() > deadline:
             raise TimeoutError(f"session {session} did not end within {wait_s:.0f} s")
+
+
+class SessionDialect:
+    """What a :class:`~.dialect.Dialect` of a networked SQL store spells alike from a few of its own parts:
+    connecting with a source's settings (the store's :meth:`open`), a table's relation, closing quietly, and
+    ending a lost session (its :attr:`end_session_sql`) and waiting until :attr:`session_alive_sql` finds it
+    gone."""
+
+    name: str
+    db_error: type[Exception]
+    end_session_sql: str
+    """Ends server session ``%s``: a statement it still runs is cut short, a COMMIT that got through stays."""
+    session_alive_sql: str
+    """Returns a row while server session ``%s`` is there."""
+
+    def quote(self, identifier: str) -> str:
+        raise NotImplementedError
+
+    open: Callable[..., Any]
+    """The store's ``connect(endpoint, error, **settings)``: a configured connection."""
+
+    def connect(self, source: SourceSettings, endpoint: Endpoint, error: type[Any], ctx: ReadContext,
+                log: Any = None, **settings: Any) -> Any:
+        return self.open(endpoint, error, attempts=source.connect_retries, timeout=source.connect_timeout_s,
+                         stop=ctx.stop, log=ctx.log if log is None else log, **settings)
+
+    def relation(self, shard: Shard, table: str) -> str:
+        return f"{self.quote(shard.schema)}.{self.quote(table)}"
+
+    def table_label(self, shard: Shard, table: str) -> str:
+        return self.relation(shard, table)
+
+    def choose_columns(self, infos: list[ColumnT], wanted: Sequence[str] | None, shard: Shard,
+                       table: str) -> list[ColumnT]:
+        return choose_columns(infos, wanted, f"table {self.table_label(shard, table)} in {shard.endpoint.mark}",
+                              self.name)
+
+    def fetch_one(self, conn: Any, sql: str, args: Any = None) -> Any:
+        return fetch_one(conn, sql, args)
+
+    def close_quietly(self, conn: Any) -> None:
+        """Close ``conn`` (if any); a connection already closed or dead is let go (:meth:`let_go`)."""
+        if conn is None:
+            return
+        try:
+            conn.close()
+        except (self.db_error, OSError):
+            self.let_go(conn)
+
+    def let_go(self, conn: Any) -> None:
+        """What is left to release of a connection whose close failed (nothing, unless the driver holds some)."""
+
+    def end_refused(self, exc: BaseException) -> bool:
+        """Ending the session failed for a reason that leaves it to end on its own (or already gone)."""
+        return True
+
+    def wait_session_ended(self, conn: Any, session: int, stop: StopSignal, wait_s: float) -> None:
+        try:
+            with conn.cursor() as cur:
+                cur.execute(self.end_session_sql, (session,))
+        except self.db_error as exc:
+            if not self.end_refused(exc):
+                raise
+        wait_session_gone(lambda: fetch_one(conn, self.session_alive_sql, (session,)) is not None, session, stop,
+                          wait_s)

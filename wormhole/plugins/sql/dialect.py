@@ -16,7 +16,7 @@ object spells only what its own modules use, under the names this protocol gives
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -77,16 +77,20 @@ class Dialect(Protocol):
         """The columns ``wanted`` names of ``table``, in its order (all of them when None)."""
         ...
 
-    def describe_query(self, conn: Any, endpoint: Endpoint, query: str) -> list[Any]:
-        """The columns a query returns; SplitError with the server's reason when it fails."""
+    def describe_query(self, conn: Any, query: str) -> list[Any]:
+        """The columns a query returns (the driver's error when it fails: :func:`.catalog.query_columns`)."""
         ...
 
     def max_and_now(self, conn: Any, shard: Shard, relation: str, info: Any, column: str) -> tuple[Any, datetime]:
         """The largest value of column ``info`` (``column`` as the task names it) in ``relation`` (a FROM
-        clause with its WHERE), and the server's clock to the whole second as that column's values read."""
+        clause with its WHERE), and the server's clock to the whole second as that column's values read (the
+        driver's error when the statement fails: :mod:`.bounds` says which bound)."""
         ...
 
     # -- write side (the destination's kit: markers, staging, leftovers, settling, writers) -------
+
+    open: Callable[..., Any]
+    """The store's ``connect(endpoint, error, *, timeout, destination, stop, log, ...)``: a configured connection."""
 
     markers_ddl: str
     """``CREATE TABLE IF NOT EXISTS {table} (...)`` of the split markers table (``{table}``: its reference)."""

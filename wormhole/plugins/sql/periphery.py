@@ -25,6 +25,7 @@ from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackE
 from wormhole.plugins.base import ShippedWithoutLock, WriteContext
 from wormhole.plugins.sql.leftovers import Leftover, find_leftovers, remove_leftovers
 from wormhole.plugins.sql.markers import COMMITTED, SplitMarkers
+from wormhole.plugins.sql.settling import Unsettled, settle
 from wormhole.plugins.sql.staging import Staging
 from wormhole.plugins.sql.target import TargetSql, fetch_one
 
@@ -61,6 +62,8 @@ class SqlWriterPeriphery(ShippedWithoutLock):
         """Splits held durably before this run (resuming): split id -> rows."""
         self.phase: str | None = None
         """How far the state run's load got when this run prepared (resuming): see :mod:`.markers`."""
+        self.commit_unknown: str | None = None
+        """Why a commit's outcome could not be settled: then rollback leaves everything for a resume to read."""
 
     @property
     def target(self) -> str:
@@ -69,8 +72,15 @@ class SqlWriterPeriphery(ShippedWithoutLock):
     def table_ref(self, name: str) -> str:
         return self.sql.ref(name)
 
-    def connect(self, error: type[StorageError], *, autocommit: bool = True, log: Any = None) -> Any:
-        raise NotImplementedError
+    def connect(self, error: type[StorageError], *, log: Any = None, **settings: Any) -> Any:
+        """A connection to the destination's server (``settings``: ``autocommit``, the store's own)."""
+        return self.dialect.open(self.endpoint, error, timeout=self.options.connect_timeout_s,
+                                 destination=self.ctx.destination, stop=self.ctx.stop,
+                                 log=self.ctx.log if log is None else log, **self.session_settings(), **settings)
+
+    def session_settings(self) -> dict[str, Any]:
+        """The store's connect settings from its options."""
+        return {}
 
     def add_written(self: P, rows: int, split_id: str | None = None) -> None:
         """Count rows committed to the written table; a split's rows count once, however many attempts at it
@@ -167,6 +177,30 @@ class SqlWriterPeriphery(ShippedWithoutLock):
     def _commit_load(self, done: bool) -> None:
         """Commit the load (``done``: the state run committed it already, only what follows is left)."""
         raise NotImplementedError
+
+    def _commit_settled(self, commit: Callable[[Any], None]) -> None:
+        """``commit`` (one transaction, its ``committed`` phase in it) on a connection of its own. When the
+        connection is lost with COMMIT's answer among what was lost, that phase says whether it happened once
+        the server has ended the session (:mod:`.settling`): committed, the load is done; not, it fails."""
+        conn = self.connect(CommitError)
+        session = self.dialect.session_id(conn)
+        try:
+            commit(conn)
+        except self.dialect.db_error as exc:
+            failed = f"committing {self.target} on {self.endpoint.mark} failed: {self.dialect.describe(exc)}"
+            if not (self.dialect.commit_unknown(exc, conn) and self.markers_ready):
+                raise self.sql.error(CommitError, failed) from exc
+            try:
+                phase, _ = settle(self.dialect, session, self.ctx.stop, self.markers.phase,
+                                  connect=lambda: self.connect(CommitError))
+            except Unsettled as error:
+                self.commit_unknown = f"{failed}; whether it committed {error}"
+                raise self.sql.error(CommitError, self.commit_unknown) from error
+            self.ctx.log.warning("writer.commit_settled", table=self.target, durable=phase == COMMITTED, error=failed)
+            if phase != COMMITTED:
+                raise self.sql.error(CommitError, f"{failed}; it did not commit") from exc
+        finally:
+            self.dialect.close_quietly(conn)
 
     def _post_sql(self, conn: Any) -> None:
         for statement in self.options.post_sql:

@@ -4,10 +4,13 @@ around its own), and the columns a split reads as batches of that schema."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from wormhole.errors import SplitError
-from wormhole.plugins.base import Column, PushedQuery, ReadContext, Schema, Split
+from wormhole.errors import ReadError, SplitError
+from wormhole.plugins.base import Batch, Column, PushedQuery, ReadContext, Rejected, Schema, Split
+from wormhole.plugins.sql.catalog import query_columns
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.source_options import QuerySource, SqlSource
 
@@ -46,7 +49,7 @@ class SqlReader(SchemaOnce):
         conn = dialect.connect(source, shard.endpoint, SplitError, self.ctx)
         try:
             if isinstance(source, QuerySource):
-                return dialect.describe_query(conn, shard.endpoint, source.query)
+                return query_columns(dialect, conn, shard.endpoint, source.query)
             table = shard.tables[0]
             return dialect.choose_columns(dialect.describe_table(conn, shard, table), source.selection.columns, shard,
                                           table)
@@ -95,6 +98,22 @@ class SqlReader(SchemaOnce):
         if len(columns) != len(kinds) or any(c.type != kind_types[k] for c, k in zip(columns, kinds, strict=False)):
             columns = tuple(self.column_of(n, k) for n, k in zip(names, kinds, strict=True))
         return columns
+
+    @contextmanager
+    def reading(self, split: Split) -> Iterator[None]:
+        """A driver error inside fails the split: ``reading <split> failed: <the server's reason>``."""
+        try:
+            yield
+        except self.DIALECT.db_error as exc:
+            raise ReadError(f"reading {split.id} failed: {self.DIALECT.describe(exc)}", plugin=self.DIALECT.name,
+                            split_id=split.id) from exc
+
+    def batch(self, split: Split, batch: Batch | None, rejected: Sequence[Rejected]) -> Iterator[Batch]:
+        """``batch`` (unless empty), its rows that did not convert rejected to the dirty-record file first."""
+        if rejected:
+            self.ctx.dirty.reject("source", rejected, split.id)
+        if batch is not None and len(batch):
+            yield batch
 
     def column_of(self, name: str, kind: str) -> Column:
         """A column read as ``kind`` that the schema does not describe."""

@@ -13,15 +13,19 @@ server is ``pushdown``, the SQL that means what Spark and local mode mean.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import reduce
 from typing import Any, Protocol
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 
+from wormhole.errors import SplitError
 from wormhole.plugins.base import PARAM_MARK, PushedQuery, Schema, Split, with_split_order
 from wormhole.plugins.spark_kit import RowReaderPlan
+from wormhole.plugins.sql import resolve_password
+from wormhole.plugins.sql.dialect import Dialect
+from wormhole.plugins.sql.source_options import Endpoint, QuerySource, Shard, SqlSource
 
 RelationKey = tuple[int, str | None]
 """A relation of a source: its shard's index and the table as SQL names it (None: the shard's query)."""
@@ -58,6 +62,46 @@ class JdbcPlan(Protocol):
     def extra(self, key: RelationKey, predicates: Sequence[str]) -> str:
         """Columns the wrapped query selects beside ``*`` for the predicates (``, ctid``), or ''."""
         ...
+
+
+class PlanParts:
+    """What a store's :class:`JdbcPlan` spells alike: its dialect's quoting, a query source's relation (the
+    query wrapped; a table's is its name), nothing selected beside ``*``."""
+
+    dialect: Dialect
+    source: SqlSource
+
+    def quote(self, identifier: str) -> str:
+        return self.dialect.quote(identifier)
+
+    def base(self, key: RelationKey) -> tuple[str, bool]:
+        if isinstance(self.source, QuerySource):
+            return f"({self.source.query}) AS wh_q", True
+        assert key[1] is not None
+        return key[1], False
+
+    def extra(self, key: RelationKey, predicates: Sequence[str]) -> str:
+        return ""
+
+
+def shard_connections(dialect: Dialect, source: SqlSource) -> Iterator[tuple[int, Shard, Any]]:
+    """Each shard of ``source`` (its index) with a connection of its own, closed after it: a plan's catalog reads."""
+    for index, shard in enumerate(source.shards):
+        conn = dialect.open(shard.endpoint, SplitError, attempts=source.connect_retries,
+                            timeout=source.connect_timeout_s)
+        try:
+            yield index, shard, conn
+        finally:
+            dialect.close_quietly(conn)
+
+
+def properties(endpoint: Endpoint, driver: str, **more: str) -> dict[str, str]:
+    """A relation's JDBC connection properties: the endpoint's credentials, rows streamed 10,000 at a time, and
+    no predicate push-down by Spark (it would hand the task's filters to the server as plain SQL, compared
+    under the column's collation: the kit sends ``pushdown``, which means what local mode means)."""
+    return {"user": endpoint.user, "password": resolve_password(endpoint.password, endpoint.password_env),
+            "driver": driver, "fetchsize": "10000", "preferTimestampNTZ": "true", "pushDownPredicate": "false",
+            **more}
 
 
 def read(spark: SparkSession, plan: JdbcPlan, splits: list[Split], schema: Schema) -> DataFrame:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, TypeVar
 
 from wormhole.errors import SplitError
 from wormhole.plugins.base import ReadContext, Split
-from wormhole.plugins.sql.catalog import CatalogColumn, Shape, find_column, same_shape
+from wormhole.plugins.sql.catalog import CatalogColumn, Shape, find_column, query_columns, same_shape
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.source_options import QuerySource, Selection, Shard, SqlSource
 
@@ -42,6 +42,20 @@ class TableCut:
     def label(self) -> str:
         """The table in messages: ``<name> in <host:port/database>``."""
         return f"{self.dialect.table_label(self.shard, self.table)} in {self.shard.endpoint.mark}"
+
+    @property
+    def split_name(self) -> str:
+        """The table in its splits' ids (``<host:port/database>/<split_name><suffix>``)."""
+        return self.table
+
+    def split(self, suffix: str, sql: str, args: tuple[Any, ...], predicate: str | None) -> Split:
+        """A split of this table running ``sql`` with its bound ``args``; ``predicate``: its condition with the
+        values written in (what ``wormhole plan`` shows, and what a JDBC read takes as a partition's)."""
+        mark = self.shard.endpoint.mark
+        return Split(id=f"{mark}/{self.split_name}{suffix}", resource_mark=mark,
+                     params={"shard": self.index, "sql": sql, "args": args, "kinds": tuple(c.kind for c in self.chosen),
+                             "columns": tuple(c.name for c in self.chosen), "relation": self.relation,
+                             "predicate": predicate})
 
     def key_column(self, infos: list[ColumnT], split_pk: str, splittable: Callable[[ColumnT], bool],
                    declared: Callable[[ColumnT], str], kinds: str, otherwise: str) -> ColumnT:
@@ -111,7 +125,7 @@ class SqlSplitter:
         ep, dialect = shard.endpoint, self.DIALECT
         conn = dialect.connect(source, ep, SplitError, self.ctx)
         try:
-            shape = dialect.describe_query(conn, ep, source.query)
+            shape = query_columns(dialect, conn, ep, source.query)
         finally:
             dialect.close_quietly(conn)
         return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,

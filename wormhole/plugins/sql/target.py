@@ -57,7 +57,8 @@ def fetch_all(conn: Any, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
         return list(cur.fetchall())
 
 
-def fetch_one(conn: Any, sql: str, args: Any = None) -> tuple[Any, ...] | None:
+def fetch_one(conn: Any, sql: str, args: Any = None) -> Any:
+    """The first row of a query as a tuple (None when there is none)."""
     with conn.cursor() as cur:
         cur.execute(sql, args)
         found = cur.fetchone()

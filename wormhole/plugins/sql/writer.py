@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, TypeVar
 
+from wormhole.errors import WriteError
+from wormhole.plugins.base import Batch, Rejected, WriteResult
 from wormhole.plugins.split_transactions import Broken, Connection, SplitTransactions
+from wormhole.plugins.sql import room_left
 from wormhole.plugins.sql.dialect import Dialect
 
 C = TypeVar("C", bound=Connection)
@@ -23,6 +26,11 @@ class SqlWriter(SplitTransactions[C]):
     dialect: ClassVar[Dialect]
     periphery: Any
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "dialect" in cls.__dict__:  # a store's writer: its plugin and driver errors are its dialect's
+            cls.plugin, cls.db_error = cls.dialect.name, cls.dialect.db_error
+
     def open(self) -> None:
         p = self.periphery
         if not p.prepared or p.finished:
@@ -30,6 +38,46 @@ class SqlWriter(SplitTransactions[C]):
 
     def flush(self) -> None:
         """Nothing buffered: every piece is committed before ``write`` returns."""
+
+    def close(self) -> None:
+        self._close_connections()
+
+    def write(self, batch: Batch) -> WriteResult:
+        return self._write(batch, None)
+
+    def _write(self, batch: Batch, split_id: str | None, source: Any = None) -> WriteResult:
+        """The batch as the store loads it (:meth:`_pieces`), in pieces of ``batch_size`` rows, each written by
+        :meth:`_write_piece` (its own transaction, or in the split's); a plain write's rows are counted once
+        committed, a split's once the split is. Past the record limit the rest is not tried (``stopped``)."""
+        pieces, rejected = self._pieces(batch, source)
+        written, size = 0, self.options.batch_size
+        for piece, start, end in ((p, s, min(s + size, n)) for p, n in pieces for s in range(0, n, size)):
+            room = room_left(self.ctx.record_limit, len(rejected))
+            if room is not None and room < 0:
+                break
+            try:
+                done, bad = self._write_piece(piece, start, end, split_id, room)
+            except WriteError as exc:
+                if split_id is None:
+                    exc.details["written_before_failure"] = written  # pieces of this batch already committed
+                raise
+            rejected.extend(bad)
+            written += done
+            if split_id is None:
+                self.periphery.add_written(done)
+            if room is not None and len(bad) > room:  # over the record limit: the destination fails
+                break
+        return WriteResult(written=written, rejected=tuple(rejected), stopped=len(batch) - written - len(rejected))
+
+    def _pieces(self, batch: Batch, source: Any) -> tuple[list[tuple[Any, int]], list[Rejected]]:
+        """What the batch is loaded as, each with its row count, and the rows refused on the way."""
+        raise NotImplementedError
+
+    def _write_piece(self, piece: Any, start: int, end: int, split_id: str | None,
+                     room: int | None) -> tuple[int, list[Rejected]]:
+        """Rows ``start`` to ``end`` of ``piece``: how many were written, and those rejected (more than ``room``:
+        the rest was not tried)."""
+        raise NotImplementedError
 
     # -- the store boundary ---------------------------------------------------------------------
 
@@ -54,6 +102,21 @@ class SqlWriter(SplitTransactions[C]):
                 return self._transient(exc)
         return self._lose(split_id, f"split {split_id!r} lost its transaction on {self.periphery.target}: "
                                     f"{self._describe(exc)}")
+
+    def _commit(self, conn: C | None = None) -> None:
+        """COMMIT a plain piece (on ``conn``, else the plain connection). Lost while its answer was awaited
+        (:meth:`_commit_lost`), the server may or may not have committed: the destination is broken."""
+        conn = self._connection() if conn is None else conn
+        try:
+            conn.commit()
+        except self.db_error as exc:
+            if not self._commit_lost(exc):
+                raise
+            raise Broken(f"the connection was lost while a batch was being committed, so whether its rows are in "
+                         f"{self.periphery.target} is unknown: {self._describe(exc)}") from exc
+
+    def _commit_lost(self, exc: Exception) -> bool:
+        raise NotImplementedError
 
     def _after_transient(self, exc: Exception) -> None:
         """After a plain piece's transient error (its transaction rolled back)."""
