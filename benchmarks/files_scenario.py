@@ -33,11 +33,12 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from wormhole import log
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.engine import Engine
 from wormhole.plugins.base import ReadContext
 from wormhole.plugins.batch import as_batch
 from wormhole.plugins.stream import StreamReader, StreamReaderOptions, StreamSplitter
+from wormhole.task_spec import TaskSpec
 
 EXT = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
 

@@ -20,10 +20,11 @@ import sys
 import time
 
 from wormhole import log
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.engine import Engine
 from wormhole.plugins.base import ReadContext
 from wormhole.plugins.stream import StreamReader, StreamReaderOptions, StreamSplitter
+from wormhole.task_spec import TaskSpec
 
 
 def run_exchange(rows: int, destinations: int, splits: int) -> float:

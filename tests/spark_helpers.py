@@ -10,8 +10,9 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.engine import Engine, RunResult
+from wormhole.task_spec import TaskSpec
 
 _run_ids = itertools.count(1)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from wormhole import incremental
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.errors import ConfigError, InvalidTaskConfig
 from wormhole.execution import Execution, LocalExecution
 from wormhole.log import Logger
@@ -51,6 +51,7 @@ from wormhole.run_parts import RunContext, RunIds, RunParts, assemble
 from wormhole.run_report import Ended, Finished, run_result
 from wormhole.source_facts import SourceFacts, SourceStore, prepare_source, source_window
 from wormhole.spark import RunSpark
+from wormhole.task_spec import TaskSpec
 from wormhole.transform.pushup import PushUp, restore_placements
 from wormhole.writer_manager import WriterManager, describe
 

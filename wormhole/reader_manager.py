@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from wormhole.config import EngineConf, SourceSpec
+from wormhole.config import EngineConf
 from wormhole.counters import Counters, ReaderCounters
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WormholeError
 from wormhole.exchange import BufferedLineExchanger, RAMStorage
@@ -29,6 +29,7 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import EncodedReader, Encoding, ReadContext, Schema, Split
 from wormhole.pool import joined, settled, spawn
 from wormhole.recovery.coordinator import SplitCoordinator
+from wormhole.task_spec import SourceSpec
 from wormhole.transform.pushup import PushUp
 from wormhole.transform.reader import Batches, SplitSource, transforming_reader
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wormhole.config import EngineConf, ErrorLimit, TaskSpec
+from wormhole.config import EngineConf, ErrorLimit
 from wormhole.counters import Counters, naming_first, percentage_limit, record_limit
 from wormhole.dirty import DirtyFile
 from wormhole.errors import SplitLost
@@ -26,6 +26,7 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, SparkAccess
 from wormhole.reader_manager import ReaderSetup
 from wormhole.recovery.state import RecoveryState
+from wormhole.task_spec import TaskSpec
 from wormhole.transform.pushup import PushUp
 from wormhole.writer_manager import WriterManager, WriterSetup
 

@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wormhole import incremental
-from wormhole.config import TaskSpec
 from wormhole.errors import InvalidTaskConfig
 from wormhole.execution import Execution, Reads
 from wormhole.planning.plan import Plan
 from wormhole.recovery.coordinator import CoordinatorStats, SplitCoordinator
 from wormhole.result import DestinationResult, RunReport, RunResult, SourceResult, task_outcome
 from wormhole.run_parts import RunIds, RunParts, now
+from wormhole.task_spec import TaskSpec
 from wormhole.transform.pushup import PushUp
 from wormhole.transform.report import transform_report
 from wormhole.writer_manager import Destination, WriterManager

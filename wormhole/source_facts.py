@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from wormhole import incremental
-from wormhole.config import EngineConf, SourceSpec, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.errors import SplitError
 from wormhole.log import Logger
 from wormhole.planning.channels import adjust_channel_number, speed_limits
@@ -21,6 +21,7 @@ from wormhole.planning.choice import choose_engine
 from wormhole.plugins import registry
 from wormhole.plugins.base import Encoding, ReadContext, ReaderPeriphery, Schema, SourceInfo, Split
 from wormhole.pool import run_with_timeout
+from wormhole.task_spec import SourceSpec, TaskSpec
 
 Watermarks = Callable[[str], Mapping[str, tuple[str | None, int]]]
 """The watermarks the task database keeps under a state key (JSON text per destination)."""

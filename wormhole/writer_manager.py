@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.counters import Counters, WriterCounters, naming_first, record_limit, write_counted
 from wormhole.destination import Destination, DestinationSetup, Ending, WritePlane, describe
 from wormhole.dirty import DirtyFile
@@ -44,6 +44,7 @@ from wormhole.recovery.crash import crash_points
 from wormhole.recovery.lease import Lease
 from wormhole.recovery.split_lane import LaneHooks, LaneOf, SplitLane
 from wormhole.recovery.state import RecoveryState
+from wormhole.task_spec import TaskSpec
 from wormhole.transform.plan import TransformPlan
 from wormhole.transform.writer import transforming
 

@@ -30,9 +30,10 @@ import pytest
 from click.testing import CliRunner
 
 from wormhole.cli import cli
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.errors import InvalidTaskConfig
 from wormhole.planning.channels import speed_limits
+from wormhole.task_spec import TaskSpec
 
 pytestmark = pytest.mark.e2e
 

@@ -25,7 +25,7 @@ from tests.plugin_helpers import (
     tuples_of,
     write_ctx,
 )
-from wormhole.config import EngineConf, PathsConf, TaskSpec
+from wormhole.config import EngineConf, PathsConf
 from wormhole.engine import Engine
 from wormhole.errors import PrepareError, ReadError, WriteError
 from wormhole.plugins.base import Column, ReadContext, Row, Schema
@@ -43,6 +43,7 @@ from wormhole.plugins.file.periphery import FileReaderPeriphery
 from wormhole.plugins.file.splitter import FileSplitter
 from wormhole.plugins.stream import ColumnOption as StreamColumn
 from wormhole.plugins.stream import StreamReader, StreamReaderOptions, StreamSplitter
+from wormhole.task_spec import TaskSpec
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

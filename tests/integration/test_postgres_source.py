@@ -361,7 +361,7 @@ def test_a_pushed_filter_on_char_n_and_other_string_types_keeps_the_rows_wormhol
     """Issue 35 item 3: a string column means the text the reader gives in every placement. char(5) is read
     padded ('a    '), so ``c = 'a'`` keeps no row in wormhole and none in PostgreSQL either (which drops the
     padding to compare); uuid, an enum and inet are compared as their text (they have no COLLATE)."""
-    from wormhole.config import TaskSpec
+    from wormhole.task_spec import TaskSpec
     from wormhole.transform.plan import build_plan
     from wormhole.transform.pyfn import compile_py
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import structlog
 
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.engine import Engine
 from wormhole.recovery.checkpoint import WatermarkWrite
+from wormhole.task_spec import TaskSpec
 from wormhole.taskdb import open_store
 
 _runs = itertools.count(1)

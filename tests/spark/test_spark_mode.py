@@ -16,8 +16,9 @@ import pytest
 
 from tests.mysql_helpers import Databases, Server, count, create_table, execute, fingerprint, insert_rows, table_rows
 from tests.spark_helpers import dirty_lines, run_task
-from wormhole.config import EngineConf, SparkConf, TaskSpec
+from wormhole.config import EngineConf, SparkConf
 from wormhole.errors import InvalidTaskConfig
+from wormhole.task_spec import TaskSpec
 
 pytestmark = [pytest.mark.spark, pytest.mark.mysql]
 

@@ -14,9 +14,10 @@ import structlog
 
 from tests.mysql_helpers import Databases, Server, create_table, execute, table_rows
 from tests.spark_helpers import run_task
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.spark.preflight import ExecutorsNotReady, check_executors
 from wormhole.spark.session import default_jars
+from wormhole.task_spec import TaskSpec
 
 pytestmark = [pytest.mark.spark]
 

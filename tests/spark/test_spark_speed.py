@@ -15,8 +15,9 @@ from structlog.testing import capture_logs
 
 from tests.mysql_helpers import Databases, Server, count, create_table, fill_from_sequence
 from tests.spark_helpers import run_task
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.engine import Engine
+from wormhole.task_spec import TaskSpec
 
 pytestmark = [pytest.mark.spark]
 

@@ -123,11 +123,12 @@ def test_the_monitor_knows_no_manager() -> None:
 
 
 def test_plugins_do_not_import_the_task_model() -> None:
-    """Stores parse their options with wormhole.options, never wormhole.config (the task model)."""
+    """Stores parse their options with wormhole.options, never the engine configuration or the task model."""
     mods = modules()
     known = set(mods)
     offenders = [name for name, path in mods.items()
-                 if name.startswith("wormhole.plugins.") and "wormhole.config" in imports_of(path, name, known)]
+                 if name.startswith("wormhole.plugins.")
+                 and {"wormhole.config", "wormhole.task_spec"} & imports_of(path, name, known)]
     assert offenders == []
 
 
@@ -375,7 +376,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plugin contract", ("wormhole.plugins", "wormhole.plugins.*", "wormhole.retry")),
     ("stores", ("wormhole.plugins.<store>",)),
     ("transform", ("wormhole.transform",)),
-    ("task model", ("wormhole.config", "wormhole.incremental", "wormhole.destination_checks", "wormhole.variables",
+    ("task model", ("wormhole.config", "wormhole.task_spec", "wormhole.incremental", "wormhole.destination_checks", "wormhole.variables",
                     "wormhole.spark.config")),
     ("run parts", ("wormhole.exchange", "wormhole.counters", "wormhole.dirty", "wormhole.pool", "wormhole.result",
                    "wormhole.monitor", "wormhole.metrics", "wormhole.progress", "wormhole.planning.assign")),
@@ -394,7 +395,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
    Arrow and Spark kits) and the retry policy stores use;
 2. the stores: ``plugins/<store>/`` (a store's modules, its Spark adapter);
 3. transform: the operators, expressions and chains;
-4. the task model: the task spec and engine configuration, incremental windows, job variables;
+4. the task model: the task spec (``task_spec``) and the engine configuration (``config``), incremental windows, job variables;
 5. the run's parts: the exchange, counters, dirty file, thread pool, result, monitor and its views,
    the fair split assignment;
 6. recovery and the task database;
@@ -410,7 +411,7 @@ lower: ``spark.config`` chooses the run's Spark settings from the task and engin
 ``wormhole.plugins.*`` names the contract's modules, ``wormhole.plugins.<store>`` every module of a store package."""
 
 UPWARD_ALLOWED = frozenset({
-    ("wormhole.transform.plan", "wormhole.config"),  # the transform plan is built from the task spec
+    ("wormhole.transform.plan", "wormhole.task_spec"),  # the transform plan is built from the task spec
     ("wormhole.source_facts", "wormhole.spark"),  # the facts say whether pyspark is installed (engine auto)
 })
 """The imports that run from a lower layer up (at most 3), each by name: a new one fails the test below."""

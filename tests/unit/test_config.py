@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from wormhole.config import EngineConf, ErrorLimit, TaskSpec
+from wormhole.config import EngineConf, ErrorLimit
 from wormhole.errors import ConfigError, InvalidTaskConfig
+from wormhole.task_spec import TaskSpec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,7 +114,7 @@ class TestEngineConf:
 
 
 def test_destination_concurrency_defaults_to_the_store_s_own() -> None:
-    from wormhole.config import TaskSpec
+    from wormhole.task_spec import TaskSpec
 
     mysql = {"plugin": "mysql", "params": {"user": "u", "database": "d", "table": "t"}}
     spec = TaskSpec.from_mapping({

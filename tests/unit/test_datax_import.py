@@ -12,9 +12,9 @@ import pytest
 import structlog
 
 from tests.plugin_helpers import parse, run_destination
-from wormhole.config import TaskSpec
 from wormhole.importers.datax import DataxImportError, Translation, log_report, translate
 from wormhole.plugins import registry
+from wormhole.task_spec import TaskSpec
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "datax"
 URL = "jdbc:mysql://db1.example:3307/shop"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from wormhole.config import TaskSpec
 from wormhole.errors import InvalidTaskConfig
+from wormhole.task_spec import TaskSpec
 
 
 def files(path: str, dest_id: str = "f", **params: Any) -> dict[str, Any]:

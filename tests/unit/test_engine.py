@@ -13,13 +13,14 @@ import structlog
 from structlog.testing import capture_logs
 
 from wormhole import log
-from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf, RecoveryConf, TaskSpec, TimeoutsConf
+from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf, RecoveryConf, TimeoutsConf
 from wormhole.engine import Engine, RunResult
 from wormhole.errors import ReadError
 from wormhole.options import opt
 from wormhole.plugins import registry
 from wormhole.plugins.base import Column, Plugin, ReadContext, Row, Schema, SourceInfo, SourceRole, Split
 from wormhole.pool import run_with_timeout
+from wormhole.task_spec import TaskSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from wormhole.config import TaskSpec
 from wormhole.errors import ConfigError, InvalidTaskConfig
 from wormhole.incremental import IncrementalSpec, Window, decode, encode, literal, plan_window, windowed
 from wormhole.plugins.base import SourceBounds
+from wormhole.task_spec import TaskSpec
 
 NOW = datetime(2026, 11, 27, 12, 0, 5)
 

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 import structlog
 
-from wormhole.config import EngineConf, SpeedConf, SpeedSpec, TaskSpec
+from wormhole.config import EngineConf, SpeedConf
 from wormhole.errors import InvalidTaskConfig
 from wormhole.planning.assign import (
     TaskGroup,
@@ -24,6 +24,7 @@ from wormhole.planning.plan import make_plan
 from wormhole.plugins.base import Column, Schema, Split
 from wormhole.recovery.coordinator import RetryPolicy, SplitCoordinator
 from wormhole.source_facts import SourceFacts, SparkFacts, spark_facts
+from wormhole.task_spec import SpeedSpec, TaskSpec
 
 
 def limits(**kw: int | None) -> SpeedLimits:

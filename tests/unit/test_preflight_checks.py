@@ -28,7 +28,7 @@ def test_the_jdbc_driver_classes_of_the_jars() -> None:
 
 
 def test_file_destinations_written_in_the_executors(tmp_path: Path) -> None:
-    from wormhole.config import TaskSpec
+    from wormhole.task_spec import TaskSpec
 
     spec = TaskSpec.from_mapping({
         "source": {"plugin": "stream", "params": {"rows": 1}},

@@ -11,10 +11,11 @@ import structlog
 from rich.console import Console
 from structlog.testing import capture_logs
 
-from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf, TaskSpec
+from wormhole.config import EngineConf, ExchangeConf, MonitorConf, PathsConf
 from wormhole.engine import Engine, RunResult
 from wormhole.monitor import ProgressSnapshot
 from wormhole.progress import render
+from wormhole.task_spec import TaskSpec
 
 SPEC = {"source": {"plugin": "stream", "params": {"rows": 100_000, "dirty_every": 500}},
         "destinations": [{"id": "slow", "plugin": "stream", "params": {"delay_ms": 50}},

@@ -8,8 +8,8 @@ from typing import Any
 import structlog
 from structlog.testing import capture_logs
 
-from wormhole.config import TaskSpec
 from wormhole.plugins.base import Column, Schema
+from wormhole.task_spec import TaskSpec
 from wormhole.transform.conf import PushUpConf
 from wormhole.transform.plan import TransformPlan, build_plan, placement_id
 from wormhole.transform.pushup import PushUp, restore_placements

@@ -17,12 +17,13 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from wormhole.config import EngineConf, PathsConf, TaskSpec
+from wormhole.config import EngineConf, PathsConf
 from wormhole.engine import Engine, RunResult
 from wormhole.options import opt
 from wormhole.plugins import registry
 from wormhole.plugins.base import Plugin, SinkRole, WriteContext, WriteResult
 from wormhole.plugins.batch import Batch, rows_of
+from wormhole.task_spec import TaskSpec
 from wormhole.taskdb import SqlTaskStore, open_store
 
 ROWS = 10_000

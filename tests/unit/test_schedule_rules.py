@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from wormhole.config import TaskSpec
 from wormhole.errors import InvalidTaskConfig
 from wormhole.schedule import due_tick, next_tick, next_wait
+from wormhole.task_spec import TaskSpec
 from wormhole.taskdb import SqlTaskStore, open_store
 from wormhole.variables import values_for_run
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from wormhole import config
-from wormhole.config import EngineConf, SparkConf, TaskSparkSpec, engine_conf_path
+from wormhole import config, task_spec
+from wormhole.config import EngineConf, SparkConf, engine_conf_path
 from wormhole.errors import ConfigError, InvalidTaskConfig
 from wormhole.spark.config import ENV_MASTER, choose
+from wormhole.task_spec import TaskSparkSpec
 
 
 def toml(tmp_path: Path, master: str | None) -> Path:
@@ -40,7 +41,7 @@ def test_the_precedence(tmp_path: Path) -> None:
 
 def test_the_task_setting_is_validated() -> None:
     with pytest.raises(InvalidTaskConfig, match=r"settings\.spark\.conf\.executor\.memory"):
-        config.TaskSpec.from_mapping({"source": {"plugin": "stream", "params": {"rows": 1}},
+        task_spec.TaskSpec.from_mapping({"source": {"plugin": "stream", "params": {"rows": 1}},
                                       "destinations": [{"id": "n", "plugin": "file", "params": {"path": "/tmp/x"}}],
                                       "settings": {"spark": {"conf": {"executor.memory": "1g"}}}})
 

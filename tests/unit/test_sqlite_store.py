@@ -466,7 +466,7 @@ def test_reader_keeps_each_dynamic_value_as_it_is_or_rejects_it_naming_it(tmp_pa
 def test_a_filter_on_a_column_without_text_affinity_is_not_pushed(tmp_path: Path) -> None:
     """Such a column may hold numbers, which the reader gives as their text and SQLite compares as numbers
     (``1 = '1'`` is false there): a filter reading it runs in wormhole, on the values as read."""
-    from wormhole.config import TaskSpec
+    from wormhole.task_spec import TaskSpec
     from wormhole.transform.plan import build_plan
 
     db = make_db(tmp_path / "in.db", "CREATE TABLE t (s TEXT, x, n NUMBER)", "INSERT INTO t VALUES ('1', 1, 2.5)")

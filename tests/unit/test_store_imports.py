@@ -16,7 +16,8 @@ def test_store_entries_and_a_local_task_never_import_pyspark(tmp_path: Path) -> 
     script = textwrap.dedent(f"""
         import json, sys
         import structlog
-        from wormhole.config import EngineConf, PathsConf, TaskSpec
+        from wormhole.config import EngineConf, PathsConf
+        from wormhole.task_spec import TaskSpec
         from wormhole.engine import Engine
         from wormhole.plugins import describe, registry
 

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from wormhole.config import SpeedSpec
 from wormhole.exchange.throttle import ReadMeasure, Throttle, measure_senders
+from wormhole.task_spec import SpeedSpec
 
 
 class FakeTime:

@@ -19,11 +19,12 @@ from typing import Any, NoReturn, Protocol
 import click
 
 from wormhole import log
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
 from wormhole.planning.channels import speed_limits
 from wormhole.schedule import next_tick
 from wormhole.spec_json import load_spec_json
+from wormhole.task_spec import TaskSpec
 from wormhole.taskdb import SqlTaskStore, TaskStore, open_store
 from wormhole.taskdb.sql import utcnow
 from wormhole.variables import Resolved, builtin_values, parse_params, resolve, unset_environment

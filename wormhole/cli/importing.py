@@ -10,10 +10,10 @@ import click
 
 from wormhole import log
 from wormhole.cli.common import fail, global_options
-from wormhole.config import TaskSpec
 from wormhole.errors import ConfigError, InvalidTaskConfig
 from wormhole.importers import datax
 from wormhole.spec_json import load_spec_json
+from wormhole.task_spec import TaskSpec
 
 
 @click.group("import")

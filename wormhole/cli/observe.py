@@ -26,9 +26,9 @@ from wormhole.cli.common import LOG_STREAM, CliState, set_state
 from wormhole.monitor import ProgressListener
 
 if TYPE_CHECKING:
-    from wormhole.config import TaskSpec
     from wormhole.metrics import MetricsServer, RunMetrics
     from wormhole.progress import TerminalLog, TtyProgress
+    from wormhole.task_spec import TaskSpec
 
 LOG_DIR = Path("var/logs")
 """Where a run with the live display keeps its full log, relative to the working directory (as

@@ -27,7 +27,7 @@ from wormhole.cli.common import (
     task_store,
 )
 from wormhole.cli.spark import SPARK_MASTER_OPTION
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.errors import ConfigError, InvalidTaskConfig, TaskDbError, TaskNotFound, WormholeError
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins.base import ReadContext, Rejected
@@ -36,6 +36,7 @@ from wormhole.recovery.leftovers import next_run_resumes
 from wormhole.recovery.state import RecoveryState, chain_state
 from wormhole.source_facts import prepare_source, source_window
 from wormhole.spark import RunSpark
+from wormhole.task_spec import TaskSpec
 from wormhole.taskdb import open_store
 from wormhole.variables import Resolved, resolve_text, values_for_run
 

@@ -18,11 +18,11 @@ from wormhole.cli.common import (
 )
 from wormhole.cli.observe import ObserveOptions, Observers, run_options
 from wormhole.cli.spark import SPARK_MASTER_OPTION
-from wormhole.config import TaskSpec
 from wormhole.errors import WormholeError
 from wormhole.result import EXIT_FAILED
 from wormhole.runner import RunRequest
 from wormhole.runner.run import run_task as run_request
+from wormhole.task_spec import TaskSpec
 
 
 def run_task(task_id: int, task_db: str | None, conf_dir: str | None, *, adopt: str | None = None,

@@ -23,13 +23,14 @@ from wormhole.cli.common import (
     task_store,
 )
 from wormhole.cli.plan import check_incremental
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.recovery.leftovers import leftovers, resumable_chain, resumable_run
 from wormhole.redaction import redact, redact_json_text
 from wormhole.schedule import next_tick
 from wormhole.spec_json import load_spec_json
+from wormhole.task_spec import TaskSpec
 from wormhole.taskdb import TASK_STATUSES, RunRecord, SqlTaskStore, TaskRecord, TaskStore
 from wormhole.taskdb.sql import utcnow
 from wormhole.variables import MASK, load_params, resolve_text, values_for_run

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 from wormhole.result import SpeedResult
 
 if TYPE_CHECKING:
-    from wormhole.config import SpeedSpec
+    from wormhole.task_spec import SpeedSpec
 
 
 @dataclass(frozen=True, slots=True)

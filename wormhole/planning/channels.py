@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from wormhole.config import MAX_CHANNELS, EngineConf, SpeedSpec
+from wormhole.config import MAX_CHANNELS, EngineConf
 from wormhole.errors import InvalidTaskConfig
+from wormhole.task_spec import SpeedSpec
 
 ChannelRule = Literal["byte", "record", "channel", "default"]
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.plugins import registry
 from wormhole.plugins.base import SourceInfo
+from wormhole.task_spec import TaskSpec
 
 EngineName = Literal["local", "spark"]
 

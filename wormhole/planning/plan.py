@@ -14,13 +14,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from wormhole import incremental
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.planning.assign import TaskGroup, assign_fairly, dispatch_order
 from wormhole.planning.channels import ChannelCount, SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
 from wormhole.planning.choice import EngineName, choose_engine
 from wormhole.planning.methods import describe_method, read_columns, write_method
 from wormhole.plugins import registry
 from wormhole.plugins.base import Schema, SinkRole, Split
+from wormhole.task_spec import TaskSpec
 from wormhole.transform.plan import TransformPlan, build_plan
 
 if TYPE_CHECKING:

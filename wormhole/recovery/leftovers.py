@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from wormhole.config import TaskSpec
 from wormhole.errors import InvalidTaskConfig
 from wormhole.plugins import registry
 from wormhole.plugins.base import Schema, WriteContext
 from wormhole.recovery.checkpoint import CRASHED, RunHistory, RunView, TaskView
 from wormhole.spec_json import load_spec_json
+from wormhole.task_spec import TaskSpec
 
 
 def resumable_chain(store: RunHistory, task_id: int, *, retried: bool = False) -> list[int]:

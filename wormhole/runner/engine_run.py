@@ -7,13 +7,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from wormhole.config import TaskSpec
 from wormhole.engine import Engine
 from wormhole.result import EXIT_FAILED
 from wormhole.runner.claim import Claim, claim_lost
 from wormhole.runner.observers import LatestProgress, RunObservers
 from wormhole.runner.signals import install_signal_handlers, restore_signal_handlers
 from wormhole.runner.state_key import hold_state_key, release_state_key, state_key
+from wormhole.task_spec import TaskSpec
 from wormhole.taskdb import SqlTaskStore, TaskStore
 
 

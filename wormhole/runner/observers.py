@@ -9,8 +9,8 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from wormhole.config import TaskSpec
 from wormhole.monitor import ProgressListener, ProgressSnapshot
+from wormhole.task_spec import TaskSpec
 
 
 class RunObservers(Protocol):

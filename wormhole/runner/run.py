@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wormhole.config import EngineConf, TaskSpec
+from wormhole.config import EngineConf
 from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.planning.channels import speed_limits
 from wormhole.recovery.leftovers import next_run_resumes
@@ -21,6 +21,7 @@ from wormhole.runner.engine_run import EngineRun, lost, run_engine
 from wormhole.runner.observers import RunObservers
 from wormhole.runner.patience import Patience
 from wormhole.runner.request import RunRequest
+from wormhole.task_spec import TaskSpec
 from wormhole.taskdb import RunRecord, SqlTaskStore, TaskRecord, TaskStore, open_store
 from wormhole.variables import Resolved, resolve_text, unset_environment, values_for_run
 

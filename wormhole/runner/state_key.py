@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from wormhole import incremental
-from wormhole.config import TaskSpec
 from wormhole.errors import TaskDbError
 from wormhole.runner.claim import Claim
+from wormhole.task_spec import TaskSpec
 from wormhole.taskdb import TaskStore
 
 

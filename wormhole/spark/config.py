@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wormhole import config
-from wormhole.config import SparkConf, TaskSparkSpec
+from wormhole.config import SparkConf
+from wormhole.task_spec import TaskSparkSpec
 
 ENV_MASTER = "WORMHOLE_SPARK_MASTER"
 DEFAULT_MASTER = SparkConf().master

@@ -14,7 +14,6 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from wormhole.config import SourceSpec
 from wormhole.errors import ReadError
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, Schema, Split
@@ -22,6 +21,7 @@ from wormhole.plugins.batch import as_batch, rows_of
 from wormhole.plugins.spark_kit import spark_schema
 from wormhole.spark.accumulators import AccumulatedDirty
 from wormhole.spark.types import to_arrow_batches
+from wormhole.task_spec import SourceSpec
 
 
 def row_reader_frame(spark: SparkSession, source: SourceSpec, splits: list[Split], schema: Schema,

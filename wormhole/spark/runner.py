@@ -31,7 +31,7 @@ from typing import Any, cast
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from wormhole.config import EngineConf, SourceSpec
+from wormhole.config import EngineConf
 from wormhole.counters import Counters, WriterCounters, write_counted
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
@@ -54,6 +54,7 @@ from wormhole.spark.splits import check_record_limit, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
 from wormhole.spark.types import as_read, from_spark_rows, naive_timestamps
+from wormhole.task_spec import SourceSpec
 from wormhole.transform.plan import Placement, TransformPlan
 
 

@@ -14,10 +14,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from wormhole.config import TaskSpec
 from wormhole.errors import InvalidTaskConfig
 from wormhole.options import Problems
 from wormhole.plugins.base import PushedQuery, Schema
+from wormhole.task_spec import TaskSpec
 from wormhole.transform.chain import Chain
 from wormhole.transform.operators import BoundOp, SourcePart, bind_task
 from wormhole.transform.sqlgen import Dialect, NotPushable, SqlText
