@@ -8,12 +8,13 @@ Columns whose target declares the source's own type take their fields from the b
 (:mod:`.passthrough`), when the batch carries it for them and the destination chose it
 (:meth:`.writer.MysqlWriter.write_encoded`).
 
-A decimal column whose target is a DECIMAL of fewer places than its values may have is checked as it is
-encoded (:class:`.arrow_load.TargetScale`): a value MySQL would round makes the piece unencodable, and the
-row-by-row pass refuses its row.
+A column whose target column may not hold its values exactly (a DECIMAL of fewer places, an integer, a
+DATETIME of fewer fractional digits, a FLOAT) is checked as it is encoded
+(:class:`~wormhole.plugins.sql.narrowing.Narrowing`): a value MySQL would change makes the piece
+unencodable, and the row-by-row pass refuses its row.
 
 Every MySQL destination of a run encodes a piece alike, so the result is kept in the batch's memo
-under a key naming what it depends on (method, columns, their targets' scales, which from wire text, piece)
+under a key naming what it depends on (method, columns, what their targets narrow, which from wire text, piece)
 and built once.
 """
 
@@ -26,8 +27,9 @@ import pyarrow as pa
 
 from wormhole.plugins.base import Schema, batch_memo
 from wormhole.plugins.batch import Batch
-from wormhole.plugins.mysql.arrow_load import TargetScale, arrow_payload, sql_rows
+from wormhole.plugins.mysql.arrow_load import arrow_payload, sql_rows
 from wormhole.plugins.sql import VALUE_ERRORS
+from wormhole.plugins.sql.narrowing import Narrowing
 
 Encoded: TypeAlias = "pa.Buffer | list[str]"
 """A LOAD DATA payload (an Arrow buffer of its bytes) or the rows as SQL value lists."""
@@ -40,12 +42,12 @@ class PieceEncoder:
     """Encodes pieces of batches for one writer (``method``: ``load_data`` or ``insert``)."""
 
     def __init__(self, schema: Schema, method: str, wire: Sequence[bool] = (),
-                 targets: Sequence[TargetScale | None] = ()) -> None:
+                 targets: Sequence[Narrowing | None] = ()) -> None:
         self.method = method
         self.wire = tuple(wire) or (False,) * len(schema)
         """Which columns may take their fields from the batch's wire text (:func:`.passthrough.wire_columns`)."""
         self.targets = tuple(targets) or (None,) * len(schema)
-        """Each column's target DECIMAL (:class:`.arrow_load.TargetScale`), None for another target type."""
+        """What each column's target narrows (:class:`~wormhole.plugins.sql.narrowing.Narrowing`), None: nothing."""
         self.columns = tuple((c.type, c.unsigned, c.precision, c.scale) for c in schema.columns)
         """What an encoded piece depends on besides its values and :attr:`targets` (memo keys name them)."""
 
