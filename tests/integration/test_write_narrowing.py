@@ -36,9 +36,10 @@ EDGES = {  # id -> (column, a value the target column cannot hold exactly)
     6: ("i_f", 1.5),  # a float fraction into an integer
     7: ("f", 0.30000000000000004),  # reads back 0.3 from a single-precision float
     8: ("dd", "12345678901234567890.1234567891"),  # more digits than a double holds
-    9: ("s", "abcd"),  # longer than the target's 3 characters
+    9: ("s", "abcd"),  # longer than the target's 3 characters: the server's own error
+    11: ("s", "ab  "),  # 4 characters: MySQL and PostgreSQL would cut the trailing spaces without an error
 }
-NULLS = 10
+NULLS = 12
 
 
 def _source(pg_schemas: Schemas) -> str:
@@ -96,6 +97,8 @@ def test_mysql_refuses_each_value_its_narrower_column_would_change(
     assert reasons[7] == ("ValueError: column f: 0.30000000000000004 does not read back as the same number from "
                           "float (MySQL would round it)")
     assert "(1406) Data too long for column 's'" in reasons[9]  # strict mode: MySQL refuses it itself
+    assert reasons[11] == ("ValueError: column s: a string of 4 characters ('ab  ') is longer than varchar(3) holds "
+                           "(MySQL would cut its trailing spaces)")
 
 
 def test_postgres_refuses_each_value_its_narrower_column_would_change(
@@ -119,3 +122,37 @@ def test_postgres_refuses_each_value_its_narrower_column_would_change(
     assert reasons[8] == ("column dd: 12345678901234567890.1234567891 does not read back as the same number from "
                           "double precision (PostgreSQL would round it)")
     assert "(22001) value too long for type character varying(3)" in reasons[9]  # PostgreSQL refuses it itself
+    assert reasons[11] == ("column s: a string of 4 characters ('ab  ') is longer than character varying(3) holds "
+                           "(PostgreSQL would cut its trailing spaces)")
+
+
+def test_mysql_to_mysql_checks_the_narrower_columns_and_loads_the_others_from_wire_text(
+        dbs: Databases, server: Server, tmp_path: Path) -> None:
+    # A column whose target declares the source's own type loads the reader's wire text unchecked (it holds
+    # every value the source does); a narrower one goes through the typed form and is checked there.
+    admin = server.connect()
+    db = dbs.create("narrow")
+    execute(admin, f"CREATE TABLE {q(db)}.src (id INT PRIMARY KEY, at DATETIME(6), amount DECIMAL(20,6), "
+                   f"same DECIMAL(10,2))")
+    execute(admin, f"INSERT INTO {q(db)}.src VALUES (1, '2024-01-01 10:00:01', 1.5, 3.25), "
+                   f"(2, '2024-01-01 10:00:00.5', 1.5, 3.25), (3, '2024-01-01 10:00:01', 1.005, 3.25)")
+    execute(admin, f"CREATE TABLE {q(db)}.dst (id INT PRIMARY KEY, at DATETIME, amount DECIMAL(10,2), "
+                   f"same DECIMAL(10,2))")
+    conf = EngineConf(paths=PathsConf(dirty_dir=str(tmp_path / "dirty")))
+    result, events = run_task(conf, {
+        "source": {"plugin": "mysql", "params": server.params(db, table="src")},
+        "destinations": [{"id": "mysql", "plugin": "mysql",
+                          "params": server.params(db, table="dst", method="load_data")}],
+        "settings": {"error_limit": {"record": 5}}})
+    landed = execute(admin, f"SELECT id, at, CAST(amount AS CHAR), CAST(same AS CHAR) FROM {q(db)}.dst ORDER BY id")
+    admin.close()
+    assert result.exit_code == 201, result.result
+    assert landed == [(1, datetime(2024, 1, 1, 10, 0, 1), "1.50", "3.25")]
+    reasons = {d["row"][0]: d["reason"] for d in map(json.loads, dirty_lines(conf, result))}
+    assert reasons == {
+        2: "ValueError: column at: 2024-01-01 10:00:00.500000 has more fractional-second digits than datetime holds "
+           "(MySQL would round or truncate it)",
+        3: "ValueError: column amount: 1.005000 has more decimal places than decimal(10,2) holds "
+           "(MySQL would round it)"}
+    (wired,) = [e["columns"] for e in events if e.get("event") == "writer.load_from_wire"]
+    assert wired == ["id", "same"]

@@ -14,6 +14,10 @@ reason naming the value and the target type (:func:`reason`); trailing zeros los
 The rule for a float target: accept a value when what is stored reads back as the same number by its shortest
 round-trip text (a decimal 0.1 into DOUBLE or FLOAT, whose shortest text is 0.1), refuse it otherwise (a
 double 0.30000000000000004 into FLOAT reads back 0.3; a 20-digit decimal into DOUBLE loses digits).
+
+A string longer than a VARCHAR(n)/CHAR(n) column is the server's own error (MySQL's strict session,
+PostgreSQL), named in its words, but for one longer by trailing spaces alone, which both cut with a note at
+most: that one is refused here (only a column whose strings may be longer than n bytes is measured).
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ from wormhole.plugins.arrow_text import decimal_text
 from wormhole.plugins.schema import Column, Schema
 from wormhole.plugins.values import plain_decimal
 
-Family = Literal["decimal", "integer", "single", "double", "time"]
-Kind = Literal["places", "integer", "fraction", "single", "double"]
+Family = Literal["decimal", "integer", "single", "double", "time", "text"]
+Kind = Literal["places", "integer", "fraction", "single", "double", "length"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +50,7 @@ class TargetType:
     declared: str
     """As the target declares it (``decimal(10,2)``, ``timestamp(3) without time zone``), for a reason."""
     digits: int = 0
-    """A decimal's scale; a date-time's fractional-second digits."""
+    """A decimal's scale; a date-time's fractional-second digits; a string's characters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +71,17 @@ _MYSQL_FAMILY: dict[str, Family] = {"decimal": "decimal", "float": "single", "do
                                     **dict.fromkeys(("tinyint", "smallint", "mediumint", "int", "bigint"), "integer")}
 
 
+_MYSQL_TEXT = re.compile(r"(?:var)?char\((\d+)\)")
+
+
 def mysql_target(native: str) -> TargetType | None:
     """A MySQL column's ``COLUMN_TYPE`` (``decimal(10,2)``, ``int(10) unsigned``, ``datetime(3)``) as a
     :class:`TargetType`; None for a type nothing here narrows into. DATETIME, TIMESTAMP and TIME without a
     precision keep whole seconds; FLOAT(M,D) and DOUBLE(M,D) (deprecated) are taken as FLOAT and DOUBLE."""
     found = _MYSQL.match(native)
     if found is None:
-        return None
+        text = _MYSQL_TEXT.match(native)
+        return None if text is None else TargetType("text", native.split(" ")[0], int(text[1]))
     name, first, second = found.groups()
     family = _MYSQL_FAMILY[name]
     digits = int(second or 0) if family == "decimal" else int(first or 0) if family == "time" else 0
@@ -87,12 +95,16 @@ _POSTGRES_FAMILY: dict[str, Family] = {"numeric": "decimal", "real": "single", "
                                        **dict.fromkeys(("smallint", "integer", "bigint"), "integer")}
 
 
+_POSTGRES_TEXT = re.compile(r"(?:character varying|character)\((\d+)\)$")
+
+
 def postgres_target(declared: str) -> TargetType | None:
     """A PostgreSQL column's ``format_type`` as a :class:`TargetType`; None for a type nothing here narrows
     into (a ``numeric`` of no declared scale, a ``timestamp`` of the full 6 digits, text, ...)."""
     found = _POSTGRES.match(declared)
     if found is None:
-        return None
+        text = _POSTGRES_TEXT.match(declared)
+        return None if text is None else TargetType("text", declared, int(text[1]))
     name, first, second = found.groups()
     family = _POSTGRES_FAMILY[name]
     if family == "decimal":
@@ -138,7 +150,18 @@ def _fraction(column: Column, target: TargetType) -> Kind | None:
     return "fraction"
 
 
-_DECIDE = {"decimal": _places, "integer": _integer, "single": _float, "double": _float, "time": _fraction}
+_NATIVE_LENGTH = re.compile(r"(?:var)?char\((\d+)\)")
+
+
+def _length(column: Column, target: TargetType) -> Kind | None:
+    if column.type != "string":
+        return None
+    source = _NATIVE_LENGTH.match(column.native or "")
+    return None if source is not None and int(source[1]) <= target.digits else "length"  # a MySQL VARCHAR(n)
+
+
+_DECIDE = {"decimal": _places, "integer": _integer, "single": _float, "double": _float, "time": _fraction,
+           "text": _length}
 
 
 def narrowing(column: Column, target: TargetType | None, store: str) -> Narrowing | None:
@@ -147,7 +170,7 @@ def narrowing(column: Column, target: TargetType | None, store: str) -> Narrowin
     kind = None if target is None else _DECIDE[target.family](column, target)
     if kind is None or target is None:
         return None
-    return Narrowing(kind, target.declared, target.digits if kind in ("places", "fraction") else 0, store)
+    return Narrowing(kind, target.declared, target.digits if kind in ("places", "fraction", "length") else 0, store)
 
 
 def narrowings(schema: Schema, targets: Sequence[TargetType | None], store: str) -> tuple[Narrowing | None, ...]:
@@ -189,6 +212,13 @@ def _mask(values: pa.Array, field: pa.Field, n: Narrowing) -> pa.Array | None:
     t = values.type
     if pa.types.is_decimal(t) and n.kind in ("places", "integer"):
         return pc.match_substring_regex(decimal_text(values), _beyond(n.digits))
+    if (pa.types.is_string(t) or pa.types.is_large_string(t)) and n.kind == "length":
+        longest = pc.max(pc.binary_length(values)).as_py()  # bytes: no fewer than characters, and free to tell
+        if longest is None or longest <= n.digits:
+            return pa.nulls(len(values), pa.bool_())
+        # Longer by spaces alone: cut without an error (longer by more is the server's own error, named there)
+        return pc.and_(pc.greater(pc.utf8_length(values), n.digits),
+                       pc.less_equal(pc.utf8_length(pc.utf8_rtrim(values, " ")), n.digits))
     if pa.types.is_string(t) or pa.types.is_large_string(t):  # a number's or a time's text
         return pc.match_substring_regex(values, _beyond(n.digits)) if n.kind != "single" else None
     if pa.types.is_timestamp(t):
@@ -215,7 +245,9 @@ def _mask(values: pa.Array, field: pa.Field, n: Narrowing) -> pa.Array | None:
 def _changed_value(v: Any, n: Narrowing) -> bool:
     """Whether one value (a Python value of an exact column, or of a decimal into a float) would change."""
     if isinstance(v, str):
-        return n.kind == "fraction" and re.search(_beyond(n.digits), v) is not None
+        if n.kind == "length":
+            return len(v) > n.digits >= len(v.rstrip(" "))
+        return n.kind != "single" and re.search(_beyond(n.digits), v) is not None
     if isinstance(v, datetime):
         return n.kind == "fraction" and v.microsecond % 10 ** (6 - n.digits) != 0
     if isinstance(v, bool) or not isinstance(v, int | float | Decimal):
@@ -244,6 +276,9 @@ def shown(v: Any) -> str:
 
 def reason(n: Narrowing, value: Any) -> str:
     """Why ``value`` is refused for its column's target (without the column's name)."""
+    if n.kind == "length":
+        return (f"a string of {len(value)} characters ({value[:20]!r}{'...' if len(value) > 20 else ''}) is "
+                f"longer than {n.declared} holds ({n.store} would cut its trailing spaces)")
     text = shown(value)
     if n.kind == "places":
         return f"{text} has more decimal places than {n.declared} holds ({n.store} would round it)"
