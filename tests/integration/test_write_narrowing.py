@@ -156,3 +156,30 @@ def test_mysql_to_mysql_checks_the_narrower_columns_and_loads_the_others_from_wi
            "(MySQL would round it)"}
     (wired,) = [e["columns"] for e in events if e.get("event") == "writer.load_from_wire"]
     assert wired == ["id", "same"]
+
+
+def test_postgres_binary_copy_is_checked_as_the_text_path_is(pg_schemas: Schemas, tmp_path: Path) -> None:
+    # Every target type here has a binary form, so the rows go as binary COPY, whose numeric and timestamp
+    # input apply the column's typmod (round) as the text input does: the rows are refused before either.
+    schema = pg_schemas.create("narrow")
+    pg_execute(pg_schemas.conn, f'CREATE TABLE "{schema}".src (id int PRIMARY KEY, n numeric(12,4), ts timestamp(6), '
+                                f's varchar(10))')
+    pg_execute(pg_schemas.conn, f'INSERT INTO "{schema}".src VALUES (1, 1.5, \'2024-01-01 10:00:00.123\', \'abc\'), '
+                                f'(2, 1.005, \'2024-01-01 10:00:00.123\', \'abc\'), '
+                                f'(3, 1.5, \'2024-01-01 10:00:00.1235\', \'abc\'), '
+                                f'(4, 1.5, \'2024-01-01 10:00:00.123\', \'ab  \')')
+    pg_execute(pg_schemas.conn, f'CREATE TABLE "{schema}".dst (id bigint PRIMARY KEY, n numeric(10,2), '
+                                f'ts timestamp(3), s varchar(3))')
+    conf = EngineConf(paths=PathsConf(dirty_dir=str(tmp_path / "dirty")))
+    result, events = run_task(conf, {
+        "source": {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="src")},
+        "destinations": [{"id": "pg", "plugin": "postgres", "params": pg_schemas.server.params(schema, table="dst")}],
+        "settings": {"error_limit": {"record": 5}}})
+    assert [e["format"] for e in events if e.get("event") == "writer.copy_format"] == ["binary"]
+    assert result.exit_code == 201, result.result
+    assert pg_execute(pg_schemas.conn, f'SELECT id, n::text, ts, s FROM "{schema}".dst') == [
+        (1, "1.50", datetime(2024, 1, 1, 10, 0, 0, 123000), "abc")]
+    reasons = {d["row"][0]: d["reason"] for d in map(json.loads, dirty_lines(conf, result))}
+    assert set(reasons) == {2, 3, 4}, reasons
+    assert reasons[3].startswith("column ts: 2024-01-01 10:00:00.123500 has more fractional-second digits than "
+                                 "timestamp(3) without time zone holds")
