@@ -57,11 +57,12 @@ def _source(pg_schemas: Schemas) -> str:
     return schema
 
 
-def _run(tmp_path: Path, pg_schemas: Schemas, schema: str, destination: dict[str, Any]) -> tuple[Any, dict[int, str]]:
+def _run(tmp_path: Path, pg_schemas: Schemas, schema: str, destination: dict[str, Any],
+         limit: int = 20) -> tuple[Any, dict[int, str]]:
     conf = EngineConf(paths=PathsConf(dirty_dir=str(tmp_path / "dirty")))
     result, _ = run_task(conf, {
         "source": {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="src")},
-        "destinations": [destination], "settings": {"error_limit": {"record": 20}}})
+        "destinations": [destination], "settings": {"error_limit": {"record": limit}}})
     reasons = {d["row"][0]: d["reason"] for d in map(json.loads, dirty_lines(conf, result))}
     return result, reasons
 
@@ -183,3 +184,14 @@ def test_postgres_binary_copy_is_checked_as_the_text_path_is(pg_schemas: Schemas
     assert set(reasons) == {2, 3, 4}, reasons
     assert reasons[3].startswith("column ts: 2024-01-01 10:00:00.123500 has more fractional-second digits than "
                                  "timestamp(3) without time zone holds")
+
+
+def test_refused_values_count_against_the_error_limit(pg_schemas: Schemas, tmp_path: Path) -> None:
+    schema = _source(pg_schemas)
+    pg_execute(pg_schemas.conn, f'CREATE TABLE "{schema}".dst (id int PRIMARY KEY, n numeric(10,2), '
+                                f'ts timestamp(3), ts0 timestamptz(0), i_n integer, i_f integer, f real, '
+                                f'dd double precision, s varchar(3))')
+    destination = {"id": "pg", "plugin": "postgres", "params": pg_schemas.server.params(schema, table="dst")}
+    result, _ = _run(tmp_path, pg_schemas, schema, destination, limit=2)
+    assert result.exit_code == 203, result.result  # over the limit: the task fails
+    assert pg_execute(pg_schemas.conn, f'SELECT count(*) FROM "{schema}".dst') == [(0,)]  # refused before any COPY
