@@ -2,9 +2,7 @@
 
 A batch is encoded from its Arrow form, column-wise (:mod:`.encoding`; an exact column value by value). Before
 any COPY, rows PostgreSQL cannot take are rejected with a reason naming the column: a MySQL zero date kept as
-text in a date column, a value with no COPY text, a string holding NUL, a value a narrower target column would
-round (:mod:`wormhole.plugins.sql.narrowing`: more places than a numeric(p,s), more fractional-second digits
-than a timestamp(n), a double into real); a whole decimal or float into an integer column goes as an integer.
+text in a date column, a value with no COPY text, a string holding NUL.
 
 A COPY stops at the first row PostgreSQL refuses (SQLSTATE class 22, data exception, or 23, integrity
 violation): each COPY runs under a savepoint, rolled back then; the error's context names the line, so
