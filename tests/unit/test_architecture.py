@@ -376,8 +376,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plugin contract", ("wormhole.plugins", "wormhole.plugins.*", "wormhole.retry")),
     ("stores", ("wormhole.plugins.<store>",)),
     ("transform", ("wormhole.transform",)),
-    ("task model", ("wormhole.config", "wormhole.task_spec", "wormhole.incremental", "wormhole.destination_checks", "wormhole.variables",
-                    "wormhole.spark.config")),
+    ("task model", ("wormhole.config", "wormhole.task_spec", "wormhole.incremental", "wormhole.destination_checks",
+                    "wormhole.variables", "wormhole.spark.config")),
     ("run parts", ("wormhole.exchange", "wormhole.counters", "wormhole.dirty", "wormhole.pool", "wormhole.result",
                    "wormhole.monitor", "wormhole.metrics", "wormhole.progress", "wormhole.planning.assign")),
     ("recovery and task database", ("wormhole.recovery", "wormhole.taskdb")),
@@ -395,7 +395,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
    Arrow and Spark kits) and the retry policy stores use;
 2. the stores: ``plugins/<store>/`` (a store's modules, its Spark adapter);
 3. transform: the operators, expressions and chains;
-4. the task model: the task spec (``task_spec``) and the engine configuration (``config``), incremental windows, job variables;
+4. the task model: the task spec (``task_spec``) and the engine configuration (``config``), incremental
+   windows, job variables;
 5. the run's parts: the exchange, counters, dirty file, thread pool, result, monitor and its views,
    the fair split assignment;
 6. recovery and the task database;

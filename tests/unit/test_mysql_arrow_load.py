@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from tests.mysql_load_reference import load_payload
 from wormhole.plugins.base import Column, Schema
 from wormhole.plugins.batch import arrow_from_rows, exact_from_rows
-from wormhole.plugins.mysql.arrow_load import TargetScale, arrow_payload, target_scales
+from wormhole.plugins.mysql.arrow_load import arrow_payload
+from wormhole.plugins.sql.narrowing import Narrowing, mysql_target, narrowings
 from wormhole.plugins.values import JSON_NULL
 
 
@@ -141,16 +142,18 @@ def test_an_empty_batch_and_sliced_binary_columns() -> None:
 
 
 def test_a_decimal_with_more_places_than_its_target_decimal_raises_and_one_that_fits_loads() -> None:
-    natives = {"a": "decimal(10,2)", "b": "decimal(65,30) unsigned", "c": "int(11)"}
-    targets = target_scales(["A", "b", "c"], natives)
-    assert targets == (TargetScale("decimal(10,2)", 2), TargetScale("decimal(65,30)", 30), None)
+    natives = ("decimal(10,2)", "decimal(65,30) unsigned", "int(11)")
     four = Schema((Column("a", "decimal", precision=12, scale=4),))
+    free = Schema((Column("b", "decimal"),))
+    schema = Schema((*four.columns, *free.columns, Column("c", "decimal", precision=12, scale=0)))
+    targets = narrowings(schema, [mysql_target(n) for n in natives], "MySQL")
+    assert targets == (Narrowing("places", "decimal(10,2)", 2, "MySQL"),
+                       Narrowing("places", "decimal(65,30) unsigned", 30, "MySQL"), None)
     fits = arrow_from_rows(four, [(Decimal("1.2300"),), (None,), (Decimal("-7.1000"),)])
     assert arrow_payload(fits, targets=targets[:1]).to_pybytes() == b"1.2300\n\\N\n-7.1000\n"
     with pytest.raises(ValueError, match=r"^-0\.0050 has more decimal places than decimal\(10,2\) holds"):
         arrow_payload(arrow_from_rows(four, [(Decimal("1.2300"),), (Decimal("-0.0050"),)]), targets=targets[:1])
     # A decimal of no declared scale travels as each value's own text (an exact column): it is scanned.
-    free = Schema((Column("b", "decimal"),))
     with pytest.raises(ValueError, match=r"^0\.0000000000000000000000000000001 has more decimal places"):
         arrow_payload(exact_from_rows(free, [(Decimal("1E-31"),)]), targets=targets[1:2])
     assert arrow_payload(exact_from_rows(free, [(Decimal("1E-30"),)]), targets=targets[1:2]).to_pybytes() == \

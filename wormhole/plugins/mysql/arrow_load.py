@@ -4,15 +4,15 @@ and rewritten where Arrow's text differs from Python's (:mod:`wormhole.plugins.a
 (a zero date's text, an int beyond 64 bits) is written from its values (:func:`_value_text`), and a column
 with wire text (:mod:`.passthrough`) from that.
 
-MySQL rounds a decimal with more places than its DECIMAL column's scale, with a note only: a decimal column
-whose values may have more (:class:`TargetScale`: told once per column from the Arrow type, scanned only then)
-refuses such a value (ValueError), so its row is refused, never changed."""
+MySQL changes a value its column cannot hold with a note only (no warning, no error, even in strict mode): it
+rounds a decimal beyond its DECIMAL's scale, a fraction into an integer column, a fractional second into a
+DATETIME of fewer digits, a double into FLOAT. A column whose values may not fit its target column
+(:class:`~wormhole.plugins.sql.narrowing.Narrowing`: decided once per column at prepare, scanned only when the
+batch's Arrow type can exceed the target's) refuses such a value (ValueError), so its row is refused."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import UTC, date
 from typing import Any
 
@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from wormhole.plugins.arrow_form import LOGICAL_KEY, column_values, exact_codec, free_scale
 from wormhole.plugins.arrow_text import decimal_text, float_text, hex_text
 from wormhole.plugins.sql.bulk_text import NULL, Encoders, escaped, kind_of, tab_lines, timestamp_fields
+from wormhole.plugins.sql.narrowing import Narrowing, check_column
 from wormhole.plugins.values import json_dumps
 
 _ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
@@ -91,45 +92,6 @@ _VALUE_TEXT: dict[str, Callable[[Any], str]] = {
 """One value's text, for a column whose Arrow type does not hold its values (an exact column's)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TargetScale:
-    """A target DECIMAL column, which holds ``places`` decimal places: MySQL rounds a value with more."""
-
-    declared: str
-    """Its type as the target declares it (``decimal(65,30)``), for a refusal's reason."""
-    places: int
-
-
-_DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
-
-
-def target_scales(written: Sequence[str], natives: Mapping[str, str]) -> tuple[TargetScale | None, ...]:
-    """For each column written (its target's native type in ``natives`` by lower-case name,
-    :func:`.passthrough.target_columns`), its :class:`TargetScale` when the target column is a DECIMAL."""
-    out: list[TargetScale | None] = []
-    for name in written:
-        found = _DECIMAL.match(natives.get(name.lower(), ""))
-        out.append(None if found is None else TargetScale(found.group(0), int(found.group(2))))
-    return tuple(out)
-
-
-def _may_round(field: pa.Field, target: TargetScale) -> bool:
-    """Whether a decimal column's values may have more places than ``target`` holds: its Arrow type's scale
-    says so at once; an exact column (each value its own text, of any scale) may."""
-    if pa.types.is_decimal(field.type) and exact_codec(field) is None:
-        return bool(field.type.scale > target.places)
-    return True
-
-
-def _refuse_rounding(text: pa.Array, target: TargetScale) -> None:
-    """Raise ValueError for the first value of ``text`` (plain notation) with a non-zero digit beyond
-    ``target``'s places (trailing zeros lose nothing)."""
-    over = pc.match_substring_regex(text, rf"\.\d{{{target.places}}}\d*[1-9]")
-    if pc.any(over).as_py():
-        value = pc.filter(text, over)[0].as_py()
-        raise ValueError(f"{value} has more decimal places than {target.declared} holds (MySQL would round it)")
-
-
 def logical_of(field: pa.Field) -> str:
     """The column's logical type: named in its field's metadata, else that of its Arrow type."""
     named = (field.metadata or {}).get(LOGICAL_KEY)
@@ -142,15 +104,14 @@ def _value_text(batch: pa.RecordBatch, i: int, logical: str) -> pa.Array:
     return pa.array([None if v is None else fmt(v) for v in column_values(batch, i)], pa.string())
 
 
-def column_text(batch: pa.RecordBatch, i: int, target: TargetScale | None = None) -> tuple[pa.Array, str]:
+def column_text(batch: pa.RecordBatch, i: int, target: Narrowing | None = None) -> tuple[pa.Array, str]:
     """Column ``i``'s text (null for NULL; bytes as hex) and its logical type; raises ValueError for a value
-    MySQL cannot hold (a float infinity or NaN; a decimal with more places than its ``target`` column holds),
-    TypeError for a value of another type than its column's."""
+    MySQL cannot hold (a float infinity or NaN; a value its ``target`` column would change), TypeError for a
+    value of another type than its column's."""
     field = batch.schema.field(i)
     logical = logical_of(field)
     text = _column_text(batch, i, field, logical)
-    if target is not None and logical == "decimal" and _may_round(field, target):
-        _refuse_rounding(text, target)
+    check_column(batch, i, target)
     return text, logical
 
 
@@ -167,13 +128,13 @@ def _column_text(batch: pa.RecordBatch, i: int, field: pa.Field, logical: str) -
     return _TEXT[kind](values)
 
 
-def load_fields(batch: pa.RecordBatch, i: int, target: TargetScale | None = None) -> pa.Array:
+def load_fields(batch: pa.RecordBatch, i: int, target: Narrowing | None = None) -> pa.Array:
     """Column ``i`` as LOAD DATA fields (escaped, ``\\N`` for NULL)."""
     text, logical = column_text(batch, i, target)
     return pc.fill_null(text if logical == "bytes" else escaped(text, _ESCAPES), NULL)
 
 
-def sql_literals(batch: pa.RecordBatch, i: int, target: TargetScale | None = None) -> pa.Array:
+def sql_literals(batch: pa.RecordBatch, i: int, target: Narrowing | None = None) -> pa.Array:
     """Column ``i`` as SQL literals (``NULL``, numbers bare, bytes ``X'..'``, the rest quoted and escaped)."""
     text, logical = column_text(batch, i, target)
     if logical not in _UNQUOTED:
@@ -182,9 +143,9 @@ def sql_literals(batch: pa.RecordBatch, i: int, target: TargetScale | None = Non
     return pc.fill_null(text, "NULL")
 
 
-def sql_rows(batch: pa.RecordBatch, targets: Sequence[TargetScale | None] | None = None) -> list[str]:
+def sql_rows(batch: pa.RecordBatch, targets: Sequence[Narrowing | None] | None = None) -> list[str]:
     """Each row as ``(lit,lit,...)``; raises if some value cannot be written as a literal (``targets``: each
-    column's :class:`TargetScale`, None for a column that is no DECIMAL)."""
+    column's :class:`~wormhole.plugins.sql.narrowing.Narrowing`, None for a column nothing narrows)."""
     if batch.num_columns == 0:
         raise ValueError("a batch without columns has no INSERT values")
     columns = [sql_literals(batch, i, None if targets is None else targets[i]) for i in range(batch.num_columns)]
@@ -202,10 +163,10 @@ def wire_text(wire: pa.Array, kind: pa.DataType) -> pa.Array:
 
 
 def arrow_payload(batch: pa.RecordBatch, wire: Sequence[pa.Array | None] | None = None,
-                  targets: Sequence[TargetScale | None] | None = None) -> pa.Buffer:
+                  targets: Sequence[Narrowing | None] | None = None) -> pa.Buffer:
     """The batch as one LOAD DATA LOCAL INFILE buffer (utf-8); a column with ``wire`` text
-    (:mod:`.passthrough`) takes its fields from that instead (its target declares the source's type: its
-    scale too). ``targets``: as :func:`sql_rows`."""
+    (:mod:`.passthrough`) takes its fields from that instead (its target declares the source's type, so
+    nothing narrows it). ``targets``: as :func:`sql_rows`."""
     if batch.num_columns == 0:
         raise ValueError("a batch without columns has no LOAD DATA payload")
     texts = [load_fields(batch, i, None if targets is None else targets[i]) if wire is None or wire[i] is None

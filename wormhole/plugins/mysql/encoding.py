@@ -1,7 +1,8 @@
 """How the mysql writer encodes a piece of a batch (:mod:`.arrow_load`): a LOAD DATA payload or the rows' SQL
 literal lists, wire text for the columns that take it (:mod:`.passthrough`). Every MySQL destination of a
-run encodes a piece alike, so it is kept in the batch's memo, under a key naming what it depends on. A decimal
-column whose target DECIMAL has fewer places is checked as it is encoded (:class:`.arrow_load.TargetScale`)."""
+run encodes a piece alike, so it is kept in the batch's memo, under a key naming what it depends on. A column
+whose target column may not hold its values exactly is checked as it is encoded
+(:class:`~wormhole.plugins.sql.narrowing.Narrowing`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pyarrow as pa
 
 from wormhole.plugins.base import Schema, batch_memo
 from wormhole.plugins.batch import Batch
-from wormhole.plugins.mysql.arrow_load import TargetScale, arrow_payload, sql_rows
+from wormhole.plugins.mysql.arrow_load import arrow_payload, sql_rows
 from wormhole.plugins.sql import VALUE_ERRORS
+from wormhole.plugins.sql.narrowing import Narrowing
 
 Encoded: TypeAlias = "pa.Buffer | list[str]"
 """A LOAD DATA payload (an Arrow buffer of its bytes) or the rows as SQL value lists."""
@@ -26,12 +28,12 @@ class PieceEncoder:
     """Encodes pieces of batches for one writer (``method``: ``load_data`` or ``insert``)."""
 
     def __init__(self, schema: Schema, method: str, wire: Sequence[bool] = (),
-                 targets: Sequence[TargetScale | None] = ()) -> None:
+                 targets: Sequence[Narrowing | None] = ()) -> None:
         self.method = method
         self.wire = tuple(wire) or (False,) * len(schema)
         """Which columns may take their fields from the batch's wire text (:func:`.passthrough.wire_columns`)."""
         self.targets = tuple(targets) or (None,) * len(schema)
-        """Each column's target DECIMAL (:class:`.arrow_load.TargetScale`), None for another target type."""
+        """What each column's target narrows (:class:`~wormhole.plugins.sql.narrowing.Narrowing`), None: nothing."""
         self.columns = tuple((c.type, c.unsigned, c.precision, c.scale) for c in schema.columns)
         """What an encoded piece depends on besides its values and :attr:`targets` (memo keys name them)."""
 

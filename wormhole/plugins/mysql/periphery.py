@@ -12,13 +12,13 @@ import pymysql.cursors
 
 from wormhole.errors import CommitError, PrepareError, RollbackError
 from wormhole.plugins.base import WriteContext
-from wormhole.plugins.mysql.arrow_load import TargetScale, target_scales
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.mysql.passthrough import choose_method, load_method, target_columns, wire_columns
 from wormhole.plugins.mysql.staging import MysqlStaging, refuse_unkept
 from wormhole.plugins.sql import backquote as quote
 from wormhole.plugins.sql.markers import COMMITTED, SWAPPED, SWAPPING
+from wormhole.plugins.sql.narrowing import Narrowing, mysql_target, narrowings
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
 from wormhole.plugins.sql.source_options import Shard
@@ -36,9 +36,9 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
         self.wire: tuple[bool, ...] = ()
         """Which columns' LOAD DATA fields are their wire text (:mod:`.passthrough`), decided at prepare."""
         self._natives: dict[str, str] = {}
-        self.scales: tuple[TargetScale | None, ...] = ()
-        """Each written column's :class:`~.arrow_load.TargetScale` when its target is a DECIMAL (a value with more
-        places is refused, not rounded), decided at prepare."""
+        self.narrowing: tuple[Narrowing | None, ...] = ()
+        """What each written column's target column holds less of than the column may carry (a value it would
+        change is refused, :mod:`wormhole.plugins.sql.narrowing`), decided at prepare."""
         self.load_sql = ""
         self.insert_prefix = ""
         self.insert_suffix = ""
@@ -108,7 +108,8 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
             raise self.sql.error(PrepareError, f"table {self.target} has no column {', '.join(unknown)}")
         self.columns = tuple(columns)
         self._natives = {name.lower(): native for name, _, native in found}
-        self.scales = target_scales(self.columns, self._natives)
+        self.narrowing = narrowings(self.ctx.schema, [mysql_target(self._natives[c.lower()]) for c in columns],
+                                    "MySQL")
         return types
 
     def _choose_method(self, conn: pymysql.Connection) -> str:

@@ -40,7 +40,7 @@ def _mib(size: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Refused:
-    """A row with a value that has no literal (or that MySQL would round): why, naming the column."""
+    """A row with a value that has no literal (or that MySQL would change): why, naming the column."""
 
     reason: str
 
@@ -99,7 +99,7 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
     def _pieces(self, batch: Batch, source: Any) -> tuple[list[tuple[Any, int]], list[Rejected]]:
         if self.encoder is None:
             self.encoder = PieceEncoder(self.ctx.schema, self.periphery.method, self.periphery.wire,
-                                        self.periphery.scales)
+                                        self.periphery.narrowing)
         wire = self.encoder.wire_text(source)
         if wire is not None and not self._from_wire:
             self._from_wire = True

@@ -21,6 +21,7 @@ from wormhole.plugins.postgres.passthrough import takes
 from wormhole.plugins.postgres.staging import PostgresStaging
 from wormhole.plugins.sql import quote
 from wormhole.plugins.sql.markers import COMMITTED
+from wormhole.plugins.sql.narrowing import Narrowing, narrowings, postgres_target
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
 from wormhole.plugins.sql.source_options import Shard
@@ -44,6 +45,9 @@ class PostgresWriterPeriphery(SqlWriterPeriphery):
         """The target columns' types when COPY is binary (:mod:`.binary`), None when text."""
         self.target_types: tuple[str, ...] = ()
         """Each written column's declared type (``format_type``), once prepared."""
+        self.narrowing: tuple[Narrowing | None, ...] = ()
+        """What each written column's target column holds less of than the column may carry (a value it would
+        round is refused, :mod:`wormhole.plugins.sql.narrowing`), once prepared."""
         self.array_columns: tuple[int, ...] = ()
         """The written columns (by position) that are arrays (or domains over one), once prepared: a JSON
         array is written to them as an array literal (:func:`.encoding.array_literal`)."""
@@ -89,6 +93,7 @@ class PostgresWriterPeriphery(SqlWriterPeriphery):
                   "a.attnum > 0 AND NOT a.attisdropped", (self.target,)))
         types = [found.get(c, ("?", "?", "?")) for c in self.columns]
         self.target_types = tuple(t[1] for t in types)
+        self.narrowing = narrowings(self.ctx.schema, [postgres_target(t) for t in self.target_types], "PostgreSQL")
         self.array_columns = tuple(i for i, t in enumerate(types) if t[2] == "A")
         self.binary_kinds = binary_kinds([c.type for c in self.ctx.schema.columns], [t[0] for t in types]) \
             if self.options.copy_format == "auto" else None

@@ -23,6 +23,7 @@ from wormhole.plugins.postgres.options import PostgresWriterOptions
 from wormhole.plugins.postgres.passthrough import EncodedPiece
 from wormhole.plugins.postgres.periphery import PostgresWriterPeriphery
 from wormhole.plugins.split_transactions import Broken
+from wormhole.plugins.sql.narrowing import as_integers, refused_rows
 from wormhole.plugins.sql.writer import SAVEPOINT, SqlWriter
 
 _BINARY_FORMAT = "22P03"
@@ -87,11 +88,12 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
         if form.num_columns != len(schema):
             raise self._error(f"a batch of {form.num_columns} columns for a schema of {len(schema)}")
         form = self._array_input(form)
-        bad = nul_rows(form)
+        narrowing = self.periphery.narrowing  # values PostgreSQL would round into the target's narrower type
+        bad = {**refused_rows(form, narrowing), **nul_rows(form)}
         if bad:
             rejected.extend(Rejected(rows_from_arrow(form.slice(i, 1))[0], reason) for i, reason in sorted(bad.items()))
             form = form.filter(pa.array([i not in bad for i in range(form.num_rows)], pa.bool_()))
-        return form, rejected
+        return as_integers(form, narrowing), rejected
 
     def _array_input(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The batch with its text (json, string) for array columns as array literals: plain strings, as a
