@@ -11,8 +11,10 @@ from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.sql import check_names
 from wormhole.plugins.sql.sink_options import SinkParams
 from wormhole.plugins.sql.source_options import (
+    ConnectionKeys,
     Endpoint,
     Naming,
+    ServerKeys,
     SourceParams,
     check_connection,
     check_credentials,
@@ -37,25 +39,12 @@ NAMING = Naming("mysql", 3306, check_identifier)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShardConnection:
+class ShardConnection(ConnectionKeys):
     """One entry of a sharded source's ``connections``."""
 
-    host: str = opt(nonempty=True)
-    """This shard's host."""
-    port: int = opt(3306, min=1, max=65535)
-    """This shard's port."""
+    port: int = opt(NAMING.default_port, min=1, max=65535)
     failover_hosts: tuple[str, ...] = ()
     """Servers tried in order when host:port does not answer (``host:port``; without a port, ``port``)."""
-    database: str = opt(nonempty=True)
-    """This shard's database."""
-    tables: tuple[str, ...] | None = opt(None, min_items=1)
-    """Tables of this database to read (every one must have the source's columns); not with ``query``."""
-    user: str | None = opt(None, nonempty=True)
-    """Credentials of this connection; default the source's ``user`` / ``password`` / ``password_env``."""
-    password: str | None = None
-    """This shard's password, inline (never logged or printed)."""
-    password_env: str | None = opt(None, nonempty=True)
-    """Name of an environment variable holding this shard's password."""
 
     def check(self, path: str, problems: Problems) -> None:
         check_connection(NAMING, self.database, None, self.tables, self.password, self.password_env, path, problems)
@@ -63,24 +52,13 @@ class ShardConnection:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ServerOptions:
+class ServerOptions(ServerKeys):
     """The connection keys a mysql source and a mysql destination share."""
 
-    host: str = opt("127.0.0.1", nonempty=True)
-    """The server's host name or address."""
-    port: int = opt(3306, min=1, max=65535)
-    """The server's TCP port."""
+    port: int = opt(NAMING.default_port, min=1, max=65535)
     failover_hosts: tuple[str, ...] = ()
     """Servers tried in order when host:port does not answer (``host:port``; without a port, ``port``):
     the first that answers is used and named in the log; when none does, the error gives each one's reason."""
-    user: str = opt(nonempty=True)
-    """The user to connect as."""
-    password: str | None = None
-    """The password, inline (never logged or printed; prefer ``password_env``)."""
-    password_env: str | None = opt(None, nonempty=True)
-    """Name of an environment variable holding the password (keeps secrets out of the task row)."""
-    connect_timeout_s: float = opt(10.0, min=0.1)
-    """Seconds to wait for a connection before the attempt fails."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
