@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from wormhole.options import Problems, join_path, opt
-from wormhole.plugins.sql import check_names
 from wormhole.plugins.sql.sink_options import SinkParams
 from wormhole.plugins.sql.source_options import (
     ConnectionKeys,
@@ -17,7 +16,6 @@ from wormhole.plugins.sql.source_options import (
     ServerKeys,
     SourceParams,
     check_connection,
-    check_credentials,
     check_failover,
     servers,
 )
@@ -60,6 +58,9 @@ class ServerOptions(ServerKeys):
     """Servers tried in order when host:port does not answer (``host:port``; without a port, ``port``):
     the first that answers is used and named in the log; when none does, the error gives each one's reason."""
 
+    def check_servers(self, path: str, problems: Problems) -> None:
+        check_failover(self.failover_hosts, NAMING.default_port, path, problems)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MysqlReaderOptions(ServerOptions, SourceParams):
@@ -92,9 +93,6 @@ class MysqlReaderOptions(ServerOptions, SourceParams):
     """Attempts to connect (a refused or dropped connection is retried with backoff; bad credentials are not)."""
 
     NAMING: ClassVar[Naming] = NAMING
-
-    def check_servers(self, path: str, problems: Problems) -> None:
-        check_failover(self.failover_hosts, NAMING.default_port, path, problems)
 
     def dates(self) -> str:
         return self.zero_dates
@@ -152,25 +150,11 @@ class MysqlWriterOptions(ServerOptions, SinkParams):
     FOLDS_CASE: ClassVar[bool] = True
     VERIFY_WHY: ClassVar[str] = "replace and upsert may rightly change fewer rows than they write"
 
-    def check(self, path: str, problems: Problems) -> None:
-        check_credentials(self.password, self.password_env, path, problems)
-        check_failover(self.failover_hosts, NAMING.default_port, path, problems)
-        check_names(self.columns, join_path(path, "columns"), problems, check_identifier)
-        check_identifier(self.database, join_path(path, "database"), problems)
-        check_identifier(self.table, join_path(path, "table"), problems)
-        self.check_staging(path, problems)
+    def check_keys(self, path: str, problems: Problems) -> None:
         if self.method == "load_data" and self.write_mode == "upsert":
             problems.add(join_path(path, "method"), "load_data cannot upsert; use method 'insert' or 'auto'")
-        self.check_rollback(path, problems)
 
     @property
     def endpoint(self) -> Endpoint:
         return Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database,
                         servers(self.failover_hosts, self.port))
-
-
-def single_writer_key(options: MysqlWriterOptions) -> str | None:
-    """Two destinations truncating or swapping the same table would undo each other's load."""
-    if options.load == "append":
-        return None
-    return f"mysql table {options.host}:{options.port}/{options.database}.{options.table}".lower()

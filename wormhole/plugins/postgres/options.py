@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from wormhole.options import Problems, join_path, opt
-from wormhole.plugins.sql import check_names
 from wormhole.plugins.sql.sink_options import SinkParams
 from wormhole.plugins.sql.source_options import (
     ConnectionKeys,
@@ -18,7 +17,6 @@ from wormhole.plugins.sql.source_options import (
     ServerKeys,
     SourceParams,
     check_connection,
-    check_credentials,
 )
 
 MAX_IDENTIFIER_BYTES = 63
@@ -172,24 +170,13 @@ class PostgresWriterOptions(ServerOptions, SinkParams):
     """First wait before a retry; it doubles each time (at most 30 s). A stopping task ends the wait at once."""
 
     NAMING: ClassVar[Naming] = NAMING
+    TARGET_KEYS: ClassVar[tuple[str, ...]] = ("database", "schema", "table")
+    NAME_LISTS: ClassVar[tuple[str, ...]] = ("columns", "upsert_key", "distributed_by")
 
-    def check(self, path: str, problems: Problems) -> None:
-        check_credentials(self.password, self.password_env, path, problems)
-        for key in ("columns", "upsert_key", "distributed_by"):
-            check_names(getattr(self, key), join_path(path, key), problems, check_identifier)
-        for key in ("database", "schema", "table"):
-            check_identifier(getattr(self, key), join_path(path, key), problems)
-        self.check_staging(path, problems)
+    def check_keys(self, path: str, problems: Problems) -> None:
         if self.upsert_key is not None and self.write_mode != "upsert":
             problems.add(join_path(path, "upsert_key"), "only with write_mode 'upsert'")
-        self.check_rollback(path, problems)
         if self.distributed_by is not None and not self.create_table:
             problems.add(join_path(path, "distributed_by"), "only with create_table (it is part of the CREATE "
                                                             "TABLE wormhole runs)")
 
-
-def single_writer_key(options: PostgresWriterOptions) -> str | None:
-    """Two destinations truncating or swapping the same table would undo each other's load."""
-    if options.load == "append":
-        return None
-    return f"postgres table {options.host.lower()}:{options.port}/{options.database}.{options.schema}.{options.table}"
