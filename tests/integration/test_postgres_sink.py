@@ -32,7 +32,7 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, Column, DurablePeriphery, LeftoverPeriphery, Schema, SplitWriter, WriteContext
 from wormhole.plugins.batch import arrow_schema, as_batch
 from wormhole.plugins.postgres.connection import backend_pid
-from wormhole.plugins.postgres.options import PostgresWriterOptions, single_writer_key
+from wormhole.plugins.postgres.options import PostgresWriterOptions
 
 pytestmark = pytest.mark.postgres
 
@@ -113,8 +113,8 @@ def test_options_are_checked_with_key_paths() -> None:
         "destinations[0].params.table", "destinations[0].params.upsert_key", "destinations[0].params.rollback_sql"]
     staged, _ = parse(PostgresWriterOptions, {"user": "u", "database": "d", "table": "T", "load": "staging"})
     appended, _ = parse(PostgresWriterOptions, {"user": "u", "database": "d", "table": "T"})
-    assert single_writer_key(staged) == "postgres table 127.0.0.1:5432/d.public.T"
-    assert single_writer_key(appended) is None
+    assert staged.single_writer_key() == "postgres table 127.0.0.1:5432/d.public.T"
+    assert appended.single_writer_key() is None
 
 
 # -- loads and write modes -----------------------------------------------------------------------

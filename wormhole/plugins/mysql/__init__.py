@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from wormhole.plugins.base import Plugin
 from wormhole.plugins.mysql.dialect import MYSQL
-from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions, single_writer_key
+from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions
 from wormhole.plugins.mysql.passthrough import plan_load
 from wormhole.plugins.mysql.periphery import MysqlReaderPeriphery, MysqlWriterPeriphery
 from wormhole.plugins.mysql.reader import MysqlReader
@@ -18,7 +18,7 @@ from wormhole.plugins.sql.roles import sink_role, source_role
 SOURCE = source_role(MYSQL, options=MysqlReaderOptions, splitter=MysqlSplitter, reader=MysqlReader,
                      periphery=MysqlReaderPeriphery, spark_read="wormhole.plugins.mysql.spark:read")
 SINK = sink_role(options=MysqlWriterOptions, periphery=MysqlWriterPeriphery, writer=MysqlWriter,
-                 single_writer_key=single_writer_key, method_keys=("load", "write_mode", "method"),
+                 method_keys=("load", "write_mode", "method"),
                  uses_wire_text=True, plan_load=plan_load)
 PLUGIN = Plugin(
     name="mysql", source=SOURCE, sink=SINK,

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from wormhole.options import Problems, join_path, opt
-from wormhole.plugins.sql import check_names
 from wormhole.plugins.sql.sink_options import SinkParams
 from wormhole.plugins.sql.source_options import (
+    ConnectionKeys,
     Endpoint,
     Naming,
+    ServerKeys,
     SourceParams,
     check_connection,
-    check_credentials,
     check_failover,
     servers,
 )
@@ -37,25 +37,12 @@ NAMING = Naming("mysql", 3306, check_identifier)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShardConnection:
+class ShardConnection(ConnectionKeys):
     """One entry of a sharded source's ``connections``."""
 
-    host: str = opt(nonempty=True)
-    """This shard's host."""
-    port: int = opt(3306, min=1, max=65535)
-    """This shard's port."""
+    port: int = opt(NAMING.default_port, min=1, max=65535)
     failover_hosts: tuple[str, ...] = ()
     """Servers tried in order when host:port does not answer (``host:port``; without a port, ``port``)."""
-    database: str = opt(nonempty=True)
-    """This shard's database."""
-    tables: tuple[str, ...] | None = opt(None, min_items=1)
-    """Tables of this database to read (every one must have the source's columns); not with ``query``."""
-    user: str | None = opt(None, nonempty=True)
-    """Credentials of this connection; default the source's ``user`` / ``password`` / ``password_env``."""
-    password: str | None = None
-    """This shard's password, inline (never logged or printed)."""
-    password_env: str | None = opt(None, nonempty=True)
-    """Name of an environment variable holding this shard's password."""
 
     def check(self, path: str, problems: Problems) -> None:
         check_connection(NAMING, self.database, None, self.tables, self.password, self.password_env, path, problems)
@@ -63,24 +50,16 @@ class ShardConnection:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ServerOptions:
+class ServerOptions(ServerKeys):
     """The connection keys a mysql source and a mysql destination share."""
 
-    host: str = opt("127.0.0.1", nonempty=True)
-    """The server's host name or address."""
-    port: int = opt(3306, min=1, max=65535)
-    """The server's TCP port."""
+    port: int = opt(NAMING.default_port, min=1, max=65535)
     failover_hosts: tuple[str, ...] = ()
     """Servers tried in order when host:port does not answer (``host:port``; without a port, ``port``):
     the first that answers is used and named in the log; when none does, the error gives each one's reason."""
-    user: str = opt(nonempty=True)
-    """The user to connect as."""
-    password: str | None = None
-    """The password, inline (never logged or printed; prefer ``password_env``)."""
-    password_env: str | None = opt(None, nonempty=True)
-    """Name of an environment variable holding the password (keeps secrets out of the task row)."""
-    connect_timeout_s: float = opt(10.0, min=0.1)
-    """Seconds to wait for a connection before the attempt fails."""
+
+    def check_servers(self, path: str, problems: Problems) -> None:
+        check_failover(self.failover_hosts, NAMING.default_port, path, problems)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,9 +93,6 @@ class MysqlReaderOptions(ServerOptions, SourceParams):
     """Attempts to connect (a refused or dropped connection is retried with backoff; bad credentials are not)."""
 
     NAMING: ClassVar[Naming] = NAMING
-
-    def check_servers(self, path: str, problems: Problems) -> None:
-        check_failover(self.failover_hosts, NAMING.default_port, path, problems)
 
     def dates(self) -> str:
         return self.zero_dates
@@ -174,25 +150,11 @@ class MysqlWriterOptions(ServerOptions, SinkParams):
     FOLDS_CASE: ClassVar[bool] = True
     VERIFY_WHY: ClassVar[str] = "replace and upsert may rightly change fewer rows than they write"
 
-    def check(self, path: str, problems: Problems) -> None:
-        check_credentials(self.password, self.password_env, path, problems)
-        check_failover(self.failover_hosts, NAMING.default_port, path, problems)
-        check_names(self.columns, join_path(path, "columns"), problems, check_identifier)
-        check_identifier(self.database, join_path(path, "database"), problems)
-        check_identifier(self.table, join_path(path, "table"), problems)
-        self.check_staging(path, problems)
+    def check_keys(self, path: str, problems: Problems) -> None:
         if self.method == "load_data" and self.write_mode == "upsert":
             problems.add(join_path(path, "method"), "load_data cannot upsert; use method 'insert' or 'auto'")
-        self.check_rollback(path, problems)
 
     @property
     def endpoint(self) -> Endpoint:
         return Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database,
                         servers(self.failover_hosts, self.port))
-
-
-def single_writer_key(options: MysqlWriterOptions) -> str | None:
-    """Two destinations truncating or swapping the same table would undo each other's load."""
-    if options.load == "append":
-        return None
-    return f"mysql table {options.host}:{options.port}/{options.database}.{options.table}".lower()

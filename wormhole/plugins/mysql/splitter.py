@@ -29,10 +29,6 @@ class _Cutter(TableCut):
 
     __slots__ = ()
 
-    @property
-    def where(self) -> str | None:
-        return f"({self.selection.where})" if self.selection.where else None
-
     def make(self, suffix: str, condition: str | None, args: tuple[Any, ...], order: str | None) -> Split:
         conditions = [c for c in (self.where, condition) if c]
         # Spark's JDBC read takes one literal predicate per partition; the values are escaped

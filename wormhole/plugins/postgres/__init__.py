@@ -6,7 +6,7 @@ from __future__ import annotations
 from wormhole.plugins.base import Plugin
 from wormhole.plugins.facets import EncodedReadFacet, EncodedWriteFacet
 from wormhole.plugins.postgres.dialect import POSTGRES
-from wormhole.plugins.postgres.options import PostgresReaderOptions, PostgresWriterOptions, single_writer_key
+from wormhole.plugins.postgres.options import PostgresReaderOptions, PostgresWriterOptions
 from wormhole.plugins.postgres.passthrough import FORMAT as COPY_BINARY
 from wormhole.plugins.postgres.periphery import PostgresReaderPeriphery, PostgresWriterPeriphery, plan_load
 from wormhole.plugins.postgres.reader import PostgresReader
@@ -21,7 +21,7 @@ SOURCE = source_role(POSTGRES, options=PostgresReaderOptions, splitter=PostgresS
                      periphery=PostgresReaderPeriphery, spark_read="wormhole.plugins.postgres.spark:read",
                      encoded=EncodedReadFacet(format=COPY_BINARY, reader=PostgresReader))
 SINK = sink_role(options=PostgresWriterOptions, periphery=PostgresWriterPeriphery, writer=PostgresWriter,
-                 single_writer_key=single_writer_key, method_keys=("load", "write_mode"), plan_load=plan_load,
+                 method_keys=("load", "write_mode"), plan_load=plan_load,
                  encoded=EncodedWriteFacet(format=COPY_BINARY, takes=PostgresWriterPeriphery.takes_encoding))
 PLUGIN = Plugin(name="postgres", source=SOURCE, sink=SINK,
                 description="PostgreSQL/Greenplum tables: key or block range split reads; COPY loads with staging swap")

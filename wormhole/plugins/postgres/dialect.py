@@ -108,9 +108,6 @@ class PostgresDialect(SessionDialect):
         with conn.cursor() as cur:
             cur.execute(statement.encode())  # bytes: psycopg does not look for placeholders
 
-    def abandon(self, conn: Any) -> None:
-        self.close_quietly(conn)
-
     def session_id(self, conn: Any) -> int:
         return connection.backend_pid(conn)
 

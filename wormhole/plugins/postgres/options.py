@@ -9,9 +9,15 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from wormhole.options import Problems, join_path, opt
-from wormhole.plugins.sql import check_names
 from wormhole.plugins.sql.sink_options import SinkParams
-from wormhole.plugins.sql.source_options import Endpoint, Naming, SourceParams, check_connection, check_credentials
+from wormhole.plugins.sql.source_options import (
+    ConnectionKeys,
+    Endpoint,
+    Naming,
+    ServerKeys,
+    SourceParams,
+    check_connection,
+)
 
 MAX_IDENTIFIER_BYTES = 63
 """PostgreSQL's limit on a name (NAMEDATALEN - 1, in bytes): a longer one is cut silently by the server,
@@ -35,19 +41,12 @@ NAMING = Naming("postgres", DEFAULT_PORT, check_identifier)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ServerOptions:
+class ServerOptions(ServerKeys):
     """The connection keys a postgres source and a postgres destination share."""
 
     host: str = opt("127.0.0.1", nonempty=True)
     """The server's host name or address (Greenplum: the coordinator's)."""
     port: int = opt(DEFAULT_PORT, min=1, max=65535)
-    """The server's TCP port."""
-    user: str = opt(nonempty=True)
-    """The user to connect as."""
-    password: str | None = None
-    """The password, inline (never logged or printed; prefer ``password_env``)."""
-    password_env: str | None = opt(None, nonempty=True)
-    """Name of an environment variable holding the password (keeps secrets out of the task row)."""
     connect_timeout_s: float = opt(10.0, min=1.0)
     """Seconds to wait for a connection before the attempt fails (libpq counts whole seconds)."""
     connect_retries: int = opt(3, min=1, max=20)
@@ -58,25 +57,12 @@ class ServerOptions:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShardConnection:
+class ShardConnection(ConnectionKeys):
     """One entry of a sharded source's ``connections``."""
 
-    host: str = opt(nonempty=True)
-    """This shard's host."""
     port: int = opt(DEFAULT_PORT, min=1, max=65535)
-    """This shard's port."""
-    database: str = opt(nonempty=True)
-    """This shard's database."""
     schema: str | None = opt(None, nonempty=True)
     """The schema of this shard's tables; default the source's ``schema``."""
-    tables: tuple[str, ...] | None = opt(None, min_items=1)
-    """Tables of this schema to read (every one must have the source's columns); not with ``query``."""
-    user: str | None = opt(None, nonempty=True)
-    """Credentials of this connection; default the source's ``user`` / ``password`` / ``password_env``."""
-    password: str | None = None
-    """This shard's password, inline (never logged or printed)."""
-    password_env: str | None = opt(None, nonempty=True)
-    """Name of an environment variable holding this shard's password."""
 
     def check(self, path: str, problems: Problems) -> None:
         check_connection(NAMING, self.database, self.schema, self.tables, self.password, self.password_env, path,
@@ -184,24 +170,13 @@ class PostgresWriterOptions(ServerOptions, SinkParams):
     """First wait before a retry; it doubles each time (at most 30 s). A stopping task ends the wait at once."""
 
     NAMING: ClassVar[Naming] = NAMING
+    TARGET_KEYS: ClassVar[tuple[str, ...]] = ("database", "schema", "table")
+    NAME_LISTS: ClassVar[tuple[str, ...]] = ("columns", "upsert_key", "distributed_by")
 
-    def check(self, path: str, problems: Problems) -> None:
-        check_credentials(self.password, self.password_env, path, problems)
-        for key in ("columns", "upsert_key", "distributed_by"):
-            check_names(getattr(self, key), join_path(path, key), problems, check_identifier)
-        for key in ("database", "schema", "table"):
-            check_identifier(getattr(self, key), join_path(path, key), problems)
-        self.check_staging(path, problems)
+    def check_keys(self, path: str, problems: Problems) -> None:
         if self.upsert_key is not None and self.write_mode != "upsert":
             problems.add(join_path(path, "upsert_key"), "only with write_mode 'upsert'")
-        self.check_rollback(path, problems)
         if self.distributed_by is not None and not self.create_table:
             problems.add(join_path(path, "distributed_by"), "only with create_table (it is part of the CREATE "
                                                             "TABLE wormhole runs)")
 
-
-def single_writer_key(options: PostgresWriterOptions) -> str | None:
-    """Two destinations truncating or swapping the same table would undo each other's load."""
-    if options.load == "append":
-        return None
-    return f"postgres table {options.host.lower()}:{options.port}/{options.database}.{options.schema}.{options.table}"

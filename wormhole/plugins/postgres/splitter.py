@@ -54,8 +54,7 @@ class _Cutter(TableCut):
     __slots__ = ()
 
     def make(self, suffix: str, condition: str | None, args: tuple[Any, ...]) -> Split:
-        conditions = [c for c in (f"({escape(self.selection.where)})" if self.selection.where else None,
-                                  condition) if c]
+        conditions = [c for c in (escape(self.where) if self.where else None, condition) if c]
         sql = escape(table_select(self.chosen, self.relation)) + (f" WHERE {' AND '.join(conditions)}"
                                                                   if conditions else "")
         return self.split(suffix, sql, args, self._literal(" AND ".join(conditions), args) if conditions else None)
@@ -100,7 +99,7 @@ class _Cutter(TableCut):
     def _points(self, pk: ColumnInfo, count: int) -> list[Any] | None:
         key = quote(pk.name)
         finite = f"isfinite({key})" if pk.kind != "int" else f"{key} IS NOT NULL"
-        where = " AND ".join(c for c in (f"({self.selection.where})" if self.selection.where else "", finite) if c)
+        where = " AND ".join(c for c in (self.where, finite) if c)
         row = self.min_max(f"SELECT MIN({key}), MAX({key}) FROM {self.relation} WHERE {where}")
         if row is None or row[0] is None:
             return None

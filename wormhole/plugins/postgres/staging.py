@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg.sql import Literal
 
 from wormhole.plugins.postgres.kept import read_kept
 from wormhole.plugins.sql import quote
@@ -26,14 +27,14 @@ class PostgresStaging(Staging):
         self._reclaim(conn)
         sql = self.sql
         conn.execute(f"CREATE TABLE {sql.ref(self.name)} (LIKE {sql.ref(self.target)} INCLUDING ALL)")
-        conn.execute(f"COMMENT ON TABLE {sql.ref(self.name)} IS {_literal(staging_marker(self.ctx))}")
+        conn.execute(f"COMMENT ON TABLE {sql.ref(self.name)} IS {Literal(staging_marker(self.ctx)).as_string(conn)}")
         self.created = True
 
     def swap(self, conn: psycopg.Connection[Any]) -> None:
         """Inside the commit's transaction: the staging table becomes the target."""
         sql = self.sql
         comment = sql.table_comment(conn, self.target)
-        conn.execute(f"COMMENT ON TABLE {sql.ref(self.name)} IS {_literal(comment) if comment else 'NULL'}")
+        conn.execute(f"COMMENT ON TABLE {sql.ref(self.name)} IS {Literal(comment or None).as_string(conn)}")
         # A serial column's sequence belongs to the target: dropping the target would drop it (or refuse,
         # as the staging table's default uses it), so it moves to the staging table's column first.
         owned = conn.execute("SELECT s.oid::regclass::text, a.attname FROM pg_depend d JOIN pg_class s ON s.oid = "
@@ -68,8 +69,3 @@ class PostgresStaging(Staging):
 
     def drop(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {self.sql.ref(self.name)}")
-
-
-def _literal(text: str) -> str:
-    """A string literal (standard_conforming_strings: only ``'`` is doubled)."""
-    return "'" + text.replace("'", "''") + "'"

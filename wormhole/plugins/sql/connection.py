@@ -180,6 +180,10 @@ class SessionDialect:
     def let_go(self, conn: Any) -> None:
         """What is left to release of a connection whose close failed (nothing, unless the driver holds some)."""
 
+    def abandon(self, conn: Any) -> None:
+        """Drop ``conn`` (a COMMIT's answer was lost): closed quietly, unless the store's driver needs more."""
+        self.close_quietly(conn)
+
     def end_refused(self, exc: BaseException) -> bool:
         """Ending the session failed for a reason that leaves it to end on its own (or already gone)."""
         return True

@@ -23,6 +23,7 @@ from wormhole.plugins.sql import bounds
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
+from wormhole.plugins.sql.sink_options import SinkParams
 
 R = TypeVar("R", bound=SqlReaderPeriphery)
 W = TypeVar("W", bound=SqlWriterPeriphery)
@@ -40,13 +41,13 @@ def source_role(dialect: Dialect, *, options: type, splitter: Callable[[Any, Rea
                       busy_threads=periphery.busy_threads, encoded=encoded)
 
 
-def sink_role(*, options: type, periphery: type[W], writer: Callable[[Any, WriteContext, W, int], Any],
-              single_writer_key: Callable[[Any], str | None], method_keys: tuple[str, ...],
-              plan_load: Callable[[Any, Schema, bool], str], uses_wire_text: bool = False,
+def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable[[Any, WriteContext, W, int], Any],
+              method_keys: tuple[str, ...], plan_load: Callable[[Any, Schema, bool], str], uses_wire_text: bool = False,
               encoded: EncodedWriteFacet[W] | None = None) -> SinkRole[W]:
     """A SQL store's destination: each split committed with its marker row in one transaction (``durable``),
     staging tables and marker rows of crashed runs found and removed (``leftovers``), the rows written
-    counted for ``verify`` (``add_written``)."""
+    counted for ``verify`` (``add_written``); one destination at a time truncates or swaps a table
+    (``single_writer_key``, :meth:`~wormhole.plugins.sql.sink_options.SinkParams.single_writer_key`)."""
     return SinkRole(
         options=options,
         periphery=periphery,
@@ -54,7 +55,7 @@ def sink_role(*, options: type, periphery: type[W], writer: Callable[[Any, Write
         # Three connections keep the server busy while each writer encodes its next piece; one
         # leaves the server idle half the time (make bench).
         default_concurrency=3,
-        single_writer_key=single_writer_key,
+        single_writer_key=options.single_writer_key,
         method_keys=method_keys,
         uses_wire_text=uses_wire_text,
         plan_load=plan_load,

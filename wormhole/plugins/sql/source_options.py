@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
-from wormhole.options import Problems, join_path
+from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.sql import check_names, check_where, parse_server
 
 Estimate = Literal["stats", "count", "none"]
@@ -148,16 +148,45 @@ SqlSource = TableSource | QuerySource | ShardedSource
 """A SQL store's source as the splitter and reader see it; ``kind`` tells which."""
 
 
-class ConnectionKeys(Protocol):
-    """What :class:`SourceParams` reads of an entry of ``connections``."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerKeys:
+    """The connection keys every SQL store's source and destination declare (the store's ``ServerOptions``
+    gives ``port`` its default, adds its own keys, and redeclares a key whose doc or limits are its own:
+    a redeclared field keeps its place, so the parameter reference reads in this order)."""
 
-    host: str
-    port: int
-    database: str
-    tables: tuple[str, ...] | None
-    user: str | None
-    password: str | None
-    password_env: str | None
+    host: str = opt("127.0.0.1", nonempty=True)
+    """The server's host name or address."""
+    port: int = opt(min=1, max=65535)
+    """The server's TCP port."""
+    user: str = opt(nonempty=True)
+    """The user to connect as."""
+    password: str | None = None
+    """The password, inline (never logged or printed; prefer ``password_env``)."""
+    password_env: str | None = opt(None, nonempty=True)
+    """Name of an environment variable holding the password (keeps secrets out of the task row)."""
+    connect_timeout_s: float = opt(10.0, min=0.1)
+    """Seconds to wait for a connection before the attempt fails."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionKeys:
+    """The keys of one entry of a sharded source's ``connections`` every SQL store declares (its
+    ``ShardConnection`` gives ``port`` its default and adds its own keys), what :class:`SourceParams` reads."""
+
+    host: str = opt(nonempty=True)
+    """This shard's host."""
+    port: int = opt(min=1, max=65535)
+    """This shard's port."""
+    database: str = opt(nonempty=True)
+    """This shard's database."""
+    tables: tuple[str, ...] | None = opt(None, min_items=1)
+    """Tables to read on this connection (every one must have the source's columns); not with ``query``."""
+    user: str | None = opt(None, nonempty=True)
+    """Credentials of this connection; default the source's ``user`` / ``password`` / ``password_env``."""
+    password: str | None = None
+    """This shard's password, inline (never logged or printed)."""
+    password_env: str | None = opt(None, nonempty=True)
+    """Name of an environment variable holding this shard's password."""
 
 
 class SourceParams:

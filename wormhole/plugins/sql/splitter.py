@@ -44,6 +44,11 @@ class TableCut:
         return f"{self.dialect.table_label(self.shard, self.table)} in {self.shard.endpoint.mark}"
 
     @property
+    def where(self) -> str | None:
+        """The task's ``where``, parenthesised to be ANDed with a split's own condition."""
+        return f"({self.selection.where})" if self.selection.where else None
+
+    @property
     def split_name(self) -> str:
         """The table in its splits' ids (``<host:port/database>/<split_name><suffix>``)."""
         return self.table
