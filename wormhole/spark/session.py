@@ -6,7 +6,8 @@ progress bar and UI off, Spark's own log4j output at ERROR (our JSON log lines s
 the executors' Python the driver's interpreter on a local master (else ``[spark] python`` or the shipped
 archive's: :func:`executor_python`), the JVM's own output in ``var/spark/jvm.log`` (not on the screen),
 MariaDB Connector/J and pgjdbc on the classpath,
-and Hive support over an embedded Derby metastore under ``var/``. The wormhole package is zipped
+and Hive support over an embedded Derby metastore under ``var/``; the driver JVM compiles later than by
+default (:data:`JIT_OPTIONS`). The wormhole package is zipped
 and shipped with ``addPyFile`` so executors on a cluster import the same code as the driver.
 """
 
