@@ -98,3 +98,13 @@ def test_the_terminal_says_which_master_the_session_starts_on() -> None:
     shown = TerminalLog()({"event": "spark.session_starting", "level": "info", "master": "spark://m1:7077",
                            "jvm_log": "/srv/var/spark/jvm.log"}, lambda e: str(e))
     assert shown == "starting Spark session on spark://m1:7077 (JVM output: /srv/var/spark/jvm.log)"
+
+
+def test_the_driver_jvm_compiles_later_unless_the_user_sets_its_options(tmp_path: Path) -> None:
+    from wormhole.spark.session import JIT_OPTIONS, builder_settings
+
+    dirs = {"warehouse_dir": str(tmp_path / "w"), "metastore_dir": str(tmp_path / "m")}
+    ours = builder_settings(SparkConf(master="local[2]", **dirs))["spark.driver.extraJavaOptions"]
+    assert JIT_OPTIONS in ours.split(" ") and "-Duser.timezone=UTC" in ours
+    theirs = SparkConf(master="local[2]", conf={"spark.driver.extraJavaOptions": "-Xss4m"}, **dirs)
+    assert builder_settings(theirs)["spark.driver.extraJavaOptions"] == "-Xss4m"

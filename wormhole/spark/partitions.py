@@ -4,7 +4,9 @@ A partition is one split when the source's partitions are its splits. Each desti
 is a :class:`Lane`: its store's writer, the split it writes (a destination that makes splits durable:
 ``write_split`` then ``end_split``, in the task), its counts and its rejected rows. The task reads the
 partition's record batches once and hands each to every lane (as Arrow columns where Spark carries them
-in their own form: :func:`wormhole.spark.types.writer_batch`, made once per batch for all of them).
+in their own form: :func:`wormhole.spark.types.writer_batch`, made once per batch for all of them); with
+several lanes each writes from its own thread, so one destination's load overlaps another's (a MySQL
+load waiting on its server while the Parquet lane encodes), and the task seals them once all have written.
 
 What the driver learns comes back in accumulators, which Spark applies once per successful task: each
 lane's counts (``report``), rejected rows (``dirty``), the splits made durable (``sealed``), the rows the
@@ -17,6 +19,7 @@ destination only, as its own job's failure would.
 
 from __future__ import annotations
 
+import queue
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -83,6 +86,7 @@ class Lane:
         self.over = False
         self.error: BaseException | None = None
         self.opened = False
+        self.sealed = False
 
     @property
     def alive(self) -> bool:
@@ -116,15 +120,20 @@ class Lane:
             self.over = True
             self.abort()  # not durable: the destination fails, and is rolled back, on the driver
 
-    def finish(self, acc: Accumulators) -> None:
-        """Flush or make the split durable; what the driver learns of the lane."""
-        if self.alive:
-            if self.split_id is None:
-                self.attempt(self.writer.flush)
-            else:
-                self.attempt(lambda: self.writer.end_split(self.split_id, self.part.written))
-                if self.alive:
-                    acc.sealed.add([(self.member.id, self.split_id, self.part.written)])
+    def seal(self) -> None:
+        """Flush, or make the split durable (on the task's thread, once every lane has written)."""
+        if not self.alive:
+            return
+        if self.split_id is None:
+            self.attempt(self.writer.flush)
+        else:
+            self.attempt(lambda: self.writer.end_split(self.split_id, self.part.written))
+            self.sealed = self.alive
+
+    def report(self, acc: Accumulators) -> None:
+        """What the driver learns of the lane (on the task's own thread: accumulators are not shared)."""
+        if self.sealed:
+            acc.sealed.add([(self.member.id, self.split_id, self.part.written)])
         if self.error is not None:
             acc.failed.add([(self.member.id, described(self.error))])
             return
@@ -151,22 +160,96 @@ class Lane:
                 self.error = exc
 
 
-def _feed(lanes: list[Lane], batches: Iterator[pa.RecordBatch], batch_rows: int) -> int:
-    """Hand the partition's record batches to every live lane, ``batch_rows`` rows at a time; the rows handed over."""
-    seen = 0
+def _pieces(lanes: Sequence[Lane], batches: Iterator[pa.RecordBatch], batch_rows: int,
+            stop: Callable[[], bool]) -> Iterator[tuple[int, dict[Schema, Batch]]]:
+    """The partition's record batches, ``batch_rows`` rows at a time, as one writer batch per schema the
+    live lanes want (shared by them), with the rows each record batch adds to those handed over; until no
+    lane is alive or ``stop`` says so."""
     for record_batch in batches:
-        if not any(lane.alive for lane in lanes):
+        if stop() or not any(lane.alive for lane in lanes):
             break
-        seen += record_batch.num_rows
+        added = record_batch.num_rows
         for start in range(0, record_batch.num_rows, batch_rows):
             piece = record_batch.slice(start, batch_rows)
-            made: dict[Schema, Batch] = {}  # one writer batch per schema, shared by the lanes
+            made: dict[Schema, Batch] = {}
             for lane in lanes:
-                if lane.alive:
-                    schema = lane.member.ctx.schema
-                    if schema not in made:
-                        made[schema] = writer_batch(schema, piece)
-                    lane.write(made[schema])
+                schema = lane.member.ctx.schema
+                if lane.alive and schema not in made:
+                    made[schema] = writer_batch(schema, piece)
+            yield added, made
+            added = 0
+
+
+def _feed(lanes: list[Lane], batches: Iterator[pa.RecordBatch], batch_rows: int) -> int:
+    """Hand the partition's record batches to every live lane in turn; the rows handed over."""
+    seen = 0
+    for added, made in _pieces(lanes, batches, batch_rows, lambda: False):
+        seen += added
+        for lane in lanes:
+            if lane.alive:
+                lane.write(made[lane.member.ctx.schema])
+    return seen
+
+
+QUEUED_BATCHES = 4
+"""Batches a destination's thread may be behind the partition's read: what a slower one holds in memory."""
+
+_END = object()
+"""No more batches: the lane's thread ends."""
+
+
+class _LaneThread:
+    """A lane written from its own thread, fed the partition's batches through a bounded queue, so the
+    destinations of a task write at the same time (one waits on its server while another encodes). The
+    lane's writer is used by this thread only until it is joined; sealing and accounting stay on the task's
+    thread, after every lane's writes, as without threads (a lane's error then fails the task before any
+    lane makes its split durable)."""
+
+    def __init__(self, lane: Lane) -> None:
+        self.lane = lane
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUED_BATCHES)
+        self.error: BaseException | None = None
+        """What the lane raised (not ``isolate``): it fails the task."""
+        self.thread = threading.Thread(target=self._run, name=f"wormhole-lane-{lane.member.id}", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.lane.open()
+        except BaseException as exc:  # the task's thread raises it
+            self.error = exc
+        while (batch := self.queue.get()) is not _END:
+            if self.error is not None or not self.lane.alive:
+                continue  # taken and dropped: the feeder never waits on a lane that stopped
+            try:
+                self.lane.write(batch)
+            except BaseException as exc:  # the task's thread raises it
+                self.error = exc
+
+    def wants(self) -> bool:
+        return self.error is None and self.lane.alive
+
+
+def _feed_concurrently(lanes: list[Lane], batches: Iterator[pa.RecordBatch], batch_rows: int) -> int:
+    """:func:`_feed` with a thread per lane (opened there too); the rows handed over. The first error a lane
+    raises is raised here once every lane's thread has ended (the task then aborts the others)."""
+    threads = [_LaneThread(lane) for lane in lanes]
+    for t in threads:
+        t.thread.start()
+    seen = 0
+    try:
+        for added, made in _pieces(lanes, batches, batch_rows, lambda: any(t.error is not None for t in threads)):
+            seen += added
+            for t in threads:
+                if t.wants():
+                    t.queue.put(made[t.lane.member.ctx.schema])
+    finally:
+        for t in threads:
+            t.queue.put(_END)  # each thread drains its queue, so this never waits for long
+        for t in threads:
+            t.thread.join()
+    error = next((t.error for t in threads if t.error is not None), None)
+    if error is not None:
+        raise error
     return seen
 
 
@@ -207,11 +290,16 @@ def partition_writer(members: Sequence[Member], split_ids: Sequence[str] | None,
         if not lanes:
             return
         try:
+            if len(lanes) > 1:  # opened and written each in its own thread
+                seen = _feed_concurrently(lanes, batches, batch_rows)
+            else:
+                for lane in lanes:
+                    lane.open()
+                seen = _feed(lanes, batches, batch_rows)
             for lane in lanes:
-                lane.open()
-            seen = _feed(lanes, batches, batch_rows)
+                lane.seal()
             for lane in lanes:
-                lane.finish(acc)
+                lane.report(acc)
         except BaseException:
             for lane in lanes:
                 if lane.alive:
