@@ -13,6 +13,7 @@ import pytest
 from tests.mysql_helpers import Databases, Server, count, create_table, execute, fill_from_sequence, fingerprint
 from tests.spark_helpers import run_task
 from wormhole.config import EngineConf
+from wormhole.plugins.mysql.dialect import MYSQL
 
 pytestmark = [pytest.mark.spark, pytest.mark.mysql]
 
@@ -62,3 +63,35 @@ def test_one_job_writes_every_destination_and_a_failing_one_fails_alone(
     assert count(admin, db, "bad") < ROWS
     assert execute(admin, f"SELECT COUNT(*) FROM `{db}`.bad WHERE id = 777") == [(0,)]
     admin.close()
+
+
+@pytest.mark.timeout(600)
+def test_a_task_run_again_skips_the_split_an_earlier_attempt_made_durable(
+        spark_conf: EngineConf, spark_session: Any, dbs: Databases, server: Server) -> None:
+    """A task seals its lanes one after another: when a later lane's split cannot be made durable, the task
+    fails after an earlier lane's split was; Spark runs it again, and that run must read the markers again
+    (not prepare's reading) and leave the durable split alone, neither writing it twice nor failing on it."""
+    db = dbs.create("onejob_again")
+    admin = server.connect()
+    for table in ("src", "good", "bad"):
+        create_table(admin, db, table, DDL)
+    fill_from_sequence(admin, db, "src", ROWS, FILL)
+    execute(admin, MYSQL.markers_ddl.format(table=f"`{db}`.wormhole_splits"))
+    execute(admin, f"CREATE TRIGGER `{db}`.no_marker BEFORE INSERT ON `{db}`.wormhole_splits FOR EACH ROW "
+                   "IF NEW.destination = 'bad' AND NEW.split_id <> '' THEN "
+                   "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'no marker for bad'; END IF")
+    result, _ = run_task(spark_conf, {
+        "source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
+        "destinations": [
+            {"id": "good", "plugin": "mysql", "params": server.params(db, table="good")},
+            {"id": "bad", "plugin": "mysql", "params": server.params(db, table="bad")},
+        ],
+        "settings": {"engine": "spark", "speed": {"channel": 2}},
+    })
+    dests = result.result["destinations"]
+    assert result.exit_code == 202, result.result
+    assert dests["bad"]["status"] == "failed" and "no marker for bad" in dests["bad"]["error"], dests["bad"]
+    assert dests["good"]["status"] == "success" and dests["good"]["rows_written"] == ROWS, dests["good"]
+    assert count(admin, db, "good") == ROWS
+    assert fingerprint(admin, db, "good", NAMES) == fingerprint(admin, db, "src", NAMES)
+    assert count(admin, db, "bad") == 0  # rolled back

@@ -61,6 +61,10 @@ class DurableFacet(Generic[P, W]):
     durably (its ``durable_splits``): the truth on resume."""
     release: Callable[[P], None]
     """``release(periphery)`` once the task's outcome is recorded: drop the destination's record of the run."""
+    held_now: Callable[[P], Mapping[str, int]] | None = None
+    """``held_now(periphery)``: what ``held`` says, read again from the store now. A Spark task run again asks
+    it (an earlier attempt may have made its split durable after ``prepare``); None where a retried partition
+    replaces what the earlier attempt wrote (a file part), so ``held`` serves."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

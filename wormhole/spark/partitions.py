@@ -22,7 +22,7 @@ from __future__ import annotations
 import queue
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,8 @@ class Member:
     """Its record limit: over it the lane stops writing (the driver fails the destination)."""
     wanted: frozenset[str] | None
     """The splits it lacks (a destination that makes splits durable), else None."""
+    held_now: Callable[[Any], Mapping[str, int]] | None = None
+    """Its durable facet's ``held_now``: a task run again reads the splits held from the store."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,8 +256,9 @@ def _feed_concurrently(lanes: list[Lane], batches: Iterator[pa.RecordBatch], bat
 
 
 def _lanes(members: Sequence[Member], split_id: str | None, worker: int, acc: Accumulators,
-           isolate: bool) -> list[Lane]:
-    """A lane per member that writes this partition: not a durable member that has the split already."""
+           isolate: bool, again: bool) -> list[Lane]:
+    """A lane per member that writes this partition: not a durable member that has the split already
+    (``again``: this task ran before, and an earlier attempt may have made the split durable since prepare)."""
     lanes: list[Lane] = []
     for m in members:
         if m.wanted is None:
@@ -263,7 +266,7 @@ def _lanes(members: Sequence[Member], split_id: str | None, worker: int, acc: Ac
             continue
         if split_id is None or split_id not in m.wanted:
             continue
-        held = m.periphery.durable_splits()
+        held = m.held_now(m.periphery) if again and m.held_now is not None else m.periphery.durable_splits()
         if split_id in held:  # an earlier attempt of this task made it durable
             acc.sealed.add([(m.id, split_id, held[split_id])])
             continue
@@ -286,7 +289,8 @@ def partition_writer(members: Sequence[Member], split_ids: Sequence[str] | None,
         task = TaskContext.get()
         worker = task.partitionId() if task is not None else 0
         last = task is None or task.attemptNumber() + 1 >= attempts
-        lanes = _lanes(members, ids[worker] if ids is not None else None, worker, acc, isolate and last)
+        again = task is not None and task.attemptNumber() > 0
+        lanes = _lanes(members, ids[worker] if ids is not None else None, worker, acc, isolate and last, again)
         if not lanes:
             return
         try:

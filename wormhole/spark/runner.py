@@ -392,7 +392,8 @@ class SparkExecution:
                         isolate: bool) -> Accumulators:
         """One job writing every partition to each of ``dests`` (:mod:`wormhole.spark.partitions`)."""
         members = [Member(d.id, d.plugin, d.options, d.ctx, d.periphery, d.limit.record,
-                          frozenset(coordinator.missing(d.id)) if d.durable and coordinator is not None else None)
+                          frozenset(coordinator.missing(d.id)) if d.durable and coordinator is not None else None,
+                          d.durable_facet.held_now if d.durable_facet is not None else None)
                    for d in dests]
         ids = list(self.split_ids) if any(m.wanted is not None for m in members) else None
         seen = self._streamed[2] if self._streamed is not None else self.sc.accumulator(0)

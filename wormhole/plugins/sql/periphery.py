@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError
+from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError, WriteError
 from wormhole.plugins.base import ShippedWithoutLock, WriteContext
 from wormhole.plugins.sql.leftovers import Leftover, find_leftovers, remove_leftovers
 from wormhole.plugins.sql.markers import COMMITTED, SplitMarkers
@@ -95,6 +95,13 @@ class SqlWriterPeriphery(ShippedWithoutLock):
     def durable_splits(self: P) -> dict[str, int]:
         """The splits this destination already holds for ``ctx.state_run`` (their markers), read at prepare."""
         return dict(self.durable)
+
+    def durable_now(self: P) -> dict[str, int]:
+        """The splits this destination holds for ``ctx.state_run`` now, read again from its markers: a Spark task
+        run again asks, since an earlier attempt of it may have made its split durable after prepare read them."""
+        found: dict[str, int] = {}
+        self._session(WriteError, "reading the split markers of", lambda conn: found.update(self.markers.durable(conn)))
+        return found
 
     @property
     def durable_rows(self) -> int:

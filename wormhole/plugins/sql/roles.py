@@ -59,7 +59,8 @@ def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable
         method_keys=method_keys,
         uses_wire_text=uses_wire_text,
         plan_load=plan_load,
-        durable=DurableFacet(writer=writer, held=periphery.durable_splits, release=periphery.release),
+        durable=DurableFacet(writer=writer, held=periphery.durable_splits, release=periphery.release,
+                             held_now=periphery.durable_now),
         leftovers=LeftoverFacet(find=periphery.leftovers, clean=periphery.clean_leftovers),
         add_written=periphery.add_written,  # verify compares the table's count with the rows written
         encoded=encoded,
