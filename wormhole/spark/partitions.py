@@ -266,9 +266,14 @@ def _lanes(members: Sequence[Member], split_id: str | None, worker: int, acc: Ac
             continue
         if split_id is None or split_id not in m.wanted:
             continue
-        held = m.held_now(m.periphery) if again and m.held_now is not None else m.periphery.durable_splits()
+        before = m.periphery.durable_splits()  # held when the destination was prepared
+        held = m.held_now(m.periphery) if again and m.held_now is not None else before
         if split_id in held:  # an earlier attempt of this task made it durable
             acc.sealed.add([(m.id, split_id, held[split_id])])
+            if split_id not in before:
+                # Written in this run by an attempt whose accumulators Spark dropped with it: its rows count
+                # here (rows it rejected are not known: the destination's counts then fail it, never silently).
+                acc.report.add([(m.id, held[split_id], held[split_id], 0)])
             continue
         lanes.append(Lane(m, split_id, worker, isolate))
     return lanes
