@@ -98,7 +98,7 @@ class Engine:
     def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger,
                  listeners: Sequence[ProgressListener] = (), checkpoints: CheckpointStore | None = None,
                  resume_from: int | None = None, lease: Lease | None = None, taskdb_id: str = "",
-                 finished_runs: frozenset[int] = frozenset()) -> None:
+                 finished_runs: frozenset[int] = frozenset(), scope: str | None = None) -> None:
         """``listeners`` see the run's progress snapshots (a live display, a metrics endpoint).
 
         ``checkpoints``: where the run records its plan and each split's durability (a task-database
@@ -109,7 +109,11 @@ class Engine:
         rolled back only while it is live (None: nobody else can hold the task). ``taskdb_id``: the task
         database's id (destinations name their kept state by it). ``finished_runs``: runs that ended
         partial (their outcome recorded): what they committed is skipped, durable or not (a retry).
+        ``scope``: this run is one table of a database task (:mod:`wormhole.database.run`): its split ids are
+        ``scope#id``, so the table runs of one task run keep their checkpoint rows apart, and it resumes only
+        the splits of its own scope.
         """
+        self._scope = scope
         self._finished_runs = finished_runs
         self._taskdb_id = taskdb_id
         self._lease = lease
@@ -166,6 +170,9 @@ class Engine:
             self._checkpoints, task_id=self._task_id, run_id=self._run_id, resume_from=self._resume_from,
             finished_runs=self._finished_runs, log=self._log, stop=self._stop, lease=self._lease,
             taskdb_id=self._taskdb_id)
+        if self._scope is not None and recovery.splits is not None:
+            own = tuple(s for s in recovery.splits if s.id.startswith(f"{self._scope}#"))
+            recovery = self._recovery = dataclasses.replace(recovery, splits=own or None)
         run = self._run = assemble(self._conf, self._spec, RunIds(self._task_id, self._run_id), self._log,
                                    self._listeners, spark=RunSpark(self._conf.spark))
         self._log.info("task.started", source=self._spec.source.plugin,
@@ -202,6 +209,9 @@ class Engine:
                 window = self._window(run)
                 facts = prepare_source(self._spec, run.ctx, self._conf, self._log, window=window,
                                        resumed=self._recovery.splits)
+                if self._scope is not None and self._recovery.splits is None:
+                    facts = dataclasses.replace(facts, splits=tuple(
+                        dataclasses.replace(s, id=f"{self._scope}#{s.id}") for s in facts.splits))
                 run.counters.estimated_rows = facts.estimated_rows
                 plan = make_plan(self._spec, facts, self._conf)
                 self._log.info("plan.made", **plan.to_dict())

@@ -110,13 +110,15 @@ class RunReport:
     """Tasks with transforms: the chains, each operator's metrics, and the plan each split ran under."""
     incremental: Mapping[str, Any] | None = None
     """Incremental tasks: the window read, and per destination the watermark it started from and has now."""
+    database: Mapping[str, Any] | None = None
+    """Database tasks: the tables, each (table, destination) outcome, the DDL run (docs/manual/databases.md)."""
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("spark", "transforms", "incremental") and value is None:
+            if f.name in ("spark", "transforms", "incremental", "database") and value is None:
                 continue
             if f.name == "destinations":
                 value = {k: dataclasses.asdict(v) for k, v in value.items()}

@@ -7,6 +7,8 @@ configuration (conf/engine.toml) is :mod:`wormhole.config`.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -71,6 +73,9 @@ class SettingsSpec:
     spark: TaskSparkSpec | None = None
     """Spark mode's master and settings for this task, over engine.toml's ``[spark]`` (precedence:
     :mod:`wormhole.spark.config`)."""
+    foreign_keys: bool = False
+    """A database task (``source.params.tables``): create the source's foreign keys in each destination that
+    creates its tables, after every table has loaded (only between tables the task copies)."""
 
     def check(self, path: str, problems: Problems) -> None:
         if self.schedule is not None:
@@ -118,6 +123,13 @@ class SourceSpec:
     """The plugin's own frozen options dataclass, parsed from ``source.params``."""
     incremental: IncrementalSpec | None = None
 
+    @property
+    def tables(self) -> tuple[str, ...] | None:
+        """The table patterns of a database task (``params.tables``), else None."""
+        if getattr(self.options, "kind", None) != "database":  # wormhole.database.facet.DatabaseSource
+            return None
+        return tuple(self.options.params.tables)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DestinationSpec:
@@ -128,6 +140,8 @@ class DestinationSpec:
     error_limit: ErrorLimit | None
     """Overrides the task's limit as a whole (DataX's rule): unset keys mean no limit."""
     transforms: tuple[OpSpec, ...] = ()  # this destination's own, run in its writer path
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """``params`` as the task gave them: a database task renders its target templates from them per table."""
 
 
 def _is_datax_job(raw: Any) -> bool:
@@ -181,7 +195,11 @@ class TaskSpec:
             raise InvalidTaskConfig(problems.items)
         source = _parse_source(ref.source, problems)
         transforms = parse_transforms(ref.transforms, "transforms", "task", problems)
-        destinations = tuple(_parse_destination(d, i, problems) for i, d in enumerate(ref.destinations))
+        refs = ref.destinations
+        if source is not None and source.tables is not None:
+            refs = tuple(_database_destination(d, i, ref.settings, problems) for i, d in enumerate(refs))
+            _check_database_task(source, ref.settings, problems)
+        destinations = tuple(_parse_destination(d, i, problems) for i, d in enumerate(refs))
         _check_destination_ids([d.id for d in ref.destinations], problems)
         _check_single_writers(destinations, problems)
         _check_owned_paths(destinations, problems)
@@ -226,7 +244,59 @@ def _parse_destination(ref: _DestinationRef, index: int, problems: Problems) -> 
     concurrency = ref.concurrency if ref.concurrency is not None else plugin.sink.default_concurrency
     transforms = parse_transforms(ref.transforms, f"{path}.transforms", f"destination:{ref.id}", problems)
     return DestinationSpec(id=ref.id, plugin=ref.plugin, options=options, concurrency=concurrency,
-                           error_limit=ref.error_limit, transforms=transforms)
+                           error_limit=ref.error_limit, transforms=transforms, params=dict(ref.params))
+
+
+def _check_database_task(source: SourceSpec, settings: SettingsSpec, problems: Problems) -> None:
+    """What a database task cannot do yet, refused before anything runs (docs/manual/databases.md)."""
+    if settings.engine == "spark":
+        problems.add("settings.engine", "a database task (source.params.tables) runs in local mode: use 'local' "
+                                        "or 'auto'")
+    if settings.consistency == "all_or_nothing":
+        problems.add("settings.consistency", "a database task commits each table on its own; all_or_nothing "
+                                             "across tables is not supported (use isolated)")
+    if source.incremental is not None:
+        problems.add("source.incremental", "a database task reads each table whole; incremental reads take one "
+                                           "table per task for now")
+
+
+def _database_destination(ref: _DestinationRef, index: int, settings: SettingsSpec,
+                          problems: Problems) -> _DestinationRef:
+    """A database task's destination: its target params are templates (``{schema}``, ``{table}``), a SQL
+    table defaulting to ``{table}``; each table must reach a target of its own."""
+    from wormhole.database.model import template_problem
+
+    path = join_path(join_path("destinations", index), "params")
+    try:
+        sink = registry.get(ref.plugin).sink
+    except PluginError:
+        return ref  # _parse_destination names the unknown plugin
+    if sink is None:
+        return ref
+    if not sink.targets:
+        problems.add(join_path(join_path("destinations", index), "plugin"),
+                     f"plugin {ref.plugin!r} cannot take a database task's tables (stores that can: file, mysql, "
+                     f"postgres, sqlite)")
+        return ref
+    params = dict(ref.params)
+    if "table" in sink.targets and "table" not in params:
+        params["table"] = "{table}"
+    templated = False
+    for key in sink.targets:
+        value = params.get(key)
+        if not isinstance(value, str):
+            continue
+        problem = template_problem(value)
+        if problem is not None:
+            problems.add(join_path(path, key), problem)
+        elif "{table}" in value:
+            templated = True
+        elif key == "staging_table":
+            problems.add(join_path(path, key), "in a database task name each table's staging table with {table}")
+    if not templated:
+        keys = " or ".join(k for k in sink.targets if k != "staging_table")
+        problems.add(path, f"every table needs a target of its own: put {{table}} in {keys}")
+    return dataclasses.replace(ref, params=params)
 
 
 def _check_transform_types(source: SourceSpec, transforms: tuple[OpSpec, ...],

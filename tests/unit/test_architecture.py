@@ -373,7 +373,8 @@ def test_recovery_and_taskdb_do_not_import_each_other_both_ways() -> None:
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base values", ("wormhole", "wormhole.errors", "wormhole.redaction", "wormhole.log", "wormhole.sql_text",
                      "wormhole.options", "wormhole.spec_json", "wormhole.schedule")),
-    ("plugin contract", ("wormhole.plugins", "wormhole.plugins.*", "wormhole.retry")),
+    ("plugin contract", ("wormhole.plugins", "wormhole.plugins.*", "wormhole.retry", "wormhole.database",
+                         "wormhole.database.model", "wormhole.database.facet", "wormhole.database.ddl")),
     ("stores", ("wormhole.plugins.<store>",)),
     ("transform", ("wormhole.transform",)),
     ("task model", ("wormhole.config", "wormhole.task_spec", "wormhole.incremental", "wormhole.destination_checks",
@@ -383,8 +384,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("recovery and task database", ("wormhole.recovery", "wormhole.taskdb")),
     ("managers", ("wormhole.planning", "wormhole.reader_manager", "wormhole.writer_manager", "wormhole.destination",
                   "wormhole.execution", "wormhole.spark.methods", "wormhole.source_facts", "wormhole.run_parts",
-                  "wormhole.run_report")),
-    ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner")),
+                  "wormhole.run_report", "wormhole.database.expand", "wormhole.database.ddl_steps")),
+    ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner", "wormhole.database.run",
+                          "wormhole.database.report")),
     ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers",
                     "wormhole.web")),
 )
@@ -392,7 +394,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 0. base values: errors, redaction, log, SQL text, option parsing, JSON specs, cron schedules;
 1. the plugin contract: ``plugins/*.py`` (base, batch, schema, values, capabilities, registry, the SQL,
-   Arrow and Spark kits) and the retry policy stores use;
+   Arrow and Spark kits), the retry policy stores use, and what a database task's stores share (the table
+   model, the catalog facet, the DDL translation);
 2. the stores: ``plugins/<store>/`` (a store's modules, its Spark adapter);
 3. transform: the operators, expressions and chains;
 4. the task model: the task spec (``task_spec``) and the engine configuration (``config``), incremental
@@ -401,8 +404,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
    the fair split assignment;
 6. recovery and the task database;
 7. the managers: planning, the reader and writer managers, the destination lifecycle, the execution seam,
-   the run's stages (the source's facts, the run's parts, its report);
-8. the engine, Spark mode and the runner (a claimed run of the engine, below the CLI and the daemon);
+   the run's stages (the source's facts, the run's parts, its report), a database task's expansion;
+8. the engine, Spark mode, a database task's run (table runs of the engine) and the runner (a claimed run
+   of either, below the CLI and the daemon);
 9. the front ends: the CLI, the daemon, the DataX importer, the operations console (web).
 
 Listed by module prefix; the most specific prefix wins (``wormhole.planning.assign`` is a run part,

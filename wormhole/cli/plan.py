@@ -28,6 +28,7 @@ from wormhole.cli.common import (
 )
 from wormhole.cli.spark import SPARK_MASTER_OPTION
 from wormhole.config import EngineConf
+from wormhole.database.expand import expand, is_database_task
 from wormhole.errors import ConfigError, InvalidTaskConfig, TaskDbError, TaskNotFound, WormholeError
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins.base import ReadContext, Rejected
@@ -70,6 +71,9 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
         _text, spec, resolved = read_spec(file, params)
     else:
         spec, resolved, resumes, finished = _stored_spec(ctx, task_id or 0, params)
+    if is_database_task(spec):
+        _plan_database(ctx, spec, task_id or 0, as_json)
+        return
     try:
         conf = _with_spark(EngineConf.load(ctx.obj.conf_dir), spec)
         recovery = None if resumes is None else _chain(ctx, resumes, finished, task_id or 0)
@@ -86,6 +90,32 @@ def plan(ctx: click.Context, file: str | None, task_id: int | None, as_json: boo
         resumed += f"\n  no watermark read (every destination from initial): {missing[0]}"
     click.echo(describe(made) + resumed + (f"\nvariables:      {shown}" if shown else "")
                + f"\nconf:           {_conf_file()}")
+
+
+def _plan_database(ctx: click.Context, spec: TaskSpec, task_id: int, as_json: bool) -> None:
+    """A database task's plan: its tables, largest first, each table's channels and targets in every
+    destination, and the DDL each destination would run (docs/manual/databases.md)."""
+    try:
+        made = expand(spec, EngineConf.load(ctx.obj.conf_dir), log.get_logger(task_id=task_id))
+    except WormholeError as exc:
+        fail(exc)
+    except Exception as exc:  # a store's own error while listing: still a clear message, exit 204
+        fail(ConfigError(f"planning failed: {type(exc).__name__}: {exc}"))
+    shown = made.to_dict()
+    if as_json:
+        click.echo(json.dumps({"database": shown, "conf_file": _conf_file()}, indent=2))
+        return
+    lines = [f"tables:         {shown['tables']} ({shown['estimated_rows']} rows estimated), largest first",
+             f"channels:       {shown['channels']} (shared by the tables that run at once)"]
+    for table in shown["order"]:
+        lines.append(f"  {table['table']}: ~{table['estimated_rows']} rows, {table['channels']} channel(s)")
+        for dest, target in table["targets"].items():
+            ddl = table["ddl"].get(dest)
+            lines.append(f"    {dest}: {target}" + ("" if ddl is None else f" (creates it: {len(ddl['create'])} "
+                                                                         f"statement(s), {len(ddl['after_load'])} "
+                                                                         f"after the load)"))
+            lines += [f"      lossy: {note}" for note in (ddl or {}).get("lossy", [])]
+    click.echo("\n".join(lines) + f"\nconf:           {_conf_file()}")
 
 
 def _with_spark(conf: EngineConf, spec: TaskSpec) -> EngineConf:

@@ -348,6 +348,12 @@ class SinkRole(Generic[P]):
     needs_spark: bool = False
     """The store needs a SparkSession even when the rows move in local mode (a Hive catalog), so
     ``settings.engine = auto`` chooses Spark."""
+    ddl: Any = None
+    """Optional: creates a database task's tables from the source's definitions (:mod:`wormhole.database`)."""
+    targets: tuple[str, ...] = ()
+    """The params that say where the rows go (``database``, ``schema``, ``table``, ``path``): in a database
+    task (``source.params.tables``) they are templates with ``{schema}`` and ``{table}``, rendered per table
+    (:mod:`wormhole.database.model`); empty: the store cannot be a database task's destination."""
     spark_partitions: bool = False
     """In Spark mode the row writer may run inside the executors, one writer per partition with
     ``worker_index`` = partition id: a partition written twice (a task retry) leaves its rows once.

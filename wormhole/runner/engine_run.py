@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from wormhole.database.expand import is_database_task
+from wormhole.database.run import DatabaseRun
 from wormhole.engine import Engine
 from wormhole.result import EXIT_FAILED
 from wormhole.runner.claim import Claim, claim_lost
@@ -44,7 +46,8 @@ def run_engine(store: TaskStore, run: EngineRun, logger: Any, observers: RunObse
     claim, spec, run_id, task_id = run.claim, run.spec, run.run_id, run.claim.task_id
     with observers.watching() as listeners:
         progress = LatestProgress(run_id)  # what the heartbeat writes for the console
-        engine = Engine(claim.conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=[*listeners, progress],
+        make = DatabaseRun if is_database_task(spec) else Engine
+        engine = make(claim.conf, spec, task_id=task_id, run_id=run_id, log=logger, listeners=[*listeners, progress],
                         checkpoints=run.checkpoints, resume_from=run.resume_from, lease=claim.lease(logger),
                         taskdb_id=run.checkpoints.taskdb_id(), finished_runs=run.finished)
         previous = install_signal_handlers(engine, logger)

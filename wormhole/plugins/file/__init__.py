@@ -62,6 +62,7 @@ SINK = SinkRole(
     writer=FileWriter,
     owned_path=_owned_path,  # the target directory: no other destination may write in or over it
     method_keys=("format", "mode"),
+    targets=("path",),
     spark_write="wormhole.plugins.file.spark:write",  # parquet; csv and jsonl keep the row writer's text
     spark_replaces=lambda options: options.format == "parquet",
     # A split's part is renamed into its final name when the split ends.

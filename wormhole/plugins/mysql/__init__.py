@@ -18,7 +18,7 @@ from wormhole.plugins.sql.roles import sink_role, source_role
 SOURCE = source_role(MYSQL, options=MysqlReaderOptions, splitter=MysqlSplitter, reader=MysqlReader,
                      periphery=MysqlReaderPeriphery, spark_read="wormhole.plugins.mysql.spark:read")
 SINK = sink_role(options=MysqlWriterOptions, periphery=MysqlWriterPeriphery, writer=MysqlWriter,
-                 method_keys=("load", "write_mode", "method"),
+                 method_keys=("load", "write_mode", "method"), targets=("database", "table", "staging_table"),
                  uses_wire_text=True, plan_load=plan_load)
 PLUGIN = Plugin(
     name="mysql", source=SOURCE, sink=SINK,

@@ -22,6 +22,7 @@ SOURCE = source_role(POSTGRES, options=PostgresReaderOptions, splitter=PostgresS
                      encoded=EncodedReadFacet(format=COPY_BINARY, reader=PostgresReader))
 SINK = sink_role(options=PostgresWriterOptions, periphery=PostgresWriterPeriphery, writer=PostgresWriter,
                  method_keys=("load", "write_mode"), plan_load=plan_load,
+                 targets=("database", "schema", "table", "staging_table"),
                  encoded=EncodedWriteFacet(format=COPY_BINARY, takes=PostgresWriterPeriphery.takes_encoding))
 PLUGIN = Plugin(name="postgres", source=SOURCE, sink=SINK,
                 description="PostgreSQL/Greenplum tables: key or block range split reads; COPY loads with staging swap")

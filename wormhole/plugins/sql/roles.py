@@ -42,8 +42,8 @@ def source_role(dialect: Dialect, *, options: type, splitter: Callable[[Any, Rea
 
 
 def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable[[Any, WriteContext, W, int], Any],
-              method_keys: tuple[str, ...], plan_load: Callable[[Any, Schema, bool], str], uses_wire_text: bool = False,
-              encoded: EncodedWriteFacet[W] | None = None) -> SinkRole[W]:
+              method_keys: tuple[str, ...], plan_load: Callable[[Any, Schema, bool], str], targets: tuple[str, ...],
+              uses_wire_text: bool = False, encoded: EncodedWriteFacet[W] | None = None) -> SinkRole[W]:
     """A SQL store's destination: each split committed with its marker row in one transaction (``durable``),
     staging tables and marker rows of crashed runs found and removed (``leftovers``), the rows written
     counted for ``verify`` (``add_written``); one destination at a time truncates or swaps a table
@@ -57,6 +57,7 @@ def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable
         default_concurrency=3,
         single_writer_key=options.single_writer_key,
         method_keys=method_keys,
+        targets=targets,
         uses_wire_text=uses_wire_text,
         plan_load=plan_load,
         durable=DurableFacet(writer=writer, held=periphery.durable_splits, release=periphery.release,

@@ -42,6 +42,7 @@ SINK = SinkRole(
     single_writer_key=single_writer_key,
     owned_path=owned_path,  # so no file destination's directory holds the database
     method_keys=("write_mode",),
+    targets=("path", "table"),
     # Each split's staged rows committed with its marker row.
     durable=DurableFacet(writer=SqliteWriter, held=SqliteWriterPeriphery.durable_splits,
                          release=SqliteWriterPeriphery.release),

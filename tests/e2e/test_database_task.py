@@ -1,0 +1,284 @@
+"""Whole databases in one task: a MariaDB database's tables, selected by patterns, each read once and fanned
+out to PostgreSQL, MySQL, sqlite and parquet, with ``wormhole --task-id N`` as a subprocess.
+
+One source database (module-scoped: made once) holds tables whose names need quoting, a table without a
+key and an excluded one; every test gives its destinations fresh names. Rows are compared in Python,
+normalised to text (the tables are small).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import MYSQL_URL, Workspace, log_events, mysql_or_skip, run_task
+from tests.mysql_helpers import Server, execute, q
+from tests.pg_helpers import PgServer, fresh_schemas, pg_execute, qi
+
+pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
+
+SERVER = Server.from_url(MYSQL_URL)
+PG = PgServer.from_url()
+
+TABLES: dict[str, tuple[str, int]] = {
+    # name -> (columns DDL, rows); "orders" is the largest, so it is read first.
+    "orders": ("id INT NOT NULL PRIMARY KEY, customer INT NOT NULL, amount DECIMAL(12,2) NULL, "
+               "note VARCHAR(40) NULL, made DATETIME(6) NOT NULL", 3000),
+    "order": ("id INT NOT NULL PRIMARY KEY, v VARCHAR(20) NOT NULL", 40),
+    "my table": ("id INT NOT NULL PRIMARY KEY, v VARCHAR(20) NULL", 30),
+    "dash-name": ("id BIGINT NOT NULL PRIMARY KEY, v DOUBLE NULL", 20),
+    "ünï": ("id INT NOT NULL PRIMARY KEY, v TEXT NULL", 10),
+    "nokey": ("a INT NULL, b VARCHAR(10) NULL", 7),
+    "tmp_scratch": ("id INT NOT NULL PRIMARY KEY", 3),
+}
+SELECTED = [t for t in TABLES if t != "tmp_scratch"]
+
+
+def _fill(conn: Any, db: str, table: str, rows: int) -> None:
+    columns = [c.split()[0] for c in TABLES[table][0].split(", ") if not c.startswith(("PRIMARY",))]
+    values = []
+    for i in range(1, rows + 1):
+        row: list[Any] = []
+        for c in columns:
+            if c == "id" or c == "a":
+                row.append(i)
+            elif c == "customer":
+                row.append(i % 17)
+            elif c == "amount":
+                row.append(None if i % 11 == 0 else Decimal(i) / 100)
+            elif c == "made":
+                row.append(f"2026-01-{1 + i % 28:02d} 10:00:00.{i:06d}")
+            elif table == "dash-name":
+                row.append(None if i % 5 == 0 else i / 3)
+            else:
+                row.append(None if i % 7 == 0 else f"{table[:3]}-{i}")
+        values.append(row)
+    marks = ", ".join(["%s"] * len(columns))
+    with conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO {q(db)}.{q(table)} ({', '.join(map(q, columns))}) VALUES ({marks})", values)
+
+
+@pytest.fixture(scope="module")
+def source_db() -> Iterator[str]:
+    mysql_or_skip().close()
+    db = f"wh_dbt_src_{uuid.uuid4().hex[:8]}"
+    admin = SERVER.connect()
+    execute(admin, f"CREATE DATABASE {q(db)} CHARACTER SET utf8mb4")
+    try:
+        for table, (ddl, rows) in TABLES.items():
+            execute(admin, f"CREATE TABLE {q(db)}.{q(table)} ({ddl})")
+            _fill(admin, db, table, rows)
+        execute(admin, f"CREATE VIEW {q(db)}.v_orders AS SELECT id FROM {q(db)}.orders")
+        execute(admin, f"ANALYZE TABLE {', '.join(f'{q(db)}.{q(t)}' for t in TABLES)}")
+        yield db
+    finally:
+        execute(admin, f"DROP DATABASE IF EXISTS {q(db)}")
+        admin.close()
+
+
+@pytest.fixture
+def targets(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A fresh MySQL database and PostgreSQL schema for the destinations, dropped after the test."""
+    admin = SERVER.connect()
+    rep = f"wh_dbt_rep_{uuid.uuid4().hex[:8]}"
+    execute(admin, f"CREATE DATABASE {q(rep)} CHARACTER SET utf8mb4")
+    schemas = fresh_schemas()
+    pg = next(schemas)
+    try:
+        yield {"rep": rep, "pg": pg.create("dbt"), "lake": str(tmp_path / "lake"), "lite": str(tmp_path / "copy.db")}
+    finally:
+        execute(admin, f"DROP DATABASE IF EXISTS {q(rep)}")
+        admin.close()
+        schemas.close()
+
+
+def database_task(src: str, where: dict[str, str], *, tables: list[str] | None = None,
+                  **settings: Any) -> dict[str, Any]:
+    return {
+        "source": {"plugin": "mysql", "params": SERVER.params(src, tables=tables or ["*", "!tmp_*"])},
+        "destinations": [
+            {"id": "pg", "plugin": "postgres",
+             "params": PG.params(where["pg"], table="{table}", create_table=True)},
+            {"id": "lite", "plugin": "sqlite", "params": {"path": where["lite"], "table": "{table}"}},
+            {"id": "lake", "plugin": "file", "params": {"path": where["lake"] + "/{table}", "format": "parquet"}},
+        ],
+        "settings": {"speed": {"channel": 3}, **settings},
+    }
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, Decimal):
+        return format(value.normalize(), "f") if value == value.to_integral() else str(value)
+    return str(value)
+
+
+def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[str | None, ...]]:
+    return sorted((tuple(_text(v) for v in r) for r in rows), key=repr)
+
+
+def source_rows(db: str, table: str) -> list[tuple[str | None, ...]]:
+    conn = SERVER.connect()
+    try:
+        return _rows(execute(conn, f"SELECT * FROM {q(db)}.{q(table)}"))
+    finally:
+        conn.close()
+
+
+def pg_rows(schema: str, table: str) -> list[tuple[str | None, ...]]:
+    conn = PG.connect()
+    try:
+        return _rows(pg_execute(conn, f"SELECT * FROM {qi(schema)}.{qi(table)}"))
+    finally:
+        conn.close()
+
+
+def sqlite_rows(path: str, table: str) -> list[tuple[str | None, ...]]:
+    conn = sqlite3.connect(path)
+    try:
+        return _rows(conn.execute(f'SELECT * FROM "{table}"').fetchall())
+    finally:
+        conn.close()
+
+
+def parquet_rows(directory: str) -> list[tuple[str | None, ...]]:
+    data = pq.read_table(directory)
+    return _rows([tuple(r.values()) for r in data.to_pylist()])
+
+
+def pair(db: str, dest: str, table: str) -> str:
+    return f"{dest}/{db}.{table}"
+
+
+def test_a_database_fans_out_table_by_table_to_every_destination_exactly(
+        ws: Workspace, source_db: str, targets: dict[str, str]) -> None:
+    code, task, stderr = run_task(ws, database_task(source_db, targets))
+    result = task["result"]
+    assert code == 0, (task.get("error"), result["destinations"])
+    database = result["database"]
+    assert database["tables"] == len(SELECTED) and database["tables_done"] == len(SELECTED)
+    assert database["table_results"][0]["table"] == f"{source_db}.orders"  # the largest first
+    assert set(result["destinations"]) == {pair(source_db, d, t) for d in ("pg", "lite", "lake") for t in SELECTED}
+    for table in SELECTED:
+        expected = source_rows(source_db, table)
+        assert pg_rows(targets["pg"], table) == expected, table
+        assert sqlite_rows(targets["lite"], table) == expected, table
+        assert parquet_rows(f"{targets['lake']}/{table}") == expected, table
+        for dest in ("pg", "lite", "lake"):
+            assert result["destinations"][pair(source_db, dest, table)]["rows_written"] == TABLES[table][1]
+    assert result["source"]["rows_read"] == sum(TABLES[t][1] for t in SELECTED)  # each table read once
+    events = log_events(stderr)
+    done = [e for e in events if e["event"] == "database.pair_done"]
+    assert len(done) == 3 * len(SELECTED) and {e["status"] for e in done} == {"success"}
+    finished = next(e for e in events if e["event"] == "task.finished")
+    assert len(finished["destinations"]) == 3 * len(SELECTED)
+
+
+def test_a_pair_that_fails_stops_neither_its_table_elsewhere_nor_other_tables_and_retry_finishes_it(
+        ws: Workspace, source_db: str, targets: dict[str, str]) -> None:
+    # The PostgreSQL target of `order` exists with a column the rows cannot go into.
+    conn = PG.connect()
+    try:
+        pg_execute(conn, f'CREATE TABLE {qi(targets["pg"])}."order" (id integer PRIMARY KEY, v integer NOT NULL)')
+        code, task, _ = run_task(ws, database_task(source_db, targets))
+        assert code == 202, task.get("error")
+        statuses = {k: v["status"] for k, v in task["result"]["destinations"].items()}
+        failed = {k for k, s in statuses.items() if s != "success"}
+        assert failed == {pair(source_db, "pg", "order")}, statuses
+        assert sqlite_rows(targets["lite"], "order") == source_rows(source_db, "order")
+        assert pg_rows(targets["pg"], "orders") == source_rows(source_db, "orders")
+        assert pg_rows(targets["pg"], "order") == []  # rolled back
+        # Fixed, the task is retried: only the failed pair is written, the others are not written twice.
+        pg_execute(conn, f'DROP TABLE {qi(targets["pg"])}."order"')
+        ws.run_here("task", "retry", str(task["id"]), check=True)
+        retried = ws.run("--task-id", str(task["id"]), timeout=240)
+        assert retried.returncode == 0, retried.stderr[-3000:]
+        task = ws.show(task["id"])
+        assert task["status"] == "success", task.get("error")
+        for table in SELECTED:
+            expected = source_rows(source_db, table)
+            assert pg_rows(targets["pg"], table) == expected, table
+            assert sqlite_rows(targets["lite"], table) == expected, table
+            assert parquet_rows(f"{targets['lake']}/{table}") == expected, table
+    finally:
+        conn.close()
+
+
+def test_a_source_table_dropped_during_the_task_fails_that_table_alone(
+        ws: Workspace, source_db: str, targets: dict[str, str]) -> None:
+    admin = SERVER.connect()
+    try:
+        execute(admin, f"CREATE TABLE {q(source_db)}.zz_gone (id INT PRIMARY KEY)")
+        execute(admin, f"INSERT INTO {q(source_db)}.zz_gone VALUES (1), (2)")
+        spec = database_task(source_db, targets, tables=["orders", "zz_gone"])
+        spec["settings"]["speed"] = {"channel": 1}  # one table at a time: orders (the largest) first
+        # The first table's PostgreSQL prepare drops the other table from the source (a user's DROP mid-task).
+        spec["destinations"][0]["params"]["pre_sql"] = []
+        mysql_dest = {"id": "rep", "plugin": "mysql",
+                      "params": SERVER.params(targets["rep"], table="{table}",
+                                              pre_sql=[f"DROP TABLE IF EXISTS {q(source_db)}.zz_gone"])}
+        execute(admin, f"CREATE TABLE {q(targets['rep'])}.orders LIKE {q(source_db)}.orders")
+        execute(admin, f"CREATE TABLE {q(targets['rep'])}.zz_gone (id INT PRIMARY KEY)")
+        spec["destinations"].append(mysql_dest)
+        code, task, _ = run_task(ws, spec)
+        assert code == 202, task.get("error")
+        statuses = {k: v["status"] for k, v in task["result"]["destinations"].items()}
+        assert {k for k, s in statuses.items() if s == "success"} == {
+            pair(source_db, d, "orders") for d in ("pg", "lite", "lake", "rep")}, statuses
+        gone = task["result"]["destinations"][pair(source_db, "pg", "zz_gone")]
+        assert "zz_gone" in (task["error"] or "") and gone["status"] != "success"
+        assert pg_rows(targets["pg"], "orders") == source_rows(source_db, "orders")
+    finally:
+        execute(admin, f"DROP TABLE IF EXISTS {q(source_db)}.zz_gone")
+        admin.close()
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"tables": ["orders", "nosuch_*"]}, "'nosuch_*' matches no table"),
+    ({"tables": ["tmp_*", "!tmp_*"]}, "the excludes leave no table to read"),
+])
+def test_patterns_that_select_nothing_are_refused_naming_them(
+        ws: Workspace, source_db: str, targets: dict[str, str], change: dict[str, Any], problem: str) -> None:
+    code, task, _ = run_task(ws, database_task(source_db, targets, **{}) | {
+        "source": {"plugin": "mysql", "params": SERVER.params(source_db, **change)}})
+    assert code == 204 and problem in task["error"], task.get("error")
+    assert not Path(targets["lite"]).exists() and not Path(targets["lake"]).exists()  # nothing touched
+
+
+def test_bad_templates_are_refused_before_the_task_is_recorded(ws: Workspace, source_db: str,
+                                                               targets: dict[str, str], tmp_path: Path) -> None:
+    spec = database_task(source_db, targets)
+    spec["destinations"][2]["params"]["path"] = str(tmp_path / "one")  # every table into one directory
+    spec["destinations"][1]["params"]["table"] = "{tbl}"
+    path = tmp_path / "task.json"
+    import json
+    path.write_text(json.dumps(spec))
+    proc = ws.run("run", str(path))
+    assert proc.returncode == 204
+    assert "destinations[2].params: every table needs a target of its own: put {table} in path" in proc.stderr
+    assert "destinations[1].params.table: '{tbl}' names '{tbl}': only {schema} and {table}" in proc.stderr
+
+
+def test_two_tables_on_one_target_after_templating_are_refused(ws: Workspace, source_db: str,
+                                                              targets: dict[str, str]) -> None:
+    admin = SERVER.connect()
+    try:
+        execute(admin, f"CREATE TABLE {q(source_db)}.`Case` (id INT PRIMARY KEY)")
+        execute(admin, f"CREATE TABLE {q(source_db)}.`case` (id INT PRIMARY KEY)")
+        code, task, _ = run_task(ws, database_task(source_db, targets, tables=["?ase"]))
+        assert code == 204, task.get("error")
+        assert "two tables on one target" in task["error"] and "copy.db" in task["error"]
+        assert not Path(targets["lite"]).exists()
+    finally:
+        execute(admin, f"DROP TABLE IF EXISTS {q(source_db)}.`Case`, {q(source_db)}.`case`")
+        admin.close()

@@ -1,0 +1,153 @@
+"""A database task's tables, expanded before anything is touched (:func:`expand`): the tables the patterns
+select, each one's table run (its task, its targets, its DDL) and its share of the channels."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from wormhole.config import EngineConf
+from wormhole.database.ddl_steps import DdlSteps, PairDdl
+from wormhole.database.model import ListedTable, TableDef, TablePatterns, TableRef, clashes, render
+from wormhole.errors import InvalidTaskConfig
+from wormhole.log import Logger
+from wormhole.options import Problems, join_path, parse_options
+from wormhole.planning.channels import adjust_channel_number, speed_limits
+from wormhole.plugins import registry
+from wormhole.task_spec import DestinationSpec, TaskSpec
+
+FOLDS_CASE = frozenset({"mysql", "sqlite"})
+"""Stores whose table names compare without case (MySQL on case-insensitive file systems, sqlite always):
+two targets differing only in case are one target there."""
+
+
+def pair_id(destination: str, ref: TableRef) -> str:
+    """The id of one (destination, table) pair: what its markers, checkpoint rows and result are keyed by."""
+    return f"{destination}/{ref.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class TableJob:
+    """One table of the task: what it is, the table run's task, and where it goes in each destination."""
+
+    listed: ListedTable
+    definition: TableDef
+    spec: TaskSpec
+    """The table run's task: the source reads this table, each destination is a pair."""
+    targets: Mapping[str, str]
+    """Destination id -> the target, as the plan and the result show it."""
+    ddl: Mapping[str, PairDdl]
+    """Destination id -> its DDL, for the destinations that create their tables."""
+    channels: int
+
+    @property
+    def ref(self) -> TableRef:
+        return self.listed.ref
+
+
+@dataclass(frozen=True, slots=True)
+class DatabasePlan:
+    jobs: tuple[TableJob, ...]
+    """Largest first."""
+    channels: int
+    """The task's channel count, shared by the tables that run at once."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tables": len(self.jobs), "channels": self.channels,
+                "estimated_rows": sum(j.listed.estimated_rows for j in self.jobs),
+                "order": [{"table": j.ref.key, "estimated_rows": j.listed.estimated_rows, "channels": j.channels,
+                           "targets": dict(j.targets),
+                           "ddl": {d: p.describe() for d, p in j.ddl.items()}} for j in self.jobs]}
+
+
+def is_database_task(spec: TaskSpec) -> bool:
+    return spec.source.tables is not None
+
+
+def expand(spec: TaskSpec, conf: EngineConf, log: Logger) -> DatabasePlan:
+    """The tables the task reads and, for each, its table run's task and DDL; raises InvalidTaskConfig
+    listing every problem (nothing is touched before this returns)."""
+    role = registry.source(spec.source.plugin)
+    facet = role.catalog
+    if facet is None:
+        raise InvalidTaskConfig([f"source.params.tables: the {spec.source.plugin} store cannot list tables"])
+    patterns = facet.patterns(spec.source.options)
+    assert patterns is not None  # is_database_task
+    listed, definitions = _catalog(facet, spec, patterns)
+    log.info("database.tables_selected", tables=len(listed), patterns=list(spec.source.tables or ()),
+             estimated_rows=sum(t.estimated_rows for t in listed))
+    problems = Problems()
+    options = {d.id: _targets(d, i, [t.ref for t in listed], problems) for i, d in enumerate(spec.destinations)}
+    if problems:
+        raise InvalidTaskConfig(problems.items)
+    steps = DdlSteps(spec, definitions, options)
+    ddl = steps.translate(problems)
+    if problems:
+        raise InvalidTaskConfig(problems.items)
+    channels = adjust_channel_number(speed_limits(spec.settings.speed, conf)).channels
+    total = sum(max(t.estimated_rows, 1) for t in listed)
+    jobs = []
+    for table in listed:
+        ref = table.ref
+        share = max(1, min(channels, math.ceil(channels * max(table.estimated_rows, 1) / total)))
+        jobs.append(TableJob(
+            listed=table, definition=definitions[ref], spec=_table_spec(spec, facet.for_table(spec.source.options, ref),
+                                                                        ref, options, share, channels),
+            targets={d.id: _show_target(d, options[d.id][ref]) for d in spec.destinations},
+            ddl={d: by_table[ref] for d, by_table in ddl.items() if ref in by_table}, channels=share))
+    return DatabasePlan(tuple(jobs), channels)
+
+
+def _catalog(facet: Any, spec: TaskSpec, patterns: TablePatterns) -> tuple[list[ListedTable], dict[TableRef, TableDef]]:
+    catalog = facet.open(spec.source.options)
+    try:
+        listed = patterns.select(catalog.list_tables(patterns))
+        return listed, {t.ref: catalog.describe(t.ref) for t in listed}
+    finally:
+        catalog.close()
+
+
+def _targets(dest: DestinationSpec, index: int, tables: Sequence[TableRef], problems: Problems) -> dict[TableRef, Any]:
+    """The destination's options for each table, its target params rendered (and checked as the task's were)."""
+    sink = registry.get(dest.plugin).sink
+    assert sink is not None
+    path = join_path(join_path("destinations", index), "params")
+    out: dict[TableRef, Any] = {}
+    for ref in tables:
+        params = dict(dest.params)
+        for key in sink.targets:
+            if isinstance(params.get(key), str):
+                params[key] = render(params[key], ref)
+        parsed = parse_options(sink.options, params, f"{path} (table {ref.key})", problems)
+        if parsed is not None:
+            out[ref] = parsed
+    shown = {ref: _show_target(dest, o) for ref, o in out.items()}
+    for clash in clashes(shown, fold_case=dest.plugin in FOLDS_CASE):
+        problems.add(path, f"two tables on one target: {clash}")
+    return out
+
+
+def _show_target(dest: DestinationSpec, options: Any) -> str:
+    sink = registry.get(dest.plugin).sink
+    assert sink is not None
+    return ".".join(str(getattr(options, k)) for k in sink.targets
+                    if k != "staging_table" and getattr(options, k, None) is not None)
+
+
+def _table_spec(spec: TaskSpec, source_options: Any, ref: TableRef, options: Mapping[str, Mapping[TableRef, Any]],
+                channels: int, task_channels: int) -> TaskSpec:
+    speed = spec.settings.speed
+
+    def share(limit: int | None) -> int | None:
+        return None if limit is None else max(1, limit * channels // task_channels)
+
+    settings = dataclasses.replace(spec.settings, speed=dataclasses.replace(
+        speed, channel=channels, record=share(speed.record), byte=share(speed.byte)))
+    destinations = tuple(dataclasses.replace(d, id=pair_id(d.id, ref), options=options[d.id][ref])
+                         for d in spec.destinations)
+    return dataclasses.replace(spec, name=f"{spec.name}:{ref.key}" if spec.name else ref.key,
+                               source=dataclasses.replace(spec.source, options=source_options),
+                               destinations=destinations, settings=settings)

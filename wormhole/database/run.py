@@ -1,0 +1,275 @@
+"""The run of a database task: one table run per table, each read once and fanned out, several at a time.
+
+1. :func:`expand`, before anything is written: the source's catalog lists the tables the patterns select and
+   describes each; every destination's target templates are rendered per table (two tables on one target
+   refuse the task) and, where the destination creates its tables, the DDL is translated (a type with no
+   exact mapping refuses the task, naming ``table.column``).
+2. The tables are created where missing (a table that exists and differs fails that (table, destination)
+   pair alone).
+3. The table runs: each is an :class:`~wormhole.engine.Engine` of one table with the task's destinations
+   as *pairs* (``dest/schema.table``: markers, checkpoints and results keep them apart) and its split ids
+   scoped by the table (``schema.table#id``). The largest tables start first; each gets channels in
+   proportion to its share of the rows (at least one) out of the task's channel count, and a table starts
+   when its channels are free, so small tables fill the channels beside the large ones. The task's speed
+   limits are shared out the same way.
+4. After a table's run, each pair that committed gets its indexes and sequences; after every table, the
+   foreign keys (``settings.foreign_keys``).
+
+A pair that fails stops neither its table in the other destinations nor the other tables in its
+destination. The result has a destination entry per pair and a ``database`` section per table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from wormhole.config import EngineConf
+from wormhole.database.expand import DatabasePlan, expand, pair_id
+from wormhole.database.report import RunFacts, TableOutcome, database_result, pair_failed
+from wormhole.engine import Engine
+from wormhole.errors import InvalidTaskConfig
+from wormhole.log import Logger
+from wormhole.monitor import ProgressListener
+from wormhole.recovery.checkpoint import CheckpointStore
+from wormhole.recovery.lease import Lease
+from wormhole.result import (
+    RunResult,
+)
+from wormhole.run_parts import now
+from wormhole.task_spec import TaskSpec
+from wormhole.writer_manager import describe
+
+
+class _Serialized:
+    """The task database's checkpoint connection, shared by the table runs' checkpoint threads: one call at
+    a time (a DB-API connection is not safe across threads)."""
+
+    def __init__(self, store: CheckpointStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+        return call
+
+
+class DatabaseRun:
+    """A database task's run, with the Engine's interface (``run``, ``stop``, ``abandon``, ``release``)."""
+
+    def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger,
+                 listeners: Sequence[ProgressListener] = (), checkpoints: CheckpointStore | None = None,
+                 resume_from: int | None = None, lease: Lease | None = None, taskdb_id: str = "",
+                 finished_runs: frozenset[int] = frozenset()) -> None:
+        self._conf, self._spec, self._log = conf, spec, log
+        self._task_id, self._run_id = task_id, run_id
+        self._listeners = tuple(listeners)
+        self._checkpoints: Any = _Serialized(checkpoints) if checkpoints is not None else None
+        self._resume_from, self._lease, self._taskdb_id, self._finished = resume_from, lease, taskdb_id, finished_runs
+        self._stop = threading.Event()
+        self._stop_reason: str | None = None
+        self._abandoned = False
+        self._lock = threading.Condition()
+        self._running: dict[str, Engine] = {}
+        self._engines: list[Engine] = []
+
+    # -- the Engine's interface -----------------------------------------------------------------------
+
+    def stopped(self, wait_s: float = 0.0) -> bool:
+        return self._stop.wait(wait_s)
+
+    def stop(self, reason: str) -> None:
+        with self._lock:
+            if self._stop_reason is None:
+                self._stop_reason = reason
+            self._stop.set()
+            running = list(self._running.values())
+            self._lock.notify_all()
+        if self._lease is not None:
+            self._lease.stop()
+        for engine in running:
+            engine.stop(reason)
+
+    def abandon(self, reason: str) -> None:
+        self._abandoned = True
+        with self._lock:
+            running = list(self._running.values())
+        for engine in running:
+            engine.abandon(reason)
+        if self._lease is not None:
+            self._lease.lose()
+        self.stop(reason)
+
+    def release(self) -> None:
+        if not self._abandoned:
+            for engine in self._engines:
+                engine.release()
+
+    def run(self) -> RunResult:
+        t0, started_at = time.monotonic(), now()
+        self._log.info("task.started", source=self._spec.source.plugin, database=True,
+                       tables=list(self._spec.source.tables or ()),
+                       destinations=[d.id for d in self._spec.destinations])
+        try:
+            plan = expand(self._spec, self._conf, self._log)
+        except InvalidTaskConfig as exc:
+            self._log.error("task.invalid", problems=exc.problems, error_code=exc.code)
+            return self._ended(t0, started_at, None, [], error=str(exc), exit_code=exc.exit_code)
+        except Exception as exc:
+            error = describe(exc)
+            self._log.error("reader.failed", error=error, error_code=getattr(exc, "code", None))
+            return self._ended(t0, started_at, None, [], error=f"read side failed: {error}", read_error=error)
+        self._log.info("plan.made", database=plan.to_dict())
+        outcomes = [TableOutcome(job) for job in plan.jobs]
+        self._schedule(plan, outcomes)
+        if not self._stop.is_set():
+            self._foreign_keys(outcomes)
+        return self._ended(t0, started_at, plan, outcomes)
+
+    # -- the table runs ---------------------------------------------------------------------------------
+
+    def _schedule(self, plan: DatabasePlan, outcomes: list[TableOutcome]) -> None:
+        """Start each table when its channels are free (the largest first; a smaller one that fits goes
+        ahead of a larger one that waits), until every table has run or the task is stopped."""
+        pending = list(outcomes)
+        free = plan.channels
+        threads: list[threading.Thread] = []
+
+        def done(outcome: TableOutcome) -> None:
+            nonlocal free
+            with self._lock:
+                free += outcome.job.channels
+                self._lock.notify_all()
+
+        with self._lock:
+            while pending and not self._stop.is_set():
+                busy = free < plan.channels
+                chosen = next((o for o in pending if o.job.channels <= free), None if busy else pending[0])
+                if chosen is None:
+                    self._lock.wait()
+                    continue
+                pending.remove(chosen)
+                free -= chosen.job.channels
+                thread = threading.Thread(target=self._table, args=(chosen, done), daemon=True,
+                                          name=f"table-{chosen.job.ref.key}"[:60])
+                threads.append(thread)
+                thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _table(self, outcome: TableOutcome, done: Callable[[TableOutcome], None]) -> None:
+        job = outcome.job
+        log = self._log.bind(table=job.ref.key)
+        try:
+            spec = self._prepare_ddl(outcome, log)
+            if spec is None or self._stop.is_set():
+                return
+            engine = Engine(self._conf, spec, task_id=self._task_id, run_id=self._run_id, log=log,
+                            listeners=self._listeners, checkpoints=self._checkpoints, resume_from=self._resume_from,
+                            lease=self._lease, taskdb_id=self._taskdb_id, finished_runs=self._finished,
+                            scope=job.ref.key)
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self._running[job.ref.key] = engine
+                self._engines.append(engine)
+            try:
+                outcome.result = engine.run()
+            finally:
+                with self._lock:
+                    self._running.pop(job.ref.key, None)
+            self._after_load(outcome, log)
+        except Exception as exc:  # a bug of ours in one table: its pairs fail, the other tables go on
+            log.exception("database.table_crashed", error=str(exc))
+            for d in self._spec.destinations:
+                pid = pair_id(d.id, job.ref)
+                if outcome.result is None or pid not in outcome.result.report.destinations:
+                    outcome.pairs[pid] = pair_failed(d.plugin, f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            self._log_pairs(outcome)
+            done(outcome)
+
+    def _prepare_ddl(self, outcome: TableOutcome, log: Logger) -> TaskSpec | None:
+        """Create the table where a destination creates its tables; the table run's task without the pairs
+        whose DDL failed (None: no pair is left)."""
+        job = outcome.job
+        failed: set[str] = set()
+        for dest_id, ddl in job.ddl.items():
+            try:
+                outcome.ddl[dest_id] = ddl.create(log)
+            except Exception as exc:
+                error = describe(exc)
+                log.error("database.ddl_failed", destination=dest_id, target=job.targets[dest_id], error=error)
+                plugin = next(d.plugin for d in self._spec.destinations if d.id == dest_id)
+                outcome.pairs[pair_id(dest_id, job.ref)] = pair_failed(plugin, f"creating {job.targets[dest_id]}: "
+                                                                                f"{error}")
+                failed.add(pair_id(dest_id, job.ref))
+        if not failed:
+            return job.spec
+        kept = tuple(d for d in job.spec.destinations if d.id not in failed)
+        return dataclasses.replace(job.spec, destinations=kept) if kept else None
+
+    def _after_load(self, outcome: TableOutcome, log: Logger) -> None:
+        """The indexes and sequences of each pair that committed (a failure fails the pair: its rows stay
+        committed, and the result says so)."""
+        job, result = outcome.job, outcome.result
+        if result is None:
+            return
+        for dest_id, ddl in job.ddl.items():
+            pid = pair_id(dest_id, job.ref)
+            pair = result.report.destinations.get(pid)
+            if pair is None or pair.status != "success":
+                continue
+            try:
+                done = ddl.after_load(log)
+            except Exception as exc:
+                error = describe(exc)
+                log.error("database.index_failed", destination=dest_id, target=job.targets[dest_id], error=error)
+                outcome.pairs[pid] = dataclasses.replace(
+                    pair, status="failed", error=f"rows committed, but after the load: {error}")
+                continue
+            if done:
+                outcome.ddl[dest_id] = f"{outcome.ddl.get(dest_id, 'exists')}, {done}"
+
+    def _foreign_keys(self, outcomes: list[TableOutcome]) -> None:
+        if not self._spec.settings.foreign_keys:
+            return
+        for outcome in outcomes:
+            job = outcome.job
+            for dest_id, ddl in job.ddl.items():
+                pid = pair_id(dest_id, job.ref)
+                pair = outcome.all_pairs().get(pid)
+                if pair is None or pair.status != "success":
+                    continue
+                try:
+                    done = ddl.foreign_keys(self._log.bind(table=job.ref.key))
+                except Exception as exc:
+                    error = describe(exc)
+                    self._log.error("database.foreign_key_failed", table=job.ref.key, destination=dest_id,
+                                    error=error)
+                    outcome.pairs[pid] = dataclasses.replace(
+                        pair, status="failed", error=f"rows committed, but its foreign keys: {error}")
+                    continue
+                if done:
+                    outcome.ddl[dest_id] = f"{outcome.ddl.get(dest_id, 'exists')}, {done}"
+
+    def _log_pairs(self, outcome: TableOutcome) -> None:
+        for pid, pair in outcome.all_pairs().items():
+            self._log.info("database.pair_done", pair=pid, table=outcome.job.ref.key, status=pair.status,
+                           rows_written=pair.rows_written, rows_rejected=pair.rows_rejected, error=pair.error)
+
+    def _ended(self, t0: float, started_at: str, plan: DatabasePlan | None, outcomes: list[TableOutcome], *,
+               error: str | None = None, exit_code: int | None = None, read_error: str | None = None) -> RunResult:
+        return database_result(RunFacts(
+            spec=self._spec, task_id=self._task_id, run_id=self._run_id, t0=t0, started_at=started_at,
+            stop_reason=self._stop_reason, resume_from=self._resume_from), plan, outcomes,
+            error=error, exit_code=exit_code, read_error=read_error)
