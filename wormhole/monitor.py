@@ -68,6 +68,8 @@ class ProgressSnapshot:
     eta_s: float | None
     elapsed_s: float
     destinations: tuple[DestinationProgress, ...]
+    tables: Mapping[str, Any] | None = None
+    """A database task: ``done`` and ``total`` tables and the tables ``in_flight`` (None for one table)."""
 
 
 class ProgressListener(Protocol):

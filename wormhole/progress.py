@@ -70,6 +70,10 @@ def render(snap: ProgressSnapshot) -> Table:
     table.add_row(f"task {snap.task_id}", snap.source, _state(snap.state), f"read {_count(snap.rows_read)}",
                   f"of {_count(snap.estimated_rows)}" if snap.estimated_rows is not None else "",
                   f"{_count(round(snap.rows_per_s))} rows/s", estimate, f"elapsed {_duration(snap.elapsed_s)}")
+    if snap.tables is not None:
+        flying = ", ".join(snap.tables["in_flight"][:4]) + (" ..." if len(snap.tables["in_flight"]) > 4 else "")
+        table.add_row("", "tables", "", f"done {snap.tables['done']:,}", f"of {snap.tables['total']:,}", "",
+                      "", f"in flight: {flying}" if flying else "")
     for dest in snap.destinations:
         table.add_row(*_destination_row(dest, snap))
     return table
@@ -141,6 +145,17 @@ def plan_lines(plan: Mapping[str, Any], log_file: str | None = None) -> list[str
         at_source = len(transforms.get("source_chain", {}).get("operators", []))
         total = at_source + sum(len(c.get("operators", [])) for c in transforms.get("chains", []))
         lines.append(f"  transforms: {_plural(total, 'operator')}, {at_source} in the source's query")
+    if log_file:
+        lines.append(f"  full log: {log_file}")
+    return lines
+
+
+def database_plan_lines(event: Mapping[str, Any], log_file: str | None = None) -> list[str]:
+    """``database.plan_made``: the tables, largest first (a few named), and the channels they share."""
+    order = event.get("order") or []
+    named = ", ".join(str(t.get("table")) for t in order[:5]) + (", ..." if len(order) > 5 else "")
+    lines = [f"plan: {_plural(event.get('tables') or 0, 'table')}, {event.get('estimated_rows') or 0:,} rows "
+             f"estimated, {_plural(event.get('channels') or 0, 'channel')} shared, largest first: {named}"]
     if log_file:
         lines.append(f"  full log: {log_file}")
     return lines
@@ -238,8 +253,10 @@ class TerminalLog:
                 self._pending.append(line)
         if self._show_all or _LEVELS.get(str(event.get("level")), 0) >= _LEVELS["warning"]:
             return render(self._screen(event))
-        if event.get("event") == "plan.made":
+        if event.get("event") == "plan.made" and "table" not in event:  # a database task's tables: its own line
             return "\n".join(plan_lines(event, str(self.path) if self.path else None))
+        if event.get("event") == "database.plan_made":
+            return "\n".join(database_plan_lines(event, str(self.path) if self.path else None))
         if event.get("event") == "spark.session_starting":  # a JVM start takes a while: say what it waits for
             return f"starting Spark session on {event.get('master')} (JVM output: {event.get('jvm_log')})"
         return None

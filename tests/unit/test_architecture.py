@@ -386,7 +386,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "wormhole.execution", "wormhole.spark.methods", "wormhole.source_facts", "wormhole.run_parts",
                   "wormhole.run_report", "wormhole.database.expand", "wormhole.database.ddl_steps")),
     ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner", "wormhole.database.run",
-                          "wormhole.database.report")),
+                          "wormhole.database.report", "wormhole.database.progress")),
     ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers",
                     "wormhole.web")),
 )

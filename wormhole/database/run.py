@@ -24,11 +24,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wormhole.config import EngineConf
 from wormhole.database.expand import DatabasePlan, expand, pair_id
+from wormhole.database.progress import DatabaseProgress
 from wormhole.database.report import RunFacts, TableOutcome, database_result, pair_failed
 from wormhole.engine import Engine
 from wormhole.errors import InvalidTaskConfig
@@ -81,6 +82,8 @@ class DatabaseRun:
         self._lock = threading.Condition()
         self._running: dict[str, Engine] = {}
         self._engines: list[Engine] = []
+        self._progress = DatabaseProgress(self._listeners, task_id=task_id, source=spec.source.plugin,
+                                          destinations={}, tables=0, estimated_rows=None)
 
     # -- the Engine's interface -----------------------------------------------------------------------
 
@@ -128,12 +131,18 @@ class DatabaseRun:
             error = describe(exc)
             self._log.error("reader.failed", error=error, error_code=getattr(exc, "code", None))
             return self._ended(t0, started_at, None, [], error=f"read side failed: {error}", read_error=error)
-        self._log.info("plan.made", database=plan.to_dict())
+        self._log.info("database.plan_made", **plan.to_dict())
         outcomes = [TableOutcome(job) for job in plan.jobs]
+        self._progress = DatabaseProgress(
+            self._listeners, task_id=self._task_id, source=self._spec.source.plugin,
+            destinations={d.id: d.plugin for d in self._spec.destinations}, tables=len(plan.jobs),
+            estimated_rows=sum(j.listed.estimated_rows for j in plan.jobs))
         self._schedule(plan, outcomes)
         if not self._stop.is_set():
             self._foreign_keys(outcomes)
-        return self._ended(t0, started_at, plan, outcomes)
+        result = self._ended(t0, started_at, plan, outcomes)
+        self._progress.finish(result.run_status, _by_destination(result.result.get("database") or {}))
+        return result
 
     # -- the table runs ---------------------------------------------------------------------------------
 
@@ -174,7 +183,8 @@ class DatabaseRun:
             if spec is None or self._stop.is_set():
                 return
             engine = Engine(self._conf, spec, task_id=self._task_id, run_id=self._run_id, log=log,
-                            listeners=self._listeners, checkpoints=self._checkpoints, resume_from=self._resume_from,
+                            listeners=[self._progress.listener(job.ref.key)], checkpoints=self._checkpoints,
+                            resume_from=self._resume_from,
                             lease=self._lease, taskdb_id=self._taskdb_id, finished_runs=self._finished,
                             scope=job.ref.key)
             with self._lock:
@@ -273,3 +283,12 @@ class DatabaseRun:
             spec=self._spec, task_id=self._task_id, run_id=self._run_id, t0=t0, started_at=started_at,
             stop_reason=self._stop_reason, resume_from=self._resume_from), plan, outcomes,
             error=error, exit_code=exit_code, read_error=read_error)
+
+
+def _by_destination(section: Mapping[str, Any]) -> dict[str, str]:
+    """Each destination's outcome over its tables: success, failed, or partial when some tables committed."""
+    states: dict[str, set[str | None]] = {}
+    for table in section.get("table_results", []):
+        for dest, pair in table["destinations"].items():
+            states.setdefault(dest, set()).add(pair["status"])
+    return {d: "success" if s == {"success"} else "partial" if "success" in s else "failed" for d, s in states.items()}
