@@ -373,7 +373,8 @@ def test_recovery_and_taskdb_do_not_import_each_other_both_ways() -> None:
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base values", ("wormhole", "wormhole.errors", "wormhole.redaction", "wormhole.log", "wormhole.sql_text",
                      "wormhole.options", "wormhole.spec_json", "wormhole.schedule")),
-    ("plugin contract", ("wormhole.plugins", "wormhole.plugins.*", "wormhole.retry")),
+    ("plugin contract", ("wormhole.plugins", "wormhole.plugins.*", "wormhole.retry", "wormhole.database.model",
+                         "wormhole.database.facet")),
     ("stores", ("wormhole.plugins.<store>",)),
     ("transform", ("wormhole.transform",)),
     ("task model", ("wormhole.config", "wormhole.task_spec", "wormhole.incremental", "wormhole.destination_checks",
@@ -392,7 +393,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 0. base values: errors, redaction, log, SQL text, option parsing, JSON specs, cron schedules;
 1. the plugin contract: ``plugins/*.py`` (base, batch, schema, values, capabilities, registry, the SQL,
-   Arrow and Spark kits) and the retry policy stores use;
+   Arrow and Spark kits), the retry policy stores use, and what a database task's tables are and the
+   catalog facet that lists them (``database.model``, ``database.facet``);
 2. the stores: ``plugins/<store>/`` (a store's modules, its Spark adapter);
 3. transform: the operators, expressions and chains;
 4. the task model: the task spec (``task_spec``) and the engine configuration (``config``), incremental
