@@ -18,7 +18,7 @@ from tests.pg_helpers import Schemas, pg_schemas, qi
 from tests.plugin_helpers import read_all
 from wormhole.database.facet import DatabaseSource
 from wormhole.database.model import Catalog, ColumnDef, ForeignKeyDef, IndexDef, TableDef, TableRef
-from wormhole.errors import InvalidTaskConfig
+from wormhole.errors import InvalidTaskConfig, SplitError
 from wormhole.plugins import registry
 from wormhole.task_spec import TaskSpec
 
@@ -192,6 +192,8 @@ def test_mysql_describes_a_table(shop: tuple[Databases, str, str]) -> None:
     assert lines.comment is None and lines.indexes == () and lines.foreign_keys == ()
     assert contacts.foreign_keys == (ForeignKeyDef("fk_contact", ("customer_id",), TableRef(a, "customers"),
                                                    ("id",), "SET NULL", "CASCADE"),)
+    with pytest.raises(SplitError, match=rf"^table {a}\.v_orders does not exist in 127\.0\.0\.1:\d+/"):
+        described("mysql", dbs.server.params(tables=[f"{a}.*"]), TableRef(a, "v_orders"))  # a view is no table
 
 
 def test_mysql_quoted_names_and_a_wide_table(dbs: Databases) -> None:
@@ -393,3 +395,13 @@ def test_sqlite_describes_tables(shop_file: str) -> None:
                                                     ("id",), None, "SET NULL"),)
     assert [c.name for c in wide.columns] == ["id", *(f"c{i}" for i in range(1, WIDE))]
     assert read_table("sqlite", params, TableRef("main", "my table")) == [(1, "a1", None), (2, "b", 1)]
+
+
+def test_a_table_not_there_and_a_file_not_there_fail_with_their_names(shop_file: str, tmp_path: Path) -> None:
+    """A table dropped since it was listed fails its describe naming it; a catalog that cannot be opened fails
+    naming the file."""
+    with pytest.raises(SplitError, match=r"^table main\.gone does not exist in .*hcat shop\.db$"):
+        described("sqlite", {"path": shop_file, "tables": ["*"]}, TableRef("main", "gone"))
+    missing = str(tmp_path / "missing.db")
+    with pytest.raises(SplitError, match=r"^sqlite database .*missing\.db does not exist$"):
+        catalog_of("sqlite", database_source("sqlite", {"path": missing, "tables": ["*"]}))

@@ -16,9 +16,9 @@ from typing import Any
 from wormhole.database.facet import DatabaseSource
 from wormhole.database.model import ColumnDef, TableRef
 from wormhole.errors import SplitError
-from wormhole.plugins.sql import quote
 from wormhole.plugins.sql.tables import ForeignKeyPart, KeyPart, SqlCatalog, action
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly
+from wormhole.plugins.sqlite.dialect import SQLITE
 from wormhole.plugins.sqlite.options import MAIN
 
 DEFAULT_ACTIONS = ("NO ACTION",)
@@ -34,7 +34,7 @@ class SqliteCatalog(SqlCatalog):
     def tables(self, schemas: Sequence[str]) -> list[tuple[str, str, Any, str | None]]:
         names = [str(n) for (n,) in self.conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")]
-        return [(MAIN, name, self.conn.execute(f"SELECT count(*) FROM {quote(name)}").fetchone()[0], None)
+        return [(MAIN, name, self.conn.execute(f"SELECT count(*) FROM {SQLITE.quote(name)}").fetchone()[0], None)
                 for name in names]
 
     def find(self, ref: TableRef) -> tuple[Any, str | None] | None:
