@@ -21,6 +21,7 @@ from typing import Any, Generic, Literal, Protocol
 
 import structlog
 
+from wormhole.database.facet import CatalogFacet
 from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.plugins.batch import Batch as Batch  # the batch type: plugins import it from here
@@ -296,6 +297,9 @@ class SourceRole(Generic[P]):
     """The store can only be read through Spark (its reader's ``read`` is never called)."""
     encoded: EncodedReadFacet[EncodedReader] | None = None
     """Optional: the reader can send rows undecoded, in its server's byte format."""
+    catalog: CatalogFacet | None = None
+    """Optional: the source can read a whole database, many tables named by ``tables`` patterns, each read once
+    as its own table (:mod:`wormhole.database`): it lists and describes them, and gives each one's options."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -65,9 +65,16 @@ class ServerOptions(ServerKeys):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MysqlReaderOptions(ServerOptions, SourceParams):
     database: str | None = opt(None, nonempty=True)
-    """The database of ``table`` or ``query``; not with ``connections``."""
+    """The database of ``table`` or ``query`` (and of the ``tables`` entries without a dot); not with
+    ``connections``."""
     table: str | None = opt(None, nonempty=True)
     """The table to read; not with ``query`` or ``connections``."""
+    tables: tuple[str, ...] | None = opt(None, min_items=1)
+    """Many tables, each read once as a table of its own (a database task): globs (``*``, ``?``, ``[...]``) over
+    ``database.table``, or without a dot over the tables of ``database``; an entry starting with ``!`` excludes
+    what it matches (``["shop.*", "!shop.tmp_*"]``). Base tables only (no views); an entry that matches no table
+    is an error. ``database`` may be left out when every entry names its database. Not with ``table``,
+    ``query``, ``columns``, ``where``, ``split_pk`` or ``connections``."""
     columns: tuple[str, ...] | None = opt(None, min_items=1)
     """Columns to read, in this order; default every column of the (first) table."""
     where: str | None = opt(None, nonempty=True)

@@ -3,6 +3,7 @@ the SQL store kit (:mod:`.dialect`) plus its driver code; docs/manual/postgres.m
 
 from __future__ import annotations
 
+from wormhole.database.facet import CatalogFacet
 from wormhole.plugins.base import Plugin
 from wormhole.plugins.facets import EncodedReadFacet, EncodedWriteFacet
 from wormhole.plugins.postgres.dialect import POSTGRES
@@ -11,6 +12,7 @@ from wormhole.plugins.postgres.passthrough import FORMAT as COPY_BINARY
 from wormhole.plugins.postgres.periphery import PostgresReaderPeriphery, PostgresWriterPeriphery, plan_load
 from wormhole.plugins.postgres.reader import PostgresReader
 from wormhole.plugins.postgres.splitter import PostgresSplitter
+from wormhole.plugins.postgres.tables import open_catalog
 from wormhole.plugins.postgres.writer import PostgresWriter
 from wormhole.plugins.sql.roles import sink_role, source_role
 
@@ -19,7 +21,8 @@ from wormhole.plugins.sql.roles import sink_role, source_role
 # Each role is built apart from the plugin so mypy checks its facets against the store's periphery.
 SOURCE = source_role(POSTGRES, options=PostgresReaderOptions, splitter=PostgresSplitter, reader=PostgresReader,
                      periphery=PostgresReaderPeriphery, spark_read="wormhole.plugins.postgres.spark:read",
-                     encoded=EncodedReadFacet(format=COPY_BINARY, reader=PostgresReader))
+                     encoded=EncodedReadFacet(format=COPY_BINARY, reader=PostgresReader),
+                     catalog=CatalogFacet(open=open_catalog))
 SINK = sink_role(options=PostgresWriterOptions, periphery=PostgresWriterPeriphery, writer=PostgresWriter,
                  method_keys=("load", "write_mode"), plan_load=plan_load,
                  targets=("database", "schema", "table", "staging_table"),

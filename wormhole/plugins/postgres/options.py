@@ -74,9 +74,16 @@ class PostgresReaderOptions(ServerOptions, SourceParams):
     database: str | None = opt(None, nonempty=True)
     """The database of ``table`` or ``query``; not with ``connections``."""
     schema: str = opt("public", nonempty=True)
-    """The schema of ``table`` (and the default of each connection's)."""
+    """The schema of ``table`` (and the default of each connection's, and of the ``tables`` entries without
+    a dot)."""
     table: str | None = opt(None, nonempty=True)
     """The table (or view) to read; not with ``query``."""
+    tables: tuple[str, ...] | None = opt(None, min_items=1)
+    """Many tables of ``database``, each read once as a table of its own (a database task): globs (``*``, ``?``,
+    ``[...]``) over ``schema.table``, or without a dot over the tables of ``schema``; an entry starting with
+    ``!`` excludes what it matches (``["shop.*", "!shop.tmp_*"]``). Base and partitioned tables only (no views,
+    no partitions: a partitioned table reads them all); an entry that matches no table is an error. Not with
+    ``table``, ``query``, ``columns``, ``where``, ``split_pk`` or ``connections``."""
     columns: tuple[str, ...] | None = opt(None, min_items=1)
     """Columns to read, in this order; default every column of the (first) table."""
     where: str | None = opt(None, nonempty=True)
@@ -105,6 +112,8 @@ class PostgresReaderOptions(ServerOptions, SourceParams):
 
     NAMING: ClassVar[Naming] = NAMING
     NAMED_KEYS: ClassVar[tuple[str, ...]] = ("table", "split_pk", "database", "schema")
+    SCHEMA_KEY: ClassVar[str] = "schema"
+    SCHEMAS_IN_DATABASE: ClassVar[bool] = True
 
     def dates(self) -> str:
         return self.special_dates

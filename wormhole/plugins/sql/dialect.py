@@ -2,10 +2,11 @@
 
 The kit (:mod:`wormhole.plugins.sql`) holds what every SQL store does the same way. Its read side: one
 source-options family (:mod:`.source_options`), walking shards and tables and cutting key ranges
-(:mod:`.splitter`), the incremental bounds (:mod:`.bounds`), the reader's schema (:mod:`.reader`). Its write
-side: the destination's phases (:mod:`.periphery`), its split markers (:mod:`.markers`), the staging table's
-naming and marking (:mod:`.staging`), leftovers of earlier runs (:mod:`.leftovers`), settling a commit whose
-answer was lost (:mod:`.settling`) and the writers' part of the split transactions (:mod:`.writer`). A store
+(:mod:`.splitter`), the incremental bounds (:mod:`.bounds`), the reader's schema (:mod:`.reader`), the catalog
+of a whole database (:mod:`.tables`, which sqlite's uses too). Its write side: the destination's phases
+(:mod:`.periphery`), its split markers (:mod:`.markers`), the staging table's naming and marking
+(:mod:`.staging`), leftovers of earlier runs (:mod:`.leftovers`), settling a commit whose answer was lost
+(:mod:`.settling`) and the writers' part of the split transactions (:mod:`.writer`). A store
 supplies one ``Dialect`` object (``plugins/<store>/dialect.py``) for how its database spells and answers
 these; its own package keeps only that and its driver's code (connecting, bulk loading, its staging swap).
 The naming rules of a store's params are its :class:`~.source_options.Naming`.

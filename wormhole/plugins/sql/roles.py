@@ -8,6 +8,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar, cast
 
+from wormhole.database.facet import CatalogFacet
 from wormhole.plugins.base import (
     EncodedReader,
     ReadContext,
@@ -32,13 +33,14 @@ W = TypeVar("W", bound=SqlWriterPeriphery)
 
 def source_role(dialect: Dialect, *, options: type, splitter: Callable[[Any, ReadContext], Splitter],
                 reader: Callable[[Any, ReadContext], Reader], periphery: type[R], spark_read: str | None = None,
-                encoded: EncodedReadFacet[EncodedReader] | None = None) -> SourceRole[R]:
+                encoded: EncodedReadFacet[EncodedReader] | None = None,
+                catalog: CatalogFacet | None = None) -> SourceRole[R]:
     """A SQL store's source: incremental bounds from its dialect (:mod:`.bounds`), the task's leading filters
-    ANDed to its split queries in its dialect (``pushdown``), and its servers' busy sessions, which adaptive
-    push-up asks (``busy_threads``)."""
+    ANDed to its split queries in its dialect (``pushdown``), its servers' busy sessions, which adaptive
+    push-up asks (``busy_threads``), and the store's catalog of a whole database (``catalog``)."""
     return SourceRole(options=options, splitter=splitter, reader=reader, periphery=periphery, spark_read=spark_read,
                       bounds=partial(bounds.bounds, dialect), pushdown=cast(Any, dialect.name),
-                      busy_threads=periphery.busy_threads, encoded=encoded)
+                      busy_threads=periphery.busy_threads, encoded=encoded, catalog=catalog)
 
 
 def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable[[Any, WriteContext, W, int], Any],

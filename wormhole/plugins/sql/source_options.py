@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from wormhole.database.facet import DatabaseSource, entry_problem
+from wormhole.database.model import TablePatterns
 from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.sql import check_names, check_where, parse_server
 
@@ -47,6 +49,29 @@ def check_failover(entries: tuple[str, ...], default_port: int, path: str, probl
 def servers(entries: tuple[str, ...], port: int) -> tuple[tuple[str, int], ...]:
     """The (checked) ``failover_hosts`` entries as (host, port); an entry without a port has ``port``."""
     return tuple(s for s in (parse_server(e, port) for e in entries) if s is not None)
+
+
+TABLES_EXCLUDE: dict[str, str] = {
+    "table": "give either table or tables",
+    "query": "give either query or tables",
+    "columns": "tables reads every column of each table",
+    "where": "tables reads every row of each table; a where per table is not supported yet",
+    "split_pk": "each table is split by its own primary key",
+    "connections": "tables names the tables of one server",
+}
+"""The keys that say what one table (or query) reads, refused beside ``tables``, and why."""
+
+
+def check_tables(params: Any, keys: tuple[str, ...], path: str, problems: Problems) -> None:
+    """``tables`` (a database task): each entry a pattern, and none of ``keys`` (those of
+    :data:`TABLES_EXCLUDE` the store has) beside it."""
+    for key in keys:
+        if getattr(params, key) is not None:
+            problems.add(join_path(path, key), f"not with tables ({TABLES_EXCLUDE[key]})")
+    for i, entry in enumerate(params.tables):
+        problem = entry_problem(entry)
+        if problem is not None:
+            problems.add(join_path(join_path(path, "tables"), i), problem)
 
 
 def check_connection(naming: Naming, database: str, schema: str | None, tables: tuple[str, ...] | None,
@@ -197,6 +222,10 @@ class SourceParams:
     NAMING: ClassVar[Naming]
     NAMED_KEYS: ClassVar[tuple[str, ...]] = ("table", "split_pk", "database")
     """The keys holding one identifier, checked in this order."""
+    SCHEMA_KEY: ClassVar[str] = "database"
+    """The key naming the schema of ``table`` and of the ``tables`` entries without a dot (MySQL: its database)."""
+    SCHEMAS_IN_DATABASE: ClassVar[bool] = False
+    """The store's schemas live inside the database it connects to (PostgreSQL): ``tables`` needs ``database``."""
 
     host: str
     port: int
@@ -207,6 +236,7 @@ class SourceParams:
     connect_retries: int
     database: str | None
     table: str | None
+    tables: tuple[str, ...] | None
     columns: tuple[str, ...] | None
     where: str | None
     split_pk: str | None
@@ -225,13 +255,17 @@ class SourceParams:
             value = getattr(self, key)
             if value is not None:
                 self.NAMING.check_identifier(value, join_path(path, key), problems)
+        if self.tables is not None:
+            check_tables(self, tuple(TABLES_EXCLUDE), path, problems)
+            self._check_tables_database(self.tables, path, problems)
+            return
         if self.connections is not None:
             self._check_connections(self.connections, path, problems)
         else:
             if self.database is None:
                 problems.add(join_path(path, "database"), "is required (or give connections)")
             if self.query is None and self.table is None:
-                problems.add(join_path(path, "table"), "is required (or give a query)")
+                problems.add(join_path(path, "table"), "is required (or give tables or a query)")
         if self.query is not None:
             for key in ("table", "columns", "where", "split_pk"):
                 if getattr(self, key) is not None:
@@ -239,6 +273,21 @@ class SourceParams:
 
     def check_servers(self, path: str, problems: Problems) -> None:
         """The server keys beside host and port (none unless the store has some)."""
+
+    def _check_tables_database(self, tables: tuple[str, ...], path: str, problems: Problems) -> None:
+        """``database`` with ``tables``: PostgreSQL's schemas are in one, so it is required; MySQL's databases are
+        its schemas, so it may be left out when every entry names its own."""
+        if self.database is not None:
+            return
+        where = join_path(path, "database")
+        if self.SCHEMAS_IN_DATABASE:
+            problems.add(where, "is required (the database whose tables tables names)")
+            return
+        bare = [entry for entry in tables if "." not in entry and entry_problem(entry) is None]
+        if bare:
+            problems.add(where, f"is required by the tables entries that name no database "
+                                f"({', '.join(repr(e) for e in bare)}): give database, or write each as "
+                                f"'database.table'")
 
     def _check_connections(self, connections: tuple[ConnectionKeys, ...], path: str, problems: Problems) -> None:
         """Sharded params: each connection names its database and tables, unless a query says what to read."""
@@ -265,16 +314,19 @@ class SourceParams:
         """The schema of the tables read on ``endpoint``: its database, unless the store has schemas."""
         return endpoint.database
 
-    def resolve(self) -> SqlSource:
-        """The shape these (checked) params describe: what the splitter and reader work with."""
+    def resolve(self) -> SqlSource | DatabaseSource:
+        """The shape these (checked) params describe: what the splitter and reader work with, or with ``tables``
+        the many tables of a database task (:class:`~wormhole.database.facet.DatabaseSource`)."""
+        if self.tables is not None:
+            patterns = TablePatterns.parse(self.tables, getattr(self, self.SCHEMA_KEY))
+            return DatabaseSource(params=self, patterns=patterns, schema_key=self.SCHEMA_KEY)
         settings: dict[str, Any] = {
             "connect_timeout_s": self.connect_timeout_s, "connect_retries": self.connect_retries,
             "estimate": self.estimate, "count_timeout_s": self.count_timeout_s, "dates": self.dates()}
         query = None if self.query is None else self.query.rstrip().rstrip(";").rstrip() or self.query
         if self.connections is None:
             assert self.database is not None  # check() requires it
-            endpoint = Endpoint(self.host, self.port, self.user, self.password, self.password_env, self.database,
-                                self.failover(None))
+            endpoint = self.source_endpoint(self.database)
             schema = self.schema_of(None, endpoint)
             if query is not None:
                 return QuerySource(shards=(Shard(endpoint, schema, ()),), query=query, **settings)
@@ -288,6 +340,11 @@ class SourceParams:
         if query is not None:
             return QuerySource(shards=tuple(shards), query=query, **settings)
         return ShardedSource(shards=tuple(shards), selection=self._selection(), **settings)
+
+    def source_endpoint(self, database: str) -> Endpoint:
+        """The source's own server (host, port, credentials, failover servers), in ``database``."""
+        return Endpoint(self.host, self.port, self.user, self.password, self.password_env, database,
+                        self.failover(None))
 
     def _selection(self) -> Selection:
         return Selection(columns=self.columns, where=self.where, split_pk=self.split_pk,

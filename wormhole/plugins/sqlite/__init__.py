@@ -10,11 +10,13 @@ Missing parent directories are created; a database file the run created is remov
 
 The entry below says what the store can do (its roles' facets), :mod:`.options` holds the parameters,
 :mod:`.splitter`, :mod:`.reader`, :mod:`.periphery` (both roles'), :mod:`.writer` and :mod:`.staging`
-the roles, :mod:`.types` the type mapping and :mod:`.connection` how files are opened.
+the roles, :mod:`.tables` the catalog of a whole file (``tables``), :mod:`.types` the type mapping and
+:mod:`.connection` how files are opened.
 """
 
 from __future__ import annotations
 
+from wormhole.database.facet import CatalogFacet
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
 from wormhole.plugins.facets import DurableFacet, LeftoverFacet
 from wormhole.plugins.sqlite.bounds import bounds
@@ -22,6 +24,7 @@ from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOpt
 from wormhole.plugins.sqlite.periphery import SqliteReaderPeriphery, SqliteWriterPeriphery
 from wormhole.plugins.sqlite.reader import SqliteReader
 from wormhole.plugins.sqlite.splitter import SqliteSplitter
+from wormhole.plugins.sqlite.tables import open_catalog
 from wormhole.plugins.sqlite.writer import SqliteWriter
 
 SOURCE = SourceRole(
@@ -31,6 +34,7 @@ SOURCE = SourceRole(
     periphery=SqliteReaderPeriphery,
     bounds=bounds,
     pushdown="sqlite",  # the reader adds the task's leading filters to its query
+    catalog=CatalogFacet(open=open_catalog),  # a whole file's tables (``tables``)
 )
 
 # One writer: the destination holds the file's write lock. In Spark mode its rows are written on

@@ -39,8 +39,8 @@ def _maximum(conn: sqlite3.Connection, options: SqliteReaderOptions, name: str, 
     conditions.append(f"{quote(name)} IS NOT NULL")
     where = " WHERE " + " AND ".join(conditions)
     if kind == "int":
-        return conn.execute(f"SELECT MAX({quote(name)}) FROM {quote(options.table)}{where}").fetchone()[0]
+        return conn.execute(f"SELECT MAX({quote(name)}) FROM {quote(options.read_table)}{where}").fetchone()[0]
     # Decimals are kept as text, whose MAX would compare as text: the largest value is found as numbers.
     convert = READ_CONVERTERS["decimal"]
-    values = conn.execute(f"SELECT {quote(name)} FROM {quote(options.table)}{where}")
+    values = conn.execute(f"SELECT {quote(name)} FROM {quote(options.read_table)}{where}")
     return max((convert(v) for (v,) in values), default=None)

@@ -6,16 +6,27 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
+from wormhole.database.facet import DatabaseSource
+from wormhole.database.model import TablePatterns
 from wormhole.options import Problems, join_path, opt
 from wormhole.plugins.sql import check_names, check_where
+from wormhole.plugins.sql.source_options import check_tables
+
+MAIN = "main"
+"""The schema of a file's own tables, as SQLite names it (``tables`` entries without a dot are in it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SqliteReaderOptions:
     path: str = opt(nonempty=True)
     """The database file (opened read-only)."""
-    table: str = opt(nonempty=True)
-    """The table to read."""
+    table: str | None = opt(None, nonempty=True)
+    """The table to read; required unless ``tables`` is given."""
+    tables: tuple[str, ...] | None = opt(None, min_items=1)
+    """Many tables of the file, each read once as a table of its own (a database task): globs (``*``, ``?``,
+    ``[...]``) over the table names (or over ``main.table``); an entry starting with ``!`` excludes what it
+    matches (``["*", "!tmp_*"]``). Tables only (no views); an entry that matches no table is an error. Not with
+    ``table``, ``columns`` or ``where``."""
     columns: tuple[str, ...] | None = opt(None, min_items=1)
     """Columns to read, in this order; default every column of the table."""
     where: str | None = opt(None, nonempty=True)
@@ -24,6 +35,22 @@ class SqliteReaderOptions:
     def check(self, path: str, problems: Problems) -> None:
         check_names(self.columns, join_path(path, "columns"), problems)
         check_where(self.where, path, problems, "sqlite")
+        if self.tables is not None:
+            check_tables(self, ("table", "columns", "where"), path, problems)
+        elif self.table is None:
+            problems.add(join_path(path, "table"), "is required (or give tables)")
+
+    def resolve(self) -> SqliteReaderOptions | DatabaseSource:
+        """These options, or with ``tables`` the many tables of a database task."""
+        if self.tables is None:
+            return self
+        return DatabaseSource(params=self, patterns=TablePatterns.parse(self.tables, MAIN), schema_key=None)
+
+    @property
+    def read_table(self) -> str:
+        """The table read (``table``: the options a reader gets always name one)."""
+        assert self.table is not None  # check() requires it unless tables, whose options resolve to no reader's
+        return self.table
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -349,7 +349,7 @@ class SqliteReaderPeriphery:
         conn = connect_readonly(opts.path, ReadError)
         try:
             resolve_schema(conn, opts, ReadError)
-            table = quote(opts.table)
+            table = quote(opts.read_table)
             if opts.where is None:
                 try:
                     (rows,) = conn.execute(f"SELECT MAX(rowid) FROM {table}").fetchone()

@@ -27,7 +27,7 @@ from wormhole.plugins.sqlite.types import READ_CONVERTERS, as_read, logical_type
 def resolve_schema(conn: sqlite3.Connection, options: SqliteReaderOptions,
                    error: type[StorageError]) -> Schema:
     try:
-        found = table_columns(conn, options.table)
+        found = table_columns(conn, options.read_table)
     except sqlite3.Error as exc:
         raise error(f"cannot read the columns of {options.table} in {options.path}: {exc}",
                     plugin=PLUGIN_NAME) from exc
@@ -65,7 +65,7 @@ class SqliteReader(SchemaOnce):
         pushed: PushedQuery | None = split.params.get("pushdown")
         if pushed is not None:  # the task's leading filters and projection, evaluated here
             schema = Schema(tuple(schema.columns[k] for k in pushed.keep))
-        sql = f"SELECT {', '.join(quote(n) for n in schema.names)} FROM {quote(opts.table)}"
+        sql = f"SELECT {', '.join(quote(n) for n in schema.names)} FROM {quote(opts.read_table)}"
         conditions = [f"({opts.where})"] if opts.where is not None else []
         args: tuple[Any, ...] = ()
         if pushed is not None and pushed.where is not None:
