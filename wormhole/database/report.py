@@ -3,6 +3,7 @@ pair, the source's and the speed's figures summed, and a ``database`` section pe
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,8 +36,15 @@ class TableOutcome:
     """Destination id -> what its DDL did (created, exists, indexes ...)."""
 
     def all_pairs(self) -> dict[str, DestinationResult]:
-        """Every pair outcome of the table: the table run's, overridden by what happened around it."""
-        found = dict(self.result.report.destinations) if self.result is not None else {}
+        """Every pair outcome of the table: the table run's, overridden by what happened around it. A pair
+        the table run undid without a reason of its own (the read failed) gets the table run's."""
+        found: dict[str, DestinationResult] = {}
+        if self.result is not None:
+            why = self.result.report.error
+            for pid, pair in self.result.report.destinations.items():
+                if pair.status != "success" and pair.error is None and why:
+                    pair = dataclasses.replace(pair, error=why)
+                found[pid] = pair
         found.update(self.pairs)
         return found
 
@@ -69,7 +77,7 @@ def database_result(run: RunFacts, plan: DatabasePlan | None, outcomes: Sequence
     reports = [o.result.report for o in outcomes if o.result is not None]
     status, code = _outcome(pairs, reports, ended=exit_code is not None or read_error is not None or not outcomes,
                             exit_code=exit_code)
-    failures = [f"{k}: {p.error}" for k, p in pairs.items() if p.error and p.status == "failed"]
+    failures = [f"{k}: {p.error}" for k, p in pairs.items() if p.error and p.status != "success"]
     error = error or ("; ".join(failures) if failures else None) or run.stop_reason
     seconds = round(time.monotonic() - run.t0, 3)
     report = RunReport(
