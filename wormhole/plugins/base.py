@@ -30,7 +30,7 @@ from wormhole.plugins.batch import rows_of as rows_of
 from wormhole.plugins.context_kit import SparkAccess as SparkAccess  # plugins import them from here
 from wormhole.plugins.context_kit import StopSignal as StopSignal
 from wormhole.plugins.context_kit import context_reduce
-from wormhole.plugins.facets import DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet, P
+from wormhole.plugins.facets import DdlFacet, DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet, P
 from wormhole.plugins.schema import LOGICAL_TYPES as LOGICAL_TYPES  # the schema types: plugins import them from here
 from wormhole.plugins.schema import Column as Column
 from wormhole.plugins.schema import LogicalType as LogicalType
@@ -348,6 +348,8 @@ class SinkRole(Generic[P]):
     needs_spark: bool = False
     """The store needs a SparkSession even when the rows move in local mode (a Hive catalog), so
     ``settings.engine = auto`` chooses Spark."""
+    ddl: DdlFacet | None = None
+    """Optional: it creates a database source's tables from their definitions (:mod:`wormhole.database.ddl`)."""
     spark_partitions: bool = False
     """In Spark mode the row writer may run inside the executors, one writer per partition with
     ``worker_index`` = partition id: a partition written twice (a task retry) leaves its rows once.

@@ -4,6 +4,8 @@ its driver code; docs/manual/mysql.md says what it does."""
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin
+from wormhole.plugins.facets import DdlFacet
+from wormhole.plugins.mysql.ddl import MYSQL_DDL, open_session
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions
 from wormhole.plugins.mysql.passthrough import plan_load
@@ -19,7 +21,8 @@ SOURCE = source_role(MYSQL, options=MysqlReaderOptions, splitter=MysqlSplitter, 
                      periphery=MysqlReaderPeriphery, spark_read="wormhole.plugins.mysql.spark:read")
 SINK = sink_role(options=MysqlWriterOptions, periphery=MysqlWriterPeriphery, writer=MysqlWriter,
                  method_keys=("load", "write_mode", "method"),
-                 uses_wire_text=True, plan_load=plan_load)
+                 uses_wire_text=True, plan_load=plan_load,
+                 ddl=DdlFacet(dialect=MYSQL_DDL, open=open_session))  # a database task creates its tables
 PLUGIN = Plugin(
     name="mysql", source=SOURCE, sink=SINK,
     description="MySQL/MariaDB tables: key-range split reads (sharded too); append, truncate or staging loads")
