@@ -15,9 +15,10 @@ import pytest
 
 from tests.conftest import mysql_or_skip
 from tests.pg_helpers import PgServer, fresh_schemas
-from tests.plugin_helpers import parse
+from tests.plugin_helpers import parse, run_destination
 from wormhole.database.ddl import DdlSession, TableDdl, TargetName, translate
 from wormhole.database.model import ColumnDef, ForeignKeyDef, IndexDef, TableDef, TableRef
+from wormhole.errors import PrepareError
 from wormhole.plugins import registry
 from wormhole.plugins.mysql.options import MysqlWriterOptions
 from wormhole.plugins.postgres.options import PostgresWriterOptions
@@ -348,3 +349,24 @@ def test_state_says_what_differs(dests: dict[str, Dest]) -> None:
     assert state.state == "differs"
     assert state.differences == ("missing columns: b", "columns the source has not: c")
 
+
+
+def test_mysql_create_table_in_a_single_table_task_says_it_needs_a_database_task(dests: dict[str, Dest]) -> None:
+    """A single-table task's missing mysql table with create_table fails at prepare, saying why."""
+    options, problems = parse(MysqlWriterOptions, {"host": "127.0.0.1", "user": "root", "table": "missing",
+                                                   "database": dests["mysql"].schema, "create_table": True})
+    assert not problems
+    sink = registry.get("mysql").sink
+    assert sink is not None
+    with pytest.raises(PrepareError, match=r"needs a database task \(source\.params\.tables\) for now"):
+        run_destination(sink, options, [[]])
+
+
+def test_sqlite_keeps_a_decimal_default_as_its_text(dests: dict[str, Dest]) -> None:
+    """A decimal column is TEXT in SQLite: its default 0.50 is stored as that text, not the real 0.5."""
+    dest = dests["sqlite"]
+    table = TableDef(TableRef("src", "dflt"), (_c("id", "int(11)"), _c("price", "decimal(5,2)", default="0.50")))
+    target = TargetName(None, "dflt")
+    apply(dest, [translate(table, "mysql", "sqlite", dest.options, target, lambda r: None)], {})
+    dest.execute('INSERT INTO "dflt" ("id") VALUES (1)')
+    assert dest.execute('SELECT price, typeof(price) FROM "dflt"') == [("0.50", "text")]

@@ -9,9 +9,9 @@ import sqlite3
 from typing import Any
 
 from wormhole.database.model import ColumnDef
-from wormhole.plugins.ddl import Mapped, PlannedColumn, Refused, SqlType, TablePlan, TargetName
+from wormhole.plugins.ddl import Default, Mapped, PlannedColumn, Refused, SqlType, TablePlan, TargetName
 from wormhole.plugins.sql import quote
-from wormhole.plugins.sql.ddl import SqlDdl, SqlDdlSession, auto_column, int_args, split_type
+from wormhole.plugins.sql.ddl import SqlDdl, SqlDdlSession, auto_column, int_args, split_type, string_literal
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME
 from wormhole.plugins.sqlite.types import DECLARED_TYPES, logical_type
 
@@ -68,6 +68,11 @@ class SqliteDdl(SqlDdl):
         if source.kind == "array":
             return Mapped(declared, "the array as its JSON text")
         return Mapped(declared)
+
+    def render_default(self, default: Default, type_sql: str) -> str | None:
+        if default.kind == "number" and type_sql == DECLARED_TYPES["decimal"]:
+            return string_literal(default.value)  # a decimal is its text here: 0.00 stays 0.00, not the real 0.0
+        return super().render_default(default, type_sql)
 
     def column_sql(self, column: PlannedColumn, plan: TablePlan) -> str:
         sql = super().column_sql(column, plan)
