@@ -276,7 +276,7 @@ def apply(dest: Dest, ddls: list[TableDdl], rows: dict[str, list[str]]) -> None:
 def test_tables_created_keyed_and_sequenced(dests: dict[str, Dest], source_store: str, dest_store: str) -> None:
     """Two tables of each source store made in each destination store: the destination's catalog has the translated
     types, NOT NULL, the primary key, the composite unique and secondary index, the foreign key and the comments;
-    after rows with ids 5 and 7 are loaded, a row inserted without an id gets 8."""
+    after rows with ids 5 and 7 are loaded, a row inserted without an id gets 8, and its defaults."""
     dest = dests[dest_store]
     suffix = f"{source_store}_{dest_store}"
     parent, child = tables(source_store, "src")
@@ -299,6 +299,10 @@ def test_tables_created_keyed_and_sequenced(dests: dict[str, Dest], source_store
     dest.execute(f"INSERT INTO {table(PARENT)} ({q(UNI)}) VALUES ('c')")
     assert dest.execute(f"SELECT {q('id')} FROM {table(CHILD)} WHERE {q('order')} = 'z'") == [(8,)]
     assert dest.execute(f"SELECT {q('id')} FROM {table(PARENT)} WHERE {q(UNI)} = 'c'") == [(3,)]
+    # The defaults: a literal, and the current time (every source's child has one on "at").
+    assert dest.execute(f"SELECT {q('dash-name')} FROM {table(PARENT)} WHERE {q('id')} = 3") == [(7,)]
+    assert dest.execute(f"SELECT COUNT(*) FROM {table(CHILD)} WHERE {q('id')} = 8 AND {q('at')} IS NOT NULL AND "
+                        f"{q('price')} + 0 = 0") == [(1,)]  # sqlite's is the text 0.00
 
     found = {name: _catalog_of(dest, targets[name]) for name in (PARENT, CHILD)}
     assert found[CHILD].types == EXPECTED[(source_store, dest_store)]

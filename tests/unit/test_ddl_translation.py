@@ -129,11 +129,12 @@ def test_defaults_portable_kept_others_dropped_with_a_note() -> None:
     assert [c.default_sql for c in my.columns] == ["'it''s \\\\ x'", "CURRENT_TIMESTAMP(6)", "-1", "uuid()",
                                                    "(CURRENT_DATE)", None]
     pg_table = TableDef(TableRef("s", "t"), (ColumnDef("a", "character varying(5)", True, "'x'::character varying"),
+                                             ColumnDef("z", "text", True, "NULL::text"),
                                              ColumnDef("b", "boolean", True, "true"),
                                              ColumnDef("c", "integer", False, "nextval('t_c_seq'::regclass)",
                                                        auto_increment=True)))
     my = translate(pg_table, "postgres", "mysql", Dest(), TargetName("d", "t"), lambda r: None)
-    assert [c.default_sql for c in my.columns] == ["'x'", "1", None]
+    assert [c.default_sql for c in my.columns] == ["'x'", None, "1", None]
     assert my.lossy == ("s.t.b: boolean -> tinyint(1): MySQL's BOOLEAN is TINYINT(1): false and true are 0 and 1",)
 
 

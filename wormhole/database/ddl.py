@@ -117,9 +117,9 @@ def _default(column: ColumnDef, source: DdlDialect, dest: DdlDialect, type_sql: 
     if column.default_sql is None or column.auto_increment:
         return None  # an auto-increment column's default is its sequence: the destination makes its own
     text = column.default_sql.strip()
-    if text.upper() == "NULL":
-        return None
     parsed = source.parse_default(text)
+    if parsed is not None and parsed.kind == "null":
+        return None
     rendered = None if parsed is None else dest.render_default(parsed, type_sql)
     if rendered is None and same_store:
         return text

@@ -45,8 +45,9 @@ class SqlType:
 class Default:
     """A column default every SQL store can spell: a literal or the current date/time."""
 
-    kind: Literal["number", "string", "bool", "now", "today", "clock"]
-    """``now``: CURRENT_TIMESTAMP; ``today``: CURRENT_DATE; ``clock``: CURRENT_TIME."""
+    kind: Literal["null", "number", "string", "bool", "now", "today", "clock"]
+    """``null``: NULL (no default, as a column without one); ``now``: CURRENT_TIMESTAMP; ``today``: CURRENT_DATE;
+    ``clock``: CURRENT_TIME."""
     value: str = ""
     """A number's text, a string's value, ``true`` / ``false``."""
 

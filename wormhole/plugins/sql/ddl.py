@@ -110,6 +110,8 @@ def portable_default(text: str, backslashes: bool, cast: re.Pattern[str] | None 
         text = text[1:-1].strip()
     if cast is not None:
         text = cast.sub("", text).strip()
+    if text.upper() == "NULL":
+        return Default("null")  # PostgreSQL shows NULL::character varying
     if _NUMBER.fullmatch(text):
         return Default("number", text)
     if text.lower() in ("true", "false"):
@@ -179,7 +181,7 @@ class SqlDdl:
             return string_literal(default.value, self.backslashes)
         if default.kind == "bool":
             return "1" if default.value == "true" else "0"
-        return {"now": "CURRENT_TIMESTAMP", "today": "CURRENT_DATE", "clock": "CURRENT_TIME"}[default.kind]
+        return {"now": "CURRENT_TIMESTAMP", "today": "CURRENT_DATE", "clock": "CURRENT_TIME"}.get(default.kind)
 
     def column_sql(self, column: PlannedColumn, plan: TablePlan) -> str:
         """A column's definition in CREATE TABLE."""
