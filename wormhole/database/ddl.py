@@ -1,10 +1,13 @@
 """A source table's definition (:class:`~wormhole.database.model.TableDef`) as a destination's DDL.
 
-Pure translation: nothing here connects. Each SQL store's sink role has a :class:`DdlFacet`
+Pure translation: nothing here connects. Each SQL store's sink role has a
+:class:`~wormhole.plugins.facets.DdlFacet`
 (``registry.get(plugin).sink.ddl``) holding its :class:`DdlDialect`: how it reads its own declared types and
 default expressions (as a source) and how it writes a table (as a destination). :func:`translate` goes
 through a neutral vocabulary between the two (:class:`SqlType`, :class:`Default`), so each store knows only
-its own words; the tables are docs/manual/types.md, *Whole-database DDL*.
+its own words; the tables are docs/manual/types.md, *Whole-database DDL*. The contract's types live in
+:mod:`wormhole.plugins.ddl` (the stores implement it) and are re-exported here for the orchestrator, which opens a
+destination's session with ``facet(plugin).open(options)`` and never imports a store.
 
 A type with no exact mapping is refused at plan time (:class:`TypesRefused`, every refused column of the table
 at once, each naming ``schema.table.column``, the source type and the choices); the destination's
@@ -22,10 +25,11 @@ The statements come in the order a database task runs them: :attr:`TableDdl.crea
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from wormhole.database.model import ColumnDef, TableDef, TableRef
 from wormhole.errors import InvalidTaskConfig
+from wormhole.plugins import registry
 from wormhole.plugins.ddl import DdlDialect as DdlDialect
 from wormhole.plugins.ddl import DdlSession as DdlSession
 from wormhole.plugins.ddl import Default as Default  # the contract's names, for the orchestrator
@@ -33,20 +37,17 @@ from wormhole.plugins.ddl import PlannedColumn as PlannedColumn
 from wormhole.plugins.ddl import PlannedForeignKey as PlannedForeignKey
 from wormhole.plugins.ddl import Refused as Refused
 from wormhole.plugins.ddl import SequenceStep as SequenceStep
+from wormhole.plugins.ddl import SqlType as SqlType
 from wormhole.plugins.ddl import TableDdl as TableDdl
 from wormhole.plugins.ddl import TablePlan as TablePlan
 from wormhole.plugins.ddl import TableState as TableState
 from wormhole.plugins.ddl import TargetName as TargetName
 from wormhole.plugins.ddl import TypesRefused as TypesRefused
-
-if TYPE_CHECKING:
-    from wormhole.plugins.facets import DdlFacet
+from wormhole.plugins.facets import DdlFacet
 
 
 def facet(plugin: str) -> DdlFacet:
     """The DDL facet of ``plugin``'s sink; InvalidTaskConfig when the store has none."""
-    from wormhole.plugins import registry  # the registry imports every store lazily
-
     sink = registry.get(plugin).sink
     found = None if sink is None else sink.ddl
     if found is None:
