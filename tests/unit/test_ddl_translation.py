@@ -197,6 +197,20 @@ def test_auto_increment_and_sequences_per_store() -> None:
     assert lite.create[0] == 'CREATE TABLE "t" ("id" INTEGER NOT NULL PRIMARY KEY)' and lite.sequences == ()
 
 
+def test_mysql_auto_increment_not_leading_the_key_gets_a_key_of_its_own() -> None:
+    table = TableDef(TableRef("s", "t"), (ColumnDef("k", "integer", False), ColumnDef("n", "integer", False,
+                                                                                     auto_increment=True)),
+                     primary_key=("k",))
+    ddl = translate(table, "postgres", "mysql", Dest(), TargetName("d", "t"), lambda r: None)
+    assert ddl.create[0].startswith("CREATE TABLE `d`.`t` (`k` int NOT NULL, `n` int NOT NULL AUTO_INCREMENT, "
+                                    "PRIMARY KEY (`k`), KEY (`n`))")
+
+
+def test_mysql_bit_default_becomes_its_integer() -> None:
+    ddl = one("mysql", "bit(3)", "postgres", default_sql="b'101'")
+    assert ddl.columns[0].default_sql == "5"
+
+
 def test_comments_per_store() -> None:
     table = TableDef(TableRef("s", "t"), (ColumnDef("a", "int(11)", True, comment="it's a"),), comment="the t")
     pg = translate(table, "mysql", "postgres", Dest(), TargetName("d", "t"), lambda r: None)
@@ -206,6 +220,11 @@ def test_comments_per_store() -> None:
                          "COMMENT='the t'",)
     lite = translate(table, "mysql", "sqlite", Dest(), TargetName(None, "t"), lambda r: None)
     assert lite.lossy == ("s.t: comments dropped (SQLite keeps none)",)
+    long = TableDef(TableRef("s", "t"), (ColumnDef("a", "integer", True, comment="x" * 1100),), comment="y" * 2100)
+    my = translate(long, "postgres", "mysql", Dest(), TargetName("d", "t"), lambda r: None)
+    assert my.lossy == ("s.t.a: comment cut to 1024 characters (MySQL's most)",
+                        "s.t: comment cut to 2048 characters (MySQL's most)")
+    assert f"COMMENT '{'x' * 1024}'" in my.create[0] and f"COMMENT='{'y' * 2048}'" in my.create[0]
 
 
 @pytest.mark.parametrize("cls", [MysqlWriterOptions, PostgresWriterOptions, SqliteWriterOptions])

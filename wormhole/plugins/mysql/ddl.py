@@ -45,6 +45,9 @@ MAX_VARCHAR = 16383
 MAX_KEY_CHARS = 768
 """utf8mb4 characters InnoDB can index whole (3,072 bytes); a longer column is indexed by a prefix."""
 KEY_PREFIX = 255
+MAX_COLUMN_COMMENT, MAX_TABLE_COMMENT = 1024, 2048
+"""MySQL's longest comments, in characters: a longer one is an error in strict mode."""
+_BIT = re.compile(r"b'([01]+)'", re.IGNORECASE)
 
 
 class MysqlDdl(SqlDdl):
@@ -84,6 +87,12 @@ class MysqlDdl(SqlDdl):
             return SqlType(_TIMES[name], type_sql, precision=numbers[0] if numbers else 0)
         return SqlType(_SIMPLE.get(name, "other"), type_sql)
 
+    def parse_default(self, default_sql: str) -> Default | None:
+        bits = _BIT.fullmatch(default_sql.strip())
+        if bits is not None:
+            return Default("number", str(int(bits[1], 2)))  # a BIT's default: the integer the reader gives
+        return super().parse_default(default_sql)
+
     # -- as a destination -------------------------------------------------------------------------
 
     def column_type(self, source: SqlType, column: ColumnDef) -> Mapped | Refused:
@@ -111,7 +120,7 @@ class MysqlDdl(SqlDdl):
         if column.auto_increment:
             sql += " AUTO_INCREMENT"
         if column.comment:
-            sql += f" COMMENT {self.literal(column.comment)}"
+            sql += f" COMMENT {self.literal(column.comment[:MAX_COLUMN_COMMENT])}"
         return sql
 
     def literal(self, text: str) -> str:
@@ -126,7 +135,7 @@ class MysqlDdl(SqlDdl):
     def table_suffix(self, plan: TablePlan) -> str:
         # Another store's strings compare byte for byte (a unique 'a' and 'A' are two values): a binary collation.
         suffix = " DEFAULT CHARSET=utf8mb4" + ("" if plan.source_plugin == PLUGIN_NAME else " COLLATE=utf8mb4_bin")
-        return suffix + (f" COMMENT={self.literal(plan.comment)}" if plan.comment else "")
+        return suffix + (f" COMMENT={self.literal(plan.comment[:MAX_TABLE_COMMENT])}" if plan.comment else "")
 
     def index_statements(self, plan: TablePlan) -> list[str]:
         if not plan.indexes:
@@ -155,7 +164,11 @@ class MysqlDdl(SqlDdl):
             raise TypesRefused(problems, where=f"mysql DDL of {plan.source.key}")
         ddl = super().statements(plan, foreign_keys)
         types = {c.name.casefold(): c.type_sql for c in plan.columns}
-        notes = [f"{plan.source.key}: index {i.name} keys the first {KEY_PREFIX} characters of {c} "
+        notes = [f"{plan.source.key}{'.' + c.name if c.name else ''}: comment cut to {limit} characters (MySQL's most)"
+                 for c, limit in [*((c, MAX_COLUMN_COMMENT) for c in plan.columns),
+                                  (PlannedColumn("", "", True, comment=plan.comment), MAX_TABLE_COMMENT)]
+                 if c.comment and len(c.comment) > limit]
+        notes += [f"{plan.source.key}: index {i.name} keys the first {KEY_PREFIX} characters of {c} "
                  f"({types[c.casefold()]})" for i in plan.indexes for c in i.columns
                  if not i.unique and _too_long(types.get(c.casefold(), ""))]
         return TableDdl(ddl.target, ddl.columns, ddl.create, ddl.after_load, ddl.foreign_keys, ddl.sequences,
