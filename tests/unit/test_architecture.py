@@ -373,12 +373,12 @@ def test_recovery_and_taskdb_do_not_import_each_other_both_ways() -> None:
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base values", ("wormhole", "wormhole.errors", "wormhole.redaction", "wormhole.log", "wormhole.sql_text",
                      "wormhole.options", "wormhole.spec_json", "wormhole.schedule")),
-    ("plugin contract", ("wormhole.plugins", "wormhole.plugins.*", "wormhole.retry", "wormhole.database",
+    ("plugin contract", ("wormhole.plugins", "wormhole.plugins.*", "wormhole.retry",
                          "wormhole.database.model", "wormhole.database.facet", "wormhole.database.ddl")),
     ("stores", ("wormhole.plugins.<store>",)),
     ("transform", ("wormhole.transform",)),
     ("task model", ("wormhole.config", "wormhole.task_spec", "wormhole.incremental", "wormhole.destination_checks",
-                    "wormhole.variables", "wormhole.spark.config")),
+                    "wormhole.variables", "wormhole.spark.config", "wormhole.database")),
     ("run parts", ("wormhole.exchange", "wormhole.counters", "wormhole.dirty", "wormhole.pool", "wormhole.result",
                    "wormhole.monitor", "wormhole.metrics", "wormhole.progress", "wormhole.planning.assign")),
     ("recovery and task database", ("wormhole.recovery", "wormhole.taskdb")),
@@ -399,7 +399,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 2. the stores: ``plugins/<store>/`` (a store's modules, its Spark adapter);
 3. transform: the operators, expressions and chains;
 4. the task model: the task spec (``task_spec``) and the engine configuration (``config``), incremental
-   windows, job variables;
+   windows, job variables, a database task's translation of tables between stores (``database``);
 5. the run's parts: the exchange, counters, dirty file, thread pool, result, monitor and its views,
    the fair split assignment;
 6. recovery and the task database;

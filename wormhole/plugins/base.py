@@ -31,7 +31,7 @@ from wormhole.plugins.batch import rows_of as rows_of
 from wormhole.plugins.context_kit import SparkAccess as SparkAccess  # plugins import them from here
 from wormhole.plugins.context_kit import StopSignal as StopSignal
 from wormhole.plugins.context_kit import context_reduce
-from wormhole.plugins.facets import DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet, P
+from wormhole.plugins.facets import DdlFacet, DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet, P
 from wormhole.plugins.schema import LOGICAL_TYPES as LOGICAL_TYPES  # the schema types: plugins import them from here
 from wormhole.plugins.schema import Column as Column
 from wormhole.plugins.schema import LogicalType as LogicalType
@@ -352,8 +352,8 @@ class SinkRole(Generic[P]):
     needs_spark: bool = False
     """The store needs a SparkSession even when the rows move in local mode (a Hive catalog), so
     ``settings.engine = auto`` chooses Spark."""
-    ddl: Any = None
-    """Optional: creates a database task's tables from the source's definitions (:mod:`wormhole.database`)."""
+    ddl: DdlFacet | None = None
+    """Optional: it creates a database source's tables from their definitions (:mod:`wormhole.database.ddl`)."""
     targets: tuple[str, ...] = ()
     """The params that say where the rows go (``database``, ``schema``, ``table``, ``path``): in a database
     task (``source.params.tables``) they are templates with ``{schema}`` and ``{table}``, rendered per table

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from wormhole.plugins.batch import Encoding
+    from wormhole.plugins.ddl import DdlDialect, DdlSession
 
 P = TypeVar("P")
 """The class of a role's periphery: its facets' functions take that object."""
@@ -87,3 +88,14 @@ class EncodedWriteFacet(Generic[P]):
     """The format's name: the source's :attr:`EncodedReadFacet.format` must be the same."""
     takes: Callable[[P, Encoding], bool]
     """``takes(periphery, encoding)``, once prepared: the target's columns declare exactly those types."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DdlFacet:
+    """The destination creates a database source's tables (:mod:`wormhole.database.ddl`): its DDL words and a
+    session that applies them."""
+
+    dialect: DdlDialect
+    """How the store reads its own declared types and defaults (as a source) and writes a table (as a destination)."""
+    open: Callable[[Any], DdlSession]
+    """``open(destination options)``: a :class:`~wormhole.database.ddl.DdlSession` on the destination."""

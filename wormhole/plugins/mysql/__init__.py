@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from wormhole.database.facet import CatalogFacet
 from wormhole.plugins.base import Plugin
+from wormhole.plugins.facets import DdlFacet
+from wormhole.plugins.mysql.ddl import MYSQL_DDL, open_session
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions
 from wormhole.plugins.mysql.passthrough import plan_load
@@ -22,7 +24,8 @@ SOURCE = source_role(MYSQL, options=MysqlReaderOptions, splitter=MysqlSplitter, 
                      catalog=CatalogFacet(open=open_catalog))  # a whole database (``tables``): :mod:`.tables`
 SINK = sink_role(options=MysqlWriterOptions, periphery=MysqlWriterPeriphery, writer=MysqlWriter,
                  method_keys=("load", "write_mode", "method"), targets=("database", "table", "staging_table"),
-                 uses_wire_text=True, plan_load=plan_load)
+                 uses_wire_text=True, plan_load=plan_load,
+                 ddl=DdlFacet(dialect=MYSQL_DDL, open=open_session))  # a database task creates its tables
 PLUGIN = Plugin(
     name="mysql", source=SOURCE, sink=SINK,
     description="MySQL/MariaDB tables: key-range split reads (sharded too); append, truncate or staging loads")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from wormhole.options import Problems, join_path, opt
+from wormhole.plugins.sql import check_column_types
 from wormhole.plugins.sql.sink_options import SinkParams
 from wormhole.plugins.sql.source_options import (
     ConnectionKeys,
@@ -145,6 +146,15 @@ class MysqlWriterOptions(ServerOptions, SinkParams):
     characters). An existing table by that name fails the destination at prepare unless it is a marked
     leftover of this task and destination (see :mod:`.writer`): wormhole never drops a table it did not
     create."""
+    create_table: bool = False
+    """In a database task (``source.params.tables``), create each missing target table from the source's
+    definition (types: docs/manual/types.md, *Whole-database DDL*). In a single-table task it is not done yet:
+    a missing table fails the destination at prepare, saying create_table needs a database task."""
+    column_types: dict[str, str] | None = None
+    """In a database task (``source.params.tables``): the type a column gets in a table created here, in this
+    store's words, overriding the translation of the source's type (docs/manual/types.md, *Whole-database DDL*),
+    keyed ``"table.column"`` or ``"schema.table.column"`` by the source's names (the longer key wins). A column
+    whose source type has no exact type here must be named so: the plan says which and the choices."""
     strict: bool = True
     """Run the session in strict SQL mode, so a value the column cannot hold is an error (a rejected
     row), never silently truncated."""
@@ -158,6 +168,7 @@ class MysqlWriterOptions(ServerOptions, SinkParams):
     VERIFY_WHY: ClassVar[str] = "replace and upsert may rightly change fewer rows than they write"
 
     def check_keys(self, path: str, problems: Problems) -> None:
+        check_column_types(self.column_types, join_path(path, "column_types"), problems)
         if self.method == "load_data" and self.write_mode == "upsert":
             problems.add(join_path(path, "method"), "load_data cannot upsert; use method 'insert' or 'auto'")
 

@@ -92,9 +92,11 @@ def plan_load(options: Any, schema: Schema, rows_changed: bool) -> str:
     if method is None:
         return "none (method 'load_data' needs local_infile, which the server has switched off)"
     if not found:
-        # prepare fails on a missing target (the mysql store creates no table): say so now, not at the run
+        # prepare fails on a missing target (a single-table task creates no mysql table): say so now, not at the run
+        why = ("create_table on a mysql destination needs a database task (source.params.tables) for now"
+               if options.create_table else "the mysql store creates no table: create it first")
         return (f"{WILL_FAIL}: table {backquote(endpoint.database)}.{backquote(options.table)} does not exist on "
-                f"{endpoint.mark} (the mysql store creates no table: create it first)")
+                f"{endpoint.mark} ({why})")
     written = options.columns if options.columns is not None else schema.names
     if len(written) != len(schema):
         return "unknown (the target's columns do not match the source's: prepare will say why)"

@@ -100,7 +100,9 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
         """The target's column types by lower-case name; sets the columns written (checked against them)."""
         found = target_columns(conn, self.endpoint.database, self.options.table)
         if not found:
-            raise self.sql.error(PrepareError, f"table {self.target} does not exist on {self.endpoint.mark}")
+            why = (" (create_table on a mysql destination needs a database task (source.params.tables) for now)"
+                   if self.options.create_table else "")
+            raise self.sql.error(PrepareError, f"table {self.target} does not exist on {self.endpoint.mark}{why}")
         columns = self._written_names()
         types = {name.lower(): dt for name, dt, _ in found}
         unknown = [c for c in columns if c.lower() not in types]

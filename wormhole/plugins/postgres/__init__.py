@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from wormhole.database.facet import CatalogFacet
 from wormhole.plugins.base import Plugin
-from wormhole.plugins.facets import EncodedReadFacet, EncodedWriteFacet
+from wormhole.plugins.facets import DdlFacet, EncodedReadFacet, EncodedWriteFacet
+from wormhole.plugins.postgres.ddl import POSTGRES_DDL, open_session
 from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.options import PostgresReaderOptions, PostgresWriterOptions
 from wormhole.plugins.postgres.passthrough import FORMAT as COPY_BINARY
@@ -26,6 +27,7 @@ SOURCE = source_role(POSTGRES, options=PostgresReaderOptions, splitter=PostgresS
 SINK = sink_role(options=PostgresWriterOptions, periphery=PostgresWriterPeriphery, writer=PostgresWriter,
                  method_keys=("load", "write_mode"), plan_load=plan_load,
                  targets=("database", "schema", "table", "staging_table"),
-                 encoded=EncodedWriteFacet(format=COPY_BINARY, takes=PostgresWriterPeriphery.takes_encoding))
+                 encoded=EncodedWriteFacet(format=COPY_BINARY, takes=PostgresWriterPeriphery.takes_encoding),
+                 ddl=DdlFacet(dialect=POSTGRES_DDL, open=open_session))  # a database task creates its tables
 PLUGIN = Plugin(name="postgres", source=SOURCE, sink=SINK,
                 description="PostgreSQL/Greenplum tables: key or block range split reads; COPY loads with staging swap")

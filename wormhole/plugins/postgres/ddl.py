@@ -1,14 +1,31 @@
 """The table ``create_table`` makes (types: docs/manual/postgres.md, *create_table*): a column by its logical
 type, or, read by a mysql source (its COLUMN_TYPE in :attr:`Column.native`), the closest type that holds
-every value; a postgres array of a built-in type keeps its declaration."""
+every value; a postgres array of a built-in type keeps its declaration. And PostgreSQL's DDL words for a
+whole-database task (:class:`PostgresDdl`, :mod:`wormhole.database.ddl`; docs/manual/types.md, *Whole-database DDL*)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from wormhole.database.model import ColumnDef
+from wormhole.errors import PrepareError
+from wormhole.plugins.ddl import (
+    Default,
+    Kind,
+    Mapped,
+    PlannedColumn,
+    Refused,
+    SequenceStep,
+    SqlType,
+    TablePlan,
+    TargetName,
+)
+from wormhole.plugins.postgres.connection import PLUGIN_NAME, connect
 from wormhole.plugins.schema import Column, Schema
 from wormhole.plugins.sql import quote
+from wormhole.plugins.sql.ddl import SqlDdl, SqlDdlSession, auto_column, int_args, string_literal, utf8_bytes
 
 _LOGICAL = {"int": "bigint", "float": "double precision", "string": "text", "bytes": "bytea", "bool": "boolean",
             "date": "date", "datetime": "timestamp(6)", "json": "jsonb"}
@@ -102,3 +119,176 @@ def create_table_sql(target: str, names: Sequence[str], schema: Schema,
     if distributed_by:
         sql += f" DISTRIBUTED BY ({', '.join(quote(c) for c in distributed_by)})"
     return sql
+
+
+# -- whole-database DDL (wormhole.database.ddl) ------------------------------------------------------------
+
+_PG_TYPE = re.compile(r"(?P<head>[a-z\" ._]+?)\s*(?:\((?P<args>[^)]*)\))?(?P<tail>(?:\s+[a-z ]*)?)")
+_PG_INTS = {"smallint": 2, "integer": 4, "bigint": 8, "int2": 2, "int4": 4, "int8": 8, "int": 4}
+_PG_NAMES: dict[str, Kind] = {
+    "boolean": "bool", "real": "float4", "double precision": "float8", "text": "text", "bytea": "blob",
+    "date": "date", "json": "json", "jsonb": "jsonb", "uuid": "uuid", "inet": "inet", "cidr": "inet",
+    "macaddr": "macaddr", "macaddr8": "macaddr", "xml": "xml", "character varying": "varchar",
+    "character": "char", "bit": "bit", "bit varying": "varbit", "numeric": "decimal",
+    "timestamp without time zone": "datetime", "timestamp with time zone": "timestamptz",
+    "time without time zone": "time", "time with time zone": "timetz"}
+_CAST = re.compile(r"(?:::[a-z_ \"]+(?:\([0-9, ]*\))?(?:\[\])?)+$", re.IGNORECASE)
+"""The casts PostgreSQL's catalog shows after a default (``'a'::character varying``, ``'{}'::jsonb``)."""
+_IDENTITY_TYPES = frozenset({"smallint", "integer", "bigint"})
+
+
+class PostgresDdl(SqlDdl):
+    """PostgreSQL (Greenplum alike)."""
+
+    name = PLUGIN_NAME
+    name_measure = staticmethod(utf8_bytes)  # NAMEDATALEN counts bytes
+    cast = _CAST
+
+    def quote(self, identifier: str) -> str:
+        return quote(identifier)
+
+    # -- as a source ------------------------------------------------------------------------------
+
+    def parse_type(self, type_sql: str) -> SqlType:
+        text = type_sql.strip()
+        if text.endswith("[]"):
+            return SqlType("array", type_sql, element=self.parse_type(text[:-2]))
+        found = _PG_TYPE.fullmatch(text.lower())
+        if found is None:
+            return SqlType("other", type_sql)
+        name = " ".join((found["head"] + " " + found["tail"]).split())
+        numbers = int_args(found["args"])
+        if name in _PG_INTS:
+            return SqlType("int", type_sql, _PG_INTS[name])
+        kind = _PG_NAMES.get(name)
+        if kind is None:
+            return SqlType("interval" if name.startswith("interval") else "other", type_sql)
+        if kind == "decimal":
+            return SqlType(kind, type_sql, precision=numbers[0] if numbers else None,
+                           scale=(numbers[1] if len(numbers) > 1 else 0) if numbers else None)
+        if kind in ("datetime", "timestamptz", "time", "timetz"):
+            return SqlType(kind, type_sql, precision=numbers[0] if numbers else None)
+        if kind in ("varchar", "char", "bit", "varbit"):
+            return SqlType(kind, type_sql, numbers[0] if numbers else (1 if kind in ("char", "bit") else None))
+        return SqlType(kind, type_sql)
+
+    def parse_default(self, default_sql: str) -> Default | None:
+        if default_sql.strip().lower().startswith("nextval("):
+            return None  # a serial's sequence: the column is auto_increment
+        return super().parse_default(default_sql)
+
+    # -- as a destination -------------------------------------------------------------------------
+
+    def column_type(self, source: SqlType, column: ColumnDef) -> Mapped | Refused:
+        if source.kind == "int":
+            return _pg_int(source, column)
+        if source.kind in _PG_FIXED:
+            return Mapped(*_PG_FIXED[source.kind])
+        made = _PG_MADE.get(source.kind)
+        return Refused("has no PostgreSQL type", ("text", "bytea")) if made is None else made(source)
+
+    def render_default(self, default: Default, type_sql: str) -> str | None:
+        boolean = type_sql.strip().lower() == "boolean"
+        if default.kind == "bool" or (boolean and default.value in ("0", "1")):
+            return "true" if default.value in ("true", "1") else "false"
+        if default.kind == "clock":
+            return "LOCALTIME"
+        return super().render_default(default, type_sql)
+
+    def column_sql(self, column: PlannedColumn, plan: TablePlan) -> str:
+        sql = super().column_sql(column, plan)
+        if column.auto_increment and column.type_sql.strip().lower() in _IDENTITY_TYPES:
+            sql += " GENERATED BY DEFAULT AS IDENTITY"
+        return sql
+
+    def comments(self, plan: TablePlan) -> list[str]:
+        table = self.qualified(plan.target)
+        out = [f"COMMENT ON TABLE {table} IS {string_literal(plan.comment)}"] if plan.comment else []
+        return out + [f"COMMENT ON COLUMN {table}.{quote(c.name)} IS {string_literal(c.comment)}"
+                      for c in plan.columns if c.comment]
+
+    def sequences(self, plan: TablePlan) -> list[SequenceStep]:
+        auto = auto_column(plan)
+        if auto is None or auto.type_sql.strip().lower() not in _IDENTITY_TYPES:
+            return []
+        table = self.qualified(plan.target)
+        return [SequenceStep(auto.name, f"SELECT setval(pg_get_serial_sequence({string_literal(table)}, "
+                                        f"{string_literal(auto.name)}), COALESCE(MAX({quote(auto.name)}), 0) + 1, "
+                                        f"false) FROM {table}")]
+
+    def lossy(self, plan: TablePlan) -> list[str]:
+        auto = auto_column(plan)
+        if auto is not None and auto.type_sql.strip().lower() not in _IDENTITY_TYPES:
+            return [f"{plan.source.key}.{auto.name}: auto-increment dropped (a PostgreSQL identity must be smallint, "
+                    f"integer or bigint, not {auto.type_sql})"]
+        return []
+
+
+_MYSQL_INT = {1: "tinyint", 2: "smallint", 3: "mediumint", 4: "int", 8: "bigint"}
+
+
+def _pg_int(source: SqlType, column: ColumnDef) -> Mapped:
+    if source.length == 8 and source.unsigned:
+        if column.auto_increment:
+            return Mapped("bigint", "an auto-increment BIGINT UNSIGNED as bigint (identity): an id beyond "
+                                    "9223372036854775807 would be a refused row")
+        return Mapped("numeric(20,0)", "PostgreSQL has no unsigned integers: numeric(20,0) holds every value")
+    pg = _INTS[_MYSQL_INT[source.length or 8]][source.unsigned]
+    if source.declared.strip().lower().startswith("tinyint(1)"):
+        return Mapped(pg, "not boolean: a TINYINT(1) may hold any of -128..127")
+    return Mapped(pg)
+
+
+def _digits(source: SqlType) -> str:
+    return "" if source.precision is None else f"({min(source.precision, 6)})"
+
+
+def _pg_time(source: SqlType) -> Mapped:
+    if source.kind == "time":
+        return Mapped(f"time{_digits(source)} without time zone",
+                      "PostgreSQL's time holds 00:00:00 to 24:00:00: a MySQL TIME beyond (a duration) is a refused row "
+                      "(interval or text keeps it)")
+    zone = "with" if source.kind == "timestamptz" else "without"
+    return Mapped(f"timestamp{_digits(source)} {zone} time zone")
+
+
+def _pg_labels(source: SqlType) -> Mapped:
+    labels = source.labels
+    width = max((len(x) for x in labels), default=1) if source.kind == "enum" else \
+        max(1, sum(len(x) for x in labels) + len(labels) - 1)
+    return Mapped(f"varchar({width})", f"the labels as text (the list of allowed {source.kind} values is not kept)")
+
+
+_PG_FIXED: dict[str, tuple[str, str | None]] = {
+    "bool": ("boolean", None), "float4": ("real", None), "float8": ("double precision", None), "text": ("text", None),
+    "xml": ("text", None), "date": ("date", None), "year": ("smallint", None), "json": ("json", None),
+    "jsonb": ("jsonb", None), "uuid": ("uuid", None), "inet": ("inet", None),
+    **dict.fromkeys(("binary", "varbinary", "blob"), ("bytea", None))}
+"""Neutral kinds with one PostgreSQL type (and a note when it is another type of the same values)."""
+_PG_MADE: dict[str, Callable[[SqlType], Mapped]] = {
+    "decimal": lambda t: Mapped("numeric" if t.precision is None else f"numeric({t.precision},{t.scale or 0})"),
+    "char": lambda t: Mapped(f"varchar({t.length})", "CHAR(n) as varchar(n): the values as read, without "
+                                                      "PostgreSQL's padding (MySQL drops a CHAR's trailing spaces)"),
+    "varchar": lambda t: Mapped(f"varchar({t.length})" if t.length else "text"),
+    "enum": _pg_labels, "set": _pg_labels,
+    "bit": lambda t: Mapped("numeric(20,0)" if (t.length or 1) >= 64 else "bigint",
+                            "a BIT(n)'s value as an integer (PostgreSQL's bit(n) takes no integer)"),
+    **dict.fromkeys(("datetime", "timestamptz", "time"), _pg_time)}
+"""Neutral kinds whose PostgreSQL type depends on their length, digits or labels."""
+
+
+def _columns_of(conn: Any, target: TargetName) -> list[str] | None:
+    relation = f"{quote(target.schema or 'public')}.{quote(target.table)}"
+    rows = conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 "
+                        "AND NOT attisdropped ORDER BY attnum", (relation,)).fetchall()
+    return [str(r[0]) for r in rows] or None
+
+
+def open_session(options: Any) -> SqlDdlSession:
+    """A DDL session on a postgres destination (its ``database``, autocommit)."""
+    conn = connect(options.endpoint(options.database), PrepareError, attempts=options.connect_retries,
+                   timeout=options.connect_timeout_s)
+    return SqlDdlSession(conn, _columns_of, fold=False, plugin=PLUGIN_NAME)
+
+
+POSTGRES_DDL = PostgresDdl()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from wormhole.options import Problems, join_path, opt
+from wormhole.plugins.sql import check_column_types
 from wormhole.plugins.sql.sink_options import SinkParams
 from wormhole.plugins.sql.source_options import (
     ConnectionKeys,
@@ -147,6 +148,11 @@ class PostgresWriterOptions(ServerOptions, SinkParams):
     (DROP the target, RENAME the staging table) in one transaction, rollback drops it."""
     create_table: bool = False
     """Create the target from the source's schema when it does not exist (types: docs/manual/postgres.md)."""
+    column_types: dict[str, str] | None = None
+    """In a database task (``source.params.tables``): the type a column gets in a table created here, in this
+    store's words, overriding the translation of the source's type (docs/manual/types.md, *Whole-database DDL*),
+    keyed ``"table.column"`` or ``"schema.table.column"`` by the source's names (the longer key wins). A column
+    whose source type has no exact type here must be named so: the plan says which and the choices."""
     distributed_by: tuple[str, ...] | None = opt(None, min_items=1)
     """Greenplum: the distribution key of a table wormhole creates (``DISTRIBUTED BY (...)``). Only with
     create_table; PostgreSQL itself refuses the clause."""
@@ -183,6 +189,7 @@ class PostgresWriterOptions(ServerOptions, SinkParams):
     NAME_LISTS: ClassVar[tuple[str, ...]] = ("columns", "upsert_key", "distributed_by")
 
     def check_keys(self, path: str, problems: Problems) -> None:
+        check_column_types(self.column_types, join_path(path, "column_types"), problems)
         if self.upsert_key is not None and self.write_mode != "upsert":
             problems.add(join_path(path, "upsert_key"), "only with write_mode 'upsert'")
         if self.distributed_by is not None and not self.create_table:

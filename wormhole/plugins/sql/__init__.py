@@ -44,6 +44,15 @@ def check_names(names: Sequence[str] | None, path: str, problems: Problems,
         problems.add(path, "names must be unique")
 
 
+def check_column_types(types: dict[str, str] | None, path: str, problems: Problems) -> None:
+    """``column_types``: each key ``table.column`` or ``schema.table.column``, each type some text."""
+    for key, value in (types or {}).items():
+        if not isinstance(key, str) or key.count(".") < 1 or not all(key.split(".")):
+            problems.add(join_path(path, str(key)), "must be 'table.column' or 'schema.table.column'")
+        elif not isinstance(value, str) or not value.strip():
+            problems.add(join_path(path, key), "must be a type (non-empty text)")
+
+
 def check_where(where: str | None, path: str, problems: Problems, dialect: str) -> None:
     """A ``where`` is one condition: the engine reads ``(where) AND (<split range>)``, and a where that
     closes a parenthesis it did not open (``id > 0) OR (1=1``) would read every row in every split."""

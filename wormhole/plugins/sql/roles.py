@@ -19,7 +19,7 @@ from wormhole.plugins.base import (
     Splitter,
     WriteContext,
 )
-from wormhole.plugins.facets import DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet
+from wormhole.plugins.facets import DdlFacet, DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet
 from wormhole.plugins.sql import bounds
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
@@ -45,7 +45,8 @@ def source_role(dialect: Dialect, *, options: type, splitter: Callable[[Any, Rea
 
 def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable[[Any, WriteContext, W, int], Any],
               method_keys: tuple[str, ...], plan_load: Callable[[Any, Schema, bool], str], targets: tuple[str, ...],
-              uses_wire_text: bool = False, encoded: EncodedWriteFacet[W] | None = None) -> SinkRole[W]:
+              uses_wire_text: bool = False, encoded: EncodedWriteFacet[W] | None = None,
+              ddl: DdlFacet | None = None) -> SinkRole[W]:
     """A SQL store's destination: each split committed with its marker row in one transaction (``durable``),
     staging tables and marker rows of crashed runs found and removed (``leftovers``), the rows written
     counted for ``verify`` (``add_written``); one destination at a time truncates or swaps a table
@@ -67,6 +68,7 @@ def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable
         leftovers=LeftoverFacet(find=periphery.leftovers, clean=periphery.clean_leftovers),
         add_written=periphery.add_written,  # verify compares the table's count with the rows written
         encoded=encoded,
+        ddl=ddl,
         # In Spark mode the row writers run in the executors, a split per partition, each made
         # durable with its marker row in one transaction: a retried task finds it there.
         spark_partitions=True,

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from wormhole.database.facet import CatalogFacet
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
-from wormhole.plugins.facets import DurableFacet, LeftoverFacet
+from wormhole.plugins.facets import DdlFacet, DurableFacet, LeftoverFacet
 from wormhole.plugins.sqlite.bounds import bounds
+from wormhole.plugins.sqlite.ddl import SQLITE_DDL, open_session
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions, owned_path, single_writer_key
 from wormhole.plugins.sqlite.periphery import SqliteReaderPeriphery, SqliteWriterPeriphery
 from wormhole.plugins.sqlite.reader import SqliteReader
@@ -52,6 +53,8 @@ SINK = SinkRole(
                          release=SqliteWriterPeriphery.release),
     # Staging and marker tables of crashed runs.
     leftovers=LeftoverFacet(find=SqliteWriterPeriphery.leftovers, clean=SqliteWriterPeriphery.clean_leftovers),
+    # A database task creates its tables from the source's definitions.
+    ddl=DdlFacet(dialect=SQLITE_DDL, open=open_session),
 )
 
 PLUGIN = Plugin(

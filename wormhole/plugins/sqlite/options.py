@@ -9,7 +9,7 @@ from typing import Literal
 from wormhole.database.facet import DatabaseSource
 from wormhole.database.model import TablePatterns
 from wormhole.options import Problems, join_path, opt
-from wormhole.plugins.sql import check_names, check_where
+from wormhole.plugins.sql import check_column_types, check_names, check_where
 from wormhole.plugins.sql.source_options import check_tables
 
 MAIN = "main"
@@ -67,11 +67,18 @@ class SqliteWriterOptions:
     key: tuple[str, ...] | None = opt(None, min_items=1)
     """The conflict key for ``upsert`` (a PRIMARY KEY or UNIQUE index); the primary key of a created table."""
     create: bool = True
-    """Create the table from the source schema when it does not exist."""
+    """Create the table from the source schema when it does not exist (in a database task: from the source's
+    definition, docs/manual/types.md, *Whole-database DDL*)."""
+    column_types: dict[str, str] | None = None
+    """In a database task (``source.params.tables``): the type a column gets in a table created here, in this
+    store's words, overriding the translation of the source's type (docs/manual/types.md, *Whole-database DDL*),
+    keyed ``"table.column"`` or ``"schema.table.column"`` by the source's names (the longer key wins). A column
+    whose source type has no exact type here must be named so: the plan says which and the choices."""
 
     def check(self, path: str, problems: Problems) -> None:
         check_names(self.columns, join_path(path, "columns"), problems)
         check_names(self.key, join_path(path, "key"), problems)
+        check_column_types(self.column_types, join_path(path, "column_types"), problems)
         if self.write_mode == "upsert" and self.key is None:
             problems.add(join_path(path, "key"), "is required when write_mode is 'upsert'")
         if self.key is not None and self.columns is not None:
