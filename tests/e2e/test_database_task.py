@@ -34,7 +34,10 @@ PG = PgServer.from_url()
 TABLES: dict[str, tuple[str, int]] = {
     # name -> (columns DDL, rows); "orders" is the largest, so it is read first.
     "orders": ("id INT NOT NULL PRIMARY KEY, customer INT NOT NULL, amount DECIMAL(12,2) NULL, "
-               "note VARCHAR(40) NULL, made DATETIME(6) NOT NULL", 3000),
+               "note VARCHAR(40) NULL COMMENT 'free text', made DATETIME(6) NOT NULL, KEY by_customer (customer)",
+               3000),
+    "lines": ("id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, order_id INT NOT NULL, qty SMALLINT NOT NULL DEFAULT 1, "
+              "CONSTRAINT lines_order FOREIGN KEY (order_id) REFERENCES orders (id)", 60),
     "order": ("id INT NOT NULL PRIMARY KEY, v VARCHAR(20) NULL", 40),
     "my table": ("id INT NOT NULL PRIMARY KEY, v VARCHAR(20) NULL", 30),
     "dash-name": ("id BIGINT NOT NULL PRIMARY KEY, v DOUBLE NULL", 20),
@@ -43,18 +46,21 @@ TABLES: dict[str, tuple[str, int]] = {
     "tmp_scratch": ("id INT NOT NULL PRIMARY KEY", 3),
 }
 SELECTED = [t for t in TABLES if t != "tmp_scratch"]
+DESTINATIONS = ("pg", "lite", "lake", "rep")
 
 
 def _fill(conn: Any, db: str, table: str, rows: int) -> None:
-    columns = [c.split()[0] for c in TABLES[table][0].split(", ") if not c.startswith(("PRIMARY",))]
+    columns = [c.split()[0] for c in TABLES[table][0].split(", ") if not c.startswith(("PRIMARY", "KEY", "CONSTRAINT"))]
     values = []
     for i in range(1, rows + 1):
         row: list[Any] = []
         for c in columns:
             if c == "id" or c == "a":
                 row.append(i)
-            elif c == "customer":
-                row.append(i % 17)
+            elif c in ("customer", "order_id"):
+                row.append(i % 17 + 1)
+            elif c == "qty":
+                row.append(i % 5)
             elif c == "amount":
                 row.append(None if i % 11 == 0 else Decimal(i) / 100)
             elif c == "made":
@@ -112,8 +118,9 @@ def database_task(src: str, where: dict[str, str], *, tables: list[str] | None =
              "params": PG.params(where["pg"], table="{table}", create_table=True)},
             {"id": "lite", "plugin": "sqlite", "params": {"path": where["lite"], "table": "{table}"}},
             {"id": "lake", "plugin": "file", "params": {"path": where["lake"] + "/{table}", "format": "parquet"}},
+            {"id": "rep", "plugin": "mysql", "params": SERVER.params(where["rep"], create_table=True)},
         ],
-        "settings": {"speed": {"channel": 3}, **settings},
+        "settings": {"speed": {"channel": 3}, "foreign_keys": True, **settings},
     }
 
 
@@ -155,6 +162,10 @@ def sqlite_rows(path: str, table: str) -> list[tuple[str | None, ...]]:
         conn.close()
 
 
+def mysql_rows(db: str, table: str) -> list[tuple[str | None, ...]]:
+    return source_rows(db, table)
+
+
 def parquet_rows(directory: str) -> list[tuple[str | None, ...]]:
     """Compared without the decimals' scale: parquet holds every decimal as decimal(38,18) (docs/manual/types.md)."""
     data = pq.read_table(directory)
@@ -173,20 +184,58 @@ def test_a_database_fans_out_table_by_table_to_every_destination_exactly(
     database = result["database"]
     assert database["tables"] == len(SELECTED) and database["tables_done"] == len(SELECTED)
     assert database["table_results"][0]["table"] == f"{source_db}.orders"  # the largest first
-    assert set(result["destinations"]) == {pair(source_db, d, t) for d in ("pg", "lite", "lake") for t in SELECTED}
+    assert set(result["destinations"]) == {pair(source_db, d, t) for d in DESTINATIONS for t in SELECTED}
     for table in SELECTED:
         expected = source_rows(source_db, table)
         assert pg_rows(targets["pg"], table) == expected, table
         assert sqlite_rows(targets["lite"], table) == expected, table
         assert parquet_rows(f"{targets['lake']}/{table}") == source_rows(source_db, table, scale=False), table
-        for dest in ("pg", "lite", "lake"):
+        assert mysql_rows(targets["rep"], table) == expected, table
+        for dest in DESTINATIONS:
             assert result["destinations"][pair(source_db, dest, table)]["rows_written"] == TABLES[table][1]
     assert result["source"]["rows_read"] == sum(TABLES[t][1] for t in SELECTED)  # each table read once
     events = log_events(stderr)
     done = [e for e in events if e["event"] == "database.pair_done"]
-    assert len(done) == 3 * len(SELECTED) and {e["status"] for e in done} == {"success"}
+    assert len(done) == len(DESTINATIONS) * len(SELECTED) and {e["status"] for e in done} == {"success"}
     finished = next(e for e in events if e["event"] == "task.finished")
-    assert len(finished["destinations"]) == 3 * len(SELECTED)
+    assert len(finished["destinations"]) == len(DESTINATIONS) * len(SELECTED)
+    assert_keys_and_indexes(source_db, targets)
+
+
+def assert_keys_and_indexes(source_db: str, targets: dict[str, str]) -> None:
+    """The tables created from the source's definitions: keys, the index after the load, the foreign key
+    after every table, the comment, the sequence past the loaded maximum."""
+    conn = PG.connect()
+    try:
+        schema = targets["pg"]
+        indexes = dict(pg_execute(conn, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s "
+                                        "AND tablename = 'orders'", (schema,)))
+        assert any("(id)" in d and "UNIQUE" in d for d in indexes.values()), indexes  # the primary key
+        assert any("(customer)" in d for d in indexes.values()), indexes
+        fks = pg_execute(conn, "SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c JOIN pg_class t ON t.oid = "
+                               "c.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = %s AND "
+                               "t.relname = 'lines' AND c.contype = 'f'", (schema,))
+        assert len(fks) == 1 and fks[0][0].startswith("FOREIGN KEY (order_id) REFERENCES ") \
+            and fks[0][0].endswith(".orders(id)"), fks
+        assert pg_execute(conn, f"SELECT col_description('{qi(schema)}.orders'::regclass, 4)") == [("free text",)]
+        pg_execute(conn, f"INSERT INTO {qi(schema)}.lines (order_id) VALUES (1)")
+        assert pg_execute(conn, f"SELECT max(id) FROM {qi(schema)}.lines") == [(TABLES["lines"][1] + 1,)]
+    finally:
+        conn.close()
+    admin = SERVER.connect()
+    try:
+        rep = targets["rep"]
+        keys = execute(admin, "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE "
+                              "TABLE_SCHEMA = %s AND TABLE_NAME = 'orders' ORDER BY 1", (rep,))
+        assert set(keys) == {("PRIMARY", "id"), ("by_customer", "customer")}, keys
+        refs = execute(admin, "SELECT REFERENCED_TABLE_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE "
+                              "TABLE_SCHEMA = %s AND TABLE_NAME = 'lines' AND REFERENCED_TABLE_NAME IS NOT NULL",
+                       (rep,))
+        assert refs == [("orders",)], refs
+        execute(admin, f"INSERT INTO {q(rep)}.lines (order_id) VALUES (1)")
+        assert execute(admin, f"SELECT MAX(id) FROM {q(rep)}.lines") == [(TABLES["lines"][1] + 1,)]
+    finally:
+        admin.close()
 
 
 def test_a_pair_that_fails_stops_neither_its_table_elsewhere_nor_other_tables_and_retry_finishes_it(
@@ -227,14 +276,8 @@ def test_a_source_table_dropped_during_the_task_fails_that_table_alone(
         execute(admin, f"INSERT INTO {q(source_db)}.zz_gone VALUES (1), (2)")
         spec = database_task(source_db, targets, tables=["orders", "zz_gone"])
         spec["settings"]["speed"] = {"channel": 1}  # one table at a time: orders (the largest) first
-        # The first table's PostgreSQL prepare drops the other table from the source (a user's DROP mid-task).
-        spec["destinations"][0]["params"]["pre_sql"] = []
-        mysql_dest = {"id": "rep", "plugin": "mysql",
-                      "params": SERVER.params(targets["rep"], table="{table}",
-                                              pre_sql=[f"DROP TABLE IF EXISTS {q(source_db)}.zz_gone"])}
-        execute(admin, f"CREATE TABLE {q(targets['rep'])}.orders LIKE {q(source_db)}.orders")
-        execute(admin, f"CREATE TABLE {q(targets['rep'])}.zz_gone (id INT PRIMARY KEY)")
-        spec["destinations"].append(mysql_dest)
+        # The first table's MySQL prepare drops the other table from the source (a user's DROP mid-task).
+        spec["destinations"][3]["params"]["pre_sql"] = [f"DROP TABLE IF EXISTS {q(source_db)}.zz_gone"]
         code, task, _ = run_task(ws, spec)
         assert code == 202, task.get("error")
         statuses = {k: v["status"] for k, v in task["result"]["destinations"].items()}
@@ -295,6 +338,7 @@ def assert_exact(source_db: str, targets: dict[str, str]) -> None:
         assert pg_rows(targets["pg"], table) == expected, table
         assert sqlite_rows(targets["lite"], table) == expected, table
         assert parquet_rows(f"{targets['lake']}/{table}") == source_rows(source_db, table, scale=False), table
+        assert mysql_rows(targets["rep"], table) == expected, table
 
 
 def test_a_database_task_killed_between_commits_is_taken_over_and_every_pair_ends_exact(
@@ -320,6 +364,48 @@ def test_a_database_task_killed_between_commits_is_taken_over_and_every_pair_end
     # The tables done before the kill are not written again (their splits are held), the others are written.
     for table in ("orders", "order"):
         assert {(pairs[pair(source_db, d, table)]["rows_written"], pairs[pair(source_db, d, table)]["rows_resumed"])
-                for d in ("pg", "lite", "lake")} == {(0, TABLES[table][1])}, table
+                for d in DESTINATIONS} == {(0, TABLES[table][1])}, table
     assert pairs[pair(source_db, "pg", "nokey")]["rows_written"] == TABLES["nokey"][1]
     assert_exact(source_db, targets)
+
+
+def test_a_type_with_no_exact_mapping_refuses_the_task_naming_the_column_and_the_choices(
+        ws: Workspace, targets: dict[str, str]) -> None:
+    conn = PG.connect()
+    try:
+        schema = targets["pg"]
+        pg_execute(conn, f"CREATE TABLE {qi(schema)}.tagged (id integer PRIMARY KEY, tags integer[])")
+        pg_execute(conn, f"CREATE TABLE {qi(schema)}.plain (id integer PRIMARY KEY)")
+        spec = {"source": {"plugin": "postgres", "params": PG.params(schema, tables=["*"])},
+                "destinations": [{"id": "rep", "plugin": "mysql",
+                                  "params": SERVER.params(targets["rep"], create_table=True)}]}
+        code, task, _ = run_task(ws, spec)
+        assert code == 204, task.get("error")
+        assert f"{schema}.tagged.tags: postgres type 'integer[]'" in task["error"]
+        assert "column_types" in task["error"] and "json" in task["error"]
+        admin = SERVER.connect()
+        try:
+            assert execute(admin, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
+                           (targets["rep"],)) == [(0,)]  # refused before anything was created
+        finally:
+            admin.close()
+        # The choice made, the same database goes through.
+        spec["destinations"][0]["params"]["column_types"] = {"tagged.tags": "json"}
+        pg_execute(conn, f"INSERT INTO {qi(schema)}.tagged VALUES (1, ARRAY[1, 2]), (2, NULL)")
+        code, task, _ = run_task(ws, spec)
+        assert code == 0, task.get("error")
+        assert mysql_rows(targets["rep"], "tagged") == [("1", "[1,2]"), ("2", None)]
+    finally:
+        conn.close()
+
+
+def test_a_destination_schema_that_does_not_exist_fails_that_destination_by_name(
+        ws: Workspace, source_db: str, targets: dict[str, str]) -> None:
+    spec = database_task(source_db, targets, tables=["order", "nokey"])
+    spec["destinations"][0]["params"]["schema"] = "wh_no_such_schema"
+    code, task, _ = run_task(ws, spec)
+    assert code == 202, task.get("error")
+    statuses = {k: v["status"] for k, v in task["result"]["destinations"].items()}
+    assert {k for k, s in statuses.items() if s != "success"} == {pair(source_db, "pg", t) for t in ("order", "nokey")}
+    assert "wh_no_such_schema" in task["result"]["destinations"][pair(source_db, "pg", "order")]["error"]
+    assert sqlite_rows(targets["lite"], "order") == source_rows(source_db, "order")

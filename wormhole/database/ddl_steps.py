@@ -1,18 +1,38 @@
 """The DDL of a database task, step by step: translated for every (table, destination) before anything is
-touched, then the table created before its run, its indexes and sequences after its rows are in, and the
-foreign keys after every table (:mod:`wormhole.database.run` calls each step)."""
+touched (:class:`DdlSteps`), then, per pair (:class:`PairDdl`), the table created before its run, its indexes
+and sequences after its rows are in, and the foreign keys after every table (:mod:`wormhole.database.run`
+calls each step). A destination takes part when it creates its tables (mysql and postgres ``create_table``,
+sqlite ``create``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from wormhole.database.ddl import DdlSession, TableDdl, TargetName, facet, translate
 from wormhole.database.model import TableDef, TableRef
+from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.options import Problems
-from wormhole.plugins import registry
 from wormhole.task_spec import TaskSpec
+
+ALREADY_THERE = re.compile(r"already exists|duplicate key name|duplicate foreign key|\b1061\b|\b1826\b|errno: 121\b",
+                           re.I)
+"""How MySQL, MariaDB, PostgreSQL and sqlite say an index or constraint is there already (a resumed run creates
+what its crashed run may have created)."""
+
+
+def target_name(options: Any) -> TargetName:
+    """Where a destination's (rendered) options put a table: its schema (postgres), else its database (mysql),
+    else none (sqlite: the file)."""
+    schema = getattr(options, "schema", None) or getattr(options, "database", None)
+    return TargetName(schema, options.table)
+
+
+def creates(options: Any) -> bool:
+    return bool(getattr(options, "create_table", False) or getattr(options, "create", False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,39 +43,71 @@ class PairDdl:
     plugin: str
     options: Any
     """The destination's options for this table (its target rendered)."""
-    ddl: Any
-    """The store's translation (:class:`wormhole.database.ddl.TableDdl`)."""
+    ddl: TableDdl
 
     def describe(self) -> dict[str, Any]:
-        return {"create": list(self.ddl.create), "after_load": list(self.ddl.after_load),
-                "foreign_keys": list(self.ddl.foreign_keys), "lossy": list(self.ddl.lossy)}
+        return {"columns": [f"{c.name} {c.type_sql}" for c in self.ddl.columns], "create": list(self.ddl.create),
+                "after_load": list(self.ddl.after_load), "foreign_keys": list(self.ddl.foreign_keys),
+                "lossy": list(self.ddl.lossy)}
 
-    def _session(self) -> Any:
-        sink = registry.get(self.plugin).sink
-        assert sink is not None and sink.ddl is not None
-        return sink.ddl.open(self.options)
+    def _with_session(self, step: Callable[[DdlSession], str | None]) -> str | None:
+        session = facet(self.plugin).open(self.options)
+        try:
+            return step(session)
+        finally:
+            session.close()
+
+    def state(self) -> str:
+        """``missing``, ``same`` or ``differs: what differs`` (``wormhole plan``)."""
+        def step(session: DdlSession) -> str:
+            found = session.state(self.ddl)
+            return found.state if found.state != "differs" else f"differs: {'; '.join(found.differences)}"
+        return str(self._with_session(step))
 
     def create(self, log: Logger) -> str:
         """``created`` or ``exists``; raises when the target exists and differs."""
-        session = self._session()
-        try:
-            return str(session.create(self.ddl, log))
-        finally:
-            session.close()
+        def step(session: DdlSession) -> str:
+            found = session.state(self.ddl)
+            if found.state == "differs":
+                raise InvalidTaskConfig([f"{self.ddl.target.label} exists and differs from the source's table: "
+                                         f"{'; '.join(found.differences)}"])
+            if found.state == "same":
+                return "exists"
+            session.run(self.ddl.create)
+            log.info("database.table_created", destination=self.destination, target=self.ddl.target.label,
+                     lossy=list(self.ddl.lossy))
+            return "created"
+        return str(self._with_session(step))
 
     def after_load(self, log: Logger) -> str | None:
-        session = self._session()
-        try:
-            return session.after_load(self.ddl, log)  # type: ignore[no-any-return]
-        finally:
-            session.close()
+        """The indexes and the sequences, once the rows are in (an index a crashed run made is kept)."""
+        def step(session: DdlSession) -> str | None:
+            made = _run_each(session, self.ddl.after_load)
+            session.set_sequences(self.ddl)
+            log.info("database.indexes_created", destination=self.destination, target=self.ddl.target.label,
+                     statements=made, sequences=len(self.ddl.sequences))
+            return f"{made} index statement(s)" if made else None
+        return self._with_session(step)
 
     def foreign_keys(self, log: Logger) -> str | None:
-        session = self._session()
+        def step(session: DdlSession) -> str | None:
+            made = _run_each(session, self.ddl.foreign_keys)
+            log.info("database.foreign_keys_created", destination=self.destination, target=self.ddl.target.label,
+                     statements=made)
+            return f"{made} foreign key(s)" if made else None
+        return self._with_session(step) if self.ddl.foreign_keys else None
+
+
+def _run_each(session: DdlSession, statements: tuple[str, ...]) -> int:
+    made = 0
+    for statement in statements:
         try:
-            return session.foreign_keys(self.ddl, log)  # type: ignore[no-any-return]
-        finally:
-            session.close()
+            session.run([statement])
+            made += 1
+        except Exception as exc:
+            if not ALREADY_THERE.search(str(exc)):
+                raise
+    return made
 
 
 class DdlSteps:
@@ -64,26 +116,35 @@ class DdlSteps:
         self._spec, self._definitions, self._options = spec, definitions, options
 
     def translate(self, problems: Problems) -> dict[str, dict[TableRef, PairDdl]]:
-        """Destination id -> table -> its DDL, for the destinations that create their tables."""
+        """Destination id -> table -> its DDL, for the destinations that create their tables; every type with
+        no exact mapping, of every table, is a problem."""
         out: dict[str, dict[TableRef, PairDdl]] = {}
         for dest in self._spec.destinations:
-            sink = registry.get(dest.plugin).sink
-            facet = sink.ddl if sink is not None else None
-            if facet is None:
-                continue
             by_table: dict[TableRef, PairDdl] = {}
+            options = self._options[dest.id]
             for ref, definition in self._definitions.items():
-                options = self._options[dest.id][ref]
-                if not facet.creates(options):
+                if ref not in options or not creates(options[ref]) or not _has_ddl(dest.plugin):
                     continue
-                ddl = facet.translate(definition, self._spec.source.plugin, options, self._referenced(dest.id),
-                                      problems, f"destinations[{self._spec.destinations.index(dest)}]")
-                if ddl is not None:
-                    by_table[ref] = PairDdl(dest.id, dest.plugin, options, ddl)
+                try:
+                    ddl = translate(definition, self._spec.source.plugin, dest.plugin, options[ref],
+                                    target_name(options[ref]), self._referenced(options),
+                                    foreign_keys=self._spec.settings.foreign_keys)
+                except InvalidTaskConfig as exc:
+                    for problem in exc.problems:
+                        problems.add(f"destinations[{self._spec.destinations.index(dest)}] ({dest.id})", problem)
+                    continue
+                by_table[ref] = PairDdl(dest.id, dest.plugin, options[ref], ddl)
             if by_table:
                 out[dest.id] = by_table
         return out
 
-    def _referenced(self, dest_id: str) -> Any:
-        options = self._options[dest_id]
-        return lambda ref: options.get(ref)
+    def _referenced(self, options: Mapping[TableRef, Any]) -> Callable[[TableRef], TargetName | None]:
+        return lambda ref: target_name(options[ref]) if ref in options else None
+
+
+def _has_ddl(plugin: str) -> bool:
+    try:
+        facet(plugin)
+    except InvalidTaskConfig:
+        return False
+    return True

@@ -237,7 +237,7 @@ class DatabaseRun:
         for dest_id, ddl in job.ddl.items():
             pid = pair_id(dest_id, job.ref)
             pair = result.report.destinations.get(pid)
-            if pair is None or pair.status != "success":
+            if pair is None or pair.status != "success" or pair.skipped:  # skipped: its run made them
                 continue
             try:
                 done = ddl.after_load(log)
@@ -258,7 +258,7 @@ class DatabaseRun:
             for dest_id, ddl in job.ddl.items():
                 pid = pair_id(dest_id, job.ref)
                 pair = outcome.all_pairs().get(pid)
-                if pair is None or pair.status != "success":
+                if pair is None or pair.status != "success" or pair.skipped:
                     continue
                 try:
                     done = ddl.foreign_keys(self._log.bind(table=job.ref.key))
