@@ -42,6 +42,8 @@ class TableJob:
     ddl: Mapping[str, PairDdl]
     """Destination id -> its DDL, for the destinations that create their tables."""
     channels: int
+    exclusive: frozenset[str] = frozenset()
+    """Resources one table at a time may write (a sqlite file): a table waits while another holds one."""
 
     @property
     def ref(self) -> TableRef:
@@ -97,7 +99,8 @@ def expand(spec: TaskSpec, conf: EngineConf, log: Logger) -> DatabasePlan:
             listed=table, definition=definitions[ref], spec=_table_spec(spec, facet.for_table(spec.source.options, ref),
                                                                         ref, options, share, channels),
             targets={d.id: _show_target(d, options[d.id][ref]) for d in spec.destinations},
-            ddl={d: by_table[ref] for d, by_table in ddl.items() if ref in by_table}, channels=share))
+            ddl={d: by_table[ref] for d, by_table in ddl.items() if ref in by_table}, channels=share,
+            exclusive=_exclusive(spec, options, ref)))
     return DatabasePlan(tuple(jobs), channels)
 
 
@@ -128,6 +131,16 @@ def _targets(dest: DestinationSpec, index: int, tables: Sequence[TableRef], prob
     for clash in clashes(shown, fold_case=dest.plugin in FOLDS_CASE):
         problems.add(path, f"two tables on one target: {clash}")
     return out
+
+
+def _exclusive(spec: TaskSpec, options: Mapping[str, Mapping[TableRef, Any]], ref: TableRef) -> frozenset[str]:
+    keys = set()
+    for d in spec.destinations:
+        sink = registry.get(d.plugin).sink
+        key = sink.single_writer_key(options[d.id][ref]) if sink is not None and sink.single_writer_key else None
+        if key is not None:
+            keys.add(key)
+    return frozenset(keys)
 
 
 def _show_target(dest: DestinationSpec, options: Any) -> str:

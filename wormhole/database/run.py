@@ -148,26 +148,32 @@ class DatabaseRun:
 
     def _schedule(self, plan: DatabasePlan, outcomes: list[TableOutcome]) -> None:
         """Start each table when its channels are free (the largest first; a smaller one that fits goes
-        ahead of a larger one that waits), until every table has run or the task is stopped."""
+        ahead of a larger one that waits) and no running table writes a resource it writes alone (a sqlite
+        file), until every table has run or the task is stopped."""
         pending = list(outcomes)
         free = plan.channels
+        held: set[str] = set()
         threads: list[threading.Thread] = []
 
         def done(outcome: TableOutcome) -> None:
             nonlocal free
             with self._lock:
                 free += outcome.job.channels
+                held.difference_update(outcome.job.exclusive)
                 self._lock.notify_all()
+
+        def startable(o: TableOutcome, idle: bool) -> bool:
+            return (o.job.channels <= free or idle) and not (o.job.exclusive & held)
 
         with self._lock:
             while pending and not self._stop.is_set():
-                busy = free < plan.channels
-                chosen = next((o for o in pending if o.job.channels <= free), None if busy else pending[0])
+                chosen = next((o for o in pending if startable(o, free == plan.channels)), None)
                 if chosen is None:
                     self._lock.wait()
                     continue
                 pending.remove(chosen)
                 free -= chosen.job.channels
+                held.update(chosen.job.exclusive)
                 thread = threading.Thread(target=self._table, args=(chosen, done), daemon=True,
                                           name=f"table-{chosen.job.ref.key}"[:60])
                 threads.append(thread)
