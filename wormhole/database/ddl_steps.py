@@ -87,6 +87,8 @@ class PairDdl:
             log.info("database.indexes_created", destination=self.destination, target=self.ddl.target.label,
                      statements=made, sequences=len(self.ddl.sequences))
             return f"{made} index statement(s)" if made else None
+        if not self.ddl.after_load and not self.ddl.sequences:
+            return None  # nothing to do: no connection
         return self._with_session(step)
 
     def foreign_keys(self, log: Logger) -> str | None:

@@ -19,6 +19,10 @@ from wormhole.planning.channels import adjust_channel_number, speed_limits
 from wormhole.plugins import registry
 from wormhole.task_spec import DestinationSpec, TaskSpec
 
+SLOTS_PER_CHANNEL = 2
+SMALL_TABLE_ROWS = 50_000
+"""A table estimated under this many rows counts as half a channel while it runs (:attr:`TableJob.slots`)."""
+
 FOLDS_CASE = frozenset({"mysql", "sqlite"})
 """Stores whose table names compare without case (MySQL on case-insensitive file systems, sqlite always):
 two targets differing only in case are one target there."""
@@ -48,6 +52,15 @@ class TableJob:
     @property
     def ref(self) -> TableRef:
         return self.listed.ref
+
+    @property
+    def slots(self) -> int:
+        """What the table takes of the task's channels while it runs, in half channels: a small table (one
+        channel, under :data:`SMALL_TABLE_ROWS`) waits on round trips more than it moves rows, so two run in
+        one channel's place."""
+        if self.channels == 1 and self.listed.estimated_rows < SMALL_TABLE_ROWS:
+            return 1
+        return self.channels * SLOTS_PER_CHANNEL
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +172,10 @@ def _table_spec(spec: TaskSpec, source_options: Any, ref: TableRef, options: Map
 
     settings = dataclasses.replace(spec.settings, speed=dataclasses.replace(
         speed, channel=channels, record=share(speed.record), byte=share(speed.byte)))
-    destinations = tuple(dataclasses.replace(d, id=pair_id(d.id, ref), options=options[d.id][ref])
+    # More writers than the table has channels only wait (and each opens its connection): a small table's
+    # pair writes with one.
+    destinations = tuple(dataclasses.replace(d, id=pair_id(d.id, ref), options=options[d.id][ref],
+                                             concurrency=min(d.concurrency, channels))
                          for d in spec.destinations)
     return dataclasses.replace(spec, name=f"{spec.name}:{ref.key}" if spec.name else ref.key,
                                source=dataclasses.replace(spec.source, options=source_options),

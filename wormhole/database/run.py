@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wormhole.config import EngineConf
-from wormhole.database.expand import DatabasePlan, expand, pair_id
+from wormhole.database.expand import SLOTS_PER_CHANNEL, DatabasePlan, expand, pair_id
 from wormhole.database.progress import DatabaseProgress
 from wormhole.database.report import RunFacts, TableOutcome, database_result, pair_failed
 from wormhole.engine import Engine
@@ -151,28 +151,28 @@ class DatabaseRun:
         ahead of a larger one that waits) and no running table writes a resource it writes alone (a sqlite
         file), until every table has run or the task is stopped."""
         pending = list(outcomes)
-        free = plan.channels
+        capacity = free = plan.channels * SLOTS_PER_CHANNEL
         held: set[str] = set()
         threads: list[threading.Thread] = []
 
         def done(outcome: TableOutcome) -> None:
             nonlocal free
             with self._lock:
-                free += outcome.job.channels
+                free += outcome.job.slots
                 held.difference_update(outcome.job.exclusive)
                 self._lock.notify_all()
 
         def startable(o: TableOutcome, idle: bool) -> bool:
-            return (o.job.channels <= free or idle) and not (o.job.exclusive & held)
+            return (o.job.slots <= free or idle) and not (o.job.exclusive & held)
 
         with self._lock:
             while pending and not self._stop.is_set():
-                chosen = next((o for o in pending if startable(o, free == plan.channels)), None)
+                chosen = next((o for o in pending if startable(o, free == capacity)), None)
                 if chosen is None:
                     self._lock.wait()
                     continue
                 pending.remove(chosen)
-                free -= chosen.job.channels
+                free -= chosen.job.slots
                 held.update(chosen.job.exclusive)
                 thread = threading.Thread(target=self._table, args=(chosen, done), daemon=True,
                                           name=f"table-{chosen.job.ref.key}"[:60])
