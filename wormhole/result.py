@@ -110,13 +110,16 @@ class RunReport:
     """Tasks with transforms: the chains, each operator's metrics, and the plan each split ran under."""
     incremental: Mapping[str, Any] | None = None
     """Incremental tasks: the window read, and per destination the watermark it started from and has now."""
+    snapshot: Mapping[str, Any] | None = None
+    """``settings.snapshot: consistent``: the snapshot every reader read at, and its ``position`` in the source's
+    change history (binlog file/pos, GTID, PostgreSQL LSN): where a change stream starts (absent otherwise)."""
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("spark", "transforms", "incremental") and value is None:
+            if f.name in ("spark", "transforms", "incremental", "snapshot") and value is None:
                 continue
             if f.name == "destinations":
                 value = {k: dataclasses.asdict(v) for k, v in value.items()}

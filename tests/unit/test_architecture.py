@@ -383,7 +383,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("recovery and task database", ("wormhole.recovery", "wormhole.taskdb")),
     ("managers", ("wormhole.planning", "wormhole.reader_manager", "wormhole.writer_manager", "wormhole.destination",
                   "wormhole.execution", "wormhole.spark.methods", "wormhole.source_facts", "wormhole.run_parts",
-                  "wormhole.run_report")),
+                  "wormhole.run_report", "wormhole.database.snapshot")),
     ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner")),
     ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers",
                     "wormhole.web")),

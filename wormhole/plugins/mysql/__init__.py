@@ -4,19 +4,23 @@ its driver code; docs/manual/mysql.md says what it does."""
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin
+from wormhole.plugins.facets import SnapshotFacet
 from wormhole.plugins.mysql.dialect import MYSQL
 from wormhole.plugins.mysql.options import MysqlReaderOptions, MysqlWriterOptions
 from wormhole.plugins.mysql.passthrough import plan_load
 from wormhole.plugins.mysql.periphery import MysqlReaderPeriphery, MysqlWriterPeriphery
 from wormhole.plugins.mysql.reader import MysqlReader
+from wormhole.plugins.mysql.snapshot import open_snapshot
 from wormhole.plugins.mysql.splitter import MysqlSplitter
 from wormhole.plugins.mysql.writer import MysqlWriter
 from wormhole.plugins.sql.roles import sink_role, source_role
 
-# The kit's roles (:mod:`wormhole.plugins.sql.roles`) with the store's parts (busy_threads: Threads_running), each
-# built apart from the plugin so mypy checks its facets against the store's periphery.
+# The kit's roles (:mod:`wormhole.plugins.sql.roles`) with the store's parts (busy_threads: Threads_running; a
+# consistent snapshot taken under a brief global read lock, :mod:`.snapshot`), each built apart from the plugin so
+# mypy checks its facets against the store's periphery.
 SOURCE = source_role(MYSQL, options=MysqlReaderOptions, splitter=MysqlSplitter, reader=MysqlReader,
-                     periphery=MysqlReaderPeriphery, spark_read="wormhole.plugins.mysql.spark:read")
+                     periphery=MysqlReaderPeriphery, spark_read="wormhole.plugins.mysql.spark:read",
+                     snapshot=SnapshotFacet(open=open_snapshot))
 SINK = sink_role(options=MysqlWriterOptions, periphery=MysqlWriterPeriphery, writer=MysqlWriter,
                  method_keys=("load", "write_mode", "method"),
                  uses_wire_text=True, plan_load=plan_load)

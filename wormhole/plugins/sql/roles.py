@@ -15,10 +15,11 @@ from wormhole.plugins.base import (
     Schema,
     SinkRole,
     SourceRole,
+    SourceSnapshot,
     Splitter,
     WriteContext,
 )
-from wormhole.plugins.facets import DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet
+from wormhole.plugins.facets import DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet, SnapshotFacet
 from wormhole.plugins.sql import bounds
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
@@ -32,13 +33,14 @@ W = TypeVar("W", bound=SqlWriterPeriphery)
 
 def source_role(dialect: Dialect, *, options: type, splitter: Callable[[Any, ReadContext], Splitter],
                 reader: Callable[[Any, ReadContext], Reader], periphery: type[R], spark_read: str | None = None,
-                encoded: EncodedReadFacet[EncodedReader] | None = None) -> SourceRole[R]:
+                encoded: EncodedReadFacet[EncodedReader] | None = None,
+                snapshot: SnapshotFacet[SourceSnapshot] | None = None) -> SourceRole[R]:
     """A SQL store's source: incremental bounds from its dialect (:mod:`.bounds`), the task's leading filters
     ANDed to its split queries in its dialect (``pushdown``), and its servers' busy sessions, which adaptive
     push-up asks (``busy_threads``)."""
     return SourceRole(options=options, splitter=splitter, reader=reader, periphery=periphery, spark_read=spark_read,
                       bounds=partial(bounds.bounds, dialect), pushdown=cast(Any, dialect.name),
-                      busy_threads=periphery.busy_threads, encoded=encoded)
+                      busy_threads=periphery.busy_threads, encoded=encoded, snapshot=snapshot)
 
 
 def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable[[Any, WriteContext, W, int], Any],

@@ -16,11 +16,12 @@ the roles, :mod:`.types` the type mapping and :mod:`.connection` how files are o
 from __future__ import annotations
 
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
-from wormhole.plugins.facets import DurableFacet, LeftoverFacet
+from wormhole.plugins.facets import DurableFacet, LeftoverFacet, SnapshotFacet
 from wormhole.plugins.sqlite.bounds import bounds
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions, owned_path, single_writer_key
 from wormhole.plugins.sqlite.periphery import SqliteReaderPeriphery, SqliteWriterPeriphery
 from wormhole.plugins.sqlite.reader import SqliteReader
+from wormhole.plugins.sqlite.snapshot import open_snapshot
 from wormhole.plugins.sqlite.splitter import SqliteSplitter
 from wormhole.plugins.sqlite.writer import SqliteWriter
 
@@ -31,6 +32,7 @@ SOURCE = SourceRole(
     periphery=SqliteReaderPeriphery,
     bounds=bounds,
     pushdown="sqlite",  # the reader adds the task's leading filters to its query
+    snapshot=SnapshotFacet(open=open_snapshot),  # one read transaction every split reads in, one at a time
 )
 
 # One writer: the destination holds the file's write lock. In Spark mode its rows are written on
