@@ -215,9 +215,10 @@ class Engine:
             except InvalidTaskConfig:
                 return run, None  # the plan says why
             try:
-                with self._reading():
-                    snapshot = Snapshot.open(self._spec.source, run.ctx, readers=readers,
-                                             lock_timeout_s=settings.snapshot_lock_timeout_s, log=self._log)
+                with self._reading():  # a stop (SIGTERM) ends its waits: the engine's own signal
+                    snapshot = Snapshot.open(self._spec.source, dataclasses.replace(run.ctx, stop=self._stop),
+                                             readers=readers, lock_timeout_s=settings.snapshot_lock_timeout_s,
+                                             log=self._log)
             except _ReadFailed as failed:
                 return run, Ended(abort=failed.abort, read_error=failed.error)
             self._own_snapshot = snapshot

@@ -359,18 +359,16 @@ def pgschema() -> Iterator[tuple[PgServer, str]]:
         admin.close()
 
 
-@pytest.mark.parametrize("split_pk", ["id", None], ids=["key_ranges", "one_split"])
+@pytest.mark.parametrize("split_pk,encoded", [("id", False), (None, False), ("id", True)],
+                         ids=["key_ranges", "one_split", "binary_rows"])
 def test_postgres_copy_under_writes_is_one_instant(pgschema: tuple[PgServer, str], tmp_path: Path,
-                                                    split_pk: str | None) -> None:
-    """The same with an exported snapshot every reader imports (key ranges on four channels, or the table as
-    one split): the constant total, one instant's rows, the LSN in the result and the log."""
+                                                    split_pk: str | None, encoded: bool) -> None:
+    """The same with an exported snapshot every reader imports (key ranges on four channels, the table as one
+    split, or rows read undecoded for a postgres table of the same types): the constant total, one instant's
+    rows, the LSN in the result and the log."""
     import psycopg
 
     server, schema = pgschema
-    out = tmp_path / "copy.db"
-    params = server.params(schema, table="acc") | ({"split_pk": split_pk, "split_factor": 2} if split_pk else {})
-    spec = {"source": {"plugin": "postgres", "params": params}, "destinations": [sqlite_dest(out)],
-            "settings": {"speed": SLOW, "snapshot": "consistent"}}
 
     def connect() -> Any:
         conn = psycopg.connect(host=server.host, port=server.port, user=server.user, dbname=server.database)
@@ -378,11 +376,28 @@ def test_postgres_copy_under_writes_is_one_instant(pgschema: tuple[PgServer, str
         conn.commit()
         return conn
 
+    out = tmp_path / "copy.db"
+    params = server.params(schema, table="acc") | ({"split_pk": split_pk, "split_factor": 2} if split_pk else {})
+    dest = sqlite_dest(out)
+    if encoded:  # binary COPY rows, loaded as they are into a table of the same types
+        with connect() as conn:
+            conn.execute("CREATE TABLE acc_copy (id INT PRIMARY KEY, bal BIGINT NOT NULL)")
+        dest = {"id": "copy", "plugin": "postgres", "params": server.params(schema, table="acc_copy")}
+    spec = {"source": {"plugin": "postgres", "params": params}, "destinations": [dest],
+            "settings": {"speed": SLOW, "snapshot": "consistent"}}
+
     with writing(connect, ["acc"], "SELECT 1") as writer:
         result, events = run(spec, tmp_path)
         moved = writer.moves
     assert result.exit_code == 0, result.error
-    assert_one_instant(*copied(out))
+    if encoded:
+        assert events_named(events, "engine.rows_encoded")
+        with connect() as conn:
+            total = conn.execute("SELECT SUM(bal) FROM acc_copy").fetchone()[0]
+            ids = [r[0] for r in conn.execute("SELECT id FROM acc_copy ORDER BY id")]
+        assert_one_instant(int(total), ids)
+    else:
+        assert_one_instant(*copied(out))
     assert moved > 20, moved
     position = result.result["snapshot"]["position"]
     assert re.fullmatch(r"[0-9A-F]+/[0-9A-F]+", position["lsn"]) and position["snapshot"]
