@@ -190,7 +190,8 @@ def test_mysql_copy_under_writes_is_one_instant_and_records_its_position(mydb: s
     else:
         assert snapshot["position"]["binlog"] == "off"
     (locked,) = events_named(events, "snapshot.locked")
-    assert 0 <= locked["held_s"] < 1 and locked["connections"] == 5  # the coordinator and 4 readers
+    assert 0 <= locked["held_s"] < 1 and locked["connections"] == 5  # the planner and 4 readers
+    assert locked["tables"] == 1  # the table read is locked, not the server
     assert len(events_named(events, "snapshot.closed")) == 1
 
 
@@ -205,11 +206,11 @@ def test_mysql_without_snapshot_runs_as_before(mydb: str, tmp_path: Path) -> Non
 
 
 def test_mysql_lock_not_had_in_time_fails_clearly_and_leaves_nothing_locked(mydb: str, tmp_path: Path) -> None:
-    """Another session holds a table's write lock: FLUSH TABLES WITH READ LOCK gives up after the setting's
-    time, the run fails naming it, and at once another connection can write (no global lock left, none
-    waiting), to that table too once its own lock is released."""
+    """Another session holds the write lock of the table read: FLUSH TABLES ... WITH READ LOCK gives up after
+    the setting's time, the run fails naming it, and at once another connection can write (no lock left, none
+    waiting), to that table too once the other session's own lock is released."""
     holder = SERVER.connect(mydb)
-    execute(holder, "LOCK TABLES acc2 WRITE")
+    execute(holder, "LOCK TABLES acc WRITE")
     try:
         started = time.monotonic()
         result, events = run(mysql_spec(mydb, sqlite_dest(tmp_path / "no.db"), snapshot="consistent",
@@ -222,26 +223,48 @@ def test_mysql_lock_not_had_in_time_fails_clearly_and_leaves_nothing_locked(mydb
         assert failed["error_code"] == "SNAPSHOT_ERROR"
         other = SERVER.connect(mydb)
         execute(other, "SET SESSION lock_wait_timeout = 2")
-        execute(other, "UPDATE acc SET bal = bal WHERE id = 1")  # would wait on a global read lock left behind
+        execute(other, "UPDATE acc2 SET bal = bal WHERE id = 1")  # would wait on a global read lock left behind
         waiting = scalar(other, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'FLUSH TABLES%%'")
         assert waiting == 0
     finally:
         execute(holder, "UNLOCK TABLES")
         holder.close()
-    execute(other, "UPDATE acc2 SET bal = bal WHERE id = 1")
+    execute(other, "UPDATE acc SET bal = bal WHERE id = 1")
     other.close()
 
 
+def test_mysql_query_source_reads_under_the_global_lock(mydb: str, tmp_path: Path) -> None:
+    """A query names no table the snapshot could lock alone: the server's global read lock is taken (briefly),
+    and the query runs in the source's database on a pooled connection."""
+    probe = SERVER.connect()
+    busy = scalar(probe, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND = 'Query' AND TIME >= 1 "
+                         "AND ID <> CONNECTION_ID()")
+    probe.close()
+    if busy:  # a shared server: the lock would (rightly) wait for another process's long statement
+        pytest.skip("another session runs a long statement: the global read lock would wait for it")
+    query = "SELECT id, bal FROM acc WHERE id <= 10"
+    spec = {"source": {"plugin": "mysql", "params": SERVER.params(mydb, query=query)},
+            "destinations": [sqlite_dest(tmp_path / "q.db")], "settings": {"snapshot": "consistent"}}
+    result, events = run(spec, tmp_path)
+    assert result.exit_code == 0, result.error
+    assert copied(tmp_path / "q.db") == (10 * BALANCE, list(range(1, 11)))
+    (locked,) = events_named(events, "snapshot.locked")
+    assert locked["tables"] == "all" and locked["held_s"] < 1
+
+
 def test_mysql_snapshot_waits_out_no_long_statement_past_its_timeout(mydb: str, tmp_path: Path) -> None:
-    """Another session runs a long statement: the global read lock, which would hold every write of the server
-    while it waits for it, is not even asked; the run fails naming the session, and nothing is locked."""
+    """A query source (whose tables are not known: the whole server is locked) while another session runs a
+    long statement: the global read lock, which would hold every write of the server while it waits for it,
+    is not even asked; the run fails naming the session, and nothing is locked."""
     sleeper = SERVER.connect(mydb)
     busy = threading.Thread(target=lambda: execute(sleeper, "SELECT SLEEP(4)"))
     busy.start()
     try:
         time.sleep(1.2)  # the statement has run for a second
-        result, events = run(mysql_spec(mydb, sqlite_dest(tmp_path / "no.db"), snapshot="consistent",
-                                        snapshot_lock_timeout_s=1.5), tmp_path)
+        spec = {"source": {"plugin": "mysql", "params": SERVER.params(mydb, query="SELECT id, bal FROM acc")},
+                "destinations": [sqlite_dest(tmp_path / "no.db")],
+                "settings": {"snapshot": "consistent", "snapshot_lock_timeout_s": 1.5}}
+        result, events = run(spec, tmp_path)
         assert result.exit_code == 203
         assert "has run a statement for" in result.error and "nothing was locked" in result.error
         assert events_named(events, "snapshot.waiting") and not events_named(events, "snapshot.locked")

@@ -1,20 +1,24 @@
-"""The mysql store's consistent snapshot (``settings.snapshot: consistent``): mydumper's method.
+"""The mysql store's consistent snapshot (``settings.snapshot: consistent``): mydumper's method, per table.
 
-Per server (and user): the reader connections are opened first, each set to REPEATABLE READ; then a
-coordinating connection waits while another session runs a statement of a second or more (the global read lock
-would wait for it while already holding every write of the server: mydumper's long query guard), takes
-``FLUSH TABLES WITH READ LOCK`` (waiting at most ``lock_wait_timeout``: what is left of
-``settings.snapshot_lock_timeout_s``), every connection (the coordinator too) starts ``START TRANSACTION WITH
-CONSISTENT SNAPSHOT, READ ONLY``, the binary log position is read (no commit can land while the lock is held,
-so it is exactly the snapshot's), and ``UNLOCK TABLES`` lets writes go on: the lock is held for a few round
-trips (``snapshot.locked``, ``held_s``). The readers then read every split through the pool
-(:class:`~wormhole.plugins.sql.snapshot.SnapshotPool`), the splitter and the bounds through the coordinator.
+Per server (and user): the reader connections (and a planner, the splitter's and the bounds' session) are
+opened first, each set to REPEATABLE READ; then a coordinating connection takes ``FLUSH TABLES <the tables
+read> WITH READ LOCK`` (waiting at most ``lock_wait_timeout``: what is left of
+``settings.snapshot_lock_timeout_s``), every connection starts ``START TRANSACTION WITH CONSISTENT SNAPSHOT, READ
+ONLY``, the binary log position is read, and ``UNLOCK TABLES`` lets writes go on: the lock is held for a few
+round trips (``snapshot.locked``, ``held_s``), and the coordinator is closed. No transaction that writes a table
+read can commit while the lock is held, so every connection sees the same state of those tables, and the
+position is exact for them (commits to other tables may land meanwhile: they are not read). Locking only the
+tables read, not the server (mydumper's ``FLUSH TABLES WITH READ LOCK``), the lock waits only for statements on
+them, and holds only their writes while it waits. A query source names no table: the server's global lock is
+taken then, and not asked while another session has run a statement for a second or more (it would wait for
+it while already holding every write of the server: mydumper's long query guard). The readers then read
+every split through the pool (:class:`~wormhole.plugins.sql.snapshot.SnapshotPool`).
 
 Why not MariaDB's ``BACKUP STAGE START`` + ``BLOCK_COMMIT``: it is MariaDB's alone, and measured on MariaDB
 10.11 it timed out behind the same things as the global read lock (another session's ``LOCK TABLES ... WRITE``,
 a running SELECT of the table, an open transaction with a write), so it would not make the lock easier to get;
-it did get through while another database's long SELECT ran, which the long query guard above waits out
-instead. Only transactional (InnoDB) tables are read at the instant: a MyISAM table is read as it is when its
+it did get through while another database's long SELECT ran, which locking only the tables read gets through
+as well. Only transactional (InnoDB) tables are read at the instant: a MyISAM table is read as it is when its
 split runs.
 """
 
@@ -51,10 +55,10 @@ def open_snapshot(options: SqlSource, ctx: ReadContext, request: SnapshotRequest
 class ServerSnapshot:
     """The snapshot on one server: its coordinating connection and its pooled reader connections."""
 
-    def __init__(self, label: str, coordinator: Any, pool: SnapshotPool, position: Mapping[str, str]) -> None:
+    def __init__(self, label: str, planner: Any, pool: SnapshotPool, position: Mapping[str, str]) -> None:
         self.label = label
         self.position = position
-        self._coordinator = coordinator
+        self._planner = planner
         self._pool = pool
         self._planning = threading.Lock()
         self._databases: dict[int, str] = {}
@@ -63,10 +67,14 @@ class ServerSnapshot:
     @classmethod
     def take(cls, source: SqlSource, endpoint: Endpoint, ctx: ReadContext, request: SnapshotRequest) -> ServerSnapshot:
         label = f"{endpoint.host}:{endpoint.port}"
+        tables = [MYSQL.relation(shard, table) for shard in source.shards for table in shard.tables
+                  if (shard.endpoint.servers, shard.endpoint.user) == (endpoint.servers, endpoint.user)]
         conns: list[Any] = []
+        coordinator = None
         try:
             coordinator = MYSQL.connect(source, endpoint, ReadError, ctx)
-            conns.append(coordinator)
+            planner = MYSQL.connect(source, endpoint, ReadError, ctx)  # the splitter's and the bounds' session
+            conns.append(planner)
             readers: list[Any] = []
             for _ in range(max(1, request.readers)):  # raw: the reader decodes values column by column
                 readers.append(MYSQL.connect(source, endpoint, ReadError, ctx, raw=True))
@@ -74,13 +82,15 @@ class ServerSnapshot:
             for conn in conns:  # before the lock: it is held for as few round trips as can be
                 _run(conn, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 _run(conn, f"SET SESSION wait_timeout = {_IDLE_S}")
-            position = _under_lock(coordinator, conns, label, request.lock_timeout_s, ctx)
+            position = _under_lock(coordinator, conns, tables, label, request.lock_timeout_s, ctx)
         except BaseException:
             for conn in conns:
-                MYSQL.close_quietly(conn)  # a connection that ends releases its lock and its transaction
+                MYSQL.close_quietly(conn)  # a connection that ends releases its transaction
             raise
+        finally:
+            MYSQL.close_quietly(coordinator)  # and its lock (it has none left by now, unless it failed)
         pool = SnapshotPool(readers, _drop, label, PLUGIN_NAME)
-        snapshot = cls(label, coordinator, pool, position)
+        snapshot = cls(label, planner, pool, position)
         for conn in conns:
             snapshot._databases[id(conn)] = endpoint.database
         return snapshot
@@ -92,9 +102,9 @@ class ServerSnapshot:
 
     @contextmanager
     def planning(self, endpoint: Endpoint, ctx: ReadContext) -> Iterator[Any]:
-        with self._planning:  # one coordinator: the table runs sharing the snapshot plan one at a time
-            self._use(self._coordinator, endpoint.database)
-            yield self._coordinator
+        with self._planning:  # one planner: the table runs sharing the snapshot plan one at a time
+            self._use(self._planner, endpoint.database)
+            yield self._planner
 
     def _use(self, conn: Any, database: str) -> None:
         """Put ``conn`` in ``database`` (a query split's names are unqualified); the transaction goes on."""
@@ -105,7 +115,7 @@ class ServerSnapshot:
     def close(self) -> None:
         self._pool.close()
         with self._planning:
-            MYSQL.close_quietly(self._coordinator)
+            MYSQL.close_quietly(self._planner)
 
 
 def _drop(conn: Any, spoiled: bool) -> None:
@@ -116,23 +126,28 @@ def _drop(conn: Any, spoiled: bool) -> None:
         MYSQL.close_quietly(conn)
 
 
-def _under_lock(coordinator: Any, conns: list[Any], label: str, timeout_s: float, ctx: ReadContext) -> dict[str, str]:
-    """Take the global read lock, start every connection's snapshot, read the position, unlock; the position."""
+def _under_lock(coordinator: Any, conns: list[Any], tables: list[str], label: str, timeout_s: float,
+                ctx: ReadContext) -> dict[str, str]:
+    """Lock the tables read (every table when they are not known: a query), start every connection's snapshot,
+    read the position, unlock; the position."""
     asked = time.monotonic()
-    _quiet(coordinator, label, asked + timeout_s, ctx)
+    if not tables:  # the global lock holds every write of the server while it waits: wait out long statements
+        _quiet(coordinator, label, asked + timeout_s, ctx)
     wait = max(1, math.ceil(asked + timeout_s - time.monotonic()))
     _run(coordinator, f"SET SESSION lock_wait_timeout = {wait}")
+    lock = f"FLUSH TABLES {', '.join(tables)} WITH READ LOCK" if tables else "FLUSH TABLES WITH READ LOCK"
+    shown = "FLUSH TABLES ... WITH READ LOCK" if tables else lock
     try:
-        _run(coordinator, "FLUSH TABLES WITH READ LOCK")
+        _run(coordinator, lock)
     except pymysql.err.MySQLError as exc:
         if error_code(exc) == _LOCK_WAIT_TIMEOUT:
             raise SnapshotError(
-                f"cannot take the consistent snapshot on {label}: FLUSH TABLES WITH READ LOCK waited "
-                f"{wait} s (settings.snapshot_lock_timeout_s) for a session holding a table lock or running a "
-                f"statement or DDL; nothing was locked. Let it finish, or raise the timeout",
-                plugin=PLUGIN_NAME) from exc
-        raise SnapshotError(f"cannot take the consistent snapshot on {label}: FLUSH TABLES WITH READ LOCK: "
-                            f"{describe(exc)}", plugin=PLUGIN_NAME) from exc
+                f"cannot take the consistent snapshot on {label}: {shown} waited {wait} s "
+                f"(settings.snapshot_lock_timeout_s) for a session holding a table lock or running a statement "
+                f"or DDL on {'the tables read' if tables else 'the server'}; nothing was locked. Let it finish, "
+                f"or raise the timeout", plugin=PLUGIN_NAME) from exc
+        raise SnapshotError(f"cannot take the consistent snapshot on {label}: {shown}: {describe(exc)}",
+                            plugin=PLUGIN_NAME) from exc
     locked = time.monotonic()
     try:
         for conn in conns:
@@ -141,7 +156,7 @@ def _under_lock(coordinator: Any, conns: list[Any], label: str, timeout_s: float
     finally:
         _run(coordinator, "UNLOCK TABLES")
     ctx.log.info("snapshot.locked", resource=label, held_s=round(time.monotonic() - locked, 4),
-                 waited_s=round(locked - asked, 4), connections=len(conns))
+                 waited_s=round(locked - asked, 4), connections=len(conns), tables=len(tables) or "all")
     return position
 
 
