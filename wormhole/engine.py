@@ -18,17 +18,20 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from wormhole import incremental
 from wormhole.config import EngineConf
+from wormhole.database.snapshot import Snapshot
 from wormhole.errors import ConfigError, InvalidTaskConfig
 from wormhole.execution import Execution, LocalExecution
 from wormhole.log import Logger
 from wormhole.monitor import ProgressListener, Watch
+from wormhole.planning.channels import adjust_channel_number, speed_limits
 from wormhole.planning.encoded import choose_encoding, loads_source_form
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins import registry
@@ -98,7 +101,8 @@ class Engine:
     def __init__(self, conf: EngineConf, spec: TaskSpec, *, task_id: int, run_id: int, log: Logger,
                  listeners: Sequence[ProgressListener] = (), checkpoints: CheckpointStore | None = None,
                  resume_from: int | None = None, lease: Lease | None = None, taskdb_id: str = "",
-                 finished_runs: frozenset[int] = frozenset(), scope: str | None = None) -> None:
+                 finished_runs: frozenset[int] = frozenset(), scope: str | None = None,
+                 snapshot: Snapshot | None = None) -> None:
         """``listeners`` see the run's progress snapshots (a live display, a metrics endpoint).
 
         ``checkpoints``: where the run records its plan and each split's durability (a task-database
@@ -112,9 +116,15 @@ class Engine:
         ``scope``: this run is one table of a database task (:mod:`wormhole.database.run`): its split ids are
         ``scope#id``, so the table runs of one task run keep their checkpoint rows apart, and it resumes only
         the splits of its own scope.
+        ``snapshot``: a consistent snapshot of the source opened by the caller (the table runs of a database
+        task share one): the run reads through it, and neither opens nor closes it. Without it, a task with
+        ``settings.snapshot: consistent`` opens its own and closes it once its reads have ended.
         """
         self._scope = scope
         self._finished_runs = finished_runs
+        self._given_snapshot = snapshot
+        self._snapshot: Snapshot | None = None
+        """The snapshot the run reads through (the given one, or its own once taken)."""
         self._taskdb_id = taskdb_id
         self._lease = lease
         self._checkpoints = checkpoints
@@ -128,6 +138,7 @@ class Engine:
         self._stop = threading.Event()
         self._stop_reason: str | None = None
         self._abandoned = False
+        self._own_snapshot: Snapshot | None = None
         self._recovery = RecoveryState(run_id, run_id)
         # What stop() and release() reach from other threads, set as run() makes them.
         self._run: RunParts | None = None
@@ -178,7 +189,9 @@ class Engine:
         self._log.info("task.started", source=self._spec.source.plugin,
                        destinations=[d.id for d in self._spec.destinations],
                        consistency=self._spec.settings.consistency)
-        planning = self._prepare(run)
+        run, failed = self._snapshotted(run)
+        self._run = run
+        planning = self._prepare(run, failed)
         plan = planning.plan
         writers = self._writers = WriterManager(run.writers, recovery, planning.execution, started=run.t0,
                                                 transforms=plan.transforms if plan is not None else None)
@@ -199,11 +212,47 @@ class Engine:
 
     # -- before the write side: the source, the plan, the execution ----------------------------
 
-    def _prepare(self, run: RunParts) -> _Planning:
-        """The stages before the write side, each from the one before; how far they got."""
+    def _snapshotted(self, run: RunParts) -> tuple[RunParts, Ended | None]:
+        """The run's parts, reading through its consistent snapshot when it has one: the one it was given, else
+        its own, taken now (``settings.snapshot: consistent``); how the run ended when that could not be."""
+        snapshot = self._given_snapshot
+        settings = self._spec.settings
+        if snapshot is None and settings.snapshot == "consistent":
+            try:  # as many reader connections as the plan can give channels (it caps them at the splits)
+                readers = adjust_channel_number(speed_limits(settings.speed, self._conf)).channels
+            except InvalidTaskConfig:
+                return run, None  # the plan says why
+            try:
+                with self._reading():  # a stop (SIGTERM) ends its waits: the engine's own signal
+                    snapshot = Snapshot.open(self._spec.source, dataclasses.replace(run.ctx, stop=self._stop),
+                                             readers=readers, lock_timeout_s=settings.snapshot_lock_timeout_s,
+                                             log=self._log)
+            except _ReadFailed as failed:
+                return run, Ended(abort=failed.abort, read_error=failed.error)
+            self._own_snapshot = snapshot
+        if snapshot is None:
+            return run, None
+        self._snapshot = snapshot
+        return run.reading_through(snapshot.source), None
+
+    def _snapshot_described(self) -> Mapping[str, Any] | None:
+        snapshot = self._snapshot
+        return None if snapshot is None else snapshot.describe(resumed=self._resume_from is not None)
+
+    def _close_snapshot(self) -> None:
+        """Close the snapshot the run took itself (a given one is its opener's to close)."""
+        own = self._own_snapshot
+        if own is not None:
+            own.close()
+
+    def _prepare(self, run: RunParts, failed: Ended | None = None) -> _Planning:
+        """The stages before the write side, each from the one before; how far they got (``failed``: the run
+        ended before them)."""
         window: incremental.Window | None = None
         facts: SourceFacts | None = None
         plan: Plan | None = None
+        if failed is not None:
+            return _Planning(LocalExecution(run.storage, run.readers, run.throttle), ended=failed)
         try:
             with self._reading():
                 window = self._window(run)
@@ -220,8 +269,8 @@ class Engine:
         except InvalidTaskConfig as exc:  # transforms that do not fit the source's schema: nothing was prepared
             self._log.error("task.invalid", problems=exc.problems, error_code=exc.code)
             ended = Ended(abort=str(exc), invalid=exc)
-        except _ReadFailed as failed:
-            ended = Ended(abort=failed.abort, read_error=failed.error)
+        except _ReadFailed as read_failed:
+            ended = Ended(abort=read_failed.abort, read_error=read_failed.error)
         # Ended before the plan named an execution: a local one, which moves nothing.
         execution = self._execution or LocalExecution(run.storage, run.readers, run.throttle)
         return _Planning(execution, window, facts, plan, ended=ended)
@@ -323,6 +372,9 @@ class Engine:
             self._log.info("task.resumed", splits=stats.splits, skipped=stats.skipped, resumed=stats.resumed,
                            held={d.id: len(d.held) for d in live if d.durable},
                            not_resumable=[d.id for d in live if not d.durable])
+            if self._snapshot is not None:  # what the crashed run read came from its own, older instant
+                self._log.info("snapshot.new_on_resume", splits_read=stats.splits - stats.skipped,
+                               splits_kept=stats.skipped, position=self._snapshot.position)
         return coordinator
 
     @contextmanager
@@ -362,7 +414,7 @@ class Engine:
             execution=planning.execution, plan=planning.plan, window=planning.window,
             splits=len(facts.splits) if facts is not None else 0, ended=ended, abort=abort, read_error=read_error,
             interrupted=self._stop_reason is not None, resume_from=self._resume_from,
-            committed_by=self._recovery.committed_by))
+            committed_by=self._recovery.committed_by, snapshot=self._snapshot_described()))
         run.monitor.finish({d.id: d.outcome or d.state for d in writers.destinations.values()}, result.run_status)
         if self._checkpoints is None:
             self.release()  # no task database: nothing resumes this run, so its records can go now
@@ -379,5 +431,6 @@ class Engine:
         reads_joined = ended.reads.join(deadline) if ended.reads is not None else True
         if not (reads_joined and writers.join(deadline)):
             self._log.warning("engine.threads_still_running", waited_s=self._conf.timeouts.shutdown_s)
+        self._close_snapshot()  # every read has ended (or was given up on): its connections can go
         writers.poll()
         planning.execution.release()

@@ -11,6 +11,7 @@
     ├── TaskDbError                the task database is unreachable or not initialised
     ├── StorageError               .destination .plugin
     │   ├── ReadError              (TransientReadError: retryable)
+    │   │   └── SnapshotError      the consistent snapshot cannot be taken or read through
     │   ├── WriteError             (TransientWriteError: retryable)
     │   │   ├── WriterStalled      the destination took no batch for push_timeout_s
     │   │   ├── SplitLost          a split's open transaction is gone: abort it and deliver it again
@@ -109,6 +110,13 @@ class ReadError(StorageError):
 class TransientReadError(ReadError):
     code = "READ_TRANSIENT"
     retryable = True
+
+
+class SnapshotError(ReadError):
+    """The source's consistent snapshot (``settings.snapshot``) cannot be taken (its lock not had in time) or
+    read through (every connection it holds was lost): no other connection would see the same instant."""
+
+    code = "SNAPSHOT_ERROR"
 
 
 class WriteError(StorageError):

@@ -112,13 +112,16 @@ class RunReport:
     """Incremental tasks: the window read, and per destination the watermark it started from and has now."""
     database: Mapping[str, Any] | None = None
     """Database tasks: the tables, each (table, destination) outcome, the DDL run (docs/manual/databases.md)."""
+    snapshot: Mapping[str, Any] | None = None
+    """``settings.snapshot: consistent``: the snapshot every reader read at, and its ``position`` in the source's
+    change history (binlog file/pos, GTID, PostgreSQL LSN): where a change stream starts (absent otherwise)."""
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("spark", "transforms", "incremental", "database") and value is None:
+            if f.name in ("spark", "transforms", "incremental", "database", "snapshot") and value is None:
                 continue
             if f.name == "destinations":
                 value = {k: dataclasses.asdict(v) for k, v in value.items()}

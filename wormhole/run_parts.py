@@ -7,6 +7,7 @@ monitor, the source's read context, and what each side is made with once the pla
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 import time
@@ -23,7 +24,7 @@ from wormhole.exchange.throttle import Throttle
 from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, RunNames
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, SparkAccess
+from wormhole.plugins.base import ReadContext, SourceSnapshot, SparkAccess
 from wormhole.reader_manager import ReaderSetup
 from wormhole.recovery.state import RecoveryState
 from wormhole.task_spec import TaskSpec
@@ -90,6 +91,12 @@ class RunParts:
     source_limit: SourceLimit
     started_at: str = field(default_factory=now)
     t0: float = field(default_factory=time.monotonic)
+
+    def reading_through(self, snapshot: SourceSnapshot) -> RunParts:
+        """These parts, the source read through ``snapshot`` (its splitter, bounds and readers find it in
+        their context)."""
+        ctx = dataclasses.replace(self.ctx, snapshot=snapshot)
+        return dataclasses.replace(self, ctx=ctx, readers=dataclasses.replace(self.readers, ctx=ctx))
 
 
 def assemble(conf: EngineConf, spec: TaskSpec, ids: RunIds, log: Logger,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from wormhole import incremental
 from wormhole.errors import InvalidTaskConfig
@@ -60,6 +61,8 @@ class Finished:
     resume_from: int | None
     committed_by: Mapping[str, int]
     """Destination -> the run of the chain that committed it (resumed runs)."""
+    snapshot: Mapping[str, Any] | None = None
+    """The consistent snapshot the run read through, described (None: it read without one)."""
 
 
 def run_result(run: Finished) -> RunResult:
@@ -90,7 +93,8 @@ def run_result(run: Finished) -> RunResult:
         resumed_from_run=run.resume_from,
         incremental=None if run.window is None else incremental.outcome(
             run.window, {k: d.status == "success" for k, d in destinations.items()}),
-        transforms=transform_report(writers.transforms, ended.pushup, writers.destinations.values()))
+        transforms=transform_report(writers.transforms, ended.pushup, writers.destinations.values()),
+        snapshot=run.snapshot)
     return RunResult(report, run_status="interrupted" if run.interrupted else status)
 
 

@@ -76,12 +76,25 @@ class SettingsSpec:
     foreign_keys: bool = False
     """A database task (``source.params.tables``): create the source's foreign keys in each destination that
     creates its tables, after every table has loaded (only between tables the task copies)."""
+    snapshot: Literal["none", "consistent"] = "none"
+    """``consistent``: every reader of the run (every split, every table) sees the source at one instant, and
+    the result records where that instant stands in the source's change history (``snapshot.position``).
+    MySQL/MariaDB: a brief global read lock while each reader connection starts a consistent-snapshot
+    transaction; PostgreSQL: an exported snapshot each reader imports; sqlite: one read transaction. Local
+    engine only. ``none``: each split reads the source as it is when that split runs."""
+    snapshot_lock_timeout_s: float = opt(30.0, min=0.001, max=31_536_000)
+    """With ``snapshot: consistent`` on MySQL/MariaDB: the longest the global read lock is waited for
+    (``lock_wait_timeout``); past it the run fails and nothing stays locked."""
 
     def check(self, path: str, problems: Problems) -> None:
         if self.schedule is not None:
             problem = schedule_problem(self.schedule)
             if problem is not None:
                 problems.add(join_path(path, "schedule"), problem)
+        if self.snapshot == "consistent" and self.engine == "spark":
+            problems.add(join_path(path, "snapshot"), "'consistent' needs engine 'local' (or 'auto', which then "
+                                                      "chooses local): Spark executors read on connections of "
+                                                      "their own, outside the snapshot")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,6 +216,10 @@ class TaskSpec:
         _check_destination_ids([d.id for d in ref.destinations], problems)
         _check_single_writers(destinations, problems)
         _check_owned_paths(destinations, problems)
+        if source is not None and ref.settings.snapshot == "consistent" \
+                and registry.source(source.plugin).snapshot is None:
+            problems.add("settings.snapshot", f"the {source.plugin} store cannot hold a consistent snapshot (stores "
+                                              f"that can: mysql, postgres, sqlite)")
         if source is not None and ref.settings.engine == "local":
             if registry.source(source.plugin).spark_only:
                 problems.add("settings.engine", f"source plugin {source.plugin!r} is read by Spark only: "

@@ -23,6 +23,8 @@ def choose_engine(spec: TaskSpec, conf: EngineConf, info: SourceInfo | None,
     setting = spec.settings.engine
     if setting != "auto":
         return setting, f"settings.engine is {setting!r}"
+    if spec.settings.snapshot == "consistent":
+        return "local", "settings.snapshot is 'consistent': its readers share this process's connections"
     needs = [f"source {spec.source.plugin!r}"] if registry.source(spec.source.plugin).spark_only else []
     needs += [f"destination {d.id!r} ({d.plugin})" for d in spec.destinations
               if registry.sink(d.plugin).needs_spark]

@@ -31,7 +31,15 @@ from wormhole.plugins.batch import rows_of as rows_of
 from wormhole.plugins.context_kit import SparkAccess as SparkAccess  # plugins import them from here
 from wormhole.plugins.context_kit import StopSignal as StopSignal
 from wormhole.plugins.context_kit import context_reduce
-from wormhole.plugins.facets import DdlFacet, DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet, P
+from wormhole.plugins.facets import (
+    DdlFacet,
+    DurableFacet,
+    EncodedReadFacet,
+    EncodedWriteFacet,
+    LeftoverFacet,
+    P,
+    SnapshotFacet,
+)
 from wormhole.plugins.schema import LOGICAL_TYPES as LOGICAL_TYPES  # the schema types: plugins import them from here
 from wormhole.plugins.schema import Column as Column
 from wormhole.plugins.schema import LogicalType as LogicalType
@@ -104,6 +112,33 @@ class SourceInfo:
     estimated_bytes: int | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotRequest:
+    """What a source's snapshot is opened for (``SourceRole.snapshot``)."""
+
+    readers: int
+    """Reader connections that may read through it at once (the run's reader channels; the sum of every
+    table run's when several share it). A store whose readers must be opened under its lock opens this many."""
+    lock_timeout_s: float = 30.0
+    """The longest a store waits for the lock it takes the snapshot under (``settings.snapshot_lock_timeout_s``)."""
+
+
+class SourceSnapshot(Protocol):
+    """One consistent snapshot of a source, open for a whole run (or for every table run of a database task):
+    the store's reader, splitter and incremental bounds find it in their context (``ctx.snapshot``) and read
+    through it. The engine only asks its position and closes it."""
+
+    @property
+    def position(self) -> Mapping[str, str]:
+        """Where the snapshot stands in the source's change history (binlog file and position, GTID set,
+        PostgreSQL LSN), for a change stream to start from; empty when the store has none."""
+        ...
+
+    def close(self) -> None:
+        """Release everything it holds (its connections and their transactions); idempotent."""
+        ...
+
+
 class DirtySink(Protocol):
     """Where rejected rows go, with their reason (the run's dirty-record file)."""
 
@@ -131,6 +166,9 @@ class ReadContext:
     """The run's Spark (None on an executor, whose context was pickled)."""
     wire_text: bool = True
     """Its batches may carry the source's wire text (Spark mode's cross processes without it)."""
+    snapshot: SourceSnapshot | None = field(default=None, compare=False, repr=False)
+    """The run's consistent snapshot (``settings.snapshot: consistent``), opened by the store's
+    ``SourceRole.snapshot``: its readers, splitter and bounds read through it. None: each opens its own."""
     log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id and plugin; bind ``split_id`` per split."""
 
@@ -300,6 +338,8 @@ class SourceRole(Generic[P]):
     catalog: CatalogFacet | None = None
     """Optional: the source can read a whole database, many tables named by ``tables`` patterns, each read once
     as its own table (:mod:`wormhole.database`): it lists and describes them, and gives each one's options."""
+    snapshot: SnapshotFacet[SourceSnapshot] | None = None
+    """Optional: it can hold one consistent snapshot that every reader reads through (``settings.snapshot``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

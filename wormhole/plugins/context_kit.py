@@ -16,10 +16,10 @@ class StopSignal(Protocol):
 
 
 def context_reduce(ctx: Any) -> tuple[Any, ...]:
-    # Contexts travel to Spark executors: the logger, the stop signal and the run's Spark stay behind
+    # Contexts travel to Spark executors: the logger, the stop signal, the run's Spark and its snapshot stay behind
     # (the driver's alone) and are rebuilt there from the plain keys. __reduce__, not __getstate__: Python
     # 3.11 before 3.11.4 replaces a frozen slots dataclass's own __getstate__ with its generated one.
-    state = {name: getattr(ctx, name) for name in ctx.__slots__ if name not in ("log", "stop", "spark")}
+    state = {name: getattr(ctx, name) for name in ctx.__slots__ if name not in ("log", "stop", "spark", "snapshot")}
     return (_rebuild_context, (type(ctx), state))
 
 

@@ -29,6 +29,8 @@ W = TypeVar("W")
 """The writers a durable destination's facet builds (the sink role says: SplitWriters)."""
 R = TypeVar("R")
 """The readers an encoded source's facet builds (the source role says: EncodedReaders)."""
+S = TypeVar("S")
+"""The snapshots a source's snapshot facet opens (the source role says: SourceSnapshots)."""
 
 
 # -- facets of a source -------------------------------------------------------------------------
@@ -43,6 +45,17 @@ class EncodedReadFacet(Generic[R]):
     """The format's name (``postgres.copy_binary``): a destination loads it when it names the same."""
     reader: Callable[[Any, Any], R]
     """``reader(options, context)``: the reader class (or factory), an :class:`~wormhole.plugins.base.EncodedReader`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotFacet(Generic[S]):
+    """The source can hold one consistent snapshot for a whole run (``settings.snapshot: consistent``):
+    every reader connection it opens while the snapshot is in its context sees the same instant."""
+
+    open: Callable[[Any, Any, Any], S]
+    """``open(options, context, request)``: the snapshot, taken now (a
+    :class:`~wormhole.plugins.base.SourceSnapshot`; ``request`` a :class:`~wormhole.plugins.base.SnapshotRequest`).
+    Raises the store's ReadError when it cannot be taken (a lock not had in time), leaving nothing held."""
 
 
 # -- facets of a destination --------------------------------------------------------------------

@@ -5,6 +5,7 @@ rejects its row (origin ``source``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pymysql
 import pymysql.cursors
@@ -18,11 +19,13 @@ from wormhole.plugins.mysql.passthrough import native_type
 from wormhole.plugins.mysql.protocol import column_batches
 from wormhole.plugins.mysql.types import KIND_TYPES
 from wormhole.plugins.sql.reader import SqlReader
+from wormhole.plugins.sql.snapshot import of
 from wormhole.plugins.sql.source_options import QuerySource
 
 
 class MysqlReader(SqlReader):
-    """Streams the rows of each split (one connection per split, closed after it)."""
+    """Streams the rows of each split (one connection per split, closed after it; with a consistent snapshot,
+    one of the snapshot's connections, borrowed and given back)."""
 
     DIALECT = MYSQL
 
@@ -44,18 +47,18 @@ class MysqlReader(SqlReader):
         # Splits planned before the table changed (a resumed run) keep their kinds.
         decoder = BatchDecoder(self.split_columns(names, kinds, pushed), kinds, self.source.dates,
                                keep_wire=self.ctx.keep_wire)
-        conn = MYSQL.connect(self.source, ep, ReadError, self.ctx, log=self.ctx.log.bind(split_id=split.id), raw=True)
+        log = self.ctx.log.bind(split_id=split.id)
+        cursor: list[Any] = []
+        snapshot = of(self.ctx)
+        if snapshot is not None:  # a connection of the snapshot's, borrowed for this split and given back
+            with snapshot.reading(ep, self.ctx, log) as lease:
+                yield from self._stream(lease.conn, split, sql, args, decoder, cursor)
+                cursor[0].close()  # the result was read whole: the connection reads the next split
+            return
+        conn = MYSQL.connect(self.source, ep, ReadError, self.ctx, log=log, raw=True)
         finished = False
-        cur = None
         try:
-            cur = conn.cursor(pymysql.cursors.SSCursor)
-            with self.reading(split):
-                cur.execute(sql, args or None)
-                for _count, columns in column_batches(cur, self.ctx.batch_rows, self.ctx.batch_bytes):
-                    if len(columns) != len(kinds):
-                        raise ReadError(f"split {split.id} returned {len(columns)} columns, expected {len(kinds)}",
-                                        plugin=PLUGIN_NAME)
-                    yield from self.batch(split, *decoder.decode(columns))
+            yield from self._stream(conn, split, sql, args, decoder, cursor)
             finished = True
         finally:
             # After an early stop (or a killed connection) the stream is mid-result: closing the
@@ -63,4 +66,18 @@ class MysqlReader(SqlReader):
             if finished:
                 MYSQL.close_quietly(conn)
             else:
-                abandon(conn, cur)
+                abandon(conn, cursor[0] if cursor else None)
+
+    def _stream(self, conn: pymysql.Connection, split: Split, sql: str, args: tuple[Any, ...], decoder: BatchDecoder,
+                cursor: list[Any]) -> Iterator[Batch]:
+        """The split's batches off ``conn`` (its unbuffered cursor put in ``cursor``, for the caller's clean-up)."""
+        cur = conn.cursor(pymysql.cursors.SSCursor)
+        cursor.append(cur)
+        kinds = decoder.kinds
+        with self.reading(split):
+            cur.execute(sql, args or None)
+            for _count, columns in column_batches(cur, self.ctx.batch_rows, self.ctx.batch_bytes):
+                if len(columns) != len(kinds):
+                    raise ReadError(f"split {split.id} returned {len(columns)} columns, expected {len(kinds)}",
+                                    plugin=PLUGIN_NAME)
+                yield from self.batch(split, *decoder.decode(columns))

@@ -6,6 +6,7 @@ column; a value with no form rejects its row, or becomes NULL under ``special_da
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
@@ -24,6 +25,7 @@ from wormhole.plugins.postgres.dialect import POSTGRES
 from wormhole.plugins.postgres.passthrough import ENCODED_ROWS_FACTOR, RowDecoder, read_rows, source_encoding
 from wormhole.plugins.postgres.splitter import encoded_sql
 from wormhole.plugins.sql.reader import SqlReader
+from wormhole.plugins.sql.snapshot import of
 from wormhole.plugins.sql.source_options import QuerySource, Shard, SqlSource
 
 _FAILED = (pa.ArrowException, ValueError, ArithmeticError, TypeError, InvalidOperation)
@@ -32,7 +34,8 @@ _TEMPORAL = ("date", "datetime")
 
 
 class PostgresReader(SqlReader):
-    """Streams the rows of each split (one connection per split, closed after it)."""
+    """Streams the rows of each split (one connection per split, closed after it; with a consistent snapshot,
+    the connection imports it first)."""
 
     DIALECT = POSTGRES
     ESCAPED = True  # psycopg formats every split's statement (the splitter doubles its %)
@@ -85,19 +88,29 @@ class PostgresReader(SqlReader):
             raise ReadError(f"split {split.id} reads columns {list(split.params['columns'])}, the table now has "
                             f"{[c.name for c in self._infos]}", plugin=PLUGIN_NAME, split_id=split.id)
         log = self.ctx.log.bind(split_id=split.id)
+        with self._session(shard, log) as conn, self.reading(split):  # a COPY stopped early ends with its session
+            args = tuple(split.params["args"])
+            copy_sql = f"COPY ({self._encoded_sql(split)}) TO STDOUT (FORMAT binary)"
+            query = psycopg.ClientCursor(conn).mogrify(copy_sql, args) if args else copy_sql.replace("%%", "%")
+            # Cut by bytes: its rows are not values, so the per-row cost batch_rows bounds is not there
+            # (16 times as many rows per batch: 4 MiB of COPY a batch with the defaults).
+            limits = (ENCODED_ROWS_FACTOR * self.ctx.batch_rows, self.ctx.batch_bytes)
+            yield from read_rows(conn, query.encode(), encoding, RowDecoder(conn, self._infos), limits,
+                                 self.ctx.stop, split.id)
+
+    @contextmanager
+    def _session(self, shard: Shard, log: Any) -> Iterator[psycopg.Connection[Any]]:
+        """A split's connection, closed after it: inside the run's consistent snapshot when it has one."""
+        snapshot = of(self.ctx)
+        if snapshot is not None:
+            with snapshot.reading(shard.endpoint, self.ctx, log) as lease:
+                yield lease.conn
+            return
         conn = POSTGRES.connect(self.source, shard.endpoint, ReadError, self.ctx, log=log)
         try:
-            with self.reading(split):
-                args = tuple(split.params["args"])
-                copy_sql = f"COPY ({self._encoded_sql(split)}) TO STDOUT (FORMAT binary)"
-                query = psycopg.ClientCursor(conn).mogrify(copy_sql, args) if args else copy_sql.replace("%%", "%")
-                # Cut by bytes: its rows are not values, so the per-row cost batch_rows bounds is not there
-                # (16 times as many rows per batch: 4 MiB of COPY a batch with the defaults).
-                limits = (ENCODED_ROWS_FACTOR * self.ctx.batch_rows, self.ctx.batch_bytes)
-                yield from read_rows(conn, query.encode(), encoding, RowDecoder(conn, self._infos), limits,
-                                     self.ctx.stop, split.id)
+            yield conn
         finally:
-            POSTGRES.close_quietly(conn)  # a COPY stopped early ends with its session
+            POSTGRES.close_quietly(conn)
 
     def _encoded_sql(self, split: Split) -> str:
         """The split's query with its arrays selected as they are (the values read takes their ``to_json``)."""
@@ -115,16 +128,14 @@ class PostgresReader(SqlReader):
         sql, args, kinds, names, pushed = self.split_query(split)
         decoder = CsvDecoder(self.split_columns(names, kinds, pushed), self.source.dates)
         log = self.ctx.log.bind(split_id=split.id)
-        conn = POSTGRES.connect(self.source, shard.endpoint, ReadError, self.ctx, log=log)
         finished = False
         try:
-            with self.reading(split):
+            with self._session(shard, log) as conn, self.reading(split):
                 yield from self._stream(conn, f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", args, decoder, split)
             finished = True
         finally:
             # After an early stop (a stopping task closes the generator) psycopg has already cancelled the
             # COPY on the server; the connection is closed either way, one per split.
-            POSTGRES.close_quietly(conn)
             if not finished:
                 log.debug("reader.copy_abandoned")
 

@@ -11,6 +11,7 @@ from wormhole.errors import SplitError
 from wormhole.plugins.base import ReadContext, SourceBounds, not_a_column
 from wormhole.plugins.sql.catalog import find_column, query_columns
 from wormhole.plugins.sql.dialect import Dialect
+from wormhole.plugins.sql.snapshot import planning_session
 from wormhole.plugins.sql.source_options import QuerySource, Shard, SqlSource
 
 
@@ -19,8 +20,8 @@ def bounds(dialect: Dialect, source: SqlSource, ctx: ReadContext, column: str) -
     highest: Any = None
     now: datetime | None = None
     for shard in source.shards:
-        conn = dialect.connect(source, shard.endpoint, SplitError, ctx)
-        try:
+        # With a consistent snapshot, the window ends at the largest value its instant holds.
+        with planning_session(dialect, source, shard.endpoint, SplitError, ctx) as conn:
             for relation, info in _relations(dialect, conn, source, shard, column):
                 kinds.add(dialect.kind_types[info.kind])
                 try:
@@ -30,8 +31,6 @@ def bounds(dialect: Dialect, source: SqlSource, ctx: ReadContext, column: str) -
                                      f"{dialect.describe(exc)}", plugin=dialect.name) from exc
                 highest = high if highest is None or (high is not None and high > highest) else highest
                 now = clock if now is None else min(now, clock)  # the slowest clock: no shard reads ahead
-        finally:
-            dialect.close_quietly(conn)
     assert now is not None  # a source has at least one connection
     if len(kinds) > 1:
         raise SplitError(f"incremental column {column} has different types across the source: "

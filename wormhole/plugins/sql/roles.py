@@ -16,10 +16,18 @@ from wormhole.plugins.base import (
     Schema,
     SinkRole,
     SourceRole,
+    SourceSnapshot,
     Splitter,
     WriteContext,
 )
-from wormhole.plugins.facets import DdlFacet, DurableFacet, EncodedReadFacet, EncodedWriteFacet, LeftoverFacet
+from wormhole.plugins.facets import (
+    DdlFacet,
+    DurableFacet,
+    EncodedReadFacet,
+    EncodedWriteFacet,
+    LeftoverFacet,
+    SnapshotFacet,
+)
 from wormhole.plugins.sql import bounds
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
@@ -34,13 +42,15 @@ W = TypeVar("W", bound=SqlWriterPeriphery)
 def source_role(dialect: Dialect, *, options: type, splitter: Callable[[Any, ReadContext], Splitter],
                 reader: Callable[[Any, ReadContext], Reader], periphery: type[R], spark_read: str | None = None,
                 encoded: EncodedReadFacet[EncodedReader] | None = None,
-                catalog: CatalogFacet | None = None) -> SourceRole[R]:
+                catalog: CatalogFacet | None = None,
+                snapshot: SnapshotFacet[SourceSnapshot] | None = None) -> SourceRole[R]:
     """A SQL store's source: incremental bounds from its dialect (:mod:`.bounds`), the task's leading filters
     ANDed to its split queries in its dialect (``pushdown``), its servers' busy sessions, which adaptive
     push-up asks (``busy_threads``), and the store's catalog of a whole database (``catalog``)."""
     return SourceRole(options=options, splitter=splitter, reader=reader, periphery=periphery, spark_read=spark_read,
                       bounds=partial(bounds.bounds, dialect), pushdown=cast(Any, dialect.name),
-                      busy_threads=periphery.busy_threads, encoded=encoded, catalog=catalog)
+                      busy_threads=periphery.busy_threads, encoded=encoded, catalog=catalog,
+                      snapshot=snapshot)
 
 
 def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable[[Any, WriteContext, W, int], Any],

@@ -14,6 +14,7 @@ from wormhole.errors import SplitError
 from wormhole.plugins.base import ReadContext, Split
 from wormhole.plugins.sql.catalog import CatalogColumn, Shape, find_column, query_columns, same_shape
 from wormhole.plugins.sql.dialect import Dialect
+from wormhole.plugins.sql.snapshot import planning_session
 from wormhole.plugins.sql.source_options import QuerySource, Selection, Shard, SqlSource
 
 ColumnT = TypeVar("ColumnT", bound=CatalogColumn)
@@ -110,8 +111,8 @@ class SqlSplitter:
         splits: list[Split] = []
         reference: Shape | None = None
         for index, shard in enumerate(source.shards):
-            conn = dialect.connect(source, shard.endpoint, SplitError, self.ctx)
-            try:
+            # With a consistent snapshot, the key ranges are those of its instant (the rows read then).
+            with planning_session(dialect, source, shard.endpoint, SplitError, self.ctx) as conn:
                 for table in shard.tables:
                     infos = dialect.describe_table(conn, shard, table)
                     chosen = dialect.choose_columns(infos, source.selection.columns, shard, table)
@@ -119,8 +120,6 @@ class SqlSplitter:
                     reference = same_shape(reference, chosen, dialect.kind_types, where, dialect.name)
                     cutter = self.CUTTER(dialect, conn, index, shard, table, source.selection, chosen)
                     splits.extend(cutter.splits(infos, per_table))
-            finally:
-                dialect.close_quietly(conn)
         self.ctx.log.info("splitter.done", splits=len(splits), tables=table_count)
         return splits
 
@@ -128,11 +127,8 @@ class SqlSplitter:
         """The one split of a query source on ``shard``: the query's columns described on its connection, the
         query read as the store selects them (:meth:`query_sql`)."""
         ep, dialect = shard.endpoint, self.DIALECT
-        conn = dialect.connect(source, ep, SplitError, self.ctx)
-        try:
+        with planning_session(dialect, source, ep, SplitError, self.ctx) as conn:
             shape = query_columns(dialect, conn, ep, source.query)
-        finally:
-            dialect.close_quietly(conn)
         return Split(id=f"{ep.mark}/query", resource_mark=ep.mark,
                      params={"shard": index, "sql": self.query_sql(source.query, shape), "args": (),
                              "kinds": tuple(c.kind for c in shape), "columns": tuple(c.name for c in shape),

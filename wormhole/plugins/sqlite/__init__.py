@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from wormhole.database.facet import CatalogFacet
 from wormhole.plugins.base import Plugin, SinkRole, SourceRole
-from wormhole.plugins.facets import DdlFacet, DurableFacet, LeftoverFacet
+from wormhole.plugins.facets import DdlFacet, DurableFacet, LeftoverFacet, SnapshotFacet
 from wormhole.plugins.sqlite.bounds import bounds
 from wormhole.plugins.sqlite.ddl import SQLITE_DDL, open_session
 from wormhole.plugins.sqlite.options import SqliteReaderOptions, SqliteWriterOptions, owned_path, single_writer_key
 from wormhole.plugins.sqlite.periphery import SqliteReaderPeriphery, SqliteWriterPeriphery
 from wormhole.plugins.sqlite.reader import SqliteReader
+from wormhole.plugins.sqlite.snapshot import open_snapshot
 from wormhole.plugins.sqlite.splitter import SqliteSplitter
 from wormhole.plugins.sqlite.tables import open_catalog
 from wormhole.plugins.sqlite.writer import SqliteWriter
@@ -36,6 +37,7 @@ SOURCE = SourceRole(
     bounds=bounds,
     pushdown="sqlite",  # the reader adds the task's leading filters to its query
     catalog=CatalogFacet(open=open_catalog),  # a whole file's tables (``tables``)
+    snapshot=SnapshotFacet(open=open_snapshot),  # one read transaction every split reads in, one at a time
 )
 
 # One writer: the destination holds the file's write lock. In Spark mode its rows are written on

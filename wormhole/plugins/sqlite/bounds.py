@@ -13,12 +13,24 @@ from wormhole.plugins.sql import quote
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly
 from wormhole.plugins.sqlite.options import SqliteReaderOptions
 from wormhole.plugins.sqlite.reader import resolve_schema
+from wormhole.plugins.sqlite.snapshot import of as snapshot_of
 from wormhole.plugins.sqlite.types import READ_CONVERTERS
 
 
 def bounds(options: SqliteReaderOptions, ctx: ReadContext, column: str) -> SourceBounds:
     now = datetime.now().replace(microsecond=0)
+    snapshot = snapshot_of(ctx)
+    if snapshot is not None:  # the window ends at the largest value the run's read transaction holds
+        with snapshot.session(options.path) as conn:
+            return _bounds(conn, options, column, now)
     conn = connect_readonly(options.path, SplitError)
+    try:
+        return _bounds(conn, options, column, now)
+    finally:
+        conn.close()
+
+
+def _bounds(conn: sqlite3.Connection, options: SqliteReaderOptions, column: str, now: datetime) -> SourceBounds:
     try:
         schema = resolve_schema(conn, options, SplitError)
         found = {c.name.lower(): c for c in schema.columns}.get(column.lower())
@@ -28,8 +40,6 @@ def bounds(options: SqliteReaderOptions, ctx: ReadContext, column: str) -> Sourc
     except sqlite3.Error as exc:
         raise SplitError(f"cannot read the incremental bound of {column} in {options.path}: {exc}",
                          plugin=PLUGIN_NAME) from exc
-    finally:
-        conn.close()
 
 
 def _maximum(conn: sqlite3.Connection, options: SqliteReaderOptions, name: str, kind: str) -> Any:

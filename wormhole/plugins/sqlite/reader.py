@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from wormhole.errors import ReadError, StorageError
@@ -21,6 +22,7 @@ from wormhole.plugins.sql.reader import SchemaOnce
 from wormhole.plugins.sqlite.arrow_columns import arrow_batch
 from wormhole.plugins.sqlite.connection import PLUGIN_NAME, connect_readonly, table_columns
 from wormhole.plugins.sqlite.options import SqliteReaderOptions
+from wormhole.plugins.sqlite.snapshot import of as snapshot_of
 from wormhole.plugins.sqlite.types import READ_CONVERTERS, as_read, logical_type
 
 
@@ -76,24 +78,38 @@ class SqliteReader(SchemaOnce):
         if pushed is not None:
             self.ctx.log.debug("reader.split_query", split_id=split.id, plan=pushed.plan, sql=sql)
         fns = [(i, READ_CONVERTERS[c.type]) for i, c in enumerate(schema.columns) if c.type in READ_CONVERTERS]
-        conn = connect_readonly(opts.path, ReadError)
-        try:
+        with self._connection() as conn:
             try:
                 cursor = conn.execute(sql, args)
             except sqlite3.Error as exc:
                 raise ReadError(f"cannot read {opts.table} from {opts.path}: {exc}",
                                 plugin=PLUGIN_NAME) from exc
-            while True:
-                try:
-                    raw = cursor.fetchmany(self.ctx.batch_rows)
-                except sqlite3.Error as exc:
-                    raise ReadError(f"cannot read {opts.table} from {opts.path}: {exc}",
-                                    plugin=PLUGIN_NAME) from exc
-                if not raw:
-                    return
-                batch = self._batch(raw, fns, schema, split.id)
-                if batch:
-                    yield batch
+            try:
+                while True:
+                    try:
+                        raw = cursor.fetchmany(self.ctx.batch_rows)
+                    except sqlite3.Error as exc:
+                        raise ReadError(f"cannot read {opts.table} from {opts.path}: {exc}",
+                                        plugin=PLUGIN_NAME) from exc
+                    if not raw:
+                        return
+                    batch = self._batch(raw, fns, schema, split.id)
+                    if batch:
+                        yield batch
+            finally:
+                cursor.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection for a split, closed after; the run's snapshot's when it has one."""
+        snapshot = snapshot_of(self.ctx)
+        if snapshot is not None:
+            with snapshot.session(self.options.path) as conn:
+                yield conn
+            return
+        conn = connect_readonly(self.options.path, ReadError)
+        try:
+            yield conn
         finally:
             conn.close()
 
