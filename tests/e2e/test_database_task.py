@@ -9,9 +9,11 @@ normalised to text (the tables are small).
 from __future__ import annotations
 
 import json
+import random
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -47,6 +49,8 @@ TABLES: dict[str, tuple[str, int]] = {
 }
 SELECTED = [t for t in TABLES if t != "tmp_scratch"]
 DESTINATIONS = ("pg", "lite", "lake", "rep")
+ROWS_EACH = 4000
+"""Accounts in each table of the snapshot test."""
 
 
 def _fill(conn: Any, db: str, table: str, rows: int) -> None:
@@ -409,3 +413,64 @@ def test_a_destination_schema_that_does_not_exist_fails_that_destination_by_name
     assert {k for k, s in statuses.items() if s != "success"} == {pair(source_db, "pg", t) for t in ("order", "nokey")}
     assert "wh_no_such_schema" in task["result"]["destinations"][pair(source_db, "pg", "order")]["error"]
     assert sqlite_rows(targets["lite"], "order") == source_rows(source_db, "order")
+
+
+def test_a_consistent_snapshot_keeps_a_total_moved_between_two_tables_during_the_copy(
+        ws: Workspace, targets: dict[str, str]) -> None:
+    mysql_or_skip().close()
+    admin = SERVER.connect()
+    src = f"wh_dbt_bank_{uuid.uuid4().hex[:8]}"
+    execute(admin, f"CREATE DATABASE {q(src)}")
+    stop = threading.Event()
+    moved = [0]
+
+    def move_money() -> None:
+        conn = SERVER.connect(src)
+        conn.autocommit(False)
+        rng = random.Random(7)
+        try:
+            while not stop.is_set():
+                a, b, amount = rng.randint(1, ROWS_EACH), rng.randint(1, ROWS_EACH), rng.randint(1, 9)
+                with conn.cursor() as cur:
+                    cur.execute("UPDATE acc_a SET bal = bal - %s WHERE id = %s", (amount, a))
+                    cur.execute("UPDATE acc_b SET bal = bal + %s WHERE id = %s", (amount, b))
+                conn.commit()
+                moved[0] += 1
+        finally:
+            conn.close()
+
+    try:
+        for table in ("acc_a", "acc_b"):
+            execute(admin, f"CREATE TABLE {q(src)}.{table} (id INT PRIMARY KEY, bal BIGINT NOT NULL)")
+            execute(admin, f"INSERT INTO {q(src)}.{table} SELECT seq, 100 FROM {q(src)}.seq_1_to_{ROWS_EACH}")
+        total = 2 * 100 * ROWS_EACH
+        ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, timeouts={"shutdown_s": 5.0},
+                      exchange={"batch_rows": 64})  # small batches: the copy lasts while the money moves
+        spec = {"source": {"plugin": "mysql", "params": SERVER.params(src, tables=["acc_*"], split_factor=8)},
+                "destinations": [{"id": "pg", "plugin": "postgres",
+                                  "params": PG.params(targets["pg"], create_table=True)}],
+                "settings": {"snapshot": "consistent", "speed": {"channel": 2}}}
+        mover = threading.Thread(target=move_money, daemon=True)
+        mover.start()
+        while moved[0] < 20:
+            time.sleep(0.01)
+        before = moved[0]
+        code, task, _ = run_task(ws, spec)
+        during = moved[0] - before
+        stop.set()
+        mover.join(timeout=10)
+        assert code == 0, task.get("error")
+        assert during > 0  # the money moved while the tables were read
+        conn = PG.connect()
+        try:
+            copied = pg_execute(conn, f"SELECT (SELECT SUM(bal) FROM {qi(targets['pg'])}.acc_a) + "
+                                      f"(SELECT SUM(bal) FROM {qi(targets['pg'])}.acc_b)")[0][0]
+        finally:
+            conn.close()
+        assert copied == total
+        snapshot = task["result"]["snapshot"]
+        assert snapshot["mode"] == "consistent" and snapshot["position"], snapshot  # binlog position, or "off"
+    finally:
+        stop.set()
+        execute(admin, f"DROP DATABASE IF EXISTS {q(src)}")
+        admin.close()

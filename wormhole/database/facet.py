@@ -11,7 +11,7 @@ the options the same source would have parsed into had it named that one table.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -57,6 +57,23 @@ class CatalogFacet:
             named[options.schema_key] = ref.schema
         single = dataclasses.replace(options.params, **named)
         return single.resolve() if isinstance(single, ResolvedOptions) else single
+
+    @staticmethod
+    def for_tables(options: DatabaseSource, refs: Sequence[TableRef]) -> Any:
+        """Options that name every table of ``refs`` at once (what a consistent snapshot of them locks or
+        exports for): a SQL source's shards, one per endpoint and schema, each with its tables; a sqlite
+        source's options of its first table (its snapshot is of the whole file)."""
+        singles = [CatalogFacet.for_table(options, ref) for ref in refs]
+        first = singles[0]
+        if not hasattr(first, "shards"):
+            return first
+        shard_type = type(first.shards[0])  # the kit's Shard (imported by name it would be a cycle)
+        grouped: dict[tuple[Any, str], list[str]] = {}
+        for single in singles:
+            for shard in single.shards:
+                grouped.setdefault((shard.endpoint, shard.schema), []).extend(shard.tables)
+        return dataclasses.replace(first, shards=tuple(shard_type(endpoint, schema, tuple(tables))
+                                                       for (endpoint, schema), tables in grouped.items()))
 
 
 def entry_problem(entry: str) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,7 @@ class RunFacts:
     started_at: str
     stop_reason: str | None
     resume_from: int | None
+    snapshot: Mapping[str, Any] | None = None
 
 
 def pair_failed(plugin: str, error: str | None, *, status: str | None = "failed") -> DestinationResult:
@@ -87,7 +88,7 @@ def database_result(run: RunFacts, plan: DatabasePlan | None, outcomes: Sequence
         source=_source(spec, plan, reports, read_error), speed=_speed(spec, reports, seconds),
         destinations=pairs, error=error, dirty_file=next((r.dirty_file for r in reports if r.dirty_file), None),
         plan=plan.to_dict() if plan is not None else None, resumed_from_run=run.resume_from,
-        database=_section(spec, plan, outcomes))
+        database=_section(spec, plan, outcomes), snapshot=run.snapshot)
     return RunResult(report, run_status="interrupted" if run.stop_reason is not None else status)
 
 

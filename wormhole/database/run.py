@@ -31,10 +31,13 @@ from wormhole.config import EngineConf
 from wormhole.database.expand import SLOTS_PER_CHANNEL, DatabasePlan, expand, pair_id
 from wormhole.database.progress import DatabaseProgress
 from wormhole.database.report import RunFacts, TableOutcome, database_result, pair_failed
+from wormhole.database.snapshot import Snapshot
 from wormhole.engine import Engine
 from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.monitor import ProgressListener
+from wormhole.plugins import registry
+from wormhole.plugins.base import ReadContext, Rejected
 from wormhole.recovery.checkpoint import CheckpointStore
 from wormhole.recovery.lease import Lease
 from wormhole.result import (
@@ -82,6 +85,7 @@ class DatabaseRun:
         self._lock = threading.Condition()
         self._running: dict[str, Engine] = {}
         self._engines: list[Engine] = []
+        self._snapshot: Snapshot | None = None
         self._progress = DatabaseProgress(self._listeners, task_id=task_id, source=spec.source.plugin,
                                           destinations={}, tables=0, estimated_rows=None)
 
@@ -132,6 +136,37 @@ class DatabaseRun:
             self._log.error("reader.failed", error=error, error_code=getattr(exc, "code", None))
             return self._ended(t0, started_at, None, [], error=f"read side failed: {error}", read_error=error)
         self._log.info("database.plan_made", **plan.to_dict())
+        try:
+            self._snapshot = self._open_snapshot(plan)
+        except Exception as exc:  # not taken: nothing was touched
+            error = describe(exc)
+            self._log.error("reader.failed", error=error, error_code=getattr(exc, "code", None))
+            return self._ended(t0, started_at, plan, [], error=f"read side failed: {error}", read_error=error)
+        try:
+            return self._run_tables(t0, started_at, plan)
+        finally:
+            if self._snapshot is not None:
+                self._snapshot.close()
+
+    def _open_snapshot(self, plan: DatabasePlan) -> Snapshot | None:
+        """One snapshot for every table (``settings.snapshot: consistent``), with a connection for each reader
+        that can run at once."""
+        settings = self._spec.settings
+        if settings.snapshot != "consistent":
+            return None
+        facet = registry.source(self._spec.source.plugin).catalog
+        assert facet is not None  # expand() found it
+        source = dataclasses.replace(self._spec.source, options=facet.for_tables(
+            self._spec.source.options, [j.ref for j in plan.jobs]))
+        ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=self._conf.exchange.batch_rows,
+                          dirty=_NoRows(), plugin=source.plugin, stop=self._stop)
+        snapshot = Snapshot.open(source, ctx, readers=plan.channels * SLOTS_PER_CHANNEL,
+                                 lock_timeout_s=settings.snapshot_lock_timeout_s, log=self._log)
+        if self._resume_from is not None:
+            self._log.info("snapshot.new_on_resume", resumed_from_run=self._resume_from)
+        return snapshot
+
+    def _run_tables(self, t0: float, started_at: str, plan: DatabasePlan) -> RunResult:
         outcomes = [TableOutcome(job) for job in plan.jobs]
         self._progress = DatabaseProgress(
             self._listeners, task_id=self._task_id, source=self._spec.source.plugin,
@@ -192,7 +227,7 @@ class DatabaseRun:
                             listeners=[self._progress.listener(job.ref.key)], checkpoints=self._checkpoints,
                             resume_from=self._resume_from,
                             lease=self._lease, taskdb_id=self._taskdb_id, finished_runs=self._finished,
-                            scope=job.ref.key)
+                            scope=job.ref.key, snapshot=self._snapshot)
             with self._lock:
                 if self._stop.is_set():
                     return
@@ -287,7 +322,9 @@ class DatabaseRun:
                error: str | None = None, exit_code: int | None = None, read_error: str | None = None) -> RunResult:
         return database_result(RunFacts(
             spec=self._spec, task_id=self._task_id, run_id=self._run_id, t0=t0, started_at=started_at,
-            stop_reason=self._stop_reason, resume_from=self._resume_from), plan, outcomes,
+            stop_reason=self._stop_reason, resume_from=self._resume_from,
+            snapshot=None if self._snapshot is None else self._snapshot.describe(
+                resumed=self._resume_from is not None)), plan, outcomes,
             error=error, exit_code=exit_code, read_error=read_error)
 
 
@@ -298,3 +335,10 @@ def _by_destination(section: Mapping[str, Any]) -> dict[str, str]:
         for dest, pair in table["destinations"].items():
             states.setdefault(dest, set()).add(pair["status"])
     return {d: "success" if s == {"success"} else "partial" if "success" in s else "failed" for d, s in states.items()}
+
+
+class _NoRows:
+    """Taking the snapshot reads no row, so it rejects none."""
+
+    def reject(self, origin: str, rows: Sequence[Rejected], split_id: str | None = None) -> None:
+        raise AssertionError("taking a snapshot rejected a row")
