@@ -102,6 +102,12 @@ def _plan_database(ctx: click.Context, spec: TaskSpec, task_id: int, as_json: bo
     except Exception as exc:  # a store's own error while listing: still a clear message, exit 204
         fail(ConfigError(f"planning failed: {type(exc).__name__}: {exc}"))
     shown = made.to_dict()
+    for job, table in zip(made.jobs, shown["order"], strict=True):
+        for dest, ddl in job.ddl.items():  # what each target holds now: created by the run, used, or refused
+            try:
+                table["ddl"][dest]["state"] = ddl.state()
+            except Exception as exc:  # the destination cannot be asked now: the run will say more
+                table["ddl"][dest]["state"] = f"unknown: {type(exc).__name__}: {exc}"
     if as_json:
         click.echo(json.dumps({"database": shown, "conf_file": _conf_file()}, indent=2))
         return
@@ -111,11 +117,19 @@ def _plan_database(ctx: click.Context, spec: TaskSpec, task_id: int, as_json: bo
         lines.append(f"  {table['table']}: ~{table['estimated_rows']} rows, {table['channels']} channel(s)")
         for dest, target in table["targets"].items():
             ddl = table["ddl"].get(dest)
-            lines.append(f"    {dest}: {target}" + ("" if ddl is None else f" (creates it: {len(ddl['create'])} "
-                                                                         f"statement(s), {len(ddl['after_load'])} "
-                                                                         f"after the load)"))
+            lines.append(f"    {dest}: {target}" + ("" if ddl is None else f" ({_ddl_state(ddl)})"))
             lines += [f"      lossy: {note}" for note in (ddl or {}).get("lossy", [])]
     click.echo("\n".join(lines) + f"\nconf:           {_conf_file()}")
+
+
+def _ddl_state(ddl: Mapping[str, Any]) -> str:
+    state = str(ddl.get("state", ""))
+    if state == "missing":
+        return (f"created from the source's definition: {len(ddl['columns'])} column(s), {len(ddl['after_load'])} "
+                f"index statement(s) after the load, {len(ddl['foreign_keys'])} foreign key(s) after every table")
+    if state == "same":
+        return "already there with the same columns: used as it is"
+    return f"{state}: this table fails in this destination" if state.startswith("differs") else state
 
 
 def _with_spark(conf: EngineConf, spec: TaskSpec) -> EngineConf:

@@ -107,7 +107,10 @@ def expand(spec: TaskSpec, conf: EngineConf, log: Logger) -> DatabasePlan:
     jobs = []
     for table in listed:
         ref = table.ref
-        share = max(1, min(channels, math.ceil(channels * max(table.estimated_rows, 1) / total)))
+        # In proportion to its rows, and no more than one per SMALL_TABLE_ROWS: more readers than a small
+        # table has splits would only wait.
+        share = max(1, min(channels, math.ceil(channels * max(table.estimated_rows, 1) / total),
+                           math.ceil(table.estimated_rows / SMALL_TABLE_ROWS)))
         jobs.append(TableJob(
             listed=table, definition=definitions[ref], spec=_table_spec(spec, facet.for_table(spec.source.options, ref),
                                                                         ref, options, share, channels),
