@@ -24,7 +24,8 @@ SERVERS: dict[str, dict[str, Any]] = {
 
 def task(plugin: str, **params: Any) -> dict[str, Any]:
     return {"name": "t", "source": {"plugin": plugin, "params": {**SERVERS[plugin], **params}},
-            "destinations": [{"id": "a", "plugin": "sqlite", "params": {"path": "/tmp/wh-none.db", "table": "{table}"}}]}
+            "destinations": [{"id": "a", "plugin": "sqlite",
+                              "params": {"path": "/tmp/wh-none.db", "table": "{table}"}}]}
 
 
 def problems_of(raw: dict[str, Any]) -> list[str]:
