@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -355,6 +356,7 @@ class Bench:
         best = self.best.setdefault(name, Best())
         if best.error:
             return
+        load = os.getloadavg()[0]
         try:
             run = attempt()
         except BenchmarkFailure as exc:
@@ -365,13 +367,14 @@ class Bench:
         verdict = verify()
         best.add(run, verdict)
         say(f"  {name:<44} round {round_no + 1}: {run.seconds:8.2f} s, peak RSS {run.peak_rss_mib:.0f} MiB, "
-            f"CPU {run.cpu_s:.1f} s, verified {verdict.text}")
+            f"CPU {run.cpu_s:.1f} s, load average before {load:.1f}, verified {verdict.text}")
 
     def run_wormhole(self, name: str, dests: tuple[str, ...], round_no: int) -> None:
         if self.wormhole is None or self.wormhole_unavailable:
             return
         best = self.best.setdefault(name, Best())
         self.reset(pg="pg" in dests, mysql="replica" in dests, lake="lake" in dests)
+        load = os.getloadavg()[0]
         result: WormholeRun = self.wormhole.run(wormhole_spec(self.opts, dests, self.lake))
         if result.refused:
             self.wormhole_unavailable = result.error
@@ -385,8 +388,8 @@ class Bench:
                               lake=self.lake if "lake" in dests else None)
         best.add(result.run, verdict)
         say(f"  {name:<44} round {round_no + 1}: {result.run.seconds:8.2f} s, peak RSS "
-            f"{result.run.peak_rss_mib:.0f} MiB, CPU {result.run.cpu_s:.1f} s, {result.states}, "
-            f"verified {verdict.text}")
+            f"{result.run.peak_rss_mib:.0f} MiB, CPU {result.run.cpu_s:.1f} s, load average before {load:.1f}, "
+            f"{result.states}, verified {verdict.text}")
 
     def pgloader(self) -> Timed:
         self.reset(pg=True, pg_schema=False)  # pgloader creates the schema
