@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 3
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 
-.PHONY: help install browser demo test test-unit test-integration lint bench bench-deps docker clean
+.PHONY: help install browser demo test test-unit test-integration lint bench bench-tpch bench-deps docker clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -16,7 +16,7 @@ help:  ## list the targets
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dev,spark,console]'
+	$(BIN)/pip install --quiet -e '.[test,dev,spark,console,bench]'
 	scripts/install-connector-j.sh
 	scripts/install-pg-jdbc.sh
 	scripts/install-chromium.sh
@@ -25,7 +25,7 @@ $(STAMP): setup.cfg pyproject.toml
 browser:  ## Chromium and chromedriver for the console's browser tests (Debian packages; quick when present)
 	scripts/install-chromium.sh
 
-install: $(STAMP)  ## create .venv with wormhole, its test/dev/spark/console extras, Connector/J and pgjdbc for Spark, Chromium for the console's browser tests
+install: $(STAMP)  ## create .venv with wormhole, its test/dev/spark/console/bench extras, Connector/J and pgjdbc for Spark, Chromium for the console's browser tests
 
 demo: $(STAMP)  ## run a real fan-out task on the embedded defaults and show its result
 	$(BIN)/python scripts/demo.py
@@ -43,13 +43,17 @@ lint: $(STAMP)  ## ruff, then mypy (strict on the core modules; setup.cfg [mypy]
 	$(BIN)/ruff check wormhole tests benchmarks scripts
 	$(BIN)/mypy wormhole
 
-bench: $(STAMP)  ## throughput: stream, MySQL (BENCH_ARGS="--only mysql"); Spark vs plain PySpark: --only spark
+bench: $(STAMP)  ## throughput: stream, MySQL, the snapshot demo (BENCH_ARGS="--only mysql"); Spark: --only spark
 	@# wormhole as installed: pip compiles a package's bytecode, an editable checkout does not (and under
 	@# PYTHONDONTWRITEBYTECODE would compile every module again on every run the benchmark times).
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q wormhole > /dev/null
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
-bench-deps:  ## the benchmarks' C baselines: Debian's pgloader and mydumper (the bench parts also install them when missing)
+bench-tpch: $(STAMP) bench-deps  ## whole databases: TPC-H SF 1 against pgloader, mysqldump, mydumper (BENCH_ARGS="--tpch-sf 0.1")
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q wormhole > /dev/null
+	$(BIN)/python -m benchmarks.run --only tpch $(BENCH_ARGS)
+
+bench-deps: $(STAMP)  ## the benchmarks' baselines: Debian's pgloader and mydumper, tpchgen-cli (the bench extra)
 	scripts/install-pgloader.sh
 	scripts/install-mydumper.sh
 

@@ -40,6 +40,15 @@ the source scan alone, interleaved with wormhole's runs over ``--limit-rounds`` 
 leaves them out), with mydumper | myloader beside the C tools; each copy's time is printed as a multiple of
 the limit. ``--only mysql-profile`` (benchmarks/mysql_profile.py) watches one three-destination run: wormhole's
 and mariadbd's CPU per phase, idle destinations, the reader blocked, commit and marker costs, the tail.
+
+Whole databases (issue 38): ``--only tpch`` (benchmarks/tpch.py; ``make bench-tpch``) copies TPC-H at
+``--tpch-sf`` (default 1) MySQL -> PostgreSQL against pgloader, MySQL -> MySQL against mysqldump and
+mydumper + myloader, and to PostgreSQL + MySQL + Parquet in one run against the three tools one after another;
+``--only many-tables`` (benchmarks/many_tables.py) copies 1,000 tables of 100 rows against ``mysqldump |
+mysql``. Both run only when asked for. The snapshot demonstration (benchmarks/snapshot_money.py: money moved
+between two tables during the copy, the copies' totals checked) runs after the MySQL part by default, alone
+with ``--only snapshot``. Until wormhole runs database tasks these print ``wormhole: not available: ...`` beside
+the peers' figures (``--require-wormhole`` makes that a failure).
 """
 
 from __future__ import annotations
@@ -54,14 +63,18 @@ from typing import Any
 from benchmarks import (
     files,
     limit,
+    many_tables,
     mysql_profile,
     mysql_read,
     mysql_scenario,
     postgres_scenario,
     pushup,
+    snapshot_money,
     spark_scenario,
     speed,
+    tpch,
 )
+from benchmarks.dbcopy import Pg
 
 RESULTS = Path("benchmarks/results/latest.json")
 
@@ -122,10 +135,10 @@ def save(results: list[dict], parts: set[str]) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """Every part's options in one parser (a name two parts both declare fails here, before any run)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["stream", "mysql", "spark", "speed", "pushup", "mysql-read", "files",
-                                           "postgres", "mysql-profile"],
-                        help="run one part (default: stream, then mysql; spark only with --with-spark, speed, "
-                             "pushup, mysql-read, files and postgres only with --only)")
+    parser.add_argument("--only", choices=["stream", "mysql", "snapshot", "spark", "speed", "pushup", "mysql-read",
+                                           "files", "postgres", "mysql-profile", "tpch", "many-tables"],
+                        help="run one part (default: stream, mysql, then snapshot; spark only with --with-spark, "
+                             "speed, pushup, mysql-read, files, postgres, tpch and many-tables only with --only)")
     parser.add_argument("--with-spark", action="store_true", help="run the (long) Spark scenario after the others")
     parser.add_argument("--rows", type=int, nargs="+",
                         help="stream rows (default 1M 5M); with --only postgres, that part's rows (default 1M)")
@@ -140,12 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_arguments(parser)
     postgres_scenario.add_arguments(parser, prefix="pg-")
     mysql_profile.add_arguments(parser)
+    tpch.add_arguments(parser, prefix="tpch-")
+    many_tables.add_arguments(parser, prefix="many-")
+    snapshot_money.add_arguments(parser, prefix="money-")
+    parser.add_argument("--require-wormhole", action="store_true",
+                        help="tpch, many-tables, snapshot: fail when wormhole cannot run the database task")
     return parser
 
 
 def main() -> None:
     args = build_parser().parse_args()
-    parts = {args.only} if args.only else {"stream", "mysql"} | ({"spark"} if args.with_spark else set())
+    parts = {args.only} if args.only else {"stream", "mysql", "snapshot"} | ({"spark"} if args.with_spark else set())
     results: list[dict] = []
     if "stream" in parts:
         results += run_stream(args.rows or [1_000_000, 5_000_000], args.repeat or 3)
@@ -161,6 +179,16 @@ def main() -> None:
             results += mysql_scenario.run_all(opts)
         except mysql_scenario.BenchmarkFailure as exc:
             raise SystemExit(f"MySQL BENCHMARK FAILED: {exc}") from None
+        save(results, parts - {"spark", "snapshot"})
+    if "snapshot" in parts:
+        if parts != {"snapshot"}:
+            print(flush=True)
+        try:
+            results += snapshot_money.run_all(snapshot_money.options_from(
+                args, "money_", mysql_scenario.Server.of(args), Pg(args.pg_host, args.pg_port, args.pg_user),
+                wormhole=not args.no_wormhole, keep=args.keep, require_wormhole=args.require_wormhole))
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"SNAPSHOT DEMONSTRATION FAILED: {exc}") from None
         save(results, parts - {"spark"})
     if "spark" in parts:
         if parts != {"spark"}:
@@ -211,6 +239,23 @@ def main() -> None:
                                              args.profile_interval, args.profile_source)
         except mysql_scenario.BenchmarkFailure as exc:
             raise SystemExit(f"MYSQL PROFILE FAILED: {exc}") from None
+        save(results, parts)
+    if "tpch" in parts:
+        try:
+            results += tpch.run_all(tpch.options_from(
+                args, "tpch_", args.repeat or 1, mysql_scenario.Server.of(args),
+                Pg(args.pg_host, args.pg_port, args.pg_user), wormhole=not args.no_wormhole, keep=args.keep,
+                require_wormhole=args.require_wormhole))
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"TPC-H BENCHMARK FAILED: {exc}") from None
+        save(results, parts)
+    if "many-tables" in parts:
+        try:
+            results += many_tables.run_all(many_tables.options_from(
+                args, "many_", args.repeat or 1, mysql_scenario.Server.of(args), wormhole=not args.no_wormhole,
+                keep=args.keep, require_wormhole=args.require_wormhole))
+        except mysql_scenario.BenchmarkFailure as exc:
+            raise SystemExit(f"MANY-TABLES BENCHMARK FAILED: {exc}") from None
         save(results, parts)
     if "files" in parts:
         results += files.run_all(files.Options(rows=args.files_rows, repeat=args.repeat or 1,
