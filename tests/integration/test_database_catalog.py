@@ -32,7 +32,8 @@ __all__ = ["pg_schemas"]  # the fixture, used by name
 def database_source(plugin: str, params: dict[str, Any]) -> DatabaseSource:
     """The source's options as a task parses them."""
     spec = TaskSpec.from_mapping({"name": "t", "source": {"plugin": plugin, "params": params},
-                                  "destinations": [{"id": "a", "plugin": "stream"}]})
+                                  "destinations": [{"id": "a", "plugin": "sqlite",
+                                                    "params": {"path": "/tmp/wh-none.db"}}]})
     assert isinstance(spec.source.options, DatabaseSource)
     return spec.source.options
 
