@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -182,12 +183,14 @@ class DatabaseRun:
     # -- the table runs ---------------------------------------------------------------------------------
 
     def _schedule(self, plan: DatabasePlan, outcomes: list[TableOutcome]) -> None:
-        """Start each table when its channels are free (the largest first; a smaller one that fits goes
-        ahead of a larger one that waits) and no running table writes a resource it writes alone (a sqlite
-        file), until every table has run or the task is stopped."""
+        """Start each table when its channel slots are free and no running table writes a resource it writes
+        alone (a sqlite file), until every table has run or the task is stopped. Among the tables that can
+        start, the one whose database or schema has the fewest tables running goes first, then the largest
+        (DataX's assignFairly over resource marks, across tables)."""
         pending = list(outcomes)
         capacity = free = plan.channels * SLOTS_PER_CHANNEL
         held: set[str] = set()
+        running: Counter[str] = Counter()
         threads: list[threading.Thread] = []
 
         def done(outcome: TableOutcome) -> None:
@@ -195,20 +198,23 @@ class DatabaseRun:
             with self._lock:
                 free += outcome.job.slots
                 held.difference_update(outcome.job.exclusive)
+                running[outcome.job.ref.schema] -= 1
                 self._lock.notify_all()
 
-        def startable(o: TableOutcome, idle: bool) -> bool:
-            return (o.job.slots <= free or idle) and not (o.job.exclusive & held)
+        def startable(o: TableOutcome) -> bool:
+            return (o.job.slots <= free or free == capacity) and not (o.job.exclusive & held)
 
         with self._lock:
             while pending and not self._stop.is_set():
-                chosen = next((o for o in pending if startable(o, free == capacity)), None)
-                if chosen is None:
+                ready = [(running[o.job.ref.schema], i, o) for i, o in enumerate(pending) if startable(o)]
+                if not ready:
                     self._lock.wait()
                     continue
+                chosen = min(ready, key=lambda r: r[:2])[2]
                 pending.remove(chosen)
                 free -= chosen.job.slots
                 held.update(chosen.job.exclusive)
+                running[chosen.job.ref.schema] += 1
                 thread = threading.Thread(target=self._table, args=(chosen, done), daemon=True,
                                           name=f"table-{chosen.job.ref.key}"[:60])
                 threads.append(thread)
