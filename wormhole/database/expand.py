@@ -173,7 +173,7 @@ def _table_spec(spec: TaskSpec, source_options: Any, ref: TableRef, options: Map
     def share(limit: int | None) -> int | None:
         return None if limit is None else max(1, limit * channels // task_channels)
 
-    settings = dataclasses.replace(spec.settings, speed=dataclasses.replace(
+    settings = dataclasses.replace(spec.settings, engine="local", speed=dataclasses.replace(
         speed, channel=channels, record=share(speed.record), byte=share(speed.byte)))
     # More writers than the table has channels only wait (and each opens its connection): a small table's
     # pair writes with one.
