@@ -221,6 +221,9 @@ def pgloader_script(opts: Options) -> str:
     return (f"LOAD DATABASE\n  FROM mysql://{auth}@{m.host}:{m.port}/{opts.src_db}\n  INTO {opts.pg.url()}\n"
             "  WITH include drop, create tables, create indexes, reset sequences, foreign keys,\n"
             f"       downcase identifiers, uniquify index names, workers = {opts.threads}, concurrency = 1\n"
+            # MariaDB drops a streaming read whose client stalls past net_write_timeout (60 s): at SF 1 pgloader's
+            # did (broken pipe); wormhole's sessions set 3600 s, so pgloader gets the same.
+            "  SET MySQL PARAMETERS net_read_timeout = '3600', net_write_timeout = '3600'\n"
             + (f"  ALTER SCHEMA '{opts.src_db}' RENAME TO '{opts.pg_schema}'\n" if opts.pg_schema != opts.src_db
                else "") + ";\n")
 

@@ -105,7 +105,8 @@ def translate(table: TableDef, source_plugin: str, dest_plugin: str, dest_option
         else:
             planned_keys.append(PlannedForeignKey(fk, ref_target))
     plan = TablePlan(table.ref, target, tuple(columns), table.primary_key, table.indexes, tuple(planned_keys),
-                     table.comment, source_plugin)
+                     table.comment, source_plugin,
+                     key_during_load=getattr(dest_options, "write_mode", "insert") != "insert")
     ddl = dest.statements(plan, foreign_keys)
     return TableDdl(ddl.target, ddl.columns, ddl.create, ddl.after_load, ddl.foreign_keys, ddl.sequences,
                     tuple(notes) + ddl.lossy)

@@ -18,8 +18,8 @@ from wormhole.log import Logger
 from wormhole.options import Problems
 from wormhole.task_spec import TaskSpec
 
-ALREADY_THERE = re.compile(r"already exists|duplicate key name|duplicate foreign key|\b1061\b|\b1826\b|errno: 121\b",
-                           re.I)
+ALREADY_THERE = re.compile(r"already exists|duplicate key name|duplicate foreign key|\b1061\b|\b1826\b|errno: 121\b"
+                           r"|multiple primary keys", re.I)
 """How MySQL, MariaDB, PostgreSQL and sqlite say an index or constraint is there already (a resumed run creates
 what its crashed run may have created)."""
 

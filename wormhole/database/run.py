@@ -281,10 +281,15 @@ class DatabaseRun:
         job, result = outcome.job, outcome.result
         if result is None:
             return
+        # A table this run found there (not created) is left as it is, unless this run continues earlier runs
+        # of the task (a resume, a retry), which may have created it: then what is there already is kept.
+        continues = self._resume_from is not None or bool(self._finished)
         for dest_id, ddl in job.ddl.items():
             pid = pair_id(dest_id, job.ref)
             pair = result.report.destinations.get(pid)
             if pair is None or pair.status != "success" or pair.skipped:  # skipped: its run made them
+                continue
+            if outcome.ddl.get(dest_id) != "created" and not continues:
                 continue
             try:
                 done = ddl.after_load(log)
@@ -300,6 +305,7 @@ class DatabaseRun:
     def _foreign_keys(self, outcomes: list[TableOutcome]) -> None:
         if not self._spec.settings.foreign_keys:
             return
+        continues = self._resume_from is not None or bool(self._finished)
         for outcome in outcomes:
             job = outcome.job
             for dest_id, ddl in job.ddl.items():
@@ -307,6 +313,8 @@ class DatabaseRun:
                 pair = outcome.all_pairs().get(pid)
                 if pair is None or pair.status != "success" or pair.skipped:
                     continue
+                if outcome.ddl.get(dest_id, "").split(",")[0] != "created" and not continues:
+                    continue  # a table found there is left as it is (see _after_load)
                 try:
                     done = ddl.foreign_keys(self._log.bind(table=job.ref.key))
                 except Exception as exc:

@@ -114,6 +114,9 @@ class TablePlan:
     foreign_keys: tuple[PlannedForeignKey, ...]
     comment: str | None
     source_plugin: str
+    key_during_load: bool = True
+    """The load needs the primary key (an upsert finds its rows by it); else a store that builds it faster
+    after the rows are in (:attr:`~wormhole.plugins.sql.ddl.SqlDdl.key_after_load`) adds it then."""
 
 
 @dataclass(frozen=True, slots=True)

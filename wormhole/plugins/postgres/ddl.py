@@ -140,6 +140,8 @@ _IDENTITY_TYPES = frozenset({"smallint", "integer", "bigint"})
 class PostgresDdl(SqlDdl):
     """PostgreSQL (Greenplum alike)."""
 
+    key_after_load = True
+
     name = PLUGIN_NAME
     name_measure = staticmethod(utf8_bytes)  # NAMEDATALEN counts bytes
     cast = _CAST

@@ -241,15 +241,22 @@ class SqlDdl:
 
     def statements(self, plan: TablePlan, foreign_keys: bool) -> TableDdl:
         defs = [self.column_sql(c, plan) for c in plan.columns]
-        if plan.primary_key and not self.key_inline(plan):
+        key_later = bool(plan.primary_key) and self.key_after_load and not plan.key_during_load
+        if plan.primary_key and not self.key_inline(plan) and not key_later:
             defs.append(f"PRIMARY KEY ({self.columns_list(plan.primary_key)})")
         defs.extend(self.extra_definitions(plan, foreign_keys))
         create = f"CREATE TABLE {self.qualified(plan.target)} ({', '.join(defs)}){self.table_suffix(plan)}"
         inline_fks = self.fks_inline()
+        key = [f"ALTER TABLE {self.qualified(plan.target)} ADD PRIMARY KEY ({self.columns_list(plan.primary_key)})"]
         return TableDdl(plan.target, plan.columns, (create, *self.comments(plan)),
-                        after_load=tuple(self.index_statements(plan)),
+                        after_load=(*(key if key_later else ()), *self.index_statements(plan)),
                         foreign_keys=() if inline_fks else tuple(self.fk_statements(plan)),
                         sequences=tuple(self.sequences(plan)), lossy=tuple(self.lossy(plan)))
+
+    key_after_load = False
+    """The primary key is added after the rows are in when the load does not need it (PostgreSQL: one sorted
+    build instead of an index maintained row by row, as pgloader does); a clustered store (InnoDB) keeps it
+    in CREATE TABLE."""
 
     def key_inline(self, plan: TablePlan) -> bool:
         """The primary key is declared with its column (sqlite's INTEGER PRIMARY KEY)."""
