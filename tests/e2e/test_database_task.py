@@ -271,11 +271,7 @@ def test_a_pair_that_fails_stops_neither_its_table_elsewhere_nor_other_tables_an
         assert retried.returncode == 0, retried.stderr[-3000:]
         task = ws.show(task["id"])
         assert task["status"] == "success", task.get("error")
-        for table in SELECTED:
-            expected = source_rows(source_db, table)
-            assert pg_rows(targets["pg"], table) == expected, table
-            assert sqlite_rows(targets["lite"], table) == expected, table
-            assert parquet_rows(f"{targets['lake']}/{table}") == source_rows(source_db, table, scale=False), table
+        assert_exact(source_db, targets)
     finally:
         conn.close()
 
