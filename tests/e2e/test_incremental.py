@@ -380,7 +380,8 @@ def test_one_job_submitted_three_times_under_one_daemon_moves_each_row_once(dbs:
     try:
         wait_for(lambda: set(TaskDb(ws).statuses().values()) == {"success"} and len(TaskDb(ws).statuses()) == 3,
                  90, "the three runs")
-        assert daemon.events("incremental.waiting")  # two of them waited for the one that ran first
+        # Whether a run waited for another's state key depends on when the daemon's children start (on a
+        # loaded machine one may start after another ended): each row once everywhere is what must hold.
     finally:
         daemon.close()
     written = sorted(ws.show(t)["result"]["destinations"]["my"]["rows_written"] for t in tasks)
