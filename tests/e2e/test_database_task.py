@@ -197,12 +197,8 @@ def test_a_database_fans_out_table_by_table_to_every_destination_exactly(
     assert database["tables"] == len(SELECTED) and database["tables_done"] == len(SELECTED)
     assert database["table_results"][0]["table"] == f"{source_db}.orders"  # the largest first
     assert set(result["destinations"]) == {pair(source_db, d, t) for d in DESTINATIONS for t in SELECTED}
+    assert_exact(source_db, targets)
     for table in SELECTED:
-        expected = source_rows(source_db, table)
-        assert pg_rows(targets["pg"], table) == expected, table
-        assert sqlite_rows(targets["lite"], table) == expected, table
-        assert parquet_rows(f"{targets['lake']}/{table}") == source_rows(source_db, table, scale=False), table
-        assert mysql_rows(targets["rep"], table) == expected, table
         for dest in DESTINATIONS:
             assert result["destinations"][pair(source_db, dest, table)]["rows_written"] == TABLES[table][1]
     assert result["source"]["rows_read"] == sum(TABLES[t][1] for t in SELECTED)  # each table read once

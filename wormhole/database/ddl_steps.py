@@ -16,6 +16,7 @@ from wormhole.database.model import TableDef, TableRef
 from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.options import Problems
+from wormhole.plugins import registry
 from wormhole.task_spec import TaskSpec
 
 ALREADY_THERE = re.compile(r"already exists|duplicate key name|duplicate foreign key|\b1061\b|\b1826\b|errno: 121\b"
@@ -145,8 +146,5 @@ class DdlSteps:
 
 
 def _has_ddl(plugin: str) -> bool:
-    try:
-        facet(plugin)
-    except InvalidTaskConfig:
-        return False
-    return True
+    sink = registry.get(plugin).sink
+    return sink is not None and sink.ddl is not None
