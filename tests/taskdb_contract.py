@@ -26,6 +26,8 @@ import pytest
 import structlog
 
 from wormhole.errors import TaskDbError
+from wormhole.incremental import Window
+from wormhole.recovery.chain import Chain, ChainPlan
 from wormhole.recovery.checkpoint import CheckpointRow, RowKind, WatermarkWrite
 from wormhole.recovery.state import chain_state
 from wormhole.taskdb import TASK_STATUSES, RunRecord, TaskRecord, TaskStore, open_store
@@ -675,6 +677,27 @@ class TaskStoreContract:
         assert store.delete_checkpoints(task_id) == 3
         assert store.checkpoint(second) == []
         assert len(store.checkpoint(other_run)) == 1  # another task's rows stay
+
+    def test_each_table_of_a_database_task_resumes_its_own_plan_and_window(self, store: TaskStore) -> None:
+        """A database task's table runs share one run: each records its plan and window under its table
+        (its scope). A resumed run killed before it reached table b recorded a's plan alone: resuming it
+        again gives b the plan and window of the run that planned b, not none."""
+        def window(upper: int) -> str:
+            return Window("job", "n", "append", "int", 0.0, upper, True, {"dw/s.a": None}).to_json()
+
+        task_id = task_in(store, "running")
+        first = store.start_run(task_id, "setup")
+        store.save_plan(task_id, first, first, [("s.a#1", '{"id": "s.a#1"}')], window=window(40), scope="s.a")
+        store.save_plan(task_id, first, first, [("s.b#1", '{"id": "s.b#1"}')], window=window(28), scope="s.b")
+        second = store.start_run(task_id, "setup", resumed_from=first)
+        store.save_plan(task_id, second, first, [("s.a#1", '{"id": "s.a#1"}')], window=window(40), scope="s.a")
+        chain = Chain.read(store, second)
+        a, b = chain.plan("s.a"), chain.plan("s.b")
+        assert (a.run, [r.split_id for r in a.rows], a.window.upper if a.window else None) == (second, ["s.a#1"], 40)
+        assert (b.run, [r.split_id for r in b.rows], b.window.upper if b.window else None) == (first, ["s.b#1"], 28)
+        assert chain.plan("s.c") == ChainPlan()  # a table no run planned plans afresh
+        with pytest.raises(ValueError, match="longer than 255"):
+            store.save_plan(task_id, second, first, [], window=window(1), scope="x" * 256)
 
     def test_the_checkpoint_of_a_run_of_the_previous_version_still_resumes(self, store_url: str,
                                                                           raw_insert: RawInsert) -> None:

@@ -180,10 +180,7 @@ class Engine:
         recovery = self._recovery = RecoveryState.restore(
             self._checkpoints, task_id=self._task_id, run_id=self._run_id, resume_from=self._resume_from,
             finished_runs=self._finished_runs, log=self._log, stop=self._stop, lease=self._lease,
-            taskdb_id=self._taskdb_id)
-        if self._scope is not None and recovery.splits is not None:
-            own = tuple(s for s in recovery.splits if s.id.startswith(f"{self._scope}#"))
-            recovery = self._recovery = dataclasses.replace(recovery, splits=own or None)
+            taskdb_id=self._taskdb_id, scope=self._scope)
         run = self._run = assemble(self._conf, self._spec, RunIds(self._task_id, self._run_id), self._log,
                                    self._listeners, spark=RunSpark(self._conf.spark))
         self._log.info("task.started", source=self._spec.source.plugin,

@@ -60,6 +60,10 @@ class IncrementalSpec:
     A run reads rows older than now less ``lag_s``; lastmodified reads again from the last value less it."""
     state_key: str | None = opt(None, nonempty=True)
     """Under which name the watermarks are kept (default: the task's name, else ``task-<id>``)."""
+    without_column: Literal["fail", "skip"] = "fail"
+    """A database task: what becomes of a selected table that has no ``column``. ``fail``: the task is refused
+    (exit 204) naming the tables; ``skip``: they are left out of the task (the plan and the result list them),
+    since a table read whole on every run would be written again into every destination that appends."""
 
     def check(self, path: str, problems: Problems) -> None:
         if not _NAME.fullmatch(self.column):

@@ -272,9 +272,6 @@ def _check_database_task(source: SourceSpec, settings: SettingsSpec, problems: P
     if settings.consistency == "all_or_nothing":
         problems.add("settings.consistency", "a database task commits each table on its own; all_or_nothing "
                                              "across tables is not supported (use isolated)")
-    if source.incremental is not None:
-        problems.add("source.incremental", "a database task reads each table whole; incremental reads take one "
-                                           "table per task for now")
 
 
 def _database_destination(ref: _DestinationRef, index: int, settings: SettingsSpec,

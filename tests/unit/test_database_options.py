@@ -85,7 +85,6 @@ def test_mysql_entries_without_a_database_need_database() -> None:
     ("table", "orders", "give either table or tables"),
     ("query", "SELECT 1", "give either query or tables"),
     ("columns", ["id"], "tables reads every column of each table"),
-    ("where", "id > 0", "tables reads every row of each table; a where per table is not supported yet"),
     ("split_pk", "id", "each table is split by its own primary key"),
 ])
 @pytest.mark.parametrize("plugin", ["mysql", "postgres"])
@@ -149,15 +148,15 @@ def test_sqlite_tables_are_of_main() -> None:
     assert patterns.default_schema == "main" and patterns.schemas == ("main",)
     single = facet.for_table(options, TableRef("main", "my table"))
     assert single == SqliteReaderOptions(path="/tmp/shop.db", table="my table")
+    where = facet.for_table(source_of(task("sqlite", tables=["*"], where="a > 0")), TableRef("main", "t"))
+    assert (where.table, where.where) == ("t", "a > 0")  # every table is read with the task's where
 
 
 def test_sqlite_needs_table_or_tables_and_refuses_both() -> None:
     assert problems_of(task("sqlite")) == ["source.params.table: is required (or give tables)"]
     assert problems_of(task("sqlite", table="t", tables=["*"], columns=["a"], where="a > 0")) == [
         "source.params.table: not with tables (give either table or tables)",
-        "source.params.columns: not with tables (tables reads every column of each table)",
-        "source.params.where: not with tables (tables reads every row of each table; a where per table is not "
-        "supported yet)"]
+        "source.params.columns: not with tables (tables reads every column of each table)"]
 
 
 def test_mysql_table_or_query_or_tables_is_required() -> None:

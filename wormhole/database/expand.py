@@ -69,9 +69,13 @@ class DatabasePlan:
     """Largest first."""
     channels: int
     """The task's channel count, shared by the tables that run at once."""
+    skipped: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Tables the patterns selected that the task leaves out -> why (an incremental task's tables without
+    its column, ``without_column: skip``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"tables": len(self.jobs), "channels": self.channels,
+                **({"skipped": dict(self.skipped)} if self.skipped else {}),
                 "estimated_rows": sum(j.listed.estimated_rows for j in self.jobs),
                 "order": [{"table": j.ref.key, "estimated_rows": j.listed.estimated_rows, "channels": j.channels,
                            "targets": dict(j.targets),
@@ -82,9 +86,10 @@ def is_database_task(spec: TaskSpec) -> bool:
     return spec.source.tables is not None
 
 
-def expand(spec: TaskSpec, conf: EngineConf, log: Logger) -> DatabasePlan:
+def expand(spec: TaskSpec, conf: EngineConf, log: Logger, task_id: int = 0) -> DatabasePlan:
     """The tables the task reads and, for each, its table run's task and DDL; raises InvalidTaskConfig
-    listing every problem (nothing is touched before this returns)."""
+    listing every problem (nothing is touched before this returns). ``task_id``: an unnamed incremental task's
+    watermarks are kept under ``task-<id>``."""
     role = registry.source(spec.source.plugin)
     facet = role.catalog
     if facet is None:
@@ -95,6 +100,11 @@ def expand(spec: TaskSpec, conf: EngineConf, log: Logger) -> DatabasePlan:
     log.info("database.tables_selected", tables=len(listed), patterns=list(spec.source.tables or ()),
              estimated_rows=sum(t.estimated_rows for t in listed))
     problems = Problems()
+    listed, columns, skipped = _incremental_tables(spec, listed, definitions, problems)
+    if problems:
+        raise InvalidTaskConfig(problems.items)
+    for key, why in skipped.items():
+        log.warning("database.table_skipped", table=key, reason=why)
     options = {d.id: _targets(d, i, [t.ref for t in listed], problems) for i, d in enumerate(spec.destinations)}
     if problems:
         raise InvalidTaskConfig(problems.items)
@@ -112,12 +122,13 @@ def expand(spec: TaskSpec, conf: EngineConf, log: Logger) -> DatabasePlan:
         share = max(1, min(channels, math.ceil(channels * max(table.estimated_rows, 1) / total),
                            math.ceil(table.estimated_rows / SMALL_TABLE_ROWS)))
         jobs.append(TableJob(
-            listed=table, definition=definitions[ref], spec=_table_spec(spec, facet.for_table(spec.source.options, ref),
-                                                                        ref, options, share, channels),
+            listed=table, definition=definitions[ref],
+            spec=_table_spec(spec, facet.for_table(spec.source.options, ref), ref, options, share, channels,
+                             _table_incremental(spec, columns.get(ref), task_id)),
             targets={d.id: _show_target(d, options[d.id][ref]) for d in spec.destinations},
             ddl={d: by_table[ref] for d, by_table in ddl.items() if ref in by_table}, channels=share,
             exclusive=_exclusive(spec, options, ref)))
-    return DatabasePlan(tuple(jobs), channels)
+    return DatabasePlan(tuple(jobs), channels, skipped)
 
 
 def _catalog(facet: Any, spec: TaskSpec, patterns: TablePatterns) -> tuple[list[ListedTable], dict[TableRef, TableDef]]:
@@ -127,6 +138,60 @@ def _catalog(facet: Any, spec: TaskSpec, patterns: TablePatterns) -> tuple[list[
         return listed, {t.ref: catalog.describe(t.ref) for t in listed}
     finally:
         catalog.close()
+
+
+INCREMENTAL_KINDS = frozenset({"int", "decimal", "date", "datetime", "timestamptz"})
+"""The declared type families (:class:`~wormhole.plugins.ddl.SqlType`) an incremental column may have."""
+
+
+def _incremental_tables(spec: TaskSpec, listed: list[ListedTable], definitions: Mapping[TableRef, TableDef],
+                        problems: Problems) -> tuple[list[ListedTable], dict[TableRef, str], dict[str, str]]:
+    """An incremental task's tables: the ones that have its column (each with the column as the table spells
+    it), and the ones left out with why. A table without the column refuses the task unless
+    ``without_column: skip``; a column of a type no watermark can follow refuses it always."""
+    inc = spec.source.incremental
+    if inc is None:
+        return listed, {}, {}
+    from wormhole.database.ddl import facet
+
+    dialect = facet(spec.source.plugin).dialect
+    fold = spec.source.plugin in FOLDS_CASE
+    kept: list[ListedTable] = []
+    columns: dict[TableRef, str] = {}
+    missing: list[str] = []
+    for table in listed:
+        wanted = inc.column.lower() if fold else inc.column
+        found = next((c for c in definitions[table.ref].columns if (c.name.lower() if fold else c.name) == wanted),
+                     None)
+        if found is None:
+            missing.append(table.ref.key)
+            continue
+        kind = dialect.parse_type(found.type_sql).kind
+        if kind not in INCREMENTAL_KINDS:
+            problems.add("source.incremental.column", f"{table.ref.key}.{found.name} is {found.type_sql}; an "
+                                                      "incremental column must be an integer, a decimal, a date or "
+                                                      "a timestamp")
+        kept.append(table)
+        columns[table.ref] = found.name
+    if missing and inc.without_column == "fail":
+        problems.add("source.incremental.column", f"{inc.column} is not a column of {', '.join(missing)} "
+                                                  "(without_column: skip leaves such tables out of the task)")
+    elif missing and not kept:
+        problems.add("source.incremental.column", f"{inc.column} is a column of none of the tables selected "
+                                                  f"({', '.join(missing)})")
+    return kept, columns, {key: f"no column {inc.column} (source.incremental.without_column: skip)"
+                           for key in missing}
+
+
+def _table_incremental(spec: TaskSpec, column: str | None, task_id: int) -> Any:
+    """A table's incremental read: the task's, on the table's own spelling of the column, its watermarks kept
+    under the task's state key (each table's apart by its pairs' ids, ``dest/schema.table``)."""
+    inc = spec.source.incremental
+    if inc is None or column is None:
+        return None
+    from wormhole.incremental import state_key
+
+    return dataclasses.replace(inc, column=column, state_key=state_key(inc.state_key, spec.name, task_id))
 
 
 def _targets(dest: DestinationSpec, index: int, tables: Sequence[TableRef], problems: Problems) -> dict[TableRef, Any]:
@@ -167,7 +232,7 @@ def _show_target(dest: DestinationSpec, options: Any) -> str:
 
 
 def _table_spec(spec: TaskSpec, source_options: Any, ref: TableRef, options: Mapping[str, Mapping[TableRef, Any]],
-                channels: int, task_channels: int) -> TaskSpec:
+                channels: int, task_channels: int, incremental: Any) -> TaskSpec:
     speed = spec.settings.speed
 
     def share(limit: int | None) -> int | None:
@@ -181,5 +246,6 @@ def _table_spec(spec: TaskSpec, source_options: Any, ref: TableRef, options: Map
                                              concurrency=min(d.concurrency, channels))
                          for d in spec.destinations)
     return dataclasses.replace(spec, name=f"{spec.name}:{ref.key}" if spec.name else ref.key,
-                               source=dataclasses.replace(spec.source, options=source_options),
+                               source=dataclasses.replace(spec.source, options=source_options,
+                                                          incremental=incremental),
                                destinations=destinations, settings=settings)

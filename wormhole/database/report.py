@@ -147,10 +147,16 @@ def _section(spec: TaskSpec, plan: DatabasePlan | None, outcomes: Sequence[Table
             pair = found.get(pair_id(d.id, job.ref)) or NOT_RUN
             per_destination[d.id] = {"target": job.targets[d.id], "status": pair.status,
                                      "rows_written": pair.rows_written, "ddl": outcome.ddl.get(d.id)}
-        tables.append({"table": job.ref.key, "estimated_rows": job.listed.estimated_rows,
-                       "rows_read": report.source.rows_read if report is not None else 0,
-                       "splits": report.source.splits if report is not None else 0,
-                       "destinations": per_destination})
+        entry = {"table": job.ref.key, "estimated_rows": job.listed.estimated_rows,
+                 "rows_read": report.source.rows_read if report is not None else 0,
+                 "splits": report.source.splits if report is not None else 0,
+                 "destinations": per_destination}
+        if report is not None and report.incremental is not None:
+            entry["incremental"] = report.incremental  # the table's window, its pairs' watermarks
+        tables.append(entry)
     done = sum(1 for t in tables if all(p["status"] == "success" for p in t["destinations"].values()))
-    return {"tables": len(tables), "tables_done": done, "channels": plan.channels if plan is not None else 0,
-            "table_results": tables}
+    section = {"tables": len(tables), "tables_done": done, "channels": plan.channels if plan is not None else 0,
+               "table_results": tables}
+    if plan is not None and plan.skipped:
+        section["skipped"] = dict(plan.skipped)
+    return section

@@ -128,7 +128,7 @@ class DatabaseRun:
                        tables=list(self._spec.source.tables or ()),
                        destinations=[d.id for d in self._spec.destinations])
         try:
-            plan = expand(self._spec, self._conf, self._log)
+            plan = expand(self._spec, self._conf, self._log, self._task_id)
         except InvalidTaskConfig as exc:
             self._log.error("task.invalid", problems=exc.problems, error_code=exc.code)
             return self._ended(t0, started_at, None, [], error=str(exc), exit_code=exc.exit_code)

@@ -79,8 +79,9 @@ class CheckpointStore(Protocol):
     """What the engine needs of the task database for checkpoints (the SQL stores implement it)."""
 
     def save_plan(self, task_id: int, run_id: int, origin_run_id: int,
-                  splits: Sequence[tuple[str, str]], window: str | None = None) -> None:
-        """Record the plan rows ``(split_id, payload)`` of run ``run_id`` and the window, in one transaction."""
+                  splits: Sequence[tuple[str, str]], window: str | None = None, scope: str = "") -> None:
+        """Record the plan rows ``(split_id, payload)`` of run ``run_id`` and the window, in one transaction
+        (``scope``: a database task's table, whose window it is; its window row's split id)."""
         ...
 
     def mark_committed(self, task_id: int, run_id: int, origin_run_id: int, destination: str, rows: int,
@@ -196,9 +197,11 @@ class Checkpointer:
     is the truth on resume, the checkpoint only saves the next run from asking for what it knows."""
 
     def __init__(self, store: CheckpointStore, task_id: int, run_id: int, origin_run_id: int, log: Logger,
-                 stop: threading.Event | None = None) -> None:
-        """``stop``: the run's stop signal (ends the waits between attempts of a write the run waits for)."""
+                 stop: threading.Event | None = None, scope: str | None = None) -> None:
+        """``stop``: the run's stop signal (ends the waits between attempts of a write the run waits for);
+        ``scope``: a database task's table (its window is recorded under it)."""
         self._stop = stop
+        self._scope = scope
         self._store = store
         self._task_id = task_id
         self._run_id = run_id
@@ -217,7 +220,8 @@ class Checkpointer:
         differently. Raises when it cannot be recorded."""
         rows = [(s.id, split_to_json(s)) for s in splits]
         text = window.to_json() if window is not None else None
-        self._wait(lambda: self._store.save_plan(self._task_id, self._run_id, self._origin, rows, text))
+        self._wait(lambda: self._store.save_plan(self._task_id, self._run_id, self._origin, rows, text,
+                                                 self._scope or ""))
         self._window = window
 
     def sealed(self, split_id: str, destination: str, rows: int, plan: dict[str, Any] | None = None) -> None:

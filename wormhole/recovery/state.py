@@ -76,14 +76,15 @@ class RecoveryState:
     @classmethod
     def restore(cls, checkpoints: CheckpointStore | None, *, task_id: int, run_id: int, resume_from: int | None,
                 finished_runs: frozenset[int], log: Logger, stop: threading.Event, lease: Lease | None = None,
-                taskdb_id: str = "") -> RecoveryState:
-        """Walk the chain of runs ``resume_from`` continues; start the run's checkpointer."""
+                taskdb_id: str = "", scope: str | None = None) -> RecoveryState:
+        """Walk the chain of runs ``resume_from`` continues; start the run's checkpointer. ``scope``: the run is
+        one table of a database task, and continues that table's plan and window alone."""
         state = cls(run_id, run_id, lease=lease, taskdb_id=taskdb_id)
         if checkpoints is not None and resume_from is not None:
-            state = _walk(checkpoints, state, resume_from, finished_runs, log)
+            state = _walk(checkpoints, state, resume_from, finished_runs, log, scope)
         if checkpoints is None:
             return state
-        checkpointer = Checkpointer(checkpoints, task_id, run_id, state.origin, log, stop)
+        checkpointer = Checkpointer(checkpoints, task_id, run_id, state.origin, log, stop, scope=scope)
         return dataclasses.replace(state, checkpointer=checkpointer)
 
 
@@ -95,9 +96,9 @@ def chain_state(checkpoints: CheckpointStore, resume_from: int, finished_runs: f
 
 
 def _walk(checkpoints: CheckpointStore, state: RecoveryState, resume_from: int, finished_runs: frozenset[int],
-          log: Logger) -> RecoveryState:
+          log: Logger, scope: str | None = None) -> RecoveryState:
     chain = Chain.read(checkpoints, resume_from)
-    plan, committed = chain.plan(), chain.committed()
+    plan, committed = chain.plan(scope), chain.committed()
     placements = chain.placements()
     origin = plan.rows[0].origin_run_id if plan.rows else chain.root
     splits = tuple(split_from_json(r.payload) for r in plan.rows if r.payload is not None) or None

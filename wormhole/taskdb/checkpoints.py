@@ -34,15 +34,17 @@ class CheckpointsMixin(SqlStoreBase):
     """The checkpoint methods of :class:`~wormhole.taskdb.base.SqlTaskStore`."""
 
     def save_plan(self, task_id: int, run_id: int, origin_run_id: int,
-                  splits: Sequence[tuple[str, str]], window: str | None = None) -> None:
+                  splits: Sequence[tuple[str, str]], window: str | None = None, scope: str = "") -> None:
         """Record the plan rows ``(split_id, payload)`` of run ``run_id`` in one transaction, with an
-        incremental task's window (a row of its own); a split already recorded for the run is kept as it is."""
+        incremental task's window (a row of its own, whose split id is ``scope``: a database task's table, one
+        window each); a split already recorded for the run is kept as it is."""
         self._kinds_ready()  # before the transaction: an ALTER TABLE would commit it on MySQL
         now = format_ts(utcnow())
         rows = [(task_id, run_id, origin_run_id, checked(split_id, SPLIT_ID_MAX, "split id"), PLAN_DESTINATION, None,
                  payload, now, RowKind.PLAN.value) for split_id, payload in splits]
         if window is not None:
-            rows.append((task_id, run_id, origin_run_id, NO_SPLIT, WINDOW_DESTINATION, None, window, now,
+            rows.append((task_id, run_id, origin_run_id, checked(scope, SPLIT_ID_MAX, "split id") or NO_SPLIT,
+                         WINDOW_DESTINATION, None, window, now,
                          RowKind.WINDOW.value))
         with self._atomic(f"save the plan of run {run_id}"):
             for row in rows:
@@ -110,7 +112,9 @@ class CheckpointsMixin(SqlStoreBase):
 
 def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
     kind = RowKind(row[5])
-    return CheckpointRow(kind=kind, split_id=row[0] if kind in (RowKind.PLAN, RowKind.DURABLE) else None,
+    # A window row's split id is its scope (a database task's table), '' when the run has one window.
+    scoped = kind in (RowKind.PLAN, RowKind.DURABLE) or (kind == RowKind.WINDOW and row[0])
+    return CheckpointRow(kind=kind, split_id=row[0] if scoped else None,
                          destination=row[1] if kind in (RowKind.DURABLE, RowKind.COMMITTED) else None,
                          origin_run_id=int(row[2]), rows=None if row[3] is None else int(row[3]), payload=row[4])
 

@@ -55,7 +55,6 @@ TABLES_EXCLUDE: dict[str, str] = {
     "table": "give either table or tables",
     "query": "give either query or tables",
     "columns": "tables reads every column of each table",
-    "where": "tables reads every row of each table; a where per table is not supported yet",
     "split_pk": "each table is split by its own primary key",
     "connections": "tables names the tables of one server",
 }

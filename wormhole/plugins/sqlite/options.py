@@ -36,7 +36,7 @@ class SqliteReaderOptions:
         check_names(self.columns, join_path(path, "columns"), problems)
         check_where(self.where, path, problems, "sqlite")
         if self.tables is not None:
-            check_tables(self, ("table", "columns", "where"), path, problems)
+            check_tables(self, ("table", "columns"), path, problems)
         elif self.table is None:
             problems.add(join_path(path, "table"), "is required (or give tables)")
 
