@@ -53,19 +53,12 @@ class Chain:
         """``scope``: one table of a database task (its split ids are ``scope#id``, its window row's split is
         ``scope``): the newest run that planned that table, which need not be the newest that planned at all
         (a resumed run killed before it reached the table planned others only)."""
-        prefix = None if scope is None else f"{scope}#"
-
-        def ours(row: CheckpointRow) -> bool:
-            return prefix is None or (row.split_id or "").startswith(prefix)
-
         for run, rows in self.runs:
-            plan = tuple(r for r in rows if r.kind == RowKind.PLAN and r.payload is not None and ours(r))
+            plan = tuple(r for r in rows if r.kind == RowKind.PLAN and r.payload is not None and _ours(r, scope))
             if plan:
                 windows = [r.payload for r in rows if r.kind == RowKind.WINDOW and r.payload is not None
                            and (r.split_id or "") == (scope or "")]
-                kept = sum((r.kind == RowKind.DURABLE and ours(r))
-                           or (r.kind == RowKind.COMMITTED
-                               and (scope is None or (r.destination or "").endswith(f"/{scope}"))) for r in rows)
+                kept = sum(r.kind in (RowKind.DURABLE, RowKind.COMMITTED) and _ours(r, scope) for r in rows)
                 return ChainPlan(run, plan, Window.from_json(windows[0]) if windows else None, kept)
         return ChainPlan()
 
@@ -86,3 +79,11 @@ class Chain:
                 out.setdefault(split_id, recorded)
         return out
 
+
+def _ours(row: CheckpointRow, scope: str | None) -> bool:
+    """Whether a plan, durable or commit row is of ``scope`` (None: a run with one scope, every row is)."""
+    if scope is None:
+        return True
+    if row.kind == RowKind.COMMITTED:
+        return (row.destination or "").endswith(f"/{scope}")  # a pair id, dest/schema.table
+    return (row.split_id or "").startswith(f"{scope}#")
