@@ -120,6 +120,10 @@ def test_a_table_without_the_column_or_with_a_column_no_watermark_follows_refuse
     assert proc.returncode == 204, proc.stderr
     assert f"{source_db}.d.n is varchar(20)" in ws.show(task_id)["error"]
     assert not (tmp_path / "copy.db").exists()  # refused before anything was touched
+    path = tmp_path / "skip.json"
+    path.write_text(json.dumps(spec(source_db, lite, pg_schema, ["a", "b", "c"], without_column="skip")))
+    shown = ws.run_here("plan", str(path), check=True).stdout
+    assert f"skipped:        {source_db}.c: no column n" in shown and f"{source_db}.a:" in shown
 
 
 def test_each_table_reads_past_its_own_watermarks_and_a_killed_run_resumes_each_tables_window(

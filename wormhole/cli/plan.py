@@ -113,6 +113,7 @@ def _plan_database(ctx: click.Context, spec: TaskSpec, task_id: int, as_json: bo
         return
     lines = [f"tables:         {shown['tables']} ({shown['estimated_rows']} rows estimated), largest first",
              f"channels:       {shown['channels']} (shared by the tables that run at once)"]
+    lines += [f"skipped:        {table}: {why}" for table, why in shown.get("skipped", {}).items()]
     for table in shown["order"]:
         lines.append(f"  {table['table']}: ~{table['estimated_rows']} rows, {table['channels']} channel(s)")
         for dest, target in table["targets"].items():
