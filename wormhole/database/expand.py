@@ -124,7 +124,7 @@ def _catalog(facet: Any, spec: TaskSpec, patterns: TablePatterns) -> tuple[list[
     catalog = facet.open(spec.source.options)
     try:
         listed = patterns.select(catalog.list_tables(patterns))
-        return listed, {t.ref: catalog.describe(t.ref) for t in listed}
+        return listed, catalog.describe_all([t.ref for t in listed])
     finally:
         catalog.close()
 
