@@ -64,7 +64,7 @@ class MysqlCatalog(SqlCatalog):
         rows = fetch_all(self.conn, f"SELECT TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES "
                                     f"WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ({_marks(names)}) "
                                     f"AND TABLE_TYPE IN (%s, %s)", (schema, *names, *BASE_TABLES))
-        return {str(name): (None, comment) for name, comment in rows}
+        return {str(name): (None, comment) for name, comment in rows if name in names}
 
     def columns(self, ref: TableRef, handle: Any) -> list[ColumnDef]:
         return self.columns_all(ref.schema, {ref.name: handle}).get(ref.name, [])
@@ -76,7 +76,9 @@ class MysqlCatalog(SqlCatalog):
                            f"COLUMN_COMMENT, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
                            f"AND TABLE_NAME IN ({_marks(handles)}) ORDER BY TABLE_NAME, ORDINAL_POSITION",
                 (schema, *handles)):
-            out.setdefault(str(table), []).append(ColumnDef(
+            if table not in out:  # another table's name but for case (the catalog compares without it)
+                continue
+            out[str(table)].append(ColumnDef(
                 str(name), str(ctype), nullable == "YES", self._default(default, str(extra), str(dtype)),
                 comment or None, "auto_increment" in str(extra).lower()))
         return out
@@ -104,8 +106,10 @@ class MysqlCatalog(SqlCatalog):
                 skip = f"a {str(method).upper()} index"
             elif sub_part is not None:
                 skip = f"a prefix index ({column}({sub_part}))"
-            out.setdefault(str(table), []).append(KeyPart(str(index), None if column is None else str(column),
-                                                          index == "PRIMARY", int(non_unique) == 0, skip))
+            if table not in out:
+                continue
+            out[str(table)].append(KeyPart(str(index), None if column is None else str(column),
+                                           index == "PRIMARY", int(non_unique) == 0, skip))
         return out
 
     def foreign_key_parts(self, ref: TableRef, handle: Any) -> list[ForeignKeyPart]:
@@ -123,7 +127,9 @@ class MysqlCatalog(SqlCatalog):
                            f"WHERE k.TABLE_SCHEMA = %s AND k.TABLE_NAME IN ({_marks(handles)}) "
                            f"AND k.REFERENCED_TABLE_NAME IS NOT NULL "
                            f"ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION", (schema, *handles)):
-            out.setdefault(str(own), []).append(ForeignKeyPart(
+            if own not in out:
+                continue
+            out[str(own)].append(ForeignKeyPart(
                 str(name), str(column), TableRef(str(ref_schema), str(table)), str(ref_column),
                 action(delete, DEFAULT_ACTIONS), action(update, DEFAULT_ACTIONS)))
         return out

@@ -174,8 +174,7 @@ class SqlCatalog:
             by_schema.setdefault(ref.schema, []).append(ref.name)
         out: dict[TableRef, TableDef] = {}
         for schema, names in by_schema.items():
-            for start in range(0, len(names), DESCRIBE_CHUNK):
-                chunk = names[start:start + DESCRIBE_CHUNK]
+            for chunk in _chunks(names):
                 try:
                     found = self.find_all(schema, chunk)
                     missing = next((n for n in chunk if n not in found), None)
@@ -231,6 +230,24 @@ class SqlCatalog:
                 continue
             out.append(IndexDef(name, tuple(p.column for p in columns if p.column is not None), columns[0].unique))
         return tuple(out)
+
+
+def _chunks(names: Sequence[str]) -> Iterable[list[str]]:
+    """``names`` in chunks of at most :data:`DESCRIBE_CHUNK`, no two in one chunk alike but for case: MariaDB's
+    catalog looks ``TABLE_NAME IN (...)`` up by name, and of ``Case`` and ``case`` finds only one."""
+    left = list(dict.fromkeys(names))
+    while left:
+        chunk: list[str] = []
+        seen: set[str] = set()
+        rest: list[str] = []
+        for name in left:
+            if len(chunk) < DESCRIBE_CHUNK and name.casefold() not in seen:
+                seen.add(name.casefold())
+                chunk.append(name)
+            else:
+                rest.append(name)
+        yield chunk
+        left = rest
 
 
 def foreign_keys(parts: Sequence[ForeignKeyPart]) -> tuple[ForeignKeyDef, ...]:
