@@ -98,7 +98,7 @@ def expand(spec: TaskSpec, conf: EngineConf, log: Logger) -> DatabasePlan:
     options = {d.id: _targets(d, i, [t.ref for t in listed], problems) for i, d in enumerate(spec.destinations)}
     if problems:
         raise InvalidTaskConfig(problems.items)
-    steps = DdlSteps(spec, definitions, options)
+    steps = DdlSteps(spec, definitions, options, {t.ref: t.estimated_rows for t in listed})
     ddl = steps.translate(problems)
     if problems:
         raise InvalidTaskConfig(problems.items)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wormhole.config import EngineConf
-from wormhole.database.expand import SLOTS_PER_CHANNEL, DatabasePlan, expand, pair_id
+from wormhole.database.expand import SLOTS_PER_CHANNEL, DatabasePlan, TableJob, expand, pair_id
 from wormhole.database.progress import DatabaseProgress
 from wormhole.database.report import RunFacts, TableOutcome, database_result, pair_failed
 from wormhole.database.snapshot import Snapshot
@@ -38,7 +38,8 @@ from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.monitor import ProgressListener
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Rejected
+from wormhole.plugins.base import ReadContext, Rejected, SourceInfo
+from wormhole.plugins.shared import RunShared
 from wormhole.recovery.checkpoint import CheckpointStore
 from wormhole.recovery.lease import Lease
 from wormhole.result import (
@@ -87,6 +88,8 @@ class DatabaseRun:
         self._running: dict[str, Engine] = {}
         self._engines: list[Engine] = []
         self._snapshot: Snapshot | None = None
+        self._shared = RunShared()
+        """What the table runs share: facts asked once, idle sessions lent from one step to the next."""
         self._progress = DatabaseProgress(self._listeners, task_id=task_id, source=spec.source.plugin,
                                           destinations={}, tables=0, estimated_rows=None)
 
@@ -118,9 +121,14 @@ class DatabaseRun:
         self.stop(reason)
 
     def release(self) -> None:
-        if not self._abandoned:
+        if self._abandoned:
+            return
+        self._shared.reopen()  # the releases of one destination reuse a session
+        try:
             for engine in self._engines:
                 engine.release()
+        finally:
+            self._shared.close()
 
     def run(self) -> RunResult:
         t0, started_at = time.monotonic(), now()
@@ -148,6 +156,8 @@ class DatabaseRun:
         finally:
             if self._snapshot is not None:
                 self._snapshot.close()
+            self._shared.close()
+            self._log.info("database.sessions", **self._shared.counts)
 
     def _open_snapshot(self, plan: DatabasePlan) -> Snapshot | None:
         """One snapshot for every table (``settings.snapshot: consistent``), with a connection for each reader
@@ -233,7 +243,8 @@ class DatabaseRun:
                             listeners=[self._progress.listener(job.ref.key)], checkpoints=self._checkpoints,
                             resume_from=self._resume_from,
                             lease=self._lease, taskdb_id=self._taskdb_id, finished_runs=self._finished,
-                            scope=job.ref.key, snapshot=self._snapshot)
+                            scope=job.ref.key, snapshot=self._snapshot, shared=self._shared,
+                            known=_estimate(job))
             with self._lock:
                 if self._stop.is_set():
                     return
@@ -262,7 +273,7 @@ class DatabaseRun:
         failed: set[str] = set()
         for dest_id, ddl in job.ddl.items():
             try:
-                outcome.ddl[dest_id] = ddl.create(log)
+                outcome.ddl[dest_id] = ddl.create(log, self._shared)
             except Exception as exc:
                 error = describe(exc)
                 log.error("database.ddl_failed", destination=dest_id, target=job.targets[dest_id], error=error)
@@ -292,7 +303,7 @@ class DatabaseRun:
             if outcome.ddl.get(dest_id) != "created" and not continues:
                 continue
             try:
-                done = ddl.after_load(log)
+                done = ddl.after_load(log, self._shared, created=outcome.ddl.get(dest_id) == "created")
             except Exception as exc:
                 error = describe(exc)
                 log.error("database.index_failed", destination=dest_id, target=job.targets[dest_id], error=error)
@@ -316,7 +327,7 @@ class DatabaseRun:
                 if outcome.ddl.get(dest_id, "").split(",")[0] != "created" and not continues:
                     continue  # a table found there is left as it is (see _after_load)
                 try:
-                    done = ddl.foreign_keys(self._log.bind(table=job.ref.key))
+                    done = ddl.foreign_keys(self._log.bind(table=job.ref.key), self._shared)
                 except Exception as exc:
                     error = describe(exc)
                     self._log.error("database.foreign_key_failed", table=job.ref.key, destination=dest_id,
@@ -349,6 +360,14 @@ def _by_destination(section: Mapping[str, Any]) -> dict[str, str]:
         for dest, pair in table["destinations"].items():
             states.setdefault(dest, set()).add(pair["status"])
     return {d: "success" if s == {"success"} else "partial" if "success" in s else "failed" for d, s in states.items()}
+
+
+def _estimate(job: TableJob) -> SourceInfo | None:
+    """The table's rows as the catalog estimated them, when that is what the source's periphery would answer
+    (its ``estimate`` is ``stats``: the same statistics); None: the table run asks its source."""
+    if getattr(job.spec.source.options, "estimate", None) != "stats":
+        return None
+    return SourceInfo(estimated_rows=job.listed.estimated_rows, estimated_bytes=None)
 
 
 class _NoRows:

@@ -21,6 +21,7 @@ The methods run on the caller's connection: in its transaction when it has one o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,11 +69,29 @@ class SplitMarkers:
         """The table's columns (empty when there is no table yet)."""
         return self.sql.dialect.marker_columns(conn, self.sql.namespace, TABLE)
 
+    def _current_key(self) -> tuple[Any, ...]:
+        return ("markers", self.sql.dialect.name, self.sql.endpoint, self.sql.namespace)
+
+    def current(self, conn: Any) -> bool:
+        """The table is there with this version's columns: asked once per server and namespace in a database
+        task (its table runs share the answer, ``ctx.shared``), else each time."""
+        shared = self.ctx.shared
+        if shared is not None and shared.get(self._current_key()):
+            return True
+        found = "taskdb" in self.columns(conn)
+        if found and shared is not None:
+            shared.put(self._current_key(), True)
+        return found
+
     def ensure(self, conn: Any) -> None:
         # Looked up first: CREATE ... IF NOT EXISTS needs the CREATE privilege even when the table is
         # there, and a user without it may write into a table an admin created once.
+        shared = self.ctx.shared
+        if shared is not None and shared.get(self._current_key()):
+            return  # another table's run of this task found it (or made it) on this server and namespace
         columns = self.columns(conn)
         if "taskdb" in columns:
+            self._made_current()
             return
         dialect, sql = self.sql.dialect, self.sql
         ddl = (dialect.markers_upgrade if columns and dialect.markers_upgrade else dialect.markers_ddl).format(
@@ -82,8 +101,10 @@ class SplitMarkers:
         try:
             with conn.cursor() as cur:
                 cur.execute(ddl)
+            self._made_current()
         except dialect.db_error as exc:
             if dialect.created_meanwhile(exc):
+                self._made_current()
                 return  # another run did it at the same moment
             if dialect.missing_namespace(exc):  # no privilege nor CREATE TABLE can help: name it
                 raise sql.error(PrepareError, f"{dialect.namespace_kind} {sql.namespace!r} does not exist on "
@@ -96,6 +117,10 @@ class SplitMarkers:
             raise sql.error(PrepareError, f"the split markers table {self.table} {what}: {dialect.describe(exc)}; it "
                                           f"needs the {'ALTER' if columns else 'CREATE'} privilege on "
                                           f"{dialect.namespace_kind} {sql.namespace!r} (or run once: {ddl})") from exc
+
+    def _made_current(self) -> None:
+        if self.ctx.shared is not None:
+            self.ctx.shared.put(self._current_key(), True)
 
     def phase(self, conn: Any) -> tuple[str | None, int | None]:
         """How far this state run's load got (None: its prepare never finished), and the row count
@@ -140,13 +165,30 @@ class SplitMarkers:
     def other_runs(self, conn: Any, keep_run: int | None) -> dict[int, int]:
         """state run -> split markers of this task database's task and destination, for every state run
         but ``keep_run``."""
-        if "taskdb" not in self.columns(conn):
+        if not self.current(conn):
             return {}  # no run ever prepared a destination here (or only runs of a version before taskdb)
-        rows = fetch_all(conn, f"SELECT state_run, SUM(CASE WHEN split_id <> %s THEN 1 ELSE 0 END) FROM {self.table} "
-                               f"WHERE taskdb = %s AND task_id = %s AND destination = %s GROUP BY state_run "
-                               f"ORDER BY state_run",
-                         (PREPARED, self.ctx.taskdb_id, self.ctx.task_id, self.ctx.destination))
+        shared = self.ctx.shared
+        rows: Sequence[tuple[Any, ...]]
+        if shared is None:
+            rows = fetch_all(conn, f"SELECT state_run, SUM(CASE WHEN split_id <> %s THEN 1 ELSE 0 END) FROM "
+                                   f"{self.table} WHERE taskdb = %s AND task_id = %s AND destination = %s "
+                                   f"GROUP BY state_run ORDER BY state_run",
+                             (PREPARED, self.ctx.taskdb_id, self.ctx.task_id, self.ctx.destination))
+        else:  # a database task asks once for all its pairs in this namespace: earlier runs' markers are there now
+            rows = shared.once(("marker-runs", self.sql.dialect.name, self.sql.endpoint, self.sql.namespace,
+                                self.ctx.taskdb_id, self.ctx.task_id),
+                               lambda: self._runs_by_destination(conn)).get(self.ctx.destination, ())
         return {int(run): int(n or 0) for run, n in rows if keep_run is None or int(run) != keep_run}
+
+    def _runs_by_destination(self, conn: Any) -> dict[str, tuple[tuple[Any, Any], ...]]:
+        """destination -> (state run, split markers) of every destination of this task database's task."""
+        found: dict[str, list[tuple[Any, Any]]] = {}
+        for destination, run, n in fetch_all(
+                conn, f"SELECT destination, state_run, SUM(CASE WHEN split_id <> %s THEN 1 ELSE 0 END) FROM "
+                      f"{self.table} WHERE taskdb = %s AND task_id = %s GROUP BY destination, state_run "
+                      f"ORDER BY destination, state_run", (PREPARED, self.ctx.taskdb_id, self.ctx.task_id)):
+            found.setdefault(str(destination), []).append((run, n))
+        return {d: tuple(rows) for d, rows in found.items()}
 
     def drop_run(self, conn: Any, state_run: int) -> None:
         with conn.cursor() as cur:
