@@ -31,6 +31,7 @@ class RunShared:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._facts: dict[Hashable, Any] = {}
+        self._making: dict[Hashable, threading.Lock] = {}
         self._idle: dict[Hashable, list[tuple[float, Any, Callable[[Any], None]]]] = {}
         self._closed = False
         self.counts: Counter[str] = Counter()
@@ -48,14 +49,20 @@ class RunShared:
             self._facts[key] = value
 
     def once(self, key: Hashable, make: Callable[[], T]) -> T:
-        """The fact under ``key``, made by ``make`` when not known yet (two runs asking at once may both make
-        it: the first kept wins). ``make`` raising keeps nothing."""
-        found = self.get(key)
-        if found is not None:
-            return found  # type: ignore[no-any-return]
-        made = make()
+        """The fact under ``key``, made by ``make`` when not known yet; a run asking while another makes it waits
+        for that one (the server is asked once). ``make`` raising keeps nothing: the next to ask makes it."""
         with self._lock:
-            return self._facts.setdefault(key, made)  # type: ignore[no-any-return]
+            if key in self._facts:
+                return self._facts[key]  # type: ignore[no-any-return]
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            with self._lock:
+                if key in self._facts:
+                    return self._facts[key]  # type: ignore[no-any-return]
+            made = make()
+            with self._lock:
+                self._facts[key] = made
+            return made
 
     # -- idle sessions -----------------------------------------------------------------------------
 

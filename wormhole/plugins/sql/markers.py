@@ -84,28 +84,32 @@ class SplitMarkers:
         return found
 
     def ensure(self, conn: Any) -> None:
+        """The table made ready for this version's rows: once per server and namespace in a database task
+        (the first table's run checks or creates it, the others wait for it and take its answer)."""
+        shared = self.ctx.shared
+        if shared is None:
+            self._ensure(conn)
+        else:
+            shared.once(self._current_key(), lambda: self._ensure(conn))
+
+    def _ensure(self, conn: Any) -> bool:
+        """Whether the table is current once made ready."""
         # Looked up first: CREATE ... IF NOT EXISTS needs the CREATE privilege even when the table is
         # there, and a user without it may write into a table an admin created once.
-        shared = self.ctx.shared
-        if shared is not None and shared.get(self._current_key()):
-            return  # another table's run of this task found it (or made it) on this server and namespace
         columns = self.columns(conn)
         if "taskdb" in columns:
-            self._made_current()
-            return
+            return True
         dialect, sql = self.sql.dialect, self.sql
         ddl = (dialect.markers_upgrade if columns and dialect.markers_upgrade else dialect.markers_ddl).format(
             table=self.table)
         if columns and dialect.markers_upgrade is None:
-            return
+            return False
         try:
             with conn.cursor() as cur:
                 cur.execute(ddl)
-            self._made_current()
         except dialect.db_error as exc:
             if dialect.created_meanwhile(exc):
-                self._made_current()
-                return  # another run did it at the same moment
+                return True  # another run did it at the same moment
             if dialect.missing_namespace(exc):  # no privilege nor CREATE TABLE can help: name it
                 raise sql.error(PrepareError, f"{dialect.namespace_kind} {sql.namespace!r} does not exist on "
                                               f"{sql.endpoint.mark} (params.{dialect.namespace_kind} of destination "
@@ -117,10 +121,7 @@ class SplitMarkers:
             raise sql.error(PrepareError, f"the split markers table {self.table} {what}: {dialect.describe(exc)}; it "
                                           f"needs the {'ALTER' if columns else 'CREATE'} privilege on "
                                           f"{dialect.namespace_kind} {sql.namespace!r} (or run once: {ddl})") from exc
-
-    def _made_current(self) -> None:
-        if self.ctx.shared is not None:
-            self.ctx.shared.put(self._current_key(), True)
+        return True
 
     def phase(self, conn: Any) -> tuple[str | None, int | None]:
         """How far this state run's load got (None: its prepare never finished), and the row count
