@@ -40,6 +40,7 @@ from wormhole.monitor import ProgressListener
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, Rejected, SourceInfo
 from wormhole.plugins.shared import RunShared
+from wormhole.pool import spawn
 from wormhole.recovery.checkpoint import CheckpointStore
 from wormhole.recovery.lease import Lease
 from wormhole.result import (
@@ -87,6 +88,8 @@ class DatabaseRun:
         self._lock = threading.Condition()
         self._running: dict[str, Engine] = {}
         self._engines: list[Engine] = []
+        self._alone: set[int] = set()
+        """The table runs (by id) that write a resource one at a time (a sqlite file): released in one lane."""
         self._snapshot: Snapshot | None = None
         self._shared = RunShared()
         """What the table runs share: facts asked once, idle sessions lent from one step to the next."""
@@ -124,11 +127,20 @@ class DatabaseRun:
         if self._abandoned:
             return
         self._shared.reopen()  # the releases of one destination reuse a session
+        # A few at a time (a table's release is a round trip or two): each lane takes every n-th table, and
+        # the tables that write a file one at a time stay in the first lane, one after another.
+        alone = [e for e in self._engines if id(e) in self._alone]
+        others = [e for e in self._engines if id(e) not in self._alone]
+        lanes = max(1, min(RELEASE_LANES, len(others)))
         try:
-            for engine in self._engines:
-                engine.release()
+            futures = [spawn(_release_each, [*(alone if lane == 0 else ()), *others[lane::lanes]],
+                             name=f"release-{lane}") for lane in range(lanes)]
+            errors = [f.exception() for f in futures]
         finally:
             self._shared.close()
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
 
     def run(self) -> RunResult:
         t0, started_at = time.monotonic(), now()
@@ -250,6 +262,8 @@ class DatabaseRun:
                     return
                 self._running[job.ref.key] = engine
                 self._engines.append(engine)
+                if job.exclusive:
+                    self._alone.add(id(engine))
             try:
                 outcome.result = engine.run()
             finally:
@@ -351,6 +365,15 @@ class DatabaseRun:
             snapshot=None if self._snapshot is None else self._snapshot.describe(
                 resumed=self._resume_from is not None)), plan, outcomes,
             error=error, exit_code=exit_code, read_error=read_error)
+
+
+RELEASE_LANES = 4
+"""Threads releasing the table runs' destination records once the task's outcome is recorded."""
+
+
+def _release_each(engines: Sequence[Engine]) -> None:
+    for engine in engines:
+        engine.release()
 
 
 def _by_destination(section: Mapping[str, Any]) -> dict[str, str]:
