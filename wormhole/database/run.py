@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wormhole.config import EngineConf
+from wormhole.database.checkpoints import SharedCheckpoints
 from wormhole.database.expand import SLOTS_PER_CHANNEL, DatabasePlan, TableJob, expand, pair_id
 from wormhole.database.progress import DatabaseProgress
 from wormhole.database.report import RunFacts, TableOutcome, database_result, pair_failed
@@ -51,25 +52,6 @@ from wormhole.task_spec import TaskSpec
 from wormhole.writer_manager import describe
 
 
-class _Serialized:
-    """The task database's checkpoint connection, shared by the table runs' checkpoint threads: one call at
-    a time (a DB-API connection is not safe across threads)."""
-
-    def __init__(self, store: CheckpointStore) -> None:
-        self._store = store
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._store, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return attr(*args, **kwargs)
-        return call
-
-
 class DatabaseRun:
     """A database task's run, with the Engine's interface (``run``, ``stop``, ``abandon``, ``release``)."""
 
@@ -80,7 +62,8 @@ class DatabaseRun:
         self._conf, self._spec, self._log = conf, spec, log
         self._task_id, self._run_id = task_id, run_id
         self._listeners = tuple(listeners)
-        self._checkpoints: Any = _Serialized(checkpoints) if checkpoints is not None else None
+        self._shared_checkpoints = SharedCheckpoints(checkpoints) if checkpoints is not None else None
+        self._checkpoints: Any = self._shared_checkpoints
         self._resume_from, self._lease, self._taskdb_id, self._finished = resume_from, lease, taskdb_id, finished_runs
         self._stop = threading.Event()
         self._stop_reason: str | None = None
@@ -169,7 +152,12 @@ class DatabaseRun:
             if self._snapshot is not None:
                 self._snapshot.close()
             self._shared.close()
-            self._log.info("database.sessions", **self._shared.counts)
+            grouped = self._shared_checkpoints
+            if grouped is not None:
+                grouped.close()
+            self._log.info("database.sessions", **self._shared.counts,
+                           checkpoint_writes=grouped.writes if grouped else 0,
+                           checkpoint_commits=grouped.groups if grouped else 0)
 
     def _open_snapshot(self, plan: DatabasePlan) -> Snapshot | None:
         """One snapshot for every table (``settings.snapshot: consistent``), with a connection for each reader
