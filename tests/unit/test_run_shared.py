@@ -55,7 +55,7 @@ def test_idle_sessions_are_lent_by_key_closed_when_stale_or_the_run_ended(monkey
     monkeypatch.setattr(shared_module, "IDLE_S", 0.0)
     time.sleep(0.01)
     assert shared.lend("a") is None and closed == ["conn-2"]  # kept too long: closed, not lent
-    monkeypatch.setattr(shared_module, "IDLE_S", 30.0)
+    monkeypatch.setattr(shared_module, "IDLE_S", 5.0)
     shared.keep("a", "conn-3", closed.append)
     shared.close()
     shared.keep("a", "conn-4", closed.append)  # given back after the end: closed at once

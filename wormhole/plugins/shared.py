@@ -19,8 +19,10 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-IDLE_S = 30.0
-"""An idle session kept longer than this is closed instead of lent (the server may have dropped it)."""
+IDLE_S = 5.0
+"""An idle session kept longer than this is closed instead of lent: a server may drop an idle session after
+its own ``wait_timeout`` (some are set to seconds), and a tiny table's steps follow one another in
+milliseconds."""
 PER_KEY = 8
 """Idle sessions kept per key; more are closed."""
 
