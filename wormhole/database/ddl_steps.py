@@ -51,7 +51,7 @@ class PairDdl:
     def describe(self) -> dict[str, Any]:
         return {"columns": [f"{c.name} {c.type_sql}" for c in self.ddl.columns], "create": list(self.ddl.create),
                 "after_load": list(self.ddl.after_load), "foreign_keys": list(self.ddl.foreign_keys),
-                "lossy": list(self.ddl.lossy)}
+                "lossy": list(self.ddl.lossy), "indexed": self.ddl.indexed}
 
     def _with_session(self, step: Callable[[DdlSession], str | None], shared: RunShared | None = None) -> str | None:
         """``step`` on a DDL session: with ``shared``, one a step before left idle on the same server and
