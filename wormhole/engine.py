@@ -35,7 +35,8 @@ from wormhole.planning.channels import adjust_channel_number, speed_limits
 from wormhole.planning.encoded import choose_encoding, loads_source_form
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins import registry
-from wormhole.plugins.base import Schema
+from wormhole.plugins.base import Schema, SourceInfo
+from wormhole.plugins.shared import RunShared
 from wormhole.reader_manager import ReadPlan, SplitFeed
 from wormhole.recovery.checkpoint import CheckpointStore
 from wormhole.recovery.coordinator import RetryPolicy, SplitCoordinator
@@ -102,7 +103,8 @@ class Engine:
                  listeners: Sequence[ProgressListener] = (), checkpoints: CheckpointStore | None = None,
                  resume_from: int | None = None, lease: Lease | None = None, taskdb_id: str = "",
                  finished_runs: frozenset[int] = frozenset(), scope: str | None = None,
-                 snapshot: Snapshot | None = None) -> None:
+                 snapshot: Snapshot | None = None, shared: RunShared | None = None,
+                 known: SourceInfo | None = None) -> None:
         """``listeners`` see the run's progress snapshots (a live display, a metrics endpoint).
 
         ``checkpoints``: where the run records its plan and each split's durability (a task-database
@@ -119,7 +121,12 @@ class Engine:
         ``snapshot``: a consistent snapshot of the source opened by the caller (the table runs of a database
         task share one): the run reads through it, and neither opens nor closes it. Without it, a task with
         ``settings.snapshot: consistent`` opens its own and closes it once its reads have ended.
+        ``shared``: what the table runs of a database task share (:mod:`wormhole.plugins.shared`), which the
+        stores find in their contexts. ``known``: the source's estimate as the caller has it (a database task's
+        catalog): the source's periphery is not asked again.
         """
+        self._shared = shared
+        self._known = known
         self._scope = scope
         self._finished_runs = finished_runs
         self._given_snapshot = snapshot
@@ -182,7 +189,7 @@ class Engine:
             finished_runs=self._finished_runs, log=self._log, stop=self._stop, lease=self._lease,
             taskdb_id=self._taskdb_id, scope=self._scope)
         run = self._run = assemble(self._conf, self._spec, RunIds(self._task_id, self._run_id), self._log,
-                                   self._listeners, spark=RunSpark(self._conf.spark))
+                                   self._listeners, spark=RunSpark(self._conf.spark), shared=self._shared)
         self._log.info("task.started", source=self._spec.source.plugin,
                        destinations=[d.id for d in self._spec.destinations],
                        consistency=self._spec.settings.consistency)
@@ -254,12 +261,12 @@ class Engine:
             with self._reading():
                 window = self._window(run)
                 facts = prepare_source(self._spec, run.ctx, self._conf, self._log, window=window,
-                                       resumed=self._recovery.splits)
+                                       resumed=self._recovery.splits, known=self._known)
                 if self._scope is not None and self._recovery.splits is None:
                     facts = dataclasses.replace(facts, splits=tuple(
                         dataclasses.replace(s, id=f"{self._scope}#{s.id}") for s in facts.splits))
                 run.counters.estimated_rows = facts.estimated_rows
-                plan = make_plan(self._spec, facts, self._conf)
+                plan = make_plan(self._spec, facts, self._conf, loads=self._shared is None)
                 self._log.info("plan.made", **plan.to_dict())
                 self._log.info("engine.chosen", engine=plan.engine, reason=plan.engine_reason)
                 return self._ready(run, facts, plan)

@@ -25,6 +25,7 @@ from wormhole.log import Logger
 from wormhole.monitor import MonitorManager, ProgressListener, RunNames
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext, SourceSnapshot, SparkAccess
+from wormhole.plugins.shared import RunShared
 from wormhole.reader_manager import ReaderSetup
 from wormhole.recovery.state import RecoveryState
 from wormhole.task_spec import TaskSpec
@@ -100,8 +101,10 @@ class RunParts:
 
 
 def assemble(conf: EngineConf, spec: TaskSpec, ids: RunIds, log: Logger,
-             listeners: Sequence[ProgressListener], spark: SparkAccess | None = None) -> RunParts:
-    """``spark``: the run's Spark as the stores reach it through their contexts (the engine gives it)."""
+             listeners: Sequence[ProgressListener], spark: SparkAccess | None = None,
+             shared: RunShared | None = None) -> RunParts:
+    """``spark``: the run's Spark as the stores reach it through their contexts (the engine gives it);
+    ``shared``: what the table runs of a database task share, as the stores reach it (None: one table)."""
     dirty = DirtyFile(Path(conf.paths.dirty_dir) / f"task-{ids.task_id}" / f"run-{ids.run_id}.jsonl")
     # A destination whose writers make splits durable gets a queue (lane) per writer thread: every
     # batch of a split reaches the one writer that holds the split's transaction.
@@ -118,12 +121,12 @@ def assemble(conf: EngineConf, spec: TaskSpec, ids: RunIds, log: Logger,
     keep_wire = any(registry.sink(d.plugin).uses_wire_text for d in spec.destinations)
     ctx = ReadContext(task_id=ids.task_id, run_id=ids.run_id, batch_rows=ex.batch_rows,
                       batch_bytes=ex.batch_bytes, dirty=dirty, plugin=spec.source.plugin, keep_wire=keep_wire,
-                      stop=stop, spark=spark)
+                      stop=stop, spark=spark, shared=shared)
     return RunParts(
         dirty=dirty, storage=storage, counters=counters, monitor=monitor, ctx=ctx, stop=stop,
         readers=ReaderSetup(conf, ctx, counters, monitor.notify, log),
         writers=WriterSetup(spec, conf, storage, counters, monitor.notify, dirty, ids.task_id, ids.run_id, log,
-                            spark=spark),
+                            spark=spark, shared=shared),
         throttle=Throttle.of(spec.settings.speed),
         source_limit=SourceLimit(spec.settings.error_limit or conf.error_limit, dirty))
 

@@ -64,14 +64,19 @@ class SourceFacts:
 
 
 def prepare_source(spec: TaskSpec, ctx: ReadContext, conf: EngineConf, log: Logger, *,
-                   window: incremental.Window | None = None, resumed: Sequence[Split] | None = None) -> SourceFacts:
+                   window: incremental.Window | None = None, resumed: Sequence[Split] | None = None,
+                   known: SourceInfo | None = None) -> SourceFacts:
     """Ask the source everything the plan needs besides its window (:func:`source_window`, asked first):
     its periphery's answer, its schema and its splits (``resumed``: the splits the chain of runs planned,
-    read again instead of splitting the source anew)."""
+    read again instead of splitting the source anew; ``known``: the periphery's answer as the caller has it
+    already, a database task's catalog estimate)."""
     role = registry.source(spec.source.plugin)
     log = log.bind(plugin=spec.source.plugin)
     periphery = role.periphery(spec.source.options, ctx)
-    info = _prepared(periphery, conf, log)
+    info = _prepared(periphery, conf, log) if known is None else known
+    if known is not None:
+        log.info("reader.prepared", estimated_rows=known.estimated_rows, estimated_bytes=known.estimated_bytes,
+                 known=True)
     advice = adjust_channel_number(speed_limits(spec.settings.speed, conf)).channels
     schema, splits = _split(spec.source, ctx, conf, advice, resumed)
     log.info("reader.split_planned", splits=len(splits), advice=advice, columns=list(schema.names))

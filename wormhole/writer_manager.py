@@ -38,6 +38,7 @@ from wormhole.exchange import BufferedLineExchanger, StorageManager
 from wormhole.log import Logger
 from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, Schema, SparkAccess, SplitWriter, WriteContext, WriteResult
+from wormhole.plugins.shared import RunShared
 from wormhole.pool import joined, settled, spawn
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.crash import crash_points
@@ -96,6 +97,8 @@ class WriterSetup:
     log: Logger
     spark: SparkAccess | None = None
     """The run's Spark, which each destination's context gives its store."""
+    shared: RunShared | None = None
+    """What the table runs of a database task share, which each destination's context gives its store."""
 
 
 class WriterManager:
@@ -147,7 +150,8 @@ class WriterManager:
                                batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
                                plugin=dest.plugin, stop=dest.stop, origin_run_id=self._recovery.origin_for(dest.fresh),
                                taskdb_id=self._recovery.taskdb_id, record_limit=dest.limit.record,
-                               spark=self._side.spark, wire_text=self._plane.name != "spark")
+                               spark=self._side.spark, wire_text=self._plane.name != "spark",
+                               shared=self._side.shared)
             dest.prepare(ctx, chain, timeout, self._recovery)
 
     def start(self, coordinator: SplitCoordinator) -> None:

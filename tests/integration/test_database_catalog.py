@@ -60,11 +60,13 @@ def no_match(plugin: str, params: dict[str, Any]) -> list[str]:
 
 
 def described(plugin: str, params: dict[str, Any], *refs: TableRef) -> tuple[list[TableDef], list[dict[str, Any]]]:
-    """Each table's definition, and the warnings logged while describing them."""
+    """Each table's definition, and the warnings logged while describing them; described together (as a task's
+    run asks, a few statements for many tables) they are the same."""
     catalog = catalog_of(plugin, database_source(plugin, params))
     try:
         with capture_logs() as logs:
             defs = [catalog.describe(ref) for ref in refs]
+        assert catalog.describe_all([*refs, *refs[:1]]) == dict(zip(refs, defs, strict=True))
     finally:
         catalog.close()
     return defs, [e for e in logs if e["log_level"] == "warning"]

@@ -236,3 +236,22 @@ def test_column_types_is_a_destination_param(cls: type) -> None:
     _, problems = parse(cls, {**base, "column_types": {"n": "x", "t.m": ""}})
     assert problems.items == ["destinations[0].params.column_types.n: must be 'table.column' or 'schema.table.column'",
                               "destinations[0].params.column_types.t.m: must be a type (non-empty text)"]
+
+
+def test_a_small_table_gets_its_key_and_indexes_with_the_table() -> None:
+    """``indexes_with_table`` (a small table): the key and indexes are in CREATE TABLE (MySQL) or right after it
+    (PostgreSQL, sqlite); ``after_load`` keeps them for a table a crashed run may have made without them."""
+    table = TableDef(TableRef("s", "t"), (ColumnDef("id", "int(11)", False), ColumnDef("v", "varchar(20)", True)),
+                     primary_key=("id",), indexes=(IndexDef("iv", ("v",), False), IndexDef("uv", ("v", "id"), True)))
+    my = translate(table, "mysql", "mysql", Dest(), TargetName("d", "t"), lambda r: None, indexes_with_table=True)
+    assert my.indexed and len(my.create) == 1
+    assert "PRIMARY KEY (`id`), INDEX `iv` (`v`), UNIQUE INDEX `uv` (`v`, `id`))" in my.create[0]
+    assert my.after_load == ("ALTER TABLE `d`.`t` ADD INDEX `iv` (`v`), ADD UNIQUE INDEX `uv` (`v`, `id`)",)
+    later = translate(table, "mysql", "mysql", Dest(), TargetName("d", "t"), lambda r: None)
+    assert not later.indexed and "INDEX" not in later.create[0] and later.after_load == my.after_load
+    pg = translate(table, "mysql", "postgres", Dest(), TargetName("d", "t"), lambda r: None, indexes_with_table=True)
+    assert pg.indexed and 'PRIMARY KEY ("id")' in pg.create[0]
+    assert pg.create[1:] == pg.after_load[1:] and pg.after_load[0].endswith('ADD PRIMARY KEY ("id")')
+    assert [s.split()[1] for s in pg.create[1:]] == ["INDEX", "UNIQUE"]
+    lite = translate(table, "mysql", "sqlite", Dest(), TargetName(None, "t"), lambda r: None, indexes_with_table=True)
+    assert lite.indexed and lite.create[1:] == lite.after_load and len(lite.after_load) == 2

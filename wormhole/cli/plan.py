@@ -126,8 +126,10 @@ def _plan_database(ctx: click.Context, spec: TaskSpec, task_id: int, as_json: bo
 def _ddl_state(ddl: Mapping[str, Any]) -> str:
     state = str(ddl.get("state", ""))
     if state == "missing":
-        return (f"created from the source's definition: {len(ddl['columns'])} column(s), {len(ddl['after_load'])} "
-                f"index statement(s) after the load, {len(ddl['foreign_keys'])} foreign key(s) after every table")
+        indexes = ("its key and indexes with the table (a small table)" if ddl.get("indexed") else
+                   f"{len(ddl['after_load'])} index statement(s) after the load")
+        return (f"created from the source's definition: {len(ddl['columns'])} column(s), {indexes}, "
+                f"{len(ddl['foreign_keys'])} foreign key(s) after every table")
     if state == "same":
         return "already there with the same columns: used as it is"
     return f"{state}: this table fails in this destination" if state.startswith("differs") else state

@@ -17,13 +17,15 @@ that holds the same values under another name, a default expression of the sourc
 a comment sqlite has nowhere to keep, a foreign key to a table the task does not copy) is a ``lossy`` note.
 
 The statements come in the order a database task runs them: :attr:`TableDdl.create` before the rows,
-:attr:`TableDdl.after_load` (secondary and unique indexes) once the table's rows are in,
+:attr:`TableDdl.after_load` (secondary and unique indexes) once the table's rows are in (a small table's are
+in ``create``: :attr:`TablePlan.indexes_with_table`),
 :attr:`TableDdl.sequences` then (auto-increment set past the loaded maximum), and
 :attr:`TableDdl.foreign_keys` once every table has loaded.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -61,14 +63,16 @@ def override(overrides: Mapping[str, str], ref: TableRef, column: str) -> str | 
 
 
 def translate(table: TableDef, source_plugin: str, dest_plugin: str, dest_options: Any, target: TargetName,
-              referenced: Callable[[TableRef], TargetName | None], *, foreign_keys: bool = True) -> TableDdl:
+              referenced: Callable[[TableRef], TargetName | None], *, foreign_keys: bool = True,
+              indexes_with_table: bool = False) -> TableDdl:
     """``table`` (described by a ``source_plugin`` source) as ``dest_plugin``'s DDL at ``target``.
 
     ``referenced`` names where each referenced table of a foreign key goes in this destination (None: the task
     does not copy it, and the key is skipped with a lossy note); ``foreign_keys=False`` leaves every foreign key
     out, without notes. ``dest_options.column_types`` (when the options have it) overrides the translation of a
-    column's type. Raises :class:`TypesRefused` naming every column of the table whose type has no exact
-    mapping."""
+    column's type. ``indexes_with_table``: a small table's key and indexes are made with it
+    (:attr:`TablePlan.indexes_with_table`). Raises :class:`TypesRefused` naming every column of the table whose
+    type has no exact mapping."""
     source, dest = facet(source_plugin).dialect, facet(dest_plugin).dialect
     overrides: Mapping[str, str] = getattr(dest_options, "column_types", None) or {}
     same_store = source_plugin == dest_plugin
@@ -106,10 +110,10 @@ def translate(table: TableDef, source_plugin: str, dest_plugin: str, dest_option
             planned_keys.append(PlannedForeignKey(fk, ref_target))
     plan = TablePlan(table.ref, target, tuple(columns), table.primary_key, table.indexes, tuple(planned_keys),
                      table.comment, source_plugin,
-                     key_during_load=getattr(dest_options, "write_mode", "insert") != "insert")
+                     key_during_load=getattr(dest_options, "write_mode", "insert") != "insert",
+                     indexes_with_table=indexes_with_table)
     ddl = dest.statements(plan, foreign_keys)
-    return TableDdl(ddl.target, ddl.columns, ddl.create, ddl.after_load, ddl.foreign_keys, ddl.sequences,
-                    tuple(notes) + ddl.lossy)
+    return dataclasses.replace(ddl, lossy=tuple(notes) + ddl.lossy)
 
 
 def _default(column: ColumnDef, source: DdlDialect, dest: DdlDialect, type_sql: str, same_store: bool,

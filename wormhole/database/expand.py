@@ -108,7 +108,7 @@ def expand(spec: TaskSpec, conf: EngineConf, log: Logger, task_id: int = 0) -> D
     options = {d.id: _targets(d, i, [t.ref for t in listed], problems) for i, d in enumerate(spec.destinations)}
     if problems:
         raise InvalidTaskConfig(problems.items)
-    steps = DdlSteps(spec, definitions, options)
+    steps = DdlSteps(spec, definitions, options, {t.ref: t.estimated_rows for t in listed})
     ddl = steps.translate(problems)
     if problems:
         raise InvalidTaskConfig(problems.items)
@@ -135,7 +135,7 @@ def _catalog(facet: Any, spec: TaskSpec, patterns: TablePatterns) -> tuple[list[
     catalog = facet.open(spec.source.options)
     try:
         listed = patterns.select(catalog.list_tables(patterns))
-        return listed, {t.ref: catalog.describe(t.ref) for t in listed}
+        return listed, catalog.describe_all([t.ref for t in listed])
     finally:
         catalog.close()
 

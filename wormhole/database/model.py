@@ -94,6 +94,10 @@ class Catalog(Protocol):
     def describe(self, ref: TableRef) -> TableDef:
         ...
 
+    def describe_all(self, refs: Sequence[TableRef]) -> dict[TableRef, TableDef]:
+        """Each of ``refs`` as ``describe`` gives it (a store asks its catalog for many tables at once)."""
+        ...
+
     def close(self) -> None:
         ...
 

@@ -29,7 +29,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wormhole.config import EngineConf
-from wormhole.database.expand import SLOTS_PER_CHANNEL, DatabasePlan, expand, pair_id
+from wormhole.database.checkpoints import SharedCheckpoints
+from wormhole.database.expand import SLOTS_PER_CHANNEL, DatabasePlan, TableJob, expand, pair_id
 from wormhole.database.progress import DatabaseProgress
 from wormhole.database.report import RunFacts, TableOutcome, database_result, pair_failed
 from wormhole.database.snapshot import Snapshot
@@ -38,7 +39,9 @@ from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.monitor import ProgressListener
 from wormhole.plugins import registry
-from wormhole.plugins.base import ReadContext, Rejected
+from wormhole.plugins.base import ReadContext, Rejected, SourceInfo
+from wormhole.plugins.shared import RunShared
+from wormhole.pool import spawn
 from wormhole.recovery.checkpoint import CheckpointStore
 from wormhole.recovery.lease import Lease
 from wormhole.result import (
@@ -47,25 +50,6 @@ from wormhole.result import (
 from wormhole.run_parts import now
 from wormhole.task_spec import TaskSpec
 from wormhole.writer_manager import describe
-
-
-class _Serialized:
-    """The task database's checkpoint connection, shared by the table runs' checkpoint threads: one call at
-    a time (a DB-API connection is not safe across threads)."""
-
-    def __init__(self, store: CheckpointStore) -> None:
-        self._store = store
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._store, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return attr(*args, **kwargs)
-        return call
 
 
 class DatabaseRun:
@@ -78,7 +62,8 @@ class DatabaseRun:
         self._conf, self._spec, self._log = conf, spec, log
         self._task_id, self._run_id = task_id, run_id
         self._listeners = tuple(listeners)
-        self._checkpoints: Any = _Serialized(checkpoints) if checkpoints is not None else None
+        self._shared_checkpoints = SharedCheckpoints(checkpoints) if checkpoints is not None else None
+        self._checkpoints: Any = self._shared_checkpoints
         self._resume_from, self._lease, self._taskdb_id, self._finished = resume_from, lease, taskdb_id, finished_runs
         self._stop = threading.Event()
         self._stop_reason: str | None = None
@@ -86,7 +71,11 @@ class DatabaseRun:
         self._lock = threading.Condition()
         self._running: dict[str, Engine] = {}
         self._engines: list[Engine] = []
+        self._alone: set[int] = set()
+        """The table runs (by id) that write a resource one at a time (a sqlite file): released in one lane."""
         self._snapshot: Snapshot | None = None
+        self._shared = RunShared()
+        """What the table runs share: facts asked once, idle sessions lent from one step to the next."""
         self._progress = DatabaseProgress(self._listeners, task_id=task_id, source=spec.source.plugin,
                                           destinations={}, tables=0, estimated_rows=None)
 
@@ -118,9 +107,23 @@ class DatabaseRun:
         self.stop(reason)
 
     def release(self) -> None:
-        if not self._abandoned:
-            for engine in self._engines:
-                engine.release()
+        if self._abandoned:
+            return
+        self._shared.reopen()  # the releases of one destination reuse a session
+        # A few at a time (a table's release is a round trip or two): each lane takes every n-th table, and
+        # the tables that write a file one at a time stay in the first lane, one after another.
+        alone = [e for e in self._engines if id(e) in self._alone]
+        others = [e for e in self._engines if id(e) not in self._alone]
+        lanes = max(1, min(RELEASE_LANES, len(others)))
+        try:
+            futures = [spawn(_release_each, [*(alone if lane == 0 else ()), *others[lane::lanes]],
+                             name=f"release-{lane}") for lane in range(lanes)]
+            errors = [f.exception() for f in futures]
+        finally:
+            self._shared.close()
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
 
     def run(self) -> RunResult:
         t0, started_at = time.monotonic(), now()
@@ -148,6 +151,13 @@ class DatabaseRun:
         finally:
             if self._snapshot is not None:
                 self._snapshot.close()
+            self._shared.close()
+            grouped = self._shared_checkpoints
+            if grouped is not None:
+                grouped.close()
+            self._log.info("database.sessions", **self._shared.counts,
+                           checkpoint_writes=grouped.writes if grouped else 0,
+                           checkpoint_commits=grouped.groups if grouped else 0)
 
     def _open_snapshot(self, plan: DatabasePlan) -> Snapshot | None:
         """One snapshot for every table (``settings.snapshot: consistent``), with a connection for each reader
@@ -188,6 +198,7 @@ class DatabaseRun:
         start, the one whose database or schema has the fewest tables running goes first, then the largest
         (DataX's assignFairly over resource marks, across tables)."""
         pending = list(outcomes)
+        waiting = Counter(o.job.ref.schema for o in pending)
         capacity = free = plan.channels * SLOTS_PER_CHANNEL
         held: set[str] = set()
         running: Counter[str] = Counter()
@@ -206,12 +217,12 @@ class DatabaseRun:
 
         with self._lock:
             while pending and not self._stop.is_set():
-                ready = [(running[o.job.ref.schema], i, o) for i, o in enumerate(pending) if startable(o)]
-                if not ready:
+                chosen = _first_startable(pending, running, waiting, startable)
+                if chosen is None:
                     self._lock.wait()
                     continue
-                chosen = min(ready, key=lambda r: r[:2])[2]
                 pending.remove(chosen)
+                waiting[chosen.job.ref.schema] -= 1
                 free -= chosen.job.slots
                 held.update(chosen.job.exclusive)
                 running[chosen.job.ref.schema] += 1
@@ -233,12 +244,15 @@ class DatabaseRun:
                             listeners=[self._progress.listener(job.ref.key)], checkpoints=self._checkpoints,
                             resume_from=self._resume_from,
                             lease=self._lease, taskdb_id=self._taskdb_id, finished_runs=self._finished,
-                            scope=job.ref.key, snapshot=self._snapshot)
+                            scope=job.ref.key, snapshot=self._snapshot, shared=self._shared,
+                            known=_estimate(job))
             with self._lock:
                 if self._stop.is_set():
                     return
                 self._running[job.ref.key] = engine
                 self._engines.append(engine)
+                if job.exclusive:
+                    self._alone.add(id(engine))
             try:
                 outcome.result = engine.run()
             finally:
@@ -262,7 +276,7 @@ class DatabaseRun:
         failed: set[str] = set()
         for dest_id, ddl in job.ddl.items():
             try:
-                outcome.ddl[dest_id] = ddl.create(log)
+                outcome.ddl[dest_id] = ddl.create(log, self._shared)
             except Exception as exc:
                 error = describe(exc)
                 log.error("database.ddl_failed", destination=dest_id, target=job.targets[dest_id], error=error)
@@ -292,7 +306,7 @@ class DatabaseRun:
             if outcome.ddl.get(dest_id) != "created" and not continues:
                 continue
             try:
-                done = ddl.after_load(log)
+                done = ddl.after_load(log, self._shared, created=outcome.ddl.get(dest_id) == "created")
             except Exception as exc:
                 error = describe(exc)
                 log.error("database.index_failed", destination=dest_id, target=job.targets[dest_id], error=error)
@@ -316,7 +330,7 @@ class DatabaseRun:
                 if outcome.ddl.get(dest_id, "").split(",")[0] != "created" and not continues:
                     continue  # a table found there is left as it is (see _after_load)
                 try:
-                    done = ddl.foreign_keys(self._log.bind(table=job.ref.key))
+                    done = ddl.foreign_keys(self._log.bind(table=job.ref.key), self._shared)
                 except Exception as exc:
                     error = describe(exc)
                     self._log.error("database.foreign_key_failed", table=job.ref.key, destination=dest_id,
@@ -342,6 +356,33 @@ class DatabaseRun:
             error=error, exit_code=exit_code, read_error=read_error)
 
 
+def _first_startable(pending: Sequence[TableOutcome], running: Counter[str], waiting: Counter[str],
+                     startable: Callable[[TableOutcome], bool]) -> TableOutcome | None:
+    """Of the tables that can start, the first (largest) of those whose schema has the fewest tables running;
+    the scan stops at the first that can start in a schema with no fewer running than any waiting schema
+    (with 1,000 tables, scanning them all on every start costs a million checks)."""
+    lowest = min((running[s] for s, n in waiting.items() if n > 0), default=0)
+    best: TableOutcome | None = None
+    for o in pending:
+        if not startable(o):
+            continue
+        count = running[o.job.ref.schema]
+        if count <= lowest:
+            return o
+        if best is None or count < running[best.job.ref.schema]:
+            best = o
+    return best
+
+
+RELEASE_LANES = 4
+"""Threads releasing the table runs' destination records once the task's outcome is recorded."""
+
+
+def _release_each(engines: Sequence[Engine]) -> None:
+    for engine in engines:
+        engine.release()
+
+
 def _by_destination(section: Mapping[str, Any]) -> dict[str, str]:
     """Each destination's outcome over its tables: success, failed, or partial when some tables committed."""
     states: dict[str, set[str | None]] = {}
@@ -349,6 +390,14 @@ def _by_destination(section: Mapping[str, Any]) -> dict[str, str]:
         for dest, pair in table["destinations"].items():
             states.setdefault(dest, set()).add(pair["status"])
     return {d: "success" if s == {"success"} else "partial" if "success" in s else "failed" for d, s in states.items()}
+
+
+def _estimate(job: TableJob) -> SourceInfo | None:
+    """The table's rows as the catalog estimated them, when that is what the source's periphery would answer
+    (its ``estimate`` is ``stats``: the same statistics); None: the table run asks its source."""
+    if getattr(job.spec.source.options, "estimate", None) != "stats":
+        return None
+    return SourceInfo(estimated_rows=job.listed.estimated_rows, estimated_bytes=None)
 
 
 class _NoRows:

@@ -82,10 +82,12 @@ class Plan:
         }
 
 
-def make_plan(spec: TaskSpec, facts: SourceFacts, conf: EngineConf) -> Plan:
+def make_plan(spec: TaskSpec, facts: SourceFacts, conf: EngineConf, *, loads: bool = True) -> Plan:
     """Everything the run decides from what the source said (``facts``), asking nothing of any store:
     the engine, the channels, the task groups, the transforms (an incremental task's window among them)
-    and how each destination writes."""
+    and how each destination writes. ``loads=False``: the destinations' ``load`` lines are left out (a
+    database task's table run: each pair's prepare logs its own, ``writer.load_method``, and asking its
+    store once more for the plan costs a connection per table)."""
     limits = speed_limits(spec.settings.speed, conf)
     engine, engine_reason = choose_engine(spec, conf, facts.info, facts.spark.installed)
     splits = list(facts.splits)
@@ -99,7 +101,8 @@ def make_plan(spec: TaskSpec, facts: SourceFacts, conf: EngineConf) -> Plan:
                 task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
                 destinations=tuple(replace(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits),
                                                         exact),
-                                           load=_load(d.id, d.plugin, d.options, engine, facts.schema, transforms))
+                                           load=_load(d.id, d.plugin, d.options, engine, facts.schema, transforms)
+                                           if loads else None)
                                    for d in spec.destinations),
                 estimated_rows=facts.estimated_rows, limits=limits, transforms=transforms,
                 incremental=facts.window.describe() if facts.window is not None else None,

@@ -45,6 +45,7 @@ from wormhole.plugins.schema import Column as Column
 from wormhole.plugins.schema import LogicalType as LogicalType
 from wormhole.plugins.schema import Row as Row
 from wormhole.plugins.schema import Schema as Schema
+from wormhole.plugins.shared import RunShared
 from wormhole.plugins.writing import DurablePeriphery as DurablePeriphery  # the writer contract, re-exported
 from wormhole.plugins.writing import EncodedWriter as EncodedWriter
 from wormhole.plugins.writing import LeftoverPeriphery as LeftoverPeriphery
@@ -169,6 +170,8 @@ class ReadContext:
     snapshot: SourceSnapshot | None = field(default=None, compare=False, repr=False)
     """The run's consistent snapshot (``settings.snapshot: consistent``), opened by the store's
     ``SourceRole.snapshot``: its readers, splitter and bounds read through it. None: each opens its own."""
+    shared: RunShared | None = field(default=None, compare=False, repr=False)
+    """What the table runs of a database task share (:mod:`wormhole.plugins.shared`); None: a task of one table."""
     log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id and plugin; bind ``split_id`` per split."""
 
@@ -206,6 +209,8 @@ class WriteContext:
     """The run's Spark (None on an executor, whose context was pickled)."""
     wire_text: bool = True
     """Its batches may carry the source's wire text (Spark mode's cross processes without it)."""
+    shared: RunShared | None = field(default=None, compare=False, repr=False)
+    """What the table runs of a database task share (:mod:`wormhole.plugins.shared`); None: a task of one table."""
     log: Logger = field(init=False, compare=False, repr=False)
     """A logger bound to task_id, run_id, plugin and destination."""
 

@@ -16,10 +16,12 @@ class StopSignal(Protocol):
 
 
 def context_reduce(ctx: Any) -> tuple[Any, ...]:
-    # Contexts travel to Spark executors: the logger, the stop signal, the run's Spark and its snapshot stay behind
+    # Contexts travel to Spark executors: the logger, the stop signal, the run's Spark, its snapshot and what the
+    # table runs share stay behind
     # (the driver's alone) and are rebuilt there from the plain keys. __reduce__, not __getstate__: Python
     # 3.11 before 3.11.4 replaces a frozen slots dataclass's own __getstate__ with its generated one.
-    state = {name: getattr(ctx, name) for name in ctx.__slots__ if name not in ("log", "stop", "spark", "snapshot")}
+    state = {name: getattr(ctx, name) for name in ctx.__slots__
+             if name not in ("log", "stop", "spark", "snapshot", "shared")}
     return (_rebuild_context, (type(ctx), state))
 
 

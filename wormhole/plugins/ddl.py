@@ -117,6 +117,9 @@ class TablePlan:
     key_during_load: bool = True
     """The load needs the primary key (an upsert finds its rows by it); else a store that builds it faster
     after the rows are in (:attr:`~wormhole.plugins.sql.ddl.SqlDdl.key_after_load`) adds it then."""
+    indexes_with_table: bool = False
+    """A small table: its primary key and indexes are made with it (in CREATE TABLE where the store can, else
+    right after it), since building them after a load of a few rows costs a statement each and saves nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,9 @@ class TableDdl:
     sequences: tuple[SequenceStep, ...] = ()
     lossy: tuple[str, ...] = ()
     """What was changed and why, for ``wormhole plan`` and the log."""
+    indexed: bool = False
+    """``create`` makes the key and the indexes too (:attr:`TablePlan.indexes_with_table`): ``after_load``'s
+    statements are then only for a table found there (a crashed run may have made it otherwise)."""
 
 
 class TypesRefused(InvalidTaskConfig):

@@ -15,7 +15,7 @@ EncodedReader); this module stays below ``base`` so that ``base`` can name the f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -112,3 +112,7 @@ class DdlFacet:
     """How the store reads its own declared types and defaults (as a source) and writes a table (as a destination)."""
     open: Callable[[Any], DdlSession]
     """``open(destination options)``: a :class:`~wormhole.database.ddl.DdlSession` on the destination."""
+    session_key: Callable[[Any], Hashable] | None = None
+    """``session_key(destination options)``: what a session ``open`` gives is a session of (its server and
+    database), so a database task's tables on the same key share one (:mod:`wormhole.plugins.shared`); None:
+    each step opens its own."""

@@ -78,6 +78,11 @@ class SplitTransactions(Generic[C]):
     def _connect(self) -> C:
         raise NotImplementedError
 
+    def _give_back(self, conn: C) -> bool:
+        """Keep ``conn`` (no transaction open) for another table's writer of a database task; False: it is
+        closed (the store lends none)."""
+        return False
+
     def _write(self, batch: Batch, split_id: str | None, source: Any = None) -> WriteResult:
         """Write ``batch`` (in split ``split_id``'s transaction, or committed piece by piece); ``source``: the
         batch's own form of its source (wire text, an encoding) when the destination chose it
@@ -173,8 +178,11 @@ class SplitTransactions(Generic[C]):
 
     def _close_connections(self) -> None:
         # Splits still open are not committed: closing their connections rolls them back.
-        for conn in [*self._splits.values(), *self._free, self.conn]:
+        for conn in self._splits.values():
             self._close(conn)
+        for kept in [*self._free, self.conn]:
+            if kept is not None and not self._give_back(kept):
+                self._close(kept)
         self._splits.clear()
         self._split_written.clear()
         self._free.clear()

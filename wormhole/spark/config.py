@@ -17,6 +17,7 @@ is merged over ``[spark.conf]`` key by key.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import tomllib
 from dataclasses import dataclass
@@ -76,8 +77,19 @@ def choose(engine: SparkConf, task: TaskSparkSpec | None, *, cli_master: str | N
 
 def _file_master(path: Path | None) -> str | None:
     """The master engine.toml names itself (a file that leaves it out takes the next layer's)."""
-    if path is None or not path.is_file():
+    if path is None:
         return None
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _master_of(path, stat.st_mtime_ns, stat.st_size) if path.is_file() else None
+
+
+@functools.lru_cache(maxsize=8)
+def _master_of(path: Path, mtime_ns: int, size: int) -> str | None:
+    """:func:`_file_master` of the file as it is (its time and size): a database task's table runs each
+    choose, and the file is parsed once."""
     try:
         spark = tomllib.loads(path.read_text(encoding="utf-8")).get("spark", {})
     except (OSError, tomllib.TOMLDecodeError):

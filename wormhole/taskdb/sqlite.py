@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, ClassVar
@@ -74,24 +74,59 @@ class SqliteTaskStore(SqlTaskStore):
     def _ensure_connected(self) -> None:
         pass  # a local file: nothing to reconnect
 
+    def run_together(self, calls: Sequence[Callable[[], None]]) -> list[BaseException | None]:
+        """``calls`` (this store's writes, each as it would run alone) in one transaction, each under a
+        savepoint of its own: one commit, one sync of the file, for all (a database task's table runs write
+        their checkpoint rows at once). Each one's outcome (None: done), or raises when the commit failed."""
+        outcomes: list[BaseException | None] = []
+        with self._guard("write checkpoint rows together"):
+            self._begin()
+            self._together = True
+            try:
+                for call in calls:
+                    self._conn.execute("SAVEPOINT wh_call")
+                    try:
+                        call()
+                    except Exception as exc:
+                        self._conn.execute("ROLLBACK TO wh_call")
+                        outcomes.append(exc)
+                    else:
+                        outcomes.append(None)
+                    self._conn.execute("RELEASE wh_call")
+            except BaseException:
+                self._together = False
+                with suppress(Exception):
+                    self._rollback()
+                raise
+            self._together = False
+            self._commit()
+        return outcomes
+
+    _together = False
+    """Inside :meth:`run_together`: a transaction of a call is a savepoint of the one that holds them all."""
+
     def _begin(self) -> None:
         # IMMEDIATE takes the write lock up front, so the transaction never fails half-way on a lock upgrade.
         TASKDB_WRITES.acquire()  # released by _commit or _rollback
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("SAVEPOINT wh_atomic" if self._together else "BEGIN IMMEDIATE")
         except BaseException:
             TASKDB_WRITES.release()
             raise
 
     def _commit(self) -> None:
         try:
-            self._conn.execute("COMMIT")
+            self._conn.execute("RELEASE wh_atomic" if self._together else "COMMIT")
         finally:
             TASKDB_WRITES.release()
 
     def _rollback(self) -> None:
         try:
-            self._conn.execute("ROLLBACK")
+            if self._together:
+                self._conn.execute("ROLLBACK TO wh_atomic")
+                self._conn.execute("RELEASE wh_atomic")
+            else:
+                self._conn.execute("ROLLBACK")
         finally:
             TASKDB_WRITES.release()
 

@@ -28,7 +28,8 @@ SOURCE = source_role(MYSQL, options=MysqlReaderOptions, splitter=MysqlSplitter, 
 SINK = sink_role(options=MysqlWriterOptions, periphery=MysqlWriterPeriphery, writer=MysqlWriter,
                  method_keys=("load", "write_mode", "method"), targets=("database", "table", "staging_table"),
                  uses_wire_text=True, plan_load=plan_load,
-                 ddl=DdlFacet(dialect=MYSQL_DDL, open=open_session))  # a database task creates its tables
+                 ddl=DdlFacet(dialect=MYSQL_DDL, open=open_session,
+                              session_key=lambda o: o.endpoint))  # a database task creates its tables
 PLUGIN = Plugin(
     name="mysql", source=SOURCE, sink=SINK,
     description="MySQL/MariaDB tables: key-range split reads (sharded too); append, truncate or staging loads")

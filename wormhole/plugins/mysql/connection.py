@@ -119,21 +119,22 @@ def connect(endpoint: Endpoint, error: type[StorageError], *, attempts: int = 3,
                         attempts=attempts, stop=stop, log=log, destination=destination)
 
 
+_MODE = "CONCAT(',', @@SESSION.sql_mode, {strict}, ',')"
+_CONFIGURE = ("SET SESSION time_zone = '+00:00', "
+              "SESSION sql_mode = TRIM(BOTH ',' FROM REPLACE({mode}, ',NO_BACKSLASH_ESCAPES,', ',')), "
+              "SESSION net_write_timeout = 3600, SESSION net_read_timeout = 3600")
+_STRICT = "IF(FIND_IN_SET('STRICT_ALL_TABLES', @@SESSION.sql_mode), '', ',STRICT_ALL_TABLES')"
+CONFIGURE_SQL = {strict: _CONFIGURE.format(mode=_MODE.format(strict=_STRICT if strict else "''"))
+                 for strict in (False, True)}
+"""The session's settings in one statement (one round trip per connection, and a database task opens many):
+UTC, the server's sql_mode without ``NO_BACKSLASH_ESCAPES`` (and with ``STRICT_ALL_TABLES`` for a strict
+session), and long network timeouts: a slow consumer (back-pressure from a slow destination) must not make
+the server drop a streaming read after its default 60 s ``net_write_timeout``."""
+
+
 def _configure(conn: pymysql.Connection, strict: bool) -> None:
     with conn.cursor() as cur:
-        cur.execute("SELECT @@SESSION.sql_mode")
-        row = cur.fetchone()
-        assert row is not None  # a SELECT of a variable returns one row
-        (mode,) = row
-        if isinstance(mode, bytes):
-            mode = mode.decode()
-        modes = [m for m in str(mode).split(",") if m and m != "NO_BACKSLASH_ESCAPES"]
-        if strict and "STRICT_ALL_TABLES" not in modes:
-            modes.append("STRICT_ALL_TABLES")
-        # A slow consumer (back-pressure from a slow destination) must not make the server drop a
-        # streaming read after its default 60 s net_write_timeout.
-        cur.execute("SET SESSION time_zone = '+00:00', SESSION sql_mode = %s, SESSION net_write_timeout = 3600, "
-                    "SESSION net_read_timeout = 3600", (",".join(modes),))
+        cur.execute(CONFIGURE_SQL[strict])
 
 
 def abandon(conn: pymysql.Connection, cursor: Any = None) -> None:

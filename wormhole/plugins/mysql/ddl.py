@@ -3,6 +3,7 @@ table written as a MySQL table (docs/manual/types.md, *Whole-database DDL*)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from typing import Any
@@ -140,15 +141,19 @@ class MysqlDdl(SqlDdl):
     def index_statements(self, plan: TablePlan) -> list[str]:
         if not plan.indexes:
             return []
+        adds = [f"ADD {d}" for d in self.index_definitions(plan)]
+        # One ALTER: InnoDB reads the rows once for all the table's indexes.
+        return [f"ALTER TABLE {self.qualified(plan.target)} {', '.join(adds)}"]
+
+    def index_definitions(self, plan: TablePlan) -> list[str]:
         types = {c.name.casefold(): c.type_sql for c in plan.columns}
-        adds = []
+        out = []
         for index in plan.indexes:
             parts = [self.quote(c) + (f"({KEY_PREFIX})" if _too_long(types.get(c.casefold(), "")) else "")
                      for c in index.columns]
-            adds.append(f"ADD {'UNIQUE ' if index.unique else ''}INDEX {self.quote(self.index_name(plan, index))} "
-                        f"({', '.join(parts)})")
-        # One ALTER: InnoDB reads the rows once for all the table's indexes.
-        return [f"ALTER TABLE {self.qualified(plan.target)} {', '.join(adds)}"]
+            out.append(f"{'UNIQUE ' if index.unique else ''}INDEX {self.quote(self.index_name(plan, index))} "
+                       f"({', '.join(parts)})")
+        return out
 
     def sequences(self, plan: TablePlan) -> list[SequenceStep]:
         auto = auto_column(plan)
@@ -171,8 +176,7 @@ class MysqlDdl(SqlDdl):
         notes += [f"{plan.source.key}: index {i.name} keys the first {KEY_PREFIX} characters of {c} "
                  f"({types[c.casefold()]})" for i in plan.indexes for c in i.columns
                  if not i.unique and _too_long(types.get(c.casefold(), ""))]
-        return TableDdl(ddl.target, ddl.columns, ddl.create, ddl.after_load, ddl.foreign_keys, ddl.sequences,
-                        ddl.lossy + tuple(notes))
+        return dataclasses.replace(ddl, lossy=ddl.lossy + tuple(notes))
 
 
 def _int(source: SqlType) -> Mapped:

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import pymysql
+from pymysql.constants import SERVER_STATUS
 
 from wormhole.plugins.mysql import catalog, connection
 from wormhole.plugins.mysql.options import MAX_IDENTIFIER
@@ -123,6 +124,12 @@ class MysqlDialect(SessionDialect):
 
     def is_duplicate(self, exc: BaseException) -> bool:
         return connection.error_code(exc) == _DUPLICATE_KEY
+
+    def idle(self, conn: Any, autocommit: bool = True) -> bool:
+        status = conn.server_status  # as the server's last answer left it
+        pending = conn._result is not None and conn._result.unbuffered_active  # pymysql's result, if any
+        return bool(conn.open and bool(status & SERVER_STATUS.SERVER_STATUS_AUTOCOMMIT) == autocommit
+                    and not status & SERVER_STATUS.SERVER_STATUS_IN_TRANS and not pending)
 
     def commit_unknown(self, exc: BaseException, conn: Any) -> bool:
         return isinstance(exc, pymysql.err.InterfaceError) or connection.error_code(exc) in connection.NO_ANSWER

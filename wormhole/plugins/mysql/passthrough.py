@@ -64,12 +64,15 @@ def load_method(method: str, schema: Schema, wire: Sequence[bool], rows_changed:
     return f"LOAD DATA from wire text ({sum(wire)} of {len(wire)} columns; Arrow for {', '.join(typed)})"
 
 
-def choose_method(conn: pymysql.Connection, options: Any) -> str | None:
+def choose_method(conn: pymysql.Connection, options: Any, local_infile: bool | None = None) -> str | None:
     """``load_data`` or ``insert`` as the writer's prepare chooses; None when ``method`` is
-    ``load_data`` and the server has local_infile off (prepare fails then)."""
+    ``load_data`` and the server has local_infile off (prepare fails then). ``local_infile``: the server's
+    setting when the caller knows it (else asked on ``conn``)."""
     if options.method == "insert" or (options.method == "auto" and options.write_mode == "upsert"):
         return "insert"
-    if bool(int(fetch_one(conn, "SELECT @@GLOBAL.local_infile")[0])):
+    if local_infile is None:
+        local_infile = bool(int(fetch_one(conn, "SELECT @@GLOBAL.local_infile")[0]))
+    if local_infile:
         return "load_data"
     return None if options.method == "load_data" else "insert"
 

@@ -52,8 +52,8 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
     def _prepare(self, conn: pymysql.Connection) -> None:
         opts = self.options
         types = self._target_columns(conn)
-        self.max_packet = int(fetch_one(conn, "SELECT @@max_allowed_packet")[0])
-        self.method = self._choose_method(conn)
+        self.max_packet, local_infile = self._server_settings(conn)
+        self.method = self._choose_method(conn, local_infile)
         phase, recorded_before = self._open_markers(conn)
         done = phase is not None
         if phase == COMMITTED:
@@ -114,8 +114,16 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
                                     "MySQL")
         return types
 
-    def _choose_method(self, conn: pymysql.Connection) -> str:
-        method = choose_method(conn, self.options)
+    def _server_settings(self, conn: pymysql.Connection) -> tuple[int, bool]:
+        """The server's ``max_allowed_packet`` and ``local_infile``, asked once per server in a database task."""
+        def asked() -> tuple[int, bool]:
+            packet, infile = fetch_one(conn, "SELECT @@max_allowed_packet, @@GLOBAL.local_infile")
+            return int(packet), bool(int(infile))
+        shared = self.ctx.shared
+        return asked() if shared is None else shared.once(("mysql-server", self.endpoint), asked)
+
+    def _choose_method(self, conn: pymysql.Connection, local_infile: bool) -> str:
+        method = choose_method(conn, self.options, local_infile)
         if method is None:
             raise self.sql.error(PrepareError, f"method 'load_data' needs local_infile, which {self.endpoint.mark} "
                                                f"has switched off (use method 'insert' or 'auto')")
@@ -157,14 +165,17 @@ class MysqlWriterPeriphery(SqlWriterPeriphery):
     # -- commit / rollback ----------------------------------------------------------------------
 
     def _commit_load(self, done: bool) -> None:
-        conn = self.connect(CommitError)
+        conn = self._lend(CommitError)
+        kept = False
         try:
             if not done:
                 self._commit(conn)
             if self.staging is not None:
                 self.staging.drop_old(conn)
+            kept = self._give_back(conn)
         finally:
-            self.dialect.close_quietly(conn)
+            if not kept:
+                self.dialect.close_quietly(conn)
 
     def _commit(self, conn: pymysql.Connection) -> None:
         """Verify, swap (recording the phase around the RENAME), post_sql, then ``committed``: a crash

@@ -55,18 +55,25 @@ class MysqlReader(SqlReader):
                 yield from self._stream(lease.conn, split, sql, args, decoder, cursor)
                 cursor[0].close()  # the result was read whole: the connection reads the next split
             return
-        conn = MYSQL.connect(self.source, ep, ReadError, self.ctx, log=log, raw=True)
+        # In a database task, a session another table's reader left idle on this server (ctx.shared).
+        shared, key = self.ctx.shared, ("reader", MYSQL.name, ep)
+        conn = shared.lend(key) if shared is not None else None
+        if conn is None:
+            conn = MYSQL.connect(self.source, ep, ReadError, self.ctx, log=log, raw=True)
         finished = False
         try:
             yield from self._stream(conn, split, sql, args, decoder, cursor)
+            cursor[0].close()
             finished = True
         finally:
             # After an early stop (or a killed connection) the stream is mid-result: closing the
             # connection is the only clean way out (draining it could take as long as the rest of the read).
-            if finished:
-                MYSQL.close_quietly(conn)
-            else:
+            if not finished:
                 abandon(conn, cursor[0] if cursor else None)
+            elif shared is not None and MYSQL.idle(conn):
+                shared.keep(key, conn, MYSQL.close_quietly)
+            else:
+                MYSQL.close_quietly(conn)
 
     def _stream(self, conn: pymysql.Connection, split: Split, sql: str, args: tuple[Any, ...], decoder: BatchDecoder,
                 cursor: list[Any]) -> Iterator[Batch]:

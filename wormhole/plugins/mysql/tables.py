@@ -8,7 +8,7 @@ shows them so, MySQL shows a literal's bare text, quoted here unless the column'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pymysql
@@ -60,13 +60,28 @@ class MysqlCatalog(SqlCatalog):
                         (ref.schema, ref.name, *BASE_TABLES))
         return None if row is None else (None, row[0])
 
+    def find_all(self, schema: str, names: Sequence[str]) -> dict[str, tuple[Any, str | None]]:
+        rows = fetch_all(self.conn, f"SELECT TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES "
+                                    f"WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ({_marks(names)}) "
+                                    f"AND TABLE_TYPE IN (%s, %s)", (schema, *names, *BASE_TABLES))
+        return {str(name): (None, comment) for name, comment in rows if name in names}
+
     def columns(self, ref: TableRef, handle: Any) -> list[ColumnDef]:
-        rows = fetch_all(self.conn, "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, EXTRA, "
-                                    "COLUMN_COMMENT, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
-                                    "AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (ref.schema, ref.name))
-        return [ColumnDef(str(name), str(ctype), nullable == "YES", self._default(default, str(extra), str(dtype)),
-                          comment or None, "auto_increment" in str(extra).lower())
-                for name, ctype, nullable, default, extra, comment, dtype in rows]
+        return self.columns_all(ref.schema, {ref.name: handle}).get(ref.name, [])
+
+    def columns_all(self, schema: str, handles: Mapping[str, Any]) -> dict[str, list[ColumnDef]]:
+        out: dict[str, list[ColumnDef]] = {name: [] for name in handles}
+        for table, name, ctype, nullable, default, extra, comment, dtype in fetch_all(
+                self.conn, f"SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, EXTRA, "
+                           f"COLUMN_COMMENT, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                           f"AND TABLE_NAME IN ({_marks(handles)}) ORDER BY TABLE_NAME, ORDINAL_POSITION",
+                (schema, *handles)):
+            if table not in out:  # another table's name but for case (the catalog compares without it)
+                continue
+            out[str(table)].append(ColumnDef(
+                str(name), str(ctype), nullable == "YES", self._default(default, str(extra), str(dtype)),
+                comment or None, "auto_increment" in str(extra).lower()))
+        return out
 
     def _default(self, default: str | None, extra: str, data_type: str) -> str | None:
         """The default as an SQL expression (None: none, or NULL)."""
@@ -77,33 +92,51 @@ class MysqlCatalog(SqlCatalog):
         return "'" + default.replace("\\", "\\\\").replace("'", "''") + "'"
 
     def key_parts(self, ref: TableRef, handle: Any) -> list[KeyPart]:
-        rows = fetch_all(self.conn, "SELECT INDEX_NAME, COLUMN_NAME, NON_UNIQUE, SUB_PART, INDEX_TYPE "
-                                    "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
-                                    "ORDER BY INDEX_NAME, SEQ_IN_INDEX", (ref.schema, ref.name))
-        parts = []
-        for index, column, non_unique, sub_part, method in rows:
+        return self.key_parts_all(ref.schema, {ref.name: handle}).get(ref.name, [])
+
+    def key_parts_all(self, schema: str, handles: Mapping[str, Any]) -> dict[str, list[KeyPart]]:
+        out: dict[str, list[KeyPart]] = {name: [] for name in handles}
+        for table, index, column, non_unique, sub_part, method in fetch_all(
+                self.conn, f"SELECT TABLE_NAME, INDEX_NAME, COLUMN_NAME, NON_UNIQUE, SUB_PART, INDEX_TYPE "
+                           f"FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s "
+                           f"AND TABLE_NAME IN ({_marks(handles)}) ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
+                (schema, *handles)):
             skip = None
             if str(method).upper() not in REMADE:
                 skip = f"a {str(method).upper()} index"
             elif sub_part is not None:
                 skip = f"a prefix index ({column}({sub_part}))"
-            parts.append(KeyPart(str(index), None if column is None else str(column), index == "PRIMARY",
-                                 int(non_unique) == 0, skip))
-        return parts
+            if table not in out:
+                continue
+            out[str(table)].append(KeyPart(str(index), None if column is None else str(column),
+                                           index == "PRIMARY", int(non_unique) == 0, skip))
+        return out
 
     def foreign_key_parts(self, ref: TableRef, handle: Any) -> list[ForeignKeyPart]:
-        rows = fetch_all(self.conn, "SELECT k.CONSTRAINT_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, "
-                                    "k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, r.DELETE_RULE, r.UPDATE_RULE "
-                                    "FROM information_schema.KEY_COLUMN_USAGE k "
-                                    "JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
-                                    "ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA "
-                                    "AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND r.TABLE_NAME = k.TABLE_NAME "
-                                    "WHERE k.TABLE_SCHEMA = %s AND k.TABLE_NAME = %s "
-                                    "AND k.REFERENCED_TABLE_NAME IS NOT NULL "
-                                    "ORDER BY k.CONSTRAINT_NAME, k.ORDINAL_POSITION", (ref.schema, ref.name))
-        return [ForeignKeyPart(str(name), str(column), TableRef(str(schema), str(table)), str(ref_column),
-                               action(delete, DEFAULT_ACTIONS), action(update, DEFAULT_ACTIONS))
-                for name, column, schema, table, ref_column, delete, update in rows]
+        return self.foreign_key_parts_all(ref.schema, {ref.name: handle}).get(ref.name, [])
+
+    def foreign_key_parts_all(self, schema: str, handles: Mapping[str, Any]) -> dict[str, list[ForeignKeyPart]]:
+        out: dict[str, list[ForeignKeyPart]] = {name: [] for name in handles}
+        for own, name, column, ref_schema, table, ref_column, delete, update in fetch_all(
+                self.conn, f"SELECT k.TABLE_NAME, k.CONSTRAINT_NAME, k.COLUMN_NAME, k.REFERENCED_TABLE_SCHEMA, "
+                           f"k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, r.DELETE_RULE, r.UPDATE_RULE "
+                           f"FROM information_schema.KEY_COLUMN_USAGE k "
+                           f"JOIN information_schema.REFERENTIAL_CONSTRAINTS r "
+                           f"ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA "
+                           f"AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND r.TABLE_NAME = k.TABLE_NAME "
+                           f"WHERE k.TABLE_SCHEMA = %s AND k.TABLE_NAME IN ({_marks(handles)}) "
+                           f"AND k.REFERENCED_TABLE_NAME IS NOT NULL "
+                           f"ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION", (schema, *handles)):
+            if own not in out:
+                continue
+            out[str(own)].append(ForeignKeyPart(
+                str(name), str(column), TableRef(str(ref_schema), str(table)), str(ref_column),
+                action(delete, DEFAULT_ACTIONS), action(update, DEFAULT_ACTIONS)))
+        return out
+
+
+def _marks(names: Sequence[str] | Mapping[str, Any]) -> str:
+    return ", ".join(["%s"] * len(names))
 
 
 def open_catalog(options: DatabaseSource) -> MysqlCatalog:

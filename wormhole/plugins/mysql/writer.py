@@ -70,7 +70,21 @@ class MysqlWriter(SqlWriter[pymysql.Connection]):
             self._open_buffer()
 
     def _connect(self) -> pymysql.Connection:
-        return self.periphery.connect(WriteError, autocommit=False, local_infile=True, log=self.log)
+        # In a database task, a connection another table's writer left idle on this server (ctx.shared).
+        shared = self.ctx.shared
+        conn = shared.lend(self._shared_key()) if shared is not None and self.periphery.lends() else None
+        return conn if conn is not None else self.periphery.connect(WriteError, autocommit=False, local_infile=True,
+                                                                     log=self.log)
+
+    def _give_back(self, conn: pymysql.Connection) -> bool:
+        shared = self.ctx.shared
+        if shared is None or not self.periphery.lends() or not MYSQL.idle(conn, autocommit=False):
+            return False
+        shared.keep(self._shared_key(), conn, MYSQL.close_quietly)
+        return True
+
+    def _shared_key(self) -> tuple[object, ...]:
+        return ("writer", MYSQL.name, self.periphery.endpoint, tuple(sorted(self.periphery.session_settings().items())))
 
     def _open_buffer(self) -> None:
         # An in-memory file the driver opens by name: the batch never touches a disk.

@@ -31,6 +31,7 @@ SINK = sink_role(options=PostgresWriterOptions, periphery=PostgresWriterPeripher
                  method_keys=("load", "write_mode"), plan_load=plan_load,
                  targets=("database", "schema", "table", "staging_table"),
                  encoded=EncodedWriteFacet(format=COPY_BINARY, takes=PostgresWriterPeriphery.takes_encoding),
-                 ddl=DdlFacet(dialect=POSTGRES_DDL, open=open_session))  # a database task creates its tables
+                 ddl=DdlFacet(dialect=POSTGRES_DDL, open=open_session,
+                              session_key=lambda o: o.endpoint(o.database)))  # a database task creates its tables
 PLUGIN = Plugin(name="postgres", source=SOURCE, sink=SINK,
                 description="PostgreSQL/Greenplum tables: key or block range split reads; COPY loads with staging swap")

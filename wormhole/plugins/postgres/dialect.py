@@ -114,6 +114,10 @@ class PostgresDialect(SessionDialect):
     def is_duplicate(self, exc: BaseException) -> bool:
         return isinstance(exc, psycopg.Error) and connection.sqlstate(exc) == _UNIQUE_VIOLATION
 
+    def idle(self, conn: Any, autocommit: bool = True) -> bool:
+        return bool(not conn.closed and conn.autocommit == autocommit
+                    and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
+
     def commit_unknown(self, exc: BaseException, conn: Any) -> bool:
         return isinstance(exc, psycopg.OperationalError) and bool(conn.broken or conn.closed)
 

@@ -10,7 +10,7 @@ auto-increment, and its default (the sequence) is not carried.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -40,16 +40,21 @@ _FIND_SQL = """
 SELECT c.oid, obj_description(c.oid, 'pg_class') FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')"""
 
+_FIND_ALL_SQL = """
+SELECT c.relname, c.oid, obj_description(c.oid, 'pg_class')
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relname = ANY(%s) AND c.relkind IN ('r', 'p')"""
+
 _COLUMNS_SQL = """
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+SELECT a.attrelid, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
        CASE WHEN a.attgenerated = '' THEN pg_get_expr(d.adbin, d.adrelid) END, a.attidentity <> '',
        col_description(a.attrelid, a.attnum)
 FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY a.attnum"""
+WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY a.attrelid, a.attnum"""
 
 _KEYS_SQL = """
-SELECT i.relname, a.attname, x.indisprimary, x.indisunique,
+SELECT x.indrelid, i.relname, a.attname, x.indisprimary, x.indisunique,
        CASE WHEN NOT x.indisvalid THEN 'an invalid index'
             WHEN am.amname <> 'btree' THEN 'a ' || am.amname || ' index'
             WHEN x.indpred IS NOT NULL THEN 'a partial index (WHERE ' || pg_get_expr(x.indpred, x.indrelid) || ')'
@@ -59,19 +64,19 @@ JOIN pg_class i ON i.oid = x.indexrelid
 JOIN pg_am am ON am.oid = i.relam
 CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
 LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum AND k.attnum > 0
-WHERE x.indrelid = %s AND k.ord <= x.indnkeyatts
-ORDER BY i.relname, k.ord"""
+WHERE x.indrelid = ANY(%s) AND k.ord <= x.indnkeyatts
+ORDER BY x.indrelid, i.relname, k.ord"""
 
 _FOREIGN_SQL = """
-SELECT con.conname, a.attname, rn.nspname, rc.relname, ra.attname, con.confdeltype, con.confupdtype
+SELECT con.conrelid, con.conname, a.attname, rn.nspname, rc.relname, ra.attname, con.confdeltype, con.confupdtype
 FROM pg_constraint con
 CROSS JOIN LATERAL unnest(con.conkey, con.confkey) WITH ORDINALITY AS k(attnum, refnum, ord)
 JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
 JOIN pg_class rc ON rc.oid = con.confrelid
 JOIN pg_namespace rn ON rn.oid = rc.relnamespace
 JOIN pg_attribute ra ON ra.attrelid = con.confrelid AND ra.attnum = k.refnum
-WHERE con.conrelid = %s AND con.contype = 'f'
-ORDER BY con.conname, k.ord"""
+WHERE con.conrelid = ANY(%s) AND con.contype = 'f'
+ORDER BY con.conrelid, con.conname, k.ord"""
 
 
 class PostgresCatalog(SqlCatalog):
@@ -94,23 +99,46 @@ class PostgresCatalog(SqlCatalog):
         row = fetch_one(self.conn, _FIND_SQL, (ref.schema, ref.name))
         return None if row is None else (row[0], row[1])
 
+    def find_all(self, schema: str, names: Sequence[str]) -> dict[str, tuple[Any, str | None]]:
+        return {str(name): (oid, comment) for name, oid, comment in fetch_all(self.conn, _FIND_ALL_SQL,
+                                                                               (schema, list(names)))}
+
     def columns(self, ref: TableRef, handle: Any) -> list[ColumnDef]:
-        columns = []
-        for name, declared, nullable, default, identity, comment in fetch_all(self.conn, _COLUMNS_SQL, (handle,)):
+        return self.columns_all(ref.schema, {ref.name: handle})[ref.name]
+
+    def columns_all(self, schema: str, handles: Mapping[str, Any]) -> dict[str, list[ColumnDef]]:
+        names, out = _by_oid(handles)
+        for oid, name, declared, nullable, default, identity, comment in fetch_all(self.conn, _COLUMNS_SQL,
+                                                                                   (list(names),)):
             serial = default is not None and str(default).startswith("nextval(")
-            columns.append(ColumnDef(str(name), str(declared), bool(nullable), None if serial else default,
-                                     comment or None, bool(identity) or serial))
-        return columns
+            out[names[oid]].append(ColumnDef(str(name), str(declared), bool(nullable), None if serial else default,
+                                             comment or None, bool(identity) or serial))
+        return out
 
     def key_parts(self, ref: TableRef, handle: Any) -> list[KeyPart]:
-        return [KeyPart(str(index), column, bool(primary), bool(unique), skip)
-                for index, column, primary, unique, skip in fetch_all(self.conn, _KEYS_SQL, (handle,))]
+        return self.key_parts_all(ref.schema, {ref.name: handle})[ref.name]
+
+    def key_parts_all(self, schema: str, handles: Mapping[str, Any]) -> dict[str, list[KeyPart]]:
+        names, out = _by_oid(handles)
+        for oid, index, column, primary, unique, skip in fetch_all(self.conn, _KEYS_SQL, (list(names),)):
+            out[names[oid]].append(KeyPart(str(index), column, bool(primary), bool(unique), skip))
+        return out
 
     def foreign_key_parts(self, ref: TableRef, handle: Any) -> list[ForeignKeyPart]:
-        return [ForeignKeyPart(str(name), str(column), TableRef(str(schema), str(table)), str(ref_column),
-                               ACTIONS.get(str(delete)), ACTIONS.get(str(update)))
-                for name, column, schema, table, ref_column, delete, update
-                in fetch_all(self.conn, _FOREIGN_SQL, (handle,))]
+        return self.foreign_key_parts_all(ref.schema, {ref.name: handle})[ref.name]
+
+    def foreign_key_parts_all(self, schema: str, handles: Mapping[str, Any]) -> dict[str, list[ForeignKeyPart]]:
+        names, out = _by_oid(handles)
+        for oid, name, column, ref_schema, table, ref_column, delete, update in fetch_all(
+                self.conn, _FOREIGN_SQL, (list(names),)):
+            out[names[oid]].append(ForeignKeyPart(str(name), str(column), TableRef(str(ref_schema), str(table)),
+                                                  str(ref_column), ACTIONS.get(str(delete)), ACTIONS.get(str(update))))
+        return out
+
+
+def _by_oid(handles: Mapping[str, Any]) -> tuple[dict[Any, str], dict[str, list[Any]]]:
+    """oid -> table name, and an empty list per table (what a table's rows are gathered in)."""
+    return {oid: name for name, oid in handles.items()}, {name: [] for name in handles}
 
 
 def open_catalog(options: DatabaseSource) -> PostgresCatalog:

@@ -217,6 +217,11 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
             cur.execute("RELEASE SAVEPOINT wh_try")
 
     def _connect(self) -> psycopg.Connection[Any]:
+        shared = self.ctx.shared
+        if shared is not None and self._lends():  # a session another table's writer left idle on this server
+            lent = shared.lend(self._shared_key())
+            if lent is not None:
+                return lent  # type: ignore[no-any-return]
         conn = self.periphery.connect(WriteError, log=self.log)
         try:
             for statement in self.periphery.session_sql:  # committed: no rollback of a piece can drop it
@@ -226,6 +231,21 @@ class PostgresWriter(SqlWriter[psycopg.Connection[Any]]):
             POSTGRES.close_quietly(conn)
             raise self._error(f"preparing a session on {self.periphery.target} failed: {describe(exc)}") from exc
         return conn
+
+    def _give_back(self, conn: psycopg.Connection[Any]) -> bool:
+        shared = self.ctx.shared
+        if shared is None or not self._lends() or not POSTGRES.idle(conn, autocommit=False):
+            return False
+        shared.keep(self._shared_key(), conn, POSTGRES.close_quietly)
+        return True
+
+    def _lends(self) -> bool:
+        """A session whose set-up is its table's own (an upsert's temporary table) is never lent."""
+        return not self.periphery.session_sql and self.periphery.lends()
+
+    def _shared_key(self) -> tuple[object, ...]:
+        p = self.periphery
+        return ("writer", POSTGRES.name, p.endpoint, tuple(sorted(p.session_settings().items())))
 
     def _commit_lost(self, exc: Exception) -> bool:
         return isinstance(exc, psycopg.OperationalError)

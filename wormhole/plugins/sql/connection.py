@@ -184,6 +184,10 @@ class SessionDialect:
         """Drop ``conn`` (a COMMIT's answer was lost): closed quietly, unless the store's driver needs more."""
         self.close_quietly(conn)
 
+    def idle(self, conn: Any, autocommit: bool = True) -> bool:
+        """Whether another step may use ``conn`` as a new session (:meth:`Dialect.idle`); the store says."""
+        return False
+
     def end_refused(self, exc: BaseException) -> bool:
         """Ending the session failed for a reason that leaves it to end on its own (or already gone)."""
         return True

@@ -242,16 +242,26 @@ class SqlDdl:
     def statements(self, plan: TablePlan, foreign_keys: bool) -> TableDdl:
         defs = [self.column_sql(c, plan) for c in plan.columns]
         key_later = bool(plan.primary_key) and self.key_after_load and not plan.key_during_load
-        if plan.primary_key and not self.key_inline(plan) and not key_later:
+        with_table = plan.indexes_with_table
+        if plan.primary_key and not self.key_inline(plan) and (with_table or not key_later):
             defs.append(f"PRIMARY KEY ({self.columns_list(plan.primary_key)})")
         defs.extend(self.extra_definitions(plan, foreign_keys))
+        inline = self.index_definitions(plan) if with_table else None
+        defs.extend(inline or ())
         create = f"CREATE TABLE {self.qualified(plan.target)} ({', '.join(defs)}){self.table_suffix(plan)}"
         inline_fks = self.fks_inline()
         key = [f"ALTER TABLE {self.qualified(plan.target)} ADD PRIMARY KEY ({self.columns_list(plan.primary_key)})"]
-        return TableDdl(plan.target, plan.columns, (create, *self.comments(plan)),
-                        after_load=(*(key if key_later else ()), *self.index_statements(plan)),
+        indexes = self.index_statements(plan)
+        made = (create, *self.comments(plan), *(indexes if with_table and inline is None else ()))
+        return TableDdl(plan.target, plan.columns, made,
+                        after_load=(*(key if key_later else ()), *indexes),
                         foreign_keys=() if inline_fks else tuple(self.fk_statements(plan)),
-                        sequences=tuple(self.sequences(plan)), lossy=tuple(self.lossy(plan)))
+                        sequences=tuple(self.sequences(plan)), lossy=tuple(self.lossy(plan)), indexed=with_table)
+
+    def index_definitions(self, plan: TablePlan) -> list[str] | None:
+        """The indexes as definitions inside CREATE TABLE (MySQL's ``KEY``); None: the store has no such form,
+        its :meth:`index_statements` follow CREATE TABLE."""
+        return None
 
     key_after_load = False
     """The primary key is added after the rows are in when the load does not need it (PostgreSQL: one sorted

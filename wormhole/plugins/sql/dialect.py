@@ -158,4 +158,10 @@ class Dialect(Protocol):
         """COMMIT failed with the connection lost while its answer was awaited: it may have committed."""
         ...
 
+    def idle(self, conn: Any, autocommit: bool = True) -> bool:
+        """``conn`` is as a new session of its settings would be (open, in ``autocommit`` or not as opened, no
+        transaction nor result pending): another step may use it (:mod:`wormhole.plugins.shared`). False: never
+        lent."""
+        ...
+
     # -- end of the write side --------------------------------------------------------------------

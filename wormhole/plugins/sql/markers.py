@@ -21,6 +21,7 @@ The methods run on the caller's connection: in its transaction when it has one o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,23 +69,47 @@ class SplitMarkers:
         """The table's columns (empty when there is no table yet)."""
         return self.sql.dialect.marker_columns(conn, self.sql.namespace, TABLE)
 
+    def _current_key(self) -> tuple[Any, ...]:
+        return ("markers", self.sql.dialect.name, self.sql.endpoint, self.sql.namespace)
+
+    def current(self, conn: Any) -> bool:
+        """The table is there with this version's columns: asked once per server and namespace in a database
+        task (its table runs share the answer, ``ctx.shared``), else each time."""
+        shared = self.ctx.shared
+        if shared is not None and shared.get(self._current_key()):
+            return True
+        found = "taskdb" in self.columns(conn)
+        if found and shared is not None:
+            shared.put(self._current_key(), True)
+        return found
+
     def ensure(self, conn: Any) -> None:
+        """The table made ready for this version's rows: once per server and namespace in a database task
+        (the first table's run checks or creates it, the others wait for it and take its answer)."""
+        shared = self.ctx.shared
+        if shared is None:
+            self._ensure(conn)
+        else:
+            shared.once(self._current_key(), lambda: self._ensure(conn))
+
+    def _ensure(self, conn: Any) -> bool:
+        """Whether the table is current once made ready."""
         # Looked up first: CREATE ... IF NOT EXISTS needs the CREATE privilege even when the table is
         # there, and a user without it may write into a table an admin created once.
         columns = self.columns(conn)
         if "taskdb" in columns:
-            return
+            return True
         dialect, sql = self.sql.dialect, self.sql
         ddl = (dialect.markers_upgrade if columns and dialect.markers_upgrade else dialect.markers_ddl).format(
             table=self.table)
         if columns and dialect.markers_upgrade is None:
-            return
+            return False
         try:
             with conn.cursor() as cur:
                 cur.execute(ddl)
         except dialect.db_error as exc:
             if dialect.created_meanwhile(exc):
-                return  # another run did it at the same moment
+                return True  # another run did it at the same moment
             if dialect.missing_namespace(exc):  # no privilege nor CREATE TABLE can help: name it
                 raise sql.error(PrepareError, f"{dialect.namespace_kind} {sql.namespace!r} does not exist on "
                                               f"{sql.endpoint.mark} (params.{dialect.namespace_kind} of destination "
@@ -96,6 +121,7 @@ class SplitMarkers:
             raise sql.error(PrepareError, f"the split markers table {self.table} {what}: {dialect.describe(exc)}; it "
                                           f"needs the {'ALTER' if columns else 'CREATE'} privilege on "
                                           f"{dialect.namespace_kind} {sql.namespace!r} (or run once: {ddl})") from exc
+        return True
 
     def phase(self, conn: Any) -> tuple[str | None, int | None]:
         """How far this state run's load got (None: its prepare never finished), and the row count
@@ -140,13 +166,30 @@ class SplitMarkers:
     def other_runs(self, conn: Any, keep_run: int | None) -> dict[int, int]:
         """state run -> split markers of this task database's task and destination, for every state run
         but ``keep_run``."""
-        if "taskdb" not in self.columns(conn):
+        if not self.current(conn):
             return {}  # no run ever prepared a destination here (or only runs of a version before taskdb)
-        rows = fetch_all(conn, f"SELECT state_run, SUM(CASE WHEN split_id <> %s THEN 1 ELSE 0 END) FROM {self.table} "
-                               f"WHERE taskdb = %s AND task_id = %s AND destination = %s GROUP BY state_run "
-                               f"ORDER BY state_run",
-                         (PREPARED, self.ctx.taskdb_id, self.ctx.task_id, self.ctx.destination))
+        shared = self.ctx.shared
+        rows: Sequence[tuple[Any, ...]]
+        if shared is None:
+            rows = fetch_all(conn, f"SELECT state_run, SUM(CASE WHEN split_id <> %s THEN 1 ELSE 0 END) FROM "
+                                   f"{self.table} WHERE taskdb = %s AND task_id = %s AND destination = %s "
+                                   f"GROUP BY state_run ORDER BY state_run",
+                             (PREPARED, self.ctx.taskdb_id, self.ctx.task_id, self.ctx.destination))
+        else:  # a database task asks once for all its pairs in this namespace: earlier runs' markers are there now
+            rows = shared.once(("marker-runs", self.sql.dialect.name, self.sql.endpoint, self.sql.namespace,
+                                self.ctx.taskdb_id, self.ctx.task_id),
+                               lambda: self._runs_by_destination(conn)).get(self.ctx.destination, ())
         return {int(run): int(n or 0) for run, n in rows if keep_run is None or int(run) != keep_run}
+
+    def _runs_by_destination(self, conn: Any) -> dict[str, tuple[tuple[Any, Any], ...]]:
+        """destination -> (state run, split markers) of every destination of this task database's task."""
+        found: dict[str, list[tuple[Any, Any]]] = {}
+        for destination, run, n in fetch_all(
+                conn, f"SELECT destination, state_run, SUM(CASE WHEN split_id <> %s THEN 1 ELSE 0 END) FROM "
+                      f"{self.table} WHERE taskdb = %s AND task_id = %s GROUP BY destination, state_run "
+                      f"ORDER BY destination, state_run", (PREPARED, self.ctx.taskdb_id, self.ctx.task_id)):
+            found.setdefault(str(destination), []).append((run, n))
+        return {d: tuple(rows) for d, rows in found.items()}
 
     def drop_run(self, conn: Any, state_run: int) -> None:
         with conn.cursor() as cur:

@@ -108,13 +108,41 @@ class SqlWriterPeriphery(ShippedWithoutLock):
         return sum(self.durable.values())
 
     def _session(self, error: type[StorageError], what: str, step: Callable[[Any], None]) -> None:
-        """``step`` on a connection of its own; a driver error fails as '<what> <target> on <server> failed'."""
-        conn = self.connect(error)
+        """``step`` on a connection of its own (or one a step before left idle: :meth:`_lend`); a driver error
+        fails as '<what> <target> on <server> failed'."""
+        conn = self._lend(error)
+        kept = False
         try:
             with self.sql.failing_as(error, f"{what} {self.target}"):
                 step(conn)
+            kept = self._give_back(conn)
         finally:
-            self.dialect.close_quietly(conn)
+            if not kept:
+                self.dialect.close_quietly(conn)
+
+    def _lend(self, error: type[StorageError]) -> Any:
+        """A session for a step of prepare, commit or release: in a database task, one another table's step
+        left idle on this server (:mod:`wormhole.plugins.shared`), else a new connection."""
+        shared = self.ctx.shared
+        conn = shared.lend(self._session_key()) if shared is not None and self.lends() else None
+        return conn if conn is not None else self.connect(error)
+
+    def _give_back(self, conn: Any) -> bool:
+        """Keep ``conn`` for the next step when it is as a new session would be; whether it was kept."""
+        shared = self.ctx.shared
+        if shared is None or not self.lends() or not self.dialect.idle(conn):
+            return False
+        shared.keep(self._session_key(), conn, self.dialect.close_quietly)
+        return True
+
+    def _session_key(self) -> Any:
+        return ("periphery", self.dialect.name, self.endpoint, tuple(sorted(self.session_settings().items())))
+
+    def lends(self) -> bool:
+        """The task author's statements (``pre_sql``, ``post_sql``, ``rollback_sql``) may change a session's
+        settings: a destination that has any keeps its sessions to itself."""
+        opts = self.options
+        return not (getattr(opts, "pre_sql", ()) or getattr(opts, "post_sql", ()) or getattr(opts, "rollback_sql", ()))
 
     # -- prepare --------------------------------------------------------------------------------
 
@@ -189,10 +217,12 @@ class SqlWriterPeriphery(ShippedWithoutLock):
         """``commit`` (one transaction, its ``committed`` phase in it) on a connection of its own. When the
         connection is lost with COMMIT's answer among what was lost, that phase says whether it happened once
         the server has ended the session (:mod:`.settling`): committed, the load is done; not, it fails."""
-        conn = self.connect(CommitError)
+        conn = self._lend(CommitError)
         session = self.dialect.session_id(conn)
+        kept = False
         try:
             commit(conn)
+            kept = self._give_back(conn)
         except self.dialect.db_error as exc:
             failed = f"committing {self.target} on {self.endpoint.mark} failed: {self.dialect.describe(exc)}"
             if not (self.dialect.commit_unknown(exc, conn) and self.markers_ready):
@@ -207,7 +237,8 @@ class SqlWriterPeriphery(ShippedWithoutLock):
             if phase != COMMITTED:
                 raise self.sql.error(CommitError, f"{failed}; it did not commit") from exc
         finally:
-            self.dialect.close_quietly(conn)
+            if not kept:
+                self.dialect.close_quietly(conn)
 
     def _post_sql(self, conn: Any) -> None:
         for statement in self.options.post_sql:

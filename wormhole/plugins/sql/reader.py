@@ -12,7 +12,24 @@ from wormhole.errors import ReadError, SplitError
 from wormhole.plugins.base import Batch, Column, PushedQuery, ReadContext, Rejected, Schema, Split
 from wormhole.plugins.sql.catalog import query_columns
 from wormhole.plugins.sql.dialect import Dialect
-from wormhole.plugins.sql.source_options import QuerySource, SqlSource
+from wormhole.plugins.sql.snapshot import source_session
+from wormhole.plugins.sql.source_options import QuerySource, Shard, SqlSource
+
+
+def table_columns(dialect: Dialect, source: SqlSource, shard: Shard, table: str, ctx: ReadContext,
+                  conn: Any = None) -> list[Any]:
+    """``table``'s columns as the store's catalog describes them (on ``conn``, else a session of its own); in a
+    database task described once for its table run, whose schema, splitter and readers all ask
+    (``ctx.shared``)."""
+    def described() -> tuple[Any, ...]:
+        if conn is not None:
+            return tuple(dialect.describe_table(conn, shard, table))
+        with source_session(dialect, source, shard.endpoint, SplitError, ctx) as session:
+            return tuple(dialect.describe_table(session, shard, table))
+
+    shared = ctx.shared
+    key = ("columns", dialect.name, shard.endpoint, shard.schema, table)
+    return list(described() if shared is None else shared.once(key, described))
 
 
 class SchemaOnce:
@@ -46,15 +63,12 @@ class SqlReader(SchemaOnce):
         its query's, or those of its first table it selects."""
         source, dialect = self.source, self.DIALECT
         shard = source.shards[0]
-        conn = dialect.connect(source, shard.endpoint, SplitError, self.ctx)
-        try:
-            if isinstance(source, QuerySource):
+        if isinstance(source, QuerySource):
+            with source_session(dialect, source, shard.endpoint, SplitError, self.ctx) as conn:
                 return query_columns(dialect, conn, shard.endpoint, source.query)
-            table = shard.tables[0]
-            return dialect.choose_columns(dialect.describe_table(conn, shard, table), source.selection.columns, shard,
-                                          table)
-        finally:
-            dialect.close_quietly(conn)
+        table = shard.tables[0]
+        return dialect.choose_columns(table_columns(dialect, source, shard, table, self.ctx), source.selection.columns,
+                                      shard, table)
 
     def split_query(self, split: Split) -> tuple[str, tuple[Any, ...], tuple[str, ...], tuple[str, ...],
                                                   PushedQuery | None]:

@@ -132,11 +132,29 @@ def planning_session(dialect: Dialect, source: SqlSource, endpoint: Endpoint, er
         with snapshot.planning(endpoint, ctx) as conn:
             yield conn
         return
-    conn = dialect.connect(source, endpoint, error, ctx)
+    with source_session(dialect, source, endpoint, error, ctx) as conn:
+        yield conn
+
+
+@contextmanager
+def source_session(dialect: Dialect, source: SqlSource, endpoint: Endpoint, error: type[StorageError],
+                   ctx: ReadContext) -> Iterator[Any]:
+    """A session on ``endpoint`` for a step that describes or plans (not one reading a split): in a database
+    task, one a step before left idle there (``ctx.shared``), given back idle; else a connection of its own."""
+    shared = ctx.shared
+    key = ("source", dialect.name, endpoint)
+    conn = shared.lend(key) if shared is not None else None
+    if conn is None:
+        conn = dialect.connect(source, endpoint, error, ctx)
+    kept = False
     try:
         yield conn
+        if shared is not None and dialect.idle(conn):
+            shared.keep(key, conn, dialect.close_quietly)
+            kept = True
     finally:
-        dialect.close_quietly(conn)
+        if not kept:
+            dialect.close_quietly(conn)
 
 
 class SnapshotPool:

@@ -14,6 +14,7 @@ from wormhole.errors import SplitError
 from wormhole.plugins.base import ReadContext, Split
 from wormhole.plugins.sql.catalog import CatalogColumn, Shape, find_column, query_columns, same_shape
 from wormhole.plugins.sql.dialect import Dialect
+from wormhole.plugins.sql.reader import table_columns
 from wormhole.plugins.sql.snapshot import planning_session
 from wormhole.plugins.sql.source_options import QuerySource, Selection, Shard, SqlSource
 
@@ -114,7 +115,7 @@ class SqlSplitter:
             # With a consistent snapshot, the key ranges are those of its instant (the rows read then).
             with planning_session(dialect, source, shard.endpoint, SplitError, self.ctx) as conn:
                 for table in shard.tables:
-                    infos = dialect.describe_table(conn, shard, table)
+                    infos = table_columns(dialect, source, shard, table, self.ctx, conn)
                     chosen = dialect.choose_columns(infos, source.selection.columns, shard, table)
                     where = f"{dialect.table_label(shard, table)} in {shard.endpoint.mark}"
                     reference = same_shape(reference, chosen, dialect.kind_types, where, dialect.name)

@@ -58,7 +58,15 @@ def staging_leftovers(sql: TargetSql, conn: Any, ctx: WriteContext, target: str,
     table counts only when it carries the marker *and* has the staging name of the marker's run
     (``named``, or the default one), so a user's table is never taken for one."""
     leftovers = []
-    for name, comment in sql.dialect.commented_tables(conn, sql.namespace):
+    shared = ctx.shared
+
+    def listed() -> tuple[tuple[str, str], ...]:
+        return tuple(sql.dialect.commented_tables(conn, sql.namespace))
+    # A database task lists them once per namespace: what earlier runs left is there when this run starts, and
+    # what this run makes is its own (keep_run's).
+    commented = listed() if shared is None else shared.once(("commented", sql.dialect.name, sql.endpoint,
+                                                              sql.namespace), listed)
+    for name, comment in commented:
         marker = parse_marker(comment)
         if marker is None or marker[:2] != (ctx.taskdb_id, ctx.task_id) or marker[3] != ctx.destination \
                 or marker[2] == keep_run:

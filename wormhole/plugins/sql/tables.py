@@ -7,12 +7,15 @@ tables with the store's row estimate, less wormhole's own tables (its split mark
 staging tables it marks), then :meth:`~wormhole.database.model.TablePatterns.select`. Describing: columns in
 order, the primary key, the indexes that a destination can make again (an expression, partial, prefix or
 other-method index is skipped, logged as ``catalog.index_skipped``), the foreign keys with their actions.
+A task's tables are described together (:meth:`SqlCatalog.describe_all`): a store that can asks its catalog
+a few statements per :data:`DESCRIBE_CHUNK` tables of a schema, not four per table (200 tables cost 800
+round trips, 2 s, before anything moved).
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 import structlog
@@ -34,6 +37,9 @@ OWN_PREFIXES = ("wormhole_", "_wh_")
 (``wormhole_task``...) and sqlite's staging tables (``_wh_stage_...``). Never part of a database task."""
 
 ACTIONS = frozenset({"CASCADE", "SET NULL", "RESTRICT", "NO ACTION", "SET DEFAULT"})
+DESCRIBE_CHUNK = 500
+"""Tables of one schema described by one statement of each kind (the names are bound: a statement stays
+well under any server's packet and parameter limits)."""
 
 
 def own_table(name: str, comment: str | None) -> bool:
@@ -112,6 +118,23 @@ class SqlCatalog:
     def foreign_key_parts(self, ref: TableRef, handle: Any) -> list[ForeignKeyPart]:
         raise NotImplementedError
 
+    # The same parts for many tables of one schema at once, keyed by table name: a store whose catalog can
+    # answer for many tables in one statement overrides them; these ask table by table.
+
+    def find_all(self, schema: str, names: Sequence[str]) -> dict[str, tuple[Any, str | None]]:
+        """``find`` of each of ``names`` that is a base table of ``schema``."""
+        found = {name: self.find(TableRef(schema, name)) for name in names}
+        return {name: f for name, f in found.items() if f is not None}
+
+    def columns_all(self, schema: str, handles: Mapping[str, Any]) -> dict[str, list[ColumnDef]]:
+        return {name: self.columns(TableRef(schema, name), h) for name, h in handles.items()}
+
+    def key_parts_all(self, schema: str, handles: Mapping[str, Any]) -> dict[str, list[KeyPart]]:
+        return {name: self.key_parts(TableRef(schema, name), h) for name, h in handles.items()}
+
+    def foreign_key_parts_all(self, schema: str, handles: Mapping[str, Any]) -> dict[str, list[ForeignKeyPart]]:
+        return {name: self.foreign_key_parts(TableRef(schema, name), h) for name, h in handles.items()}
+
     # -- the catalog -------------------------------------------------------------------------------
 
     def list_tables(self, patterns: TablePatterns) -> list[ListedTable]:
@@ -141,6 +164,38 @@ class SqlCatalog:
         except self.db_error as exc:
             raise SplitError(f"cannot describe table {ref.key} in {self.where}: {self.reason(exc)}",
                              plugin=self.plugin) from exc
+        return self._definition(ref, comment, columns, parts, foreign)
+
+    def describe_all(self, refs: Sequence[TableRef]) -> dict[TableRef, TableDef]:
+        """Each of ``refs`` as :meth:`describe` gives it, asked a few statements per chunk of tables of a
+        schema (the ``*_all`` parts); SplitError naming the first that is not there (any more)."""
+        by_schema: dict[str, list[str]] = {}
+        for ref in refs:
+            by_schema.setdefault(ref.schema, []).append(ref.name)
+        out: dict[TableRef, TableDef] = {}
+        for schema, names in by_schema.items():
+            for chunk in _chunks(names):
+                try:
+                    found = self.find_all(schema, chunk)
+                    missing = next((n for n in chunk if n not in found), None)
+                    if missing is not None:
+                        raise SplitError(f"table {TableRef(schema, missing).key} does not exist in {self.where}",
+                                         plugin=self.plugin)
+                    handles = {name: handle for name, (handle, _) in found.items()}
+                    columns = self.columns_all(schema, handles)
+                    parts = self.key_parts_all(schema, handles)
+                    foreign = self.foreign_key_parts_all(schema, handles)
+                except self.db_error as exc:
+                    raise SplitError(f"cannot describe the tables of {schema} in {self.where}: {self.reason(exc)}",
+                                     plugin=self.plugin) from exc
+                for name in chunk:
+                    ref = TableRef(schema, name)
+                    out[ref] = self._definition(ref, found[name][1], columns.get(name, []), parts.get(name, []),
+                                                foreign.get(name, []))
+        return {ref: out[ref] for ref in refs}
+
+    def _definition(self, ref: TableRef, comment: str | None, columns: Sequence[ColumnDef],
+                    parts: Sequence[KeyPart], foreign: Sequence[ForeignKeyPart]) -> TableDef:
         primary = tuple(p.column for p in parts if p.primary and p.column is not None)
         return TableDef(ref=ref, columns=tuple(columns), primary_key=primary,
                         indexes=self._indexes(ref, [p for p in parts if not p.primary]),
@@ -175,6 +230,24 @@ class SqlCatalog:
                 continue
             out.append(IndexDef(name, tuple(p.column for p in columns if p.column is not None), columns[0].unique))
         return tuple(out)
+
+
+def _chunks(names: Sequence[str]) -> Iterable[list[str]]:
+    """``names`` in chunks of at most :data:`DESCRIBE_CHUNK`, no two in one chunk alike but for case: MariaDB's
+    catalog looks ``TABLE_NAME IN (...)`` up by name, and of ``Case`` and ``case`` finds only one."""
+    left = list(dict.fromkeys(names))
+    while left:
+        chunk: list[str] = []
+        seen: set[str] = set()
+        rest: list[str] = []
+        for name in left:
+            if len(chunk) < DESCRIBE_CHUNK and name.casefold() not in seen:
+                seen.add(name.casefold())
+                chunk.append(name)
+            else:
+                rest.append(name)
+        yield chunk
+        left = rest
 
 
 def foreign_keys(parts: Sequence[ForeignKeyPart]) -> tuple[ForeignKeyDef, ...]:

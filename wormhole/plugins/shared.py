@@ -1,0 +1,118 @@
+"""What the table runs of one database task share through their stores' contexts (``ctx.shared``).
+
+A database task runs each table as a run of its own; for a table of a hundred rows the round trips around
+its rows cost far more than the rows. What one table's run learnt that holds for the next is kept here for
+the task's run: a fact asked once (the destination's markers table is there and current, a server's
+settings, a source table's columns) and idle sessions, lent by one step to the next (a table's prepare,
+commit, release and DDL) instead of a connection each. A store keys what it keeps by its server and
+database, and lends a session back only when it is as a new one would be (no transaction open, its
+settings its own). A task of one table has none (``ctx.shared`` is None): every step asks and connects.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+IDLE_S = 5.0
+"""An idle session kept longer than this is closed instead of lent: a server may drop an idle session after
+its own ``wait_timeout`` (some are set to seconds), and a tiny table's steps follow one another in
+milliseconds."""
+PER_KEY = 8
+"""Idle sessions kept per key; more are closed."""
+
+
+class RunShared:
+    """Facts and idle sessions shared by a database task's table runs (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._facts: dict[Hashable, Any] = {}
+        self._making: dict[Hashable, threading.Lock] = {}
+        self._idle: dict[Hashable, list[tuple[float, Any, Callable[[Any], None]]]] = {}
+        self._closed = False
+        self.counts: Counter[str] = Counter()
+        """``lent``, ``kept``, ``closed``: what the sessions did (the tests' and the log's)."""
+
+    # -- facts -------------------------------------------------------------------------------------
+
+    def get(self, key: Hashable) -> Any | None:
+        """The fact kept under ``key`` (None: not known)."""
+        with self._lock:
+            return self._facts.get(key)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._facts[key] = value
+
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        """The fact under ``key``, made by ``make`` when not known yet; a run asking while another makes it waits
+        for that one (the server is asked once). ``make`` raising keeps nothing: the next to ask makes it."""
+        with self._lock:
+            if key in self._facts:
+                return self._facts[key]  # type: ignore[no-any-return]
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            with self._lock:
+                if key in self._facts:
+                    return self._facts[key]  # type: ignore[no-any-return]
+            made = make()
+            with self._lock:
+                self._facts[key] = made
+            return made
+
+    # -- idle sessions -----------------------------------------------------------------------------
+
+    def lend(self, key: Hashable) -> Any | None:
+        """An idle session kept under ``key`` (the newest), None when there is none."""
+        stale: list[tuple[float, Any, Callable[[Any], None]]] = []
+        lent = None
+        with self._lock:
+            idle = self._idle.get(key, [])
+            while idle:
+                kept_at, conn, close = idle.pop()
+                if time.monotonic() - kept_at <= IDLE_S:
+                    lent = conn
+                    self.counts["lent"] += 1
+                    break
+                stale.append((kept_at, conn, close))
+        _close_all(stale, self.counts)
+        return lent
+
+    def keep(self, key: Hashable, conn: Any, close: Callable[[Any], None]) -> None:
+        """Keep ``conn`` (idle, as a new session of ``key`` would be) for the next step; closed with ``close``
+        when the run has ended or enough are kept."""
+        with self._lock:
+            idle = self._idle.setdefault(key, [])
+            if not self._closed and len(idle) < PER_KEY:
+                idle.append((time.monotonic(), conn, close))
+                self.counts["kept"] += 1
+                return
+        _close_all([(0.0, conn, close)], self.counts)
+
+    def close(self) -> None:
+        """Close every idle session; sessions given back from now on are closed (until :meth:`reopen`)."""
+        with self._lock:
+            self._closed = True
+            idle = [s for sessions in self._idle.values() for s in sessions]
+            self._idle.clear()
+        _close_all(idle, self.counts)
+
+    def reopen(self) -> None:
+        """Keep idle sessions again (the task's releases, after its run)."""
+        with self._lock:
+            self._closed = False
+
+
+def _close_all(sessions: list[tuple[float, Any, Callable[[Any], None]]], counts: Counter[str]) -> None:
+    for _, conn, close in sessions:
+        counts["closed"] += 1
+        try:
+            close(conn)
+        except Exception:  # a session that will not close cleanly is let go all the same
+            pass
