@@ -8,6 +8,7 @@ through :func:`python_hashes`, which hashes each domain's payloads as the typed 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -18,7 +19,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from wormhole.plugins.values import JSON_NULL, json_parse
+from wormhole.plugins.values import JSON_NULL
 from wormhole.verify.hashing import NULL_HASH, U64, as_text, fixed, is_text, nulls, texts_hashes, variable
 
 JsonNull = Literal["value", "null"]
@@ -210,7 +211,8 @@ def _bool(arr: pa.Array) -> U64:
 
 
 def json_text(v: Any) -> str:
-    """The canonical text of a parsed JSON value (see the module's docstring)."""
+    """The canonical text of a parsed JSON value (see the module's docstring): what :func:`_json_of_text`
+    makes of its text, value for value."""
     if v is None or v is JSON_NULL:
         return "null"
     if v is True:
@@ -220,7 +222,7 @@ def json_text(v: Any) -> str:
     if isinstance(v, int | Decimal):
         return number_text(v)
     if isinstance(v, float):
-        return number_text(Decimal(repr(v))) if np.isfinite(v) else repr(v)
+        return number_text(Decimal(repr(v))) if np.isfinite(v) else json.dumps(v)
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, Mapping):
@@ -231,23 +233,47 @@ def json_text(v: Any) -> str:
     return json.dumps(str(v), ensure_ascii=False)  # a date in a struct: its text
 
 
+_MARKED = re.compile(r'"\\u0000#([^"\\]*)\\u0000"')
+"""A number :func:`_marked_number` made a string, as json.dumps writes it."""
+
+
+def _marked_number(text: str) -> str:
+    """A JSON number with a fraction or an exponent as a string marked to be cut back to its canonical text
+    once json.dumps has written the document (C's speed both ways: a string of exactly these characters
+    would be taken for the number, which no store writes)."""
+    if "e" in text or "E" in text:
+        plain = number_text(Decimal(text))
+    else:  # JSON allows no leading zeros: only the trailing ones go
+        plain = text.rstrip("0").rstrip(".") if "." in text else text
+        plain = "0" if plain == "-0" else plain
+    return f"\x00#{plain}\x00"
+
+
 def _json_of_text(text: str | bytes) -> str:
     try:
-        return json_text(json_parse(text))
+        value = json.loads(text, parse_float=_marked_number)
     except (ValueError, UnicodeError):
         # No JSON: parquet keeps a JSON string value as its bare text.
         return json.dumps(text if isinstance(text, str) else text.decode("utf-8", "surrogatepass"),
                           ensure_ascii=False)
+    out = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _MARKED.sub(r"\1", out) if "\\u0000#" in out else out
 
 
 def _json(arr: pa.Array, json_null: JsonNull) -> U64:
-    t = arr.type
-    values: list[Any] = arr.to_pylist()
-    if is_text(t):
-        texts = [None if v is None else _json_of_text(v) for v in values]
-    else:  # lists, structs, maps: their Python values
-        texts = [None if v is None else json_text(v) for v in values]
-    return _json_texts(texts, json_null)
+    if not is_text(arr.type):  # lists, structs, maps: their Python values
+        return _json_texts([None if v is None else json_text(v) for v in arr.to_pylist()], json_null)
+    # Each distinct document parsed once (a column repeats its documents more often than not).
+    encoded = arr.dictionary_encode()
+    distinct = _json_texts([None if v is None else _json_of_text(v) for v in encoded.dictionary.to_pylist()],
+                           json_null)
+    if not len(distinct):
+        return np.full(len(arr), NULL_HASH, np.uint64)
+    hashes = distinct[np.asarray(encoded.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)]
+    missing = nulls(encoded.indices)
+    if missing is not None:
+        hashes[missing] = NULL_HASH
+    return hashes
 
 
 def _json_texts(texts: Sequence[str | None], json_null: JsonNull) -> U64:
