@@ -121,6 +121,7 @@ def test_every_store_read_back_gives_the_mysql_sources_digest(copied: dict[str, 
 
     parquet = read_batches("file", {"path": copied["parquet"], "format": "parquet"})
     assert checked(parquet, logical={"js": "json"}) == want  # parquet holds JSON as its text
+    assert checked(parquet) != want  # which its reader gives as a string
 
     declared = [{"name": c, "type": t} for c, t in TYPES.items()]
     jsonl = read_batches("file", {"path": copied["jsonl"], "format": "jsonl", "columns": declared})

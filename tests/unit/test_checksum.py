@@ -244,6 +244,10 @@ def test_dates_as_day_numbers() -> None:
     assert single("d", d32) == single("d", d32.cast(pa.date64())) == single(
         "d", pa.array(["2024-02-29", "1000-01-01", None]), "date")
     assert single("d", pa.array(["0000-00-00"]), "date") != single("d", pa.array(["0000-00-00"]))
+    zero = single("d", pa.array(["0000-00-00", "2024-02-29"]), "date")  # text as str or as bytes: one value
+    assert zero == single("d", pa.array([b"0000-00-00", b"2024-02-29"]), "date")
+    assert single("t", pa.array([b"0000-00-00 00:00:00"]), "datetime") == single(
+        "t", pa.array(["0000-00-00 00:00:00"]), "datetime")
 
 
 def test_strings_and_bytes_in_every_arrow_form() -> None:

@@ -7,6 +7,6 @@ type, so that the same rows read back from any store compare equal.
 
 from __future__ import annotations
 
-from wormhole.verify.checksum import Digest, digest, row_hashes
+from wormhole.verify.checksum import CHECKSUM_VERSION, Digest, JsonNull, digest, row_hashes
 
-__all__ = ["Digest", "digest", "row_hashes"]
+__all__ = ["CHECKSUM_VERSION", "Digest", "JsonNull", "digest", "row_hashes"]

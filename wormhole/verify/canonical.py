@@ -151,7 +151,7 @@ def _float(arr: pa.Array) -> U64:
         try:
             return _float(as_text(arr).cast(pa.float64()))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return python_hashes(arr.to_pylist(), "float", "value")
+            return python_hashes(as_text(arr).to_pylist(), "float", "value")
     raise TypeError(f"a float column cannot be read from Arrow type {t}")
 
 
@@ -173,7 +173,7 @@ def _date(arr: pa.Array) -> U64:
         try:
             return _date(as_text(arr).cast(pa.date32()))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return python_hashes(arr.to_pylist(), "date", "value")
+            return python_hashes(as_text(arr).to_pylist(), "date", "value")
     raise TypeError(f"a date column cannot be read from Arrow type {t}")
 
 
@@ -190,7 +190,10 @@ def _datetime(arr: pa.Array) -> U64:
     if pa.types.is_date(t):
         raise TypeError(f"a datetime column cannot be read from Arrow type {t}")
     if is_text(t):
-        return python_hashes(arr.to_pylist(), "datetime", "value")
+        try:  # ISO texts without a zone, by Arrow's parser; the rest (an offset, a zero datetime) by Python's
+            return _datetime(as_text(arr).cast(pa.timestamp("us")))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return python_hashes(as_text(arr).to_pylist(), "datetime", "value")
     raise TypeError(f"a datetime column cannot be read from Arrow type {t}")
 
 
@@ -206,7 +209,7 @@ def _bool(arr: pa.Array) -> U64:
             raise ValueError("a bool column read from integers holds a value other than 0 and 1")
         return fixed("bool", values.view(np.uint64))
     if is_text(t):
-        return python_hashes(arr.to_pylist(), "bool", "value")
+        return python_hashes(as_text(arr).to_pylist(), "bool", "value")
     raise TypeError(f"a bool column cannot be read from Arrow type {t}")
 
 

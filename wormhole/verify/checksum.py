@@ -17,7 +17,8 @@ from MySQL, PostgreSQL, sqlite, parquet, csv and jsonl compare equal:
   sign. ``5`` (any integer width, signed or not), ``5.0``, ``5.00`` and a ``decimal128(38,18)`` 5 are one
   value; an integer beyond 64 bits or a decimal of its own scale held as text (an exact column, a csv
   column declared ``decimal``) is the same number. NaN and infinities (PostgreSQL ``numeric``) are
-  ``NaN``, ``Infinity``, ``-Infinity``.
+  ``NaN``, ``Infinity``, ``-Infinity``. (An integer in int64's range is hashed by its 64 bits, any other
+  number by that text: one value, one hash, whichever form it came in.)
 - **float** by its exact binary value as a double (a float32 widened exactly): one canonical NaN, and
   ``-0.0`` equal to ``0.0`` (IEEE equality; SQLite stores an integral REAL as an integer and gives ``-0.0``
   back as ``0.0``). A float is not the exact number of the same value: a DOUBLE copied into a DECIMAL
@@ -40,13 +41,20 @@ from MySQL, PostgreSQL, sqlite, parquet, csv and jsonl compare equal:
   unescaped. A text that is no JSON is the JSON string of that text: parquet keeps a JSON string value as
   its bare text (docs/manual/types.md). ``json_null="null"`` folds the JSON ``null`` into SQL NULL, for a
   comparison with a store that has only one null (jsonl).
-- **exact columns** (:data:`EXACT_KEY`) are decoded into the same canonical form as the typed column.
+- **exact columns** (:data:`~wormhole.plugins.arrow_form.EXACT_KEY`) are decoded into the same canonical
+  form as the typed column.
+- **text given another logical type** (``logical``: a csv read without declared columns, sqlite's TEXT
+  decimals and JSON) is parsed as that type: numbers (``+007.50`` is 7.5), floats (Arrow's correctly
+  rounded parser), ISO dates and datetimes, bools (``true``/``false``, ``t``/``f``, ``1``/``0``, ``yes``/``no``,
+  ``on``/``off``), JSON; ``bytes`` takes a text's UTF-8 bytes (csv's base64 is the reader's to decode:
+  declare the column ``bytes`` there). A text that does not parse is hashed as that text, apart from
+  every value that does.
 
-Hashes: fixed-width values go through splitmix64's finaliser; a variable-length value's bytes are summed
-as ``R[position] * T[byte]`` (random 64-bit tables, so no two strings collide by structure as polynomial
-hashes modulo 2**64 do) with its length, then finalised; each domain has its own tag. All of it is numpy
-and pyarrow.compute over whole columns; JSON, and text an Arrow kernel does not parse (a decimal in
-exponent form, a zero date), go value by value.
+A row's hash folds its columns' hashes in order (``h = mix(h + column)``, splitmix64's finaliser), so
+swapping two columns' values changes it. How each column is hashed (numpy and pyarrow.compute over whole
+columns; JSON, and text an Arrow kernel does not parse, value by value): :mod:`wormhole.verify.hashing`.
+Digests are comparable only between the same :data:`CHECKSUM_VERSION`: a change of a canonical form or a
+hash constant changes every digest and must raise it.
 """
 
 from __future__ import annotations
@@ -61,7 +69,10 @@ from wormhole.plugins.arrow_form import LOGICAL_KEY, column_values, exact_codec
 from wormhole.verify.canonical import JsonNull, array_hashes, python_hashes
 from wormhole.verify.hashing import MASK, TAG, U64, mix
 
-__all__ = ["Digest", "JsonNull", "digest", "logical_of", "row_hashes"]
+__all__ = ["CHECKSUM_VERSION", "Digest", "JsonNull", "digest", "logical_of", "row_hashes"]
+
+CHECKSUM_VERSION = 1
+"""The version of the canonical forms and hash constants: a digest stored with another compares with none."""
 
 
 @dataclass(frozen=True, slots=True)
