@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from wormhole.plugins.arrow_form import EXACT_KEY, LOGICAL_KEY, exact_codec, exact_from_rows
 from wormhole.plugins.schema import Column, Schema
 from wormhole.plugins.values import json_loads
-from wormhole.verify import Digest, digest, row_hashes
+from wormhole.verify import Digest, digest, hashing, row_hashes
 from wormhole.verify.canonical import array_hashes, python_hashes
 
 ROWS: list[tuple[Any, ...]] = [
@@ -378,3 +378,20 @@ def test_a_json_documents_text_and_its_parsed_value_hash_alike(value: Any, space
     from_text = array_hashes(pa.array([text]), "json", "value")
     from_value = python_hashes([json_loads(text)], "json", "value")
     assert from_text.tolist() == from_value.tolist()
+
+
+def test_a_variable_length_hash_is_its_definition_wherever_the_value_falls() -> None:
+    """sum(R[position] * T[byte]) over the value's bytes, finalised with its length: the same for a value
+    hashed among others in one chunk, across chunks, or longer than a chunk (piece by piece)."""
+    def reference(value: bytes) -> int:
+        raw = np.frombuffer(value, np.uint8)
+        weights = hashing.mix(np.arange(len(raw), dtype=np.uint64) ^ hashing.TAG["positions"])
+        total = int((weights * hashing._BYTES_TABLE[raw]).sum(dtype=np.uint64)) if len(raw) else 0
+        length = np.array([(total + len(raw) * int(hashing._LENGTH)) % 2**64], np.uint64)
+        return int(hashing.mix(hashing.mix(length) ^ hashing.TAG["bytes"])[0])
+
+    rng = random.Random(3)
+    values = [bytes(rng.randrange(256) for _ in range(n)) for n in (0, 1, 7, 40_000, 30_000, 65_536, 65_537, 3)]
+    values.append(bytes(rng.randrange(256) for _ in range(200_000)))
+    got = hashing.variable("bytes", pa.array(values, pa.binary())).tolist()
+    assert got == [reference(v) for v in values]

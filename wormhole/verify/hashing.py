@@ -53,20 +53,18 @@ NULL_HASH = np.uint64(smix(int(TAG["null"])))
 _LENGTH = np.uint64(smix(int(TAG["length"])) | 1)
 _BYTES_TABLE: U64 = mix(np.arange(256, dtype=np.uint64) ^ TAG["bytes_table"]) | np.uint64(1)
 """T[byte]: a random odd 64-bit value per byte value."""
-_positions_table: list[U64] = [np.empty(0, np.uint64)]
 _CHUNK_BYTES = 1 << 16
 """Bytes of variable-length values hashed at once: their index arrays (8 bytes a byte) stay in the CPU's
-cache and the allocator's pool (4 MiB chunks were 3x slower)."""
+cache and the allocator's pool (4 MiB chunks were 3x slower). A longer value is hashed piece by piece."""
 
 
-def _positions(n: int) -> U64:
-    """R[position] for positions 0..n-1 at least: random 64-bit values, grown on demand (kept)."""
-    table = _positions_table[-1]
-    if len(table) < n:
-        size = max(1024, 1 << (n - 1).bit_length())
-        table = mix(np.arange(size, dtype=np.uint64) ^ TAG["positions"])
-        _positions_table.append(table)
-    return table
+def _weights(first: int, count: int) -> U64:
+    """R[position] for positions ``first`` to ``first + count``: random 64-bit values."""
+    return mix(np.arange(first, first + count, dtype=np.uint64) ^ TAG["positions"])
+
+
+_POSITIONS = _weights(0, _CHUNK_BYTES)
+"""R[position] of every position a value no longer than a chunk has."""
 
 
 def fixed(domain: str, x: U64, y: U64 | None = None) -> U64:
@@ -77,22 +75,36 @@ def fixed(domain: str, x: U64, y: U64 | None = None) -> U64:
     return h
 
 
+def _long_sum(value: npt.NDArray[np.uint8]) -> int:
+    """:func:`_segment_sums` of one value longer than a chunk, a chunk at a time."""
+    total = 0
+    for first in range(0, len(value), _CHUNK_BYTES):
+        piece = value[first:first + _CHUNK_BYTES]
+        terms = (_POSITIONS[:len(piece)] if first == 0 else _weights(first, len(piece))) * _BYTES_TABLE[piece]
+        total = (total + int(terms.sum(dtype=np.uint64))) & MASK
+    return total
+
+
 def _segment_sums(offsets: npt.NDArray[np.int64], data: npt.NDArray[np.uint8]) -> U64:
-    """Per value (``data[offsets[i]:offsets[i + 1]]``): the sum of ``R[position] * T[byte]`` over its bytes."""
+    """Per value (``data[offsets[i]:offsets[i + 1]]``): the sum of ``R[position] * T[byte]`` over its bytes,
+    the values of a chunk at once."""
     n = len(offsets) - 1
     sums = np.zeros(n, np.uint64)
     row = 0
     while row < n:
-        stop = int(np.searchsorted(offsets, offsets[row] + _CHUNK_BYTES, side="right")) - 1
-        stop = min(max(stop, row + 1), n)
+        base = int(offsets[row])
+        if int(offsets[row + 1]) - base > _CHUNK_BYTES:
+            sums[row] = _long_sum(data[base:int(offsets[row + 1])])
+            row += 1
+            continue
+        # The values from ``row`` that end within a chunk of bytes (a longer one after them is not among them).
+        stop = min(max(int(np.searchsorted(offsets, base + _CHUNK_BYTES, side="right")) - 1, row + 1), n)
         bounds = offsets[row:stop + 1]
-        base = int(bounds[0])
         chunk = data[base:int(bounds[-1])]
         if len(chunk):
             starts = bounds[:-1] - base
             lengths = np.diff(bounds)
-            pos = np.arange(len(chunk), dtype=np.int64) - np.repeat(starts, lengths)
-            terms = _positions(int(lengths.max()))[pos]
+            terms = _POSITIONS[np.arange(len(chunk), dtype=np.int64) - np.repeat(starts, lengths)]
             terms *= _BYTES_TABLE[chunk]
             cumulative = np.zeros(len(chunk) + 1, np.uint64)
             np.cumsum(terms, out=cumulative[1:])
