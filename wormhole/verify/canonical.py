@@ -8,7 +8,6 @@ through :func:`python_hashes`, which hashes each domain's payloads as the typed 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -87,44 +86,67 @@ _INT64_MIN = pa.scalar(Decimal(-(2**63)), pa.decimal128(20, 0))
 _INT64_MAX = pa.scalar(Decimal(2**63 - 1), pa.decimal128(20, 0))
 
 
-def _integers(values: npt.NDArray[np.int64]) -> U64:
-    """Hashes of exact numbers that are integers in int64's range: by their 64 bits (as fast as any
-    fixed-width value), the same whatever Arrow type or text they came from."""
-    return fixed("number", values.view(np.uint64))
+def _numbers(coefficients: npt.NDArray[np.int64], places: npt.NDArray[np.int64]) -> U64:
+    """Hashes of exact numbers ``coefficient / 10**places`` in their canonical form (no trailing zero after
+    the point: ``places`` as few as can be) whose coefficient fits 64 bits: by those two words, as fast
+    as any fixed-width value and the same whatever Arrow type or text the number came in."""
+    return fixed("number", coefficients.view(np.uint64), places.view(np.uint64))
 
 
 def number_texts(canonical: pa.Array) -> U64:
-    """Hashes of exact numbers by their canonical texts: the integers in int64's range by
-    :func:`_integers`, the rest by their text."""
-    small = pc.fill_null(pc.match_substring_regex(canonical, r"^-?[0-9]{1,19}$"), False)
+    """Hashes of exact numbers by their canonical texts: those whose digits fit 64 bits by
+    :func:`_numbers`, the rest by their text."""
+    digits = pc.replace_substring(canonical, ".", "", max_replacements=1)
+    small = pc.fill_null(pc.and_(pc.match_substring_regex(canonical, r"^-?[0-9]+(\.[0-9]+)?$"),
+                                 pc.less_equal(pc.utf8_length(digits), 20)), False)
     if not pc.any(small).as_py():
         return variable("number", canonical)
-    mask = np.asarray(small.to_numpy(zero_copy_only=False), dtype=bool)
-    wide = canonical.filter(small).cast(pa.decimal128(20, 0))
-    fits = np.asarray(pc.and_(pc.greater_equal(wide, _INT64_MIN), pc.less_equal(wide, _INT64_MAX))
-                      .to_numpy(zero_copy_only=False), dtype=bool)
-    integer = np.zeros(len(canonical), dtype=bool)
-    integer[np.flatnonzero(mask)[fits]] = True
+    wide = digits.filter(small).cast(pa.decimal128(20, 0))
+    fits = pc.and_(pc.greater_equal(wide, _INT64_MIN), pc.less_equal(wide, _INT64_MAX))
+    texts = canonical.filter(small).filter(fits)
+    points = np.asarray(pc.find_substring(texts, ".").to_numpy(zero_copy_only=False), np.int64)
+    lengths = np.asarray(pc.utf8_length(texts).to_numpy(zero_copy_only=False), np.int64)
+    exact = np.zeros(len(canonical), dtype=bool)
+    exact[np.flatnonzero(np.asarray(small.to_numpy(zero_copy_only=False), dtype=bool))[
+        np.asarray(fits.to_numpy(zero_copy_only=False), dtype=bool)]] = True
     hashes = np.empty(len(canonical), np.uint64)
-    hashes[integer] = _integers(np.asarray(wide.filter(pa.array(fits)).cast(pa.int64())
-                                           .to_numpy(zero_copy_only=False), np.int64))
-    if not integer.all():
-        hashes[~integer] = variable("number", canonical.filter(pa.array(~integer)))
+    hashes[exact] = _numbers(np.asarray(wide.filter(fits).cast(pa.int64()).to_numpy(zero_copy_only=False), np.int64),
+                             np.where(points < 0, 0, lengths - points - 1))
+    if not exact.all():
+        hashes[~exact] = variable("number", canonical.filter(pa.array(~exact)))
     return hashes
+
+
+def _decimals_of_64_bits(arr: pa.Array) -> U64:
+    """:func:`_numbers` of a decimal128 of at most 18 digits and a scale of 0 or more: its unscaled
+    integers (the low word of each value is all of it) with their trailing zeros divided away."""
+    scale = arr.type.scale
+    words = np.frombuffer(arr.buffers()[1], np.int64, count=2 * len(arr), offset=arr.offset * 16)
+    coefficients = words[0::2].copy()
+    places = np.full(len(arr), scale, np.int64)
+    for _ in range(scale):
+        cut = (places > 0) & (coefficients % 10 == 0)
+        if not cut.any():
+            break
+        coefficients[cut] //= 10
+        places[cut] -= 1
+    return _numbers(coefficients, places)
 
 
 def _number(arr: pa.Array) -> U64:
     t = arr.type
     if pa.types.is_integer(t):
+        none = np.zeros(len(arr), np.int64)
         if pa.types.is_unsigned_integer(t):
             values = np.asarray(arr.cast(pa.uint64()).fill_null(0).to_numpy(zero_copy_only=False), np.uint64)
+            hashes = _numbers(values.astype(np.int64), none)
             big = values >= np.uint64(2**63)
             if big.any():
-                hashes = _integers(values.astype(np.int64))
                 hashes[big] = variable("number", arr.filter(pa.array(big)).cast(pa.string()))
-                return hashes
-            return _integers(values.astype(np.int64))
-        return _integers(np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64))
+            return hashes
+        return _numbers(np.asarray(arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.int64), none)
+    if pa.types.is_decimal128(t) and t.precision <= 18 and t.scale >= 0:
+        return _decimals_of_64_bits(arr)
     if pa.types.is_decimal(t):
         return number_texts(canonical_number_texts(arr.cast(pa.string()), arrow_decimal_scale=t.scale))
     if is_text(t):
@@ -236,20 +258,20 @@ def json_text(v: Any) -> str:
     return json.dumps(str(v), ensure_ascii=False)  # a date in a struct: its text
 
 
-_MARKED = re.compile(r'"\\u0000#([^"\\]*)\\u0000"')
-"""A number :func:`_marked_number` made a string, as json.dumps writes it."""
+_OPEN, _CLOSE = '"\\u0000#', '#\\u0000"'
+"""How json.dumps writes the marks around a number :func:`_marked_number` made a string."""
 
 
 def _marked_number(text: str) -> str:
     """A JSON number with a fraction or an exponent as a string marked to be cut back to its canonical text
-    once json.dumps has written the document (C's speed both ways: a string of exactly these characters
-    would be taken for the number, which no store writes)."""
+    once json.dumps has written the document: C's speed both ways (a string holding these marks, NUL
+    characters around ``#``, would lose them too: no store writes one)."""
     if "e" in text or "E" in text:
         plain = number_text(Decimal(text))
     else:  # JSON allows no leading zeros: only the trailing ones go
         plain = text.rstrip("0").rstrip(".") if "." in text else text
         plain = "0" if plain == "-0" else plain
-    return f"\x00#{plain}\x00"
+    return f"\x00#{plain}#\x00"
 
 
 def _json_of_text(text: str | bytes) -> str:
@@ -260,7 +282,7 @@ def _json_of_text(text: str | bytes) -> str:
         return json.dumps(text if isinstance(text, str) else text.decode("utf-8", "surrogatepass"),
                           ensure_ascii=False)
     out = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return _MARKED.sub(r"\1", out) if "\\u0000#" in out else out
+    return out.replace(_OPEN, "").replace(_CLOSE, "") if _OPEN in out else out
 
 
 def _json(arr: pa.Array, json_null: JsonNull) -> U64:
