@@ -17,8 +17,9 @@ from MySQL, PostgreSQL, sqlite, parquet, csv and jsonl compare equal:
   sign. ``5`` (any integer width, signed or not), ``5.0``, ``5.00`` and a ``decimal128(38,18)`` 5 are one
   value; an integer beyond 64 bits or a decimal of its own scale held as text (an exact column, a csv
   column declared ``decimal``) is the same number. NaN and infinities (PostgreSQL ``numeric``) are
-  ``NaN``, ``Infinity``, ``-Infinity``. (An integer in int64's range is hashed by its 64 bits, any other
-  number by that text: one value, one hash, whichever form it came in.)
+  ``NaN``, ``Infinity``, ``-Infinity``. (A number whose digits fit 64 bits is hashed by its coefficient
+  and places, ``-12.5`` by -125 and 1, any other by that text: one value, one hash, whichever form it
+  came in.)
 - **float** by its exact binary value as a double (a float32 widened exactly): one canonical NaN, and
   ``-0.0`` equal to ``0.0`` (IEEE equality; SQLite stores an integral REAL as an integer and gives ``-0.0``
   back as ``0.0``). A float is not the exact number of the same value: a DOUBLE copied into a DECIMAL
@@ -144,15 +145,12 @@ _INFERENCE: tuple[tuple[Callable[[pa.DataType], bool], str], ...] = (
 
 def _column_hashes(batch: pa.RecordBatch, index: int, kind: str | None, json_null: JsonNull) -> U64:
     field = batch.schema.field(index)
+    kind = kind or logical_of(field)
     codec = exact_codec(field)
-    if codec is not None:
-        # An exact column: each value's text (or pickle) by the field's own logical type.
-        own = logical_of(field)
-        arr = batch.column(index)
-        if codec == b"text" and own in ("int", "decimal", "string"):
-            return array_hashes(arr, own, json_null)  # text: Arrow's kernels read it as the typed column
-        return python_hashes(column_values(batch, index), own, json_null)
-    return array_hashes(batch.column(index), kind or logical_of(field), json_null)
+    if codec == b"python":  # an exact column of pickles: its Python values
+        return python_hashes(column_values(batch, index), kind, json_null)
+    # An exact column of text is read as text of its logical type, as a csv's column is.
+    return array_hashes(batch.column(index), kind, json_null)
 
 
 def _index_of(schema: pa.Schema, name: str) -> int:
@@ -177,8 +175,8 @@ def row_hashes(batch: pa.RecordBatch, columns: Sequence[str] | None = None, *,
     name matches a column of that exact name, else the one column named the same but for case.
     ``logical``: logical types by column name that override the fields' (a csv read as text: ``{"price":
     "decimal", "doc": "json", "day": "date"}``). ``json_null``: ``"value"`` keeps the JSON ``null`` apart from
-    SQL NULL; ``"null"`` makes it SQL NULL (a store with one null: jsonl). Raises KeyError for a column the
-    batch lacks, TypeError for a logical type its Arrow type cannot hold.
+    SQL NULL; ``"null"`` makes it SQL NULL (a store with one null: jsonl). Raises KeyError for a column
+    (in ``columns`` or ``logical``) the batch lacks, TypeError for a logical type its Arrow type cannot hold.
     """
     indexes = list(range(batch.num_columns)) if columns is None else [_index_of(batch.schema, c) for c in columns]
     kinds = {_index_of(batch.schema, name): kind for name, kind in (logical or {}).items()}
