@@ -91,6 +91,7 @@ def copied(dbs: Databases, server: Server, pg_schemas: Schemas, tmp_path: Path) 
     db = dbs.create("h_digest")
     execute(admin, f"USE {q(db)}")
     execute(admin, DDL)
+    execute(admin, "CREATE TABLE copy LIKE src")
     execute(admin, "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES'")
     with admin.cursor() as cur:
         cur.executemany(f"INSERT INTO src VALUES ({', '.join(['%s'] * len(COLUMNS))})", ROWS)
@@ -102,12 +103,14 @@ def copied(dbs: Databases, server: Server, pg_schemas: Schemas, tmp_path: Path) 
     result, _ = run_task(conf, {
         "source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
         "destinations": [
+            {"id": "mysql", "plugin": "mysql", "params": server.params(db, table="copy")},
             {"id": "postgres", "plugin": "postgres", "params": pg.params(schema, table="copy", create_table=True)},
             {"id": "sqlite", "plugin": "sqlite", "params": {"path": str(tmp_path / "copy.sqlite"), "table": "t"}},
             *({"id": f, "plugin": "file", "params": {"path": path, "format": f}} for f, path in files.items())],
         "settings": {"speed": {"channel": 2}, "error_limit": {"record": 10}}})
     assert result.exit_code in (0, 201), result.result  # 201: sqlite's rejected row, below
-    return {"mysql": server.params(db, table="src", split_pk="id"), "pg": pg, "schema": schema,
+    return {"mysql": server.params(db, table="src", split_pk="id"), "mysql_copy": server.params(db, table="copy"),
+            "pg": pg, "schema": schema,
             "sqlite": str(tmp_path / "copy.sqlite"), **files}
 
 
@@ -115,6 +118,9 @@ def test_every_store_read_back_gives_the_mysql_sources_digest(copied: dict[str, 
     source = read_batches("mysql", copied["mysql"])
     want = checked(source)
     assert want.rows == len(ROWS)
+
+    mysql = read_batches("mysql", copied["mysql_copy"])
+    assert checked(mysql) == want, differing(mysql, source)
 
     pg = read_batches("postgres", copied["pg"].params(copied["schema"], table="copy", split_pk="id"))
     assert checked(pg) == want, differing(pg, source)
@@ -189,3 +195,14 @@ def test_a_changed_copy_gives_another_digest(copied: dict[str, Any]) -> None:
 
     parquet = pq.read_table(copied["parquet"])  # a plain pyarrow read of the files compares too
     assert digest([parquet], COLUMNS, logical={"js": "json"}) == want
+
+    declared = [{"name": c, "type": t} for c, t in TYPES.items()]
+    edits = (("csv", "100.50", "100.51"), ("jsonl", "2024-06-01T12:00:00.000001", "2024-06-01T12:00:00"))
+    for store, old, new in edits:  # a value changed, a timestamp's microseconds truncated
+        part = next(p for p in Path(copied[store]).rglob("*") if p.is_file() and old.encode() in p.read_bytes())
+        text = part.read_text(encoding="utf-8")
+        params = {"path": copied[store], "format": store, "columns": declared}
+        nulls: JsonNull = "null" if store == "jsonl" else "value"
+        assert checked(read_batches("file", params), json_null=nulls) == checked(source, json_null=nulls)
+        part.write_text(text.replace(old, new), encoding="utf-8")
+        assert checked(read_batches("file", params), json_null=nulls) != checked(source, json_null=nulls), store
