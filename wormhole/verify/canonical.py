@@ -397,7 +397,6 @@ def _payload_hashes(domain: str, payloads: list[Any]) -> U64:
     return texts_hashes(domain, payloads)
 
 
-
 def _string(arr: pa.Array) -> U64:
     if not is_text(arr.type) and not pa.types.is_fixed_size_binary(arr.type):
         raise TypeError(f"a string column cannot be read from Arrow type {arr.type}")
