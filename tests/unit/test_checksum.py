@@ -398,3 +398,10 @@ def test_a_variable_length_hash_is_its_definition_wherever_the_value_falls() -> 
     values.append(bytes(rng.randrange(256) for _ in range(200_000)))
     got = hashing.variable("bytes", pa.array(values, pa.binary())).tolist()
     assert got == [reference(v) for v in values]
+
+
+def test_a_json_column_of_bytes_that_are_no_json_or_no_utf8_still_hashes() -> None:
+    texts = pa.array([b'{"a": 1}', b"\xff\xfe not json", b"plain"], pa.binary())
+    hashes = array_hashes(texts, "json", "value").tolist()
+    assert len(set(hashes)) == 3
+    assert hashes[0::2] == array_hashes(pa.array(['{"a":1}', '"plain"']), "json", "value").tolist()
