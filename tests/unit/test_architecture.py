@@ -374,7 +374,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base values", ("wormhole", "wormhole.errors", "wormhole.redaction", "wormhole.log", "wormhole.sql_text",
                      "wormhole.options", "wormhole.spec_json", "wormhole.schedule")),
     ("plugin contract", ("wormhole.plugins", "wormhole.plugins.*", "wormhole.retry",
-                         "wormhole.database.model", "wormhole.database.facet", "wormhole.database.ddl")),
+                         "wormhole.database.model", "wormhole.database.facet", "wormhole.database.ddl",
+                         "wormhole.verify")),
     ("stores", ("wormhole.plugins.<store>",)),
     ("transform", ("wormhole.transform",)),
     ("task model", ("wormhole.config", "wormhole.task_spec", "wormhole.incremental", "wormhole.destination_checks",
@@ -395,8 +396,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 0. base values: errors, redaction, log, SQL text, option parsing, JSON specs, cron schedules;
 1. the plugin contract: ``plugins/*.py`` (base, batch, schema, values, capabilities, registry, the SQL,
-   Arrow and Spark kits), the retry policy stores use, and what a database task's stores share (the table
-   model, the catalog facet, the DDL translation);
+   Arrow and Spark kits), the retry policy stores use, what a database task's stores share (the table
+   model, the catalog facet, the DDL translation), and the checksum of rows (``verify``: a store's
+   verification facet may give a digest);
 2. the stores: ``plugins/<store>/`` (a store's modules, its Spark adapter);
 3. transform: the operators, expressions and chains;
 4. the task model: the task spec (``task_spec``) and the engine configuration (``config``), incremental
