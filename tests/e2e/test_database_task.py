@@ -198,6 +198,13 @@ def test_a_database_fans_out_table_by_table_to_every_destination_exactly(
     assert database["table_results"][0]["table"] == f"{source_db}.orders"  # the largest first
     assert set(result["destinations"]) == {pair(source_db, d, t) for d in DESTINATIONS for t in SELECTED}
     assert_exact(source_db, targets)
+    # wormhole verify reads every (table, destination) pair back and finds each equal to its source table.
+    verified = ws.run_here("--log-level", "warning", "verify", "--task-id", str(task["id"]), "--json")
+    assert verified.returncode == 0, verified.stdout[-3000:] + verified.stderr[-2000:]
+    compared = json.loads(verified.stdout)
+    assert set(compared) == {pair(source_db, d, t) for d in DESTINATIONS for t in SELECTED}
+    assert compared[pair(source_db, "pg", "orders")]["right"]["rows"] == TABLES["orders"][1]
+    assert compared[pair(source_db, "pg", "nokey")]["key"] is None  # no primary key: rows as a multiset
     for table in SELECTED:
         for dest in DESTINATIONS:
             assert result["destinations"][pair(source_db, dest, table)]["rows_written"] == TABLES[table][1]

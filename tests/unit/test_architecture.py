@@ -386,7 +386,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("managers", ("wormhole.planning", "wormhole.reader_manager", "wormhole.writer_manager", "wormhole.destination",
                   "wormhole.execution", "wormhole.spark.methods", "wormhole.source_facts", "wormhole.run_parts",
                   "wormhole.run_report", "wormhole.database.expand", "wormhole.database.ddl_steps",
-                  "wormhole.database.snapshot")),
+                  "wormhole.database.snapshot", "wormhole.verify.diff", "wormhole.verify.task")),
     ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner", "wormhole.database.run",
                           "wormhole.database.report", "wormhole.database.progress")),
     ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers",
@@ -407,7 +407,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
    the fair split assignment;
 6. recovery and the task database;
 7. the managers: planning, the reader and writer managers, the destination lifecycle, the execution seam,
-   the run's stages (the source's facts, the run's parts, its report), a database task's expansion;
+   the run's stages (the source's facts, the run's parts, its report), a database task's expansion, the
+   comparisons of two stores and of a task's copies (``verify.diff``, ``verify.task``);
 8. the engine, Spark mode, a database task's run (table runs of the engine) and the runner (a claimed run
    of either, below the CLI and the daemon);
 9. the front ends: the CLI, the daemon, the DataX importer, the operations console (web).

@@ -18,6 +18,7 @@ from wormhole import __version__
 from wormhole.cli.common import TASK_ID, CliState, configure_log
 from wormhole.cli.console import console
 from wormhole.cli.daemon import daemon
+from wormhole.cli.diff import diff, verify
 from wormhole.cli.importing import import_group
 from wormhole.cli.observe import ObserveOptions, root_options
 from wormhole.cli.plan import plan
@@ -70,7 +71,7 @@ def cli(ctx: click.Context, task_id: int | None, claimed_by: str | None, task_db
     ctx.exit(run_task(task_id, task_db, conf_dir, adopt=claimed_by, observe=ObserveOptions.of(ctx.obj)))
 
 
-for _command in (db, task, validate, plan, run_file, import_group, daemon, console, plugins, spark_group):
+for _command in (db, task, validate, plan, diff, verify, run_file, import_group, daemon, console, plugins, spark_group):
     cli.add_command(_command)
 
 

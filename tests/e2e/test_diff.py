@@ -1,0 +1,200 @@
+"""``wormhole diff`` (issue 39, item 5) on the real stores: a MySQL table copied by wormhole into PostgreSQL,
+sqlite and parquet compares equal with each copy; then each kind of damage done to a copy (a value changed,
+a row deleted, a row duplicated, NULL made '' and '' made NULL, a timestamp's microseconds cut, a float's
+last bit flipped) is found and located to its key, with both values shown. Bad sides and options are
+refused naming what is wrong (204), an unreadable side is 203."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import struct
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from tests.conftest import MYSQL_URL, Workspace, mysql_or_skip, run_task
+from tests.mysql_helpers import Server, execute, q
+from tests.pg_helpers import PgServer, fresh_schemas, pg_execute, qi
+from wormhole.cli import cli
+
+pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
+
+SERVER = Server.from_url(MYSQL_URL)
+PG = PgServer.from_url()
+ROWS = 500
+
+
+def flipped(value: float) -> float:
+    """``value`` with the last bit of its mantissa changed: the nearest other double."""
+    (bits,) = struct.unpack("<q", struct.pack("<d", value))
+    return float(struct.unpack("<d", struct.pack("<q", bits ^ 1))[0])
+
+
+@pytest.fixture
+def copies(ws: Workspace, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A MySQL table and wormhole's copies of it in PostgreSQL, sqlite and parquet."""
+    mysql_or_skip().close()
+    db = f"wh_diff_{uuid.uuid4().hex[:8]}"
+    admin = SERVER.connect()
+    execute(admin, f"CREATE DATABASE {q(db)} CHARACTER SET utf8mb4")
+    try:
+        execute(admin, f"CREATE TABLE {q(db)}.src (id INT NOT NULL PRIMARY KEY, name VARCHAR(40) NULL, "
+                       "amount DECIMAL(12,2) NULL, ratio DOUBLE NULL, at DATETIME(6) NULL)")
+        execute(admin, f"INSERT INTO {q(db)}.src SELECT seq, IF(seq % 10 = 0, NULL, IF(seq % 10 = 1, '', "
+                       "CONCAT('naïve ✓ ', seq))), seq * 1.25, seq / 3, TIMESTAMP('2026-01-02 03:04:05.123456') + "
+                       f"INTERVAL seq SECOND FROM {q(db)}.seq_1_to_{ROWS}")
+        for schemas in fresh_schemas():
+            pg = schemas.create("diff")
+            lite, lake = str(tmp_path / "copy.db"), str(tmp_path / "lake")
+            spec = {"source": {"plugin": "mysql", "params": SERVER.params(db, table="src", split_pk="id")},
+                    "destinations": [
+                        {"id": "pg", "plugin": "postgres", "params": PG.params(pg, table="copy", create_table=True)},
+                        {"id": "lite", "plugin": "sqlite", "params": {"path": lite, "table": "copy"}},
+                        {"id": "lake", "plugin": "file", "params": {"path": lake, "format": "parquet"}}]}
+            code, task, stderr = run_task(ws, spec)
+            assert code == 0, (task.get("error"), stderr[-2000:])
+            yield {"db": db, "pg": pg, "lite": lite, "lake": lake, "task_id": task["id"], "spec": spec,
+                   "source": {"plugin": "mysql", "params": SERVER.params(db, table="src", split_pk="id")},
+                   "pg_side": {"plugin": "postgres", "params": PG.params(pg, table="copy")},
+                   "lite_side": {"plugin": "sqlite", "params": {"path": lite, "table": "copy"}},
+                   "lake_side": {"plugin": "file", "params": {"path": lake, "format": "parquet"}}}
+    finally:
+        execute(admin, f"DROP DATABASE IF EXISTS {q(db)}")
+        admin.close()
+
+
+def diff(left: dict[str, Any] | str, right: dict[str, Any] | str, *args: str) -> tuple[int, dict[str, Any] | str]:
+    """``wormhole diff`` in this process: (exit code, the JSON it printed, or its error text)."""
+    sides = [s if isinstance(s, str) else json.dumps(s) for s in (left, right)]
+    result = CliRunner().invoke(cli, ["--log-level", "warning", "diff", *sides, "--json", *args])
+    if result.exit_code in (0, 1):
+        return result.exit_code, json.loads(result.stdout)
+    return result.exit_code, result.stderr
+
+
+def by_kind(found: dict[str, Any]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for sample in found["samples"]:
+        out.setdefault(sample["kind"], []).append(sample["key"]["id"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_every_copy_compares_equal_with_the_source(copies: dict[str, Any]) -> None:
+    for side in ("pg_side", "lite_side", "lake_side"):
+        code, found = diff(copies["source"], copies[side])
+        assert code == 0, json.dumps(found)[-3000:]
+        assert isinstance(found, dict)
+        assert found["equal"] and found["key"] == ["id"]  # the source table's primary key, found by itself
+        assert found["left"]["rows"] == found["right"]["rows"] == ROWS
+        assert found["left"]["digest"] == found["right"]["digest"], side
+
+
+def test_each_kind_of_damage_is_found_to_its_key_with_both_values(copies: dict[str, Any]) -> None:
+    pg, conn = copies["pg"], PG.connect()
+    try:
+        table = f"{qi(pg)}.{qi('copy')}"
+        ratio = float(pg_execute(conn, f"SELECT ratio FROM {table} WHERE id = 7")[0][0])
+        for sql, args in ((f"UPDATE {table} SET amount = 99.99 WHERE id = 3", None),
+                          (f"DELETE FROM {table} WHERE id = 4", None),
+                          (f"UPDATE {table} SET name = '' WHERE id = 20", None),  # NULL -> ''
+                          (f"UPDATE {table} SET name = NULL WHERE id = 21", None),  # '' -> NULL
+                          (f"UPDATE {table} SET at = date_trunc('second', at) WHERE id = 6", None),
+                          (f"UPDATE {table} SET ratio = %s WHERE id = 7", (flipped(ratio),)),
+                          (f"INSERT INTO {table} (id, name) VALUES (9999, 'stray')", None)):
+            pg_execute(conn, sql, args)
+        conn.commit()
+    finally:
+        conn.close()
+    code, found = diff(copies["source"], copies["pg_side"])
+    assert code == 1 and isinstance(found, dict)
+    assert found["differences"] == {"missing": 1, "extra": 1, "different": 5, "duplicate": 0}
+    assert by_kind(found) == {"missing": [4], "extra": [9999], "different": [3, 6, 7, 20, 21]}
+    shown = {s["key"]["id"]: s for s in found["samples"] if s["kind"] == "different"}
+    assert shown[3]["columns"] == ["amount"]
+    assert (shown[3]["left"][0]["amount"], shown[3]["right"][0]["amount"]) == ("3.75", "99.99")
+    assert (shown[20]["left"][0]["name"], shown[20]["right"][0]["name"]) == (None, "")
+    assert (shown[21]["left"][0]["name"], shown[21]["right"][0]["name"]) == ("", None)
+    assert shown[6]["columns"] == ["at"] and shown[6]["left"][0]["at"].endswith(".123456")
+    assert shown[7]["columns"] == ["ratio"] and shown[7]["left"][0]["ratio"] != shown[7]["right"][0]["ratio"]
+    assert math.isclose(shown[7]["left"][0]["ratio"], shown[7]["right"][0]["ratio"])
+
+
+def test_a_duplicated_row_in_a_table_without_a_key_and_a_changed_parquet_file(copies: dict[str, Any]) -> None:
+    lite = sqlite3.connect(copies["lite"])
+    with lite:
+        lite.execute("INSERT INTO copy SELECT * FROM copy WHERE id = 5")
+    lite.close()
+    code, found = diff(copies["source"], copies["lite_side"], "--key", "id")
+    assert code == 1 and isinstance(found, dict)
+    assert found["differences"]["duplicate"] == 1 and by_kind(found) == {"duplicate": [5]}
+    (dup,) = found["samples"]
+    assert len(dup["left"]) == 1 and len(dup["right"]) == 2
+    code, found = diff(copies["source"], copies["lite_side"], "--key", "")  # rows as a multiset
+    assert code == 1 and isinstance(found, dict) and found["differences"] == {"missing": 0, "extra": 1}
+
+    lake = Path(copies["lake"])
+    part = sorted(lake.glob("*.parquet"))[0]
+    data = pq.read_table(part)
+    ids = data.column("id").to_pylist()
+    amounts = data.column("amount").to_pylist()
+    amounts[0] = amounts[0] + Decimal("0.01")
+    data = data.set_column(data.schema.get_field_index("amount"), "amount", pa.array(amounts, data.schema.field(
+        "amount").type))
+    pq.write_table(data, part)
+    code, found = diff(copies["source"], copies["lake_side"], "--key", "id")
+    assert code == 1 and isinstance(found, dict)
+    assert found["differences"]["different"] == 1 and by_kind(found) == {"different": [ids[0]]}
+
+
+def test_bad_sides_and_options_are_refused_naming_them(copies: dict[str, Any], tmp_path: Path) -> None:
+    code, error = diff({"plugin": "nope", "params": {}}, copies["pg_side"])
+    assert code == 204 and "left.plugin" in str(error) and "'nope'" in str(error)
+    code, error = diff(copies["source"], {"plugin": "postgres", "params": {"table": "copy", "bogus": 1}})
+    assert code == 204 and "right.params" in str(error) and "bogus" in str(error)
+    code, error = diff(copies["source"], copies["pg_side"], "--key", "nid")
+    assert code == 204 and "--key: nid is not a column of the left side" in str(error)
+    code, error = diff(str(tmp_path / "missing.json"), copies["pg_side"])
+    assert code == 204 and "left: cannot read" in str(error)
+    gone = {"plugin": "postgres", "params": PG.params(copies["pg"], table="no_such_table")}
+    code, error = diff(copies["source"], gone)
+    assert code == 203 and "cannot compare" in str(error) and "no_such_table" in str(error)
+
+
+def verify(ws: Workspace, *args: str) -> tuple[int, Any]:
+    proc = ws.run_here("--log-level", "warning", "verify", *args)
+    return proc.returncode, json.loads(proc.stdout) if proc.returncode in (0, 1) else proc.stderr
+
+
+def test_verify_compares_a_tasks_source_with_each_destination_read_back(ws: Workspace,
+                                                                         copies: dict[str, Any]) -> None:
+    code, found = verify(ws, "--task-id", str(copies["task_id"]), "--json")
+    assert code == 0, found
+    assert sorted(found) == ["lake", "lite", "pg"]
+    assert {name: (c["equal"], c["right"]["rows"]) for name, c in found.items()} == {
+        "lake": (True, ROWS), "lite": (True, ROWS), "pg": (True, ROWS)}
+    conn = PG.connect()
+    try:
+        pg_execute(conn, f"DELETE FROM {qi(copies['pg'])}.{qi('copy')} WHERE id IN (11, 12)")
+        conn.commit()
+    finally:
+        conn.close()
+    code, found = verify(ws, "--task-id", str(copies["task_id"]), "--json")
+    assert code == 1
+    assert not found["pg"]["equal"] and found["pg"]["differences"]["missing"] == 2
+    assert found["lite"]["equal"] and found["lake"]["equal"]  # one damaged copy blames no other
+    code, found = verify(ws, "--task-id", str(copies["task_id"]), "--destination", "lite", "--json")
+    assert code == 0 and list(found) == ["lite"]
+    code, error = verify(ws, "--task-id", str(copies["task_id"]), "--destination", "nope")
+    assert code == 204 and "--destination: nope is none of the task's (lake, lite, pg)" in error
+    transformed = dict(copies["spec"], transforms=[{"filter": "id > 3"}])
+    code, error = verify(ws, "--task-id", str(ws.submit(transformed)))
+    assert code == 204 and "transforms: the task's transforms change its rows" in error

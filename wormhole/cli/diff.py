@@ -1,0 +1,159 @@
+"""``wormhole diff LEFT RIGHT``: two stores' rows compared to the key (:mod:`wormhole.verify.diff`);
+``wormhole verify --task-id N``: a task's source compared with each destination (:mod:`wormhole.verify.task`).
+
+Exit codes: 0 the sides hold the same rows, 1 they differ (as ``diff`` and ``cmp``), 203 a side could not be
+read, 204 a side or an option is wrong (docs/manual/verify.md).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from wormhole.cli.common import TASK_ID, fail, global_options, quiet_on_a_terminal, task_store
+from wormhole.config import EngineConf
+from wormhole.errors import InvalidTaskConfig, TaskNotFound, WormholeError
+from wormhole.task_spec import TaskSpec
+from wormhole.variables import resolve_text, values_for_run
+from wormhole.verify.diff import SAMPLES, Comparison, compare, parse_side
+from wormhole.writer_manager import describe
+
+EXIT_DIFFERENT = 1
+
+
+def _side(text: str, label: str) -> Any:
+    """A side as given: a JSON file's path, or the JSON itself (it starts with ``{``)."""
+    if text.lstrip().startswith("{"):
+        source = "the text given"
+        raw = text
+    else:
+        source = text
+        try:
+            raw = Path(text).read_text()
+        except OSError as exc:
+            raise InvalidTaskConfig([f"{label}: cannot read {text}: {exc.strerror or exc}"]) from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidTaskConfig([f"{label}: {source} is not JSON: {exc}"]) from None
+
+
+def _names(text: str | None) -> tuple[str, ...]:
+    return tuple(n.strip() for n in (text or "").split(",") if n.strip())
+
+
+@click.command("diff")
+@click.argument("left")
+@click.argument("right")
+@click.option("--key", metavar="COLUMNS", help="The key columns, comma-separated (default: a table side's primary "
+                                               "key; '' or none found: rows compare as a multiset, each missing "
+                                               "or extra).")
+@click.option("--ignore", metavar="COLUMNS", help="Columns left out of the comparison, comma-separated.")
+@click.option("--samples", type=click.IntRange(0, 10_000), default=SAMPLES, show_default=True,
+              help="Differences shown with their values.")
+@click.option("--readers", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Splits read at once on each side.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON (docs/manual/verify.md).")
+@global_options
+@click.pass_context
+def diff(ctx: click.Context, left: str, right: str, key: str | None, ignore: str | None, samples: int,
+         readers: int, as_json: bool) -> None:
+    """Compare the rows of two stores, each given as a source spec ({"plugin": ..., "params": ...}, a JSON
+    file or the JSON itself): every key missing, extra, different or duplicated, the first ones shown with
+    both values. Exit 0 when equal, 1 when they differ."""
+    quiet_on_a_terminal(ctx)
+    try:
+        sides = parse_side(_side(left, "left"), "left"), parse_side(_side(right, "right"), "right")
+        batch_rows = EngineConf.load(ctx.obj.conf_dir).exchange.batch_rows
+    except WormholeError as exc:
+        fail(exc)
+    try:
+        found = compare(*sides, key=None if key is None else _names(key), ignore=_names(ignore), readers=readers,
+                        samples=samples, batch_rows=batch_rows)
+    except InvalidTaskConfig as exc:
+        fail(exc)
+    except Exception as exc:  # a side's store: unreachable, a missing table, rows it cannot decode
+        fail(WormholeError(f"cannot compare: {describe(exc)}"))  # exit 203
+    click.echo(json.dumps(found.to_dict(), indent=2, default=str) if as_json else _text(found))
+    sys.exit(0 if found.equal else EXIT_DIFFERENT)
+
+
+def _text(found: Comparison) -> str:
+    shown = found.to_dict()
+    lines = [f"left:   {shown['left']['source']}: {shown['left']['rows']} rows (digest {shown['left']['digest']})",
+             f"right:  {shown['right']['source']}: {shown['right']['rows']} rows (digest {shown['right']['digest']})",
+             f"key:    {', '.join(shown['key']) if shown['key'] else '(none: rows compared as a multiset)'}",
+             f"compared: {', '.join(shown['columns'])}"]
+    for side in ("only_left", "only_right"):
+        if side in shown:
+            lines.append(f"not compared ({side.replace('_', ' ')}): {', '.join(shown[side])}")
+    if found.equal:
+        return "\n".join([*lines, "equal"])
+    counts = ", ".join(f"{n} {kind}" for kind, n in shown["differences"].items() if n)
+    lines.append(f"different: {counts}")
+    for sample in shown["samples"]:
+        key = ", ".join(f"{k}={v}" for k, v in (sample["key"] or {}).items())
+        head = f"  {sample['kind']}" + (f" {key}" if key else "")
+        if sample["kind"] == "different":
+            lines.append(head + ": " + "; ".join(
+                f"{c}: {sample['left'][0][c]!r} -> {sample['right'][0][c]!r}" for c in sample["columns"]))
+        else:
+            lines.append(head + f": left {sample['left'] or '-'}, right {sample['right'] or '-'}")
+    return "\n".join(lines)
+
+
+@click.command("verify")
+@click.option("--task-id", type=TASK_ID, required=True, help="The task whose copies to check.")
+@click.option("--destination", "only", metavar="ID", help="Check this destination only.")
+@click.option("--key", metavar="COLUMNS", help="The key columns, comma-separated (default: the source table's "
+                                               "primary key).")
+@click.option("--samples", type=click.IntRange(0, 10_000), default=SAMPLES, show_default=True,
+              help="Differences shown with their values, per destination.")
+@click.option("--readers", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Splits read at once on each side.")
+@click.option("--json", "as_json", is_flag=True, help="Print each destination's comparison as JSON.")
+@global_options
+@click.pass_context
+def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, samples: int, readers: int,
+           as_json: bool) -> None:
+    """Compare a task's source, as it is now, with each of its destinations read back (each table with its
+    target, for a database task): every key missing, extra, different or duplicated. Exit 0 when every
+    destination equals the source, 1 when one differs."""
+    from wormhole import log
+    from wormhole.verify.task import verify as verify_task
+
+    quiet_on_a_terminal(ctx)
+    store = task_store(ctx)
+    try:
+        record = store.get(task_id)
+        runs = store.runs(task_id) if record is not None else []
+    except WormholeError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    if record is None:
+        fail(TaskNotFound(f"no task with id {task_id} in {store.url}"))
+    last = runs[-1] if runs else None
+    try:
+        # The values the task's last run used: its destinations are where that run wrote.
+        resolved = resolve_text(record.spec, values_for_run(record.params, last.variables if last else None))
+        mapping = resolved.check()
+        spec = TaskSpec.from_mapping(mapping)
+        conf = EngineConf.load(ctx.obj.conf_dir)
+        found = verify_task(spec, mapping["source"], conf, log.get_logger(task_id=task_id), only=only,
+                            key=None if key is None else _names(key), samples=samples, readers=readers)
+    except InvalidTaskConfig as exc:
+        fail(exc)
+    except WormholeError as exc:
+        fail(exc)
+    except Exception as exc:  # a side's store: unreachable, a missing table, rows it cannot decode
+        fail(WormholeError(f"cannot compare: {describe(exc)}"))
+    if as_json:
+        click.echo(json.dumps({name: c.to_dict() for name, c in found.items()}, indent=2, default=str))
+    else:
+        click.echo("\n\n".join(f"[{name}]\n{_text(c)}" for name, c in found.items()))
+    sys.exit(0 if all(c.equal for c in found.values()) else EXIT_DIFFERENT)
