@@ -53,9 +53,10 @@ bench-tpch: $(STAMP) bench-deps  ## whole databases: TPC-H SF 1 against pgloader
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m compileall -q wormhole > /dev/null
 	$(BIN)/python -m benchmarks.run --only tpch $(BENCH_ARGS)
 
-bench-deps: $(STAMP)  ## the benchmarks' baselines: Debian's pgloader and mydumper, tpchgen-cli (the bench extra)
+bench-deps: $(STAMP)  ## the benchmarks' baselines: Debian's pgloader and mydumper, tpchgen-cli (the bench extra), data-diff (a venv of its own)
 	scripts/install-pgloader.sh
 	scripts/install-mydumper.sh
+	scripts/install-data-diff.sh
 
 docker:  ## build the image `wormhole` (installs and starts Docker and builds its debian base when missing)
 	scripts/docker-setup.sh
