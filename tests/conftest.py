@@ -47,10 +47,19 @@ few rows) is function-scoped instead: a grouped module is one worker's serial ch
 agreement module's was the longest after Spark's)."""
 
 
+SPARK_CLUSTER_MODULES = frozenset({"tests/spark/test_cluster.py", "tests/spark/test_cluster_isolated.py"})
+"""Modules whose standalone clusters and every run on them are processes of their own (they opt out of
+the run's SparkSession): one unit apart from the session's, so their cluster and driver JVMs start on
+another worker while the session's tests run (together about half of that unit's time when it held them)."""
+
+
 def xdist_unit(nodeid: str) -> str:
     """The unit of work a test belongs to under ``make test`` (pytest-xdist): the run's one SparkSession
-    (tests/spark), the Docker image (tests/docker), a module of GROUPED_MODULES, or the test alone."""
+    (tests/spark), the standalone clusters (SPARK_CLUSTER_MODULES), the Docker image (tests/docker),
+    a module of GROUPED_MODULES, or the test alone."""
     module = nodeid.split("::")[0]
+    if module in SPARK_CLUSTER_MODULES:
+        return "spark-cluster"
     if module.startswith("tests/spark/"):
         return "spark"
     if module.startswith("tests/docker/"):
@@ -75,8 +84,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Longest first, so no long unit starts last: the Spark and Docker units, then grouped modules and
-    slow tests, then the rest (a stable sort: every worker collects the same order, as xdist requires)."""
+    """Longest first, so no long unit starts last: the Spark, Spark cluster and Docker units, then grouped
+    modules and slow tests, then the rest (a stable sort: every worker collects the same order, as xdist
+    requires)."""
     ranks: dict[str, int] = {}
     for item in items:
         unit = xdist_unit(item.nodeid)
@@ -86,7 +96,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                                     "GROUPED_MODULES (tests/conftest.py)")
         if "spark_conf" in scopes and unit != "spark":
             raise pytest.UsageError(f"{item.nodeid} uses the run's SparkSession outside tests/spark")
-        ranks[item.nodeid] = {"spark": 0, "docker": 1}.get(unit, 2 if unit != item.nodeid
+        ranks[item.nodeid] = {"spark": 0, "spark-cluster": 1, "docker": 1}.get(unit, 2 if unit != item.nodeid
                                                           or item.get_closest_marker("slow") else 3)
     items.sort(key=lambda item: ranks[item.nodeid])
 
