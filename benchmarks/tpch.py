@@ -220,7 +220,10 @@ def pgloader_script(opts: Options) -> str:
     # pgloader's defaults for a MySQL database, named so that nothing depends on how WITH merges them.
     return (f"LOAD DATABASE\n  FROM mysql://{auth}@{m.host}:{m.port}/{opts.src_db}\n  INTO {opts.pg.url()}\n"
             "  WITH include drop, create tables, create indexes, reset sequences, foreign keys,\n"
-            f"       downcase identifiers, uniquify index names, workers = {opts.threads}, concurrency = 1\n"
+            f"       downcase identifiers, uniquify index names, workers = {opts.threads}, concurrency = 1,\n"
+            # Its default (100,000 rows read ahead per table) exhausted Debian's pgloader's 1 GiB Lisp heap
+            # at SF 1 (a fatal GC error, twice); pgloader's docs name this setting for that.
+            "       prefetch rows = 25000\n"
             # MariaDB drops a streaming read whose client stalls past net_write_timeout (60 s): at SF 1 pgloader's
             # did (broken pipe); wormhole's sessions set 3600 s, so pgloader gets the same.
             "  SET MySQL PARAMETERS net_read_timeout = '3600', net_write_timeout = '3600'\n"
