@@ -2,7 +2,7 @@
 // step: every element is made with h() from text, never from HTML strings, so no stored value can run as code.
 "use strict";
 
-const state = { timer: null, samples: {} };
+const state = { timer: null, samples: {}, seq: 0 };
 const COLORS = ["#2f6fde", "#d9480f", "#2b8a3e", "#862e9c", "#c92a2a", "#0b7285"];
 
 function h(tag, attrs, ...children) {
@@ -282,7 +282,11 @@ function submitPage(view) {
 
 async function route() {
   clearTimeout(state.timer);
-  const view = document.getElementById("view");
+  // A page draws once its requests answer; a newer route (the user went on, the token was set) makes
+  // this one stale, and a stale page must not draw over the newer one nor poll.
+  const seq = ++state.seq;
+  const shown = document.getElementById("view");
+  const view = { replaceChildren: (...kids) => { if (seq === state.seq) shown.replaceChildren(...kids); } };
   const [path, query] = (location.hash.slice(1) || "/").split("?");
   const params = new URLSearchParams(query || "");
   const parts = path.split("/").filter(Boolean);
@@ -298,7 +302,7 @@ async function route() {
     put(view, h("p", { class: "error", id: "page-error" }, `${e.message}`));
   }
   const wait = (window.WH_POLL_S || 1) * 1000;
-  if (poll) state.timer = setTimeout(route, wait);
+  if (poll && seq === state.seq) state.timer = setTimeout(route, wait);
 }
 
 document.addEventListener("DOMContentLoaded", async () => {
