@@ -20,12 +20,12 @@ import click
 
 from wormhole import log
 from wormhole.config import EngineConf
-from wormhole.errors import ConfigError, InvalidTaskConfig, WormholeError
+from wormhole.errors import ConfigError, InvalidTaskConfig, TaskNotFound, WormholeError
 from wormhole.planning.channels import speed_limits
 from wormhole.schedule import next_tick
 from wormhole.spec_json import load_spec_json
 from wormhole.task_spec import TaskSpec
-from wormhole.taskdb import SqlTaskStore, TaskStore, open_store
+from wormhole.taskdb import RunRecord, SqlTaskStore, TaskRecord, TaskStore, open_store
 from wormhole.taskdb.sql import utcnow
 from wormhole.variables import Resolved, builtin_values, parse_params, resolve, unset_environment
 
@@ -125,6 +125,22 @@ def task_store(ctx: click.Context, *, create: bool = False) -> SqlTaskStore:
         return open_store(ctx.obj.task_db, create=create)
     except WormholeError as exc:
         fail(exc)
+
+
+def task_and_runs(ctx: click.Context, task_id: int) -> tuple[TaskRecord, list[RunRecord]]:
+    """The task record and its runs, oldest first; exits 203 when the task database cannot be read, 204 when it
+    holds no such task."""
+    store = task_store(ctx)
+    try:
+        record = store.get(task_id)
+        runs = store.runs(task_id) if record is not None else []
+    except WormholeError as exc:
+        fail(exc)
+    finally:
+        store.close()
+    if record is None:
+        fail(TaskNotFound(f"no task with id {task_id} in {store.url}"))
+    return record, runs
 
 
 def fail(exc: WormholeError) -> NoReturn:

@@ -9,20 +9,29 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from wormhole.cli.common import TASK_ID, fail, global_options, quiet_on_a_terminal, task_store
+from wormhole.cli.common import TASK_ID, fail, global_options, quiet_on_a_terminal, task_and_runs
 from wormhole.config import EngineConf
-from wormhole.errors import InvalidTaskConfig, TaskNotFound, WormholeError
+from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.task_spec import TaskSpec
 from wormhole.variables import resolve_text, values_for_run
 from wormhole.verify.diff import SAMPLES, Comparison, compare, parse_side
 from wormhole.writer_manager import describe
 
 EXIT_DIFFERENT = 1
+
+
+def _comparing(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--samples`` and ``--readers``, as diff and verify both take them."""
+    command = click.option("--readers", type=click.IntRange(1, 64), default=4, show_default=True,
+                           help="Splits read at once on each side.")(command)
+    return click.option("--samples", type=click.IntRange(0, 10_000), default=SAMPLES, show_default=True,
+                        help="Differences shown with their values (per destination, for verify).")(command)
 
 
 def _side(text: str, label: str) -> Any:
@@ -53,10 +62,7 @@ def _names(text: str | None) -> tuple[str, ...]:
                                                "key; '' or none found: rows compare as a multiset, each missing "
                                                "or extra).")
 @click.option("--ignore", metavar="COLUMNS", help="Columns left out of the comparison, comma-separated.")
-@click.option("--samples", type=click.IntRange(0, 10_000), default=SAMPLES, show_default=True,
-              help="Differences shown with their values.")
-@click.option("--readers", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Splits read at once on each side.")
+@_comparing
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON (docs/manual/verify.md).")
 @global_options
 @click.pass_context
@@ -111,10 +117,7 @@ def _text(found: Comparison) -> str:
 @click.option("--destination", "only", metavar="ID", help="Check this destination only.")
 @click.option("--key", metavar="COLUMNS", help="The key columns, comma-separated (default: the source table's "
                                                "primary key).")
-@click.option("--samples", type=click.IntRange(0, 10_000), default=SAMPLES, show_default=True,
-              help="Differences shown with their values, per destination.")
-@click.option("--readers", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Splits read at once on each side.")
+@_comparing
 @click.option("--json", "as_json", is_flag=True, help="Print each destination's comparison as JSON.")
 @global_options
 @click.pass_context
@@ -127,16 +130,7 @@ def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, 
     from wormhole.verify.task import verify as verify_task
 
     quiet_on_a_terminal(ctx)
-    store = task_store(ctx)
-    try:
-        record = store.get(task_id)
-        runs = store.runs(task_id) if record is not None else []
-    except WormholeError as exc:
-        fail(exc)
-    finally:
-        store.close()
-    if record is None:
-        fail(TaskNotFound(f"no task with id {task_id} in {store.url}"))
+    record, runs = task_and_runs(ctx, task_id)
     last = runs[-1] if runs else None
     try:
         # The values the task's last run used: its destinations are where that run wrote.
@@ -146,8 +140,6 @@ def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, 
         conf = EngineConf.load(ctx.obj.conf_dir)
         found = verify_task(spec, mapping["source"], conf, log.get_logger(task_id=task_id), only=only,
                             key=None if key is None else _names(key), samples=samples, readers=readers)
-    except InvalidTaskConfig as exc:
-        fail(exc)
     except WormholeError as exc:
         fail(exc)
     except Exception as exc:  # a side's store: unreachable, a missing table, rows it cannot decode

@@ -24,12 +24,13 @@ from wormhole.cli.common import (
     global_options,
     quiet_on_a_terminal,
     read_spec,
+    task_and_runs,
     task_store,
 )
 from wormhole.cli.spark import SPARK_MASTER_OPTION
 from wormhole.config import EngineConf
 from wormhole.database.expand import expand, is_database_task
-from wormhole.errors import ConfigError, InvalidTaskConfig, TaskDbError, TaskNotFound, WormholeError
+from wormhole.errors import ConfigError, InvalidTaskConfig, TaskDbError, WormholeError
 from wormhole.planning.plan import Plan, make_plan
 from wormhole.plugins.base import ReadContext, Rejected
 from wormhole.pool import run_with_timeout
@@ -153,16 +154,7 @@ def _stored_spec(ctx: click.Context, task_id: int, params: dict[str, str]
                  ) -> tuple[TaskSpec, Resolved, int | None, frozenset[int]]:
     """The task's spec and variables as its next run would have them, the run that run resumes (None: it
     starts afresh) and the task's runs that ended partial."""
-    store = task_store(ctx)
-    try:
-        record = store.get(task_id)
-        runs = store.runs(task_id) if record is not None else []
-    except WormholeError as exc:
-        fail(exc)
-    finally:
-        store.close()
-    if record is None:
-        fail(TaskNotFound(f"no task with id {task_id} in {store.url}"))
+    record, runs = task_and_runs(ctx, task_id)
     # The run the next run resumes, as `--task-id` decides it; a running one is resumed by a takeover.
     resumes = runs[-1].id if runs and runs[-1].status == "running" else next_run_resumes(record, runs)
     # The values the next run would use: a run resuming the last one takes its recorded values.
