@@ -155,8 +155,10 @@ def test_a_batch_is_no_sequence_of_rows() -> None:
 def test_the_data_plane_does_not_load_pandas_and_uses_the_system_allocator() -> None:
     """pyarrow loads pandas (installed here, with the spark extra) on its first pa.array unless the CLI's
     start hid it once: a batch's way through the stores must not pull ~40 MiB of pandas in; and freed
-    batches go back to the system allocator (mimalloc, pyarrow's default, kept ~50 MiB more)."""
-    code = ("import sys\nfrom wormhole.plugins.batch import arrow_for_this_process, Batch\n"
+    batches go back to the system allocator (mimalloc, pyarrow's default, kept ~50 MiB more). Every module
+    the command line imports is imported first, as the CLI's start does: one that makes an Arrow value at
+    import would have pyarrow look for pandas before it is hidden."""
+    code = ("import sys\nimport wormhole.cli\nfrom wormhole.plugins.batch import arrow_for_this_process, Batch\n"
             "from wormhole.plugins.base import Schema, Column\narrow_for_this_process()\n"
             "Batch.of_rows([(1, 'a')]).arrow(Schema((Column('i', 'int'), Column('s', 'string'))))\n"
             "assert 'pandas' not in sys.modules, 'pandas was loaded'\n"

@@ -7,6 +7,7 @@ through :func:`python_hashes`, which hashes each domain's payloads as the typed 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -82,8 +83,11 @@ def canonical_number_texts(texts: pa.Array, *, arrow_decimal_scale: int | None =
     return out
 
 
-_INT64_MIN = pa.scalar(Decimal(-(2**63)), pa.decimal128(20, 0))
-_INT64_MAX = pa.scalar(Decimal(2**63 - 1), pa.decimal128(20, 0))
+@functools.cache
+def _int64_bounds() -> tuple[pa.Scalar, pa.Scalar]:
+    """The int64 range as decimal(20, 0) scalars, made on first use: an Arrow value made while modules are
+    imported has pyarrow look for pandas before the CLI hides it (arrow_for_this_process), ~40 MiB."""
+    return pa.scalar(Decimal(-(2**63)), pa.decimal128(20, 0)), pa.scalar(Decimal(2**63 - 1), pa.decimal128(20, 0))
 
 
 def _numbers(coefficients: npt.NDArray[np.int64], places: npt.NDArray[np.int64]) -> U64:
@@ -102,7 +106,8 @@ def number_texts(canonical: pa.Array) -> U64:
     if not pc.any(small).as_py():
         return variable("number", canonical)
     wide = digits.filter(small).cast(pa.decimal128(20, 0))
-    fits = pc.and_(pc.greater_equal(wide, _INT64_MIN), pc.less_equal(wide, _INT64_MAX))
+    low, high = _int64_bounds()
+    fits = pc.and_(pc.greater_equal(wide, low), pc.less_equal(wide, high))
     texts = canonical.filter(small).filter(fits)
     points = np.asarray(pc.find_substring(texts, ".").to_numpy(zero_copy_only=False), np.int64)
     lengths = np.asarray(pc.utf8_length(texts).to_numpy(zero_copy_only=False), np.int64)
