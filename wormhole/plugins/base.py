@@ -52,6 +52,7 @@ from wormhole.plugins.writing import LeftoverPeriphery as LeftoverPeriphery
 from wormhole.plugins.writing import Rejected as Rejected
 from wormhole.plugins.writing import ShippedWithoutLock as ShippedWithoutLock
 from wormhole.plugins.writing import SplitWriter as SplitWriter
+from wormhole.plugins.writing import TargetRows as TargetRows
 from wormhole.plugins.writing import Writer as Writer
 from wormhole.plugins.writing import WriteResult as WriteResult
 from wormhole.plugins.writing import WriterPeriphery as WriterPeriphery
@@ -403,6 +404,9 @@ class SinkRole(Generic[P]):
     """The params that say where the rows go (``database``, ``schema``, ``table``, ``path``): in a database
     task (``source.params.tables``) they are templates with ``{schema}`` and ``{table}``, rendered per table
     (:mod:`wormhole.database.model`); empty: the store cannot be a database task's destination."""
+    target_rows: Callable[[Any], TargetRows] | None = None
+    """Optional: ``target_rows(options)``, how the run's rows meet what the target held (``settings.verify``
+    reads the target back to compare it with what was sent; None: the store's copies are not verified in a run)."""
     spark_partitions: bool = False
     """In Spark mode the row writer may run inside the executors, one writer per partition with
     ``worker_index`` = partition id: a partition written twice (a task retry) leaves its rows once.

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from wormhole.plugins.batch import Batch
 from wormhole.plugins.schema import Row
@@ -27,6 +27,19 @@ class Rejected:
 
     row: Row
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRows:
+    """How a destination's rows meet what its target held before the run, for verifying the copy in the run
+    (``settings.verify``): what its target holds afterwards is compared with what it was sent."""
+
+    meet: Literal["replaced", "added", "merged"]
+    """``replaced``: the target holds only the task's rows afterwards (a truncate or staging load, a directory
+    overwritten); ``added``: its rows before stay and the run's are added (an append of inserts); ``merged``:
+    rows before may be replaced or updated by the run's (a replace or upsert write mode)."""
+    columns: tuple[str, ...] | None = None
+    """The target's names of the rows' columns, in the rows' order (a ``columns`` param), else the rows' own."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ entries); ``spark`` (the Spark adapter: the native parquet write).
 
 from __future__ import annotations
 
-from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.base import Plugin, SinkRole, SourceRole, TargetRows
 from wormhole.plugins.facets import DurableFacet, LeftoverFacet
 from wormhole.plugins.file.layout import SUCCESS_MARKER
 from wormhole.plugins.file.options import ColumnOption, FileReaderOptions, FileWriterOptions
@@ -71,6 +71,8 @@ SINK = SinkRole(
     # Temporary and set-aside directories of crashed runs.
     leftovers=LeftoverFacet(find=FileWriterPeriphery.leftovers, clean=FileWriterPeriphery.clean_leftovers),
     spark_partitions=True,  # a part per partition, created afresh: a retried partition replaces it
+    # overwrite: the directory holds only the run's parts once committed.
+    target_rows=lambda options: TargetRows("replaced" if options.mode == "overwrite" else "added"),
 )
 
 PLUGIN = Plugin(

@@ -79,6 +79,7 @@ def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable
         add_written=periphery.add_written,  # verify compares the table's count with the rows written
         encoded=encoded,
         ddl=ddl,
+        target_rows=options.target_rows,
         # In Spark mode the row writers run in the executors, a split per partition, each made
         # durable with its marker row in one transaction: a retried task finds it there.
         spark_partitions=True,

@@ -10,6 +10,7 @@ from typing import ClassVar
 from wormhole.options import Problems, join_path
 from wormhole.plugins.sql import check_names
 from wormhole.plugins.sql.source_options import Naming, check_credentials
+from wormhole.plugins.writing import TargetRows
 
 
 class SinkParams:
@@ -37,6 +38,7 @@ class SinkParams:
     load: str
     verify: str | None
     write_mode: str
+    columns: tuple[str, ...] | None
     rollback_sql: tuple[str, ...]
 
     def check(self, path: str, problems: Problems) -> None:
@@ -63,6 +65,13 @@ class SinkParams:
         target = ".".join(getattr(self, key) for key in self.TARGET_KEYS)
         target = target.lower() if self.FOLDS_CASE else target
         return f"{self.NAMING.name} table {self.host.lower()}:{self.port}/{target}"
+
+    def target_rows(self) -> TargetRows:
+        """A truncate or staging load leaves only the run's rows; an insert adds to the table's, another write
+        mode may change them (``settings.verify``)."""
+        meet = "replaced" if self.load in ("truncate", "staging") else "added" if self.write_mode == "insert" \
+            else "merged"
+        return TargetRows(meet, self.columns)
 
     def check_staging(self, path: str, problems: Problems) -> None:
         """``staging_table`` (a name, only with staging, not the target's) and ``verify``."""

@@ -17,7 +17,7 @@ the roles, :mod:`.tables` the catalog of a whole file (``tables``), :mod:`.types
 from __future__ import annotations
 
 from wormhole.database.facet import CatalogFacet
-from wormhole.plugins.base import Plugin, SinkRole, SourceRole
+from wormhole.plugins.base import Plugin, SinkRole, SourceRole, TargetRows
 from wormhole.plugins.facets import DdlFacet, DurableFacet, LeftoverFacet, SnapshotFacet
 from wormhole.plugins.sqlite.bounds import bounds
 from wormhole.plugins.sqlite.ddl import SQLITE_DDL, open_session
@@ -42,6 +42,11 @@ SOURCE = SourceRole(
 
 # One writer: the destination holds the file's write lock. In Spark mode its rows are written on
 # the driver (no spark_partitions).
+def _target_rows(options: SqliteWriterOptions) -> TargetRows:
+    """An insert adds to the table's rows; replace and upsert may change them (``settings.verify``)."""
+    return TargetRows("added" if options.write_mode == "insert" else "merged", options.columns)
+
+
 SINK = SinkRole(
     options=SqliteWriterOptions,
     periphery=SqliteWriterPeriphery,
@@ -57,6 +62,7 @@ SINK = SinkRole(
     leftovers=LeftoverFacet(find=SqliteWriterPeriphery.leftovers, clean=SqliteWriterPeriphery.clean_leftovers),
     # A database task creates its tables from the source's definitions.
     ddl=DdlFacet(dialect=SQLITE_DDL, open=open_session),
+    target_rows=_target_rows,
 )
 
 PLUGIN = Plugin(
