@@ -86,7 +86,16 @@ class SettingsSpec:
     """With ``snapshot: consistent`` on MySQL/MariaDB: the longest the global read lock is waited for
     (``lock_wait_timeout``); past it the run fails and nothing stays locked."""
 
+    verify: Literal["off", "count", "checksum"] = "off"
+    """After each destination's commit, read its target back and compare it with what it was sent: ``count``
+    its rows, ``checksum`` an order-independent checksum of their values (:mod:`wormhole.verify.inrun`). A
+    mismatch fails that destination's verification alone (exit 202); its rows stay committed. Local engine."""
+
     def check(self, path: str, problems: Problems) -> None:
+        if self.verify != "off" and self.engine == "spark":
+            problems.add(join_path(path, "verify"), f"{self.verify!r} needs engine 'local' (or 'auto', which verifies "
+                                                    "when it chooses local): Spark's executors do not sum what "
+                                                    "they write yet")
         if self.schedule is not None:
             problem = schedule_problem(self.schedule)
             if problem is not None:

@@ -48,6 +48,8 @@ from wormhole.recovery.state import RecoveryState
 from wormhole.task_spec import TaskSpec
 from wormhole.transform.plan import TransformPlan
 from wormhole.transform.writer import transforming
+from wormhole.verify.inrun import DestinationCheck, Verification
+from wormhole.verify.sent import verifying
 
 __all__ = ["Destination", "WriterManager", "WriterSetup", "describe"]
 
@@ -116,6 +118,9 @@ class WriterManager:
         self._aborting: str | None = None
         self._coordinator: SplitCoordinator | None = None
         self._ending = Ending(recovery.lease, recovery.checkpointer, crash_points(side.log))
+        self.checks: dict[str, DestinationCheck] = {}
+        """``settings.verify``: each prepared destination's verification (:mod:`wormhole.verify.inrun`)."""
+        self.verified: dict[str, Verification] = {}
         self.destinations: dict[str, Destination] = {}
         for dest in side.spec.destinations:
             sink = registry.get(dest.plugin).sink
@@ -153,6 +158,18 @@ class WriterManager:
                                spark=self._side.spark, wire_text=self._plane.name != "spark",
                                shared=self._side.shared)
             dest.prepare(ctx, chain, timeout, self._recovery)
+            if self._spec.settings.verify != "off" and dest.state != "failed":
+                self._plan_check(dest, ctx)
+
+    def _plan_check(self, dest: Destination, ctx: WriteContext) -> None:
+        """What verifying ``dest`` needs; an append's target read as the run found it."""
+        spec = next(d for d in self._spec.destinations if d.id == dest.id)
+        check = DestinationCheck(self._spec.settings.verify, self._spec, spec, dest.sink, ctx.schema,
+                                 batch_rows=self._conf.exchange.batch_rows, readers=dest.concurrency, log=dest.log)
+        if self._plane.name == "spark":
+            check.unverified = "Spark mode does not sum what its executors write yet"
+        check.read_before(ctx.resuming, dest.held, dest.stop)
+        self.checks[dest.id] = check
 
     def start(self, coordinator: SplitCoordinator) -> None:
         """Local mode: each live destination's writer threads, taking batches from its queue."""
@@ -186,6 +203,8 @@ class WriterManager:
         writer: Any = make(dest.options, dest.ctx, dest.periphery, worker)  # behind its chain (transforming)
         if dest.source_form:  # chosen once for the run: every batch through the writer's write_encoded
             writer = EncodedTarget(writer)
+        check = self.checks.get(dest.id)
+        writer = verifying(writer, check.sent if check is not None and check.unverified is None else None)
         if dest.chain is not None and dest.chain.ops:
             runner = dest.chain.runner()
             dest.runners.append(runner)
@@ -323,6 +342,33 @@ class WriterManager:
             abort_reason = f"destination(s) {', '.join(failed)} failed and consistency is all_or_nothing"
         for dest in self.destinations.values():
             dest.end(abort_reason, self._ending, partial(self._written, dest.id))
+
+    def verify(self) -> None:
+        """``settings.verify``: each destination committed in this run read back and compared with what it should
+        hold, all at once (:attr:`verified`); one that was not committed is not verified."""
+        checks = {k: c for k, c in self.checks.items()
+                  if self.destinations[k].outcome == "success" and self.destinations[k].committed_before is None}
+        if not checks:
+            return
+
+        def one(dest_id: str) -> None:
+            dest = self.destinations[dest_id]
+            recorded = {s: d for (name, s), d in self._recovery.digests.items() if name == dest_id}
+            try:
+                found = checks[dest_id].check(dest.held, recorded, dest.stop)
+            except Exception as exc:  # a bug of ours must not pass as verified, nor undo the commit
+                found = Verification(checks[dest_id].mode, "failed", reason=f"verifying failed: {describe(exc)}")
+            self.verified[dest_id] = found
+            log = dest.log.error if found.state in ("mismatch", "failed") else dest.log.info
+            log("verify.checked", **found.to_dict())
+
+        for future in [spawn(one, k, name=f"verify-{k}") for k in checks]:
+            future.result()
+
+    def sent_digest(self, destination: str, split_id: str) -> Any:
+        """The digest of what ``destination`` accepted of ``split_id`` once durable (None: not verified)."""
+        check = self.checks.get(destination)
+        return check.sent.sealed(split_id) if check is not None and check.sent is not None else None
 
     def _judge(self, dest: Destination, rows_sent: int, abort_reason: str | None) -> None:
         if dest.state == "done" and abort_reason is None and dest.committed_before is None:

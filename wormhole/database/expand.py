@@ -194,6 +194,13 @@ def _table_incremental(spec: TaskSpec, column: str | None, task_id: int) -> Any:
     return dataclasses.replace(inc, column=column, state_key=state_key(inc.state_key, spec.name, task_id))
 
 
+def rendered(dest: DestinationSpec, ref: TableRef) -> dict[str, Any]:
+    """The destination's params for table ``ref``: its target params' templates rendered."""
+    sink = registry.get(dest.plugin).sink
+    assert sink is not None
+    return {k: render(v, ref) if k in sink.targets and isinstance(v, str) else v for k, v in dest.params.items()}
+
+
 def _targets(dest: DestinationSpec, index: int, tables: Sequence[TableRef], problems: Problems) -> dict[TableRef, Any]:
     """The destination's options for each table, its target params rendered (and checked as the task's were)."""
     sink = registry.get(dest.plugin).sink
@@ -201,11 +208,7 @@ def _targets(dest: DestinationSpec, index: int, tables: Sequence[TableRef], prob
     path = join_path(join_path("destinations", index), "params")
     out: dict[TableRef, Any] = {}
     for ref in tables:
-        params = dict(dest.params)
-        for key in sink.targets:
-            if isinstance(params.get(key), str):
-                params[key] = render(params[key], ref)
-        parsed = parse_options(sink.options, params, f"{path} (table {ref.key})", problems)
+        parsed = parse_options(sink.options, rendered(dest, ref), f"{path} (table {ref.key})", problems)
         if parsed is not None:
             out[ref] = parsed
     shown = {ref: _show_target(dest, o) for ref, o in out.items()}
@@ -243,7 +246,7 @@ def _table_spec(spec: TaskSpec, source_options: Any, ref: TableRef, options: Map
     # More writers than the table has channels only wait (and each opens its connection): a small table's
     # pair writes with one.
     destinations = tuple(dataclasses.replace(d, id=pair_id(d.id, ref), options=options[d.id][ref],
-                                             concurrency=min(d.concurrency, channels))
+                                             concurrency=min(d.concurrency, channels), params=rendered(d, ref))
                          for d in spec.destinations)
     return dataclasses.replace(spec, name=f"{spec.name}:{ref.key}" if spec.name else ref.key,
                                source=dataclasses.replace(spec.source, options=source_options,

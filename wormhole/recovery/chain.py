@@ -71,6 +71,16 @@ class Chain:
                     out.setdefault(row.destination, (row.rows or 0, run))
         return out
 
+    def digests(self) -> dict[tuple[str, str], str]:
+        """(destination, split) -> the payload of the newest durable row of it, where one was recorded with a
+        payload (``settings.verify``'s digest of what the destination accepted of the split)."""
+        out: dict[tuple[str, str], str] = {}
+        for _, rows in self.runs:
+            for row in rows:
+                if row.kind == RowKind.DURABLE and row.payload and row.destination and row.split_id:
+                    out.setdefault((row.destination, row.split_id), row.payload)
+        return out
+
     def placements(self) -> dict[str, dict[str, Any]]:
         """Split -> the transform placement it was read under: the newest run's record of it."""
         out: dict[str, dict[str, Any]] = {}

@@ -11,6 +11,7 @@ and whether it is skipped as committed before, is decided here and nowhere else.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from wormhole.plugins.facets import DurableFacet
 from wormhole.recovery.chain import Chain
 from wormhole.recovery.checkpoint import Checkpointer, CheckpointStore, split_from_json
 from wormhole.recovery.lease import Lease
+from wormhole.verify.checksum import Digest
+from wormhole.verify.sent import recorded_digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,9 @@ class RecoveryState:
     """The task database's id, which destinations name their kept state by."""
     window: Window | None = None
     """An incremental chain's window, as its plan recorded it (the resumed run reads the same rows)."""
+    digests: Mapping[tuple[str, str], Digest] = field(default_factory=dict)
+    """(destination, split) -> the digest of what it accepted of the split, as its durable row recorded it
+    (``settings.verify``: a resumed run verifies the splits it holds from earlier runs by them)."""
 
     # -- the decisions -------------------------------------------------------------------------
 
@@ -108,4 +114,17 @@ def _walk(checkpoints: CheckpointStore, state: RecoveryState, resume_from: int, 
     return RecoveryState(state.run_id, origin, resume_from, splits, {d: rows for d, (rows, _) in committed.items()},
                          {d: by for d, (_, by) in committed.items()},
                          frozenset(d for d, (_, by) in committed.items() if by in finished_runs),
-                         placements, lease=state.lease, taskdb_id=state.taskdb_id, window=plan.window)
+                         placements, lease=state.lease, taskdb_id=state.taskdb_id, window=plan.window,
+                         digests=_digests(chain))
+
+
+def _digests(chain: Chain) -> dict[tuple[str, str], Digest]:
+    out: dict[tuple[str, str], Digest] = {}
+    for key, payload in chain.digests().items():
+        try:
+            found = recorded_digest(json.loads(payload))
+        except (ValueError, TypeError, AttributeError):
+            continue
+        if found is not None:
+            out[key] = found
+    return out

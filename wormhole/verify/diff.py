@@ -316,6 +316,39 @@ def _hashes(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[Split
     return Hashes(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
 
+def side_digest(side: Side, columns: Sequence[str], logical: Mapping[str, str], json_null: JsonNull, *,
+                readers: int = 4, batch_rows: int = 10_000, stop: threading.Event | None = None,
+                count_only: bool = False) -> Digest:
+    """The :class:`Digest` of every row of ``side`` over ``columns`` (each read as its ``logical`` type), or
+    only the count (``count_only``: the total stays 0). Raises InvalidTaskConfig for a column the side lacks
+    or cannot hold as its type, ValueError for rows its reader could not decode, the store's own errors when
+    it cannot be read."""
+    dirty = _Rejections()
+    ctx = _context(side, stop or threading.Event(), dirty, batch_rows)
+    schema, splits = _schema_and_splits(side, ctx, readers)
+    have = {c.name.lower(): c.name for c in schema.columns}
+    lacking = [c for c in columns if c.lower() not in have]
+    if lacking:
+        raise InvalidTaskConfig([f"the {side.label} ({side.shown}) has no column {', '.join(lacking)} "
+                                 f"(it has {', '.join(have.values()) or 'none'})"])
+    names = [have[c.lower()] for c in columns]
+    types = {have[c.lower()]: kind for c, kind in logical.items() if c.lower() in have}
+
+    def work(batch: pa.RecordBatch) -> Digest:
+        if count_only:
+            return Digest(batch.num_rows, 0)
+        return Digest.of(_hashed(side, batch, names, types, json_null))
+
+    total = Digest.empty()
+    for split in _each_split(side, ctx, schema, splits, readers, work):
+        for part in split:
+            total += part
+    if dirty.count:
+        raise ValueError(f"{dirty.count} row(s) of the {side.label} ({side.shown}) could not be decoded (the "
+                         f"first: {dirty.first})")
+    return total
+
+
 def differences(left: Hashes, right: Hashes, keyed: bool) -> dict[str, np.ndarray]:
     """The key hashes of each kind of difference (row hashes, when the sides have no key: ``missing`` and
     ``extra`` then, one entry per surplus copy of a row)."""

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wormhole.config import EngineConf
-from wormhole.database.expand import expand, is_database_task
-from wormhole.database.model import render
+from wormhole.database.expand import expand, is_database_task, rendered
 from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.options import join_path
@@ -82,12 +81,9 @@ def pairs(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log: 
         params.update({"table": job.ref.name, **({schema_key: job.ref.schema} if schema_key else {})})
         source = parse_side({"plugin": spec.source.plugin, "params": params}, f"source {job.ref.key}")
         for dest in wanted:
-            sink = registry.get(dest.plugin).sink
-            assert sink is not None
-            rendered = {k: render(v, job.ref) if k in sink.targets and isinstance(v, str) else v
-                        for k, v in dest.params.items()}
             name = f"{dest.id}/{job.ref.key}"
-            yield Pair(name, source, parse_side(readback(dest, rendered), join_path("destination", name)))
+            yield Pair(name, source, parse_side(readback(dest, rendered(dest, job.ref)),
+                                                join_path("destination", name)))
 
 
 def verify(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log: Logger, *,

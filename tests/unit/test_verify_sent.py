@@ -1,0 +1,99 @@
+"""What a run sent each destination, as digests (``settings.verify``, :mod:`wormhole.verify.sent`): only the
+rows the store accepted count, a split aborted for a retry starts again, a split counts once sealed, and the
+row hashes of a batch are made once for every destination that takes it under the same rules."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from wormhole.plugins.base import Batch, Rejected, WriteResult
+from wormhole.plugins.batch import rows_of
+from wormhole.plugins.schema import Column, Schema
+from wormhole.verify.checksum import Digest, digest
+from wormhole.verify.sent import SentDigests, digest_payload, recorded_digest, verifying
+
+SCHEMA = Schema((Column("id", "int"), Column("name", "string"), Column("amount", "decimal", precision=12, scale=2)))
+ROWS = [(i, f"n{i}" if i % 3 else None, Decimal(i) / 4) for i in range(1, 11)]
+
+
+class Store:
+    """A SplitWriter that refuses the rows whose id it is told to."""
+
+    def __init__(self, refuse: frozenset[int] = frozenset()) -> None:
+        self.refuse = refuse
+        self.ended: list[str] = []
+
+    def open(self) -> None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+    def write(self, batch: Batch) -> WriteResult:
+        return self.write_split("", batch)
+
+    def write_split(self, split_id: str, batch: Batch) -> WriteResult:
+        rows = rows_of(batch)
+        bad = tuple(Rejected(r, "refused") for r in rows if r[0] in self.refuse)
+        return WriteResult(written=len(rows) - len(bad), rejected=bad)
+
+    def end_split(self, split_id: str, rows: int) -> None:
+        self.ended.append(split_id)
+
+    def abort_split(self, split_id: str) -> None: ...
+
+
+def of(rows: list[tuple[Any, ...]]) -> Digest:
+    return digest([Batch.of_rows(rows, SCHEMA).arrow_form])
+
+
+def test_only_the_rows_the_store_accepted_count_once_their_split_is_sealed() -> None:
+    sent = SentDigests(SCHEMA, "value")
+    writer = verifying(Store(refuse=frozenset({3, 7})), sent)
+    writer.write_split("s1", Batch.of_rows(ROWS[:5], SCHEMA))
+    writer.write_split("s2", Batch.of_rows(ROWS[5:], SCHEMA))
+    assert sent.total() == Digest.empty()  # nothing is durable yet
+    writer.end_split("s1", 4)
+    writer.end_split("s2", 4)
+    accepted = [r for r in ROWS if r[0] not in (3, 7)]
+    assert sent.total() == of(accepted) and sent.total().rows == 8
+    assert sent.total() != of(ROWS)
+    assert sent.sealed("s1") == of([r for r in ROWS[:5] if r[0] != 3])
+    assert sent.splits() == 2
+
+
+def test_a_split_aborted_for_a_retry_starts_again() -> None:
+    sent = SentDigests(SCHEMA, "value")
+    writer = verifying(Store(), sent)
+    writer.write_split("s1", Batch.of_rows(ROWS[:3], SCHEMA))
+    writer.abort_split("s1")
+    writer.write_split("s1", Batch.of_rows(ROWS[:5], SCHEMA))
+    writer.end_split("s1", 5)
+    assert sent.total() == of(ROWS[:5])
+
+
+def test_a_batch_is_hashed_once_for_every_destination_with_the_same_rules() -> None:
+    batch = Batch.of_rows(ROWS, SCHEMA)
+    one, two, jsonl = SentDigests(SCHEMA, "value"), SentDigests(SCHEMA, "value"), SentDigests(SCHEMA, "null")
+    first = one.hashes(batch)
+    assert two.hashes(batch) is first  # the memo's
+    assert jsonl.hashes(batch) is not first  # other rules, its own hashes
+
+
+def test_a_writer_without_splits_counts_every_accepted_row_and_payloads_round_trip() -> None:
+    sent = SentDigests(SCHEMA, "value")
+
+    class Plain:
+        def open(self) -> None: ...
+        def flush(self) -> None: ...
+        def close(self) -> None: ...
+
+        def write(self, batch: Batch) -> WriteResult:
+            return WriteResult(written=len(batch))
+
+    writer = verifying(Plain(), sent)
+    assert not hasattr(writer, "write_split")
+    writer.write(Batch.of_rows(ROWS, SCHEMA))
+    assert sent.total() == of(ROWS)
+    assert recorded_digest(digest_payload(sent.total())) == of(ROWS)
+    assert recorded_digest({"digest": "1:00", "checksum_version": -1}) is None  # another version: not comparable
+    assert verifying(Plain(), None).__class__ is Plain
