@@ -23,6 +23,7 @@ from rich.text import Text
 
 from wormhole.log import Event, Render, json_line
 from wormhole.monitor import DestinationProgress, ProgressSnapshot
+from wormhole.result import verify_summary
 
 STATE_STYLES = {"running": "cyan", "done": "cyan", "success": "green", "failed": "red", "rolled_back": "yellow",
                 "partial": "yellow", "interrupted": "yellow", "pending": "dim"}
@@ -200,6 +201,9 @@ def outcome_lines(task_id: int, status: str, exit_code: int, result: Mapping[str
     for dest_id, d in result["destinations"].items():
         if d["status"] == "success":
             note = f"output: {outputs[dest_id]}" if outputs.get(dest_id) else ""
+            checked = d.get("verify")
+            if checked and checked["state"] != "verified":
+                note = f"verify {checked['state'].replace('_', ' ')}: {brief(checked.get('reason') or '')}"
         else:
             note = f"error: {brief(d['error'] or 'unknown')}"
             if d["rollback_error"]:
@@ -214,6 +218,9 @@ def outcome_lines(task_id: int, status: str, exit_code: int, result: Mapping[str
     lines += [f"{r[0]:<{id_width}}  {r[1]:<{plugin_width}}  {r[2]:<{width}}  {r[3]:>8}  {r[4]}".rstrip() for r in rows]
     if result.get("dirty_file"):
         lines.append(f"rejected rows and their reasons: {result['dirty_file']}")
+    summary = verify_summary(result)
+    if summary:
+        lines.append(summary)
     return lines
 
 

@@ -43,6 +43,9 @@ class DestinationResult:
     """Rows its own transforms dropped (delivered = written + rejected + filtered)."""
     skipped: str | None = None
     """Why it was not written in this run (an earlier run of the task committed it), else None."""
+    verify: Mapping[str, Any] | None = None
+    """``settings.verify``: its target read back after the commit against what it was sent
+    (:class:`~wormhole.verify.inrun.Verification`); None when the task does not verify."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,8 +126,9 @@ class RunReport:
             value = getattr(self, f.name)
             if f.name in ("spark", "transforms", "incremental", "database", "snapshot") and value is None:
                 continue
-            if f.name == "destinations":
-                value = {k: dataclasses.asdict(v) for k, v in value.items()}
+            if f.name == "destinations":  # ``verify`` only where the task verifies
+                value = {k: {n: x for n, x in dataclasses.asdict(v).items() if n != "verify" or x is not None}
+                         for k, v in value.items()}
             elif dataclasses.is_dataclass(value):
                 value = dataclasses.asdict(value)  # type: ignore[arg-type]
             elif isinstance(value, Mapping):
@@ -133,9 +137,10 @@ class RunReport:
         return out
 
 
-def task_outcome(statuses: list[str | None], any_rejected: bool) -> tuple[TaskStatus, int]:
-    """The task status and exit code from its destinations' outcomes (docs/manual/results.md, "Exit codes")."""
-    if statuses and all(s == "success" for s in statuses):
+def task_outcome(statuses: list[str | None], any_rejected: bool, unverified: bool = False) -> tuple[TaskStatus, int]:
+    """The task status and exit code from its destinations' outcomes (docs/manual/results.md, "Exit codes");
+    ``unverified``: a committed destination failed its verification (``settings.verify``): partial at best."""
+    if statuses and all(s == "success" for s in statuses) and not unverified:
         return "success", EXIT_SUCCESS_WITH_REJECTS if any_rejected else EXIT_SUCCESS
     if "success" in statuses:
         return "partial", EXIT_PARTIAL
@@ -165,3 +170,21 @@ class RunResult:
     @property
     def error(self) -> str | None:
         return self.report.error
+
+
+def verify_summary(result: Mapping[str, Any]) -> str | None:
+    """``settings.verify`` of a stored result in words: ``verified 3/3 destinations`` (and which failed their
+    verification or were not verified); None when the run did not verify."""
+    states = {k: v["verify"]["state"] for k, v in (result.get("destinations") or {}).items()
+              if isinstance(v, Mapping) and isinstance(v.get("verify"), Mapping)}
+    if not states:
+        return None
+    done = sum(s == "verified" for s in states.values())
+    out = f"verified {done}/{len(states)} destinations"
+    failed = [k for k, s in states.items() if s in ("mismatch", "failed")]
+    unverified = [k for k, s in states.items() if s == "not_verified"]
+    if failed:
+        out += f"; failed: {', '.join(failed)}"
+    if unverified:
+        out += f"; not verified: {', '.join(unverified)}"
+    return out

@@ -12,7 +12,7 @@ from wormhole.errors import InvalidTaskConfig
 from wormhole.execution import Execution, Reads
 from wormhole.planning.plan import Plan
 from wormhole.recovery.coordinator import CoordinatorStats, SplitCoordinator
-from wormhole.result import DestinationResult, RunReport, RunResult, SourceResult, task_outcome
+from wormhole.result import DestinationResult, RunReport, RunResult, SourceResult, TaskStatus, task_outcome
 from wormhole.run_parts import RunIds, RunParts, now
 from wormhole.task_spec import TaskSpec
 from wormhole.transform.pushup import PushUp
@@ -68,12 +68,7 @@ class Finished:
 def run_result(run: Finished) -> RunResult:
     spec, parts, writers, ended, plan = run.spec, run.parts, run.writers, run.ended, run.plan
     destinations = {d.id: _destination_result(run, d) for d in writers.destinations.values()}
-    rejected = any(d.rows_rejected for d in destinations.values()) or parts.dirty.count("source") > 0
-    status, exit_code = task_outcome([d.status for d in destinations.values()], rejected)
-    if ended.invalid is not None:
-        status, exit_code = "failed", ended.invalid.exit_code
-    errors = [f"{k}: {d.error}" for k, d in destinations.items() if d.error and d.status == "failed"]
-    error = run.abort or ("; ".join(errors) if errors else None)
+    status, exit_code, error = _outcome(run, destinations)
     stats = ended.coordinator.stats if ended.coordinator is not None else CoordinatorStats()
     source = SourceResult(plugin=spec.source.plugin, rows_read=parts.counters.rows_read,
                           rows_rejected=parts.dirty.count("source"), splits=run.splits,
@@ -98,6 +93,18 @@ def run_result(run: Finished) -> RunResult:
     return RunResult(report, run_status="interrupted" if run.interrupted else status)
 
 
+def _outcome(run: Finished, destinations: Mapping[str, DestinationResult]) -> tuple[TaskStatus, int, str | None]:
+    """The task's status, exit code and error from its destinations' outcomes and verifications."""
+    rejected = any(d.rows_rejected for d in destinations.values()) or run.parts.dirty.count("source") > 0
+    unverified = {k: v for k, v in run.writers.verified.items() if v.state in ("mismatch", "failed")}
+    status, exit_code = task_outcome([d.status for d in destinations.values()], rejected, bool(unverified))
+    if run.ended.invalid is not None:
+        status, exit_code = "failed", run.ended.invalid.exit_code
+    errors = [f"{k}: {d.error}" for k, d in destinations.items() if d.error and d.status == "failed"]
+    errors += [f"{k}: verify {v.mode} {v.state} (its rows stay committed): {v.reason}" for k, v in unverified.items()]
+    return status, exit_code, run.abort or ("; ".join(errors) if errors else None)
+
+
 def _destination_result(run: Finished, dest: Destination) -> DestinationResult:
     totals = run.parts.counters.totals(dest.id)
     end = dest.finished or time.monotonic()
@@ -110,4 +117,18 @@ def _destination_result(run: Finished, dest: Destination) -> DestinationResult:
         rows_filtered=totals.filtered,
         rows_resumed=sum(dest.held.values()) if dest.committed_before is None else dest.committed_before,
         splits_resumed=len(dest.held) if dest.committed_before is None else run.splits,
-        skipped=None if dest.committed_before is None else f"committed by run {run.committed_by.get(dest.id)}")
+        skipped=None if dest.committed_before is None else f"committed by run {run.committed_by.get(dest.id)}",
+        verify=_verification(run, dest))
+
+
+def _verification(run: Finished, dest: Destination) -> Mapping[str, Any] | None:
+    """``settings.verify``: the destination's verification, or why it has none."""
+    mode = run.spec.settings.verify
+    if mode == "off":
+        return None
+    found = run.writers.verified.get(dest.id)
+    if found is not None:
+        return found.to_dict()
+    why = ("an earlier run of the task committed it" if dest.committed_before is not None
+           else "it was not committed" if dest.outcome != "success" else "it was not prepared for verifying")
+    return {"mode": mode, "state": "not_verified", "reason": why}

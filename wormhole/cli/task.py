@@ -28,6 +28,7 @@ from wormhole.engine import EXIT_BAD_TASK, EXIT_CLAIMED
 from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.recovery.leftovers import leftovers, resumable_chain, resumable_run
 from wormhole.redaction import redact, redact_json_text
+from wormhole.result import verify_summary
 from wormhole.schedule import next_tick
 from wormhole.spec_json import load_spec_json
 from wormhole.task_spec import TaskSpec
@@ -118,13 +119,15 @@ def task_show(ctx: click.Context, task_id: int) -> None:
         fail(exc)
     finally:
         store.close()
+    result = loads_redacted(record.result)
     doc = {
         "id": record.id, "name": record.name, "status": record.status, "priority": record.priority,
         "attempts": record.attempts,
         "created_at": record.created_at, "started_at": record.started_at, "finished_at": record.finished_at,
         "claimed_by": record.claimed_by, "error": record.error, "spec": loads_redacted(record.spec),
         "params": shown_values(record, record.params),
-        "result": loads_redacted(record.result),
+        "result": result,
+        "verify": verify_summary(result) if isinstance(result, dict) else None,
         "heartbeat_at": record.heartbeat_at,
         "schedule": None if record.schedule is None else {
             "cron": record.schedule, "next_tick": record.next_run_at, "last_tick": record.tick_at,

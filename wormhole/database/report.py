@@ -79,6 +79,8 @@ def database_result(run: RunFacts, plan: DatabasePlan | None, outcomes: Sequence
     status, code = _outcome(pairs, reports, ended=exit_code is not None or read_error is not None or not outcomes,
                             exit_code=exit_code)
     failures = [f"{k}: {p.error}" for k, p in pairs.items() if p.error and p.status != "success"]
+    failures += [f"{k}: verify {v['mode']} {v['state']} (its rows stay committed): {v.get('reason')}"
+                 for k, v in _unverified(pairs).items()]
     error = error or ("; ".join(failures) if failures else None) or run.stop_reason
     seconds = round(time.monotonic() - run.t0, 3)
     report = RunReport(
@@ -98,7 +100,12 @@ def _outcome(pairs: dict[str, DestinationResult], reports: Sequence[RunReport], 
     if ended:
         return "failed", exit_code if exit_code is not None else EXIT_FAILED
     rejected = any(p.rows_rejected for p in pairs.values()) or any(r.source.rows_rejected for r in reports)
-    return task_outcome([p.status for p in pairs.values()], rejected)
+    return task_outcome([p.status for p in pairs.values()], rejected, bool(_unverified(pairs)))
+
+
+def _unverified(pairs: Mapping[str, DestinationResult]) -> dict[str, Mapping[str, Any]]:
+    """``settings.verify``: the committed pairs whose verification failed."""
+    return {k: p.verify for k, p in pairs.items() if p.verify and p.verify.get("state") in ("mismatch", "failed")}
 
 
 def _pairs(spec: TaskSpec, outcomes: Sequence[TableOutcome]) -> dict[str, DestinationResult]:

@@ -10,7 +10,7 @@ from typing import Any
 from wormhole.database.expand import is_database_task
 from wormhole.database.run import DatabaseRun
 from wormhole.engine import Engine
-from wormhole.result import EXIT_FAILED
+from wormhole.result import EXIT_FAILED, verify_summary
 from wormhole.runner.claim import Claim, claim_lost
 from wormhole.runner.observers import LatestProgress, RunObservers
 from wormhole.runner.signals import install_signal_handlers, restore_signal_handlers
@@ -83,5 +83,7 @@ def run_engine(store: TaskStore, run: EngineRun, logger: Any, observers: RunObse
                 destinations={k: {"status": v["status"], "written": v["rows_written"], "rejected": v["rows_rejected"],
                                   "error": v["error"]}
                               for k, v in outcome.result["destinations"].items()},
-                dirty_file=outcome.result["dirty_file"], error=outcome.error)
+                dirty_file=outcome.result["dirty_file"], error=outcome.error,
+                **({"verify": summary} if (summary := verify_summary(outcome.result)) else {}))
     return outcome.exit_code
+
