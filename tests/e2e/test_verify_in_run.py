@@ -209,3 +209,27 @@ def test_a_database_task_verifies_every_table_in_every_destination(ws: Workspace
         bent = next(k for k in states if k.startswith("back/") and k.endswith(".changed"))
         assert len(states) == 6 and bad == {bent}, reasons
         assert task["verify"].startswith("verified 5/6 destinations; failed: back/")
+
+
+def test_a_source_changed_since_the_run_is_said_instead_of_blaming_the_destination(
+        ws: Workspace, source_db: str) -> None:
+    """The destination's trigger changes row 42 and the same value in the source, as a writer of the source would
+    have between the read and the check: the copy now equals the source, not what was sent; the result says the
+    source changed since the run."""
+    db = source_db
+    conn = SERVER.connect()
+    try:
+        execute(conn, f"CREATE TABLE {q(db)}.moved LIKE {q(db)}.src")
+        execute(conn, f"CREATE TRIGGER {q(db)}.move BEFORE INSERT ON {q(db)}.moved FOR EACH ROW BEGIN "
+                      "IF NEW.id = 42 THEN SET NEW.ratio = -1; "
+                      f"UPDATE {q(db)}.src SET ratio = -1 WHERE id = 42; END IF; END")
+    finally:
+        conn.close()
+    spec = {"source": {"plugin": "mysql", "params": SERVER.params(db, table="src", split_pk="id")},
+            "settings": {"verify": "checksum"},
+            "destinations": [{"id": "moved", "plugin": "mysql", "params": mysql_dest(db, "moved", load="truncate")}]}
+    code, task, stderr = run_task(ws, spec)
+    found = task["result"]["destinations"]["moved"]["verify"]
+    assert code == 202 and found["state"] == "mismatch", (found, stderr[-2000:])
+    assert "the source changed since the run" in found["reason"], found
+    assert found["differences"] == {"missing": 0, "extra": 0, "different": 0, "duplicate": 0}, found

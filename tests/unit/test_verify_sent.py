@@ -7,9 +7,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
+from wormhole.errors import InvalidTaskConfig
 from wormhole.plugins.base import Batch, Rejected, WriteResult
 from wormhole.plugins.batch import rows_of
 from wormhole.plugins.schema import Column, Schema
+from wormhole.task_spec import TaskSpec
 from wormhole.verify.checksum import Digest, digest
 from wormhole.verify.sent import SentDigests, digest_payload, recorded_digest, verifying
 
@@ -97,3 +101,15 @@ def test_a_writer_without_splits_counts_every_accepted_row_and_payloads_round_tr
     assert recorded_digest(digest_payload(sent.total())) == of(ROWS)
     assert recorded_digest({"digest": "1:00", "checksum_version": -1}) is None  # another version: not comparable
     assert verifying(Plain(), None).__class__ is Plain
+
+
+def test_verify_is_a_setting_of_the_local_engine_named_when_wrong() -> None:
+    task = {"source": {"plugin": "stream", "params": {"rows": 10}},
+            "destinations": [{"id": "o", "plugin": "file", "params": {"path": "/tmp/x", "format": "csv"}}]}
+    assert TaskSpec.from_mapping(task | {"settings": {"verify": "checksum"}}).settings.verify == "checksum"
+    with pytest.raises(InvalidTaskConfig) as spark:
+        TaskSpec.from_mapping(task | {"settings": {"verify": "count", "engine": "spark"}})
+    assert any(p.startswith("settings.verify: 'count' needs engine 'local'") for p in spark.value.problems)
+    with pytest.raises(InvalidTaskConfig) as wrong:
+        TaskSpec.from_mapping(task | {"settings": {"verify": "rows"}})
+    assert any(p.startswith("settings.verify") for p in wrong.value.problems), wrong.value.problems
