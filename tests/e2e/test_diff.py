@@ -190,6 +190,10 @@ def test_verify_compares_a_tasks_source_with_each_destination_read_back(ws: Work
     code, found = verify(ws, "--task-id", str(copies["task_id"]), "--json")
     assert code == 1
     assert not found["pg"]["equal"] and found["pg"]["differences"]["missing"] == 2
+    # The source is read by the task's last plan: the one split holding ids 11 and 12 is named, no other.
+    plan = found["pg"]["splits"]
+    assert plan["read"] > 1 and list(plan["differing"].values()) == [{"missing": 2}], plan
+    assert found["lite"]["splits"] == {"read": plan["read"], "differing": {}}
     assert found["lite"]["equal"] and found["lake"]["equal"]  # one damaged copy blames no other
     code, found = verify(ws, "--task-id", str(copies["task_id"]), "--destination", "lite", "--json")
     assert code == 0 and list(found) == ["lite"]

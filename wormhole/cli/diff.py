@@ -15,9 +15,12 @@ from typing import Any
 
 import click
 
-from wormhole.cli.common import TASK_ID, fail, global_options, quiet_on_a_terminal, task_and_runs
+from wormhole.cli.common import TASK_ID, fail, global_options, quiet_on_a_terminal, task_and_runs, task_store
 from wormhole.config import EngineConf
 from wormhole.errors import InvalidTaskConfig, WormholeError
+from wormhole.plugins.base import Split
+from wormhole.recovery.chain import Chain
+from wormhole.recovery.checkpoint import split_from_json
 from wormhole.task_spec import TaskSpec
 from wormhole.variables import resolve_text, values_for_run
 from wormhole.verify.diff import SAMPLES, Comparison, compare, parse_side
@@ -97,10 +100,18 @@ def _text(found: Comparison) -> str:
     for side in ("only_left", "only_right"):
         if side in shown:
             lines.append(f"not compared ({side.replace('_', ' ')}): {', '.join(shown[side])}")
+    splits = shown.get("splits")
     if found.equal:
+        if splits is not None:
+            lines.append(f"splits: {splits['read']} of the task's last plan, each equal")
         return "\n".join([*lines, "equal"])
     counts = ", ".join(f"{n} {kind}" for kind, n in shown["differences"].items() if n)
     lines.append(f"different: {counts}")
+    if splits is not None:
+        differing = [k for k in splits["differing"] if k]
+        lines.append(f"splits: {splits['read']} of the task's last plan, {len(differing)} differ"
+                     + (f": {', '.join(differing[:10])}" + (" ..." if len(differing) > 10 else "") if differing
+                        else "") + (" (and keys of no split: extra)" if "" in splits["differing"] else ""))
     for sample in shown["samples"]:
         key = ", ".join(f"{k}={v}" for k, v in (sample["key"] or {}).items())
         head = f"  {sample['kind']}" + (f" {key}" if key else "")
@@ -110,6 +121,19 @@ def _text(found: Comparison) -> str:
         else:
             lines.append(head + f": left {sample['left'] or '-'}, right {sample['right'] or '-'}")
     return "\n".join(lines)
+
+
+def _last_plan(ctx: click.Context, run_id: int | None) -> list[Split] | None:
+    """The splits the task's last run read (the plan of the run it continued, if it resumed one); None when no
+    run recorded a plan (never ran, or its checkpoints were cleaned)."""
+    if run_id is None:
+        return None
+    store = task_store(ctx)
+    try:
+        rows = Chain.read(store, run_id).plan().rows
+    finally:
+        store.close()
+    return [split_from_json(r.payload) for r in rows if r.payload is not None] or None
 
 
 @click.command("verify")
@@ -139,7 +163,8 @@ def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, 
         spec = TaskSpec.from_mapping(mapping)
         conf = EngineConf.load(ctx.obj.conf_dir)
         found = verify_task(spec, mapping["source"], conf, log.get_logger(task_id=task_id), only=only,
-                            key=None if key is None else _names(key), samples=samples, readers=readers)
+                            key=None if key is None else _names(key), samples=samples, readers=readers,
+                            plan=_last_plan(ctx, last.id if last else None))
     except WormholeError as exc:
         fail(exc)
     except Exception as exc:  # a side's store: unreachable, a missing table, rows it cannot decode

@@ -99,6 +99,8 @@ class Hashes:
 
     keys: np.ndarray
     rows: np.ndarray
+    splits: np.ndarray | None = None
+    """Each row's split, as its index in the splits read (None: not kept)."""
     rejected: int = 0
     """Rows the side's reader could not decode (a reader's dirty rows): the comparison fails on them."""
 
@@ -142,6 +144,10 @@ class Comparison:
     counts: Mapping[str, int]
     """Per kind of difference, how many keys (rows, without a key)."""
     samples: tuple[Difference, ...] = field(default=())
+    splits: Mapping[str, Any] | None = None
+    """When the left side was read by given splits (a task's last plan): ``read`` (how many) and ``differing``
+    (split id -> how many keys of each kind: the keys the left side holds, so ``extra`` keys, which only the
+    right side holds, belong to no split and are counted under ``""``)."""
 
     @property
     def equal(self) -> bool:
@@ -159,6 +165,7 @@ class Comparison:
             **({"only_right": list(cols.only_right)} if cols.only_right else {}),
             "differences": dict(self.counts),
             "samples": [d.to_dict(cols.key_left, cols.left) for d in self.samples],
+            **({"splits": dict(self.splits)} if self.splits is not None else {}),
         }
 
 
@@ -215,10 +222,12 @@ def _context(side: Side, stop: threading.Event, dirty: _Rejections, batch_rows: 
                        stop=stop)
 
 
-def _schema_and_splits(side: Side, ctx: ReadContext, readers: int) -> tuple[Schema, list[Split]]:
+def _schema_and_splits(side: Side, ctx: ReadContext, readers: int,
+                       given: Sequence[Split] | None = None) -> tuple[Schema, list[Split]]:
+    """The side's schema and its splits: ``given`` (a task's plan), else as its splitter cuts it."""
     role = registry.source(side.source.plugin)
     schema = role.reader(side.source.options, ctx).schema()
-    return schema, role.splitter(side.source.options, ctx).split(readers)
+    return schema, list(given) if given is not None else role.splitter(side.source.options, ctx).split(readers)
 
 
 def _batches(side: Side, ctx: ReadContext, schema: Schema, split: Split) -> Iterator[pa.RecordBatch]:
@@ -310,10 +319,12 @@ def _hashes(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[Split
         rows = _hashed(side, batch, compared, logical, json_null)
         return (_hashed(side, batch, key, logical, json_null) if key else rows), rows
 
-    parts = [pair for split in _each_split(side, ctx, schema, splits, readers, work) for pair in split]
+    per_split = _each_split(side, ctx, schema, splits, readers, work)
+    parts = [pair for split in per_split for pair in split]
     if not parts:
-        return Hashes(np.empty(0, np.uint64), np.empty(0, np.uint64))
-    return Hashes(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        return Hashes(np.empty(0, np.uint64), np.empty(0, np.uint64), np.empty(0, np.int32))
+    where = np.concatenate([np.full(len(p[1]), i, np.int32) for i, split in enumerate(per_split) for p in split])
+    return Hashes(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), where)
 
 
 def side_digest(side: Side, columns: Sequence[str], logical: Mapping[str, str], json_null: JsonNull, *,
@@ -373,16 +384,18 @@ def differences(left: Hashes, right: Hashes, keyed: bool) -> dict[str, np.ndarra
 
 def compare(left: Side, right: Side, *, key: Sequence[str] | None = None, ignore: Sequence[str] = (),
             readers: int = 4, samples: int = SAMPLES, batch_rows: int = 10_000,
-            stop: threading.Event | None = None) -> Comparison:
+            stop: threading.Event | None = None, left_splits: Sequence[Split] | None = None) -> Comparison:
     """Compare the rows of two sides (see the module's docstring). ``key`` None: the left side's primary key,
-    else the right side's, else none. Raises InvalidTaskConfig for a key or columns that do not fit the sides,
-    and the store's own errors when a side cannot be read."""
+    else the right side's, else none. ``left_splits``: read the left side by these splits (a task's last plan)
+    and say which of them hold differing keys. Raises InvalidTaskConfig for a key or columns that do not fit the
+    sides, and the store's own errors when a side cannot be read."""
     stop = stop or threading.Event()
     if key is None:
         key = left.primary_key() or right.primary_key()
     dirty = {left.label: _Rejections(), right.label: _Rejections()}
     ctx = {s.label: _context(s, stop, dirty[s.label], batch_rows) for s in (left, right)}
-    (lschema, lsplits), (rschema, rsplits) = (_schema_and_splits(s, ctx[s.label], readers) for s in (left, right))
+    lschema, lsplits = _schema_and_splits(left, ctx[left.label], readers, left_splits)
+    rschema, rsplits = _schema_and_splits(right, ctx[right.label], readers)
     cols = pick_columns(lschema, rschema, key, ignore)
     nulls = _json_null(left, right)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="diff-side") as sides:  # both read at once
@@ -412,7 +425,32 @@ def compare(left: Side, right: Side, *, key: Sequence[str] | None = None, ignore
                        cols.logical_right, nulls, picked, rename=dict(zip(cols.right, cols.left, strict=True)))
         shown = tuple(Difference(kind, int(h), tuple(lrows.get(int(h), ())), tuple(rrows.get(int(h), ())))
                       for kind, hashes in wanted.items() for h in hashes)[:samples]
-    return Comparison(left, right, cols, lh.count, rh.count, lh.digest(), rh.digest(), counts, shown)
+    by_split = None if left_splits is None else {"read": len(lsplits),
+                                                  "differing": _by_split(lh, found, lsplits, keyed=bool(key))}
+    return Comparison(left, right, cols, lh.count, rh.count, lh.digest(), rh.digest(), counts, shown, by_split)
+
+
+def _by_split(left: Hashes, found: Mapping[str, np.ndarray], splits: Sequence[Split],
+              keyed: bool) -> dict[str, dict[str, int]]:
+    """Split id -> differences per kind, for the splits of the left side holding differing keys (rows, without a
+    key); the keys only the right side holds under ``""``."""
+    assert left.splits is not None
+    probe = left.keys if keyed else left.rows
+    order = np.argsort(probe, kind="stable")
+    ordered = probe[order]
+    out: dict[str, dict[str, int]] = {}
+    for kind, hashes in found.items():
+        if not hashes.size:
+            continue
+        at = np.searchsorted(ordered, hashes)
+        held = (at < ordered.size) & (ordered[np.minimum(at, ordered.size - 1)] == hashes)
+        for index in left.splits[order[at[held]]].tolist():
+            tally = out.setdefault(splits[index].id, {})
+            tally[kind] = tally.get(kind, 0) + 1
+        if (~held).any():
+            tally = out.setdefault("", {})
+            tally[kind] = tally.get(kind, 0) + int((~held).sum())
+    return out
 
 
 def _fetch(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[Split], readers: int,

@@ -12,7 +12,7 @@ a part of them), naming why.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.options import join_path
 from wormhole.plugins import registry
+from wormhole.plugins.base import Split
 from wormhole.task_spec import DestinationSpec, TaskSpec
 from wormhole.verify.diff import Comparison, Side, compare, parse_side
 
@@ -88,12 +89,15 @@ def pairs(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log: 
 
 def verify(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log: Logger, *,
            only: str | None = None, key: tuple[str, ...] | None = None, samples: int = 20,
-           readers: int = 4) -> dict[str, Comparison]:
-    """Each comparison :func:`pairs` lists, by name (a side that cannot be read raises)."""
+           readers: int = 4, plan: Sequence[Split] | None = None) -> dict[str, Comparison]:
+    """Each comparison :func:`pairs` lists, by name (a side that cannot be read raises). ``plan``: the splits of
+    the task's last run, by which the source is read (each comparison then says which splits differ); a
+    database task's tables are split afresh."""
     found: dict[str, Comparison] = {}
+    splits = plan if plan and not is_database_task(spec) else None
     for pair in pairs(spec, raw_source, conf, log, only):
         found[pair.name] = compare(pair.source, pair.destination, key=key, samples=samples, readers=readers,
-                                   batch_rows=conf.exchange.batch_rows)
+                                   batch_rows=conf.exchange.batch_rows, left_splits=splits)
         log.info("verify.compared", destination=pair.name, equal=found[pair.name].equal,
                  rows=found[pair.name].left_rows, differences=dict(found[pair.name].counts))
     return found
