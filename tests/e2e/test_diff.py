@@ -202,3 +202,46 @@ def test_verify_compares_a_tasks_source_with_each_destination_read_back(ws: Work
     transformed = dict(copies["spec"], transforms=[{"filter": "id > 3"}])
     code, error = verify(ws, "--task-id", str(ws.submit(transformed)))
     assert code == 204 and "transforms: the task's transforms change its rows" in error
+
+
+def test_verify_repair_mends_every_kind_of_damage_in_each_store(ws: Workspace, copies: dict[str, Any]) -> None:
+    """Each damage verify finds is repaired in the copy it is in: PostgreSQL and sqlite by key (the differing
+    keys deleted, the source's rows of them written again by a recorded repair task), parquet written again
+    whole; the copies then equal the source, and a second verify finds nothing."""
+    pg, conn = copies["pg"], PG.connect()
+    try:
+        table = f"{qi(pg)}.{qi('copy')}"
+        ratio = float(pg_execute(conn, f"SELECT ratio FROM {table} WHERE id = 7")[0][0])
+        for sql, args in ((f"UPDATE {table} SET amount = 99.99 WHERE id = 3", None),
+                          (f"DELETE FROM {table} WHERE id = 4", None),
+                          (f"UPDATE {table} SET name = '' WHERE id = 20", None),
+                          (f"UPDATE {table} SET name = NULL WHERE id = 21", None),
+                          (f"UPDATE {table} SET at = date_trunc('second', at) WHERE id = 6", None),
+                          (f"UPDATE {table} SET ratio = %s WHERE id = 7", (flipped(ratio),)),
+                          (f"INSERT INTO {table} (id, name) VALUES (9999, 'stray')", None)):
+            pg_execute(conn, sql, args)
+        conn.commit()
+    finally:
+        conn.close()
+    lite = sqlite3.connect(copies["lite"])
+    with lite:
+        lite.execute("INSERT INTO copy SELECT * FROM copy WHERE id = 5")  # a duplicated row (no key there)
+        lite.execute("DELETE FROM copy WHERE id = 8")
+        lite.execute("UPDATE copy SET name = 'changed' WHERE id = 12")
+    lite.close()
+    part = sorted(Path(copies["lake"]).glob("*.parquet"))[0]
+    data = pq.read_table(part)
+    pq.write_table(data.slice(1), part)  # its first row gone
+
+    code, found = verify(ws, "--task-id", str(copies["task_id"]), "--repair", "--json")
+    assert code == 0, found
+    repairs = {name: c["repair"] for name, c in found.items()}
+    assert repairs["pg"]["method"] == "keys" and repairs["pg"]["equal"], repairs["pg"]
+    assert repairs["pg"]["deleted"] == 6 and repairs["pg"]["written"] == 6  # 5 different + 1 extra; 5 + 1 missing
+    assert repairs["lite"]["method"] == "keys" and repairs["lite"]["equal"], repairs["lite"]
+    assert repairs["lite"]["deleted"] == 3 and repairs["lite"]["written"] == 3  # 5 (twice) and 12; 5, 8, 12
+    assert repairs["lake"]["method"] == "whole" and repairs["lake"]["equal"], repairs["lake"]
+    tasks = [t for r in repairs.values() for t in r["tasks"]]
+    assert len(tasks) == 3 and all(ws.show(t)["status"] == "success" for t in tasks)  # recorded, each succeeded
+    code, again = verify(ws, "--task-id", str(copies["task_id"]), "--json")
+    assert code == 0 and all(c["equal"] and "repair" not in c for c in again.values()), again

@@ -142,16 +142,19 @@ def _last_plan(ctx: click.Context, run_id: int | None) -> list[Split] | None:
 @click.option("--key", metavar="COLUMNS", help="The key columns, comma-separated (default: the source table's "
                                                "primary key).")
 @_comparing
+@click.option("--repair", is_flag=True, help="Repair each destination that differs (by key: delete what it holds "
+                                             "of the differing keys, write the source's rows of them again through "
+                                             "a repair task), then compare it again.")
 @click.option("--json", "as_json", is_flag=True, help="Print each destination's comparison as JSON.")
 @global_options
 @click.pass_context
 def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, samples: int, readers: int,
-           as_json: bool) -> None:
+           repair: bool, as_json: bool) -> None:
     """Compare a task's source, as it is now, with each of its destinations read back (each table with its
     target, for a database task): every key missing, extra, different or duplicated. Exit 0 when every
-    destination equals the source, 1 when one differs."""
+    destination equals the source (after --repair: once repaired), 1 when one differs."""
     from wormhole import log
-    from wormhole.verify.task import verify as verify_task
+    from wormhole.verify.task import compared
 
     quiet_on_a_terminal(ctx)
     record, runs = task_and_runs(ctx, task_id)
@@ -162,15 +165,81 @@ def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, 
         mapping = resolved.check()
         spec = TaskSpec.from_mapping(mapping)
         conf = EngineConf.load(ctx.obj.conf_dir)
-        found = verify_task(spec, mapping["source"], conf, log.get_logger(task_id=task_id), only=only,
-                            key=None if key is None else _names(key), samples=samples, readers=readers,
-                            plan=_last_plan(ctx, last.id if last else None))
+        logger = log.get_logger(task_id=task_id)
+        pairs = compared(spec, mapping["source"], conf, logger, only=only, key=None if key is None else _names(key),
+                         samples=samples, readers=readers, plan=_last_plan(ctx, last.id if last else None))
+        repairs = _repaired(ctx, pairs, mapping, logger, readers, samples, task_id) if repair else {}
     except WormholeError as exc:
         fail(exc)
     except Exception as exc:  # a side's store: unreachable, a missing table, rows it cannot decode
         fail(WormholeError(f"cannot compare: {describe(exc)}"))
+    found = {pair.name: c for pair, c in pairs}
     if as_json:
-        click.echo(json.dumps({name: c.to_dict() for name, c in found.items()}, indent=2, default=str))
+        click.echo(json.dumps({name: {**c.to_dict(), **({"repair": repairs[name].to_dict()} if name in repairs
+                                                         else {})} for name, c in found.items()},
+                              indent=2, default=str))
     else:
-        click.echo("\n\n".join(f"[{name}]\n{_text(c)}" for name, c in found.items()))
-    sys.exit(0 if all(c.equal for c in found.values()) else EXIT_DIFFERENT)
+        click.echo("\n\n".join(f"[{name}]\n{_text(c)}" + (_repair_text(repairs[name]) if name in repairs else "")
+                                 for name, c in found.items()))
+    equal = {name: repairs[name].equal if name in repairs else c.equal for name, c in found.items()}
+    sys.exit(0 if all(equal.values()) else EXIT_DIFFERENT)
+
+
+def _repaired(ctx: click.Context, pairs: list[tuple[Any, Comparison]], mapping: dict[str, Any], logger: Any,
+              readers: int, samples: int, task_id: int) -> dict[str, Any]:
+    """``--repair``: each pair that differs repaired (:mod:`wormhole.verify.repair`), then compared again."""
+    from wormhole.verify.repair import repair
+
+    out = {}
+    for pair, found in pairs:
+        if found.equal:
+            continue
+        params = pair.dest.params
+        done = repair(found, pair.dest, params, pair.source_spec, mapping, _repair_runner(ctx, task_id), logger,
+                      readers=readers, whole=pair.whole)
+        if done.method is not None and done.reason is None:
+            again = compare(pair.source, pair.destination, key=found.columns.key_left or None, samples=samples,
+                            readers=readers)
+            done.equal = again.equal
+            if not again.equal:
+                done.reason = f"still differs after the repair: {dict(again.counts)}"
+        else:
+            done.equal = False
+        logger.info("verify.repaired", destination=pair.name, method=done.method, deleted=done.deleted,
+                    written=done.written, equal=done.equal, reason=done.reason)
+        out[pair.name] = done
+    return out
+
+
+def _repair_runner(ctx: click.Context, task_id: int) -> Callable[[dict[str, Any], str], tuple[int, int, Any]]:
+    """Record a repair task (named after the task it repairs) and run it now, as ``wormhole run FILE`` does."""
+    from wormhole.cli.common import submit_record
+    from wormhole.cli.run import run_task
+
+    def run(spec_mapping: dict[str, Any], name: str) -> tuple[int, int, Any]:
+        text = json.dumps(spec_mapping, ensure_ascii=False)
+        checked = TaskSpec.from_mapping(spec_mapping)
+        store = task_store(ctx)
+        try:
+            repair_id = submit_record(store, f"task {task_id}: {name}", text, checked, now=True)
+        finally:
+            store.close()
+        code = run_task(repair_id, ctx.obj.task_db, ctx.obj.conf_dir)
+        store = task_store(ctx)
+        try:
+            record = store.get(repair_id)
+        finally:
+            store.close()
+        return repair_id, code, json.loads(record.result) if record is not None and record.result else None
+
+    return run
+
+
+def _repair_text(done: Any) -> str:
+    if done.method is None:
+        return f"\nrepair: not repaired: {done.reason}"
+    what = (f"{done.deleted} row(s) deleted, {done.written} written" if done.method == "keys"
+            else f"written again whole ({done.written} rows)")
+    tasks = ", ".join(str(t) for t in done.tasks)
+    after = "equal now" if done.equal else f"NOT equal: {done.reason}"
+    return f"\nrepair: {what} by repair task(s) {tasks or '-'}; {after}"

@@ -404,6 +404,10 @@ class SinkRole(Generic[P]):
     """The params that say where the rows go (``database``, ``schema``, ``table``, ``path``): in a database
     task (``source.params.tables``) they are templates with ``{schema}`` and ``{table}``, rendered per table
     (:mod:`wormhole.database.model`); empty: the store cannot be a database task's destination."""
+    delete_keys: Callable[[P, Sequence[str], Sequence[tuple[Any, ...]]], int] | None = None
+    """Optional: ``delete_keys(unprepared periphery, columns, keys)``: in one transaction, delete every row of the
+    target whose ``columns`` hold one of ``keys`` (values as the store's reader gives them back); the rows
+    deleted. What ``wormhole verify --repair`` removes before it writes the source's rows of those keys again."""
     target_rows: Callable[[Any], TargetRows] | None = None
     """Optional: ``target_rows(options)``, how the run's rows meet what the target held (``settings.verify``
     reads the target back to compare it with what was sent; None: the store's copies are not verified in a run)."""

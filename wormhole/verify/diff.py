@@ -144,6 +144,8 @@ class Comparison:
     counts: Mapping[str, int]
     """Per kind of difference, how many keys (rows, without a key)."""
     samples: tuple[Difference, ...] = field(default=())
+    found: Mapping[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    """Every difference's key hash (row hash, without a key), per kind: what a repair looks the keys up by."""
     splits: Mapping[str, Any] | None = None
     """When the left side was read by given splits (a task's last plan): ``read`` (how many) and ``differing``
     (split id -> how many keys of each kind: the keys the left side holds, so ``extra`` keys, which only the
@@ -289,7 +291,7 @@ def pick_columns(left: Schema, right: Schema, key: Sequence[str], ignore: Sequen
 # -- comparing ----------------------------------------------------------------------------------------
 
 
-def _json_null(left: Side, right: Side) -> JsonNull:
+def json_null_of(left: Side, right: Side) -> JsonNull:
     """A jsonl side has one null: the JSON ``null`` and SQL NULL are one value on both sides then."""
     def jsonl(side: Side) -> bool:
         return side.source.plugin == "file" and getattr(side.source.options, "format", None) == "jsonl"
@@ -397,7 +399,7 @@ def compare(left: Side, right: Side, *, key: Sequence[str] | None = None, ignore
     lschema, lsplits = _schema_and_splits(left, ctx[left.label], readers, left_splits)
     rschema, rsplits = _schema_and_splits(right, ctx[right.label], readers)
     cols = pick_columns(lschema, rschema, key, ignore)
-    nulls = _json_null(left, right)
+    nulls = json_null_of(left, right)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="diff-side") as sides:  # both read at once
         lf = sides.submit(_hashes, left, ctx[left.label], lschema, lsplits, readers, cols.key_left, cols.left,
                           cols.logical_left, nulls)
@@ -427,7 +429,8 @@ def compare(left: Side, right: Side, *, key: Sequence[str] | None = None, ignore
                       for kind, hashes in wanted.items() for h in hashes)[:samples]
     by_split = None if left_splits is None else {"read": len(lsplits),
                                                   "differing": _by_split(lh, found, lsplits, keyed=bool(key))}
-    return Comparison(left, right, cols, lh.count, rh.count, lh.digest(), rh.digest(), counts, shown, by_split)
+    return Comparison(left, right, cols, lh.count, rh.count, lh.digest(), rh.digest(), counts, shown, found,
+                      by_split)
 
 
 def _by_split(left: Hashes, found: Mapping[str, np.ndarray], splits: Sequence[Split],
@@ -451,6 +454,31 @@ def _by_split(left: Hashes, found: Mapping[str, np.ndarray], splits: Sequence[Sp
             tally = out.setdefault("", {})
             tally[kind] = tally.get(kind, 0) + int((~held).sum())
     return out
+
+
+def key_values(side: Side, key: Sequence[str], logical: Mapping[str, str], json_null: JsonNull,
+               wanted: np.ndarray, *, readers: int = 4, batch_rows: int = 10_000,
+               splits: Sequence[Split] | None = None) -> list[tuple[Any, ...]]:
+    """The values of ``key`` (as the side's reader gives them) of the side's rows whose key hash is in
+    ``wanted``, each key once."""
+    wanted = np.unique(wanted)
+    ctx = _context(side, threading.Event(), _Rejections(), batch_rows)
+    schema, cut = _schema_and_splits(side, ctx, readers, splits)
+
+    def work(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
+        mask = np.isin(row_hashes(batch, key, logical=logical, json_null=json_null), wanted)
+        if not mask.any():
+            return []
+        names = [batch.schema.names[_index(batch.schema.names, k)] for k in key]
+        return list(rows_from_arrow(batch.filter(pa.array(mask)).select(names)))
+
+    found = {row for split in _each_split(side, ctx, schema, cut, readers, work) for part in split for row in part}
+    return sorted(found, key=repr)
+
+
+def _index(names: Sequence[str], name: str) -> int:
+    exact = [i for i, n in enumerate(names) if n == name]
+    return exact[0] if exact else next(i for i, n in enumerate(names) if n.casefold() == name.casefold())
 
 
 def _fetch(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[Split], readers: int,

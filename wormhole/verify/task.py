@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wormhole.config import EngineConf
-from wormhole.database.expand import expand, is_database_task, rendered
+from wormhole.database.expand import expand, is_database_task, pair_id, rendered
 from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
 from wormhole.options import join_path
@@ -35,6 +35,12 @@ class Pair:
     """The destination's id, or the pair's (``dest/schema.table``)."""
     source: Side
     destination: Side
+    dest: DestinationSpec
+    """The destination (a database task's: the pair's, its target rendered for the table)."""
+    source_spec: Mapping[str, Any]
+    """The source spec the pair's rows come from (a database task's: the table's)."""
+    whole: bool = True
+    """The destination can be written again alone by its task (not a table of a database task)."""
 
 
 def readback(dest: DestinationSpec, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -74,17 +80,19 @@ def pairs(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log: 
     if not is_database_task(spec):
         source = parse_side(raw_source, "source")
         for dest in wanted:
-            yield Pair(dest.id, source, parse_side(readback(dest), f"destination {dest.id}"))
+            yield Pair(dest.id, source, parse_side(readback(dest), f"destination {dest.id}"), dest, raw_source)
         return
     for job in expand(spec, conf, log).jobs:
         params = {k: v for k, v in raw_source.get("params", {}).items() if k != "tables"}
         schema_key = {"mysql": "database", "postgres": "schema"}.get(spec.source.plugin)
         params.update({"table": job.ref.name, **({schema_key: job.ref.schema} if schema_key else {})})
-        source = parse_side({"plugin": spec.source.plugin, "params": params}, f"source {job.ref.key}")
+        raw = {"plugin": spec.source.plugin, "params": params}
+        source = parse_side(raw, f"source {job.ref.key}")
         for dest in wanted:
             name = f"{dest.id}/{job.ref.key}"
+            mine = next(d for d in job.spec.destinations if d.id == pair_id(dest.id, job.ref))
             yield Pair(name, source, parse_side(readback(dest, rendered(dest, job.ref)),
-                                                join_path("destination", name)))
+                                                join_path("destination", name)), mine, raw, whole=False)
 
 
 def verify(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log: Logger, *,
@@ -93,11 +101,20 @@ def verify(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log:
     """Each comparison :func:`pairs` lists, by name (a side that cannot be read raises). ``plan``: the splits of
     the task's last run, by which the source is read (each comparison then says which splits differ); a
     database task's tables are split afresh."""
-    found: dict[str, Comparison] = {}
+    return {pair.name: found for pair, found in compared(spec, raw_source, conf, log, only=only, key=key,
+                                                         samples=samples, readers=readers, plan=plan)}
+
+
+def compared(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log: Logger, *,
+             only: str | None = None, key: tuple[str, ...] | None = None, samples: int = 20,
+             readers: int = 4, plan: Sequence[Split] | None = None) -> list[tuple[Pair, Comparison]]:
+    """Each pair :func:`pairs` lists with its comparison (:func:`verify`'s arguments)."""
+    found: list[tuple[Pair, Comparison]] = []
     splits = plan if plan and not is_database_task(spec) else None
     for pair in pairs(spec, raw_source, conf, log, only):
-        found[pair.name] = compare(pair.source, pair.destination, key=key, samples=samples, readers=readers,
-                                   batch_rows=conf.exchange.batch_rows, left_splits=splits)
-        log.info("verify.compared", destination=pair.name, equal=found[pair.name].equal,
-                 rows=found[pair.name].left_rows, differences=dict(found[pair.name].counts))
+        one = compare(pair.source, pair.destination, key=key, samples=samples, readers=readers,
+                      batch_rows=conf.exchange.batch_rows, left_splits=splits)
+        found.append((pair, one))
+        log.info("verify.compared", destination=pair.name, equal=one.equal, rows=one.left_rows,
+                 differences=dict(one.counts))
     return found

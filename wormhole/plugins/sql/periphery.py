@@ -18,7 +18,7 @@ and commits (its DDL transactional or not), and how it connects.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from wormhole.errors import CommitError, PeripheryError, PrepareError, RollbackError, StorageError, WriteError
@@ -91,6 +91,23 @@ class SqlWriterPeriphery(ShippedWithoutLock):
                     return
                 self._counted.add(split_id)
             self.rows_written += rows
+
+    def delete_keys(self: P, columns: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> int:
+        """Delete the target's rows holding each key, in one transaction (``wormhole verify --repair``): the
+        rows deleted. The values are bound parameters, never SQL text."""
+        quote = self.dialect.quote
+        statement = f"DELETE FROM {self.target} WHERE " + " AND ".join(f"{quote(c)} = %s" for c in columns)
+        conn = self.connect(WriteError, autocommit=False)
+        deleted = 0
+        try:
+            with self.sql.failing_as(WriteError, f"deleting rows of {self.target}"), conn.cursor() as cur:
+                for key in keys:
+                    cur.execute(statement, tuple(key))
+                    deleted += max(cur.rowcount, 0)
+                conn.commit()
+        finally:
+            self.dialect.close_quietly(conn)  # an uncommitted transaction goes with its connection
+        return deleted
 
     def durable_splits(self: P) -> dict[str, int]:
         """The splits this destination already holds for ``ctx.state_run`` (their markers), read at prepare."""

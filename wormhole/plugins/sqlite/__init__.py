@@ -63,6 +63,7 @@ SINK = SinkRole(
     # A database task creates its tables from the source's definitions.
     ddl=DdlFacet(dialect=SQLITE_DDL, open=open_session),
     target_rows=_target_rows,
+    delete_keys=SqliteWriterPeriphery.delete_keys,
 )
 
 PLUGIN = Plugin(

@@ -23,6 +23,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 
 from wormhole.errors import (
     CommitError,
@@ -31,6 +32,7 @@ from wormhole.errors import (
     ReadError,
     RollbackError,
     StorageError,
+    WriteError,
 )
 from wormhole.plugins.base import (
     ReadContext,
@@ -216,6 +218,29 @@ class SqliteWriterPeriphery:
                           f"{quote(SPLIT_COLUMN)}) VALUES ({', '.join('?' * (len(self.columns) + 1))})")
         if not self._create_target:
             conn.execute("EXPLAIN " + self._merge_sql).fetchall()
+
+    def delete_keys(self, columns: Sequence[str], keys: Sequence[tuple[object, ...]]) -> int:
+        """Delete the table's rows holding each key, in one transaction (``wormhole verify --repair``): the rows
+        deleted. The values are bound as the reader gave them back (a decimal as its text)."""
+        where = " AND ".join(f"{quote(c)} = ?" for c in columns)
+        statement = f"DELETE FROM {quote(self.options.table)} WHERE {where}"
+        try:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise self._error(WriteError, f"cannot open sqlite database {self.path}: {exc}") from exc
+        deleted = 0
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for key in keys:
+                deleted += conn.execute(statement, tuple(str(v) if isinstance(v, Decimal) else v
+                                                         for v in key)).rowcount
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._error(WriteError, f"deleting rows of {self.options.table} in {self.path} failed: "
+                                          f"{exc}") from exc
+        finally:
+            conn.close()  # an uncommitted transaction is rolled back with it
+        return deleted
 
     def durable_splits(self) -> Mapping[str, int]:
         return dict(self._durable)
