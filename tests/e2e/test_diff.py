@@ -245,3 +245,34 @@ def test_verify_repair_mends_every_kind_of_damage_in_each_store(ws: Workspace, c
     assert len(tasks) == 3 and all(ws.show(t)["status"] == "success" for t in tasks)  # recorded, each succeeded
     code, again = verify(ws, "--task-id", str(copies["task_id"]), "--json")
     assert code == 0 and all(c["equal"] and "repair" not in c for c in again.values()), again
+
+
+def test_verify_repair_in_mysql_csv_and_jsonl(ws: Workspace, copies: dict[str, Any], tmp_path: Path) -> None:
+    db = copies["db"]
+    admin = SERVER.connect()
+    try:
+        execute(admin, f"CREATE TABLE {q(db)}.mine LIKE {q(db)}.src")
+    finally:
+        admin.close()
+    spec = {"source": copies["source"],
+            "destinations": [
+                {"id": "my", "plugin": "mysql", "params": SERVER.params(db, table="mine")},
+                {"id": "csv", "plugin": "file", "params": {"path": str(tmp_path / "csv"), "format": "csv"}},
+                {"id": "jl", "plugin": "file", "params": {"path": str(tmp_path / "jl"), "format": "jsonl"}}]}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, (task.get("error"), stderr[-2000:])
+    admin = SERVER.connect()
+    try:
+        execute(admin, f"UPDATE {q(db)}.mine SET name = NULL WHERE id = 2")
+        execute(admin, f"DELETE FROM {q(db)}.mine WHERE id = 9")
+    finally:
+        admin.close()
+    for name in ("csv", "jl"):
+        part = sorted((tmp_path / name).glob("part-*"))[0]
+        lines = part.read_text().splitlines(keepends=True)
+        part.write_text("".join(lines[:-1]))  # its last row gone
+    code, found = verify(ws, "--task-id", str(task["id"]), "--repair", "--json")
+    assert code == 0, found
+    assert {n: (c["repair"]["method"], c["repair"]["equal"]) for n, c in found.items()} == {
+        "my": ("keys", True), "csv": ("whole", True), "jl": ("whole", True)}
+    assert found["my"]["repair"]["deleted"] == 1 and found["my"]["repair"]["written"] == 2
