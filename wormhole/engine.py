@@ -409,7 +409,8 @@ class Engine:
             writers.abandon()
         else:
             writers.finalize(reads.rows_sent if reads is not None else 0, abort)
-            writers.verify()  # settings.verify: each destination committed now, read back
+            # settings.verify: each destination committed now, read back
+            writers.verify(planning.facts.splits if planning.facts is not None else None)
         if self._recovery.checkpointer is not None:
             self._recovery.checkpointer.close()
         run.dirty.close()

@@ -24,7 +24,7 @@ failure is declared once every writer thread has stopped, with the final total, 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -37,7 +37,7 @@ from wormhole.errors import DirtyLimitExceeded, TaskAborted, WriteError, WriterS
 from wormhole.exchange import BufferedLineExchanger, StorageManager
 from wormhole.log import Logger
 from wormhole.plugins import registry
-from wormhole.plugins.base import Batch, Schema, SparkAccess, SplitWriter, WriteContext, WriteResult
+from wormhole.plugins.base import Batch, Schema, SparkAccess, Split, SplitWriter, WriteContext, WriteResult
 from wormhole.plugins.shared import RunShared
 from wormhole.pool import joined, settled, spawn
 from wormhole.recovery.coordinator import SplitCoordinator
@@ -343,9 +343,10 @@ class WriterManager:
         for dest in self.destinations.values():
             dest.end(abort_reason, self._ending, partial(self._written, dest.id))
 
-    def verify(self) -> None:
+    def verify(self, splits: Sequence[Split] | None = None) -> None:
         """``settings.verify``: each destination committed in this run read back and compared with what it should
-        hold, all at once (:attr:`verified`); one that was not committed is not verified."""
+        hold, all at once (:attr:`verified`); one that was not committed is not verified. ``splits``: the run's,
+        by which a mismatch is located."""
         checks = {k: c for k, c in self.checks.items()
                   if self.destinations[k].outcome == "success" and self.destinations[k].committed_before is None}
         if not checks:
@@ -355,7 +356,7 @@ class WriterManager:
             dest = self.destinations[dest_id]
             recorded = {s: d for (name, s), d in self._recovery.digests.items() if name == dest_id}
             try:
-                found = checks[dest_id].check(dest.held, recorded, dest.stop)
+                found = checks[dest_id].check(dest.held, recorded, dest.stop, splits)
             except Exception as exc:  # a bug of ours must not pass as verified, nor undo the commit
                 found = Verification(checks[dest_id].mode, "failed", reason=f"verifying failed: {describe(exc)}")
             self.verified[dest_id] = found

@@ -142,6 +142,7 @@ def test_a_destination_changed_during_the_run_is_found_by_the_key(ws: Workspace,
         found = result["destinations"]["pg"]["verify"]
         assert code == 202 and result["destinations"]["pg"]["status"] == "success", (found, stderr[-2000:])
         assert found["state"] == "mismatch" and found["differences"]["different"] == 1, found
+        assert len(found["differing_splits"]) == 1 and len(found["differing_splits"][0]) > 0, found  # the one split
         (sample,) = found["samples"]
         assert sample["key"] == {"id": 77} and sample["columns"] == ["name"]
         assert sample["left"][0]["name"] == "naïve ✓ 77" and sample["right"][0]["name"] == "bent"

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
-from wormhole.plugins.base import SinkRole, TargetRows
+from wormhole.plugins.base import SinkRole, Split, TargetRows
 from wormhole.plugins.schema import Schema
 from wormhole.task_spec import DestinationSpec, TaskSpec
 from wormhole.verify.checksum import Digest
@@ -61,10 +61,12 @@ class Verification:
     """Why it is not verified, or what the mismatch is."""
     differences: Mapping[str, int] | None = None
     samples: tuple[Mapping[str, Any], ...] = ()
+    differing_splits: list[str] | None = None
+    """A located mismatch: the run's splits holding differing keys."""
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
-        out["samples"] = list(self.samples)
+        out["samples"] = list(self.samples)  # asdict made them dicts already; a list for JSON
         return {k: v for k, v in out.items() if v is not None and v != []}
 
 
@@ -126,8 +128,10 @@ class DestinationCheck:
 
     # -- after the commit ------------------------------------------------------------------------
 
-    def check(self, held: Mapping[str, int], recorded: Mapping[str, Digest], stop: threading.Event) -> Verification:
-        """Read the committed target back and compare it with what it should hold."""
+    def check(self, held: Mapping[str, int], recorded: Mapping[str, Digest], stop: threading.Event,
+              splits: Sequence[Split] | None = None) -> Verification:
+        """Read the committed target back and compare it with what it should hold (``splits``: the run's, by
+        which a mismatch is located to its splits)."""
         if self.unverified is not None or self.sent is None or self.side is None:
             return Verification(self.mode, "not_verified", reason=self.unverified)
         if self.sent.failed is not None:
@@ -142,26 +146,26 @@ class DestinationCheck:
             expected += recorded[split_id]
         if self.before is not None:
             expected += self.before
-        splits = self.sent.splits() + len(held)
+        counted = self.sent.splits() + len(held)
         try:
             found = self._digest(stop)
         except Exception as exc:
-            return Verification(self.mode, "failed", rows_expected=expected.rows, splits=splits,
+            return Verification(self.mode, "failed", rows_expected=expected.rows, splits=counted,
                                 reason=f"the destination could not be read back: {exc}")
         if self.mode == "count":
             same = found.rows == expected.rows
             result = Verification(self.mode, "verified" if same else "mismatch", rows_expected=expected.rows,
-                                  rows_found=found.rows, splits=splits,
+                                  rows_found=found.rows, splits=counted,
                                   reason=None if same else f"it holds {found.rows} rows, {expected.rows} expected")
         else:
             same = found == expected
             result = Verification(self.mode, "verified" if same else "mismatch", rows_expected=expected.rows,
                                   rows_found=found.rows, digest_expected=str(expected), digest_found=str(found),
-                                  splits=splits, reason=None if same else "its checksum differs from what was sent")
+                                  splits=counted, reason=None if same else "its checksum differs from what was sent")
         if not same:
             if self.before_note is not None:
                 result = dataclasses.replace(result, reason=f"{result.reason}; {self.before_note}: taken as empty")
-            result = self._located(result, stop)
+            result = self._located(result, stop, splits)
         return result
 
     def _digest(self, stop: threading.Event) -> Digest:
@@ -169,7 +173,7 @@ class DestinationCheck:
         return side_digest(self.side, self.columns, self.logical, self.json_null, readers=self.readers,
                            batch_rows=self.batch_rows, stop=stop, count_only=self.mode == "count")
 
-    def _located(self, result: Verification, stop: threading.Event) -> Verification:
+    def _located(self, result: Verification, stop: threading.Event, splits: Sequence[Split] | None) -> Verification:
         """The first differing keys, from the source as it is now, where the copy is of the source's rows."""
         spec = self.spec
         if (spec.transforms or self.dest.transforms or spec.source.incremental is not None or self.side is None
@@ -178,7 +182,7 @@ class DestinationCheck:
         try:
             source = Side("source", spec.source, f"{spec.source.plugin} source")
             found = compare(source, self.side, samples=SAMPLES, readers=self.readers, batch_rows=self.batch_rows,
-                            stop=stop)
+                            stop=stop, left_splits=splits)
         except Exception as exc:
             self.log.warning("verify.locate_failed", error=str(exc))
             return result
@@ -189,7 +193,8 @@ class DestinationCheck:
                       f"{sent} was sent), so the differences below may be the source's")
         keyed = found.columns.key_left
         return dataclasses.replace(result, reason=reason, differences=dict(found.counts),
-                                   samples=tuple(d.to_dict(keyed, found.columns.left) for d in found.samples))
+                                   samples=tuple(d.to_dict(keyed, found.columns.left) for d in found.samples),
+                                   differing_splits=sorted(k for k in (found.splits or {}).get("differing", {}) if k))
 
 
 def jsonl(side: Side) -> bool:
