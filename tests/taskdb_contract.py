@@ -27,7 +27,7 @@ import structlog
 
 from wormhole.errors import TaskDbError
 from wormhole.incremental import Window
-from wormhole.recovery.chain import Chain, ChainPlan
+from wormhole.recovery.chain import Chain, ChainPlan, split_prefix
 from wormhole.recovery.checkpoint import CheckpointRow, RowKind, WatermarkWrite
 from wormhole.recovery.state import chain_state
 from wormhole.taskdb import TASK_STATUSES, RunRecord, TaskRecord, TaskStore, open_store
@@ -696,6 +696,13 @@ class TaskStoreContract:
         assert (a.run, [r.split_id for r in a.rows], a.window.upper if a.window else None) == (second, ["s.a#1"], 40)
         assert (b.run, [r.split_id for r in b.rows], b.window.upper if b.window else None) == (first, ["s.b#1"], 28)
         assert chain.plan("s.c") == ChainPlan()  # a table no run planned plans afresh
+        # Tables `a` and `a#b`: neither's splits are the other's (their ids begin with escaped scopes).
+        hashed = split_prefix("s.a#b")
+        assert hashed == "s.a%23b#" and not hashed.startswith(split_prefix("s.a"))
+        store.save_plan(task_id, second, first, [(f"{hashed}1", f'{{"id": "{hashed}1"}}')], scope="s.a#b")
+        chain = Chain.read(store, second)
+        assert [r.split_id for r in chain.plan("s.a").rows] == ["s.a#1"]
+        assert [r.split_id for r in chain.plan("s.a#b").rows] == [f"{hashed}1"]
         with pytest.raises(ValueError, match="longer than 255"):
             store.save_plan(task_id, second, first, [], window=window(1), scope="x" * 256)
 

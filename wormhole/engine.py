@@ -38,6 +38,7 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import Schema, SourceInfo
 from wormhole.plugins.shared import RunShared
 from wormhole.reader_manager import ReadPlan, SplitFeed
+from wormhole.recovery.chain import split_prefix
 from wormhole.recovery.checkpoint import CheckpointStore
 from wormhole.recovery.coordinator import RetryPolicy, SplitCoordinator
 from wormhole.recovery.lease import Lease
@@ -264,7 +265,7 @@ class Engine:
                                        resumed=self._recovery.splits, known=self._known)
                 if self._scope is not None and self._recovery.splits is None:
                     facts = dataclasses.replace(facts, splits=tuple(
-                        dataclasses.replace(s, id=f"{self._scope}#{s.id}") for s in facts.splits))
+                        dataclasses.replace(s, id=f"{split_prefix(self._scope)}{s.id}") for s in facts.splits))
                 run.counters.estimated_rows = facts.estimated_rows
                 plan = make_plan(self._spec, facts, self._conf, loads=self._shared is None)
                 self._log.info("plan.made", **plan.to_dict())

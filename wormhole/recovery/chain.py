@@ -50,7 +50,7 @@ class Chain:
         return self.runs[-1][0]
 
     def plan(self, scope: str | None = None) -> ChainPlan:
-        """``scope``: one table of a database task (its split ids are ``scope#id``, its window row's split is
+        """``scope``: one table of a database task (its split ids begin :func:`split_prefix`, its window row's split is
         ``scope``): the newest run that planned that table, which need not be the newest that planned at all
         (a resumed run killed before it reached the table planned others only)."""
         for run, rows in self.runs:
@@ -96,4 +96,10 @@ def _ours(row: CheckpointRow, scope: str | None) -> bool:
         return True
     if row.kind == RowKind.COMMITTED:
         return (row.destination or "").endswith(f"/{scope}")  # a pair id, dest/schema.table
-    return (row.split_id or "").startswith(f"{scope}#")
+    return (row.split_id or "").startswith(split_prefix(scope))
+
+
+def split_prefix(scope: str) -> str:
+    """What a database task's table's split ids begin with: its scope, ``%`` and ``#`` escaped, then ``#``, so no
+    table's prefix begins another's (tables ``a`` and ``a#b`` of one schema: ``s.a#`` and ``s.a%23b#``)."""
+    return scope.replace("%", "%25").replace("#", "%23") + "#"
