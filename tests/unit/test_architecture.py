@@ -387,7 +387,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "wormhole.execution", "wormhole.spark.methods", "wormhole.source_facts", "wormhole.run_parts",
                   "wormhole.run_report", "wormhole.database.expand", "wormhole.database.ddl_steps",
                   "wormhole.database.snapshot", "wormhole.verify.diff", "wormhole.verify.task",
-                  "wormhole.verify.inrun")),
+                  "wormhole.verify.inrun", "wormhole.verify.repair", "wormhole.verify.sides")),
     ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner", "wormhole.database.run",
                           "wormhole.database.report", "wormhole.database.progress")),
     ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers",

@@ -101,17 +101,12 @@ def _text(found: Comparison) -> str:
         if side in shown:
             lines.append(f"not compared ({side.replace('_', ' ')}): {', '.join(shown[side])}")
     splits = shown.get("splits")
+    if splits is not None:
+        lines.append(_splits_line(splits))
     if found.equal:
-        if splits is not None:
-            lines.append(f"splits: {splits['read']} of the task's last plan, each equal")
         return "\n".join([*lines, "equal"])
     counts = ", ".join(f"{n} {kind}" for kind, n in shown["differences"].items() if n)
     lines.append(f"different: {counts}")
-    if splits is not None:
-        differing = [k for k in splits["differing"] if k]
-        lines.append(f"splits: {splits['read']} of the task's last plan, {len(differing)} differ"
-                     + (f": {', '.join(differing[:10])}" + (" ..." if len(differing) > 10 else "") if differing
-                        else "") + (" (and keys of no split: extra)" if "" in splits["differing"] else ""))
     for sample in shown["samples"]:
         key = ", ".join(f"{k}={v}" for k, v in (sample["key"] or {}).items())
         head = f"  {sample['kind']}" + (f" {key}" if key else "")
@@ -121,6 +116,16 @@ def _text(found: Comparison) -> str:
         else:
             lines.append(head + f": left {sample['left'] or '-'}, right {sample['right'] or '-'}")
     return "\n".join(lines)
+
+
+def _splits_line(splits: dict[str, Any]) -> str:
+    """Which splits of the task's last plan hold differing keys."""
+    differing = [k for k in splits["differing"] if k]
+    if not splits["differing"]:
+        return f"splits: {splits['read']} of the task's last plan, each equal"
+    named = f": {', '.join(differing[:10])}" + (" ..." if len(differing) > 10 else "") if differing else ""
+    extra = " (and keys of no split: extra)" if "" in splits["differing"] else ""
+    return f"splits: {splits['read']} of the task's last plan, {len(differing)} differ{named}{extra}"
 
 
 def _last_plan(ctx: click.Context, run_id: int | None) -> list[Split] | None:

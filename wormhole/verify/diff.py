@@ -329,39 +329,6 @@ def _hashes(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[Split
     return Hashes(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), where)
 
 
-def side_digest(side: Side, columns: Sequence[str], logical: Mapping[str, str], json_null: JsonNull, *,
-                readers: int = 4, batch_rows: int = 10_000, stop: threading.Event | None = None,
-                count_only: bool = False) -> Digest:
-    """The :class:`Digest` of every row of ``side`` over ``columns`` (each read as its ``logical`` type), or
-    only the count (``count_only``: the total stays 0). Raises InvalidTaskConfig for a column the side lacks
-    or cannot hold as its type, ValueError for rows its reader could not decode, the store's own errors when
-    it cannot be read."""
-    dirty = _Rejections()
-    ctx = _context(side, stop or threading.Event(), dirty, batch_rows)
-    schema, splits = _schema_and_splits(side, ctx, readers)
-    have = {c.name.lower(): c.name for c in schema.columns}
-    lacking = [c for c in columns if c.lower() not in have]
-    if lacking:
-        raise InvalidTaskConfig([f"the {side.label} ({side.shown}) has no column {', '.join(lacking)} "
-                                 f"(it has {', '.join(have.values()) or 'none'})"])
-    names = [have[c.lower()] for c in columns]
-    types = {have[c.lower()]: kind for c, kind in logical.items() if c.lower() in have}
-
-    def work(batch: pa.RecordBatch) -> Digest:
-        if count_only:
-            return Digest(batch.num_rows, 0)
-        return Digest.of(_hashed(side, batch, names, types, json_null))
-
-    total = Digest.empty()
-    for split in _each_split(side, ctx, schema, splits, readers, work):
-        for part in split:
-            total += part
-    if dirty.count:
-        raise ValueError(f"{dirty.count} row(s) of the {side.label} ({side.shown}) could not be decoded (the "
-                         f"first: {dirty.first})")
-    return total
-
-
 def differences(left: Hashes, right: Hashes, keyed: bool) -> dict[str, np.ndarray]:
     """The key hashes of each kind of difference (row hashes, when the sides have no key: ``missing`` and
     ``extra`` then, one entry per surplus copy of a row)."""
@@ -454,31 +421,6 @@ def _by_split(left: Hashes, found: Mapping[str, np.ndarray], splits: Sequence[Sp
             tally = out.setdefault("", {})
             tally[kind] = tally.get(kind, 0) + int((~held).sum())
     return out
-
-
-def key_values(side: Side, key: Sequence[str], logical: Mapping[str, str], json_null: JsonNull,
-               wanted: np.ndarray, *, readers: int = 4, batch_rows: int = 10_000,
-               splits: Sequence[Split] | None = None) -> list[tuple[Any, ...]]:
-    """The values of ``key`` (as the side's reader gives them) of the side's rows whose key hash is in
-    ``wanted``, each key once."""
-    wanted = np.unique(wanted)
-    ctx = _context(side, threading.Event(), _Rejections(), batch_rows)
-    schema, cut = _schema_and_splits(side, ctx, readers, splits)
-
-    def work(batch: pa.RecordBatch) -> list[tuple[Any, ...]]:
-        mask = np.isin(row_hashes(batch, key, logical=logical, json_null=json_null), wanted)
-        if not mask.any():
-            return []
-        names = [batch.schema.names[_index(batch.schema.names, k)] for k in key]
-        return list(rows_from_arrow(batch.filter(pa.array(mask)).select(names)))
-
-    found = {row for split in _each_split(side, ctx, schema, cut, readers, work) for part in split for row in part}
-    return sorted(found, key=repr)
-
-
-def _index(names: Sequence[str], name: str) -> int:
-    exact = [i for i, n in enumerate(names) if n == name]
-    return exact[0] if exact else next(i for i, n in enumerate(names) if n.casefold() == name.casefold())
 
 
 def _fetch(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[Split], readers: int,

@@ -34,8 +34,9 @@ from wormhole.plugins.base import SinkRole, Split, TargetRows
 from wormhole.plugins.schema import Schema
 from wormhole.task_spec import DestinationSpec, TaskSpec
 from wormhole.verify.checksum import Digest
-from wormhole.verify.diff import Side, compare, parse_side, side_digest
+from wormhole.verify.diff import Side, compare, parse_side
 from wormhole.verify.sent import SentDigests
+from wormhole.verify.sides import side_digest
 
 Mode = Literal["count", "checksum"]
 State = Literal["verified", "mismatch", "failed", "not_verified"]

@@ -38,7 +38,8 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import WriteContext
 from wormhole.plugins.schema import Schema
 from wormhole.task_spec import DestinationSpec
-from wormhole.verify.diff import Comparison, json_null_of, key_values
+from wormhole.verify.diff import Comparison, json_null_of
+from wormhole.verify.sides import key_values
 
 MAX_KEYS = 5_000
 """Keys repaired by key at most: past that a copy is better made again (``task retry``, a truncate run)."""
