@@ -164,7 +164,9 @@ class WriterManager:
     def _plan_check(self, dest: Destination, ctx: WriteContext) -> None:
         """What verifying ``dest`` needs; an append's target read as the run found it."""
         spec = next(d for d in self._spec.destinations if d.id == dest.id)
-        check = DestinationCheck(self._spec.settings.verify, self._spec, spec, dest.sink, ctx.schema,
+        mode = self._spec.settings.verify
+        assert mode != "off"  # asked only when the task verifies
+        check = DestinationCheck(mode, self._spec, spec, dest.sink, ctx.schema,
                                  batch_rows=self._conf.exchange.batch_rows, readers=dest.concurrency, log=dest.log)
         if self._plane.name == "spark":
             check.unverified = "Spark mode does not sum what its executors write yet"

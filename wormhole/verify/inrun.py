@@ -33,7 +33,7 @@ from wormhole.log import Logger
 from wormhole.plugins.base import SinkRole, Split, TargetRows
 from wormhole.plugins.schema import Schema
 from wormhole.task_spec import DestinationSpec, TaskSpec
-from wormhole.verify.checksum import Digest
+from wormhole.verify.checksum import Digest, JsonNull
 from wormhole.verify.diff import Side, compare, parse_side
 from wormhole.verify.sent import SentDigests
 from wormhole.verify.sides import side_digest
@@ -101,7 +101,7 @@ class DestinationCheck:
             return
         self.columns = tuple(names)
         self.logical = {n: c.type for n, c in zip(names, schema.columns, strict=True)}
-        self.json_null: Any = "null" if jsonl(self.side) else "value"
+        self.json_null: JsonNull = "null" if jsonl(self.side) else "value"
         self.sent = SentDigests(schema, self.json_null)
 
     # -- before the rows are written ------------------------------------------------------------

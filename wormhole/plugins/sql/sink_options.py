@@ -69,9 +69,9 @@ class SinkParams:
     def target_rows(self) -> TargetRows:
         """A truncate or staging load leaves only the run's rows; an insert adds to the table's, another write
         mode may change them (``settings.verify``)."""
-        meet = "replaced" if self.load in ("truncate", "staging") else "added" if self.write_mode == "insert" \
-            else "merged"
-        return TargetRows(meet, self.columns)
+        if self.load in ("truncate", "staging"):
+            return TargetRows("replaced", self.columns)
+        return TargetRows("added" if self.write_mode == "insert" else "merged", self.columns)
 
     def check_staging(self, path: str, problems: Problems) -> None:
         """``staging_table`` (a name, only with staging, not the target's) and ``verify``."""
