@@ -167,7 +167,8 @@ class WriterManager:
         mode = self._spec.settings.verify
         assert mode != "off"  # asked only when the task verifies
         check = DestinationCheck(mode, self._spec, spec, dest.sink, ctx.schema,
-                                 batch_rows=self._conf.exchange.batch_rows, readers=dest.concurrency, log=dest.log)
+                                 batch_rows=self._conf.exchange.batch_rows, readers=dest.concurrency, log=dest.log,
+                                 ctx=ctx)
         if self._plane.name == "spark":
             check.unverified = "Spark mode does not sum what its executors write yet"
         check.read_before(ctx.resuming, dest.held, dest.stop)

@@ -408,6 +408,9 @@ class SinkRole(Generic[P]):
     """Optional: ``delete_keys(unprepared periphery, columns, keys)``: in one transaction, delete every row of the
     target whose ``columns`` hold one of ``keys`` (values as the store's reader gives them back); the rows
     deleted. What ``wormhole verify --repair`` removes before it writes the source's rows of those keys again."""
+    count_rows: Callable[[P], int] | None = None
+    """Optional: ``count_rows(unprepared periphery)``: the rows its target holds now, counted by the store
+    (``settings.verify: count`` asks it instead of reading every row back)."""
     target_rows: Callable[[Any], TargetRows] | None = None
     """Optional: ``target_rows(options)``, how the run's rows meet what the target held (``settings.verify``
     reads the target back to compare it with what was sent; None: the store's copies are not verified in a run)."""

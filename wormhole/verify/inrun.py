@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from wormhole.errors import InvalidTaskConfig
 from wormhole.log import Logger
-from wormhole.plugins.base import SinkRole, Split, TargetRows
+from wormhole.plugins.base import SinkRole, Split, TargetRows, WriteContext
 from wormhole.plugins.schema import Schema
 from wormhole.task_spec import DestinationSpec, TaskSpec
 from wormhole.verify.checksum import Digest, JsonNull
@@ -75,8 +75,9 @@ class DestinationCheck:
     """What verifying one destination of the run needs, made when it is prepared."""
 
     def __init__(self, mode: Mode, spec: TaskSpec, dest: DestinationSpec, sink: SinkRole[Any], schema: Schema,
-                 *, batch_rows: int, readers: int, log: Logger) -> None:
+                 *, batch_rows: int, readers: int, log: Logger, ctx: WriteContext | None = None) -> None:
         self.mode, self.spec, self.dest, self.log = mode, spec, dest, log
+        self.sink, self.ctx = sink, ctx
         self.batch_rows, self.readers = batch_rows, readers
         self.schema = schema
         self.side: Side | None = None
@@ -170,7 +171,10 @@ class DestinationCheck:
         return result
 
     def _digest(self, stop: threading.Event) -> Digest:
+        """The target's digest, or its count (``count``: the store counts, where it can)."""
         assert self.side is not None
+        if self.mode == "count" and self.sink.count_rows is not None and self.ctx is not None:
+            return Digest(self.sink.count_rows(self.sink.periphery(self.dest.options, self.ctx)), 0)
         return side_digest(self.side, self.columns, self.logical, self.json_null, readers=self.readers,
                            batch_rows=self.batch_rows, stop=stop, count_only=self.mode == "count")
 

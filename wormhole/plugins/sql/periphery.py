@@ -92,6 +92,16 @@ class SqlWriterPeriphery(ShippedWithoutLock):
                 self._counted.add(split_id)
             self.rows_written += rows
 
+    def count_rows(self: P) -> int:
+        """The rows the target holds now (``settings.verify: count``)."""
+        conn = self.connect(WriteError)
+        try:
+            with self.sql.failing_as(WriteError, f"counting the rows of {self.target}"):
+                found = fetch_one(conn, f"SELECT COUNT(*) FROM {self.target}")
+        finally:
+            self.dialect.close_quietly(conn)
+        return int(found[0]) if found else 0
+
     def delete_keys(self: P, columns: Sequence[str], keys: Sequence[tuple[Any, ...]]) -> int:
         """Delete the target's rows holding each key, in one transaction (``wormhole verify --repair``): the
         rows deleted. The values are bound parameters, never SQL text."""

@@ -81,6 +81,7 @@ def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable
         ddl=ddl,
         target_rows=options.target_rows,
         delete_keys=periphery.delete_keys,
+        count_rows=periphery.count_rows,
         # In Spark mode the row writers run in the executors, a split per partition, each made
         # durable with its marker row in one transaction: a retried task finds it there.
         spark_partitions=True,

@@ -219,6 +219,18 @@ class SqliteWriterPeriphery:
         if not self._create_target:
             conn.execute("EXPLAIN " + self._merge_sql).fetchall()
 
+    def count_rows(self) -> int:
+        """The rows the table holds now (``settings.verify: count``)."""
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
+            try:
+                return int(conn.execute(f"SELECT COUNT(*) FROM {quote(self.options.table)}").fetchone()[0])
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise self._error(WriteError, f"counting the rows of {self.options.table} in {self.path} failed: "
+                                          f"{exc}") from exc
+
     def delete_keys(self, columns: Sequence[str], keys: Sequence[tuple[object, ...]]) -> int:
         """Delete the table's rows holding each key, in one transaction (``wormhole verify --repair``): the rows
         deleted. The values are bound as the reader gave them back (a decimal as its text)."""
