@@ -35,10 +35,6 @@ class SharedCheckpoints:
         """``store``: the run's :class:`~wormhole.recovery.checkpoint.CheckpointStore`."""
         self._store = store
         self._lock = threading.Lock()
-        """Held while the store's connection is used (a group's transaction, any other call)."""
-        self._queueing = threading.Lock()
-        """Held while a write is queued or the grouping stops: never across a commit, so a table run queueing
-        a durable row does not wait for the group being committed (its sync of the file)."""
         together = getattr(store, "run_together", None)
         self._together: _Together | None = store if callable(together) else None  # type: ignore[assignment]
         self._queue: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
@@ -84,7 +80,7 @@ class SharedCheckpoints:
 
     def close(self) -> None:
         """Stop grouping (later calls run one at a time) once the queued writes are done."""
-        with self._queueing:
+        with self._lock:
             self._closed = True
             thread = self._thread
             if thread is not None:
@@ -94,11 +90,10 @@ class SharedCheckpoints:
 
     def _queued(self, write: Callable[[], Any]) -> Future[Any]:
         future: Future[Any] = Future()
-        with self._queueing:
+        with self._lock:
             if self._closed:  # after the table runs: one at a time, as any call
                 try:
-                    with self._lock:
-                        future.set_result(write())
+                    future.set_result(write())
                 except Exception as exc:
                     future.set_exception(exc)
                 return future
