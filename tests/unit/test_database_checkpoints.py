@@ -9,11 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 
 from wormhole.database.checkpoints import SharedCheckpoints
-from wormhole.plugins.base import Split
-from wormhole.recovery.checkpoint import Checkpointer, RowKind
+from wormhole.recovery.checkpoint import RowKind
 from wormhole.taskdb import open_store
 from wormhole.taskdb.base import SqlTaskStore
 
@@ -60,24 +58,3 @@ def test_writes_that_meet_commit_together_and_each_fails_alone(store: SqlTaskSto
     assert shared.groups < shared.writes  # some met: fewer commits than rows
     shared.mark_committed(1, 1, 1, "rep/t03", 10)  # after close: written at once, on its own
     assert any(r.kind == RowKind.COMMITTED and r.destination == "rep/t03" for r in store.checkpoint(1))
-
-
-def test_a_table_runs_checkpointer_hands_its_writes_to_the_shared_groups_in_order(store: SqlTaskStore) -> None:
-    """A table run's checkpointer over the shared store starts no thread of its own: its durable rows are
-    queued without waiting, go in before its commit row, a failed one is counted (the destinations' records
-    stay the truth) and close waits for them all."""
-    shared = SharedCheckpoints(store)
-    before = {t.name for t in threading.enumerate()}
-    writer = Checkpointer(shared, 1, 1, 1, structlog.get_logger(), scope="db.t")  # type: ignore[arg-type]
-    writer.save_plan([Split(id=f"db.t#{i}", resource_mark="db") for i in range(3)])
-    for i in range(3):
-        writer.sealed(f"db.t#{i}", "rep/db.t", 10)
-    writer.sealed("x" * 10_000, "rep/db.t", 10)  # a split id too long for its column: this write fails
-    writer.committed("rep/db.t", 30)
-    writer.close()
-    assert "checkpoint" not in {t.name for t in threading.enumerate()} - before
-    assert writer.failed == 1
-    shared.close()
-    rows = [r for r in store.checkpoint(1) if r.kind != RowKind.PLAN]
-    assert [(r.kind, r.split_id) for r in rows] == [(RowKind.DURABLE, f"db.t#{i}") for i in range(3)] + [
-        (RowKind.COMMITTED, None)]

@@ -44,27 +44,6 @@ class SharedCheckpoints:
         """Transactions the grouped writes took (the log's)."""
         self.writes = 0
 
-    @property
-    def grouping(self) -> bool:
-        """Whether the writes are grouped (:meth:`submit` queues them instead of running them)."""
-        return self._together is not None
-
-    def submit(self, name: str, *args: Any, **kwargs: Any) -> Future[Any]:
-        """Queue the store's write ``name`` for the next group without waiting for it (its outcome: the future).
-        Writes are done in the order they were submitted (one queue, groups in order), so a table run's
-        durable rows go before its commit row, as from its checkpoint thread. Without grouping, or once
-        closed, the write runs now and the future is already done."""
-        attr = getattr(self._store, name)
-        if self._together is not None and name in GROUPED:
-            return self._queued(lambda: attr(*args, **kwargs))
-        future: Future[Any] = Future()
-        try:
-            with self._lock:
-                future.set_result(attr(*args, **kwargs))
-        except Exception as exc:
-            future.set_exception(exc)
-        return future
-
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._store, name)
         if not callable(attr):
@@ -73,7 +52,7 @@ class SharedCheckpoints:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if grouped:
-                return self._queued(lambda: attr(*args, **kwargs)).result()
+                return self._grouped(lambda: attr(*args, **kwargs))
             with self._lock:
                 return attr(*args, **kwargs)
         return call
@@ -88,20 +67,16 @@ class SharedCheckpoints:
         if thread is not None:
             thread.join()
 
-    def _queued(self, write: Callable[[], Any]) -> Future[Any]:
+    def _grouped(self, write: Callable[[], Any]) -> Any:
         future: Future[Any] = Future()
         with self._lock:
             if self._closed:  # after the table runs: one at a time, as any call
-                try:
-                    future.set_result(write())
-                except Exception as exc:
-                    future.set_exception(exc)
-                return future
+                return write()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._commit_groups, name="checkpoint-groups", daemon=True)
                 self._thread.start()
             self._queue.put((write, future))  # under the lock: never after close's end mark
-        return future
+        return future.result()
 
     def _commit_groups(self) -> None:
         assert self._together is not None

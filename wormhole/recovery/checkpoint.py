@@ -18,9 +18,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -31,7 +29,6 @@ from wormhole.errors import TaskDbError
 from wormhole.incremental import Window, encode, show
 from wormhole.log import Logger
 from wormhole.plugins.base import Split
-from wormhole.pool import joined
 from wormhole.retry import policy
 
 CRASHED = "crashed"
@@ -211,17 +208,11 @@ class Checkpointer:
         self._origin = origin_run_id
         self._log = log
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="checkpoint", daemon=True)
         self._window: Window | None = None
         """An incremental run's window: each commit row advances its destination's watermark."""
+        self._thread.start()
         self.failed = 0
-        # A database task's table runs share one store that queues their writes in order and commits them
-        # in groups (wormhole.database.checkpoints): a thread of this run's own would only add a hand-off.
-        self._grouped: _Grouping | None = store if getattr(store, "grouping", False) else None  # type: ignore[assignment]
-        self._submitted: list[Future[Any]] = []
-        self._thread: threading.Thread | None = None
-        if self._grouped is None:
-            self._thread = threading.Thread(target=self._loop, name="checkpoint", daemon=True)
-            self._thread.start()
 
     def save_plan(self, splits: Sequence[Split], window: Window | None = None) -> None:
         """Record the run's plan (and an incremental run's window), and wait for it: it must be in the task
@@ -236,12 +227,6 @@ class Checkpointer:
     def sealed(self, split_id: str, destination: str, rows: int, plan: dict[str, Any] | None = None) -> None:
         """``plan``: the transform placement the split was read under (recorded with it)."""
         payload = json.dumps(plan, sort_keys=True) if plan is not None else None
-        if self._grouped is not None:
-            future = self._grouped.submit("mark_durable", self._task_id, self._run_id, self._origin, split_id,
-                                          destination, rows, payload)
-            future.add_done_callback(self._logged)
-            self._submitted.append(future)
-            return
         self._queue.put(lambda: self._store.mark_durable(self._task_id, self._run_id, self._origin, split_id,
                                                          destination, rows, payload))
 
@@ -282,26 +267,14 @@ class Checkpointer:
                 return
             done.put(None)
 
-        if self._grouped is not None:  # queued after this run's durable rows, waited for here
-            run()
-        else:
-            self._queue.put(run)
+        self._queue.put(run)
         error = done.get()
         if error is not None:
             raise error
 
     def close(self, timeout: float = 30.0) -> None:
-        if self._thread is None:
-            joined(self._submitted, time.monotonic() + timeout)
-            return
         self._queue.put(None)
         self._thread.join(timeout)
-
-    def _logged(self, future: Future[Any]) -> None:
-        exc = future.exception()
-        if exc is not None:  # the destinations' records stay the truth
-            self.failed += 1
-            self._log.warning("checkpoint.write_failed", error=str(exc))
 
     def _loop(self) -> None:
         while True:
@@ -313,12 +286,6 @@ class Checkpointer:
             except Exception as exc:  # the destinations' records stay the truth
                 self.failed += 1
                 self._log.warning("checkpoint.write_failed", error=str(exc))
-
-
-class _Grouping(Protocol):
-    """:class:`wormhole.database.checkpoints.SharedCheckpoints`, as a table run's checkpointer uses it."""
-
-    def submit(self, name: str, *args: Any) -> Future[Any]: ...
 
 
 TASKDB_WRITES = threading.RLock()
