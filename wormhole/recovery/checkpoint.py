@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -29,6 +30,7 @@ from wormhole.errors import TaskDbError
 from wormhole.incremental import Window, encode, show
 from wormhole.log import Logger
 from wormhole.plugins.base import Split
+from wormhole.pool import joined, spawn
 from wormhole.retry import policy
 
 CRASHED = "crashed"
@@ -208,10 +210,9 @@ class Checkpointer:
         self._origin = origin_run_id
         self._log = log
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._loop, name="checkpoint", daemon=True)
         self._window: Window | None = None
         """An incremental run's window: each commit row advances its destination's watermark."""
-        self._thread.start()
+        self._looping = spawn(self._loop, name="checkpoint")  # a pooled thread: a database task has one a table
         self.failed = 0
 
     def save_plan(self, splits: Sequence[Split], window: Window | None = None) -> None:
@@ -274,7 +275,7 @@ class Checkpointer:
 
     def close(self, timeout: float = 30.0) -> None:
         self._queue.put(None)
-        self._thread.join(timeout)
+        joined([self._looping], time.monotonic() + timeout)
 
     def _loop(self) -> None:
         while True:
