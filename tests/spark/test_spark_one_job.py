@@ -1,9 +1,11 @@
 """Spark mode writes every destination in one job when each is written by row writers in the executors
 and the source is a native read (issue 37, item 6): the source is read once, neither persisted nor counted
-apart, and a destination whose writer fails still fails alone, after Spark retried its tasks."""
+apart, and a destination whose writer fails still fails alone, after Spark retried its tasks. By default the
+job's tasks read their splits with the store's own reader (``[spark] direct_read``), else over JDBC."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +27,15 @@ NAMES = ("id", "name", "amount", "ts")
 ROWS = 20_000
 
 
+def reading(conf: EngineConf, direct: bool) -> EngineConf:
+    return dataclasses.replace(conf, spark=dataclasses.replace(conf.spark, direct_read=direct))
+
+
 @pytest.mark.timeout(600)
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "jdbc"])
 def test_one_job_writes_every_destination_and_a_failing_one_fails_alone(
-        spark_conf: EngineConf, spark_session: Any, dbs: Databases, server: Server, tmp_path: Path) -> None:
+        spark_conf: EngineConf, spark_session: Any, dbs: Databases, server: Server, tmp_path: Path,
+        direct: bool) -> None:
     db = dbs.create("onejob")
     admin = server.connect()
     for table in ("src", "good", "bad"):
@@ -36,7 +44,7 @@ def test_one_job_writes_every_destination_and_a_failing_one_fails_alone(
     execute(admin, f"INSERT INTO `{db}`.good (id, name) VALUES (-1, 'stale')")  # load truncate removes it
     execute(admin, f"CREATE TRIGGER `{db}`.refuse BEFORE INSERT ON `{db}`.bad FOR EACH ROW "
                    "IF NEW.id = 777 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'no 777 here'; END IF")
-    result, events = run_task(spark_conf, {
+    result, events = run_task(reading(spark_conf, direct), {
         "source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
         "destinations": [
             {"id": "pq", "plugin": "file", "params": {"path": str(tmp_path / "pq"), "format": "parquet"}},
@@ -46,6 +54,11 @@ def test_one_job_writes_every_destination_and_a_failing_one_fails_alone(
         "settings": {"engine": "spark", "speed": {"channel": 2}},
     })
     assert [e for e in events if e["event"] == "spark.source_streamed"], "the source was persisted"
+    planned = next(e for e in events if e["event"] == "spark.source_planned")
+    assert planned["read"] == ("direct" if direct else "native"), planned
+    # Read in the tasks, the reader's own batches reach the writers: the mysql ones load its wire text.
+    loads = {e["load"] for e in events if e["event"] == "writer.load_method"}
+    assert loads == {"LOAD DATA from wire text" if direct else "LOAD DATA from Arrow"}, loads
     dests = result.result["destinations"]
     assert result.exit_code == 202 and result.status == "partial", result.result
     assert result.result["source"]["rows_read"] == ROWS

@@ -38,7 +38,7 @@ from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteErr
 from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
-from wormhole.planning.methods import write_method
+from wormhole.planning.methods import reads_directly, write_method
 from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, ReadContext, Rejected, Schema, Split, split_order
 from wormhole.plugins.spark_kit import RowReaderPlan, describe_spark_error, exact_columns, logical_schema
@@ -46,7 +46,8 @@ from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.spark.accumulators import DirtyEntry, ListParam
 from wormhole.spark.config import is_local
-from wormhole.spark.partitions import Accumulators, Member, SharedJob, partition_writer, task_attempts
+from wormhole.spark.methods import source_exact_text
+from wormhole.spark.partitions import Accumulators, DirectRead, Member, SharedJob, partition_writer, task_attempts
 from wormhole.spark.preflight import check_executors
 from wormhole.spark.row_reader import row_reader_frame
 from wormhole.spark.session import default_jars, get_session, is_running, startup_s
@@ -131,6 +132,14 @@ class SparkExecution:
         """When one job writes every destination and reads the source (:meth:`streams`): the read side,
         the reader's counters and the accumulator of the rows its tasks handed to the writers."""
         self._shared: SharedJob | None = None
+        self._direct: DirectRead | None = None
+        """When the write job's tasks read the source themselves (:func:`reads_directly`), what they read."""
+
+    @property
+    def wire_text(self) -> bool:
+        """Batches may carry the source's wire text to the writers: only the reader's own batches, read in the
+        write job's tasks (:attr:`_direct`), never rows that crossed to the JVM."""
+        return self._direct is not None
 
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
@@ -179,6 +188,8 @@ class SparkExecution:
         writers in the executors (which count what they get), the store's native read (which rejects
         nothing), its partitions its splits, and no transforms. Persisting and counting the source first
         would read it, and write it to Spark's cache, once more than the writes need."""
+        if self._direct is not None:
+            return True
         if (not self._destinations or self.frame is None or self._row_reader or self.transforms is not None
                 or self.partitions != len(self.split_ids)):
             return False
@@ -210,10 +221,17 @@ class SparkExecution:
         # A resumed run whose every split is held everywhere reads nothing: the row reader's frame
         # over no split is empty with the reader's schema (a native read has no relation to union).
         native = role.spark_read if splits else None
-        planned = load(native)(self.spark, source.options, splits, schema) if native else None
         extra: dict[str, Any] = {}
         self.split_ids = [s.id for s in splits]
-        if planned is not None and not isinstance(planned, RowReaderPlan):
+        self._direct = self._direct_read(source, splits, schema) if native else None
+        planned = load(native)(self.spark, source.options, splits, schema) if native and not self._direct else None
+        if self._direct is not None:
+            # The write job's tasks read their splits themselves: the frame is one seed row per split.
+            frame = self.spark.range(0, len(splits), 1, numPartitions=len(splits))
+            self.partitions = len(splits)
+            how = "direct"
+            self._row_reader = True
+        elif planned is not None and not isinstance(planned, RowReaderPlan):
             frame = planned
             order = split_order(frame)
             if order is not None:
@@ -248,6 +266,20 @@ class SparkExecution:
         self._log.info("spark.source_planned", read=how, partitions=self.partitions, paced=self._pacer is not None,
                        **extra)
         return frame, schema
+
+    def _direct_read(self, source: SourceSpec, splits: list[Split], schema: Schema) -> DirectRead | None:
+        """What the write job's tasks read, when they read the source themselves (:func:`reads_directly`,
+        decided as the plan decides it), else None."""
+        exact = source_exact_text(source.plugin, source.options, schema)
+        if exact is None:
+            return None
+        methods = [write_method(d.plugin, d.options, exact) for d in self._destinations]
+        if not reads_directly(source.plugin, methods, self.transforms, self._throttle is not None,
+                              self._conf.spark.direct_read):
+            return None
+        ctx = self._ctx
+        return DirectRead(source.plugin, source.options, tuple(splits), ctx.task_id, ctx.run_id, ctx.batch_rows,
+                          ctx.batch_bytes, ctx.keep_wire, self._source_dirty)
 
     def _paced(self, frame: DataFrame) -> DataFrame:
         """With a speed limit, the source read at the pace of the driver's throttle, before it is
@@ -333,8 +365,13 @@ class SparkExecution:
                 reads, reader, seen = self._streamed
                 self._rows = reads.rows_sent = reader.rows = int(seen.value)
                 self._read_s = time.monotonic() - t0
-                self._log.info("spark.source_read", rows=self._rows, elapsed_s=round(self._read_s, 3), rejected=0,
-                               streamed=True)
+                entries: list[DirtyEntry] = self._source_dirty.value  # the direct read's rejected rows
+                self._log.info("spark.source_read", rows=self._rows, elapsed_s=round(self._read_s, 3),
+                               rejected=len(entries), streamed=True)
+                try:
+                    self._flush_dirty(entries)
+                except BaseException as exc:  # over the error limit: every destination fails
+                    shared.error = shared.error or exc
                 shared.finish()
         shared.wait()
         if shared.error is not None:
@@ -403,7 +440,8 @@ class SparkExecution:
         for d in dests:
             self._totals[d.id] = acc.report
         attempts = task_attempts(self.sc.master or "", self.sc.getConf().get("spark.task.maxFailures"))
-        writer = partition_writer(members, ids, dests[0].ctx.batch_rows, acc, isolate, attempts)
+        writer = partition_writer(members, ids, dests[0].ctx.batch_rows, acc, isolate, attempts,
+                                  self._direct if self._shared is not None else None)
         naive_timestamps(frame).mapInArrow(writer, "n long").collect()
         return acc
 
