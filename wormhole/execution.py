@@ -38,8 +38,7 @@ class Execution(Protocol):
     name: str
     """``local`` or ``spark``: stored in the result."""
     wire_text: bool
-    """The writers may get the reader's own batches, with the source's wire text (known once the source is
-    prepared): local mode's threads, Spark's tasks that read the source themselves."""
+    """The writers may get the reader's own batches, with its wire text (:class:`~wormhole.destination.WritePlane`)."""
 
     def prepare_source(self, read: ReadPlan) -> Schema:
         """Ready the read of the planned splits; the schema the destinations get."""

@@ -30,12 +30,12 @@ import pyarrow as pa
 from pyspark import TaskContext
 
 from wormhole.counters import WriterCounters, record_limit, write_counted
-from wormhole.errors import ReadError, WormholeError
+from wormhole.errors import WormholeError
 from wormhole.plugins import registry
-from wormhole.plugins.base import Batch, ReadContext, Rejected, Schema, Split
-from wormhole.plugins.batch import as_batch
+from wormhole.plugins.base import Batch, Rejected, Schema
 from wormhole.recovery.split_lane import SplitTarget
-from wormhole.spark.accumulators import AccumulatedDirty, DirtyEntry
+from wormhole.spark.accumulators import DirtyEntry
+from wormhole.spark.direct import DirectRead
 from wormhole.spark.types import writer_batch
 
 
@@ -318,44 +318,6 @@ def _write_lanes(lanes: list[Lane], pieces: Callable[[Callable[[], bool]], Piece
         for lane in lanes:
             lane.close()
     return seen
-
-
-@dataclass(frozen=True, slots=True)
-class DirectRead:
-    """The source read inside the write job's tasks (pickled to the executors): each task reads the split its
-    one seed row names with the store's own reader and hands the reader's batches to its lanes as they are,
-    the data path of local mode (the Arrow fast path, and the wire text to a mysql destination declaring the
-    same types); no row crosses to the JVM. Rows the reader rejects travel back in ``dirty``."""
-
-    plugin: str
-    options: Any
-    splits: tuple[Split, ...]
-    task_id: int
-    run_id: int
-    batch_rows: int
-    batch_bytes: int
-    keep_wire: bool
-    dirty: Any
-    """The accumulator of the source's rejected rows (:class:`~wormhole.spark.accumulators.AccumulatedDirty`)."""
-
-    def batches(self, seeds: Iterator[pa.RecordBatch]) -> Iterator[Batch]:
-        sink = AccumulatedDirty(self.dirty)
-        ctx = ReadContext(task_id=self.task_id, run_id=self.run_id, batch_rows=self.batch_rows, dirty=sink,
-                          batch_bytes=self.batch_bytes, plugin=self.plugin, keep_wire=self.keep_wire)
-        role = registry.get(self.plugin).source
-        assert role is not None
-        reader = role.reader(self.options, ctx)
-        for seed in seeds:
-            for index in seed.column(0).to_pylist():
-                split = self.splits[index]
-                try:
-                    for batch in reader.read(split):
-                        yield as_batch(batch)
-                except ReadError:
-                    raise
-                except Exception as exc:
-                    raise ReadError(f"reading split {split.id} failed: {exc}", plugin=self.plugin,
-                                    split_id=split.id) from exc
 
 
 PartitionFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]

@@ -11,10 +11,10 @@ data plane moves to Spark (DESIGN §6):
   job group: the store's native write (``SinkRole.spark_write``), else its row writers in the executors
   (:mod:`wormhole.spark.partitions`; stores whose partitions can be replayed), else its row writer on the
   driver over ``toLocalIterator``. A failed job fails that destination only;
-- when every destination is written by row writers in the executors, the source comes from a native
-  read (nothing the read itself rejects) and there are no transforms, one job writes them all: each
-  task reads its partition once and hands every batch to each destination's writer, nothing is persisted
-  or counted apart (:meth:`SparkExecution.streams`), and a destination whose writer fails ends alone;
+- when every destination is written by row writers in the executors and there are no transforms, one job
+  writes them all (:meth:`SparkExecution.streams`): each task reads its split once, with the store's own
+  reader (:mod:`wormhole.spark.direct`) or its native read, and hands every batch to each destination's
+  writer; nothing is persisted or counted apart, and a destination whose writer fails ends alone;
 - counts and rejected rows come back through accumulators, which Spark applies once per successful
   task, so a retried partition is never counted twice.
 """
@@ -32,29 +32,29 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from wormhole.config import EngineConf
-from wormhole.counters import Counters, WriterCounters, write_counted
+from wormhole.counters import Counters, WriterCounters
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
 from wormhole.exchange.throttle import ReadMeasure, Throttle
 from wormhole.log import Logger
 from wormhole.monitor import ReadState
-from wormhole.planning.methods import reads_directly, write_method
+from wormhole.planning.methods import write_method
 from wormhole.plugins import registry
-from wormhole.plugins.base import Batch, ReadContext, Rejected, Schema, Split, split_order
+from wormhole.plugins.base import ReadContext, Rejected, Schema, Split, split_order
 from wormhole.plugins.spark_kit import RowReaderPlan, describe_spark_error, exact_columns, logical_schema
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.spark.accumulators import DirtyEntry, ListParam
 from wormhole.spark.config import is_local
-from wormhole.spark.methods import source_exact_text
-from wormhole.spark.partitions import Accumulators, DirectRead, Member, SharedJob, partition_writer, task_attempts
+from wormhole.spark.direct import DirectRead, direct_read
+from wormhole.spark.partitions import Accumulators, Member, SharedJob, partition_writer, task_attempts
 from wormhole.spark.preflight import check_executors
 from wormhole.spark.row_reader import row_reader_frame
 from wormhole.spark.session import default_jars, get_session, is_running, startup_s
-from wormhole.spark.splits import check_record_limit, write_splits
+from wormhole.spark.splits import check_record_limit, write_on_driver, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
-from wormhole.spark.types import as_read, from_spark_rows, naive_timestamps
+from wormhole.spark.types import as_read, naive_timestamps
 from wormhole.task_spec import SourceSpec
 from wormhole.transform.plan import Placement, TransformPlan
 
@@ -133,13 +133,8 @@ class SparkExecution:
         the reader's counters and the accumulator of the rows its tasks handed to the writers."""
         self._shared: SharedJob | None = None
         self._direct: DirectRead | None = None
-        """When the write job's tasks read the source themselves (:func:`reads_directly`), what they read."""
-
-    @property
-    def wire_text(self) -> bool:
-        """Batches may carry the source's wire text to the writers: only the reader's own batches, read in the
-        write job's tasks (:attr:`_direct`), never rows that crossed to the JVM."""
-        return self._direct is not None
+        """When the write job's tasks read the source themselves (:func:`direct_read`), what they read."""
+        self.wire_text = False  # only when they do: rows that crossed to the JVM carry no wire text
 
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
@@ -223,7 +218,10 @@ class SparkExecution:
         native = role.spark_read if splits else None
         extra: dict[str, Any] = {}
         self.split_ids = [s.id for s in splits]
-        self._direct = self._direct_read(source, splits, schema) if native else None
+        self._direct = direct_read(source, splits, schema, self._destinations, self.transforms,
+                                   self._throttle is not None, self._conf.spark.direct_read, self._ctx,
+                                   self._source_dirty)
+        self.wire_text = self._direct is not None
         planned = load(native)(self.spark, source.options, splits, schema) if native and not self._direct else None
         if self._direct is not None:
             # The write job's tasks read their splits themselves: the frame is one seed row per split.
@@ -266,20 +264,6 @@ class SparkExecution:
         self._log.info("spark.source_planned", read=how, partitions=self.partitions, paced=self._pacer is not None,
                        **extra)
         return frame, schema
-
-    def _direct_read(self, source: SourceSpec, splits: list[Split], schema: Schema) -> DirectRead | None:
-        """What the write job's tasks read, when they read the source themselves (:func:`reads_directly`,
-        decided as the plan decides it), else None."""
-        exact = source_exact_text(source.plugin, source.options, schema)
-        if exact is None:
-            return None
-        methods = [write_method(d.plugin, d.options, exact) for d in self._destinations]
-        if not reads_directly(source.plugin, methods, self.transforms, self._throttle is not None,
-                              self._conf.spark.direct_read):
-            return None
-        ctx = self._ctx
-        return DirectRead(source.plugin, source.options, tuple(splits), ctx.task_id, ctx.run_id, ctx.batch_rows,
-                          ctx.batch_bytes, ctx.keep_wire, self._source_dirty)
 
     def _paced(self, frame: DataFrame) -> DataFrame:
         """With a speed limit, the source read at the pace of the driver's throttle, before it is
@@ -400,7 +384,7 @@ class SparkExecution:
         if dest.sink.spark_partitions:
             self._write_partitions(dest, counters, frame)
             return "partitions"
-        self._write_on_driver(dest, counters, frame)
+        write_on_driver(frame, dest, counters, self._dirty)
         return "driver"
 
     def _write_durable(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> str:
@@ -462,24 +446,6 @@ class SparkExecution:
                     dest.sealed(split_id, rows)
                     coordinator.sealed(split_id, dest.id, rows)
         check_record_limit(dest, counters)
-
-    def _write_on_driver(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> None:
-        # Stores whose writes cannot be replayed per partition (a SQLite file): the rows come to the
-        # driver partition by partition, in order, and one writer writes them there.
-        assert self.frame is not None
-        writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, 0)
-        try:
-            writer.open()
-            rows = naive_timestamps(frame).toLocalIterator(prefetchPartitions=True)
-            exact = exact_columns(frame.schema)
-            for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
-                if write_counted(writer, Batch.of_rows(batch, dest.ctx.schema), counters,
-                                 lambda bad: self._dirty.reject(dest.id, bad),
-                                 destination=dest.id, plugin=dest.plugin):
-                    check_record_limit(dest, counters)
-            writer.flush()
-        finally:
-            writer.close()
 
     # -- monitoring and the end ----------------------------------------------------------------
 
