@@ -142,6 +142,10 @@ class SparkConf:
     preflight: bool = True
     """Before any destination is prepared, a small job checks the executors (start, import wormhole,
     reach the file destinations' paths, load the JDBC drivers)."""
+    direct_read: bool = True
+    """When one job writes every destination (all by row writers in the executors, no transforms, no speed
+    limit), each of its tasks reads its split with the source store's own reader, as local mode reads, in
+    place of the store's JDBC read (:func:`wormhole.planning.methods.reads_directly`); false: the JDBC read."""
     conf: dict[str, Any] = field(default_factory=dict)
     """Any ``spark.*`` setting, passed to the session builder as is (``[spark.conf]`` in TOML)."""
 

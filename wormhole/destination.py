@@ -56,7 +56,11 @@ class WritePlane(Protocol):
     """What the write side asks of the execution (wormhole.execution.Execution) about a destination."""
 
     name: str
-    """``local`` or ``spark`` (Spark's batches cross processes without the source's wire text)."""
+    """``local`` or ``spark``."""
+    wire_text: bool
+    """The writers may get the reader's own batches, with the source's wire text (known once the source is
+    prepared): local mode's threads, Spark's tasks that read the source themselves; never batches that
+    crossed to Spark's JVM."""
 
     def writes_whole(self, sink: SinkRole[Any], options: Any) -> bool:
         """The destination is written whole, not split by split (Spark's native write that replaces its

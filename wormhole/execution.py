@@ -37,6 +37,8 @@ class Reads(ReadSide, Protocol):
 class Execution(Protocol):
     name: str
     """``local`` or ``spark``: stored in the result."""
+    wire_text: bool
+    """The writers may get the reader's own batches, with its wire text (:class:`~wormhole.destination.WritePlane`)."""
 
     def prepare_source(self, read: ReadPlan) -> Schema:
         """Ready the read of the planned splits; the schema the destinations get."""
@@ -77,6 +79,7 @@ class LocalExecution:
     writer pool drains its own queue."""
 
     name = "local"
+    wire_text = True
 
     def __init__(self, storage: StorageManager, readers: ReaderSetup, throttle: Throttle | None = None) -> None:
         """``readers``: what the reader threads are made with, once the reads start."""

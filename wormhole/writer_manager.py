@@ -155,7 +155,7 @@ class WriterManager:
                                batch_rows=self._conf.exchange.batch_rows, concurrency=dest.concurrency,
                                plugin=dest.plugin, stop=dest.stop, origin_run_id=self._recovery.origin_for(dest.fresh),
                                taskdb_id=self._recovery.taskdb_id, record_limit=dest.limit.record,
-                               spark=self._side.spark, wire_text=self._plane.name != "spark",
+                               spark=self._side.spark, wire_text=self._plane.wire_text,
                                shared=self._side.shared)
             dest.prepare(ctx, chain, timeout, self._recovery)
             if self._spec.settings.verify != "off" and dest.state != "failed":

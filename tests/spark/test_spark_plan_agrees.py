@@ -24,14 +24,17 @@ TEXT_FILL = {"id": "seq", "name": "CONCAT('row-', seq)", "ts": "TIMESTAMP('2024-
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize(("ddl", "fill", "transforms", "parquet"), [
-    (JDBC_DDL, JDBC_FILL, [], "native"),
-    (TEXT_DDL, TEXT_FILL, [], "partitions"),
+@pytest.mark.parametrize(("ddl", "fill", "transforms", "parquet", "load"), [
+    (JDBC_DDL, JDBC_FILL, [], "native", "LOAD DATA from Arrow"),
+    # Every destination written by row writers, no transforms: the write job's tasks read the source
+    # themselves, and the mysql destination loads the reader's wire text as in local mode.
+    (TEXT_DDL, TEXT_FILL, [], "partitions", "LOAD DATA from wire text"),
     # The pushed-down projection leaves the exact-text column out of the read: Spark's native write again.
-    (TEXT_DDL, TEXT_FILL, [{"project": {"drop": ["ts"]}}], "native")], ids=["jdbc", "text", "text-projected"])
+    (TEXT_DDL, TEXT_FILL, [{"project": {"drop": ["ts"]}}], "native", "LOAD DATA from Arrow")],
+    ids=["jdbc", "text", "text-projected"])
 def test_the_plan_names_the_write_the_run_uses(spark_conf: EngineConf, spark_session: Any, dbs: Databases,
                                                 server: Server, tmp_path: Path, ddl: str, fill: dict[str, str],
-                                                transforms: list[Any], parquet: str) -> None:
+                                                transforms: list[Any], parquet: str, load: str) -> None:
     db = dbs.create("plan")
     admin = server.connect()
     create_table(admin, db, "src", ddl)
@@ -53,8 +56,8 @@ def test_the_plan_names_the_write_the_run_uses(spark_conf: EngineConf, spark_ses
     assert written == {"pq": parquet, "lines": "partitions", "db": "partitions"}
     for dest, how in written.items():
         assert planned[dest].startswith(WHERE[how] + ";"), (dest, planned[dest], how)
-    # The mysql destination loads what Spark hands it as Arrow: no batch carries the reader's wire text.
-    load = next(d["load"] for d in next(e for e in events if e["event"] == "plan.made")["destinations"]
-                if d["id"] == "db")
+    # Rows that crossed to the JVM carry no wire text: the mysql destination loads them as Arrow.
+    planned_load = next(d["load"] for d in next(e for e in events if e["event"] == "plan.made")["destinations"]
+                        if d["id"] == "db")
     logged = next(e["load"] for e in events if e["event"] == "writer.load_method")
-    assert logged == "LOAD DATA from Arrow" and load.startswith(logged), (load, logged)
+    assert logged == load and planned_load.startswith(logged), (planned_load, logged)

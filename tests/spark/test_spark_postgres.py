@@ -3,6 +3,7 @@ per split) when every column travels exactly, else with the row reader per split
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
@@ -144,10 +145,12 @@ def test_every_postgres_type_reads_and_writes_as_in_local_mode(spark_conf: Engin
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("direct", [False, True], ids=["row_reader", "direct"])
 def test_postgres_columns_jdbc_cannot_carry_use_the_row_reader(spark_conf: EngineConf, pg_schemas: Schemas,
-                                                                tmp_path: Path) -> None:
+                                                                tmp_path: Path, direct: bool) -> None:
     """numeric without a scale (JDBC would round it) and special_dates reject (the default: JDBC cannot
-    reject a row): the row reader per split, with the same rows rejected as in local mode."""
+    reject a row): the row reader per split, with the same rows rejected as in local mode; or, every
+    destination written by row writers, the write job's tasks reading the source (``[spark] direct_read``)."""
     schema = pg_schemas.create("spk")
     t = f"{qi(schema)}.t"
     pg_schemas.conn.execute(f"CREATE TABLE {t} (id integer PRIMARY KEY, free numeric, d date)")
@@ -156,14 +159,18 @@ def test_postgres_columns_jdbc_cannot_carry_use_the_row_reader(spark_conf: Engin
     pg_schemas.conn.execute(f"UPDATE {t} SET free = 1.0000000000000000001 WHERE id = 7")
     pg_schemas.conn.execute(f"UPDATE {t} SET d = 'infinity' WHERE id = 9")  # rejected (special_dates: reject)
     source = {"plugin": "postgres", "params": pg_schemas.server.params(schema, table="t", split_pk="id")}
-    runs = copy_both_engines(spark_conf, tmp_path, source, error_limit={"record": 2})
+    conf = dataclasses.replace(spark_conf, spark=dataclasses.replace(spark_conf.spark, direct_read=direct))
+    runs = copy_both_engines(conf, tmp_path, source, error_limit={"record": 2})
     for engine, (result, _) in runs.items():
         assert result.exit_code == 201, (engine, result.result)
         assert len(dirty_lines(spark_conf, result)) == 2
     planned = next(e for e in runs["spark"][1] if e["event"] == "spark.source_planned")
-    assert planned["read"] == "row_reader", planned
-    assert "free (numeric without a declared scale)" in planned["reason"]
-    assert "d (date with special_dates: reject)" in planned["reason"]
+    if direct:
+        assert planned["read"] == "direct", planned
+    else:
+        assert planned["read"] == "row_reader", planned
+        assert "free (numeric without a declared scale)" in planned["reason"]
+        assert "d (date with special_dates: reject)" in planned["reason"]
     assert_same_outputs(tmp_path, 198, lines=199)
     assert [r["free"] for r in jsonl_rows(tmp_path / "spark" / "j") if r["id"] in (6, 7)] == [
         "0.75000000000000000000", "1.0000000000000000001"]  # PostgreSQL's own text (6 / 8.0 has scale 20)

@@ -8,6 +8,7 @@ and into Parquet; each destination must hold, value by value, what local mode's 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -82,10 +83,13 @@ def test_awkward_mysql_types_copy_the_same_in_both_engines(spark_conf: EngineCon
     create_types_table(admin, db, "src")
     fill_types_table(admin, db, "src")
     results = {}
-    for engine in ("local", "spark"):
+    # spark: the row reader per split ([spark] direct_read off); direct: the write job's tasks read the source.
+    for engine in ("local", "spark", "direct"):
         for table in (f"ins_{engine}", f"ups_{engine}"):
             create_types_table(admin, db, table)
-        result, events = run_task(spark_conf, {
+        conf = dataclasses.replace(spark_conf, spark=dataclasses.replace(spark_conf.spark,
+                                                                         direct_read=engine == "direct"))
+        result, events = run_task(conf, {
             "source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
             "destinations": [
                 # Spark: the native JDBC insert, and the row writer inside the executors.
@@ -94,12 +98,16 @@ def test_awkward_mysql_types_copy_the_same_in_both_engines(spark_conf: EngineCon
                                                                          write_mode="upsert")},
                 {"id": "files", "plugin": "file", "params": {"path": str(tmp_path / engine), "format": "parquet"}},
             ],
-            "settings": {"engine": engine, "speed": {"channel": 2}, "error_limit": {"record": 10}},
+            "settings": {"engine": "local" if engine == "local" else "spark", "speed": {"channel": 2},
+                         "error_limit": {"record": 10}},
         })
         results[engine] = result
-        assert result.result["engine"] == engine
+        assert result.result["engine"] == ("local" if engine == "local" else "spark")
         # 201: success with rows rejected (Parquet's, below), the same in both engines.
         assert result.exit_code == 201, result.result
+        if engine == "direct":
+            planned = next(e for e in events if e["event"] == "spark.source_planned")
+            assert planned["read"] == "direct", planned
         if engine == "spark":
             ways = {e["destination"]: e["write"] for e in events if e["event"] == "spark.destination_written"}
             # mysql destinations make each split durable: their row writers run in the executors.
@@ -108,19 +116,21 @@ def test_awkward_mysql_types_copy_the_same_in_both_engines(spark_conf: EngineCon
             assert planned["read"] == "row_reader" and {"bu", "dec65", "dt", "bt", "js"} <= set(planned["exact"])
     source = row_checksums(admin, db, "src")
     assert len(source) == len(TYPE_ROWS) + 2
-    for engine in ("local", "spark"):
+    for engine in ("local", "spark", "direct"):
         for table in (f"ins_{engine}", f"ups_{engine}"):
             assert differences(source, row_checksums(admin, db, table)) == [], table
     # Parquet holds what its contract can (int64, decimal(38,18), dates): local mode rejects the rest at
     # the destination, and Spark mode must reject the same rows there, not lose or alter them earlier.
-    local, spark = (pq.read_table(str(tmp_path / e)).sort_by("id") for e in ("local", "spark"))
-    assert spark.schema == local.schema
-    assert spark.equals(local), (local.to_pylist(), spark.to_pylist())
+    local = pq.read_table(str(tmp_path / "local")).sort_by("id")
     assert local.column("id").to_pylist() == [3, 5, 6]  # 1, 2, 4 hold values beyond Parquet's types
-    for name in ("ins", "ups", "files"):
-        a, b = (results[e].result["destinations"][name] for e in ("local", "spark"))
-        assert (a["rows_written"], a["rows_rejected"]) == (b["rows_written"], b["rows_rejected"]), name
-    assert len(dirty_lines(spark_conf, results["local"])) == len(dirty_lines(spark_conf, results["spark"]))
+    for engine in ("spark", "direct"):
+        spark = pq.read_table(str(tmp_path / engine)).sort_by("id")
+        assert spark.schema == local.schema, engine
+        assert spark.equals(local), (engine, local.to_pylist(), spark.to_pylist())
+        for name in ("ins", "ups", "files"):
+            a, b = (results[e].result["destinations"][name] for e in ("local", engine))
+            assert (a["rows_written"], a["rows_rejected"]) == (b["rows_written"], b["rows_rejected"]), (engine, name)
+        assert len(dirty_lines(spark_conf, results["local"])) == len(dirty_lines(spark_conf, results[engine]))
     admin.close()
 
 
@@ -131,7 +141,9 @@ DATED_COLUMNS = ["id", "bi", "d2", "db", "fl", "vc", "bl", "en", "yr", "dt", "dt
 def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
         spark_conf: EngineConf, dbs: Databases, server: Server, tmp_path: Path) -> None:
     """Dates (zero, partial-zero, year 1000, TIMESTAMP) keep the fast JDBC read: cast to text in its query;
-    FLOAT too, cast to DOUBLE (its 6-digit text would turn 16777216 into 16777200)."""
+    FLOAT too, cast to DOUBLE (its 6-digit text would turn 16777216 into 16777200). With every destination
+    written by row writers the write job's tasks read the source themselves (``direct``); ``jdbc`` is the
+    same run with ``[spark] direct_read`` off: both copy what local mode copies."""
     admin = server.connect()
     db = dbs.create("dated")
     create_types_table(admin, db, "full")
@@ -143,28 +155,34 @@ def test_a_table_jdbc_carries_exactly_is_read_natively_with_its_dates_as_text(
     execute(admin, "ALTER TABLE src ADD PRIMARY KEY (id)")
     execute(admin, "UPDATE src SET fl = CASE id WHEN 1 THEN 16777216 WHEN 2 THEN 123456.7890625 ELSE 1.1 END "
                    "WHERE fl IS NOT NULL")
-    for engine in ("local", "spark"):
+    for engine in ("local", "spark", "jdbc"):
         execute(admin, f"CREATE TABLE ins_{engine} LIKE src")
-        result, events = run_task(spark_conf, {
+        conf = dataclasses.replace(spark_conf, spark=dataclasses.replace(spark_conf.spark,
+                                                                         direct_read=engine != "jdbc"))
+        result, events = run_task(conf, {
             "source": {"plugin": "mysql", "params": server.params(db, table="src", split_pk="id")},
             "destinations": [
                 {"id": "ins", "plugin": "mysql", "params": server.params(db, table=f"ins_{engine}")},
                 {"id": "files", "plugin": "file", "params": {"path": str(tmp_path / engine), "format": "parquet"}},
             ],
-            "settings": {"engine": engine, "speed": {"channel": 2}, "error_limit": {"record": 10}},
+            "settings": {"engine": "local" if engine == "local" else "spark", "speed": {"channel": 2},
+                         "error_limit": {"record": 10}},
         })
         assert result.exit_code == 201, result.result  # row 4's zero dates: Parquet rejects it, as in local mode
         assert result.result["destinations"]["files"]["rows_rejected"] == 1
-        if engine == "spark":
+        if engine != "local":
             planned = next(e for e in events if e["event"] == "spark.source_planned")
-            assert planned["read"] == "native", planned
+            assert planned["read"] == ("direct" if engine == "spark" else "native"), planned
     exprs = ", ".join(f"IFNULL(CAST(CAST({q(c)} AS DOUBLE) AS CHAR), 'NULL')" if c == "fl"
                       else f"MD5(IFNULL(HEX(CAST({q(c)} AS CHAR)), 'NULL'))" for c in DATED_COLUMNS)
-    tables = {t: execute(admin, f"SELECT {exprs} FROM {q(t)} ORDER BY id") for t in ("src", "ins_local", "ins_spark")}
+    tables = {t: execute(admin, f"SELECT {exprs} FROM {q(t)} ORDER BY id")
+              for t in ("src", "ins_local", "ins_spark", "ins_jdbc")}
     assert len(tables["src"]) == 6 and tables["ins_local"] == tables["src"] and tables["ins_spark"] == tables["src"]
+    assert tables["ins_jdbc"] == tables["src"]
     assert {r[DATED_COLUMNS.index("fl")] for r in tables["src"]} >= {"16777216", "123456.7890625"}
-    local, spark = (pq.read_table(str(tmp_path / e)).sort_by("id") for e in ("local", "spark"))
+    local, spark, jdbc = (pq.read_table(str(tmp_path / e)).sort_by("id") for e in ("local", "spark", "jdbc"))
     assert spark.schema == local.schema and spark.equals(local)
+    assert jdbc.schema == local.schema and jdbc.equals(local)
     assert local.num_rows == 5
     admin.close()
 

@@ -12,6 +12,7 @@ no pyspark, no module of :mod:`wormhole.spark`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from wormhole.plugins import registry
@@ -45,6 +46,17 @@ def write_method(plugin: str, options: Any, exact_text: frozenset[str] | None) -
         if not exact_text:
             return "native"
     return "partitions" if sink.spark_partitions else "driver"
+
+
+def reads_directly(source_plugin: str, methods: Sequence[str], transforms: Any, paced: bool, enabled: bool) -> bool:
+    """Whether Spark mode's one write job reads the source itself, each task its split with the store's own
+    reader, in place of the store's native (JDBC) read: ``enabled`` (``[spark] direct_read``), no transforms,
+    no speed limit (``paced``: the read is paced by a stage of the source's frame), a source with a native read
+    to replace, and every destination written by row writers in the executors (``methods``). The batches
+    then never leave the task's Python: local mode's data path, the reader's wire text included."""
+    role = registry.get(source_plugin).source
+    return (enabled and transforms is None and not paced and role is not None and role.spark_read is not None
+            and bool(methods) and all(m == "partitions" for m in methods))
 
 
 def _native_takes(plugin: str, options: Any) -> bool:

@@ -18,7 +18,7 @@ from wormhole.config import EngineConf
 from wormhole.planning.assign import TaskGroup, assign_fairly, dispatch_order
 from wormhole.planning.channels import ChannelCount, SpeedLimits, adjust_channel_number, cap_at_splits, speed_limits
 from wormhole.planning.choice import EngineName, choose_engine
-from wormhole.planning.methods import describe_method, read_columns, write_method
+from wormhole.planning.methods import describe_method, read_columns, reads_directly, write_method
 from wormhole.plugins import registry
 from wormhole.plugins.base import Schema, SinkRole, Split
 from wormhole.task_spec import TaskSpec
@@ -96,12 +96,16 @@ def make_plan(spec: TaskSpec, facts: SourceFacts, conf: EngineConf, *, loads: bo
         spec = cast(TaskSpec, incremental.windowed(spec, facts.window))
     transforms = _transforms(spec, facts.schema, engine)
     exact = _exact_text(facts, engine, transforms)
+    direct = engine == "spark" and exact is not None and reads_directly(
+        spec.source.plugin, [write_method(d.plugin, d.options, exact) for d in spec.destinations], transforms,
+        limits_paced(spec), conf.spark.direct_read)
     return Plan(engine=engine, engine_reason=engine_reason, channels=count.channels, channel_reason=count.reason,
                 splits=tuple(PlannedSplit(s.id, s.resource_mark, split_range(s)) for s in splits),
                 task_groups=tuple(task_groups(splits, spec, count, conf.speed.channels_per_task_group)),
                 destinations=tuple(replace(_destination(d.id, d.plugin, d.options, d.concurrency, engine, len(splits),
                                                         exact),
-                                           load=_load(d.id, d.plugin, d.options, engine, facts.schema, transforms)
+                                           load=_load(d.id, d.plugin, d.options, engine, facts.schema, transforms,
+                                                      direct)
                                            if loads else None)
                                    for d in spec.destinations),
                 estimated_rows=facts.estimated_rows, limits=limits, transforms=transforms,
@@ -122,13 +126,14 @@ def _transforms(spec: TaskSpec, schema: Schema, engine: EngineName) -> Transform
 
 
 def _load(dest_id: str, plugin: str, options: Any, engine: EngineName, schema: Schema,
-          transforms: TransformPlan | None) -> str | None:
-    """The destination's ``load`` line, from the store (decided as its writers decide), or None."""
+          transforms: TransformPlan | None, direct: bool = False) -> str | None:
+    """The destination's ``load`` line, from the store (decided as its writers decide), or None. ``direct``:
+    Spark's tasks read the source themselves and hand the reader's own batches to the writers."""
     describe = _sink(plugin).plan_load
     if describe is None:
         return None
     if transforms is None:
-        return describe(options, schema, engine != "local")
+        return describe(options, schema, engine != "local" and not direct)
     # Rows a chain made (the reader threads' or the destination's) are not the reader's own batches;
     # in Spark mode batches cross processes without what only local writers use.
     changed = engine != "local" or bool(transforms.destinations.get(dest_id)) or \
@@ -177,6 +182,11 @@ def _destination(dest_id: str, plugin: str, options: Any, concurrency: int, engi
         method = write_method(plugin, options, exact)
         writers, where = (1 if method == "driver" else partitions), describe_method(method)
     return PlannedDestination(dest_id, plugin, writers, f"{where}; {how}" if how else where)
+
+
+def limits_paced(spec: TaskSpec) -> bool:
+    """The task sets a speed limit: Spark mode paces its source's read (``Throttle.of``)."""
+    return spec.settings.speed.record is not None or spec.settings.speed.byte is not None
 
 
 def _exact_text(facts: SourceFacts, engine: EngineName, transforms: TransformPlan | None) -> frozenset[str] | None:

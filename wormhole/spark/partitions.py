@@ -35,6 +35,7 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, Rejected, Schema
 from wormhole.recovery.split_lane import SplitTarget
 from wormhole.spark.accumulators import DirtyEntry
+from wormhole.spark.direct import DirectRead
 from wormhole.spark.types import writer_batch
 
 
@@ -162,8 +163,13 @@ class Lane:
                 self.error = exc
 
 
+Pieces = Iterator[tuple[int, dict[Schema, Batch]]]
+"""Writer batches, one per schema the live lanes want (shared by them), with the rows each adds to those
+handed over."""
+
+
 def _pieces(lanes: Sequence[Lane], batches: Iterator[pa.RecordBatch], batch_rows: int,
-            stop: Callable[[], bool]) -> Iterator[tuple[int, dict[Schema, Batch]]]:
+            stop: Callable[[], bool]) -> Pieces:
     """The partition's record batches, ``batch_rows`` rows at a time, as one writer batch per schema the
     live lanes want (shared by them), with the rows each record batch adds to those handed over; until no
     lane is alive or ``stop`` says so."""
@@ -182,10 +188,19 @@ def _pieces(lanes: Sequence[Lane], batches: Iterator[pa.RecordBatch], batch_rows
             added = 0
 
 
-def _feed(lanes: list[Lane], batches: Iterator[pa.RecordBatch], batch_rows: int) -> int:
-    """Hand the partition's record batches to every live lane in turn; the rows handed over."""
+def _read_pieces(lanes: Sequence[Lane], batches: Iterator[Batch], stop: Callable[[], bool]) -> Pieces:
+    """The source reader's own batches (:class:`DirectRead`), handed to every lane as they are: the
+    lanes' schema is the reader's (no transforms), so nothing is converted."""
+    for batch in batches:
+        if stop() or not any(lane.alive for lane in lanes):
+            break
+        yield len(batch), {lane.member.ctx.schema: batch for lane in lanes}
+
+
+def _feed(lanes: list[Lane], pieces: Pieces) -> int:
+    """Hand the partition's batches to every live lane in turn; the rows handed over."""
     seen = 0
-    for added, made in _pieces(lanes, batches, batch_rows, lambda: False):
+    for added, made in pieces:
         seen += added
         for lane in lanes:
             if lane.alive:
@@ -231,15 +246,16 @@ class _LaneThread:
         return self.error is None and self.lane.alive
 
 
-def _feed_concurrently(lanes: list[Lane], batches: Iterator[pa.RecordBatch], batch_rows: int) -> int:
-    """:func:`_feed` with a thread per lane (opened there too); the rows handed over. The first error a lane
-    raises is raised here once every lane's thread has ended (the task then aborts the others)."""
+def _feed_concurrently(lanes: list[Lane], pieces: Callable[[Callable[[], bool]], Pieces]) -> int:
+    """:func:`_feed` with a thread per lane (opened there too); the rows handed over. ``pieces`` makes the
+    batches, until the stop it is given says so. The first error a lane raises is raised here once every
+    lane's thread has ended (the task then aborts the others)."""
     threads = [_LaneThread(lane) for lane in lanes]
     for t in threads:
         t.thread.start()
     seen = 0
     try:
-        for added, made in _pieces(lanes, batches, batch_rows, lambda: any(t.error is not None for t in threads)):
+        for added, made in pieces(lambda: any(t.error is not None for t in threads)):
             seen += added
             for t in threads:
                 if t.wants():
@@ -279,14 +295,41 @@ def _lanes(members: Sequence[Member], split_id: str | None, worker: int, acc: Ac
     return lanes
 
 
+def _write_lanes(lanes: list[Lane], pieces: Callable[[Callable[[], bool]], Pieces], acc: Accumulators) -> int:
+    """Write the partition to every lane, seal and report them (the task's part once its lanes are made); the
+    rows handed over. Whatever fails, every live lane is aborted and every lane closed."""
+    try:
+        if len(lanes) > 1:  # opened and written each in its own thread
+            seen = _feed_concurrently(lanes, pieces)
+        else:
+            for lane in lanes:
+                lane.open()
+            seen = _feed(lanes, pieces(lambda: False))
+        for lane in lanes:
+            lane.seal()
+        for lane in lanes:
+            lane.report(acc)
+    except BaseException:
+        for lane in lanes:
+            if lane.alive:
+                lane.abort()
+        raise
+    finally:
+        for lane in lanes:
+            lane.close()
+    return seen
+
+
 PartitionFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
 def partition_writer(members: Sequence[Member], split_ids: Sequence[str] | None, batch_rows: int,
-                     acc: Accumulators, isolate: bool, attempts: int = 1) -> PartitionFunction:
+                     acc: Accumulators, isolate: bool, attempts: int = 1,
+                     source: DirectRead | None = None) -> PartitionFunction:
     """The ``mapInArrow`` function that writes each partition to every member (see the module's docstring).
     ``split_ids``: the split of each partition, when a member makes splits durable; ``attempts``: how
-    many times Spark runs a failing task."""
+    many times Spark runs a failing task; ``source``: the partitions are seed rows, each task reads its
+    split itself (:class:`DirectRead`)."""
     members = tuple(members)
     ids = list(split_ids) if split_ids is not None else None
 
@@ -298,25 +341,13 @@ def partition_writer(members: Sequence[Member], split_ids: Sequence[str] | None,
         lanes = _lanes(members, ids[worker] if ids is not None else None, worker, acc, isolate and last, again)
         if not lanes:
             return
-        try:
-            if len(lanes) > 1:  # opened and written each in its own thread
-                seen = _feed_concurrently(lanes, batches, batch_rows)
-            else:
-                for lane in lanes:
-                    lane.open()
-                seen = _feed(lanes, batches, batch_rows)
-            for lane in lanes:
-                lane.seal()
-            for lane in lanes:
-                lane.report(acc)
-        except BaseException:
-            for lane in lanes:
-                if lane.alive:
-                    lane.abort()
-            raise
-        finally:
-            for lane in lanes:
-                lane.close()
+
+        def pieces(stop: Callable[[], bool]) -> Pieces:
+            if source is not None:
+                return _read_pieces(lanes, source.batches(batches), stop)
+            return _pieces(lanes, batches, batch_rows, stop)
+
+        seen = _write_lanes(lanes, pieces, acc)
         acc.seen.add(seen)
         yield from ()
 

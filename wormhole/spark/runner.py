@@ -11,10 +11,10 @@ data plane moves to Spark (DESIGN §6):
   job group: the store's native write (``SinkRole.spark_write``), else its row writers in the executors
   (:mod:`wormhole.spark.partitions`; stores whose partitions can be replayed), else its row writer on the
   driver over ``toLocalIterator``. A failed job fails that destination only;
-- when every destination is written by row writers in the executors, the source comes from a native
-  read (nothing the read itself rejects) and there are no transforms, one job writes them all: each
-  task reads its partition once and hands every batch to each destination's writer, nothing is persisted
-  or counted apart (:meth:`SparkExecution.streams`), and a destination whose writer fails ends alone;
+- when every destination is written by row writers in the executors and there are no transforms, one job
+  writes them all (:meth:`SparkExecution.streams`): each task reads its split once, with the store's own
+  reader (:mod:`wormhole.spark.direct`) or its native read, and hands every batch to each destination's
+  writer; nothing is persisted or counted apart, and a destination whose writer fails ends alone;
 - counts and rejected rows come back through accumulators, which Spark applies once per successful
   task, so a retried partition is never counted twice.
 """
@@ -32,7 +32,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from wormhole.config import EngineConf
-from wormhole.counters import Counters, WriterCounters, write_counted
+from wormhole.counters import Counters, WriterCounters
 from wormhole.dirty import DirtyFile
 from wormhole.errors import DirtyLimitExceeded, ReadError, TaskAborted, WriteError
 from wormhole.exchange.throttle import ReadMeasure, Throttle
@@ -40,20 +40,21 @@ from wormhole.log import Logger
 from wormhole.monitor import ReadState
 from wormhole.planning.methods import write_method
 from wormhole.plugins import registry
-from wormhole.plugins.base import Batch, ReadContext, Rejected, Schema, Split, split_order
+from wormhole.plugins.base import ReadContext, Rejected, Schema, Split, split_order
 from wormhole.plugins.spark_kit import RowReaderPlan, describe_spark_error, exact_columns, logical_schema
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.spark.accumulators import DirtyEntry, ListParam
 from wormhole.spark.config import is_local
+from wormhole.spark.direct import DirectRead, direct_read
 from wormhole.spark.partitions import Accumulators, Member, SharedJob, partition_writer, task_attempts
 from wormhole.spark.preflight import check_executors
 from wormhole.spark.row_reader import row_reader_frame
 from wormhole.spark.session import default_jars, get_session, is_running, startup_s
-from wormhole.spark.splits import check_record_limit, write_splits
+from wormhole.spark.splits import check_record_limit, write_on_driver, write_splits
 from wormhole.spark.throttle import TokenServer, throttled
 from wormhole.spark.transforms import account_filtered, apply_chain, count_rows, push_down
-from wormhole.spark.types import as_read, from_spark_rows, naive_timestamps
+from wormhole.spark.types import as_read, naive_timestamps
 from wormhole.task_spec import SourceSpec
 from wormhole.transform.plan import Placement, TransformPlan
 
@@ -131,6 +132,9 @@ class SparkExecution:
         """When one job writes every destination and reads the source (:meth:`streams`): the read side,
         the reader's counters and the accumulator of the rows its tasks handed to the writers."""
         self._shared: SharedJob | None = None
+        self._direct: DirectRead | None = None
+        """When the write job's tasks read the source themselves (:func:`direct_read`), what they read."""
+        self.wire_text = False  # only when they do: rows that crossed to the JVM carry no wire text
 
     def describe(self) -> dict[str, Any]:
         return {"master": self.sc.master, "startup_s": self.startup_s, "version": self.spark.version,
@@ -179,6 +183,8 @@ class SparkExecution:
         writers in the executors (which count what they get), the store's native read (which rejects
         nothing), its partitions its splits, and no transforms. Persisting and counting the source first
         would read it, and write it to Spark's cache, once more than the writes need."""
+        if self._direct is not None:
+            return True
         if (not self._destinations or self.frame is None or self._row_reader or self.transforms is not None
                 or self.partitions != len(self.split_ids)):
             return False
@@ -210,10 +216,20 @@ class SparkExecution:
         # A resumed run whose every split is held everywhere reads nothing: the row reader's frame
         # over no split is empty with the reader's schema (a native read has no relation to union).
         native = role.spark_read if splits else None
-        planned = load(native)(self.spark, source.options, splits, schema) if native else None
         extra: dict[str, Any] = {}
         self.split_ids = [s.id for s in splits]
-        if planned is not None and not isinstance(planned, RowReaderPlan):
+        self._direct = direct_read(source, splits, schema, self._destinations, self.transforms,
+                                   self._throttle is not None, self._conf.spark.direct_read, self._ctx,
+                                   self._source_dirty)
+        self.wire_text = self._direct is not None
+        planned = load(native)(self.spark, source.options, splits, schema) if native and not self._direct else None
+        if self._direct is not None:
+            # The write job's tasks read their splits themselves: the frame is one seed row per split.
+            frame = self.spark.range(0, len(splits), 1, numPartitions=len(splits))
+            self.partitions = len(splits)
+            how = "direct"
+            self._row_reader = True
+        elif planned is not None and not isinstance(planned, RowReaderPlan):
             frame = planned
             order = split_order(frame)
             if order is not None:
@@ -333,8 +349,13 @@ class SparkExecution:
                 reads, reader, seen = self._streamed
                 self._rows = reads.rows_sent = reader.rows = int(seen.value)
                 self._read_s = time.monotonic() - t0
-                self._log.info("spark.source_read", rows=self._rows, elapsed_s=round(self._read_s, 3), rejected=0,
-                               streamed=True)
+                entries: list[DirtyEntry] = self._source_dirty.value  # the direct read's rejected rows
+                self._log.info("spark.source_read", rows=self._rows, elapsed_s=round(self._read_s, 3),
+                               rejected=len(entries), streamed=True)
+                try:
+                    self._flush_dirty(entries)
+                except BaseException as exc:  # over the error limit: every destination fails
+                    shared.error = shared.error or exc
                 shared.finish()
         shared.wait()
         if shared.error is not None:
@@ -363,7 +384,7 @@ class SparkExecution:
         if dest.sink.spark_partitions:
             self._write_partitions(dest, counters, frame)
             return "partitions"
-        self._write_on_driver(dest, counters, frame)
+        write_on_driver(frame, dest, counters, self._dirty)
         return "driver"
 
     def _write_durable(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> str:
@@ -403,7 +424,8 @@ class SparkExecution:
         for d in dests:
             self._totals[d.id] = acc.report
         attempts = task_attempts(self.sc.master or "", self.sc.getConf().get("spark.task.maxFailures"))
-        writer = partition_writer(members, ids, dests[0].ctx.batch_rows, acc, isolate, attempts)
+        writer = partition_writer(members, ids, dests[0].ctx.batch_rows, acc, isolate, attempts,
+                                  self._direct if self._shared is not None else None)
         naive_timestamps(frame).mapInArrow(writer, "n long").collect()
         return acc
 
@@ -424,24 +446,6 @@ class SparkExecution:
                     dest.sealed(split_id, rows)
                     coordinator.sealed(split_id, dest.id, rows)
         check_record_limit(dest, counters)
-
-    def _write_on_driver(self, dest: Any, counters: WriterCounters, frame: DataFrame) -> None:
-        # Stores whose writes cannot be replayed per partition (a SQLite file): the rows come to the
-        # driver partition by partition, in order, and one writer writes them there.
-        assert self.frame is not None
-        writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, 0)
-        try:
-            writer.open()
-            rows = naive_timestamps(frame).toLocalIterator(prefetchPartitions=True)
-            exact = exact_columns(frame.schema)
-            for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
-                if write_counted(writer, Batch.of_rows(batch, dest.ctx.schema), counters,
-                                 lambda bad: self._dirty.reject(dest.id, bad),
-                                 destination=dest.id, plugin=dest.plugin):
-                    check_record_limit(dest, counters)
-            writer.flush()
-        finally:
-            writer.close()
 
     # -- monitoring and the end ----------------------------------------------------------------
 

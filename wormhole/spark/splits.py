@@ -26,7 +26,7 @@ from wormhole.plugins.spark_kit import exact_columns
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.lease import Lease
 from wormhole.recovery.split_lane import SplitTarget
-from wormhole.spark.types import from_spark_rows
+from wormhole.spark.types import from_spark_rows, naive_timestamps
 
 PARTITION = "__wh_partition"
 def check_record_limit(dest: Any, counters: WriterCounters) -> None:
@@ -106,3 +106,20 @@ def _write_one(writer: SplitWriter, split_id: str, rows: Iterator[Any], dest: An
     dest.sealed(split_id, part.written)
     coordinator.sealed(split_id, dest.id, part.written)
     return True
+
+
+def write_on_driver(frame: DataFrame, dest: Any, counters: WriterCounters, dirty: DirtyFile) -> None:
+    """Stores whose writes cannot be replayed per partition (a SQLite file): the rows come to the driver
+    partition by partition, in order, and one writer writes them there."""
+    writer = dest.sink.writer(dest.options, dest.ctx, dest.periphery, 0)
+    try:
+        writer.open()
+        rows = naive_timestamps(frame).toLocalIterator(prefetchPartitions=True)
+        exact = exact_columns(frame.schema)
+        for batch in from_spark_rows(dest.ctx.schema, rows, dest.ctx.batch_rows, exact):
+            if write_counted(writer, Batch.of_rows(batch, dest.ctx.schema), counters,
+                             lambda bad: dirty.reject(dest.id, bad), destination=dest.id, plugin=dest.plugin):
+                check_record_limit(dest, counters)
+        writer.flush()
+    finally:
+        writer.close()
