@@ -113,3 +113,13 @@ def test_verify_is_a_setting_of_the_local_engine_named_when_wrong() -> None:
     with pytest.raises(InvalidTaskConfig) as wrong:
         TaskSpec.from_mapping(task | {"settings": {"verify": "rows"}})
     assert any(p.startswith("settings.verify") for p in wrong.value.problems), wrong.value.problems
+
+
+def test_counting_hashes_nothing_and_counts_the_accepted_rows() -> None:
+    sent = SentDigests(SCHEMA, "value", count_only=True)
+    writer = verifying(Store(refuse=frozenset({3})), sent)
+    batch = Batch.of_rows(ROWS, SCHEMA)
+    writer.write_split("s1", batch)
+    writer.end_split("s1", 9)
+    assert sent.total() == Digest(9, 0)
+    assert not batch.memo  # no row hashed

@@ -103,7 +103,7 @@ class DestinationCheck:
         self.columns = tuple(names)
         self.logical = {n: c.type for n, c in zip(names, schema.columns, strict=True)}
         self.json_null: JsonNull = "null" if jsonl(self.side) else "value"
-        self.sent = SentDigests(schema, self.json_null)
+        self.sent = SentDigests(schema, self.json_null, count_only=mode == "count")
 
     # -- before the rows are written ------------------------------------------------------------
 
