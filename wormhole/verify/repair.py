@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -125,7 +126,8 @@ def _by_keys(found: Comparison, dest: DestinationSpec, params: Mapping[str, Any]
         appended["write_mode"] = "insert"
     for index, expression in enumerate(filters):  # one repair task per filter (a filter holds ~9,000 chars)
         spec = {"source": dict(source), "transforms": [{"filter": expression}],
-                "destinations": [{"id": dest.id.replace("/", "_")[:64], "plugin": dest.plugin, "params": appended}]}
+                "destinations": [{"id": re.sub(r"[^A-Za-z0-9_.-]", "_", dest.id)[:64], "plugin": dest.plugin,
+                                  "params": appended}]}
         task_id, code, result = run(spec, f"repair {index + 1}/{len(filters)} of {dest.id}")
         out.tasks.append(task_id)
         if result is not None:
