@@ -276,3 +276,28 @@ def test_verify_repair_in_mysql_csv_and_jsonl(ws: Workspace, copies: dict[str, A
     assert {n: (c["repair"]["method"], c["repair"]["equal"]) for n, c in found.items()} == {
         "my": ("keys", True), "csv": ("whole", True), "jl": ("whole", True)}
     assert found["my"]["repair"]["deleted"] == 1 and found["my"]["repair"]["written"] == 2
+
+
+def test_verify_repair_of_an_upsert_destination_writes_by_insert(ws: Workspace, copies: dict[str, Any]) -> None:
+    """A destination loaded by upsert is repaired too: its repair task appends by insert (upsert_key left out)."""
+    pg, conn = copies["pg"], PG.connect()
+    try:
+        pg_execute(conn, f"CREATE TABLE {qi(pg)}.{qi('ups')} (LIKE {qi(pg)}.{qi('copy')} INCLUDING ALL)")
+        pg_execute(conn, f"ALTER TABLE {qi(pg)}.{qi('ups')} ADD PRIMARY KEY (id)")
+        conn.commit()
+    finally:
+        conn.close()
+    spec = {"source": copies["source"], "destinations": [
+        {"id": "ups", "plugin": "postgres",
+         "params": PG.params(pg, table="ups", write_mode="upsert", upsert_key=["id"])}]}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, (task.get("error"), stderr[-2000:])
+    conn = PG.connect()
+    try:
+        pg_execute(conn, f"DELETE FROM {qi(pg)}.{qi('ups')} WHERE id IN (30, 31)")
+        conn.commit()
+    finally:
+        conn.close()
+    code, found = verify(ws, "--task-id", str(task["id"]), "--repair", "--json")
+    assert code == 0 and found["ups"]["repair"]["equal"], found
+    assert found["ups"]["repair"]["written"] == 2 and found["ups"]["repair"]["deleted"] == 0

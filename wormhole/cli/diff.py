@@ -193,15 +193,17 @@ def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, 
 def _repaired(ctx: click.Context, pairs: list[tuple[Any, Comparison]], mapping: dict[str, Any], logger: Any,
               readers: int, samples: int, task_id: int) -> dict[str, Any]:
     """``--repair``: each pair that differs repaired (:mod:`wormhole.verify.repair`), then compared again."""
-    from wormhole.verify.repair import repair
+    from wormhole.verify.repair import Repair, repair
 
     out = {}
     for pair, found in pairs:
         if found.equal:
             continue
-        params = pair.dest.params
-        done = repair(found, pair.dest, params, pair.source_spec, mapping, _repair_runner(ctx, task_id), logger,
-                      readers=readers, whole=pair.whole)
+        try:
+            done = repair(found, pair.dest, pair.dest.params, pair.source_spec, mapping, _repair_runner(ctx, task_id),
+                          logger, readers=readers, whole=pair.whole)
+        except WormholeError as exc:  # this destination's repair could not be made or run: the others go on
+            done = Repair(None, f"the repair could not run: {exc}")
         if done.method is not None and done.reason is None:
             again = compare(pair.source, pair.destination, key=found.columns.key_left or None, samples=samples,
                             readers=readers)

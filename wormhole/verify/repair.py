@@ -47,7 +47,8 @@ MAX_KEYS = 5_000
 FILTER_CHARS = 9_000
 """The longest filter a repair task gets (the transforms' language takes 10,000 characters): more keys make
 more repair tasks."""
-LEFT_OUT = ("pre_sql", "post_sql", "rollback_sql", "staging_table", "verify", "create_table", "create")
+LEFT_OUT = ("pre_sql", "post_sql", "rollback_sql", "staging_table", "verify", "create_table", "create",
+            "upsert_key")
 """Destination params a repair task does not take: it only appends the source's rows of the repaired keys."""
 
 
