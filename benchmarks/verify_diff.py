@@ -41,23 +41,7 @@ DATA_DIFF = REPO / os.environ.get("DATA_DIFF_VENV", "var/bench-venvs/data-diff")
 
 def build(server: Server, pg: Pg, rows: int, ws: Path) -> int:
     """The source table, its copy made by a wormhole task (whose id is returned), one value changed in it."""
-    conn = server.connect()
-    try:
-        cur = conn.cursor()
-        cur.execute(f"DROP DATABASE IF EXISTS {DB}")
-        cur.execute(f"CREATE DATABASE {DB} CHARACTER SET utf8mb4")
-        cur.execute(f"CREATE TABLE {DB}.src (id BIGINT NOT NULL PRIMARY KEY, n INT NOT NULL, name VARCHAR(40) NULL, "
-                    "amount DECIMAL(14,2) NULL, at DATETIME(6) NULL, ratio DOUBLE NULL)")
-        cur.execute(f"INSERT INTO {DB}.src SELECT seq, seq % 1000, CONCAT('name-', seq), seq * 1.25, "
-                    "TIMESTAMP('2026-01-01 00:00:00.000001') + INTERVAL seq SECOND, seq / 7 "
-                    f"FROM {DB}.seq_1_to_{rows}")
-        conn.commit()
-    finally:
-        conn.close()
-    pg.ensure_database()
-    with pg.connect() as admin:
-        admin.execute(f"DROP SCHEMA IF EXISTS {DB} CASCADE")
-        admin.execute(f"CREATE SCHEMA {DB}")
+    source_table(server, pg, DB, rows)
     spec = {"source": {"plugin": "mysql", "params": {**server.task_params(), "database": DB, "table": "src",
                                                       "split_pk": "id"}},
             "destinations": [{"id": "pg", "plugin": "postgres",
@@ -71,6 +55,42 @@ def build(server: Server, pg: Pg, rows: int, ws: Path) -> int:
     with pg.connect() as conn_pg:
         conn_pg.execute(f"UPDATE {DB}.src SET amount = amount + 0.01 WHERE id = %s", (ALTERED,))
     return 1  # `wormhole run` in a fresh workspace records the first task
+
+
+def source_table(server: Server, pg: Pg, db: str, rows: int, *statements: str) -> None:
+    """MariaDB database ``db`` made afresh with its ``src`` table of ``rows`` rows (an id key, an int, a text, a
+    decimal, a timestamp with microseconds, a double) and ``statements`` run after; PostgreSQL schema ``db``
+    made afresh."""
+    conn = server.connect()
+    try:
+        cur = conn.cursor()
+        cur.execute(f"DROP DATABASE IF EXISTS {db}")
+        cur.execute(f"CREATE DATABASE {db} CHARACTER SET utf8mb4")
+        cur.execute(f"CREATE TABLE {db}.src (id BIGINT NOT NULL PRIMARY KEY, n INT NOT NULL, name VARCHAR(40) NULL, "
+                    "amount DECIMAL(14,2) NULL, at DATETIME(6) NULL, ratio DOUBLE NULL)")
+        cur.execute(f"INSERT INTO {db}.src SELECT seq, seq % 1000, CONCAT('name-', seq), seq * 1.25, "
+                    "TIMESTAMP('2026-01-01 00:00:00.000001') + INTERVAL seq SECOND, seq / 7 "
+                    f"FROM {db}.seq_1_to_{rows}")
+        for statement in statements:
+            cur.execute(statement)
+        conn.commit()
+    finally:
+        conn.close()
+    pg.ensure_database()
+    with pg.connect() as admin:
+        admin.execute(f"DROP SCHEMA IF EXISTS {db} CASCADE")
+        admin.execute(f"CREATE SCHEMA {db}")
+
+
+def drop(server: Server, pg: Pg, db: str) -> None:
+    """What :func:`source_table` made, gone."""
+    conn = server.connect()
+    try:
+        conn.cursor().execute(f"DROP DATABASE IF EXISTS {db}")
+    finally:
+        conn.close()
+    with pg.connect() as admin:
+        admin.execute(f"DROP SCHEMA IF EXISTS {db} CASCADE")
 
 
 def _env(ws: Path) -> dict[str, str]:
@@ -139,13 +159,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 + (f", {ratio}x wormhole verify's time" if ratio else ""))
     finally:
         if not args.keep:
-            conn = server.connect()
-            try:
-                conn.cursor().execute(f"DROP DATABASE IF EXISTS {DB}")
-            finally:
-                conn.close()
-            with pg.connect() as admin:
-                admin.execute(f"DROP SCHEMA IF EXISTS {DB} CASCADE")
+            drop(server, pg, DB)
         shutil.rmtree(ws, ignore_errors=True)
     return figures
 

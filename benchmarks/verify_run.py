@@ -22,31 +22,16 @@ from typing import Any
 
 from benchmarks.dbcopy import Pg
 from benchmarks.mysql_scenario import BenchmarkFailure, Server, Timed, say, timed, wormhole_command
-from benchmarks.verify_diff import _env
+from benchmarks.verify_diff import _env, drop, source_table
 
 DB = "whb_vrun"
 MODES = ("off", "count", "checksum")
 
 
 def build(server: Server, pg: Pg, rows: int) -> None:
-    conn = server.connect()
-    try:
-        cur = conn.cursor()
-        cur.execute(f"DROP DATABASE IF EXISTS {DB}")
-        cur.execute(f"CREATE DATABASE {DB} CHARACTER SET utf8mb4")
-        cur.execute(f"CREATE TABLE {DB}.src (id BIGINT NOT NULL PRIMARY KEY, n INT NOT NULL, name VARCHAR(40) NULL, "
-                    "amount DECIMAL(14,2) NULL, at DATETIME(6) NULL, ratio DOUBLE NULL)")
-        cur.execute(f"INSERT INTO {DB}.src SELECT seq, seq % 1000, CONCAT('name-', seq), seq * 1.25, "
-                    "TIMESTAMP('2026-01-01 00:00:00.000001') + INTERVAL seq SECOND, seq / 7 "
-                    f"FROM {DB}.seq_1_to_{rows}")
-        cur.execute(f"CREATE TABLE {DB}.dst LIKE {DB}.src")
-        conn.commit()
-    finally:
-        conn.close()
-    pg.ensure_database()
+    """The source table (:func:`benchmarks.verify_diff.source_table`) and an empty target in each database."""
+    source_table(server, pg, DB, rows, f"CREATE TABLE {DB}.dst LIKE {DB}.src")
     with pg.connect() as admin:
-        admin.execute(f"DROP SCHEMA IF EXISTS {DB} CASCADE")
-        admin.execute(f"CREATE SCHEMA {DB}")
         admin.execute(f"CREATE TABLE {DB}.dst (id bigint PRIMARY KEY, n int NOT NULL, name varchar(40), "
                       "amount numeric(14,2), at timestamp(6), ratio double precision)")
 
@@ -113,13 +98,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                 f"{100 * (seconds / base - 1):+.1f}% over off")
     finally:
         if not args.keep:
-            conn = server.connect()
-            try:
-                conn.cursor().execute(f"DROP DATABASE IF EXISTS {DB}")
-            finally:
-                conn.close()
-            with pg.connect() as admin:
-                admin.execute(f"DROP SCHEMA IF EXISTS {DB} CASCADE")
+            drop(server, pg, DB)
         shutil.rmtree(ws, ignore_errors=True)
     return figures
 

@@ -98,7 +98,9 @@ def test_every_copy_compares_equal_with_the_source(copies: dict[str, Any]) -> No
         assert found["left"]["digest"] == found["right"]["digest"], side
 
 
-def test_each_kind_of_damage_is_found_to_its_key_with_both_values(copies: dict[str, Any]) -> None:
+def damage_pg(copies: dict[str, Any]) -> None:
+    """Every kind of damage done to the PostgreSQL copy: ids 3, 6, 7, 20, 21 different (a value, microseconds
+    cut, a float's last bit, NULL -> '', '' -> NULL), 4 missing, 9999 extra."""
     pg, conn = copies["pg"], PG.connect()
     try:
         table = f"{qi(pg)}.{qi('copy')}"
@@ -114,6 +116,10 @@ def test_each_kind_of_damage_is_found_to_its_key_with_both_values(copies: dict[s
         conn.commit()
     finally:
         conn.close()
+
+
+def test_each_kind_of_damage_is_found_to_its_key_with_both_values(copies: dict[str, Any]) -> None:
+    damage_pg(copies)
     code, found = diff(copies["source"], copies["pg_side"])
     assert code == 1 and isinstance(found, dict)
     assert found["differences"] == {"missing": 1, "extra": 1, "different": 5, "duplicate": 0}
@@ -208,21 +214,7 @@ def test_verify_repair_mends_every_kind_of_damage_in_each_store(ws: Workspace, c
     """Each damage verify finds is repaired in the copy it is in: PostgreSQL and sqlite by key (the differing
     keys deleted, the source's rows of them written again by a recorded repair task), parquet written again
     whole; the copies then equal the source, and a second verify finds nothing."""
-    pg, conn = copies["pg"], PG.connect()
-    try:
-        table = f"{qi(pg)}.{qi('copy')}"
-        ratio = float(pg_execute(conn, f"SELECT ratio FROM {table} WHERE id = 7")[0][0])
-        for sql, args in ((f"UPDATE {table} SET amount = 99.99 WHERE id = 3", None),
-                          (f"DELETE FROM {table} WHERE id = 4", None),
-                          (f"UPDATE {table} SET name = '' WHERE id = 20", None),
-                          (f"UPDATE {table} SET name = NULL WHERE id = 21", None),
-                          (f"UPDATE {table} SET at = date_trunc('second', at) WHERE id = 6", None),
-                          (f"UPDATE {table} SET ratio = %s WHERE id = 7", (flipped(ratio),)),
-                          (f"INSERT INTO {table} (id, name) VALUES (9999, 'stray')", None)):
-            pg_execute(conn, sql, args)
-        conn.commit()
-    finally:
-        conn.close()
+    damage_pg(copies)
     lite = sqlite3.connect(copies["lite"])
     with lite:
         lite.execute("INSERT INTO copy SELECT * FROM copy WHERE id = 5")  # a duplicated row (no key there)
