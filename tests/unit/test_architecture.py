@@ -387,7 +387,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "wormhole.execution", "wormhole.spark.methods", "wormhole.source_facts", "wormhole.run_parts",
                   "wormhole.run_report", "wormhole.database.expand", "wormhole.database.ddl_steps",
                   "wormhole.database.snapshot", "wormhole.verify.diff", "wormhole.verify.task",
-                  "wormhole.verify.inrun", "wormhole.verify.repair", "wormhole.verify.sides")),
+                  "wormhole.verify.inrun", "wormhole.verify.repair", "wormhole.verify.sides",
+                  "wormhole.verify.window")),
     ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner", "wormhole.database.run",
                           "wormhole.database.report", "wormhole.database.progress")),
     ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers",
@@ -409,7 +410,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 6. recovery and the task database;
 7. the managers: planning, the reader and writer managers, the destination lifecycle, the execution seam,
    the run's stages (the source's facts, the run's parts, its report), a database task's expansion, the
-   comparisons of two stores and of a task's copies (``verify.diff``, ``verify.task``);
+   comparisons of two stores and of a task's copies (``verify.diff``, ``verify.task``; ``verify.window``: an
+   incremental task's windows, as its checkpoints recorded them);
 8. the engine, Spark mode, a database task's run (table runs of the engine) and the runner (a claimed run
    of either, below the CLI and the daemon);
 9. the front ends: the CLI, the daemon, the DataX importer, the operations console (web).

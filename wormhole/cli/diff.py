@@ -103,6 +103,9 @@ def _text(found: Comparison) -> str:
     splits = shown.get("splits")
     if splits is not None:
         lines.append(_splits_line(splits))
+    window = shown.get("window")
+    if window is not None:
+        lines.append(_window_line(window))
     if found.equal:
         return "\n".join([*lines, "equal"])
     counts = ", ".join(f"{n} {kind}" for kind, n in shown["differences"].items() if n)
@@ -126,6 +129,33 @@ def _splits_line(splits: dict[str, Any]) -> str:
     named = f": {', '.join(differing[:10])}" + (" ..." if len(differing) > 10 else "") if differing else ""
     extra = " (and keys of no split: extra)" if "" in splits["differing"] else ""
     return f"splits: {splits['read']} of the task's last plan, {len(differing)} differ{named}{extra}"
+
+
+def _window_line(window: dict[str, Any]) -> str:
+    """The range of an incremental task's cursor column compared, and the keys that moved past it since."""
+    low = "the first row" if window["from"] is None else \
+        f"{window['from']} ({'inclusive' if window['from_inclusive'] else 'exclusive'})"
+    high = f"{window['to']} ({'inclusive' if window['to_inclusive'] else 'exclusive'})"
+    runs = ", ".join(str(r) for r in window["runs"])
+    line = f"window: {window['column']} from {low} to {high}, delivered by run(s) {runs}"
+    if window.get("moved_later"):
+        line += (f"; {window['moved_later']} key(s) it holds have moved past the window in the source since "
+                 "(changed after their window was copied: the next run takes them), not counted as extra")
+    return line
+
+
+def _deliveries(ctx: click.Context, runs: list[Any]) -> Callable[[str, str, str | None], Any]:
+    """What each run of an incremental task committed, as :func:`wormhole.verify.window.delivered` reads it."""
+    from wormhole.verify.window import delivered
+
+    def of(recorded: str, name: str, scope: str | None) -> Any:
+        store = task_store(ctx)
+        try:
+            return delivered(store, [r.id for r in runs], recorded, label=name, scope=scope)
+        finally:
+            store.close()
+
+    return of
 
 
 def _last_plan(ctx: click.Context, run_id: int | None) -> list[Split] | None:
@@ -156,8 +186,9 @@ def _last_plan(ctx: click.Context, run_id: int | None) -> list[Split] | None:
 def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, samples: int, readers: int,
            repair: bool, as_json: bool) -> None:
     """Compare a task's source, as it is now, with each of its destinations read back (each table with its
-    target, for a database task): every key missing, extra, different or duplicated. Exit 0 when every
-    destination equals the source (after --repair: once repaired), 1 when one differs."""
+    target, for a database task; an incremental task's within the windows its runs delivered to each): every
+    key missing, extra, different or duplicated. Exit 0 when every destination equals the source (after
+    --repair: once repaired), 1 when one differs or was not compared."""
     from wormhole import log
     from wormhole.verify.task import compared
 
@@ -172,32 +203,44 @@ def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, 
         conf = EngineConf.load(ctx.obj.conf_dir)
         logger = log.get_logger(task_id=task_id)
         pairs = compared(spec, mapping["source"], conf, logger, only=only, key=None if key is None else _names(key),
-                         samples=samples, readers=readers, plan=_last_plan(ctx, last.id if last else None))
+                         samples=samples, readers=readers, plan=_last_plan(ctx, last.id if last else None),
+                         deliveries=_deliveries(ctx, runs))
         repairs = _repaired(ctx, pairs, mapping, logger, readers, samples, task_id) if repair else {}
     except WormholeError as exc:
         fail(exc)
     except Exception as exc:  # a side's store: unreachable, a missing table, rows it cannot decode
         fail(WormholeError(f"cannot compare: {describe(exc)}"))
-    found = {pair.name: c for pair, c in pairs}
+    _show(pairs, repairs, as_json)
+    # A destination not compared (an incremental task's that was delivered nothing) is no pass: exit 1.
+    equal = [repairs[pair.name].equal if pair.name in repairs else c is not None and c.equal for pair, c in pairs]
+    sys.exit(0 if all(equal) else EXIT_DIFFERENT)
+
+
+def _show(pairs: list[tuple[Any, Comparison | None]], repairs: dict[str, Any], as_json: bool) -> None:
+    """Each destination's comparison (and repair), or why it was not compared."""
+    skipped = {pair.name: pair.window.reason for pair, c in pairs if c is None and pair.window is not None}
     if as_json:
-        click.echo(json.dumps({name: {**c.to_dict(), **({"repair": repairs[name].to_dict()} if name in repairs
-                                                         else {})} for name, c in found.items()},
-                              indent=2, default=str))
+        shown: dict[str, Any] = {pair.name: {"equal": False, "compared": False, "reason": skipped[pair.name]}
+                                 if c is None else {**c.to_dict(), **({"repair": repairs[pair.name].to_dict()}
+                                                                       if pair.name in repairs else {})}
+                                 for pair, c in pairs}
+        click.echo(json.dumps(shown, indent=2, default=str))
     else:
-        click.echo("\n\n".join(f"[{name}]\n{_text(c)}" + (_repair_text(repairs[name]) if name in repairs else "")
-                                 for name, c in found.items()))
-    equal = {name: repairs[name].equal if name in repairs else c.equal for name, c in found.items()}
-    sys.exit(0 if all(equal.values()) else EXIT_DIFFERENT)
+        click.echo("\n\n".join(f"[{pair.name}]\nnot compared: {skipped[pair.name]}" if c is None else
+                                 f"[{pair.name}]\n{_text(c)}" + (_repair_text(repairs[pair.name])
+                                                                  if pair.name in repairs else "")
+                                 for pair, c in pairs))
 
 
-def _repaired(ctx: click.Context, pairs: list[tuple[Any, Comparison]], mapping: dict[str, Any], logger: Any,
+def _repaired(ctx: click.Context, pairs: list[tuple[Any, Comparison | None]], mapping: dict[str, Any], logger: Any,
               readers: int, samples: int, task_id: int) -> dict[str, Any]:
     """``--repair``: each pair that differs repaired (:mod:`wormhole.verify.repair`), then compared again."""
     from wormhole.verify.repair import Repair, repair
+    from wormhole.verify.task import compare_pair
 
     out = {}
     for pair, found in pairs:
-        if found.equal:
+        if found is None or found.equal:
             continue
         try:
             done = repair(found, pair.dest, pair.dest.params, pair.source_spec, mapping, _repair_runner(ctx, task_id),
@@ -205,8 +248,7 @@ def _repaired(ctx: click.Context, pairs: list[tuple[Any, Comparison]], mapping: 
         except WormholeError as exc:  # this destination's repair could not be made or run: the others go on
             done = Repair(None, f"the repair could not run: {exc}")
         if done.method is not None and done.reason is None:
-            again = compare(pair.source, pair.destination, key=found.columns.key_left or None, samples=samples,
-                            readers=readers)
+            again = compare_pair(pair, key=found.columns.key_left or None, samples=samples, readers=readers)
             done.equal = again.equal
             if not again.equal:
                 done.reason = f"still differs after the repair: {dict(again.counts)}"

@@ -38,6 +38,7 @@ from wormhole.plugins.batch import Batch
 from wormhole.plugins.schema import Schema
 from wormhole.task_spec import SourceSpec
 from wormhole.verify.checksum import Digest, JsonNull, row_hashes
+from wormhole.verify.window import RowRange
 
 SAMPLES = 20
 """Differences shown with their values, by default."""
@@ -55,6 +56,8 @@ class Side:
     """The store and what it reads, without credentials (``mysql shop.orders``)."""
     params: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The params as given (the primary key is looked up from them)."""
+    rows: RowRange | None = None
+    """Only the rows inside this range are compared (an incremental task's windows); None: every row."""
 
     def primary_key(self) -> tuple[str, ...]:
         """The table's primary key, when the side is one table of a store with a catalog (mysql, postgres,
@@ -150,6 +153,9 @@ class Comparison:
     """When the left side was read by given splits (a task's last plan): ``read`` (how many) and ``differing``
     (split id -> how many keys of each kind: the keys the left side holds, so ``extra`` keys, which only the
     right side holds, belong to no split and are counted under ``""``)."""
+    window: Mapping[str, Any] | None = None
+    """An incremental task's: the range of the cursor column compared, the runs that delivered it, and
+    ``moved_later``, the keys the destination holds whose source row has moved past the range since."""
 
     @property
     def equal(self) -> bool:
@@ -168,6 +174,7 @@ class Comparison:
             "differences": dict(self.counts),
             "samples": [d.to_dict(cols.key_left, cols.left) for d in self.samples],
             **({"splits": dict(self.splits)} if self.splits is not None else {}),
+            **({"window": dict(self.window)} if self.window is not None else {}),
         }
 
 
@@ -236,8 +243,13 @@ def _batches(side: Side, ctx: ReadContext, schema: Schema, split: Split) -> Iter
     reader = registry.source(side.source.plugin).reader(side.source.options, ctx)
     for item in reader.read(split):
         batch = item if isinstance(item, Batch) else Batch.of_rows(item, schema)
-        if batch.num_rows:
-            yield batch.arrow_form
+        if not batch.num_rows:
+            continue
+        form = batch.arrow_form
+        if side.rows is not None:
+            form = form.filter(side.rows.mask(form, f"{side.label} side ({side.shown})"))
+        if form.num_rows:
+            yield form
 
 
 def _each_split(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[Split], readers: int,

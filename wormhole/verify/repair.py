@@ -85,10 +85,18 @@ def repair(found: Comparison, dest: DestinationSpec, params: Mapping[str, Any], 
     task's table)."""
     sink = registry.get(dest.plugin).sink
     assert sink is not None
+    incremental = source.get("incremental") is not None
     if sink.target_rows is not None and sink.target_rows(dest.options).meet == "replaced" and sink.delete_keys is None:
         if not whole:
             return Repair(None, "a database task's file destination is written again by running the task")
+        if incremental:  # a run of the task writes its next window, not the windows the destination holds
+            return Repair(None, "an incremental task's file destination holds its windows: it is not written "
+                                "again whole (copy it again without source.incremental)")
         return _rewrite(dest, task, run, log)
+    if incremental:
+        # The repair task reads the differing keys by its filter; as an incremental task it would read a
+        # window of its own and keep a watermark.
+        source = {k: v for k, v in source.items() if k != "incremental"}
     if sink.delete_keys is None:
         return Repair(None, f"the {dest.plugin} store cannot delete rows by key, and this destination is not "
                             "replaced by a run (an append): copy it again")

@@ -71,6 +71,19 @@ def key_values(side: Side, key: Sequence[str], logical: Mapping[str, str], json_
     return sorted(found, key=repr)
 
 
+def key_hashes(side: Side, key: Sequence[str], logical: Mapping[str, str], json_null: JsonNull, *,
+               readers: int = 4, batch_rows: int = 10_000) -> np.ndarray:
+    """The key hash of every row of ``side`` (as :func:`~wormhole.verify.diff.compare` makes them), sorted."""
+    ctx = _context(side, threading.Event(), _Rejections(), batch_rows)
+    schema, cut = _schema_and_splits(side, ctx, readers)
+    have = {c.name.lower(): c.name for c in schema.columns}
+    names = [have.get(k.lower(), k) for k in key]
+    types = {have.get(k.lower(), k): kind for k, kind in logical.items()}
+    parts = [part for split in _each_split(side, ctx, schema, cut, readers,
+                                           lambda b: _hashed(side, b, names, types, json_null)) for part in split]
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
+
+
 def _index(names: Sequence[str], name: str) -> int:
     exact = [i for i, n in enumerate(names) if n == name]
     return exact[0] if exact else next(i for i, n in enumerate(names) if n.casefold() == name.casefold())
