@@ -3,8 +3,9 @@
 after its commit and compared with what it was sent. A destination whose server changes rows as they
 arrive (a trigger, as a misconfigured target or a collation would) fails its verification alone, naming the
 key that differs, with its rows left committed (exit 202); the other destinations verify. ``count`` counts;
-a store that cannot be read back is not verified, never passed; a resumed run verifies the splits it held
-from the crashed run by the digests their checkpoint rows recorded."""
+a store that cannot be read back is not verified, never passed; a target its own post_sql moves away after
+the commit fails its verification alone; a resumed run verifies the splits it held from the crashed run by
+the digests their checkpoint rows recorded."""
 
 from __future__ import annotations
 
@@ -234,3 +235,49 @@ def test_a_source_changed_since_the_run_is_said_instead_of_blaming_the_destinati
     assert code == 202 and found["state"] == "mismatch", (found, stderr[-2000:])
     assert "the source changed since the run" in found["reason"], found
     assert found["differences"] == {"missing": 0, "extra": 0, "different": 0, "duplicate": 0}, found
+
+
+@pytest.mark.parametrize("mode", ["checksum", "count"])
+def test_a_target_gone_after_its_commit_fails_its_verification_alone(
+        ws: Workspace, tmp_path: Path, source_db: str, mode: str) -> None:
+    """A destination whose own post_sql moves its table away after the commit (an archive step, say) cannot be
+    read back: its verification fails (``failed``, never a pass), its rows stay committed where post_sql put
+    them, the task is partial (202) naming it, and the other destinations verify."""
+    db = source_db
+    execute_admin(f"CREATE TABLE {q(db)}.moved LIKE {q(db)}.src")
+    spec = {"source": {"plugin": "mysql", "params": SERVER.params(db, table="src", split_pk="id")},
+            "settings": {"verify": mode},
+            "destinations": [
+                {"id": "copy", "plugin": "mysql", "params": mysql_dest(db, "kept", load="truncate")},
+                {"id": "lite", "plugin": "sqlite", "params": {"path": str(tmp_path / "c.db"), "table": "copy"}},
+                {"id": "gone", "plugin": "mysql", "params": mysql_dest(
+                    db, "moved", post_sql=[f"RENAME TABLE {q(db)}.moved TO {q(db)}.moved_archive"])}]}
+    code, task, stderr = run_task(ws, spec)
+    result = task["result"] if isinstance(task.get("result"), dict) else json.loads(task["result"])
+    states = {k: d.get("verify", {}) for k, d in result["destinations"].items()}
+    assert code == 202, (json.dumps(states, indent=1), stderr[-3000:])
+    assert task["status"] == result["status"] == "partial"
+    gone = states["gone"]
+    assert gone["state"] == "failed" and gone["mode"] == mode and gone["rows_expected"] == ROWS, gone
+    assert "rows_found" not in gone and "digest_found" not in gone
+    assert gone["reason"].startswith("the destination could not be read back: ") and "moved" in gone["reason"]
+    assert f"gone: verify {mode} failed (its rows stay committed): the destination could not be read back" \
+        in result["error"]
+    assert {k: s["state"] for k, s in states.items()} == {"copy": "verified", "lite": "verified", "gone": "failed"}
+    assert {k: d["status"] for k, d in result["destinations"].items()} == \
+        {"copy": "success", "lite": "success", "gone": "success"}  # every destination committed its rows
+    conn = SERVER.connect()
+    try:
+        assert execute(conn, f"SELECT COUNT(*) FROM {q(db)}.moved_archive")[0][0] == ROWS
+    finally:
+        conn.close()
+    finished = [e for e in log_events(stderr) if e.get("event") == "task.finished"]
+    assert finished and finished[-1]["verify"] == "verified 2/3 destinations; failed: gone"
+
+
+def execute_admin(sql: str) -> None:
+    conn = SERVER.connect()
+    try:
+        execute(conn, sql)
+    finally:
+        conn.close()
