@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sqlite3
 import struct
+import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
@@ -21,8 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import MYSQL_URL, Workspace, mysql_or_skip, run_task
-from tests.mysql_helpers import Server, execute, q
+from tests.conftest import MYSQL_URL, Workspace, mysql_or_skip, run_task, wormhole_command
+from tests.mysql_helpers import Databases, Server, execute, q
 from tests.pg_helpers import PgServer, fresh_schemas, pg_execute, qi
 from wormhole.cli import cli
 
@@ -293,3 +296,42 @@ def test_verify_repair_of_an_upsert_destination_writes_by_insert(ws: Workspace, 
     code, found = verify(ws, "--task-id", str(task["id"]), "--repair", "--json")
     assert code == 0 and found["ups"]["repair"]["equal"], found
     assert found["ups"]["repair"]["written"] == 2 and found["ups"]["repair"]["deleted"] == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_verify_stops_promptly_on_a_signal_saying_so(ws: Workspace, dbs: Databases, sig: signal.Signals) -> None:
+    """A signal while verify reads ends it within a batch or so of the read, with a message naming the signal
+    and exit 203 (not a kill without a word, not a 1 that would say the copies differ)."""
+    db = dbs.create("vsig")
+    execute(dbs.admin, f"CREATE TABLE {q(db)}.src (id INT NOT NULL PRIMARY KEY, v VARCHAR(40) NOT NULL)")
+    execute(dbs.admin, f"INSERT INTO {q(db)}.src SELECT seq, CONCAT('row ', seq) FROM {q(db)}.seq_1_to_10")
+    # No split_pk: the plan is one split, the whole table, so verify reads every row the table holds then.
+    spec = {"source": {"plugin": "mysql", "params": SERVER.params(db, table="src")},
+            "destinations": [{"id": "lite", "plugin": "sqlite", "params": {"path": "copy.db", "table": "copy"}}]}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, stderr[-2000:]
+    # The source grows after the copy: reading it back takes a while (about 10 s on one reader here).
+    execute(dbs.admin, f"INSERT INTO {q(db)}.src SELECT seq, CONCAT('row ', seq) FROM {q(db)}.seq_11_to_2000000")
+    proc = subprocess.Popen([*wormhole_command(), "--log-level", "warning", "verify", "--task-id", str(task["id"]),
+                             "--readers", "1"], cwd=ws.root, env=ws.env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not execute(dbs.admin, "SELECT id FROM information_schema.processlist WHERE db = %s AND "
+                                     "info LIKE 'SELECT%%src%%' AND id <> CONNECTION_ID()", (db,)):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "verify never started reading the source"
+            time.sleep(0.05)
+        time.sleep(0.5)  # well into the read
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 203, (proc.returncode, err[-2000:])
+    assert f"error: interrupted by {sig.name}: the comparison stopped before it ended; nothing is reported" in err
+    assert "Traceback" not in err and out == ""  # no partial comparison printed as if it were one
+    assert took < 3, took  # within a batch or so, not the ~10 s the read would take

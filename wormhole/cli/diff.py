@@ -2,14 +2,18 @@
 ``wormhole verify --task-id N``: a task's source compared with each destination (:mod:`wormhole.verify.task`).
 
 Exit codes: 0 the sides hold the same rows, 1 they differ (as ``diff`` and ``cmp``), 203 a side could not be
-read, 204 a side or an option is wrong (docs/manual/verify.md).
+read (or the comparison was stopped by SIGTERM or SIGINT), 204 a side or an option is wrong
+(docs/manual/verify.md).
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +27,7 @@ from wormhole.recovery.chain import Chain
 from wormhole.recovery.checkpoint import split_from_json
 from wormhole.task_spec import TaskSpec
 from wormhole.variables import resolve_text, values_for_run
-from wormhole.verify.diff import SAMPLES, Comparison, compare, parse_side
+from wormhole.verify.diff import SAMPLES, Comparison, Stopped, compare, parse_side
 from wormhole.writer_manager import describe
 
 EXIT_DIFFERENT = 1
@@ -35,6 +39,43 @@ def _comparing(command: Callable[..., Any]) -> Callable[..., Any]:
                            help="Splits read at once on each side.")(command)
     return click.option("--samples", type=click.IntRange(0, 10_000), default=SAMPLES, show_default=True,
                         help="Differences shown with their values (per destination, for verify).")(command)
+
+
+class _Signals:
+    """SIGTERM and SIGINT while a comparison reads: its reads stop at their next batch (``stop``), and the
+    command ends saying which signal stopped it (exit 203), without a traceback or a result."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.name: str | None = None
+
+    def _trip(self, name: str) -> None:
+        self.name = name
+        self.stop.set()
+
+    def interrupted(self, what: str) -> WormholeError | None:
+        """The error to end with, once a signal stopped the reads (None: none did)."""
+        if self.name is None:
+            return None
+        return WormholeError(f"interrupted by {self.name}: {what}")
+
+
+@contextmanager
+def _on_signals() -> Iterator[_Signals]:
+    """:class:`_Signals` installed for SIGTERM and SIGINT (the previous handlers restored after)."""
+    signals = _Signals()
+
+    def handler(signum: int, _frame: Any) -> None:
+        # As the runner's handler: the main thread may hold a lock an Event or the log needs; a thread waits.
+        threading.Thread(target=signals._trip, args=(signal.Signals(signum).name,), daemon=True,
+                         name="signal-stop").start()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield signals
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _side(text: str, label: str) -> Any:
@@ -80,13 +121,15 @@ def diff(ctx: click.Context, left: str, right: str, key: str | None, ignore: str
         batch_rows = EngineConf.load(ctx.obj.conf_dir).exchange.batch_rows
     except WormholeError as exc:
         fail(exc)
-    try:
-        found = compare(*sides, key=None if key is None else _names(key), ignore=_names(ignore), readers=readers,
-                        samples=samples, batch_rows=batch_rows)
-    except InvalidTaskConfig as exc:
-        fail(exc)
-    except Exception as exc:  # a side's store: unreachable, a missing table, rows it cannot decode
-        fail(WormholeError(f"cannot compare: {describe(exc)}"))  # exit 203
+    with _on_signals() as signals:
+        try:
+            found = compare(*sides, key=None if key is None else _names(key), ignore=_names(ignore),
+                            readers=readers, samples=samples, batch_rows=batch_rows, stop=signals.stop)
+        except Exception as exc:  # a side's store: unreachable, a missing table, rows it cannot decode
+            stopped = signals.interrupted("the comparison stopped before it ended; nothing was compared")
+            if stopped is not None:
+                fail(stopped)  # exit 203
+            fail(exc if isinstance(exc, InvalidTaskConfig) else WormholeError(f"cannot compare: {describe(exc)}"))
     click.echo(json.dumps(found.to_dict(), indent=2, default=str) if as_json else _text(found))
     sys.exit(0 if found.equal else EXIT_DIFFERENT)
 
@@ -195,21 +238,29 @@ def verify(ctx: click.Context, task_id: int, only: str | None, key: str | None, 
     quiet_on_a_terminal(ctx)
     record, runs = task_and_runs(ctx, task_id)
     last = runs[-1] if runs else None
-    try:
-        # The values the task's last run used: its destinations are where that run wrote.
-        resolved = resolve_text(record.spec, values_for_run(record.params, last.variables if last else None))
-        mapping = resolved.check()
-        spec = TaskSpec.from_mapping(mapping)
-        conf = EngineConf.load(ctx.obj.conf_dir)
-        logger = log.get_logger(task_id=task_id)
-        pairs = compared(spec, mapping["source"], conf, logger, only=only, key=None if key is None else _names(key),
-                         samples=samples, readers=readers, plan=_last_plan(ctx, last.id if last else None),
-                         deliveries=_deliveries(ctx, runs))
-        repairs = _repaired(ctx, pairs, mapping, logger, readers, samples, task_id) if repair else {}
-    except WormholeError as exc:
-        fail(exc)
-    except Exception as exc:  # a side's store: unreachable, a missing table, rows it cannot decode
-        fail(WormholeError(f"cannot compare: {describe(exc)}"))
+    with _on_signals() as signals:
+        try:
+            # The values the task's last run used: its destinations are where that run wrote.
+            resolved = resolve_text(record.spec, values_for_run(record.params, last.variables if last else None))
+            mapping = resolved.check()
+            spec = TaskSpec.from_mapping(mapping)
+            conf = EngineConf.load(ctx.obj.conf_dir)
+            logger = log.get_logger(task_id=task_id)
+            pairs = compared(spec, mapping["source"], conf, logger, only=only,
+                             key=None if key is None else _names(key), samples=samples, readers=readers,
+                             plan=_last_plan(ctx, last.id if last else None), deliveries=_deliveries(ctx, runs),
+                             stop=signals.stop)
+            repairs = _repaired(ctx, pairs, mapping, logger, readers, samples, task_id, signals) if repair else {}
+        except Exception as exc:
+            stopped = signals.interrupted("the comparison stopped before it ended; nothing is reported (a repair "
+                                          "task that ran is recorded in the task database)" if repair else
+                                          "the comparison stopped before it ended; nothing is reported")
+            if stopped is not None:
+                fail(stopped)
+            if isinstance(exc, WormholeError):
+                fail(exc)
+            fail(WormholeError(f"cannot compare: {describe(exc)}"))  # a side's store: unreachable, a missing
+            # table, rows it cannot decode
     _show(pairs, repairs, as_json)
     # A destination not compared (an incremental task's that was delivered nothing) is no pass: exit 1.
     equal = [repairs[pair.name].equal if pair.name in repairs else c is not None and c.equal for pair, c in pairs]
@@ -233,7 +284,7 @@ def _show(pairs: list[tuple[Any, Comparison | None]], repairs: dict[str, Any], a
 
 
 def _repaired(ctx: click.Context, pairs: list[tuple[Any, Comparison | None]], mapping: dict[str, Any], logger: Any,
-              readers: int, samples: int, task_id: int) -> dict[str, Any]:
+              readers: int, samples: int, task_id: int, signals: _Signals | None = None) -> dict[str, Any]:
     """``--repair``: each pair that differs repaired (:mod:`wormhole.verify.repair`), then compared again."""
     from wormhole.verify.repair import Repair, repair
     from wormhole.verify.task import compare_pair
@@ -243,12 +294,15 @@ def _repaired(ctx: click.Context, pairs: list[tuple[Any, Comparison | None]], ma
         if found is None or found.equal:
             continue
         try:
-            done = repair(found, pair.dest, pair.dest.params, pair.source_spec, mapping, _repair_runner(ctx, task_id),
-                          logger, readers=readers, whole=pair.whole)
+            done = repair(found, pair.dest, pair.dest.params, pair.source_spec, mapping,
+                          _repair_runner(ctx, task_id, signals), logger, readers=readers, whole=pair.whole)
+        except Stopped:
+            raise
         except WormholeError as exc:  # this destination's repair could not be made or run: the others go on
             done = Repair(None, f"the repair could not run: {exc}")
         if done.method is not None and done.reason is None:
-            again = compare_pair(pair, key=found.columns.key_left or None, samples=samples, readers=readers)
+            again = compare_pair(pair, key=found.columns.key_left or None, samples=samples, readers=readers,
+                                 stop=signals.stop if signals is not None else None)
             done.equal = again.equal
             if not again.equal:
                 done.reason = f"still differs after the repair: {dict(again.counts)}"
@@ -260,8 +314,10 @@ def _repaired(ctx: click.Context, pairs: list[tuple[Any, Comparison | None]], ma
     return out
 
 
-def _repair_runner(ctx: click.Context, task_id: int) -> Callable[[dict[str, Any], str], tuple[int, int, Any]]:
-    """Record a repair task (named after the task it repairs) and run it now, as ``wormhole run FILE`` does."""
+def _repair_runner(ctx: click.Context, task_id: int,
+                   signals: _Signals | None = None) -> Callable[[dict[str, Any], str], tuple[int, int, Any]]:
+    """Record a repair task (named after the task it repairs) and run it now, as ``wormhole run FILE`` does. The
+    run takes SIGTERM and SIGINT while it runs (it rolls back, ``interrupted``): verify then stops too."""
     from wormhole.cli.common import submit_record
     from wormhole.cli.run import run_task
 
@@ -279,7 +335,12 @@ def _repair_runner(ctx: click.Context, task_id: int) -> Callable[[dict[str, Any]
             record = store.get(repair_id)
         finally:
             store.close()
-        return repair_id, code, json.loads(record.result) if record is not None and record.result else None
+        result = json.loads(record.result) if record is not None and record.result else None
+        if signals is not None and isinstance(result, dict) and result.get("interrupted"):
+            error = str(result.get("error") or "")
+            signals._trip(error.removeprefix("interrupted by ") if error.startswith("interrupted by ") else "a signal")
+            raise Stopped(f"repair task {repair_id} was interrupted")
+        return repair_id, code, result
 
     return run
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from wormhole.errors import InvalidTaskConfig
+from wormhole.errors import InvalidTaskConfig, WormholeError
 from wormhole.options import Problems, parse_options
 from wormhole.plugins import registry
 from wormhole.plugins.arrow_form import rows_from_arrow
@@ -44,6 +44,11 @@ SAMPLES = 20
 """Differences shown with their values, by default."""
 SHOWN_CHARS = 120
 """A text value longer than this is shown cut, with its length (a value is for a person to recognise)."""
+
+
+class Stopped(WormholeError):
+    """The comparison's stop event was set (a signal, in the CLI) before it ended: its reads stopped at their
+    next batch, and nothing was compared."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +247,8 @@ def _schema_and_splits(side: Side, ctx: ReadContext, readers: int,
 def _batches(side: Side, ctx: ReadContext, schema: Schema, split: Split) -> Iterator[pa.RecordBatch]:
     reader = registry.source(side.source.plugin).reader(side.source.options, ctx)
     for item in reader.read(split):
+        if ctx.stop.is_set():  # between two batches: a read stops within one batch of its stop
+            raise Stopped(f"the read of the {side.label} side ({side.shown}) was stopped")
         batch = item if isinstance(item, Batch) else Batch.of_rows(item, schema)
         if not batch.num_rows:
             continue
@@ -256,6 +263,8 @@ def _each_split(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[S
                 work: Callable[[pa.RecordBatch], Any]) -> list[list[Any]]:
     """``work`` on every batch of every split, ``readers`` splits at a time; per split, its results."""
     def one(split: Split) -> list[Any]:
+        if ctx.stop.is_set():
+            raise Stopped(f"the read of the {side.label} side ({side.shown}) was stopped")
         return [work(b) for b in _batches(side, ctx, schema, split)]
 
     with ThreadPoolExecutor(max_workers=max(1, min(readers, len(splits))), thread_name_prefix="diff") as pool:

@@ -72,9 +72,9 @@ def key_values(side: Side, key: Sequence[str], logical: Mapping[str, str], json_
 
 
 def key_hashes(side: Side, key: Sequence[str], logical: Mapping[str, str], json_null: JsonNull, *,
-               readers: int = 4, batch_rows: int = 10_000) -> np.ndarray:
+               readers: int = 4, batch_rows: int = 10_000, stop: threading.Event | None = None) -> np.ndarray:
     """The key hash of every row of ``side`` (as :func:`~wormhole.verify.diff.compare` makes them), sorted."""
-    ctx = _context(side, threading.Event(), _Rejections(), batch_rows)
+    ctx = _context(side, stop or threading.Event(), _Rejections(), batch_rows)
     schema, cut = _schema_and_splits(side, ctx, readers)
     have = {c.name.lower(): c.name for c in schema.columns}
     names = [have.get(k.lower(), k) for k in key]

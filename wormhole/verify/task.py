@@ -18,6 +18,7 @@ changed after its window was copied) is not a difference: the next run takes it;
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -138,21 +139,22 @@ def _table_pairs(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf
 def verify(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log: Logger, *,
            only: str | None = None, key: tuple[str, ...] | None = None, samples: int = 20,
            readers: int = 4, plan: Sequence[Split] | None = None,
-           deliveries: Deliveries | None = None) -> dict[str, Comparison | None]:
+           deliveries: Deliveries | None = None, stop: threading.Event | None = None) -> dict[str, Comparison | None]:
     """Each comparison :func:`pairs` lists, by name (None: a destination not compared, an incremental task's
     that was delivered nothing; a side that cannot be read raises). ``plan``: the splits of the task's last run,
     by which the source is read (each comparison then says which splits differ); a database task's tables, and
     an incremental task's source, are split afresh."""
     return {pair.name: found for pair, found in compared(spec, raw_source, conf, log, only=only, key=key,
                                                          samples=samples, readers=readers, plan=plan,
-                                                         deliveries=deliveries)}
+                                                         deliveries=deliveries, stop=stop)}
 
 
 def compared(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, log: Logger, *,
              only: str | None = None, key: tuple[str, ...] | None = None, samples: int = 20,
-             readers: int = 4, plan: Sequence[Split] | None = None,
-             deliveries: Deliveries | None = None) -> list[tuple[Pair, Comparison | None]]:
-    """Each pair :func:`pairs` lists with its comparison (:func:`verify`'s arguments)."""
+             readers: int = 4, plan: Sequence[Split] | None = None, deliveries: Deliveries | None = None,
+             stop: threading.Event | None = None) -> list[tuple[Pair, Comparison | None]]:
+    """Each pair :func:`pairs` lists with its comparison (:func:`verify`'s arguments; ``stop`` set: the reads
+    stop, :class:`~wormhole.verify.diff.Stopped`)."""
     found: list[tuple[Pair, Comparison | None]] = []
     # An incremental task's last plan covers its last window only: its source is split afresh.
     splits = plan if plan and not is_database_task(spec) and spec.source.incremental is None else None
@@ -162,7 +164,7 @@ def compared(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, lo
             log.warning("verify.not_compared", destination=pair.name, reason=pair.window.reason)
             continue
         one = compare_pair(pair, key=key, samples=samples, readers=readers, batch_rows=conf.exchange.batch_rows,
-                           splits=splits)
+                           splits=splits, stop=stop)
         found.append((pair, one))
         log.info("verify.compared", destination=pair.name, equal=one.equal, rows=one.left_rows,
                  differences=dict(one.counts), **({"window": dict(one.window)} if one.window else {}))
@@ -170,11 +172,12 @@ def compared(spec: TaskSpec, raw_source: Mapping[str, Any], conf: EngineConf, lo
 
 
 def compare_pair(pair: Pair, *, key: Sequence[str] | None = None, samples: int = 20, readers: int = 4,
-                 batch_rows: int = 10_000, splits: Sequence[Split] | None = None) -> Comparison:
+                 batch_rows: int = 10_000, splits: Sequence[Split] | None = None,
+                 stop: threading.Event | None = None) -> Comparison:
     """The source against the destination of ``pair`` (:func:`~wormhole.verify.diff.compare`); for an
     incremental task's, within its window, the keys that moved past it since not counted as extra."""
     found = compare(pair.source, pair.destination, key=key, samples=samples, readers=readers,
-                    batch_rows=batch_rows, left_splits=splits)
+                    batch_rows=batch_rows, left_splits=splits, stop=stop)
     if pair.window is None or pair.window.rows is None:
         return found
     rows = pair.window.rows
@@ -183,7 +186,8 @@ def compare_pair(pair: Pair, *, key: Sequence[str] | None = None, samples: int =
     if found.columns.key_left and extra.size and rows.upper is not None:
         past = dataclasses.replace(pair.source, rows=rows.past())
         held = key_hashes(past, found.columns.key_left, found.columns.logical_left,
-                          json_null_of(found.left, found.right), readers=readers, batch_rows=batch_rows)
+                          json_null_of(found.left, found.right), readers=readers, batch_rows=batch_rows,
+                          stop=stop)
         moved = np.intersect1d(extra, held)
     window = {**pair.window.describe(), "moved_later": int(moved.size)}
     if not moved.size:
