@@ -124,3 +124,26 @@ def test_the_mysql_part_prints_each_copy_against_its_limit(capsys: pytest.Captur
     assert "CPU: wormhole x1 2.0 s + server 6.0 s = 8.0 s; the limit 4.0 s (2.00x)" in out
     assert "the source scan alone (1.36 s) is 20% of wormhole x1's time" in out
     assert [(x["copy"], x["times_limit"]) for x in limits] == [("wormhole x1", 1.581), ("wormhole x3", 1.36)]
+
+
+def test_the_default_settings_runs_are_held_to_issue_40s_goals(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.mysql_scenario import Figure, Options, limit_report
+
+    figures = [Figure("wormhole x1 (default settings)", 10, 1, 5.5, 1.0),
+               Figure("wormhole x3 (default settings)", 10, 3, 9.1, 1.0),
+               Figure("LOAD DATA limit x1", 10, 1, 4.3, 1.0), Figure("LOAD DATA limit x3", 10, 3, 7.5, 1.0)]
+    limits = limit_report({f.scenario: f for f in figures}, Options())
+    out = capsys.readouterr().out
+    assert ("wormhole x1 (default settings) = 1.28x the one-table LOAD DATA limit (5.50 s / 4.30 s); "
+            "goal at most 1.3x: PASS") in out
+    assert "goal at most 1.2x: MISS" in out  # 9.1 / 7.5 = 1.21x
+    assert [(x["copy"], x["goal"], x["status"]) for x in limits] == [
+        ("wormhole x1 (default settings)", 1.3, "PASS"), ("wormhole x3 (default settings)", 1.2, "MISS")]
+
+
+def test_channel_zero_is_a_task_with_no_speed_setting() -> None:
+    from benchmarks.mysql_scenario import Options, Server, channel_name, wormhole_spec
+
+    assert Options().channels[0] == 0 and channel_name(0) == "default" and channel_name(2) == "ch2"
+    assert wormhole_spec(Server(), "t", 1, 0, 3)["settings"] == {}
+    assert wormhole_spec(Server(), "t", 1, 2, 3)["settings"] == {"speed": {"channel": 2}}
