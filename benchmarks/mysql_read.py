@@ -42,7 +42,7 @@ def _read_all(server: Server, threads: int, tuples: bool) -> dict[str, Any]:
     from wormhole.config import EngineConf
     from wormhole.options import Problems, parse_options
     from wormhole.plugins import registry
-    from wormhole.plugins.base import ReadContext
+    from wormhole.plugins.base import ReadContext, rows_of
     from wormhole.plugins.mysql.options import MysqlReaderOptions
 
     role = registry.get("mysql").source
@@ -61,15 +61,20 @@ def _read_all(server: Server, threads: int, tuples: bool) -> dict[str, Any]:
     if len(splits) != SPLITS:
         raise BenchmarkFailure(f"expected {SPLITS} splits, the splitter made {len(splits)}")
     counts = [0] * SPLITS
+    failures: list[BaseException] = []
 
     def work(indexes: list[int]) -> None:
         reader = role.reader(options, ctx)  # one reader per thread, as the engine's channels have
-        for i in indexes:
-            for batch in reader.read(splits[i]):
-                if tuples:
-                    for _row in batch:
-                        pass
-                counts[i] += len(batch)
+        try:
+            for i in indexes:
+                for batch in reader.read(splits[i]):
+                    if tuples:
+                        for _row in rows_of(batch):  # what a row-at-a-time store asks of a batch
+                            pass
+                    counts[i] += len(batch)
+        except BaseException as exc:  # the figure of a read that failed is no figure
+            failures.append(exc)
+            raise
 
     start, cpu = time.perf_counter(), time.process_time()
     workers = [threading.Thread(target=work, args=([i for i in range(SPLITS) if i % threads == t],))
@@ -79,6 +84,8 @@ def _read_all(server: Server, threads: int, tuples: bool) -> dict[str, Any]:
     for w in workers:
         w.join()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if failures:
+        raise BenchmarkFailure(f"a reader thread failed: {failures[0]!r}")
     return {"rows": sum(counts), "seconds": seconds, "cpu_s": cpu, "rejected": sink.rejected}
 
 
