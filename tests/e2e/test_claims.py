@@ -37,7 +37,8 @@ def slow_spec(batches: int, delay_ms: float = 40.0) -> str:
 def workspace(root: Path, task_db: str | None = None) -> Workspace:
     ws = make_workspace(root, task_db)
     ws.write_conf(monitor={"interval_s": 0.05, "report_every": 20}, timeouts={"shutdown_s": 5.0},
-                  claim={"heartbeat_s": HEARTBEAT_S, "stale_s": STALE_S})
+                  claim={"heartbeat_s": HEARTBEAT_S, "stale_s": STALE_S},
+                  exchange={"batch_rows": 4096})  # a task's length is counted in batches of 4096 rows
     return ws
 
 

@@ -1,7 +1,7 @@
 """`wormhole daemon` as a service runs it: real processes, tasks inserted by plain SQL, SQLite and MariaDB.
 
 Every wait is bounded. A task's length is set by a stream destination that sleeps ``delay_ms`` per
-batch (one batch of at most 4096 rows), so "a task running for about a second" is deterministic.
+batch (one batch of at most ``exchange.batch_rows`` rows), so "a task running for about a second" is deterministic.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ import pytest
 from wormhole.config import ExchangeConf
 from wormhole.errors import TaskAborted
 from wormhole.exchange import BufferedLineExchanger, DoubleQueue, Parcel, QueueClosed, RAMStorage
-from wormhole.plugins.batch import rows_of
+from wormhole.exchange.throttle import Throttle
+from wormhole.plugins.batch import Batch, rows_of
 
 
 def batch(tag: int, rows: int = 10) -> Parcel:
@@ -179,6 +180,23 @@ class TestStorageAndExchanger:
         assert max(sizes) <= 10 and min(sizes[:-1]) >= 5, sizes  # cut by bytes, yet 3-row reads buffered
         assert [r[0] for b in batches for r in rows_of(b.rows)] == list(range(130))
 
+    def test_under_a_speed_limit_a_batch_holds_one_second_of_it(self) -> None:
+        """A record limit of 40 rows/s cuts batches of 40 rows (a batch waits its whole cost at once: the
+        default 8,192 would pace in steps of minutes), whether the reader sends rows or a whole Arrow batch;
+        a byte limit cuts by bytes the same way; without a limit batch_rows holds."""
+        def sizes(throttle: Throttle | None, arrow: bool) -> list[int]:
+            storage = RAMStorage("d", ExchangeConf(queue_rows=10**6, spill_rows=1))
+            sender = BufferedLineExchanger([storage], batch_rows=100, stop=threading.Event(), throttle=throttle)
+            rows = [(i, "x" * 100) for i in range(130)]
+            sender.send(Batch.of_rows(rows) if arrow else rows)
+            sender.flush()
+            storage.close_input()
+            return [len(b) for b in BufferedLineExchanger.receive(storage, 0.05)]
+
+        assert sizes(_Unpaced(record=40), arrow=False) == sizes(_Unpaced(record=40), arrow=True) == [40, 40, 40, 10]
+        assert max(sizes(_Unpaced(byte=2_000), arrow=True)) <= 20
+        assert sizes(None, arrow=True) == sizes(_Unpaced(record=10**9), arrow=False) == [100, 30]
+
     def test_every_destination_failed_stops_the_reader(self) -> None:
         """When no storage accepts a batch any more, the sender raises instead of reading on."""
         conf = ExchangeConf()
@@ -198,3 +216,10 @@ class TestStorageAndExchanger:
         ended = RAMStorage("b", conf)
         ended.close_input()
         assert list(BufferedLineExchanger.receive(ended, 0.05)) == []
+
+
+class _Unpaced(Throttle):
+    """The limits without the waits: what the exchanger cuts for them, seen at once."""
+
+    def acquire(self, rows: int, nbytes: int, stop: threading.Event) -> float:
+        return 0.0

@@ -102,8 +102,9 @@ class TestEngine:
     def test_a_read_broken_mid_split_fails_destinations_that_cannot_discard_it(self) -> None:
         """Rows of a split whose read broke reached destinations that cannot discard part of a split
         (stream): re-reading it would write them twice, so each fails naming the read's error (203)."""
+        conf = EngineConf(exchange=ExchangeConf(batch_rows=1000))  # batches of the split sent before it breaks
         result, _ = run({"source": {"plugin": "slow", "params": {"rows": 10_000, "fail_at": 5000}},
-                         "destinations": [{"id": "a", "plugin": "stream"}, {"id": "b", "plugin": "stream"}]})
+                         "destinations": [{"id": "a", "plugin": "stream"}, {"id": "b", "plugin": "stream"}]}, conf)
         assert result.exit_code == 203 and result.status == "failed"
         for dest in result.result["destinations"].values():
             assert dest["status"] == "failed" and "source connection lost" in dest["error"]

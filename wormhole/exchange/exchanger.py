@@ -41,8 +41,10 @@ class BufferedLineExchanger:
         ``schema``: the rows' a reader gives as tuples (None: inferred from them, for tests)."""
         self._schema = schema
         self._storages = list(storages)
-        self._batch_rows = batch_rows
-        self._batch_bytes = batch_bytes
+        # Under a speed limit a batch holds at most one second of it (a pace of 100 rows/s would otherwise
+        # move in steps of batch_rows: minutes at the default).
+        self._batch_rows = throttle.batch_rows(batch_rows) if throttle else batch_rows
+        self._batch_bytes = throttle.batch_bytes(batch_bytes) if throttle else batch_bytes
         self._stop = stop
         self._throttle = throttle
         self._buffer: list[Row] = []

@@ -110,6 +110,15 @@ class Throttle:
             return None
         return cls(record=speed.record, byte=speed.byte)
 
+    def batch_rows(self, rows: int) -> int:
+        """Rows a batch may hold under the limits: at most one second of the record limit (a batch waits
+        its whole cost at once, so larger ones would pace in steps of many seconds)."""
+        return min(rows, max(self.record, 1)) if self.record else rows
+
+    def batch_bytes(self, nbytes: int) -> int:
+        """Bytes a batch may hold: at most one second of the byte limit."""
+        return min(nbytes, max(self.byte, 1)) if self.byte else nbytes
+
     def acquire(self, rows: int, nbytes: int, stop: threading.Event) -> float:
         """Wait until ``rows`` rows of ``nbytes`` (estimated) bytes may move; returns the wait asked.
 

@@ -272,7 +272,7 @@ class SparkExecution:
             return frame
         if self._pacer is None:
             self._pacer = TokenServer(self._throttle, self.sc.getConf().get("spark.driver.host"), self._log)
-        return throttled(frame, self._pacer.client, self._ctx.batch_rows)
+        return throttled(frame, self._pacer.client, self._throttle.batch_rows(self._ctx.batch_rows))
 
     def _row_reader_frame(self, source: SourceSpec, splits: list[Split], schema: Schema,
                           exact: frozenset[str]) -> DataFrame:

@@ -130,7 +130,7 @@ class MysqlWriterOptions(ServerOptions, SinkParams):
     """``load_data``: LOAD DATA LOCAL INFILE from an in-memory buffer (fastest); ``insert``: multi-row
     INSERT statements; ``auto``: load_data when the server allows local_infile and write_mode is not
     upsert, else insert."""
-    batch_size: int = opt(4096, min=1, max=1_000_000)
+    batch_size: int = opt(16384, min=1, max=1_000_000)
     """Most rows per statement (one LOAD DATA or INSERT); a split's statements share its transaction."""
     pre_sql: tuple[str, ...] = ()
     """Statements run before any row is written (on the target database, in order)."""
