@@ -28,6 +28,7 @@ from tests.conftest import MYSQL_URL, Workspace, mysql_or_skip, run_task, wormho
 from tests.mysql_helpers import Databases, Server, execute, q
 from tests.pg_helpers import PgServer, fresh_schemas, pg_execute, qi
 from wormhole.cli import cli
+from wormhole.verify.diff import OUTSIDE
 
 pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
 
@@ -202,7 +203,7 @@ def test_verify_compares_a_tasks_source_with_each_destination_read_back(ws: Work
     # The source is read by the task's last plan: the one split holding ids 11 and 12 is named, no other.
     plan = found["pg"]["splits"]
     assert plan["read"] > 1 and list(plan["differing"].values()) == [{"missing": 2}], plan
-    assert found["lite"]["splits"] == {"read": plan["read"], "differing": {}}
+    assert found["lite"]["splits"] == {"read": plan["read"], "outside": {"rows": 0}, "differing": {}}
     assert found["lite"]["equal"] and found["lake"]["equal"]  # one damaged copy blames no other
     code, found = verify(ws, "--task-id", str(copies["task_id"]), "--destination", "lite", "--json")
     assert code == 0 and list(found) == ["lite"]
@@ -211,6 +212,48 @@ def test_verify_compares_a_tasks_source_with_each_destination_read_back(ws: Work
     transformed = dict(copies["spec"], transforms=[{"filter": "id > 3"}])
     code, error = verify(ws, "--task-id", str(ws.submit(transformed)))
     assert code == 204 and "transforms: the task's transforms change its rows" in error
+
+
+def test_verify_reads_the_rows_the_source_gained_outside_the_last_plans_key_ranges(ws: Workspace,
+                                                                                   copies: dict[str, Any]) -> None:
+    """The task's last plan cut ids 1..500 into ranges bounded by their MIN and MAX then: rows inserted since
+    below the MIN and above the MAX are read by none of its splits. Verify reads them too, beside the plan's
+    splits: each copy lacks them (exit 1), counted outside the run's splits with a sample key; --repair copies
+    them (by key, and the parquet copy whole), and verify passes."""
+    gained = [0, 501, 502, 100_000]
+    admin = SERVER.connect()
+    try:
+        execute(admin, f"INSERT INTO {q(copies['db'])}.src (id, name, amount) VALUES (0, 'below', 1.50), "
+                       "(501, 'above', 2.00), (502, NULL, NULL), (100000, 'far above', 3.25)")
+    finally:
+        admin.close()
+    code, found = verify(ws, "--task-id", str(copies["task_id"]), "--json")
+    assert code == 1, found
+    for name in ("pg", "lite", "lake"):
+        one = found[name]
+        assert not one["equal"] and one["differences"]["missing"] == len(gained), (name, one["differences"])
+        assert one["left"]["rows"] == ROWS + len(gained) and one["right"]["rows"] == ROWS
+        assert by_kind(one) == {"missing": gained}, name
+        splits = one["splits"]
+        assert splits["read"] > 1 and splits["differing"] == {OUTSIDE: {"missing": len(gained)}}, (name, splits)
+        assert splits["outside"]["rows"] == len(gained)
+        sample = splits["outside"]["sample"]
+        assert sample["kind"] == "missing" and sample["key"]["id"] in gained and sample["right"] == [], sample
+    text = ws.run_here("--log-level", "warning", "verify", "--task-id", str(copies["task_id"]), "--destination", "pg")
+    assert text.returncode == 1
+    assert "(and 4 row(s) outside them), 0 differ" in text.stdout, text.stdout
+    assert "outside the run's splits: 4 missing (rows the source holds now that no split of the plan reads; " \
+           "e.g. missing id=" in text.stdout, text.stdout
+
+    code, found = verify(ws, "--task-id", str(copies["task_id"]), "--repair", "--json")
+    assert code == 0, found
+    assert {n: (c["repair"]["method"], c["repair"]["written"], c["repair"]["equal"]) for n, c in found.items()} == {
+        "pg": ("keys", 4, True), "lite": ("keys", 4, True), "lake": ("whole", ROWS + 4, True)}
+    code, again = verify(ws, "--task-id", str(copies["task_id"]), "--json")
+    assert code == 0, again
+    for one in again.values():
+        assert one["equal"] and one["right"]["rows"] == ROWS + len(gained)
+        assert one["splits"]["outside"] == {"rows": len(gained)} and one["splits"]["differing"] == {}
 
 
 def test_verify_repair_mends_every_kind_of_damage_in_each_store(ws: Workspace, copies: dict[str, Any]) -> None:
