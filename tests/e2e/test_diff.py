@@ -317,6 +317,35 @@ def test_the_rows_outside_a_plans_splits_are_read_once_below_above_between_and_n
             schemas.close()
 
 
+def test_verify_of_a_file_source_reads_the_files_added_since_its_last_plan(ws: Workspace, copies: dict[str, Any],
+                                                                           tmp_path: Path) -> None:
+    """A task copying a parquet directory (one split a file) into sqlite; a file added to the directory since
+    is read by no split of the last plan: verify reads it too and names its rows missing, outside the run's
+    splits; a query source's plan (one split, the whole query) leaves nothing outside."""
+    lite = str(tmp_path / "from_lake.db")
+    spec = {"source": copies["lake_side"],
+            "destinations": [{"id": "lite", "plugin": "sqlite", "params": {"path": lite, "table": "copy"}}]}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, (task.get("error"), stderr[-2000:])
+    part = sorted(Path(copies["lake"]).glob("*.parquet"))[0]
+    added = pq.read_table(part).slice(0, 3)
+    added = added.set_column(0, "id", pa.array([7001, 7002, 7003], added.schema.field("id").type))
+    pq.write_table(added, Path(copies["lake"]) / "zz-added.parquet")
+    code, found = verify(ws, "--task-id", str(task["id"]), "--json", "--key", "id")
+    assert code == 1, found
+    one = found["lite"]
+    assert by_kind(one) == {"missing": [7001, 7002, 7003]} and one["left"]["rows"] == ROWS + 3, one
+    assert one["splits"]["differing"] == {OUTSIDE: {"missing": 3}} and one["splits"]["outside"]["rows"] == 3
+
+    query = {"plugin": "mysql", "params": SERVER.params(copies["db"], query="SELECT * FROM src WHERE id <= 100")}
+    spec = {"source": query,
+            "destinations": [{"id": "lite", "plugin": "sqlite", "params": {"path": lite, "table": "q"}}]}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, (task.get("error"), stderr[-2000:])
+    code, found = verify(ws, "--task-id", str(task["id"]), "--json", "--key", "id")
+    assert code == 0 and found["lite"]["splits"] == {"read": 1, "outside": {"rows": 0}, "differing": {}}, found
+
+
 def test_verify_repair_mends_every_kind_of_damage_in_each_store(ws: Workspace, copies: dict[str, Any]) -> None:
     """Each damage verify finds is repaired in the copy it is in: PostgreSQL and sqlite by key (the differing
     keys deleted, the source's rows of them written again by a recorded repair task), parquet written again
