@@ -30,7 +30,8 @@ from tests.pg_helpers import PgServer, fresh_schemas, pg_execute, qi
 from wormhole.cli import cli
 from wormhole.plugins import registry
 from wormhole.plugins.base import ReadContext
-from wormhole.verify.diff import OUTSIDE, Side, _Rejections, compare, parse_side
+from wormhole.verify.by_plan import OUTSIDE
+from wormhole.verify.diff import Side, _Rejections, compare, parse_side
 
 pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
 

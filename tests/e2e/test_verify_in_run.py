@@ -21,7 +21,7 @@ from tests.conftest import MYSQL_URL, Workspace, log_events, mysql_or_skip, run_
 from tests.e2e.test_resume import resume, start
 from tests.mysql_helpers import Server, execute, q
 from tests.pg_helpers import PgServer, fresh_schemas, pg_execute, qi
-from wormhole.verify.diff import OUTSIDE
+from wormhole.verify.by_plan import OUTSIDE
 
 pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
 

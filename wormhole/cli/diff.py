@@ -27,7 +27,8 @@ from wormhole.recovery.chain import Chain
 from wormhole.recovery.checkpoint import split_from_json
 from wormhole.task_spec import TaskSpec
 from wormhole.variables import resolve_text, values_for_run
-from wormhole.verify.diff import OUTSIDE, SAMPLES, Comparison, Stopped, compare, parse_side
+from wormhole.verify.by_plan import OUTSIDE
+from wormhole.verify.diff import SAMPLES, Comparison, Stopped, compare, parse_side
 from wormhole.writer_manager import describe
 
 EXIT_DIFFERENT = 1
@@ -176,8 +177,8 @@ def _splits_line(splits: dict[str, Any]) -> str:
     line = f"splits: {splits['read']} of the task's last plan{beyond}, {len(differing)} differ{named}{extra}"
     if OUTSIDE in splits["differing"]:
         counts = ", ".join(f"{n} {kind}" for kind, n in splits["differing"][OUTSIDE].items())
-        sample = outside.get("sample")
-        key = ", ".join(f"{k}={v}" for k, v in (sample.get("key") or {}).items()) if sample else ""
+        sample = outside.get("sample") or {}
+        key = ", ".join(f"{k}={v}" for k, v in (sample.get("key") or {}).items())
         line += (f"\n{OUTSIDE}: {counts} (rows the source holds now that no split of the plan reads"
                  + (f"; e.g. {sample['kind']} {key}" if key else "") + ")")
     return line

@@ -37,6 +37,7 @@ from wormhole.plugins.base import ReadContext, Rejected, Split
 from wormhole.plugins.batch import Batch
 from wormhole.plugins.schema import Schema
 from wormhole.task_spec import SourceSpec
+from wormhole.verify.by_plan import by_split, outside_splits, report
 from wormhole.verify.checksum import Digest, JsonNull, row_hashes
 from wormhole.verify.window import RowRange
 
@@ -44,9 +45,6 @@ SAMPLES = 20
 """Differences shown with their values, by default."""
 SHOWN_CHARS = 120
 """A text value longer than this is shown cut, with its length (a value is for a person to recognise)."""
-OUTSIDE = "outside the run's splits"
-"""Where ``splits.differing`` counts the differing keys of the left side's rows that no split of the given plan
-reads (rows the source gained beyond the key range the plan was cut from)."""
 
 
 class Stopped(WormholeError):
@@ -162,7 +160,7 @@ class Comparison:
     left side's rows no split of the plan reads, read beside them: ``rows``, and a ``sample`` difference among
     them) and ``differing`` (split id -> how many keys of each kind: the keys the left side holds, so ``extra``
     keys, which only the right side holds, belong to no split and are counted under ``""``; those of rows
-    outside the plan's splits under :data:`OUTSIDE`)."""
+    outside the plan's splits under :data:`~wormhole.verify.by_plan.OUTSIDE`)."""
     window: Mapping[str, Any] | None = None
     """An incremental task's: the range of the cursor column compared, the runs that delivered it, and
     ``moved_later``, the keys the destination holds whose source row has moved past the range since."""
@@ -247,18 +245,6 @@ def _schema_and_splits(side: Side, ctx: ReadContext, readers: int,
     role = registry.source(side.source.plugin)
     schema = role.reader(side.source.options, ctx).schema()
     return schema, list(given) if given is not None else role.splitter(side.source.options, ctx).split(readers)
-
-
-def outside_splits(side: Side, ctx: ReadContext, plan: Sequence[Split], readers: int) -> list[Split]:
-    """The splits reading the rows of ``side`` that no split of ``plan`` (cut earlier) reads: its splitter's
-    ``outside`` (a SQL store: the rows beyond the plan's key ranges), else the splits it cuts now whose ids the
-    plan has none of (a file added since)."""
-    splitter = registry.source(side.source.plugin).splitter(side.source.options, ctx)
-    outside = getattr(splitter, "outside", None)
-    if outside is not None:
-        return list(outside(plan))
-    known = {s.id for s in plan}
-    return [s for s in splitter.split(readers) if s.id not in known]
 
 
 def _batches(side: Side, ctx: ReadContext, schema: Schema, split: Split) -> Iterator[pa.RecordBatch]:
@@ -395,9 +381,9 @@ def compare(left: Side, right: Side, *, key: Sequence[str] | None = None, ignore
     """Compare the rows of two sides (see the module's docstring). ``key`` None: the left side's primary key,
     else the right side's, else none. ``left_splits``: read the left side by these splits (a task's last plan)
     and say which of them hold differing keys; the rows none of them reads (the source's now, beyond the ranges
-    the plan was cut from) are read too, and their differences counted as :data:`OUTSIDE` them. Raises
-    InvalidTaskConfig for a key or columns that do not fit the sides, and the store's own errors when a side
-    cannot be read."""
+    the plan was cut from) are read too, and their differences counted as
+    :data:`~wormhole.verify.by_plan.OUTSIDE` them. Raises InvalidTaskConfig for a key or columns that do not fit
+    the sides, and the store's own errors when a side cannot be read."""
     stop = stop or threading.Event()
     if key is None:
         key = left.primary_key() or right.primary_key()
@@ -405,7 +391,7 @@ def compare(left: Side, right: Side, *, key: Sequence[str] | None = None, ignore
     ctx = {s.label: _context(s, stop, dirty[s.label], batch_rows) for s in (left, right)}
     lschema, lsplits = _schema_and_splits(left, ctx[left.label], readers, left_splits)
     if left_splits is not None:  # the plan's ranges were the source's then: its rows now are read whole
-        lsplits += outside_splits(left, ctx[left.label], left_splits, readers)
+        lsplits += outside_splits(left.source, ctx[left.label], left_splits, readers)
     rschema, rsplits = _schema_and_splits(right, ctx[right.label], readers)
     cols = pick_columns(lschema, rschema, key, ignore)
     nulls = json_null_of(left, right)
@@ -427,57 +413,46 @@ def compare(left: Side, right: Side, *, key: Sequence[str] | None = None, ignore
     found = differences(lh, rh, keyed=bool(key))
     counts = {kind: int(hashes.size) for kind, hashes in found.items()}
     planned = None if left_splits is None else len(left_splits)
-    by_split, beyond = (None, None) if planned is None else _by_split(lh, found, lsplits, planned, keyed=bool(key))
+    where = lh.splits if lh.splits is not None else np.empty(0, np.int32)
+    differing, beyond = ({}, None) if planned is None else by_split(lh.keys if key else lh.rows, where, found,
+                                                                    lsplits, planned)
     shown: tuple[Difference, ...] = ()
-    sample: dict[str, Any] | None = None
+    sample = None
     if samples and any(counts.values()):
-        wanted = {kind: hashes[:samples] for kind, hashes in found.items()}
-        picked = np.unique(np.concatenate([*wanted.values(), np.array([beyond[1]] if beyond else [], np.uint64)]))
-        lrows = _fetch(left, ctx[left.label], lschema, lsplits, readers, cols.key_left or cols.left, cols.left,
-                       cols.logical_left, nulls, picked)
-        rrows = _fetch(right, ctx[right.label], rschema, rsplits, readers, cols.key_right or cols.right, cols.right,
-                       cols.logical_right, nulls, picked, rename=dict(zip(cols.right, cols.left, strict=True)))
-        shown = tuple(Difference(kind, int(h), tuple(lrows.get(int(h), ())), tuple(rrows.get(int(h), ())))
-                      for kind, hashes in wanted.items() for h in hashes)[:samples]
-        if beyond is not None:
-            h = int(beyond[1])
-            sample = Difference(beyond[0], h, tuple(lrows.get(h, ())), tuple(rrows.get(h, ()))).to_dict(
-                cols.key_left, cols.left)
-    report = None
-    if planned is not None and by_split is not None:
-        assert lh.splits is not None
-        outside = {"rows": int((lh.splits >= planned).sum()), **({"sample": sample} if sample else {})}
-        report = {"read": planned, "outside": outside, "differing": by_split}
+        shown, sample = _samples(_Read(left, ctx[left.label], lschema, lsplits),
+                                 _Read(right, ctx[right.label], rschema, rsplits), cols, nulls, found, samples,
+                                 beyond, readers)
     return Comparison(left, right, cols, lh.count, rh.count, lh.digest(), rh.digest(), counts, shown, found,
-                      report)
+                      None if planned is None else report(where, planned, differing, sample))
 
 
-def _by_split(left: Hashes, found: Mapping[str, np.ndarray], splits: Sequence[Split], planned: int,
-              keyed: bool) -> tuple[dict[str, dict[str, int]], tuple[str, np.uint64] | None]:
-    """Split id -> differences per kind, for the splits of the left side holding differing keys (rows, without a
-    key); the keys only the right side holds under ``""``, those of the rows read by the splits past the first
-    ``planned`` (the plan's) under :data:`OUTSIDE`. With them, the first difference outside (kind, hash)."""
-    assert left.splits is not None
-    names = [s.id if i < planned else OUTSIDE for i, s in enumerate(splits)]
-    probe = left.keys if keyed else left.rows
-    order = np.argsort(probe, kind="stable")
-    ordered = probe[order]
-    out: dict[str, dict[str, int]] = {}
-    first: tuple[str, np.uint64] | None = None
-    for kind, hashes in found.items():
-        if not hashes.size:
-            continue
-        at = np.searchsorted(ordered, hashes)
-        held = (at < ordered.size) & (ordered[np.minimum(at, ordered.size - 1)] == hashes)
-        for h, index in zip(hashes[held].tolist(), left.splits[order[at[held]]].tolist(), strict=True):
-            tally = out.setdefault(names[index], {})
-            tally[kind] = tally.get(kind, 0) + 1
-            if first is None and index >= planned:
-                first = (kind, np.uint64(h))
-        if (~held).any():
-            tally = out.setdefault("", {})
-            tally[kind] = tally.get(kind, 0) + int((~held).sum())
-    return out, first
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A side as it is read: its context, schema and splits."""
+
+    side: Side
+    ctx: ReadContext
+    schema: Schema
+    splits: Sequence[Split]
+
+
+def _samples(left: _Read, right: _Read, cols: Columns, nulls: JsonNull, found: Mapping[str, np.ndarray], samples: int,
+           beyond: tuple[str, int] | None, readers: int) -> tuple[tuple[Difference, ...], dict[str, Any] | None]:
+    """The first ``samples`` differences of each kind with both sides' rows of them (the values fetched by a
+    second read of each side), and the first of the rows outside a plan's splits (``beyond``), if any."""
+    wanted = {kind: hashes[:samples] for kind, hashes in found.items()}
+    extra = [beyond[1]] if beyond else []  # the first difference outside the plan's splits, shown with it
+    picked = np.unique(np.concatenate([*wanted.values(), np.array(extra, np.uint64)]))
+    rows = (_fetch(left.side, left.ctx, left.schema, left.splits, readers, cols.key_left or cols.left, cols.left,
+                   cols.logical_left, nulls, picked),
+            _fetch(right.side, right.ctx, right.schema, right.splits, readers, cols.key_right or cols.right,
+                   cols.right, cols.logical_right, nulls, picked, rename=dict(zip(cols.right, cols.left, strict=True))))
+
+    def one(kind: str, key_hash: int) -> Difference:
+        return Difference(kind, key_hash, tuple(rows[0].get(key_hash, ())), tuple(rows[1].get(key_hash, ())))
+
+    shown = tuple(one(kind, int(h)) for kind, hashes in wanted.items() for h in hashes)[:samples]
+    return shown, one(*beyond).to_dict(cols.key_left, cols.left) if beyond else None
 
 
 def _fetch(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[Split], readers: int,

@@ -64,7 +64,7 @@ class Verification:
     samples: tuple[Mapping[str, Any], ...] = ()
     differing_splits: list[str] | None = None
     """A located mismatch: the run's splits holding differing keys, and
-    :data:`~wormhole.verify.diff.OUTSIDE` when rows of the source that none of them reads differ (rows it
+    :data:`~wormhole.verify.by_plan.OUTSIDE` when rows of the source that none of them reads differ (rows it
     gained beyond the key range the run's plan was cut from)."""
 
     def to_dict(self) -> dict[str, Any]:
