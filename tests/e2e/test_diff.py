@@ -28,6 +28,10 @@ from tests.conftest import MYSQL_URL, Workspace, mysql_or_skip, run_task, wormho
 from tests.mysql_helpers import Databases, Server, execute, q
 from tests.pg_helpers import PgServer, fresh_schemas, pg_execute, qi
 from wormhole.cli import cli
+from wormhole.plugins import registry
+from wormhole.plugins.base import ReadContext
+from wormhole.verify.by_plan import OUTSIDE
+from wormhole.verify.diff import Side, _Rejections, compare, parse_side
 
 pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
 
@@ -202,7 +206,7 @@ def test_verify_compares_a_tasks_source_with_each_destination_read_back(ws: Work
     # The source is read by the task's last plan: the one split holding ids 11 and 12 is named, no other.
     plan = found["pg"]["splits"]
     assert plan["read"] > 1 and list(plan["differing"].values()) == [{"missing": 2}], plan
-    assert found["lite"]["splits"] == {"read": plan["read"], "differing": {}}
+    assert found["lite"]["splits"] == {"read": plan["read"], "outside": {"rows": 0}, "differing": {}}
     assert found["lite"]["equal"] and found["lake"]["equal"]  # one damaged copy blames no other
     code, found = verify(ws, "--task-id", str(copies["task_id"]), "--destination", "lite", "--json")
     assert code == 0 and list(found) == ["lite"]
@@ -211,6 +215,136 @@ def test_verify_compares_a_tasks_source_with_each_destination_read_back(ws: Work
     transformed = dict(copies["spec"], transforms=[{"filter": "id > 3"}])
     code, error = verify(ws, "--task-id", str(ws.submit(transformed)))
     assert code == 204 and "transforms: the task's transforms change its rows" in error
+
+
+def test_verify_reads_the_rows_the_source_gained_outside_the_last_plans_key_ranges(ws: Workspace,
+                                                                                   copies: dict[str, Any]) -> None:
+    """The task's last plan cut ids 1..500 into ranges bounded by their MIN and MAX then: rows inserted since
+    below the MIN and above the MAX are read by none of its splits. Verify reads them too, beside the plan's
+    splits: each copy lacks them (exit 1), counted outside the run's splits with a sample key; --repair copies
+    them (by key, and the parquet copy whole), and verify passes."""
+    gained = [0, 501, 502, 100_000]
+    admin = SERVER.connect()
+    try:
+        execute(admin, f"INSERT INTO {q(copies['db'])}.src (id, name, amount) VALUES (0, 'below', 1.50), "
+                       "(501, 'above', 2.00), (502, NULL, NULL), (100000, 'far above', 3.25)")
+    finally:
+        admin.close()
+    code, found = verify(ws, "--task-id", str(copies["task_id"]), "--json")
+    assert code == 1, found
+    for name in ("pg", "lite", "lake"):
+        one = found[name]
+        assert not one["equal"] and one["differences"]["missing"] == len(gained), (name, one["differences"])
+        assert one["left"]["rows"] == ROWS + len(gained) and one["right"]["rows"] == ROWS
+        assert by_kind(one) == {"missing": gained}, name
+        splits = one["splits"]
+        assert splits["read"] > 1 and splits["differing"] == {OUTSIDE: {"missing": len(gained)}}, (name, splits)
+        assert splits["outside"]["rows"] == len(gained)
+        sample = splits["outside"]["sample"]
+        assert sample["kind"] == "missing" and sample["key"]["id"] in gained and sample["right"] == [], sample
+    text = ws.run_here("--log-level", "warning", "verify", "--task-id", str(copies["task_id"]), "--destination", "pg")
+    assert text.returncode == 1
+    assert "(and 4 row(s) outside them), 0 differ" in text.stdout, text.stdout
+    assert "outside the run's splits: 4 missing (rows the source holds now that no split of the plan reads; " \
+           "e.g. missing id=" in text.stdout, text.stdout
+
+    code, found = verify(ws, "--task-id", str(copies["task_id"]), "--repair", "--json")
+    assert code == 0, found
+    assert {n: (c["repair"]["method"], c["repair"]["written"], c["repair"]["equal"]) for n, c in found.items()} == {
+        "pg": ("keys", 4, True), "lite": ("keys", 4, True), "lake": ("whole", ROWS + 4, True)}
+    code, again = verify(ws, "--task-id", str(copies["task_id"]), "--json")
+    assert code == 0, again
+    for one in again.values():
+        assert one["equal"] and one["right"]["rows"] == ROWS + len(gained)
+        assert one["splits"]["outside"] == {"rows": len(gained)} and one["splits"]["differing"] == {}
+
+
+def _split_rows(side: Side, store: str, conn: Any, predicate: str) -> int:
+    """The rows of the side's table for which a split's ``predicate`` holds, counted by its server."""
+    table = f"{qi(side.params['schema'])}.{qi('t')}" if store == "postgres" else f"{q(side.params['database'])}.t"
+    run = pg_execute if store == "postgres" else execute
+    return int(run(conn, f"SELECT COUNT(*) FROM {table} WHERE {predicate}")[0][0])
+
+
+@pytest.mark.parametrize("store", ["mysql", "postgres"])
+def test_the_rows_outside_a_plans_splits_are_read_once_below_above_between_and_null(dbs: Databases,
+                                                                                    store: str) -> None:
+    """A plan cut when the key ran 1..300, its middle split and its IS NULL split left out (a gap between
+    ranges, and a plan cut before the key took NULLs); rows added since below and above, with a NULL key, and
+    the rows of the gap are read by the outside splits, each once, and the task's ``where`` (a literal ``%``
+    in it) still holds there (1007 and 1008 are not read; 1009, inside a range, once): compared with the table
+    read whole, every row once, nothing differs."""
+    schemas = fresh_schemas() if store == "postgres" else None
+    try:
+        if schemas is not None:
+            pg_schemas = next(schemas)
+            conn, where = pg_schemas.conn, pg_schemas.create("vout")
+            run = pg_execute
+            table = f"{qi(where)}.{qi('t')}"
+            params = PG.params(where, table="t")
+        else:
+            conn, where = dbs.admin, dbs.create("vout")
+            run = execute
+            table = f"{q(where)}.t"
+            params = SERVER.params(where, table="t")
+        run(conn, f"CREATE TABLE {table} (id INT NOT NULL PRIMARY KEY, k INT NULL, name VARCHAR(20) NOT NULL)")
+        values = ", ".join(f"({i}, {i}, '{'skip me' if i % 50 == 0 else f'50% off {i}'}')" for i in range(1, 301))
+        run(conn, f"INSERT INTO {table} (id, k, name) VALUES {values}")
+        # The where's literal %s: a postgres split's statement doubles them, its predicate does not.
+        filtered = {**params, "where": "name NOT LIKE 'skip%' AND name <> 'odd %% name'"}
+        source = parse_side({"plugin": store, "params": {**filtered, "split_pk": "k"}}, "source")
+        whole = parse_side({"plugin": store, "params": filtered}, "whole")
+        ctx = ReadContext(task_id=0, run_id=0, batch_rows=1000, dirty=_Rejections(), plugin=store)
+        cut = registry.source(store).splitter(source.source.options, ctx).split(4)
+        ranges = [s for s in cut if not s.id.endswith("#null")]
+        assert len(ranges) > 3 and len(cut) == len(ranges) + 1, [s.id for s in cut]
+        plan = [s for s in ranges if s is not ranges[len(ranges) // 2]]
+        run(conn, f"INSERT INTO {table} (id, k, name) VALUES (1001, -7, 'below'), (1002, 0, 'below'), "
+                  "(1003, 301, 'above'), (1004, 100000, 'far above'), (1005, NULL, 'no key'), "
+                  "(1006, NULL, 'no key'), (1007, 5000, 'skip me above'), (1008, NULL, 'odd %% name'), "
+                  "(1009, 10, 'odd % name')")
+
+        found = compare(source, whole, key=("id",), left_splits=plan, readers=2)
+        held = _split_rows(source, store, conn, "name NOT LIKE 'skip%' AND name <> 'odd %% name'")
+        in_plan = sum(_split_rows(source, store, conn, s.params["predicate"]) for s in plan)
+        assert found.equal, (found.counts, found.splits)
+        assert found.left_rows == found.right_rows == held == 300 - 6 + 7
+        assert found.splits is not None and found.splits["read"] == len(plan)
+        assert found.splits["outside"] == {"rows": held - in_plan}, (held, in_plan)
+        assert held - in_plan >= 2 + 4  # the NULL keys and the gap's rows, at least (below the first range:
+        # postgres's first split is open below, mysql's is not)
+    finally:
+        if schemas is not None:
+            schemas.close()
+
+
+def test_verify_of_a_file_source_reads_the_files_added_since_its_last_plan(ws: Workspace, copies: dict[str, Any],
+                                                                           tmp_path: Path) -> None:
+    """A task copying a parquet directory (one split a file) into sqlite; a file added to the directory since
+    is read by no split of the last plan: verify reads it too and names its rows missing, outside the run's
+    splits; a query source's plan (one split, the whole query) leaves nothing outside."""
+    lite = str(tmp_path / "from_lake.db")
+    spec = {"source": copies["lake_side"],
+            "destinations": [{"id": "lite", "plugin": "sqlite", "params": {"path": lite, "table": "copy"}}]}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, (task.get("error"), stderr[-2000:])
+    part = sorted(Path(copies["lake"]).glob("*.parquet"))[0]
+    added = pq.read_table(part).slice(0, 3)
+    added = added.set_column(0, "id", pa.array([7001, 7002, 7003], added.schema.field("id").type))
+    pq.write_table(added, Path(copies["lake"]) / "zz-added.parquet")
+    code, found = verify(ws, "--task-id", str(task["id"]), "--json", "--key", "id")
+    assert code == 1, found
+    one = found["lite"]
+    assert by_kind(one) == {"missing": [7001, 7002, 7003]} and one["left"]["rows"] == ROWS + 3, one
+    assert one["splits"]["differing"] == {OUTSIDE: {"missing": 3}} and one["splits"]["outside"]["rows"] == 3
+
+    query = {"plugin": "mysql", "params": SERVER.params(copies["db"], query="SELECT * FROM src WHERE id <= 100")}
+    spec = {"source": query,
+            "destinations": [{"id": "lite", "plugin": "sqlite", "params": {"path": lite, "table": "q"}}]}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, (task.get("error"), stderr[-2000:])
+    code, found = verify(ws, "--task-id", str(task["id"]), "--json", "--key", "id")
+    assert code == 0 and found["lite"]["splits"] == {"read": 1, "outside": {"rows": 0}, "differing": {}}, found
 
 
 def test_verify_repair_mends_every_kind_of_damage_in_each_store(ws: Workspace, copies: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from tests.conftest import MYSQL_URL, Workspace, log_events, mysql_or_skip, run_
 from tests.e2e.test_resume import resume, start
 from tests.mysql_helpers import Server, execute, q
 from tests.pg_helpers import PgServer, fresh_schemas, pg_execute, qi
+from wormhole.verify.by_plan import OUTSIDE
 
 pytestmark = [pytest.mark.mysql, pytest.mark.e2e]
 
@@ -235,6 +236,29 @@ def test_a_source_changed_since_the_run_is_said_instead_of_blaming_the_destinati
     assert code == 202 and found["state"] == "mismatch", (found, stderr[-2000:])
     assert "the source changed since the run" in found["reason"], found
     assert found["differences"] == {"missing": 0, "extra": 0, "different": 0, "duplicate": 0}, found
+
+
+def test_a_mismatch_located_names_the_rows_the_source_gained_outside_the_runs_splits(
+        ws: Workspace, source_db: str) -> None:
+    """The destination's trigger bends row 42 and adds a row to the source above the key's MAX, as a writer of
+    the source would after the run's plan was cut: the located mismatch reads the source's rows outside the
+    run's splits too, so it names the new row missing (outside the run's splits) beside the bent one, and says
+    the source changed since the run."""
+    db = source_db
+    execute_admin(f"CREATE TABLE {q(db)}.grown LIKE {q(db)}.src")
+    execute_admin(f"CREATE TRIGGER {q(db)}.grow BEFORE INSERT ON {q(db)}.grown FOR EACH ROW BEGIN "
+                  "IF NEW.id = 42 THEN SET NEW.ratio = -1; "
+                  f"INSERT INTO {q(db)}.src (id, name) VALUES ({ROWS + 1000}, 'gained'); END IF; END")
+    spec = {"source": {"plugin": "mysql", "params": SERVER.params(db, table="src", split_pk="id")},
+            "settings": {"verify": "checksum"},
+            "destinations": [{"id": "grown", "plugin": "mysql", "params": mysql_dest(db, "grown", load="truncate")}]}
+    code, task, stderr = run_task(ws, spec)
+    found = task["result"]["destinations"]["grown"]["verify"]
+    assert code == 202 and found["state"] == "mismatch", (found, stderr[-2000:])
+    assert found["differences"] == {"missing": 1, "extra": 0, "different": 1, "duplicate": 0}, found
+    assert {(s["kind"], s["key"]["id"]) for s in found["samples"]} == {("different", 42), ("missing", ROWS + 1000)}
+    assert OUTSIDE in found["differing_splits"] and len(found["differing_splits"]) == 2, found
+    assert "the source changed since the run" in found["reason"], found
 
 
 @pytest.mark.parametrize("mode", ["checksum", "count"])

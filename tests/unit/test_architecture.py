@@ -388,7 +388,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                   "wormhole.run_report", "wormhole.database.expand", "wormhole.database.ddl_steps",
                   "wormhole.database.snapshot", "wormhole.verify.diff", "wormhole.verify.task",
                   "wormhole.verify.inrun", "wormhole.verify.repair", "wormhole.verify.sides",
-                  "wormhole.verify.window")),
+                  "wormhole.verify.window", "wormhole.verify.by_plan")),
     ("engine and Spark", ("wormhole.engine", "wormhole.spark", "wormhole.runner", "wormhole.database.run",
                           "wormhole.database.report", "wormhole.database.progress")),
     ("front ends", ("wormhole.cli", "wormhole.daemon", "wormhole.entry", "wormhole.__main__", "wormhole.importers",

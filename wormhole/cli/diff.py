@@ -27,6 +27,7 @@ from wormhole.recovery.chain import Chain
 from wormhole.recovery.checkpoint import split_from_json
 from wormhole.task_spec import TaskSpec
 from wormhole.variables import resolve_text, values_for_run
+from wormhole.verify.by_plan import OUTSIDE
 from wormhole.verify.diff import SAMPLES, Comparison, Stopped, compare, parse_side
 from wormhole.writer_manager import describe
 
@@ -165,13 +166,22 @@ def _text(found: Comparison) -> str:
 
 
 def _splits_line(splits: dict[str, Any]) -> str:
-    """Which splits of the task's last plan hold differing keys."""
-    differing = [k for k in splits["differing"] if k]
+    """Which splits of the task's last plan hold differing keys, and what differs outside all of them."""
+    differing = [k for k in splits["differing"] if k and k != OUTSIDE]
+    outside = splits.get("outside") or {}
+    beyond = f" (and {outside['rows']} row(s) outside them)" if outside.get("rows") else ""
     if not splits["differing"]:
-        return f"splits: {splits['read']} of the task's last plan, each equal"
+        return f"splits: {splits['read']} of the task's last plan{beyond}, each equal"
     named = f": {', '.join(differing[:10])}" + (" ..." if len(differing) > 10 else "") if differing else ""
     extra = " (and keys of no split: extra)" if "" in splits["differing"] else ""
-    return f"splits: {splits['read']} of the task's last plan, {len(differing)} differ{named}{extra}"
+    line = f"splits: {splits['read']} of the task's last plan{beyond}, {len(differing)} differ{named}{extra}"
+    if OUTSIDE in splits["differing"]:
+        counts = ", ".join(f"{n} {kind}" for kind, n in splits["differing"][OUTSIDE].items())
+        sample = outside.get("sample") or {}
+        key = ", ".join(f"{k}={v}" for k, v in (sample.get("key") or {}).items())
+        line += (f"\n{OUTSIDE}: {counts} (rows the source holds now that no split of the plan reads"
+                 + (f"; e.g. {sample['kind']} {key}" if key else "") + ")")
+    return line
 
 
 def _window_line(window: dict[str, Any]) -> str:

@@ -236,7 +236,12 @@ class WriteContext:
 
 
 class Splitter(Protocol):
-    """Cuts the source into splits; ``advice`` is the planned reader concurrency (a hint)."""
+    """Cuts the source into splits; ``advice`` is the planned reader concurrency (a hint).
+
+    A splitter whose splits are ranges bounded by the source as it was when they were cut (a SQL store's key
+    ranges) may also have ``outside(plan) -> list[Split]``: splits reading the rows no split of ``plan`` (cut
+    earlier) reads, which ``wormhole verify`` reads beside a task's last plan. Without it, those are the splits
+    it cuts now whose ids no split of the plan has (a file added since)."""
 
     def split(self, advice: int) -> list[Split]: ...
 

@@ -37,6 +37,7 @@ from wormhole.plugins.base import ReadContext, Rejected, Split
 from wormhole.plugins.batch import Batch
 from wormhole.plugins.schema import Schema
 from wormhole.task_spec import SourceSpec
+from wormhole.verify.by_plan import by_split, outside_splits, report
 from wormhole.verify.checksum import Digest, JsonNull, row_hashes
 from wormhole.verify.window import RowRange
 
@@ -155,9 +156,11 @@ class Comparison:
     found: Mapping[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
     """Every difference's key hash (row hash, without a key), per kind: what a repair looks the keys up by."""
     splits: Mapping[str, Any] | None = None
-    """When the left side was read by given splits (a task's last plan): ``read`` (how many) and ``differing``
-    (split id -> how many keys of each kind: the keys the left side holds, so ``extra`` keys, which only the
-    right side holds, belong to no split and are counted under ``""``)."""
+    """When the left side was read by given splits (a task's last plan): ``read`` (how many), ``outside`` (the
+    left side's rows no split of the plan reads, read beside them: ``rows``, and a ``sample`` difference among
+    them) and ``differing`` (split id -> how many keys of each kind: the keys the left side holds, so ``extra``
+    keys, which only the right side holds, belong to no split and are counted under ``""``; those of rows
+    outside the plan's splits under :data:`~wormhole.verify.by_plan.OUTSIDE`)."""
     window: Mapping[str, Any] | None = None
     """An incremental task's: the range of the cursor column compared, the runs that delivered it, and
     ``moved_later``, the keys the destination holds whose source row has moved past the range since."""
@@ -377,14 +380,18 @@ def compare(left: Side, right: Side, *, key: Sequence[str] | None = None, ignore
             stop: threading.Event | None = None, left_splits: Sequence[Split] | None = None) -> Comparison:
     """Compare the rows of two sides (see the module's docstring). ``key`` None: the left side's primary key,
     else the right side's, else none. ``left_splits``: read the left side by these splits (a task's last plan)
-    and say which of them hold differing keys. Raises InvalidTaskConfig for a key or columns that do not fit the
-    sides, and the store's own errors when a side cannot be read."""
+    and say which of them hold differing keys; the rows none of them reads (the source's now, beyond the ranges
+    the plan was cut from) are read too, and their differences counted as
+    :data:`~wormhole.verify.by_plan.OUTSIDE` them. Raises InvalidTaskConfig for a key or columns that do not fit
+    the sides, and the store's own errors when a side cannot be read."""
     stop = stop or threading.Event()
     if key is None:
         key = left.primary_key() or right.primary_key()
     dirty = {left.label: _Rejections(), right.label: _Rejections()}
     ctx = {s.label: _context(s, stop, dirty[s.label], batch_rows) for s in (left, right)}
     lschema, lsplits = _schema_and_splits(left, ctx[left.label], readers, left_splits)
+    if left_splits is not None:  # the plan's ranges were the source's then: its rows now are read whole
+        lsplits += outside_splits(left.source, ctx[left.label], left_splits, readers)
     rschema, rsplits = _schema_and_splits(right, ctx[right.label], readers)
     cols = pick_columns(lschema, rschema, key, ignore)
     nulls = json_null_of(left, right)
@@ -405,43 +412,47 @@ def compare(left: Side, right: Side, *, key: Sequence[str] | None = None, ignore
                              f"decode (the first: {bad.first}): they cannot be compared")
     found = differences(lh, rh, keyed=bool(key))
     counts = {kind: int(hashes.size) for kind, hashes in found.items()}
+    planned = None if left_splits is None else len(left_splits)
+    where = lh.splits if lh.splits is not None else np.empty(0, np.int32)
+    differing, beyond = ({}, None) if planned is None else by_split(lh.keys if key else lh.rows, where, found,
+                                                                    lsplits, planned)
     shown: tuple[Difference, ...] = ()
+    sample = None
     if samples and any(counts.values()):
-        wanted = {kind: hashes[:samples] for kind, hashes in found.items()}
-        picked = np.unique(np.concatenate(list(wanted.values())))
-        lrows = _fetch(left, ctx[left.label], lschema, lsplits, readers, cols.key_left or cols.left, cols.left,
-                       cols.logical_left, nulls, picked)
-        rrows = _fetch(right, ctx[right.label], rschema, rsplits, readers, cols.key_right or cols.right, cols.right,
-                       cols.logical_right, nulls, picked, rename=dict(zip(cols.right, cols.left, strict=True)))
-        shown = tuple(Difference(kind, int(h), tuple(lrows.get(int(h), ())), tuple(rrows.get(int(h), ())))
-                      for kind, hashes in wanted.items() for h in hashes)[:samples]
-    by_split = None if left_splits is None else {"read": len(lsplits),
-                                                  "differing": _by_split(lh, found, lsplits, keyed=bool(key))}
+        shown, sample = _samples(_Read(left, ctx[left.label], lschema, lsplits),
+                                 _Read(right, ctx[right.label], rschema, rsplits), cols, nulls, found, samples,
+                                 beyond, readers)
     return Comparison(left, right, cols, lh.count, rh.count, lh.digest(), rh.digest(), counts, shown, found,
-                      by_split)
+                      None if planned is None else report(where, planned, differing, sample))
 
 
-def _by_split(left: Hashes, found: Mapping[str, np.ndarray], splits: Sequence[Split],
-              keyed: bool) -> dict[str, dict[str, int]]:
-    """Split id -> differences per kind, for the splits of the left side holding differing keys (rows, without a
-    key); the keys only the right side holds under ``""``."""
-    assert left.splits is not None
-    probe = left.keys if keyed else left.rows
-    order = np.argsort(probe, kind="stable")
-    ordered = probe[order]
-    out: dict[str, dict[str, int]] = {}
-    for kind, hashes in found.items():
-        if not hashes.size:
-            continue
-        at = np.searchsorted(ordered, hashes)
-        held = (at < ordered.size) & (ordered[np.minimum(at, ordered.size - 1)] == hashes)
-        for index in left.splits[order[at[held]]].tolist():
-            tally = out.setdefault(splits[index].id, {})
-            tally[kind] = tally.get(kind, 0) + 1
-        if (~held).any():
-            tally = out.setdefault("", {})
-            tally[kind] = tally.get(kind, 0) + int((~held).sum())
-    return out
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A side as it is read: its context, schema and splits."""
+
+    side: Side
+    ctx: ReadContext
+    schema: Schema
+    splits: Sequence[Split]
+
+
+def _samples(left: _Read, right: _Read, cols: Columns, nulls: JsonNull, found: Mapping[str, np.ndarray], samples: int,
+           beyond: tuple[str, int] | None, readers: int) -> tuple[tuple[Difference, ...], dict[str, Any] | None]:
+    """The first ``samples`` differences of each kind with both sides' rows of them (the values fetched by a
+    second read of each side), and the first of the rows outside a plan's splits (``beyond``), if any."""
+    wanted = {kind: hashes[:samples] for kind, hashes in found.items()}
+    extra = [beyond[1]] if beyond else []  # the first difference outside the plan's splits, shown with it
+    picked = np.unique(np.concatenate([*wanted.values(), np.array(extra, np.uint64)]))
+    rows = (_fetch(left.side, left.ctx, left.schema, left.splits, readers, cols.key_left or cols.left, cols.left,
+                   cols.logical_left, nulls, picked),
+            _fetch(right.side, right.ctx, right.schema, right.splits, readers, cols.key_right or cols.right,
+                   cols.right, cols.logical_right, nulls, picked, rename=dict(zip(cols.right, cols.left, strict=True))))
+
+    def one(kind: str, key_hash: int) -> Difference:
+        return Difference(kind, key_hash, tuple(rows[0].get(key_hash, ())), tuple(rows[1].get(key_hash, ())))
+
+    shown = tuple(one(kind, int(h)) for kind, hashes in wanted.items() for h in hashes)[:samples]
+    return shown, one(*beyond).to_dict(cols.key_left, cols.left) if beyond else None
 
 
 def _fetch(side: Side, ctx: ReadContext, schema: Schema, splits: Sequence[Split], readers: int,

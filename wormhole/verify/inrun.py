@@ -63,7 +63,9 @@ class Verification:
     differences: Mapping[str, int] | None = None
     samples: tuple[Mapping[str, Any], ...] = ()
     differing_splits: list[str] | None = None
-    """A located mismatch: the run's splits holding differing keys."""
+    """A located mismatch: the run's splits holding differing keys, and
+    :data:`~wormhole.verify.by_plan.OUTSIDE` when rows of the source that none of them reads differ (rows it
+    gained beyond the key range the run's plan was cut from)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

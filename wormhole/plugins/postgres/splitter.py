@@ -147,6 +147,9 @@ class PostgresSplitter(SqlSplitter):
     CUTTER = _Cutter
     CUT_WITHOUT_KEY = True  # a table without split_pk is cut into block ranges
 
+    def sql_text(self, text: str) -> str:
+        return escape(text)
+
     def query_sql(self, query: str, shape: list[Any]) -> str:
         return escape(f"SELECT {', '.join(select_expr(c.name, c.kind) for c in shape)} FROM ({query}) AS wh_q")
 

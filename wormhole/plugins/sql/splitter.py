@@ -5,8 +5,9 @@ with its own range SQL and key types, see :mod:`wormhole.plugins.sql` for the sp
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -89,6 +90,12 @@ class TableCut:
         raise NotImplementedError
 
 
+def _unit(split: Split) -> tuple[Any, ...]:
+    """What a SQL split reads part of: its table on its shard (a query's split: itself)."""
+    relation = split.params.get("relation")
+    return (split.params.get("shard"), relation) if relation is not None else (split.id,)
+
+
 class SqlSplitter:
     """Splits a SQL store's source: the store says how a query split reads and how a table is cut."""
 
@@ -123,6 +130,36 @@ class SqlSplitter:
                     splits.extend(cutter.splits(infos, per_table))
         self.ctx.log.info("splitter.done", splits=len(splits), tables=table_count)
         return splits
+
+    def outside(self, plan: Sequence[Split]) -> list[Split]:
+        """Splits reading the rows of this source that no split of ``plan`` reads (``plan``: a run's, cut
+        earlier, whose key ranges were bounded by the key's MIN and MAX then: a row added since below or above
+        them, or with a NULL key where the plan had no ``IS NULL`` split, is in none). Per table: the table
+        whole when the plan reads none of it, nothing when a split of the plan reads it whole (a query, a table
+        without ``split_pk``), else its rows for which no split's condition holds (between two ranges too),
+        read with the task's ``where``. ``wormhole verify`` reads them beside the plan's splits."""
+        source: SqlSource = self.source
+        if not isinstance(source, QuerySource):
+            source = dataclasses.replace(source, selection=dataclasses.replace(source.selection, split_pk=None))
+        out = []
+        for whole in type(self)(source, self.ctx).split(1):  # one split per table: no key, no block range
+            mine = [s for s in plan if _unit(s) == _unit(whole)]
+            conditions = [s.params.get("predicate") for s in mine]
+            if mine and any(c is None for c in conditions):
+                continue
+            params = dict(whole.params)
+            if mine:
+                # NULL (a NULL key in a range) is no TRUE: such a row is outside, as the plan's reads skip it.
+                rest = f"NOT COALESCE({' OR '.join(f'({c})' for c in conditions)}, FALSE)"
+                own = params.get("predicate")
+                params["sql"] = f"{params['sql']} {'AND' if own else 'WHERE'} {self.sql_text(rest)}"
+                params["predicate"] = f"{own} AND {rest}" if own else rest
+            out.append(Split(f"{whole.id}#outside", whole.resource_mark, params))
+        return out
+
+    def sql_text(self, text: str) -> str:
+        """``text`` (SQL with its values written in) as a split's statement holds it (postgres doubles ``%``)."""
+        return text
 
     def query_split(self, source: QuerySource, index: int, shard: Shard) -> Split:
         """The one split of a query source on ``shard``: the query's columns described on its connection, the
