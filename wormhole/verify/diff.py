@@ -79,7 +79,11 @@ class Side:
             return ()
         catalog = role.catalog.open(options)
         try:
-            listed = [t for t in patterns.select(catalog.list_tables(patterns)) if t.ref.name == table]
+            try:
+                selected = patterns.select(catalog.list_tables(patterns))
+            except InvalidTaskConfig:  # a view (the catalog lists base tables only): no primary key
+                return ()
+            listed = [t for t in selected if t.ref.name == table]
             return catalog.describe(listed[0].ref).primary_key if len(listed) == 1 else ()
         finally:
             catalog.close()
