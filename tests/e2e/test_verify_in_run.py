@@ -175,9 +175,19 @@ def test_a_resumed_run_verifies_the_splits_it_holds_by_their_recorded_digests(
     found = {k: d["verify"] for k, d in result["destinations"].items()}
     assert code == 0, (found, events[-5:])
     assert result["destinations"]["stg"]["splits_resumed"] >= 4, result["destinations"]["stg"]
+    # A split's digest reaches the task database on the checkpoint thread, after the destination made the split
+    # durable: a kill in between leaves one held split without it (seen once in CI, for the parquet directory).
+    # That destination is then not verified, naming the split: never a pass without the digest.
+    verified = [n for n in ("stg", "lake") if found[n]["state"] == "verified"]
+    assert verified, found  # the race costs one destination at most its last split's row, not every digest
     for name in ("stg", "lake"):
-        assert found[name]["state"] == "verified" and found[name]["rows_found"] == ROWS, (name, found[name])
-    assert found["stg"]["splits"] == result["source"]["splits"]
+        if name in verified:
+            assert found[name]["rows_found"] == ROWS, (name, found[name])
+        else:
+            assert found[name]["state"] == "not_verified", (name, found[name])
+            assert "have no recorded digest" in found[name]["reason"], (name, found[name])
+    if "stg" in verified:
+        assert found["stg"]["splits"] == result["source"]["splits"]
     assert found["app"]["state"] == "not_verified" and "resumed run" in found["app"]["reason"]
 
 
