@@ -75,12 +75,36 @@ class Console:
 
         return list(self.browser.find_elements(By.CSS_SELECTOR, selector))
 
+    def _stable(self, read: Callable[[], Any]) -> Any:
+        """``read`` again when the page redrew an element between finding it and reading it (the pages
+        poll and replace their rows), so an assertion never sees a stale element."""
+        from selenium.common.exceptions import StaleElementReferenceException
+
+        for _ in range(100):
+            try:
+                return read()
+            except StaleElementReferenceException:
+                time.sleep(0.05)
+        raise AssertionError("the page kept redrawing while it was read")
+
+    def texts(self, selector: str) -> list[str]:
+        return self._stable(lambda: [str(e.text) for e in self.css(selector)])  # type: ignore[no-any-return]
+
+    def attrs(self, selector: str, name: str) -> list[str]:
+        return self._stable(lambda: [str(e.get_attribute(name)) for e in self.css(selector)])  # type: ignore[no-any-return]
+
     def text(self, selector: str) -> str:
-        found = self.css(selector)
-        return str(found[0].text) if found else ""
+        found = self.texts(selector)
+        return found[0] if found else ""
 
     def click(self, selector: str) -> None:
-        self.wait(lambda: self.css(selector), what=selector)[0].click()
+        def once() -> bool:
+            found = self.css(selector)
+            if found:
+                found[0].click()
+            return bool(found)
+
+        self.wait(lambda: self._stable(once), what=selector)
 
     def task(self, task_id: int) -> dict[str, Any]:
         return self.ws.show(task_id)
@@ -133,11 +157,11 @@ def test_submit_a_task_watch_it_progress_and_succeed(console: Console) -> None:
     spec["destinations"].append(good_task(console.ws.root / "out")["destinations"][0])
     console.wait(lambda: console.css("#spec-text"), what="the form")[0].send_keys(json.dumps(spec))
     console.click("#submit")
-    link = console.wait(lambda: console.css("#submitted a"), what="the new task's link")[0]
-    task_id = int(re.sub(r"\D", "", link.text))
-    link.click()
+    link = console.wait(lambda: console.texts("#submitted a"), what="the new task's link")[0]
+    task_id = int(re.sub(r"\D", "", link))
+    console.click("#submitted a")
     console.wait(lambda: console.text("#task-state") == "running", what="running")
-    chart = console.wait(lambda: [c for c in console.css(".rate-chart") if int(c.get_attribute("data-samples")) >= 3],
+    chart = console.wait(lambda: [n for n in console.attrs(".rate-chart", "data-samples") if int(n) >= 3],
                          what="a rate chart of three samples")
     assert chart and console.css("[data-progress] tr[data-destination='slow']")
     console.wait(lambda: console.text("#task-state") == "success", what="success")
@@ -151,8 +175,8 @@ def test_submit_a_task_watch_it_progress_and_succeed(console: Console) -> None:
         assert written == f"{stored['rows_written']:,}"
     assert len(console.css("#timeline rect[data-split]")) == 4  # the csv destination's four splits
     console.open("/")
-    row = console.wait(lambda: console.css(f"tr[data-task='{task_id}']"), what="the task in the list")[0]
-    assert "success" in row.text and "30,000 read" in row.text
+    row = console.wait(lambda: console.texts(f"tr[data-task='{task_id}']"), what="the task in the list")[0]
+    assert "success" in row and "30,000 read" in row
 
 
 def test_rejected_rows_of_a_failing_task_and_its_retry(console: Console) -> None:
@@ -162,17 +186,17 @@ def test_rejected_rows_of_a_failing_task_and_its_retry(console: Console) -> None
     task = console.wait(lambda: (t := console.task(task_id))["status"] == "failed" and t, what="the task to fail")
     run_id = task["runs"][-1]["id"]
     console.open(f"/task/{task_id}/run/{run_id}")
-    rows = console.wait(lambda: console.css("#dirty td.reason"), what="the rejected rows")
+    rows = console.wait(lambda: console.texts("#dirty td.reason"), what="the rejected rows")
     rejected = task["result"]["destinations"]["csv"]["rows_rejected"]
     assert len(rows) == rejected > 0
-    assert all("UnicodeEncodeError" in r.text for r in rows)
+    assert all("UnicodeEncodeError" in r for r in rows)
     assert console.text("#destinations td.rolled-back") == "yes"
     console.open(f"/task/{task_id}")
     console.click("#retry")
     console.wait(lambda: len(console.task(task_id)["runs"]) == 2, what="the retried task's second run")
     # The page polls: wait for the retry's row itself (an earlier draw of the list may still be on the page).
-    actions = console.wait(lambda: [r for r in console.css("#actions tr") if "retry" in r.text], what="the retry")
-    assert "Ann (console) from 127.0.0.1" in actions[0].text
+    actions = console.wait(lambda: [r for r in console.texts("#actions tr") if "retry" in r], what="the retry")
+    assert "Ann (console) from 127.0.0.1" in actions[0]
 
 
 def test_cancel_a_long_task(console: Console) -> None:
@@ -187,5 +211,5 @@ def test_cancel_a_long_task(console: Console) -> None:
     assert task["runs"][-1]["status"] == "interrupted" and "cancelled by Ann (console)" in task["result"]["error"]
     assert task["result"]["destinations"]["slow"]["rolled_back"] is True
     console.open("/?status=failed&search=long")
-    listed = console.wait(lambda: console.css("#tasks tr[data-task]"), what="the filtered list")
-    assert [int(r.get_attribute("data-task")) for r in listed] == [task_id]
+    console.wait(lambda: console.css("#tasks tr[data-task]"), what="the filtered list")
+    assert [int(t) for t in console.attrs("#tasks tr[data-task]", "data-task")] == [task_id]
