@@ -206,16 +206,18 @@ def test_mysql_without_snapshot_runs_as_before(mydb: str, tmp_path: Path) -> Non
     assert copied(out) == (TOTAL, list(range(1, ACCOUNTS + 1)))
 
 
-def update_while_others_lock_briefly(conn: Any, sql: str, tries: int = 5) -> None:
+def update_while_others_lock_briefly(conn: Any, sql: str, within_s: float = 45.0) -> None:
     """Run a write that a global read lock left behind would block for good. Other tests on the shared server
-    take the global lock briefly (a query source's snapshot): a wait that ends on a later try is theirs, one
-    that outlasts every try is a lock this run left."""
-    for attempt in range(tries):
+    take the global lock (a query source's snapshot), and one asked while a long statement runs holds every
+    write until it is granted or gives up: a wait that ends within ``within_s`` is theirs, one that outlasts
+    it is a lock this run left. (Five tries of 2 s once ran out under parallel tests: CI saw 1205.)"""
+    deadline = time.monotonic() + within_s
+    while True:
         try:
             execute(conn, sql)
             return
         except pymysql.err.OperationalError as exc:
-            if exc.args[0] != 1205 or attempt == tries - 1:
+            if exc.args[0] != 1205 or time.monotonic() > deadline:
                 raise
             time.sleep(1)
 
