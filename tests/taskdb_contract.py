@@ -28,7 +28,7 @@ import structlog
 from wormhole.errors import TaskDbError
 from wormhole.incremental import Window
 from wormhole.recovery.chain import Chain, ChainPlan, split_prefix
-from wormhole.recovery.checkpoint import CheckpointRow, RowKind, WatermarkWrite
+from wormhole.recovery.checkpoint import CheckpointRow, RowKind, SplitDigest, WatermarkWrite
 from wormhole.recovery.state import chain_state
 from wormhole.taskdb import TASK_STATUSES, RunRecord, TaskRecord, TaskStore, open_store
 from wormhole.taskdb.watermarks import StateHolder
@@ -677,6 +677,30 @@ class TaskStoreContract:
         assert store.delete_checkpoints(task_id) == 3
         assert store.checkpoint(second) == []
         assert len(store.checkpoint(other_run)) == 1  # another task's rows stay
+
+    def test_a_split_digest_is_one_row_per_split_and_destination_that_claims_no_durability(
+            self, store: TaskStore, raw_insert: RawInsert) -> None:
+        """``settings.verify``: the digest of what a destination accepted of a split, written before its commit;
+        a split sent again replaces it; kept per origin run (a resumed run's are its chain's), never a durable
+        row; a database from before the table reads none and gets it with the first digest."""
+        task_id = task_in(store, "running")
+        first = store.start_run(task_id, "setup")
+        raw_insert("DROP TABLE wormhole_split_digest")
+        assert store.split_digests(task_id, first) == {}
+        store.record_digest(task_id, first, first, "s-1", "dw", SplitDigest("3:00000000000000ff", 1))
+        second = store.start_run(task_id, "setup", resumed_from=first)
+        store.record_digest(task_id, second, first, "s-1", "dw", SplitDigest("4:0000000000000100", 1))  # again
+        store.record_digest(task_id, second, first, "s-1", "\u00fcber-report", SplitDigest("4:0000000000000100", 1))
+        store.record_digest(task_id, second, second, "s-2", "dw", SplitDigest("0:0000000000000000", 1))
+        again = SplitDigest("4:0000000000000100", 1)
+        assert store.split_digests(task_id, first) == {("dw", "s-1"): again, ("\u00fcber-report", "s-1"): again}
+        assert store.split_digests(task_id, second) == {("dw", "s-2"): SplitDigest("0:0000000000000000", 1)}
+        assert store.checkpoint(first) == store.checkpoint(second) == []  # nothing said durable
+        with pytest.raises(ValueError, match="longer than 255"):
+            store.record_digest(task_id, first, first, "x" * 256, "dw", SplitDigest("1:01", 1))
+        assert store.delete_checkpoints(task_id, keep_runs=[second, first]) == 0
+        assert store.delete_checkpoints(task_id, keep_runs=[second]) == 2  # those of the runs of origin `first`
+        assert store.split_digests(task_id, first) == {} and len(store.split_digests(task_id, second)) == 1
 
     def test_each_table_of_a_database_task_resumes_its_own_plan_and_window(self, store: TaskStore) -> None:
         """A database task's table runs share one run: each records its plan and window under its table

@@ -30,7 +30,6 @@ from wormhole.reader_manager import ReaderSetup
 from wormhole.recovery.state import RecoveryState
 from wormhole.task_spec import TaskSpec
 from wormhole.transform.pushup import PushUp
-from wormhole.verify.sent import digest_payload
 from wormhole.writer_manager import WriterManager, WriterSetup
 
 
@@ -143,11 +142,10 @@ class RunContext:
 
     def split_sealed(self, split_id: str, destination: str, rows: int) -> None:
         if self._checkpointer is not None:
-            # Each split's checkpoint names the transform placement it was read under, and with settings.verify
-            # the digest of what the destination accepted of it (a resumed run verifies by it).
+            # Each split's checkpoint names the transform placement it was read under. (With settings.verify the
+            # digest of what the destination accepted of it was recorded before its commit: WriterManager.)
             placement = self._pushup.record(split_id) if self._pushup is not None else None
-            recorded = {**(placement or {}), **digest_payload(self._writers.sent_digest(destination, split_id))}
-            self._checkpointer.sealed(split_id, destination, rows, recorded or None)
+            self._checkpointer.sealed(split_id, destination, rows, placement)
 
     def destination_lost(self, destination: str, reason: str) -> None:
         self._writers.fail(destination, reason, SplitLost.code)

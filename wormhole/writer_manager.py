@@ -40,6 +40,7 @@ from wormhole.plugins import registry
 from wormhole.plugins.base import Batch, Schema, SparkAccess, Split, SplitWriter, WriteContext, WriteResult
 from wormhole.plugins.shared import RunShared
 from wormhole.pool import joined, settled, spawn
+from wormhole.recovery.checkpoint import SplitDigest
 from wormhole.recovery.coordinator import SplitCoordinator
 from wormhole.recovery.crash import crash_points
 from wormhole.recovery.lease import Lease
@@ -48,8 +49,9 @@ from wormhole.recovery.state import RecoveryState
 from wormhole.task_spec import TaskSpec
 from wormhole.transform.plan import TransformPlan
 from wormhole.transform.writer import transforming
+from wormhole.verify.checksum import CHECKSUM_VERSION, Digest
 from wormhole.verify.inrun import DestinationCheck, Verification
-from wormhole.verify.sent import verifying
+from wormhole.verify.sent import Record, verifying
 
 __all__ = ["Destination", "WriterManager", "WriterSetup", "describe"]
 
@@ -207,7 +209,9 @@ class WriterManager:
         if dest.source_form:  # chosen once for the run: every batch through the writer's write_encoded
             writer = EncodedTarget(writer)
         check = self.checks.get(dest.id)
-        writer = verifying(writer, check.sent if check is not None and check.unverified is None else None)
+        verified = check is not None and check.unverified is None
+        writer = verifying(writer, check.sent if verified and check is not None else None,
+                           self._digest_recorder(dest.id) if verified else None)
         if dest.chain is not None and dest.chain.ops:
             runner = dest.chain.runner()
             dest.runners.append(runner)
@@ -369,10 +373,17 @@ class WriterManager:
         for future in [spawn(one, k, name=f"verify-{k}") for k in checks]:
             future.result()
 
-    def sent_digest(self, destination: str, split_id: str) -> Any:
-        """The digest of what ``destination`` accepted of ``split_id`` once durable (None: not verified)."""
-        check = self.checks.get(destination)
-        return check.sent.sealed(split_id) if check is not None and check.sent is not None else None
+    def _digest_recorder(self, destination: str) -> Record | None:
+        """How a verified destination's split digests reach the task database: each one written, and waited for,
+        before the destination commits its split, in a row that claims no durability (a resumed run verifies
+        the splits it holds by them). None: the run has no task database."""
+        checkpointer = self._recovery.checkpointer
+        if checkpointer is None:
+            return None
+
+        def record(split_id: str, digest: Digest) -> None:
+            checkpointer.digest(split_id, destination, SplitDigest(str(digest), CHECKSUM_VERSION))
+        return record
 
     def _judge(self, dest: Destination, rows_sent: int, abort_reason: str | None) -> None:
         if dest.state == "done" and abort_reason is None and dest.committed_before is None:

@@ -142,8 +142,8 @@ class TestMySqlStore(TaskStoreContract):
         finally:
             conn.close()
         assert [t[0] for t in tables] == ["wormhole_action", "wormhole_checkpoint", "wormhole_daemon", "wormhole_meta",
-                                          "wormhole_state_lock", "wormhole_task", "wormhole_task_run",
-                                          "wormhole_watermark"]
+                                          "wormhole_split_digest", "wormhole_state_lock", "wormhole_task",
+                                          "wormhole_task_run", "wormhole_watermark"]
         assert all(t[1] == "InnoDB" and t[2].startswith("utf8mb4") for t in tables)
         assert stamps == {"created_at": ("timestamp", 3), "started_at": ("datetime", 3),
                           "finished_at": ("datetime", 3), "heartbeat_at": ("datetime", 3),

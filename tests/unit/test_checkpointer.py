@@ -3,6 +3,7 @@ task database that refuses it for a moment; a write it cannot make is not fatal 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -11,12 +12,15 @@ from typing import Any
 
 import pytest
 import structlog
+import structlog.testing
 
 from wormhole.errors import TaskDbError
 from wormhole.plugins.base import Split
 from wormhole.recovery import checkpoint
-from wormhole.recovery.checkpoint import Checkpointer, RowKind, split_from_json
+from wormhole.recovery.checkpoint import Checkpointer, RowKind, SplitDigest, split_from_json
+from wormhole.recovery.state import RecoveryState
 from wormhole.taskdb import SqlTaskStore, open_store
+from wormhole.verify.checksum import CHECKSUM_VERSION, Digest
 
 SPLITS = [Split(id="db/t:[0,10)", resource_mark="db", params={"lo": 0, "hi": 10}),
           Split(id="db/t:[10,20]", resource_mark="db", params={"lo": 10, "hi": 20})]
@@ -28,12 +32,13 @@ class Flaky:
     def __init__(self, store: SqlTaskStore, failures: int) -> None:
         self.store = store
         self.failures = failures
+        self.refused: tuple[str, ...] = ("save_plan", "mark_durable", "mark_committed")
 
     def __getattr__(self, name: str) -> Any:
         real = getattr(self.store, name)
 
         def call(*args: Any) -> Any:
-            if name in ("save_plan", "mark_durable", "mark_committed") and self.failures > 0:
+            if name in self.refused and self.failures > 0:
                 self.failures -= 1
                 raise TaskDbError("task database sqlite:///x: cannot connect: refused", url="sqlite:///x")
             return real(*args)
@@ -92,3 +97,49 @@ def test_the_state_a_task_would_resume_is_its_chains_first_run(store: SqlTaskSto
     assert resumable_chain(store, 1) == [second, 1] and resumable_run(store, 1) == 1
     store.finish(1, second, status="success", run_status="success", exit_code=0, result=None, error=None)
     assert resumable_chain(store, 1) == [] and resumable_run(store, 1) is None
+
+
+def test_a_split_digest_is_there_when_the_call_returns_and_a_resumed_run_reads_it(store: SqlTaskStore) -> None:
+    """``settings.verify``: a split's digest is written and waited for before the destination commits the split, in
+    a row that claims no durability (no durable row, so a resumed run still asks the destination); a split sent
+    again replaces it; a resumed run reads the chain's digests, and those an older version wrote into durable rows."""
+    writer = Checkpointer(store, 1, 1, 1, structlog.get_logger())
+    writer.save_plan(SPLITS)
+    writer.digest(SPLITS[0].id, "dw", SplitDigest("3:00000000000000ff", CHECKSUM_VERSION))
+    assert store.split_digests(1, 1) == {("dw", SPLITS[0].id): SplitDigest("3:00000000000000ff", CHECKSUM_VERSION)}
+    assert [r.kind for r in store.checkpoint(1)] == [RowKind.PLAN, RowKind.PLAN]  # nothing said durable
+    writer.digest(SPLITS[0].id, "dw", SplitDigest("4:0000000000000100", CHECKSUM_VERSION))  # sent again
+    writer.digest(SPLITS[0].id, "lake", SplitDigest("4:0000000000000100", CHECKSUM_VERSION))
+    # A durable row as an older version wrote it, its digest in the payload (the table's wins where both are).
+    old = json.dumps({"digest": "9:0000000000000009", "checksum_version": CHECKSUM_VERSION})
+    store.mark_durable(1, 1, 1, SPLITS[1].id, "dw", 9, old)
+    store.mark_durable(1, 1, 1, SPLITS[0].id, "dw", 4, json.dumps({"digest": "1:01", "checksum_version": 1 << 30}))
+    writer.close()
+    time.sleep(0.01)
+    assert store.take_over(1, "second", stale_s=0) == 1
+    second = store.start_run(1, "second", resumed_from=1)
+    state = RecoveryState.restore(store, task_id=1, run_id=second, resume_from=1, finished_runs=frozenset(),
+                                  log=structlog.get_logger(), stop=threading.Event())
+    assert state.checkpointer is not None
+    state.checkpointer.close()
+    assert dict(state.digests) == {("dw", SPLITS[0].id): Digest(4, 0x100), ("lake", SPLITS[0].id): Digest(4, 0x100),
+                                   ("dw", SPLITS[1].id): Digest(9, 9)}
+    assert store.delete_checkpoints(1, keep_runs=[second, 1]) == 0  # a resumable chain keeps its digests
+    assert store.delete_checkpoints(1) == 2 + 2 + 2  # plan and durable rows, and the two digests
+    assert store.split_digests(1, 1) == {}
+
+
+def test_a_split_digest_that_cannot_be_recorded_is_logged_never_raised(
+        store: SqlTaskStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpoint, "WAIT_ATTEMPTS", 2)
+    flaky = Flaky(store, failures=100)
+    flaky.refused = ("record_digest",)
+    writer = Checkpointer(flaky, 1, 1, 1, structlog.get_logger())  # type: ignore[arg-type]
+    with structlog.testing.capture_logs() as logs:
+        writer.digest("a", "dw", SplitDigest("1:01", CHECKSUM_VERSION))  # the split is committed all the same
+        writer.close()
+        writer.digest("b", "dw", SplitDigest("1:01", CHECKSUM_VERSION))  # after close: said, not waited for ever
+    failed = [e for e in logs if e["event"] == "checkpoint.digest_failed"]
+    assert [(e["split_id"], e["destination"]) for e in failed] == [("a", "dw"), ("b", "dw")]
+    assert "cannot connect" in failed[0]["error"] and "checkpoint writer has ended" in failed[1]["error"]
+    assert store.split_digests(1, 1) == {} and writer.failed == 2

@@ -14,8 +14,8 @@ from wormhole.plugins.base import Batch, Rejected, WriteResult
 from wormhole.plugins.batch import rows_of
 from wormhole.plugins.schema import Column, Schema
 from wormhole.task_spec import TaskSpec
-from wormhole.verify.checksum import Digest, digest
-from wormhole.verify.sent import SentDigests, digest_payload, recorded_digest, verifying
+from wormhole.verify.checksum import CHECKSUM_VERSION, Digest, digest
+from wormhole.verify.sent import SentDigests, recorded_digest, verifying
 
 SCHEMA = Schema((Column("id", "int"), Column("name", "string"), Column("amount", "decimal", precision=12, scale=2)))
 ROWS = [(i, f"n{i}" if i % 3 else None, Decimal(i) / 4) for i in range(1, 11)]
@@ -75,6 +75,29 @@ def test_a_split_aborted_for_a_retry_starts_again() -> None:
     assert sent.total() == of(ROWS[:5])
 
 
+def test_each_split_digest_is_recorded_final_before_the_store_commits_the_split() -> None:
+    """The digest is recorded before the store's ``end_split`` (a kill right after the commit must not leave a held
+    split without it), of the rows the store accepted; a split sent again after an abort records its new digest."""
+    store, sent = Store(refuse=frozenset({3})), SentDigests(SCHEMA, "value")
+    recorded: list[tuple[str, Digest, list[str]]] = []
+    writer = verifying(store, sent, lambda split_id, d: recorded.append((split_id, d, list(store.ended))))
+    writer.write_split("s1", Batch.of_rows(ROWS[:2], SCHEMA))
+    writer.write_split("s1", Batch.of_rows(ROWS[2:5], SCHEMA))
+    writer.end_split("s1", 4)
+    assert recorded == [("s1", of([r for r in ROWS[:5] if r[0] != 3]), [])]  # before s1's commit
+    assert sent.sealed("s1") == recorded[0][1]
+    writer.write_split("s2", Batch.of_rows(ROWS[5:7], SCHEMA))
+    writer.abort_split("s2")
+    writer.write_split("s2", Batch.of_rows(ROWS[5:], SCHEMA))
+    writer.end_split("s2", 5)
+    assert recorded[1:] == [("s2", of(ROWS[5:]), ["s1"])]
+    writer.end_split("s3", 0)  # a split that brought no rows: the empty digest, recorded all the same
+    assert recorded[2][:2] == ("s3", Digest.empty())
+    sent.failed = "a batch could not be hashed"
+    writer.end_split("s4", 0)  # not verified anyway: no digest that could pass a copy is recorded
+    assert len(recorded) == 3 and store.ended == ["s1", "s2", "s3", "s4"]
+
+
 def test_a_batch_is_hashed_once_for_every_destination_with_the_same_rules() -> None:
     batch = Batch.of_rows(ROWS, SCHEMA)
     one, two, jsonl = SentDigests(SCHEMA, "value"), SentDigests(SCHEMA, "value"), SentDigests(SCHEMA, "null")
@@ -98,7 +121,7 @@ def test_a_writer_without_splits_counts_every_accepted_row_and_payloads_round_tr
     assert not hasattr(writer, "write_split")
     writer.write(Batch.of_rows(ROWS, SCHEMA))
     assert sent.total() == of(ROWS)
-    assert recorded_digest(digest_payload(sent.total())) == of(ROWS)
+    assert recorded_digest({"digest": str(sent.total()), "checksum_version": CHECKSUM_VERSION}) == of(ROWS)
     assert recorded_digest({"digest": "1:00", "checksum_version": -1}) is None  # another version: not comparable
     assert verifying(Plain(), None).__class__ is Plain
 

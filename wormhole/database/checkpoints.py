@@ -1,12 +1,13 @@
 """The task database's checkpoint connection as a database task's table runs share it.
 
-Each table run writes its plan, each split's durability and each pair's commit to the task database, and
-waits for the plan and the commit rows to be there. One connection serves them all, one call at a time (a
-DB-API connection is not safe across threads). A store that can run several writes in one transaction
-(``run_together``: the embedded SQLite one) gets them grouped: the writes that queued while the last group
-committed go in the next, each under a savepoint of its own, so a commit (a sync of the file, 1-5 ms) is
-paid per group, not per row, and 200 tiny tables do not wait on 600 syncs one after another. A call still
-returns only once its rows are committed, and fails alone (its savepoint rolled back) as it would alone.
+Each table run writes its plan, each split's digest (``settings.verify``) and durability and each pair's
+commit to the task database, and waits for the plan, the digests and the commit rows to be there. One
+connection serves them all, one call at a time (a DB-API connection is not safe across threads). A store that
+can run several writes in one transaction (``run_together``: the embedded SQLite one) gets them grouped: the
+writes that queued while the last group committed go in the next, each under a savepoint of its own, so a
+commit (a sync of the file, 1-5 ms) is paid per group, not per row, and 200 tiny tables do not wait on 600
+syncs one after another. A call still returns only once its rows are committed, and fails alone (its
+savepoint rolled back) as it would alone.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-GROUPED = frozenset({"save_plan", "mark_durable", "mark_committed"})
+GROUPED = frozenset({"save_plan", "mark_durable", "mark_committed", "record_digest"})
 """The writes a table run's checkpoint thread makes; the rest (reads) run at once, between groups."""
 MAX_GROUP = 256
 """Writes in one transaction at most."""

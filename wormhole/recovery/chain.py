@@ -73,7 +73,8 @@ class Chain:
 
     def digests(self) -> dict[tuple[str, str], str]:
         """(destination, split) -> the payload of the newest durable row of it, where one was recorded with a
-        payload (``settings.verify``'s digest of what the destination accepted of the split)."""
+        payload (``settings.verify``'s digest of what the destination accepted of the split, as versions before the
+        split digest rows recorded it: :meth:`~wormhole.recovery.checkpoint.CheckpointStore.split_digests`)."""
         out: dict[tuple[str, str], str] = {}
         for _, rows in self.runs:
             for row in rows:

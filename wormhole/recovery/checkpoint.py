@@ -6,7 +6,9 @@ snapshotState). Each row says what it is (its :class:`RowKind`): one *plan row* 
 even when the source has changed since), an incremental run's *window row*, one *durable row* per
 split and destination once that destination has made the split durable, and one *commit row* per
 destination the run committed. ``origin_run_id`` names the run whose destination state the run
-continues (its own id unless it resumed an earlier one).
+continues (its own id unless it resumed an earlier one). With ``settings.verify`` each split's digest, of what
+a destination accepted of it, is kept apart (``wormhole_split_digest``, :meth:`Checkpointer.digest`): written
+and waited for before the destination commits the split, so it claims nothing about durability.
 
 The snapshot is advisory: on resume each destination's own record (marker rows, renamed parts)
 decides what it holds (:class:`wormhole.plugins.base.DurablePeriphery`), so a crash between a
@@ -65,7 +67,17 @@ class CheckpointRow:
     rows: int | None = None
     payload: str | None = None
     """A plan row's split as JSON (:func:`split_to_json`), a window row's window; a durable row's transform
-    placement, the one the split was read under, as JSON (:meth:`Checkpointer.sealed`), or None."""
+    placement, the one the split was read under, as JSON (:meth:`Checkpointer.sealed`), or None (older versions
+    also put the split's digest there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SplitDigest:
+    """A split's digest as the task database keeps it (``settings.verify``): its text and its checksum version."""
+
+    digest: str
+    """``rows:total`` (:class:`wormhole.verify.checksum.Digest`)."""
+    checksum_version: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +111,18 @@ class CheckpointStore(Protocol):
                      rows: int, payload: str | None = None) -> None:
         """Record that ``destination`` holds ``split_id`` durably (idempotent: a second call is a no-op);
         ``payload``: the transform placement the split was read under, as JSON."""
+        ...
+
+    def record_digest(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
+                      digest: SplitDigest) -> None:
+        """Record the digest of what ``destination`` accepted of ``split_id`` (``settings.verify``), written before
+        the destination commits the split: a row that claims nothing about durability, replacing the one of an
+        earlier attempt at the split (one row per task, origin run, split and destination)."""
+        ...
+
+    def split_digests(self, task_id: int, origin_run_id: int) -> dict[tuple[str, str], SplitDigest]:
+        """(destination, split) -> the digest :meth:`record_digest` recorded for the runs of origin
+        ``origin_run_id`` (none on a database that never recorded one)."""
         ...
 
     def checkpoint(self, run_id: int) -> list[CheckpointRow]:
@@ -231,6 +255,19 @@ class Checkpointer:
         self._queue.put(lambda: self._store.mark_durable(self._task_id, self._run_id, self._origin, split_id,
                                                          destination, rows, payload))
 
+    def digest(self, split_id: str, destination: str, digest: SplitDigest) -> None:
+        """Record the digest of what ``destination`` accepted of ``split_id`` and wait for it (``settings.verify``):
+        called before the destination commits the split, so no split a destination holds lacks its digest in
+        the task database (the durable row, written after the commit on this thread, may be lost to a kill).
+        Not a durable row: a resumed run still asks the destination whether it holds the split. A failed write
+        is logged, never fatal: a resumed run then says the destination is not verified, naming the split."""
+        try:
+            self._wait(lambda: self._store.record_digest(self._task_id, self._run_id, self._origin, split_id,
+                                                         destination, digest))
+        except Exception as exc:
+            self.failed += 1
+            self._log.warning("checkpoint.digest_failed", error=str(exc), split_id=split_id, destination=destination)
+
     def committed(self, destination: str, rows: int) -> None:
         """Record that ``destination`` was committed, and wait for it (the sooner it is there, the smaller
         the window in which a crash leaves a destination without a record of its own to be loaded twice)."""
@@ -269,7 +306,13 @@ class Checkpointer:
             done.put(None)
 
         self._queue.put(run)
-        error = done.get()
+        while True:
+            try:
+                error = done.get(timeout=1.0)
+                break
+            except queue.Empty:
+                if self._looping.done() and done.empty():  # closed (a writer thread outlived the run): never run
+                    raise TaskDbError("the run's checkpoint writer has ended") from None
         if error is not None:
             raise error
 

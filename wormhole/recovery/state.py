@@ -22,7 +22,7 @@ from wormhole.log import Logger
 from wormhole.plugins.base import SinkRole, Split, SplitWriter
 from wormhole.plugins.facets import DurableFacet
 from wormhole.recovery.chain import Chain
-from wormhole.recovery.checkpoint import Checkpointer, CheckpointStore, split_from_json
+from wormhole.recovery.checkpoint import Checkpointer, CheckpointStore, SplitDigest, split_from_json
 from wormhole.recovery.lease import Lease
 from wormhole.verify.checksum import Digest
 from wormhole.verify.sent import recorded_digest
@@ -54,8 +54,9 @@ class RecoveryState:
     window: Window | None = None
     """An incremental chain's window, as its plan recorded it (the resumed run reads the same rows)."""
     digests: Mapping[tuple[str, str], Digest] = field(default_factory=dict)
-    """(destination, split) -> the digest of what it accepted of the split, as its durable row recorded it
-    (``settings.verify``: a resumed run verifies the splits it holds from earlier runs by them)."""
+    """(destination, split) -> the digest of what it accepted of the split, as the chain recorded it before the
+    destination committed the split (``settings.verify``: a resumed run verifies the splits it holds from earlier
+    runs by them); from a durable row's payload where an older version recorded it there."""
 
     # -- the decisions -------------------------------------------------------------------------
 
@@ -87,7 +88,7 @@ class RecoveryState:
         one table of a database task, and continues that table's plan and window alone."""
         state = cls(run_id, run_id, lease=lease, taskdb_id=taskdb_id)
         if checkpoints is not None and resume_from is not None:
-            state = _walk(checkpoints, state, resume_from, finished_runs, log, scope)
+            state = _walk(checkpoints, state, resume_from, finished_runs, log, scope, task_id=task_id)
         if checkpoints is None:
             return state
         checkpointer = Checkpointer(checkpoints, task_id, run_id, state.origin, log, stop, scope=scope)
@@ -102,7 +103,8 @@ def chain_state(checkpoints: CheckpointStore, resume_from: int, finished_runs: f
 
 
 def _walk(checkpoints: CheckpointStore, state: RecoveryState, resume_from: int, finished_runs: frozenset[int],
-          log: Logger, scope: str | None = None) -> RecoveryState:
+          log: Logger, scope: str | None = None, *, task_id: int | None = None) -> RecoveryState:
+    """``task_id``: the task whose split digests are read (None: none are, ``wormhole plan`` needs none)."""
     chain = Chain.read(checkpoints, resume_from)
     plan, committed = chain.plan(scope), chain.committed()
     placements = chain.placements()
@@ -115,15 +117,25 @@ def _walk(checkpoints: CheckpointStore, state: RecoveryState, resume_from: int, 
                          {d: by for d, (_, by) in committed.items()},
                          frozenset(d for d, (_, by) in committed.items() if by in finished_runs),
                          placements, lease=state.lease, taskdb_id=state.taskdb_id, window=plan.window,
-                         digests=_digests(chain))
+                         digests=_digests(chain, checkpoints.split_digests(task_id, origin) if task_id is not None
+                                          else {}))
 
 
-def _digests(chain: Chain) -> dict[tuple[str, str], Digest]:
+def _digests(chain: Chain, recorded: Mapping[tuple[str, str], SplitDigest]) -> dict[tuple[str, str], Digest]:
+    """The chain's split digests: ``recorded`` (each written before its split's commit), and where a split has
+    none there, the one an older version wrote into its durable row's payload (after the commit)."""
     out: dict[tuple[str, str], Digest] = {}
     for key, payload in chain.digests().items():
         try:
             found = recorded_digest(json.loads(payload))
         except (ValueError, TypeError, AttributeError):
+            continue
+        if found is not None:
+            out[key] = found
+    for key, row in recorded.items():
+        try:
+            found = recorded_digest({"digest": row.digest, "checksum_version": row.checksum_version})
+        except ValueError:
             continue
         if found is not None:
             out[key] = found

@@ -175,7 +175,7 @@ class SqlTaskStore(ClaimsMixin, WatermarksMixin, SchedulesMixin, ActionsMixin):
 
     def init_schema(self) -> None:
         """Create what is missing, tables and (on a database from an older version) columns."""
-        for statement in (*self.ddl, self.watermark_ddl, self.state_lock_ddl, *self.action_ddl):
+        for statement in (*self.ddl, self.watermark_ddl, self.state_lock_ddl, *self.action_ddl, self.digest_ddl):
             self._run("create the schema", statement)
         for table, column, definition in self.added_columns:
             with self._guard(f"add the column {table}.{column}"):

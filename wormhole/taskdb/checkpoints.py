@@ -1,5 +1,5 @@
-"""The store's checkpoint rows (``wormhole_checkpoint``): the :class:`~wormhole.recovery.checkpoint.CheckpointStore`
-half of :class:`~wormhole.taskdb.base.SqlTaskStore`.
+"""The store's checkpoint rows (``wormhole_checkpoint``) and split digests (``wormhole_split_digest``): the
+:class:`~wormhole.recovery.checkpoint.CheckpointStore` half of :class:`~wormhole.taskdb.base.SqlTaskStore`.
 
 Apart from the task rows because it serves a different reader: the resume logic of
 ``wormhole/checkpoint.py``, not the CLI or the daemon.
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from wormhole.recovery.checkpoint import CheckpointRow, RowKind
+from wormhole.recovery.checkpoint import CheckpointRow, RowKind, SplitDigest
 from wormhole.taskdb.schema import (
     CHECKPOINT_TABLE,
     DESTINATION_MAX,
+    DIGEST_TABLE,
     KIND_MIGRATION,
     LEGACY_KIND,
     NO_SPLIT,
@@ -32,6 +33,8 @@ _KIND = "kind"
 
 class CheckpointsMixin(SqlStoreBase):
     """The checkpoint methods of :class:`~wormhole.taskdb.base.SqlTaskStore`."""
+
+    digest_ddl: ClassVar[str] = ""
 
     def save_plan(self, task_id: int, run_id: int, origin_run_id: int,
                   splits: Sequence[tuple[str, str]], window: str | None = None, scope: str = "") -> None:
@@ -58,6 +61,38 @@ class CheckpointsMixin(SqlStoreBase):
                   self._destination_row(task_id, run_id, origin_run_id, checked(split_id, SPLIT_ID_MAX, "split id"),
                                         destination, rows, payload, RowKind.DURABLE))
 
+    def record_digest(self, task_id: int, run_id: int, origin_run_id: int, split_id: str, destination: str,
+                      digest: SplitDigest) -> None:
+        """Record the digest of what ``destination`` accepted of ``split_id``, replacing an earlier attempt's (one
+        statement: ``REPLACE`` is the same in both dialects). A database from before the table gets it, as
+        ``db init`` would."""
+        values = (task_id, origin_run_id, checked(split_id, SPLIT_ID_MAX, "split id"),
+                  checked(destination, DESTINATION_MAX, "destination"), run_id, digest.digest,
+                  digest.checksum_version, format_ts(utcnow()))
+        sql = (f"REPLACE INTO {DIGEST_TABLE} (task_id, origin_run_id, split_id, destination, run_id, digest,"
+               " checksum_version, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        with self._guard(f"record the digest of split {split_id!r} of run {run_id}"):
+            try:
+                self._execute(sql, values)
+            except self.driver_errors as exc:
+                if not self._is_missing_table(exc):
+                    raise
+                self._execute(self.digest_ddl, ())
+                self._execute(sql, values)
+
+    def split_digests(self, task_id: int, origin_run_id: int) -> dict[tuple[str, str], SplitDigest]:
+        """(destination, split) -> the digest recorded for it in the runs of origin ``origin_run_id``."""
+        sql = (f"SELECT destination, split_id, digest, checksum_version FROM {DIGEST_TABLE}"
+               " WHERE task_id = ? AND origin_run_id = ?")
+        with self._guard(f"read the split digests of run {origin_run_id}"):
+            try:
+                rows = self._execute(sql, (task_id, origin_run_id)).rows
+            except self.driver_errors as exc:
+                if self._is_missing_table(exc):
+                    return {}
+                raise
+        return dict(self._records(lambda r: ((str(r[0]), str(r[1])), SplitDigest(str(r[2]), int(r[3]))), rows))
+
     def checkpoint(self, run_id: int) -> builtins.list[CheckpointRow]:
         """Every checkpoint row of run ``run_id``: plan rows first, each kind in the order recorded."""
         # A row without a kind was written before it (or by an older version since): its sentinels say.
@@ -74,13 +109,22 @@ class CheckpointsMixin(SqlStoreBase):
         return int(res.rows[0][0]) if res.rows and res.rows[0][0] is not None else None
 
     def delete_checkpoints(self, task_id: int, keep_runs: Collection[int] = ()) -> int:
-        """Remove the checkpoint rows of the task's runs but ``keep_runs``; how many rows went."""
-        where, params = "task_id = ?", [task_id, *keep_runs]
-        if keep_runs:
-            where += f" AND run_id NOT IN ({', '.join('?' * len(keep_runs))})"
+        """Remove the checkpoint rows of the task's runs but ``keep_runs``, and the split digests of the runs
+        whose origin is not one of them; how many rows went."""
+        keep = f" NOT IN ({', '.join('?' * len(keep_runs))})" if keep_runs else ""
+        params = [task_id, *keep_runs]
         res = self._run(f"delete the checkpoints of task {task_id}",
-                        f"DELETE FROM {CHECKPOINT_TABLE} WHERE {where}", params)
-        return res.rowcount
+                        f"DELETE FROM {CHECKPOINT_TABLE} WHERE task_id = ?{f' AND run_id{keep}' if keep else ''}",
+                        params)
+        with self._guard(f"delete the split digests of task {task_id}"):
+            try:
+                digests = self._execute(f"DELETE FROM {DIGEST_TABLE} WHERE task_id = ?"
+                                        f"{f' AND origin_run_id{keep}' if keep else ''}", params).rowcount
+            except self.driver_errors as exc:
+                if not self._is_missing_table(exc):
+                    raise
+                digests = 0
+        return res.rowcount + digests
 
     def migrate_checkpoint_kinds(self) -> None:
         """Give the checkpoint rows written before ``kind`` theirs (``db init`` runs it after adding the

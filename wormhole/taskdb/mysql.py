@@ -19,6 +19,7 @@ from wormhole.taskdb.schema import (
     MYSQL_ACTION_DDL,
     MYSQL_ADDED_COLUMNS,
     MYSQL_DDL,
+    MYSQL_DIGEST_DDL,
     MYSQL_STATE_LOCK_DDL,
     MYSQL_WATERMARK_DDL,
 )
@@ -49,6 +50,7 @@ class MysqlTaskStore(SqlTaskStore):
     watermark_ddl: ClassVar[str] = MYSQL_WATERMARK_DDL
     state_lock_ddl: ClassVar[str] = MYSQL_STATE_LOCK_DDL
     action_ddl: ClassVar[tuple[str, ...]] = MYSQL_ACTION_DDL
+    digest_ddl: ClassVar[str] = MYSQL_DIGEST_DDL
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = MYSQL_ADDED_COLUMNS
     insert_ignore: ClassVar[str] = "INSERT IGNORE"
 

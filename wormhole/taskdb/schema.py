@@ -10,7 +10,8 @@ columns (``wormhole_task.params``, ``wormhole_task_run.variables``) need no ``db
 NULL from a database without them, and the first write that has a value adds the column as ``db init``
 would; so do a recurring task's (``schedule``, ``next_run_at``, ``tick_at``, ``paused``). The checkpoint
 rows' ``kind`` likewise, with its migration: the rows written before it get their kinds from the sentinels
-that marked them then (:data:`LEGACY_KIND`). The console's actions (``wormhole_action``) are made by ``db init``
+that marked them then (:data:`LEGACY_KIND`); and the split digests' table (``wormhole_split_digest``), made by the
+first digest a run records. The console's actions (``wormhole_action``) are made by ``db init``
 and, on a database from before them, by the first action recorded; a running task's progress
 (``wormhole_task.progress``, written with its heartbeat) only by ``db init``: until then no progress is written.
 """
@@ -31,6 +32,10 @@ STATE_LOCK_TABLE = "wormhole_state_lock"
 ACTION_TABLE = "wormhole_action"
 """What people did through the console (submit, retry, cancel, pause, resume), who did it and when; a cancel
 row is also the request the running task's heartbeat looks for (see ``wormhole/taskdb/actions.py``)."""
+DIGEST_TABLE = "wormhole_split_digest"
+"""``settings.verify``: the digest of what a destination accepted of a split, one row per (task, origin run, split,
+destination), written before the destination commits the split (see ``wormhole/taskdb/checkpoints.py``). It
+claims nothing about durability: the destination's own record says whether it holds the split."""
 META_TABLE = "wormhole_meta"
 """Facts about the task database itself: ``taskdb_id`` (see ``SqlTaskStore.taskdb_id``)."""
 
@@ -124,6 +129,11 @@ STATE_LOCK = Table(STATE_LOCK_TABLE, (
     _c("state_key", _NAME, not_null=True), _TASK_ID, _RUN_ID, _c("claimed_by", _NAME, not_null=True),
     _c("acquired_at", "time"),
 ), key=("state_key",))
+DIGEST = Table(DIGEST_TABLE, (
+    _TASK_ID, _c("origin_run_id", "ref", not_null=True), _c("split_id", _NAME, not_null=True),
+    _c("destination", _NAME, not_null=True), _RUN_ID, _c("digest", "name64", not_null=True),
+    _c("checksum_version", "int", not_null=True), _c("recorded_at", "recorded"),
+), key=("task_id", "origin_run_id", "split_id", "destination"))
 ACTION = Table(ACTION_TABLE, (
     _ID, _c("task_id", "ref"), _c("run_id", "ref"), _c("action", "name16", not_null=True),
     _c("actor", _NAME, not_null=True), _c("claimed_by", _NAME), _c("detail", "text"), _c("created_at", "recorded"),
@@ -213,7 +223,7 @@ MYSQL = Dialect(types={
 
 TABLES = (TASK, RUN, DAEMON, CHECKPOINT, META)
 """What ``db init`` creates first (the meta table last: :data:`wormhole.taskdb.base._META_DDL`); the watermark,
-state lock and action tables follow, and are also made on first use on a database from before them."""
+state lock, action and split digest tables follow, and are also made on first use on a database from before them."""
 
 SQLITE_DDL = tuple(statement for table in TABLES for statement in SQLITE.create(table))
 MYSQL_DDL = tuple(statement for table in TABLES for statement in MYSQL.create(table))
@@ -222,3 +232,4 @@ MYSQL_ADDED_COLUMNS = MYSQL.added()
 (SQLITE_WATERMARK_DDL,), (MYSQL_WATERMARK_DDL,) = SQLITE.create(WATERMARK), MYSQL.create(WATERMARK)
 (SQLITE_STATE_LOCK_DDL,), (MYSQL_STATE_LOCK_DDL,) = SQLITE.create(STATE_LOCK), MYSQL.create(STATE_LOCK)
 SQLITE_ACTION_DDL, MYSQL_ACTION_DDL = SQLITE.create(ACTION), MYSQL.create(ACTION)  # SQLite: the index apart
+(SQLITE_DIGEST_DDL,), (MYSQL_DIGEST_DDL,) = SQLITE.create(DIGEST), MYSQL.create(DIGEST)

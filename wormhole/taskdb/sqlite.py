@@ -15,6 +15,7 @@ from wormhole.taskdb.schema import (
     SQLITE_ACTION_DDL,
     SQLITE_ADDED_COLUMNS,
     SQLITE_DDL,
+    SQLITE_DIGEST_DDL,
     SQLITE_STATE_LOCK_DDL,
     SQLITE_WATERMARK_DDL,
 )
@@ -32,6 +33,7 @@ class SqliteTaskStore(SqlTaskStore):
     watermark_ddl: ClassVar[str] = SQLITE_WATERMARK_DDL
     state_lock_ddl: ClassVar[str] = SQLITE_STATE_LOCK_DDL
     action_ddl: ClassVar[tuple[str, ...]] = SQLITE_ACTION_DDL
+    digest_ddl: ClassVar[str] = SQLITE_DIGEST_DDL
     added_columns: ClassVar[tuple[tuple[str, str, str], ...]] = SQLITE_ADDED_COLUMNS
 
     def __init__(self, url: str, path: str | Path, *, create: bool = False) -> None:

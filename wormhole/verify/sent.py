@@ -8,12 +8,16 @@ rejected are taken out again, so a destination's digest is of the rows it accept
 written again after a retry starts its digest again (``abort_split``), and a split's digest counts once the
 store has made the split durable (``end_split``). No row is read again for this: the hashes are of the
 batches already in memory.
+
+A split's digest is final once the store has accepted its last batch, before the store commits it: that is
+when it is recorded in the task database (``record``, waited for), so a kill right after the commit never
+leaves a split the destination holds without its digest for the run that resumes.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from wormhole.plugins.base import Batch, SplitWriter, WriteResult
@@ -83,6 +87,12 @@ class SentDigests:
         with self._lock:
             self._pending[split_id] = self._pending.get(split_id, Digest.empty()) + sent
 
+    def final(self, split_id: str) -> Digest | None:
+        """The digest of the rows the store accepted of ``split_id`` (final once its last batch is written, before the
+        split is made durable); None when a batch could not be hashed (the destination is not verified then)."""
+        with self._lock:
+            return None if self.failed is not None else self._pending.get(split_id, Digest.empty())
+
     def seal(self, split_id: str) -> None:
         """``split_id`` is durable in the destination: its digest counts."""
         with self._lock:
@@ -132,8 +142,17 @@ class VerifyingWriter:
         self.inner.close()
 
 
+Record = Callable[[str, Digest], None]
+"""Records a split's final digest (split id, digest) where a resumed run finds it, and returns once it is there."""
+
+
 class VerifyingSplitWriter(VerifyingWriter):
     """A SplitWriter whose accepted rows count per split, once the split is durable."""
+
+    def __init__(self, inner: Any, sent: SentDigests, record: Record | None = None) -> None:
+        """``record``: told each split's digest before the store commits the split (None: not recorded)."""
+        super().__init__(inner, sent)
+        self.record = record
 
     def write_split(self, split_id: str, batch: Batch) -> WriteResult:
         result: WriteResult = self.inner.write_split(split_id, batch)
@@ -141,6 +160,8 @@ class VerifyingSplitWriter(VerifyingWriter):
         return result
 
     def end_split(self, split_id: str, rows: int) -> None:
+        if self.record is not None and (digest := self.sent.final(split_id)) is not None:
+            self.record(split_id, digest)  # before the commit: a held split always has its digest recorded
         self.inner.end_split(split_id, rows)
         self.sent.seal(split_id)
 
@@ -149,20 +170,19 @@ class VerifyingSplitWriter(VerifyingWriter):
         self.inner.abort_split(split_id)
 
 
-def verifying(inner: Any, sent: SentDigests | None) -> Any:
-    """``inner`` counting what its store accepted into ``sent`` (``inner`` itself when nothing is verified)."""
+def verifying(inner: Any, sent: SentDigests | None, record: Record | None = None) -> Any:
+    """``inner`` counting what its store accepted into ``sent`` (``inner`` itself when nothing is verified);
+    ``record``: where a SplitWriter's split digests are recorded before each commit."""
     if sent is None:
         return inner
-    return VerifyingSplitWriter(inner, sent) if isinstance(inner, SplitWriter) else VerifyingWriter(inner, sent)
-
-
-def digest_payload(digest: Digest | None) -> Mapping[str, Any]:
-    """What a split's durable checkpoint row records of its digest (nothing when there is none)."""
-    return {} if digest is None else {"digest": str(digest), "checksum_version": CHECKSUM_VERSION}
+    if isinstance(inner, SplitWriter):
+        return VerifyingSplitWriter(inner, sent, record)
+    return VerifyingWriter(inner, sent)
 
 
 def recorded_digest(payload: Mapping[str, Any] | None) -> Digest | None:
-    """A digest a durable checkpoint row recorded (:func:`digest_payload`), if of this checksum version."""
+    """A digest the task database recorded, if of this checksum version: ``{"digest", "checksum_version"}``, as a
+    split digest row holds it, or as the payload of a durable checkpoint row written by an older version."""
     if not payload or payload.get("checksum_version") != CHECKSUM_VERSION or not isinstance(payload.get("digest"), str):
         return None
     return Digest.parse(payload["digest"])
@@ -172,7 +192,6 @@ __all__: Sequence[str] = (
     "SentDigests",
     "VerifyingSplitWriter",
     "VerifyingWriter",
-    "digest_payload",
     "recorded_digest",
     "verifying",
 )
