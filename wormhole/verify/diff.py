@@ -39,7 +39,7 @@ from wormhole.plugins.schema import Schema
 from wormhole.task_spec import SourceSpec
 from wormhole.verify.by_plan import by_split, outside_splits, report
 from wormhole.verify.checksum import Digest, JsonNull, row_hashes
-from wormhole.verify.window import RowRange
+from wormhole.verify.window import RowRange, narrowed
 
 SAMPLES = 20
 """Differences shown with their values, by default."""
@@ -247,12 +247,13 @@ def _schema_and_splits(side: Side, ctx: ReadContext, readers: int,
                        given: Sequence[Split] | None = None) -> tuple[Schema, list[Split]]:
     """The side's schema and its splits: ``given`` (a task's plan), else as its splitter cuts it."""
     role = registry.source(side.source.plugin)
-    schema = role.reader(side.source.options, ctx).schema()
-    return schema, list(given) if given is not None else role.splitter(side.source.options, ctx).split(readers)
+    options = narrowed(side.source, side.rows)
+    schema = role.reader(options, ctx).schema()
+    return schema, list(given) if given is not None else role.splitter(options, ctx).split(readers)
 
 
 def _batches(side: Side, ctx: ReadContext, schema: Schema, split: Split) -> Iterator[pa.RecordBatch]:
-    reader = registry.source(side.source.plugin).reader(side.source.options, ctx)
+    reader = registry.source(side.source.plugin).reader(narrowed(side.source, side.rows), ctx)
     for item in reader.read(split):
         if ctx.stop.is_set():  # between two batches: a read stops within one batch of its stop
             raise Stopped(f"the read of the {side.label} side ({side.shown}) was stopped")

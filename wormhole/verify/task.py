@@ -35,7 +35,7 @@ from wormhole.plugins.base import Split
 from wormhole.task_spec import DestinationSpec, TaskSpec
 from wormhole.verify.diff import Comparison, Side, compare, json_null_of, parse_side
 from wormhole.verify.sides import key_hashes
-from wormhole.verify.window import Delivered
+from wormhole.verify.window import Delivered, narrowing
 
 Deliveries = Callable[[str, str, str | None], Delivered]
 """``deliveries(destination as its commit rows name it, as the user knows it, scope)``: what an incremental
@@ -189,7 +189,8 @@ def compare_pair(pair: Pair, *, key: Sequence[str] | None = None, samples: int =
                           json_null_of(found.left, found.right), readers=readers, batch_rows=batch_rows,
                           stop=stop)
         moved = np.intersect1d(extra, held)
-    window = {**pair.window.describe(), "moved_later": int(moved.size)}
+    narrowed_by = narrowing(pair.source.source, pair.source.rows)  # what the source's server was asked for
+    window = {**pair.window.describe(), "moved_later": int(moved.size), "source_where": narrowed_by}
     if not moved.size:
         return dataclasses.replace(found, window=window)
     left = np.setdiff1d(extra, moved)

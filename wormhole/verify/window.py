@@ -15,9 +15,9 @@ a NULL or a value that is no value of the type is outside.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -27,8 +27,10 @@ import pyarrow.compute as pc
 
 from wormhole.errors import InvalidTaskConfig
 from wormhole.incremental import Window, show
+from wormhole.plugins.sql import backquote, quote
 from wormhole.recovery.chain import Chain
 from wormhole.recovery.checkpoint import CheckpointStore, RowKind
+from wormhole.task_spec import SourceSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,17 @@ class RowRange:
         high = "the last" if self.upper is None else \
             f"{show(self.upper)} ({'inclusive' if self.upper_inclusive else 'exclusive'})"
         return f"{self.column} from {low} to {high}"
+
+    def sql(self, quote: Callable[[str], str]) -> str | None:
+        """A condition a SQL source can read by that holds for every row of the range (and may hold for a few
+        more): both bounds inclusive, a time's widened by a day (the column's zone or a session's may shift it),
+        so the read is narrowed and :meth:`mask` still decides. None: nothing to narrow by."""
+        parts = []
+        for bound, lower in ((self.lower, True), (self.upper, False)):
+            literal = None if bound is None else _sql_literal(bound, self.kind, lower)
+            if literal is not None:
+                parts.append(f"{quote(self.column)} {'>=' if lower else '<='} {literal}")
+        return " AND ".join(parts) or None
 
     def mask(self, batch: pa.RecordBatch, label: str) -> pa.Array:
         """Which rows of ``batch`` are inside (a boolean array without NULLs)."""
@@ -106,6 +119,52 @@ class RowRange:
             return self.upper is None or value < self.upper or (value == self.upper and self.upper_inclusive)
         except TypeError:
             return False
+
+
+_QUOTES: dict[str, Callable[[str], str]] = {"mysql": backquote, "postgres": quote}
+"""The stores whose table reads take a ``where`` a range narrows (sqlite keeps times as text: not it)."""
+
+
+def narrowing(source: SourceSpec, rows: RowRange | None) -> str | None:
+    """The condition added to ``source``'s read for ``rows`` (:meth:`RowRange.sql`: the server leaves out most
+    rows outside the range, the mask the rest), when it reads tables of a SQL store that takes one; else None
+    (every row is read, and the mask keeps the range's)."""
+    plugin_quote = _QUOTES.get(source.plugin)
+    # A table source's rows are its selection's (a query's are its own text: not narrowed).
+    if rows is None or plugin_quote is None or getattr(source.options, "selection", None) is None:
+        return None
+    return rows.sql(plugin_quote)
+
+
+def narrowed(source: SourceSpec, rows: RowRange | None) -> Any:
+    """``source``'s options, its read narrowed to ``rows`` where the store can (:func:`narrowing`)."""
+    condition = narrowing(source, rows)
+    if condition is None:
+        return source.options
+    selection = source.options.selection
+    where = f"({selection.where}) AND {condition}" if selection.where else condition
+    return replace(source.options, selection=replace(selection, where=where))
+
+
+def _sql_literal(bound: Any, kind: str, lower: bool) -> str | None:
+    """``bound`` as a SQL literal of ``kind`` (a time moved a day outward: ``lower`` or not); None when it has
+    none here (the bound is then left to :meth:`RowRange.mask`)."""
+    if isinstance(bound, bool):
+        return None
+    if kind in ("int", "decimal") and isinstance(bound, int | Decimal):
+        if isinstance(bound, Decimal) and not bound.is_finite():
+            return None
+        return format(bound, "f") if isinstance(bound, Decimal) else str(bound)
+    if kind == "datetime" and isinstance(bound, datetime):
+        naive = bound.astimezone(UTC).replace(tzinfo=None) if bound.tzinfo is not None else bound
+        try:
+            moved = naive - timedelta(days=1) if lower else naive + timedelta(days=1)
+        except OverflowError:  # within a day of year 1 or 9999: no bound on that side
+            return None
+        return f"'{moved.isoformat(sep=' ')}'"
+    if kind == "date" and isinstance(bound, date) and not isinstance(bound, datetime):
+        return f"'{bound.isoformat()}'"
+    return None
 
 
 def _scalar(bound: Any, t: pa.DataType) -> pa.Scalar:
