@@ -114,6 +114,27 @@ def test_every_value_lands_bit_for_bit_in_each_destination_loaded_undecoded(tmp_
     assert sorted(pg_tables(pg, schema)) == ["src", "staged", "upserted", "wormhole_splits"]
 
 
+def test_under_a_speed_limit_the_binary_rows_are_cut_to_one_second_of_it_and_land_bit_for_bit(
+        tmp_path: Path, pg_schemas: Schemas) -> None:
+    """One split of 2,000 rows read as one batch of COPY rows (its reader cuts at 4 MiB), paced at 800 rows/s:
+    the exchange cuts it into pieces of 800 rows that are still binary COPY rows, and every value lands."""
+    pg = pg_schemas.conn
+    schema = schema_with_domain(pg_schemas, "paced")
+    src = make(pg, schema, "src", ROWS)
+    dst = make(pg, schema, "dst")
+    server = pg_schemas.server
+    spec = {"source": pg_store(server, schema, "src"),
+            "destinations": [{"id": "pg", **pg_store(server, schema, "dst")}],
+            "settings": {"speed": {"record": 800, "channel_record": 800}}}
+    code, task, stderr = run_task(make_workspace(tmp_path), spec)
+    assert code == 0, (task.get("error"), stderr[-3000:])
+    events = log_events(stderr)
+    assert [e["format"] for e in events if e["event"] == "engine.rows_encoded"] == ["postgres.copy_binary"]
+    speed = task["result"]["speed"]
+    assert speed["rows"] == ROWS and speed["waited_s"] > 1.0  # 2,000 rows at 800 a second
+    assert row_texts(pg, dst) == row_texts(pg, src)
+
+
 def test_rows_the_target_refuses_are_rejected_with_their_values_and_the_rest_load(tmp_path: Path,
                                                                                  pg_schemas: Schemas) -> None:
     pg = pg_schemas.conn

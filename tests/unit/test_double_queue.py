@@ -11,7 +11,7 @@ from wormhole.config import ExchangeConf
 from wormhole.errors import TaskAborted
 from wormhole.exchange import BufferedLineExchanger, DoubleQueue, Parcel, QueueClosed, RAMStorage
 from wormhole.exchange.throttle import Throttle
-from wormhole.plugins.batch import Batch, rows_of
+from wormhole.plugins.batch import Batch, EncodedRows, Encoding, rows_of
 
 
 def batch(tag: int, rows: int = 10) -> Parcel:
@@ -196,6 +196,29 @@ class TestStorageAndExchanger:
         assert sizes(_Unpaced(record=40), arrow=False) == sizes(_Unpaced(record=40), arrow=True) == [40, 40, 40, 10]
         assert max(sizes(_Unpaced(byte=2_000), arrow=True)) <= 20
         assert sizes(None, arrow=True) == sizes(_Unpaced(record=10**9), arrow=False) == [100, 30]
+
+    def test_under_a_speed_limit_an_encoded_batch_is_cut_to_one_second_and_stays_encoded(self) -> None:
+        """A source's encoded batch (PostgreSQL's binary COPY rows, cut by bytes at 16 times batch_rows) is cut
+        to one second of a record limit too, each piece still its bytes back to back; without a limit it goes
+        whole, as its reader cut it."""
+        payload = b"".join(b"row%03d;" % i for i in range(130))
+        encoded = EncodedRows(Encoding("test.rows", ("text",)), payload, [7 * (i + 1) for i in range(130)],
+                              lambda rows, i: (bytes(rows.span(i, i + 1)).decode(),))
+
+        def received(throttle: Throttle | None) -> list[Batch]:
+            storage = RAMStorage("d", ExchangeConf(queue_rows=10**6, spill_rows=1))
+            sender = BufferedLineExchanger([storage], batch_rows=100, stop=threading.Event(), throttle=throttle)
+            sender.send(Batch.of_encoded(encoded))
+            storage.close_input()
+            return [parcel.rows for parcel in BufferedLineExchanger.receive(storage, 0.05)]
+
+        paced = received(_Unpaced(record=40))
+        assert [len(b) for b in paced] == [40, 40, 40, 10]
+        assert all(b.encoded is not None for b in paced)
+        assert b"".join(bytes(b.encoded.span(0, len(b))) for b in paced if b.encoded is not None) == payload
+        assert [b.encoded.row(0) for b in paced if b.encoded is not None] == [("row000;",), ("row040;",),
+                                                                               ("row080;",), ("row120;",)]
+        assert [len(b) for b in received(None)] == [130]
 
     def test_every_destination_failed_stops_the_reader(self) -> None:
         """When no storage accepts a batch any more, the sender raises instead of reading on."""

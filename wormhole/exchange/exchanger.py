@@ -87,7 +87,14 @@ class BufferedLineExchanger:
         # batch_rows and batch_bytes (the reader of an encoding cut it so already).
         self.flush()
         if batch.encoded is not None:
-            self._push(batch)
+            # Cut by its reader (by bytes, rows 16 times batch_rows); under a speed limit, to one second of it.
+            per_row = max((batch.encoded_nbytes or 0) // len(batch), 1)
+            limit = max(min(self._batch_rows, self._batch_bytes // per_row), 1)
+            if self._throttle is None or len(batch) <= limit:
+                self._push(batch)
+                return
+            for start in range(0, len(batch), limit):
+                self._push(batch.sliced(start, limit))
             return
         per_row = max(batch.nbytes // len(batch), 1)
         limit = max(min(self._batch_rows, self._batch_bytes // per_row), 1)

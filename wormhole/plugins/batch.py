@@ -83,6 +83,12 @@ class EncodedRows:
     def row(self, index: int) -> Row:
         return self.decode(self, index)
 
+    def sliced(self, start: int, end: int) -> EncodedRows:
+        """Rows ``start`` to ``end`` on their own (their bytes copied)."""
+        first = self.ends[start - 1] if start else 0
+        return EncodedRows(self.encoding, bytes(self.span(start, end)), [e - first for e in self.ends[start:end]],
+                           self.decode)
+
 
 class Batch:
     """An immutable batch of rows as the exchange hands it to every destination (the same object): an
@@ -148,7 +154,10 @@ class Batch:
         return cls(_EMPTY)
 
     def sliced(self, start: int, length: int) -> Batch:
-        """Rows ``start`` to ``start + length``, its wire text with them."""
+        """Rows ``start`` to ``start + length``, its wire text with them (an encoded batch's: still encoded)."""
+        if self._arrow is None and self.encoded is not None:
+            end = min(start + length, self.num_rows)
+            return Batch.of_encoded(self.encoded.sliced(start, end), self._schema)
         wire = None if self.wire is None else [None if w is None else w.slice(start, length) for w in self.wire]
         return Batch.of_arrow(self.arrow_form.slice(start, length), wire)
 
