@@ -89,12 +89,14 @@ def limit_line(ours: str, seconds: float, limit: str, limit_seconds: float) -> s
             f"({seconds:.2f} s / {limit_seconds:.2f} s)")
 
 
-def round_channels(round_no: int, channels: Sequence[int], best: int | None) -> tuple[int, ...]:
-    """Channel counts wormhole runs in a round: every one in the first, then only the fastest so far (keeps
-    the added rounds short)."""
+def round_channels(round_no: int, channels: Sequence[int], best: int | None,
+                   always: int | None = None) -> tuple[int, ...]:
+    """Channel counts wormhole runs in a round: every one in the first, then the fastest so far (keeps the
+    added rounds short) and ``always``, when it is one of ``channels`` (the goals' default settings: their
+    figure is a best of every round too, not one run)."""
     if round_no == 0 or best is None:
         return tuple(channels)
-    return (best,)
+    return tuple(dict.fromkeys(c for c in (best, always) if c is not None and (c == best or c in channels)))
 
 
 def fastest(runs: Sequence[Timed]) -> Timed:

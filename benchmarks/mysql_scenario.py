@@ -538,7 +538,7 @@ class Bench:
                 if limit is not None:
                     limit.round(dests, r)
                 fastest_ch = min(per_channel, key=lambda c: per_channel[c].seconds) if per_channel else None
-                for ch in round_channels(r, o.channels, fastest_ch):
+                for ch in round_channels(r, o.channels, fastest_ch, always=DEFAULT_CHANNEL):
                     label = f"wormhole x{dests} {channel_name(ch)} w{o.writers}"
                     run = self.best(label, TABLE, DEST_DBS[:dests], stale_row=True,
                                     round_no=f" (round {r + 1}/{rounds})" if rounds > 1 else "",

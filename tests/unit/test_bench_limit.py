@@ -34,6 +34,13 @@ def test_the_first_round_tries_every_channel_count_later_rounds_the_fastest() ->
     assert limit.round_channels(1, [1, 2], None) == (1, 2)
 
 
+def test_the_goals_default_settings_run_in_every_round() -> None:
+    """The goals are stated for the default channels (0): a best of every round, even when slower."""
+    assert limit.round_channels(1, [0, 2], 2, always=0) == (2, 0)
+    assert limit.round_channels(1, [0, 2], 0, always=0) == (0,)
+    assert limit.round_channels(1, [1, 2], 2, always=0) == (2,)  # not asked for: not run
+
+
 def test_the_fastest_run_counts() -> None:
     runs = [Timed(seconds=s, peak_rss_mib=1.0, returncode=0, stdout="", stderr="") for s in (5.0, 4.2, 4.8)]
     assert limit.fastest(runs).seconds == 4.2
