@@ -403,37 +403,9 @@ def _estimate(job: TableJob) -> SourceInfo | None:
     return SourceInfo(estimated_rows=job.listed.estimated_rows, estimated_bytes=None)
 
 
-ROUTINE = frozenset({
-    "engine.conf_read", "engine.chosen", "plan.made", "reader.prepared", "reader.split_planned", "splitter.done",
-    "reader.started", "reader.finished", "destination.prepared", "destination.started", "destination.written",
-    "destination.committed", "writer.load_method", "writer.load_from_wire",
-})
-"""A table run's info events that say a step went as it always does: logged at debug in a database task,
-where 1,000 tables made 14,000 such lines (and their rendering and writes were a share of a tiny table's
-time); each table's outcome has its line (``database.pair_done``), its warnings and errors are as they are,
-and ``--log-level debug`` shows these too."""
-
-
-class _TableLog:
-    """A table run's logger: :data:`ROUTINE` info events at debug, the rest as the wrapped logger logs them."""
-
-    def __init__(self, log: Logger) -> None:
-        self._log = log
-
-    def info(self, event: str, *args: Any, **kw: Any) -> Any:
-        if event in ROUTINE:
-            return self._log.debug(event, *args, **kw)
-        return self._log.info(event, *args, **kw)
-
-    def bind(self, **new_values: Any) -> Logger:
-        return _table_log(self._log.bind(**new_values))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._log, name)
-
-
 def _table_log(log: Logger) -> Logger:
-    return _TableLog(log)  # type: ignore[return-value]
+    """A table run's logger: its routine info events at debug (:data:`~wormhole.plugins.shared.ROUTINE`)."""
+    return RunShared.quiet(log)  # type: ignore[no-any-return]
 
 
 class _NoRows:
