@@ -21,14 +21,7 @@ from wormhole.task_spec import DestinationSpec, TaskSpec
 
 SLOTS_PER_CHANNEL = 2
 SMALL_TABLE_ROWS = 50_000
-"""No more than one channel per this many estimated rows goes to a table (more readers than a small table has
-splits would only wait)."""
-SMALL_TABLE_SLOTS = SLOTS_PER_CHANNEL
-"""What a small table (one channel, under :data:`SMALL_TABLE_ROWS`) takes of the task's channel slots while it
-runs: a whole channel. It was half a channel (two ran in one channel's place) while a tiny table waited on its
-round trips more than it worked; since its sessions are lent and its statements few, the table runs are bound by
-this process's CPU, and eight tiny tables at once (at 4 channels) cost 10-20% more CPU than four (threads
-contending for the interpreter) for no shorter run (docs/benchmarks.md, h-tiny3)."""
+"""A table estimated under this many rows counts as half a channel while it runs (:attr:`TableJob.slots`)."""
 
 FOLDS_CASE = frozenset({"mysql", "sqlite"})
 """Stores whose table names compare without case (MySQL on case-insensitive file systems, sqlite always):
@@ -62,10 +55,11 @@ class TableJob:
 
     @property
     def slots(self) -> int:
-        """What the table takes of the task's channels while it runs, in half channels (a small table:
-        :data:`SMALL_TABLE_SLOTS`)."""
+        """What the table takes of the task's channels while it runs, in half channels: a small table (one
+        channel, under :data:`SMALL_TABLE_ROWS`) waits on round trips more than it moves rows, so two run in
+        one channel's place."""
         if self.channels == 1 and self.listed.estimated_rows < SMALL_TABLE_ROWS:
-            return SMALL_TABLE_SLOTS
+            return 1
         return self.channels * SLOTS_PER_CHANNEL
 
 
