@@ -23,8 +23,11 @@ from wormhole.plugins.shared import RunShared
 pytestmark = [pytest.mark.mysql]
 
 SERVER = Server.from_url(MYSQL_URL)
-SOURCE = TableDef(TableRef("src", "t"), (ColumnDef("id", "int(11)", False), ColumnDef("name", "varchar(20)", True)),
-                  primary_key=("id",))
+SOURCE = TableDef(
+    TableRef("src", "t"),
+    (ColumnDef("id", "int(11)", False), ColumnDef("name", "varchar(20)", True)),
+    primary_key=("id",),
+)
 
 
 @pytest.fixture
@@ -50,8 +53,15 @@ def pair(database: str, table: str) -> PairDdl:
 def columns(database: str, table: str) -> list[str]:
     admin = SERVER.connect()
     try:
-        return [r[0] for r in execute(admin, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
-                                             "%s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (database, table))]
+        return [
+            r[0]
+            for r in execute(
+                admin,
+                "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+                "%s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
+                (database, table),
+            )
+        ]
     finally:
         admin.close()
 
