@@ -149,15 +149,21 @@ def task_outcome(statuses: list[str | None], any_rejected: bool, unverified: boo
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """What ``Engine.run`` returns: the report and its JSON form (built once)."""
+    """What ``Engine.run`` returns: the report and its JSON form (built once, when first asked for)."""
 
     report: RunReport
     run_status: str
     """The run row's status: the task status, or ``interrupted`` after a signal."""
-    result: dict[str, Any] = field(init=False, compare=False, repr=False)
+    _result: dict[str, Any] | None = field(init=False, default=None, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "result", self.report.to_dict())
+    @property
+    def result(self) -> dict[str, Any]:
+        """The report's JSON form, built when first asked for (a database task's table runs are reported from
+        their reports: a dict apiece, deep-copied, was a share of a tiny table's time)."""
+        if self._result is None:
+            object.__setattr__(self, "_result", self.report.to_dict())
+        assert self._result is not None
+        return self._result
 
     @property
     def status(self) -> TaskStatus:

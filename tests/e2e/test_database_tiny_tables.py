@@ -10,6 +10,7 @@ the next copies every table exactly, well inside the limits.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -93,3 +94,8 @@ def test_tiny_tables_share_sessions_and_what_they_asked(ws: Workspace, account: 
     assert len(pairs) == TABLES and all(e["status"] == "success" for e in pairs)
     sessions = next(e for e in events if e["event"] == "database.sessions")
     assert sessions.get("lent", 0) >= 3 * TABLES, sessions  # describe, prepare, commit, DDL, writer, reader: lent
+    # A table's routine steps, its stores' included, are debug lines: per table its DDL and its outcome at info.
+    per_event = Counter(e["event"] for e in events if e.get("level") == "info")
+    assert per_event["task.started"] == 1, per_event
+    assert per_event["database.table_created"] == TABLES, per_event
+    assert not {"writer.load_method", "writer.load_from_wire", "splitter.done", "reader.started"} & set(per_event)

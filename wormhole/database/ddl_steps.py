@@ -8,9 +8,9 @@ sqlite ``create``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from wormhole.database.ddl import DdlSession, TableDdl, TargetName, facet, translate
 from wormhole.database.model import TableDef, TableRef
@@ -20,6 +20,8 @@ from wormhole.options import Problems
 from wormhole.plugins import registry
 from wormhole.plugins.shared import RunShared
 from wormhole.task_spec import TaskSpec
+
+T = TypeVar("T")
 
 ALREADY_THERE = re.compile(r"already exists|duplicate key name|duplicate foreign key|\b1061\b|\b1826\b|errno: 121\b"
                            r"|multiple primary keys", re.I)
@@ -53,7 +55,7 @@ class PairDdl:
                 "after_load": list(self.ddl.after_load), "foreign_keys": list(self.ddl.foreign_keys),
                 "lossy": list(self.ddl.lossy), "indexed": self.ddl.indexed}
 
-    def _with_session(self, step: Callable[[DdlSession], str | None], shared: RunShared | None = None) -> str | None:
+    def _with_session(self, step: Callable[[DdlSession], T], shared: RunShared | None = None) -> T:
         """``step`` on a DDL session: with ``shared``, one a step before left idle on the same server and
         database (a table's DDL and the next table's reuse it), given back when the step succeeded."""
         session_key = facet(self.plugin).session_key
@@ -80,20 +82,37 @@ class PairDdl:
             return found.state if found.state != "differs" else f"differs: {'; '.join(found.differences)}"
         return str(self._with_session(step))
 
-    def create(self, log: Logger, shared: RunShared | None = None) -> str:
-        """``created`` or ``exists``; raises when the target exists and differs."""
+    def create(self, log: Logger, shared: RunShared | None = None, *, absent: bool = False) -> str:
+        """``created`` or ``exists``; raises when the target exists and differs. ``absent``: the target was not
+        there when the task's tables were looked up (:func:`absent_targets`), so it is created without asking
+        first; should its ``CREATE TABLE`` fail, the target is asked as it would have been (another session may
+        have made it since), and what is there decides as before."""
         def step(session: DdlSession) -> str:
-            found = session.state(self.ddl)
-            if found.state == "differs":
-                raise InvalidTaskConfig([f"{self.ddl.target.label} exists and differs from the source's table: "
-                                         f"{'; '.join(found.differences)}"])
-            if found.state == "same":
+            statements = self.ddl.create
+            if absent and statements:
+                try:
+                    session.run(statements[:1])
+                except Exception:
+                    if self._exists(session) is None:
+                        raise
+                    return "exists"
+                statements = statements[1:]
+            elif self._exists(session) is not None:
                 return "exists"
-            session.run(self.ddl.create)
+            session.run(statements)
             log.info("database.table_created", destination=self.destination, target=self.ddl.target.label,
                      lossy=list(self.ddl.lossy))
             return "created"
         return str(self._with_session(step, shared))
+
+    def _exists(self, session: DdlSession) -> str | None:
+        """``same`` when the target is there as the source's table is, None when it is missing; raises when it
+        differs."""
+        found = session.state(self.ddl)
+        if found.state == "differs":
+            raise InvalidTaskConfig([f"{self.ddl.target.label} exists and differs from the source's table: "
+                                     f"{'; '.join(found.differences)}"])
+        return None if found.state == "missing" else found.state
 
     def after_load(self, log: Logger, shared: RunShared | None = None, *, created: bool = False) -> str | None:
         """The indexes and the sequences, once the rows are in (an index a crashed run made is kept). ``created``:
@@ -117,6 +136,31 @@ class PairDdl:
                      statements=made)
             return f"{made} foreign key(s)" if made else None
         return self._with_session(step, shared) if self.ddl.foreign_keys else None
+
+
+def absent_targets(pairs: Sequence[PairDdl], shared: RunShared | None = None) -> set[tuple[str, TargetName]]:
+    """(destination, target) of each of ``pairs`` whose target is not there, asked in one statement per server and
+    database (a DDL session's :meth:`existing`) instead of one per table. Empty where a store cannot say so, or the
+    asking fails: each pair then asks for its own target (:meth:`PairDdl.create`)."""
+    groups: dict[Any, list[PairDdl]] = {}
+    for pair in pairs:
+        session_key = facet(pair.plugin).session_key
+        groups.setdefault((pair.plugin, session_key(pair.options) if session_key is not None else id(pair)),
+                          []).append(pair)
+    out: set[tuple[str, TargetName]] = set()
+    for group in groups.values():
+        targets = [p.ddl.target for p in group]
+
+        def ask(session: DdlSession, targets: list[TargetName] = targets) -> Any:
+            existing = getattr(session, "existing", None)
+            return existing(targets) if existing is not None else None
+        try:
+            there = group[0]._with_session(ask, shared)
+        except Exception:  # the tables' own steps ask again, and say what fails
+            continue
+        if there is not None:
+            out.update((p.destination, p.ddl.target) for p in group if p.ddl.target not in there)
+    return out
 
 
 def _run_each(session: DdlSession, statements: tuple[str, ...]) -> int:

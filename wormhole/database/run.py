@@ -31,6 +31,8 @@ from typing import Any
 
 from wormhole.config import EngineConf
 from wormhole.database.checkpoints import SharedCheckpoints
+from wormhole.database.ddl import TargetName
+from wormhole.database.ddl_steps import absent_targets
 from wormhole.database.expand import SLOTS_PER_CHANNEL, DatabasePlan, TableJob, expand, pair_id
 from wormhole.database.progress import DatabaseProgress
 from wormhole.database.report import RunFacts, TableOutcome, database_result, pair_failed
@@ -75,6 +77,8 @@ class DatabaseRun:
         self._alone: set[int] = set()
         """The table runs (by id) that write a resource one at a time (a sqlite file): released in one lane."""
         self._snapshot: Snapshot | None = None
+        self._absent: set[tuple[str, TargetName]] = set()
+        """(destination, target) of the targets that were not there when the table runs started."""
         self._shared = RunShared()
         """What the table runs share: facts asked once, idle sessions lent from one step to the next."""
         self._progress = DatabaseProgress(self._listeners, task_id=task_id, source=spec.source.plugin,
@@ -184,6 +188,8 @@ class DatabaseRun:
             self._listeners, task_id=self._task_id, source=self._spec.source.plugin,
             destinations={d.id: d.plugin for d in self._spec.destinations}, tables=len(plan.jobs),
             estimated_rows=sum(j.listed.estimated_rows for j in plan.jobs))
+        # Which targets are not there yet, asked once per destination database, not once per table.
+        self._absent = absent_targets([p for job in plan.jobs for p in job.ddl.values()], self._shared)
         self._schedule(plan, outcomes)
         if not self._stop.is_set():
             self._foreign_keys(outcomes)
@@ -279,7 +285,7 @@ class DatabaseRun:
         failed: set[str] = set()
         for dest_id, ddl in job.ddl.items():
             try:
-                outcome.ddl[dest_id] = ddl.create(log, self._shared)
+                outcome.ddl[dest_id] = ddl.create(log, self._shared, absent=(dest_id, ddl.ddl.target) in self._absent)
             except Exception as exc:
                 error = describe(exc)
                 log.error("database.ddl_failed", destination=dest_id, target=job.targets[dest_id], error=error)
@@ -403,37 +409,9 @@ def _estimate(job: TableJob) -> SourceInfo | None:
     return SourceInfo(estimated_rows=job.listed.estimated_rows, estimated_bytes=None)
 
 
-ROUTINE = frozenset({
-    "engine.conf_read", "engine.chosen", "plan.made", "reader.prepared", "reader.split_planned", "splitter.done",
-    "reader.started", "reader.finished", "destination.prepared", "destination.started", "destination.written",
-    "destination.committed", "writer.load_method", "writer.load_from_wire",
-})
-"""A table run's info events that say a step went as it always does: logged at debug in a database task,
-where 1,000 tables made 14,000 such lines (and their rendering and writes were a share of a tiny table's
-time); each table's outcome has its line (``database.pair_done``), its warnings and errors are as they are,
-and ``--log-level debug`` shows these too."""
-
-
-class _TableLog:
-    """A table run's logger: :data:`ROUTINE` info events at debug, the rest as the wrapped logger logs them."""
-
-    def __init__(self, log: Logger) -> None:
-        self._log = log
-
-    def info(self, event: str, *args: Any, **kw: Any) -> Any:
-        if event in ROUTINE:
-            return self._log.debug(event, *args, **kw)
-        return self._log.info(event, *args, **kw)
-
-    def bind(self, **new_values: Any) -> Logger:
-        return _table_log(self._log.bind(**new_values))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._log, name)
-
-
 def _table_log(log: Logger) -> Logger:
-    return _TableLog(log)  # type: ignore[return-value]
+    """A table run's logger: its routine info events at debug (:data:`~wormhole.plugins.shared.ROUTINE`)."""
+    return RunShared.quiet(log)  # type: ignore[no-any-return]
 
 
 class _NoRows:

@@ -174,11 +174,12 @@ class ReadContext:
     shared: RunShared | None = field(default=None, compare=False, repr=False)
     """What the table runs of a database task share (:mod:`wormhole.plugins.shared`); None: a task of one table."""
     log: Logger = field(init=False, compare=False, repr=False)
-    """A logger bound to task_id, run_id and plugin; bind ``split_id`` per split."""
+    """A logger bound to task_id, run_id and plugin; bind ``split_id`` per split (a table run of a database task's
+    logs its routine info events at debug: :meth:`RunShared.quiet`)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "log", structlog.get_logger("wormhole").bind(
-            task_id=self.task_id, run_id=self.run_id, plugin=self.plugin))
+        log = structlog.get_logger("wormhole").bind(task_id=self.task_id, run_id=self.run_id, plugin=self.plugin)
+        object.__setattr__(self, "log", log if self.shared is None else self.shared.quiet(log))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return context_reduce(self)
@@ -213,7 +214,8 @@ class WriteContext:
     shared: RunShared | None = field(default=None, compare=False, repr=False)
     """What the table runs of a database task share (:mod:`wormhole.plugins.shared`); None: a task of one table."""
     log: Logger = field(init=False, compare=False, repr=False)
-    """A logger bound to task_id, run_id, plugin and destination."""
+    """A logger bound to task_id, run_id, plugin and destination (a table run of a database task's logs its routine
+    info events at debug: :meth:`RunShared.quiet`)."""
 
     @property
     def resuming(self) -> bool:
@@ -228,8 +230,9 @@ class WriteContext:
         return self.origin_run_id if self.origin_run_id is not None else self.run_id
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "log", structlog.get_logger("wormhole").bind(
-            task_id=self.task_id, run_id=self.run_id, plugin=self.plugin, destination=self.destination))
+        log = structlog.get_logger("wormhole").bind(task_id=self.task_id, run_id=self.run_id, plugin=self.plugin,
+                                                    destination=self.destination)
+        object.__setattr__(self, "log", log if self.shared is None else self.shared.quiet(log))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return context_reduce(self)

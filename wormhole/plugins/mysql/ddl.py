@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from wormhole.database.model import ColumnDef
@@ -304,10 +304,18 @@ def _columns_of(conn: Any, target: TargetName) -> list[str] | None:
     return names or None
 
 
+def _tables_of(conn: Any, schemas: Sequence[str]) -> list[tuple[str, str]]:
+    marks = ", ".join(["%s"] * len(schemas))
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ({marks})",
+                    tuple(schemas))
+        return [(str(s), str(t)) for s, t in cur.fetchall()]
+
+
 def open_session(options: Any) -> SqlDdlSession:
     """A DDL session on a mysql destination (its ``database``, autocommit, strict)."""
     conn = connect(options.endpoint, PrepareError, attempts=options.retries + 1, strict=True)
-    return SqlDdlSession(conn, _columns_of, fold=True, plugin=PLUGIN_NAME)
+    return SqlDdlSession(conn, _columns_of, fold=True, plugin=PLUGIN_NAME, tables_of=_tables_of)
 
 
 MYSQL_DDL = MysqlDdl()

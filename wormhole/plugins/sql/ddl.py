@@ -291,12 +291,25 @@ class SqlDdlSession:
     no such table; ``fold``: the store's column names are alike ignoring case."""
 
     def __init__(self, conn: Any, columns_of: Callable[[Any, TargetName], list[str] | None], *, fold: bool,
-                 plugin: str, commit: bool = False) -> None:
+                 plugin: str, commit: bool = False,
+                 tables_of: Callable[[Any, Sequence[str]], list[tuple[str, str]]] | None = None) -> None:
+        """``tables_of(conn, schemas)``: every (schema, table) there is in those schemas, in one statement (None:
+        the store cannot say; :meth:`existing` is then None)."""
         self.conn = conn
         self._columns_of = columns_of
+        self._tables_of = tables_of
         self._fold = fold
         self._plugin = plugin
         self._commit = commit
+
+    def existing(self, targets: Sequence[TargetName]) -> set[TargetName] | None:
+        """Which of ``targets`` are there (tables or views), asked in one statement for all (a database task's
+        tables before their runs); None when the store cannot say so."""
+        if self._tables_of is None or any(t.schema is None for t in targets):
+            return None
+        key: Callable[[str], str] = str.casefold if self._fold else str
+        found = {(key(s), key(t)) for s, t in self._tables_of(self.conn, sorted({str(t.schema) for t in targets}))}
+        return {t for t in targets if (key(str(t.schema)), key(t.table)) in found}
 
     def state(self, ddl: TableDdl) -> TableState:
         found = self._columns_of(self.conn, ddl.target)
