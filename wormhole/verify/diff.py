@@ -1,19 +1,18 @@
 """Two stores' rows compared to the key (``wormhole diff``; issue 39, item 5).
 
-Each side is a source spec (``{"plugin": ..., "params": ...}``: a table, a query, files) read through its
-store's own splitter and readers, split by split on a few threads, as a task would read it. Every row is
-reduced to two 64-bit hashes of the canonical values (:mod:`wormhole.verify.checksum`): its key's and its
-compared columns'. Only those hashes are kept (16 bytes a row), so the comparison of the two hash sets finds,
-in one pass over each side, every key missing from the right, extra in it, held with different values, or
-held more than once. A second pass over both sides, only when something differs, fetches the values of the
-first differing keys to show them. Without a key the rows are compared as multisets: a row is missing or
-extra, never different.
+Each side is a source spec (``{"plugin": ..., "params": ...}``: a table, a query, files) read through its store's
+own splitter and readers, split by split on a few threads, as a task would read it. Every row is reduced to two
+64-bit hashes of the canonical values (:mod:`wormhole.verify.checksum`): its key's and its compared columns'. Only
+those hashes are kept (16 bytes a row), so the comparison of the two hash sets finds, in one pass over each side,
+every key missing from the right, extra in it, held with different values, or held more than once. A second pass
+over both sides, only when something differs, fetches the values of the first differing keys to show them. Without a
+key the rows are compared as multisets: a row is missing or extra, never different.
 
-Why not data-diff's bisection (checksums of key segments computed in each database, recursing into the
-segments that differ): it saves moving rows when both databases can compute the same checksum of the same
-values, which across stores of other types they cannot (MySQL's DECIMAL and PostgreSQL's numeric text, a
-DATETIME and a timestamptz, parquet's decimal(38,18)); wormhole's readers move rows at the speed a copy
-does, and the canonical hash is computed on the batches they give.
+Why not data-diff's bisection (checksums of key segments computed in each database, recursing into the segments that
+differ): it saves moving rows when both databases can compute the same checksum of the same values, which across
+stores of other types they cannot (MySQL's DECIMAL and PostgreSQL's numeric text, a DATETIME and a timestamptz,
+parquet's decimal(38,18)); wormhole's readers move rows at the speed a copy does, and the canonical hash is computed
+on the batches they give.
 """
 
 from __future__ import annotations
@@ -64,6 +63,7 @@ class Side:
     """The params as given (the primary key is looked up from them)."""
     rows: RowRange | None = None
     """Only the rows inside this range are compared (an incremental task's windows); None: every row."""
+    narrow: bool = False  # rows also narrow the read (window.narrowed): a source's cursor has the window's type
 
     def primary_key(self) -> tuple[str, ...]:
         """The table's primary key, when the side is one table of a store with a catalog (mysql, postgres,
@@ -247,13 +247,13 @@ def _schema_and_splits(side: Side, ctx: ReadContext, readers: int,
                        given: Sequence[Split] | None = None) -> tuple[Schema, list[Split]]:
     """The side's schema and its splits: ``given`` (a task's plan), else as its splitter cuts it."""
     role = registry.source(side.source.plugin)
-    options = narrowed(side.source, side.rows)
+    options = narrowed(side.source, side.rows if side.narrow else None)
     schema = role.reader(options, ctx).schema()
     return schema, list(given) if given is not None else role.splitter(options, ctx).split(readers)
 
 
 def _batches(side: Side, ctx: ReadContext, schema: Schema, split: Split) -> Iterator[pa.RecordBatch]:
-    reader = registry.source(side.source.plugin).reader(narrowed(side.source, side.rows), ctx)
+    reader = registry.source(side.source.plugin).reader(narrowed(side.source, side.rows if side.narrow else None), ctx)
     for item in reader.read(split):
         if ctx.stop.is_set():  # between two batches: a read stops within one batch of its stop
             raise Stopped(f"the read of the {side.label} side ({side.shown}) was stopped")

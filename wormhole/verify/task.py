@@ -84,7 +84,7 @@ def _windowed(pair: Pair, window: Delivered | None) -> Pair:
     """``pair`` kept to what an incremental task delivered to its destination (``window``; None: not one)."""
     if window is None:
         return pair
-    return dataclasses.replace(pair, source=dataclasses.replace(pair.source, rows=window.rows),
+    return dataclasses.replace(pair, source=dataclasses.replace(pair.source, rows=window.rows, narrow=True),
                                destination=dataclasses.replace(pair.destination, rows=window.rows), window=window)
 
 
@@ -189,7 +189,7 @@ def compare_pair(pair: Pair, *, key: Sequence[str] | None = None, samples: int =
                           json_null_of(found.left, found.right), readers=readers, batch_rows=batch_rows,
                           stop=stop)
         moved = np.intersect1d(extra, held)
-    narrowed_by = narrowing(pair.source.source, pair.source.rows)  # what the source's server was asked for
+    narrowed_by = narrowing(pair.source.source, pair.source.rows) if pair.source.narrow else None  # asked of it
     window = {**pair.window.describe(), "moved_later": int(moved.size), "source_where": narrowed_by}
     if not moved.size:
         return dataclasses.replace(found, window=window)
