@@ -206,11 +206,10 @@ def test_mysql_without_snapshot_runs_as_before(mydb: str, tmp_path: Path) -> Non
     assert copied(out) == (TOTAL, list(range(1, ACCOUNTS + 1)))
 
 
-def update_while_others_lock_briefly(conn: Any, sql: str, within_s: float = 45.0) -> None:
+def update_while_others_lock_briefly(conn: Any, sql: str, within_s: float = 20.0) -> None:
     """Run a write that a global read lock left behind would block for good. Other tests on the shared server
-    take the global lock (a query source's snapshot), and one asked while a long statement runs holds every
-    write until it is granted or gives up: a wait that ends within ``within_s`` is theirs, one that outlasts
-    it is a lock this run left. (Five tries of 2 s once ran out under parallel tests: CI saw 1205.)"""
+    take the global lock briefly (a query source's snapshot): a wait that ends within ``within_s`` is theirs,
+    one that outlasts it is a lock this run left."""
     deadline = time.monotonic() + within_s
     while True:
         try:
@@ -224,10 +223,15 @@ def update_while_others_lock_briefly(conn: Any, sql: str, within_s: float = 45.0
 
 def test_mysql_lock_not_had_in_time_fails_clearly_and_leaves_nothing_locked(mydb: str, tmp_path: Path) -> None:
     """Another session holds the write lock of the table read: FLUSH TABLES ... WITH READ LOCK gives up after
-    the setting's time, the run fails naming it, and at once another connection can write (no lock left, none
-    waiting), to that table too once the other session's own lock is released."""
+    the setting's time, the run fails naming it, no FLUSH of it is left waiting, and once the other session's
+    lock is released another connection writes both tables (no lock left).
+
+    The writes come after the release: a session that keeps a table locked while it waits to write holds up
+    another test's global read lock (which waits for that table lock, and meanwhile blocks every write), and
+    both waited until the global lock gave up (CI saw it fail either test, 1205 or the snapshot's timeout)."""
     holder = SERVER.connect(mydb)
     execute(holder, "LOCK TABLES acc WRITE")
+    other = SERVER.connect(mydb)
     try:
         started = time.monotonic()
         result, events = run(mysql_spec(mydb, sqlite_dest(tmp_path / "no.db"), snapshot="consistent",
@@ -238,16 +242,15 @@ def test_mysql_lock_not_had_in_time_fails_clearly_and_leaves_nothing_locked(mydb
         assert result.result["source"]["rows_read"] == 0 and "snapshot" not in result.result
         (failed,) = events_named(events, "reader.failed")
         assert failed["error_code"] == "SNAPSHOT_ERROR"
-        other = SERVER.connect(mydb)
-        execute(other, "SET SESSION lock_wait_timeout = 2")
-        update_while_others_lock_briefly(other, "UPDATE acc2 SET bal = bal WHERE id = 1")
         waiting = scalar(other, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'FLUSH TABLES%%' "
                                 "AND DB = %s", (mydb,))
         assert waiting == 0
     finally:
         execute(holder, "UNLOCK TABLES")
         holder.close()
-    execute(other, "UPDATE acc SET bal = bal WHERE id = 1")
+    execute(other, "SET SESSION lock_wait_timeout = 2")
+    update_while_others_lock_briefly(other, "UPDATE acc2 SET bal = bal WHERE id = 1")
+    update_while_others_lock_briefly(other, "UPDATE acc SET bal = bal WHERE id = 1")
     other.close()
 
 
