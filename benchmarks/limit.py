@@ -96,7 +96,7 @@ def round_channels(round_no: int, channels: Sequence[int], best: int | None,
     figure is a best of every round too, not one run)."""
     if round_no == 0 or best is None:
         return tuple(channels)
-    return tuple(dict.fromkeys(c for c in (best, always) if c is not None and (c == best or c in channels)))
+    return (best,) if always is None or always == best or always not in channels else (best, always)
 
 
 def fastest(runs: Sequence[Timed]) -> Timed:
