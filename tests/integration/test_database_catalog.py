@@ -5,8 +5,9 @@ options ``for_table`` gives read exactly that table."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,12 @@ from structlog.testing import capture_logs
 
 from tests.mysql_helpers import Databases, execute, q
 from tests.pg_helpers import Schemas, pg_schemas, qi
-from tests.plugin_helpers import read_all
+from tests.plugin_helpers import read_all, read_ctx
 from wormhole.database.facet import DatabaseSource
 from wormhole.database.model import Catalog, ColumnDef, ForeignKeyDef, IndexDef, TableDef, TableRef
 from wormhole.errors import InvalidTaskConfig, SplitError
 from wormhole.plugins import registry
+from wormhole.plugins.shared import RunShared
 from wormhole.task_spec import TaskSpec
 
 QUOTED = ("order", "my table", "dash-name", "ünï")
@@ -83,7 +85,8 @@ def read_table(plugin: str, params: dict[str, Any], ref: TableRef) -> list[tuple
     return sorted(tuple(r) for r in read_all(role, single))
 
 
-def quoted_and_wide(plugin: str, params: dict[str, Any], qualified: dict[str, Any], schema: str) -> None:
+def quoted_and_wide(plugin: str, params: dict[str, Any], qualified: dict[str, Any], schema: str,
+                    drop: Callable[[TableRef], None]) -> None:
     """The QUOTED tables of ``schema`` (``id``, ``the value``, ``parent id``; ``ix <name>`` on the last two; the
     ``my table`` -> ``order`` key ``fk-order``; rows (1, 'a<i>', NULL), (2, 'b', 1)) and its WIDE table are
     listed, described and read, by ``params`` (``*``) and by ``qualified`` (``<schema>.*``)."""
@@ -100,6 +103,24 @@ def quoted_and_wide(plugin: str, params: dict[str, Any], qualified: dict[str, An
     for i, name in enumerate(QUOTED):
         assert read_table(plugin, params if i % 2 else qualified, TableRef(schema, name)) == \
             [(1, f"a{i}", None), (2, "b", 1)]
+    described_ahead(plugin, params, refs, drop)
+
+
+def described_ahead(plugin: str, params: dict[str, Any], refs: list[TableRef],
+                    drop: Callable[[TableRef], None]) -> None:
+    """A database task's tables described ahead, all at once (a table not there is left out): each table's
+    reader then has the schema it would have described itself, without asking the server (the last table is
+    dropped before its reader asks: described by its own reader now, it would not be there)."""
+    role = registry.get(plugin).source
+    options = database_source(plugin, params)
+    own = [role.reader(role.catalog.for_table(options, ref), read_ctx()).schema() for ref in refs]
+    ahead = dataclasses.replace(read_ctx(), shared=RunShared())
+    gone = TableRef(refs[0].schema, "not there")
+    assert role.catalog.describe_ahead(role.catalog.for_tables(options, [*refs, gone]), ahead) == len(refs)
+    drop(refs[-1])
+    assert [role.reader(role.catalog.for_table(options, ref), ahead).schema() for ref in refs] == own
+    with pytest.raises(SplitError, match="not there"):
+        role.reader(role.catalog.for_table(options, gone), ahead).schema()
 
 
 def shop_orders(schema: str, columns: tuple[ColumnDef, ...]) -> TableDef:
@@ -210,7 +231,8 @@ def test_mysql_quoted_names_and_a_wide_table(dbs: Databases) -> None:
                        f"REFERENCES {q(a)}.`order` (id)")
     execute(dbs.admin, f"CREATE TABLE {q(a)}.wide (id INT PRIMARY KEY, "
                        + ", ".join(f"c{i} INT" for i in range(1, WIDE)) + ")")
-    quoted_and_wide("mysql", dbs.server.params(a, tables=["*"]), dbs.server.params(tables=[f"{a}.*"]), a)
+    quoted_and_wide("mysql", dbs.server.params(a, tables=["*"]), dbs.server.params(tables=[f"{a}.*"]), a,
+                    lambda ref: execute(dbs.admin, f"DROP TABLE {q(ref.schema)}.{q(ref.name)}"))
 
 
 # -- PostgreSQL --------------------------------------------------------------------------------------
@@ -316,7 +338,8 @@ def test_postgres_quoted_names_and_a_wide_table(pg_schemas: Schemas) -> None:
     conn.execute(f"CREATE TABLE {qi(a)}.wide (id integer PRIMARY KEY, "
                  + ", ".join(f"c{i} integer" for i in range(1, WIDE)) + ")")
     quoted_and_wide("postgres", pg_schemas.server.params(a, tables=["*"]),
-                    pg_schemas.server.params(tables=[f"{a}.*"]), a)
+                    pg_schemas.server.params(tables=[f"{a}.*"]), a,
+                    lambda ref: conn.execute(f"DROP TABLE {qi(ref.schema)}.{qi(ref.name)}"))
 
 
 # -- sqlite ------------------------------------------------------------------------------------------

@@ -41,6 +41,10 @@ class CatalogFacet:
     open: Callable[[Any], Catalog]
     """``open(options)``: the catalog of the source's server (a connection: close it), for a
     :class:`DatabaseSource`; a failure to connect raises the store's SplitError."""
+    describe_ahead: Callable[[Any, Any], int] | None = None
+    """``describe_ahead(options, ctx)``: describe every table of :meth:`for_tables`' ``options`` at once into
+    ``ctx.shared``, where each table run's reader finds its columns (the SQL kit's
+    :func:`~wormhole.plugins.sql.reader.describe_ahead`); None: each table run describes its own."""
 
     @staticmethod
     def patterns(options: Any) -> TablePatterns | None:

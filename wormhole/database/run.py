@@ -124,6 +124,7 @@ class DatabaseRun:
             futures = [spawn(_release_each, [*(alone if lane == 0 else ()), *others[lane::lanes]],
                              name=f"release-{lane}") for lane in range(lanes)]
             errors = [f.exception() for f in futures]
+            errors += self._shared.release_now()  # what the stores left to do at once (a markers table's DELETE)
         finally:
             self._shared.close()
         first = next((e for e in errors if e is not None), None)
@@ -152,6 +153,7 @@ class DatabaseRun:
             self._log.error("reader.failed", error=error, error_code=getattr(exc, "code", None))
             return self._ended(t0, started_at, plan, [], error=f"read side failed: {error}", read_error=error)
         try:
+            self._describe_ahead(plan)
             return self._run_tables(t0, started_at, plan)
         finally:
             if self._snapshot is not None:
@@ -181,6 +183,22 @@ class DatabaseRun:
         if self._resume_from is not None:
             self._log.info("snapshot.new_on_resume", resumed_from_run=self._resume_from)
         return snapshot
+
+    def _describe_ahead(self, plan: DatabasePlan) -> None:
+        """Every table's columns described at once, where its store can (after the snapshot, as each table run
+        would have described its own); failing, each table run describes its own as before."""
+        facet = registry.source(self._spec.source.plugin).catalog
+        if facet is None or facet.describe_ahead is None or not plan.jobs:
+            return
+        ctx = ReadContext(task_id=self._task_id, run_id=self._run_id, batch_rows=self._conf.exchange.batch_rows,
+                          dirty=_NoRows(), plugin=self._spec.source.plugin, stop=self._stop, shared=self._shared)
+        try:
+            described = facet.describe_ahead(facet.for_tables(self._spec.source.options, [j.ref for j in plan.jobs]),
+                                             ctx)
+        except Exception as exc:
+            self._log.warning("database.describe_ahead_failed", error=describe(exc))
+            return
+        self._log.debug("database.described", tables=described)
 
     def _run_tables(self, t0: float, started_at: str, plan: DatabasePlan) -> RunResult:
         outcomes = [TableOutcome(job) for job in plan.jobs]

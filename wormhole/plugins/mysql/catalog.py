@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pymysql
@@ -44,28 +45,42 @@ class ResultColumn(CatalogColumn):
 
 def describe_table(conn: pymysql.Connection, shard: Shard, table: str) -> list[ColumnInfo]:
     """The columns of ``table`` in order; SplitError naming it when it does not exist."""
-    ep = shard.endpoint
-    found = fetch_all(conn, "SELECT COLUMN_NAME, DATA_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
-                            "COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE "
-                            "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
-                            "ORDER BY ORDINAL_POSITION", (ep.database, table))
+    found = describe_tables(conn, shard, [table]).get(table)
     if not found:
-        raise SplitError(f"table {quote(table)} does not exist in {ep.mark}", plugin=PLUGIN_NAME)
-    json_columns: set[str] = set()
-    if any(str(r[1]).lower() == "longtext" for r in found):
-        checks = fetch_all(conn, "SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
-                                 "WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s", (ep.database, table))
-        for (clause,) in checks:
-            json_columns.update(m.replace("``", "`").lower() for m in JSON_CHECK.findall(str(clause)))
-    infos = []
-    for name, dt, nullable, cs, coll, ctype, precision, scale in found:
-        kind = kind_of_data_type(str(dt), str(name).lower() in json_columns, "unsigned" in str(ctype).lower())
+        raise SplitError(f"table {quote(table)} does not exist in {shard.endpoint.mark}", plugin=PLUGIN_NAME)
+    return found
+
+
+def describe_tables(conn: pymysql.Connection, shard: Shard, tables: Sequence[str]) -> dict[str, list[ColumnInfo]]:
+    """The columns of each of ``tables`` (of ``shard``'s database) in order, asked in one statement (a database
+    task's table runs find theirs described: :func:`wormhole.plugins.sql.reader.table_columns`); a table that
+    does not exist is not in the result."""
+    database = shard.endpoint.database
+    marks = ", ".join(["%s"] * len(tables))
+    found = fetch_all(conn, "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, "
+                            "COLLATION_NAME, COLUMN_TYPE, NUMERIC_PRECISION, NUMERIC_SCALE "
+                            f"FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ({marks}) "
+                            "ORDER BY TABLE_NAME, ORDINAL_POSITION", (database, *tables))
+    json_columns: dict[str, set[str]] = {}
+    with_text = sorted({str(r[0]) for r in found if str(r[2]).lower() == "longtext"})
+    if with_text:  # MariaDB's JSON is LONGTEXT with a JSON_VALID check
+        in_text = ", ".join(["%s"] * len(with_text))
+        checks = fetch_all(conn, "SELECT TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+                                 f"WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME IN ({in_text})", (database, *with_text))
+        for table, clause in checks:
+            json_columns.setdefault(str(table), set()).update(
+                m.replace("``", "`").lower() for m in JSON_CHECK.findall(str(clause)))
+    out: dict[str, list[ColumnInfo]] = {}
+    for table, name, dt, nullable, cs, coll, ctype, precision, scale in found:
+        kind = kind_of_data_type(str(dt), str(name).lower() in json_columns.get(str(table), ()),
+                                 "unsigned" in str(ctype).lower())
         decimal = kind == "decimal" and precision is not None
-        infos.append(ColumnInfo(name=str(name), kind=kind, data_type=str(dt).lower(), nullable=nullable == "YES",
-                                charset=cs, collation=coll, precision=int(precision) if decimal else None,
-                                scale=int(scale or 0) if decimal else None, column_type=str(ctype).lower(),
-                                unsigned=wide_unsigned(kind, int(precision or 0))))  # BIT(n): precision n
-    return infos
+        out.setdefault(str(table), []).append(ColumnInfo(
+            name=str(name), kind=kind, data_type=str(dt).lower(), nullable=nullable == "YES", charset=cs,
+            collation=coll, precision=int(precision) if decimal else None,
+            scale=int(scale or 0) if decimal else None, column_type=str(ctype).lower(),
+            unsigned=wide_unsigned(kind, int(precision or 0))))  # BIT(n): precision n
+    return out
 
 
 def describe_query(conn: pymysql.Connection, query: str) -> list[ResultColumn]:

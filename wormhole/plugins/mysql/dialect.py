@@ -52,6 +52,7 @@ class MysqlDialect(SessionDialect):
         return backquote(table)
 
     describe_table = staticmethod(catalog.describe_table)
+    describe_tables = staticmethod(catalog.describe_tables)
     describe_query = staticmethod(catalog.describe_query)
 
     @staticmethod

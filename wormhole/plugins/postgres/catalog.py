@@ -4,6 +4,7 @@ type (docs/manual/postgres.md, *Types*)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +66,7 @@ def kind_of(type_name: str, category: str, typmod: int) -> tuple[str, int | None
 
 
 _COLUMNS_SQL = """
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, b.typname, b.typcategory,
+SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, b.typname, b.typcategory,
        CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END, coalesce(e.typname, '')
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
@@ -73,26 +74,34 @@ JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
 JOIN pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
 LEFT JOIN pg_type e ON e.oid = b.typelem AND b.typcategory = 'A' AND e.oid < 16384  -- built in
-WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY a.attnum"""
+WHERE n.nspname = %s AND c.relname = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY c.relname, a.attnum"""
 
 
 def describe_table(conn: psycopg.Connection[Any], shard: Shard, table: str) -> list[ColumnInfo]:
     """The columns of ``schema.table`` in order; SplitError naming it when it does not exist."""
+    found = describe_tables(conn, shard, [table]).get(table)
+    if not found:
+        raise SplitError(f"table {relation(shard.schema, table)} does not exist in {shard.endpoint.mark}",
+                         plugin=PLUGIN_NAME)
+    return found
+
+
+def describe_tables(conn: psycopg.Connection[Any], shard: Shard, tables: Sequence[str]) -> dict[str, list[ColumnInfo]]:
+    """The columns of each of ``tables`` (of ``shard``'s schema) in order, asked in one statement; a table that
+    does not exist is not in the result."""
     ep, schema = shard.endpoint, shard.schema
     try:
-        found = conn.execute(_COLUMNS_SQL, (schema, table)).fetchall()
+        found = conn.execute(_COLUMNS_SQL, (schema, list(tables))).fetchall()
     except psycopg.Error as exc:
-        raise SplitError(f"cannot describe {relation(schema, table)} on {ep.mark}: {describe(exc)}",
-                         plugin=PLUGIN_NAME) from exc
-    if not found:
-        raise SplitError(f"table {relation(schema, table)} does not exist in {ep.mark}", plugin=PLUGIN_NAME)
-    infos = []
-    for name, declared, nullable, type_name, category, typmod, element in found:
+        what = relation(schema, tables[0]) if len(tables) == 1 else f"{len(tables)} tables of schema {schema}"
+        raise SplitError(f"cannot describe {what} on {ep.mark}: {describe(exc)}", plugin=PLUGIN_NAME) from exc
+    out: dict[str, list[ColumnInfo]] = {}
+    for table, name, declared, nullable, type_name, category, typmod, element in found:
         kind, precision, scale = kind_of(str(type_name), str(category), int(typmod))
-        infos.append(ColumnInfo(str(name), kind, str(declared), bool(nullable), precision, scale, str(type_name),
-                                str(element)))
-    return infos
+        out.setdefault(str(table), []).append(ColumnInfo(str(name), kind, str(declared), bool(nullable), precision,
+                                                         scale, str(type_name), str(element)))
+    return out
 
 
 def describe_query(conn: psycopg.Connection[Any], query: str) -> list[ColumnInfo]:

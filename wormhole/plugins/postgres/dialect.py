@@ -41,6 +41,7 @@ class PostgresDialect(SessionDialect):
     kind_types: Mapping[str, str] = catalog.KIND_TYPES
 
     describe_table = staticmethod(catalog.describe_table)
+    describe_tables = staticmethod(catalog.describe_tables)
     describe_query = staticmethod(catalog.describe_query)
 
     @staticmethod

@@ -74,6 +74,10 @@ class Dialect(Protocol):
         when it does not exist."""
         ...
 
+    def describe_tables(self, conn: Any, shard: Shard, tables: Sequence[str]) -> dict[str, list[Any]]:
+        """The columns of each of ``tables`` in order, asked at once; a table that does not exist is left out."""
+        ...
+
     def choose_columns(self, infos: list[Any], wanted: Sequence[str] | None, shard: Shard, table: str) -> list[Any]:
         """The columns ``wanted`` names of ``table``, in its order (all of them when None)."""
         ...

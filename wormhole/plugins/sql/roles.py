@@ -4,6 +4,7 @@ encoded rows, how it plans a load)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -31,6 +32,7 @@ from wormhole.plugins.facets import (
 from wormhole.plugins.sql import bounds
 from wormhole.plugins.sql.dialect import Dialect
 from wormhole.plugins.sql.periphery import SqlWriterPeriphery
+from wormhole.plugins.sql.reader import describe_ahead
 from wormhole.plugins.sql.reader_periphery import SqlReaderPeriphery
 from wormhole.plugins.sql.sink_options import SinkParams
 
@@ -49,7 +51,9 @@ def source_role(dialect: Dialect, *, options: type, splitter: Callable[[Any, Rea
     push-up asks (``busy_threads``), and the store's catalog of a whole database (``catalog``)."""
     return SourceRole(options=options, splitter=splitter, reader=reader, periphery=periphery, spark_read=spark_read,
                       bounds=partial(bounds.bounds, dialect), pushdown=cast(Any, dialect.name),
-                      busy_threads=periphery.busy_threads, encoded=encoded, catalog=catalog,
+                      busy_threads=periphery.busy_threads, encoded=encoded,
+                      catalog=None if catalog is None else dataclasses.replace(
+                          catalog, describe_ahead=partial(describe_ahead, dialect)),
                       snapshot=snapshot)
 
 
