@@ -80,6 +80,7 @@ class RunShared:
         self._making: dict[Hashable, threading.Lock] = {}
         self._idle: dict[Hashable, list[tuple[float, Any, Callable[[Any], None]]]] = {}
         self._closed = False
+        self._releases: dict[Hashable, tuple[Callable[[list[Any]], None], list[Any]]] = {}
         self.counts: Counter[str] = Counter()
         """``lent``, ``kept``, ``closed``: what the sessions did (the tests' and the log's)."""
 
@@ -114,6 +115,27 @@ class RunShared:
             with self._lock:
                 self._facts[key] = made
             return made
+
+    # -- releases ----------------------------------------------------------------------------------
+
+    def release_later(self, group: Hashable, item: Any, release: Callable[[list[Any]], None]) -> None:
+        """Leave ``item``'s release (a destination's records of the run, once the task's outcome is recorded) to
+        :meth:`release_now`, which releases each ``group``'s items at once with ``release(items)``."""
+        with self._lock:
+            self._releases.setdefault(group, (release, []))[1].append(item)
+
+    def release_now(self) -> list[Exception]:
+        """Run the releases left by :meth:`release_later`, each group once (every group is tried); the errors."""
+        with self._lock:
+            groups = list(self._releases.values())
+            self._releases.clear()
+        errors: list[Exception] = []
+        for release, items in groups:
+            try:
+                release(items)
+            except Exception as exc:
+                errors.append(exc)
+        return errors
 
     # -- idle sessions -----------------------------------------------------------------------------
 

@@ -36,6 +36,8 @@ PREPARED_PHASE, SWAPPING, SWAPPED, COMMITTED = "prepared", "swapping", "swapped"
 """The phases of a load, kept in the destination's own row."""
 
 _KEY = "taskdb = %s AND task_id = %s AND state_run = %s AND destination = %s"
+FORGET_AT_ONCE = 500
+"""Destinations whose markers one DELETE of :meth:`SplitMarkers.forget_all` removes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +164,21 @@ class SplitMarkers:
         """Delete this destination's rows of its state run (after commit or rollback)."""
         with conn.cursor() as cur:
             cur.execute(f"DELETE FROM {self.table} WHERE {_KEY}", self._key())
+
+    def release_group(self) -> tuple[Any, ...]:
+        """What markers of several destinations must share to be deleted by one :meth:`forget_all`: their table
+        and their key but the destination."""
+        return (self._current_key(), *self._key()[:3])
+
+    def forget_all(self, conn: Any, destinations: Sequence[str]) -> None:
+        """:meth:`forget` of every destination of ``destinations`` whose markers share this one's
+        :meth:`release_group` (a database task's pairs), a few hundred per statement."""
+        for first in range(0, len(destinations), FORGET_AT_ONCE):
+            chunk = destinations[first:first + FORGET_AT_ONCE]
+            marks = ", ".join(["%s"] * len(chunk))
+            with conn.cursor() as cur:
+                cur.execute(f"DELETE FROM {self.table} WHERE taskdb = %s AND task_id = %s AND state_run = %s "
+                            f"AND destination IN ({marks})", (*self._key()[:3], *chunk))
 
     def other_runs(self, conn: Any, keep_run: int | None) -> dict[int, int]:
         """state run -> split markers of this task database's task and destination, for every state run

@@ -288,9 +288,16 @@ class SqlWriterPeriphery(ShippedWithoutLock):
                                               f"({self.rows_written} written{earlier})")
 
     def release(self: P) -> None:
-        """The task's outcome is recorded: this load's markers are not needed to resume any more."""
-        if self.markers_ready:
-            self._session(PeripheryError, "deleting the split markers of", self.markers.forget)
+        """The task's outcome is recorded: this load's markers are not needed to resume any more. In a database
+        task they go with the other tables' of the same markers table, one statement for hundreds of tables
+        (:meth:`RunShared.release_later`: a thousand tiny tables' releases were a second of the run's tail)."""
+        if not self.markers_ready:
+            return
+        shared = self.ctx.shared
+        if shared is not None and self.lends():
+            shared.release_later(("markers", *self.markers.release_group()), self, _forget_all)
+            return
+        self._session(PeripheryError, "deleting the split markers of", self.markers.forget)
 
     def rollback(self) -> None:
         if self.finished:
@@ -342,3 +349,11 @@ class SqlWriterPeriphery(ShippedWithoutLock):
 
     def _leftovers(self, conn: Any, keep_run: int | None) -> list[Leftover]:
         return find_leftovers(self.sql, conn, self.ctx, self.options, self.markers, keep_run)
+
+
+def _forget_all(peripheries: Sequence[SqlWriterPeriphery]) -> None:
+    """The markers of ``peripheries`` (one :meth:`SplitMarkers.release_group`) deleted on a session of the first."""
+    first = peripheries[0]
+    destinations = [p.ctx.destination for p in peripheries]
+    first._session(PeripheryError, f"deleting the split markers of {len(destinations)} tables, the first",
+                   lambda conn: first.markers.forget_all(conn, destinations))
