@@ -85,11 +85,30 @@ class Writer(threading.Thread):
             conn.close()
 
     def _tx(self, conn: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
-        with conn.cursor() as cur:
-            cur.execute(self.begin)
-            for sql, args in statements:
-                cur.execute(sql, args or None)
-        conn.commit()
+        """The statements in one transaction; a deadlock victim's transaction is rolled back and run again, as
+        an application's would be: the snapshot's brief lock of two tables taken while this transaction holds
+        one and waits for the other is a deadlock to the server (1213; seen in CI), not a fault of the copy."""
+        for attempt in range(DEADLOCK_RETRIES):
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(self.begin)
+                    for sql, args in statements:
+                        cur.execute(sql, args or None)
+                conn.commit()
+                return
+            except Exception as exc:
+                if not _deadlocked(exc) or attempt == DEADLOCK_RETRIES - 1:
+                    raise
+                conn.rollback()
+
+
+DEADLOCK_RETRIES = 5
+
+
+def _deadlocked(exc: BaseException) -> bool:
+    """MariaDB's ER_LOCK_DEADLOCK, or PostgreSQL's deadlock_detected."""
+    return (isinstance(exc, pymysql.err.OperationalError) and exc.args[:1] == (1213,)) or \
+        getattr(exc, "sqlstate", None) == "40P01"
 
 
 @contextmanager
