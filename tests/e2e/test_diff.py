@@ -348,9 +348,10 @@ def test_verify_of_a_file_source_reads_the_files_added_since_its_last_plan(ws: W
 
 
 def test_verify_repair_mends_every_kind_of_damage_in_each_store(ws: Workspace, copies: dict[str, Any]) -> None:
-    """Each damage verify finds is repaired in the copy it is in: PostgreSQL and sqlite by key (the differing
-    keys deleted, the source's rows of them written again by a recorded repair task), parquet written again
-    whole; the copies then equal the source, and a second verify finds nothing."""
+    """Each damage verify finds is repaired in the copy it is in: PostgreSQL and sqlite (tables without a primary
+    key: sqlite's holds a row twice) by key (the differing keys deleted, the source's rows of them written again
+    by a recorded repair task), parquet written again whole; the copies then equal the source, and a second
+    verify finds nothing."""
     damage_pg(copies)
     lite = sqlite3.connect(copies["lite"])
     with lite:
@@ -403,12 +404,12 @@ def test_verify_repair_in_mysql_csv_and_jsonl(ws: Workspace, copies: dict[str, A
     code, found = verify(ws, "--task-id", str(task["id"]), "--repair", "--json")
     assert code == 0, found
     assert {n: (c["repair"]["method"], c["repair"]["equal"]) for n, c in found.items()} == {
-        "my": ("keys", True), "csv": ("whole", True), "jl": ("whole", True)}
-    assert found["my"]["repair"]["deleted"] == 1 and found["my"]["repair"]["written"] == 2
+        "my": ("upsert", True), "csv": ("whole", True), "jl": ("whole", True)}
+    assert found["my"]["repair"]["deleted"] == 0 and found["my"]["repair"]["written"] == 2  # 2 replaced, 9 added
 
 
-def test_verify_repair_of_an_upsert_destination_writes_by_insert(ws: Workspace, copies: dict[str, Any]) -> None:
-    """A destination loaded by upsert is repaired too: its repair task appends by insert (upsert_key left out)."""
+def test_verify_repair_of_an_upsert_destination(ws: Workspace, copies: dict[str, Any]) -> None:
+    """A destination loaded by upsert is repaired too, by upsert on its primary key."""
     pg, conn = copies["pg"], PG.connect()
     try:
         pg_execute(conn, f"CREATE TABLE {qi(pg)}.{qi('ups')} (LIKE {qi(pg)}.{qi('copy')} INCLUDING ALL)")
@@ -429,7 +430,65 @@ def test_verify_repair_of_an_upsert_destination_writes_by_insert(ws: Workspace, 
         conn.close()
     code, found = verify(ws, "--task-id", str(task["id"]), "--repair", "--json")
     assert code == 0 and found["ups"]["repair"]["equal"], found
+    assert found["ups"]["repair"]["method"] == "upsert"
     assert found["ups"]["repair"]["written"] == 2 and found["ups"]["repair"]["deleted"] == 0
+
+
+def test_verify_repair_of_a_sqlite_table_with_a_primary_key(ws: Workspace, copies: dict[str, Any],
+                                                             tmp_path: Path) -> None:
+    """A sqlite table with a primary key is repaired by upsert on it (``key``): the extra row deleted, the
+    changed and the missing one written over."""
+    path = str(tmp_path / "keyed.db")
+    lite = sqlite3.connect(path)
+    with lite:
+        lite.execute("CREATE TABLE keyed (id INTEGER PRIMARY KEY, name TEXT, amount NUMERIC, ratio REAL, at TEXT)")
+    lite.close()
+    spec = {"source": copies["source"],
+            "destinations": [{"id": "keyed", "plugin": "sqlite", "params": {"path": path, "table": "keyed"}}]}
+    code, task, stderr = run_task(ws, spec)
+    assert code == 0, (task.get("error"), stderr[-2000:])
+    lite = sqlite3.connect(path)
+    with lite:
+        lite.execute("UPDATE keyed SET name = 'changed' WHERE id = 12")
+        lite.execute("DELETE FROM keyed WHERE id = 8")
+        lite.execute("INSERT INTO keyed (id, name) VALUES (9999, 'stray')")
+    lite.close()
+    code, found = verify(ws, "--task-id", str(task["id"]), "--repair", "--json")
+    assert code == 0, found
+    repair = found["keyed"]["repair"]
+    assert (repair["method"], repair["equal"], repair["deleted"], repair["written"]) == ("upsert", True, 1, 2), repair
+
+
+def test_a_failed_repair_by_upsert_leaves_no_key_missing(ws: Workspace, copies: dict[str, Any]) -> None:
+    """A PostgreSQL copy with a primary key is repaired by upsert. Its repair task's write fails (a trigger
+    refuses the missing row 4, in the split of the different ones): the split rolls back, so every key the copy
+    held is still there, as it was (deleted first, as the route for copies without a key does, they would be
+    gone); only the extra key was removed. Once the trigger is dropped, a second --repair mends it all."""
+    pg, table = copies["pg"], f"{qi(copies['pg'])}.{qi('copy')}"
+    conn = PG.connect()
+    pg_execute(conn, f"ALTER TABLE {table} ADD PRIMARY KEY (id)")
+    conn.commit()
+    damage_pg(copies)
+    try:
+        pg_execute(conn, f"CREATE FUNCTION {qi(pg)}.refuse_4() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                         "IF NEW.id = 4 THEN RAISE EXCEPTION 'row 4 refused'; END IF; RETURN NEW; END $$")
+        pg_execute(conn, f"CREATE TRIGGER refuse_4 BEFORE INSERT ON {table} FOR EACH ROW "
+                         f"EXECUTE FUNCTION {qi(pg)}.refuse_4()")
+        conn.commit()
+        code, found = verify(ws, "--task-id", str(copies["task_id"]), "--repair", "--json")
+        repair = found["pg"]["repair"]
+        assert code == 1 and repair["method"] == "upsert" and repair["equal"] is False, found["pg"]
+        assert "exit code" in repair["reason"] and repair["deleted"] == 1, repair
+        held = {r[0]: r[1] for r in pg_execute(conn, f"SELECT id, amount FROM {table} WHERE id IN (3, 4, 6, 7, 20, "
+                                                     "21, 9999)")}
+        assert sorted(held) == [3, 6, 7, 20, 21] and held[3] == Decimal("99.99"), held  # as they were
+
+        pg_execute(conn, f"DROP TRIGGER refuse_4 ON {table}")
+        conn.commit()
+    finally:
+        conn.close()
+    code, found = verify(ws, "--task-id", str(copies["task_id"]), "--repair", "--json")
+    assert code == 0 and found["pg"]["repair"]["equal"] and found["pg"]["repair"]["written"] == 6, found["pg"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

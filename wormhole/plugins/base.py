@@ -416,6 +416,10 @@ class SinkRole(Generic[P]):
     """Optional: ``delete_keys(unprepared periphery, columns, keys)``: in one transaction, delete every row of the
     target whose ``columns`` hold one of ``keys`` (values as the store's reader gives them back); the rows
     deleted. What ``wormhole verify --repair`` removes before it writes the source's rows of those keys again."""
+    upsert_params: Callable[[Sequence[str]], Mapping[str, Any]] | None = None
+    """Optional: ``upsert_params(key)``: the params that make the store's writer insert each row or replace the
+    target's row of the same ``key`` (its primary key), in the split's own transaction. What ``wormhole verify
+    --repair`` writes a keyed copy's missing and different rows with: no key of the copy is ever absent."""
     count_rows: Callable[[P], int] | None = None
     """Optional: ``count_rows(unprepared periphery)``: the rows its target holds now, counted by the store
     (``settings.verify: count`` asks it instead of reading every row back)."""

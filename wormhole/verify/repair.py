@@ -3,8 +3,15 @@
 What a comparison found (:class:`~wormhole.verify.diff.Comparison`) is repaired in the destination that
 differs, by one of two routes, then compared again:
 
+- **By upsert**, where the comparison's key is the destination table's primary key and its store can write
+  by that key (``SinkRole.upsert_params``: mysql's ``ON DUPLICATE KEY UPDATE``, postgres's and sqlite's ``ON
+  CONFLICT``): the rows the destination holds under an extra key are deleted (in one transaction), then a repair
+  task writes the source's rows of every missing and different key with the store's upsert: each split's rows
+  replace the old ones in the split's own transaction, with its marker. No key the destination held is ever
+  absent: a repair that fails half-way leaves every key either as it was or mended.
 - **By key**, for a destination whose store can delete rows by key (``SinkRole.delete_keys``: mysql,
-  postgres, sqlite) when the comparison had a key: first, in one transaction, every row the destination holds
+  postgres, sqlite) when the comparison had a key that is not such a primary key (a copy without one may hold
+  a row twice): first, in one transaction, every row the destination holds
   under a key that differs, is extra or is duplicated is deleted (the key values as its own reader gives them
   back, bound as parameters); then the source's rows of every key that was missing, different or duplicated
   are written by a *repair task*, a task recorded in the task database like any other and run now through the
@@ -57,7 +64,8 @@ class Repair:
     """What ``--repair`` did to one destination (``repair`` in verify's JSON)."""
 
     method: str | None
-    """``keys`` (deleted and written again by key), ``whole`` (the destination written again), None (not)."""
+    """``upsert`` (the differing keys written again by the store's upsert, the extra ones deleted), ``keys``
+    (deleted and written again by key), ``whole`` (the destination written again), None (not)."""
     reason: str | None = None
     """Why it was not repaired, or what failed."""
     deleted: int = 0
@@ -112,8 +120,12 @@ def _by_keys(found: Comparison, dest: DestinationSpec, params: Mapping[str, Any]
     if not cols.key_left:
         return Repair(None, "the comparison has no key (--key, or a primary key on a side): rows cannot be told "
                             "apart to repair them")
-    fix = _union(found.found, ("missing", "different", "duplicate"))
-    drop = _union(found.found, ("different", "duplicate", "extra"))
+    upsert = _upsert_params(found, sink)
+    if upsert is not None:  # the different keys are replaced in place: only the extra ones are deleted
+        fix, drop = _union(found.found, ("missing", "different")), _union(found.found, ("extra",))
+    else:
+        fix = _union(found.found, ("missing", "different", "duplicate"))
+        drop = _union(found.found, ("different", "duplicate", "extra"))
     if max(len(fix), len(drop)) > MAX_KEYS:
         return Repair(None, f"{max(len(fix), len(drop))} keys differ, more than the {MAX_KEYS} repaired by key: "
                             "copy the destination again (task retry, or a truncate or staging load)")
@@ -123,7 +135,7 @@ def _by_keys(found: Comparison, dest: DestinationSpec, params: Mapping[str, Any]
     if isinstance(filters, str):
         return Repair(None, filters)
     held = key_values(found.right, cols.key_right, cols.logical_right, nulls, drop, readers=readers)
-    out = Repair("keys")
+    out = Repair("keys" if upsert is None else "upsert")
     if held:
         periphery = sink.periphery(dest.options, _context(dest))
         out.deleted = sink.delete_keys(periphery, cols.key_right, held)
@@ -133,6 +145,7 @@ def _by_keys(found: Comparison, dest: DestinationSpec, params: Mapping[str, Any]
         appended["load"] = "append"
     if "write_mode" in appended:
         appended["write_mode"] = "insert"
+    appended.update(upsert or {})
     for index, expression in enumerate(filters):  # one repair task per filter (a filter holds ~9,000 chars)
         spec = {"source": dict(source), "transforms": [{"filter": expression}],
                 "destinations": [{"id": re.sub(r"[^A-Za-z0-9_.-]", "_", dest.id)[:64], "plugin": dest.plugin,
@@ -145,6 +158,21 @@ def _by_keys(found: Comparison, dest: DestinationSpec, params: Mapping[str, Any]
             out.reason = f"repair task {task_id} ended with exit code {code}: {result.get('error') if result else ''}"
             break
     return out
+
+
+def _upsert_params(found: Comparison, sink: Any) -> Mapping[str, Any] | None:
+    """The repair task's params that make it upsert by the comparison's key, when that key is the destination
+    table's primary key (so the destination holds each key once) and its store can upsert; else None."""
+    key = found.columns.key_right
+    if sink.upsert_params is None or not key or found.found.get("duplicate", np.empty(0)).size:
+        return None
+    try:
+        primary = found.right.primary_key()
+    except Exception:  # the catalog could not be asked: the route that needs no key
+        return None
+    if [k.lower() for k in primary] != [k.lower() for k in key]:
+        return None
+    return dict(sink.upsert_params(primary))
 
 
 def _rewrite(dest: DestinationSpec, task: Mapping[str, Any], run: RunTask, log: Logger) -> Repair:

@@ -29,7 +29,9 @@ SINK = sink_role(options=MysqlWriterOptions, periphery=MysqlWriterPeriphery, wri
                  method_keys=("load", "write_mode", "method"), targets=("database", "table", "staging_table"),
                  uses_wire_text=True, plan_load=plan_load,
                  ddl=DdlFacet(dialect=MYSQL_DDL, open=open_session,
-                              session_key=lambda o: o.endpoint))  # a database task creates its tables
+                              session_key=lambda o: o.endpoint),  # a database task creates its tables
+                 # ON DUPLICATE KEY UPDATE, by INSERT (LOAD DATA cannot update a row in place)
+                 upsert_params=lambda key: {"write_mode": "upsert", "method": "insert"})
 PLUGIN = Plugin(
     name="mysql", source=SOURCE, sink=SINK,
     description="MySQL/MariaDB tables: key-range split reads (sharded too); append, truncate or staging loads")

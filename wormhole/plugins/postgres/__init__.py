@@ -32,6 +32,7 @@ SINK = sink_role(options=PostgresWriterOptions, periphery=PostgresWriterPeripher
                  targets=("database", "schema", "table", "staging_table"),
                  encoded=EncodedWriteFacet(format=COPY_BINARY, takes=PostgresWriterPeriphery.takes_encoding),
                  ddl=DdlFacet(dialect=POSTGRES_DDL, open=open_session,
-                              session_key=lambda o: o.endpoint(o.database)))  # a database task creates its tables
+                              session_key=lambda o: o.endpoint(o.database)),  # a database task creates its tables
+                 upsert_params=lambda key: {"write_mode": "upsert", "upsert_key": list(key)})
 PLUGIN = Plugin(name="postgres", source=SOURCE, sink=SINK,
                 description="PostgreSQL/Greenplum tables: key or block range split reads; COPY loads with staging swap")

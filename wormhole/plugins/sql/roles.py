@@ -5,7 +5,7 @@ encoded rows, how it plans a load)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar, cast
 
@@ -60,7 +60,8 @@ def source_role(dialect: Dialect, *, options: type, splitter: Callable[[Any, Rea
 def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable[[Any, WriteContext, W, int], Any],
               method_keys: tuple[str, ...], plan_load: Callable[[Any, Schema, bool], str], targets: tuple[str, ...],
               uses_wire_text: bool = False, encoded: EncodedWriteFacet[W] | None = None,
-              ddl: DdlFacet | None = None) -> SinkRole[W]:
+              ddl: DdlFacet | None = None,
+              upsert_params: Callable[[Sequence[str]], Mapping[str, Any]] | None = None) -> SinkRole[W]:
     """A SQL store's destination: each split committed with its marker row in one transaction (``durable``),
     staging tables and marker rows of crashed runs found and removed (``leftovers``), the rows written
     counted for ``verify`` (``add_written``); one destination at a time truncates or swaps a table
@@ -85,6 +86,7 @@ def sink_role(*, options: type[SinkParams], periphery: type[W], writer: Callable
         ddl=ddl,
         target_rows=options.target_rows,
         delete_keys=periphery.delete_keys,
+        upsert_params=upsert_params,
         count_rows=periphery.count_rows,
         # In Spark mode the row writers run in the executors, a split per partition, each made
         # durable with its marker row in one transaction: a retried task finds it there.

@@ -64,6 +64,7 @@ SINK = SinkRole(
     ddl=DdlFacet(dialect=SQLITE_DDL, open=open_session),
     target_rows=_target_rows,
     delete_keys=SqliteWriterPeriphery.delete_keys,
+    upsert_params=lambda key: {"write_mode": "upsert", "key": list(key)},
     count_rows=SqliteWriterPeriphery.count_rows,
 )
 
