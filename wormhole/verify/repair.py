@@ -1,7 +1,7 @@
 """Repairing a copy that differs from its source (``wormhole verify --task-id N --repair``; issue 39, item 4).
 
 What a comparison found (:class:`~wormhole.verify.diff.Comparison`) is repaired in the destination that
-differs, by one of two routes, then compared again:
+differs, by one of three routes, then compared again:
 
 - **By upsert**, where the comparison's key is the destination table's primary key and its store can write
   by that key (``SinkRole.upsert_params``: mysql's ``ON DUPLICATE KEY UPDATE``, postgres's and sqlite's ``ON

@@ -290,7 +290,7 @@ class SqlWriterPeriphery(ShippedWithoutLock):
     def release(self: P) -> None:
         """The task's outcome is recorded: this load's markers are not needed to resume any more. In a database
         task they go with the other tables' of the same markers table, one statement for hundreds of tables
-        (:meth:`RunShared.release_later`: a thousand tiny tables' releases were a second of the run's tail)."""
+        (:meth:`RunShared.release_later`), not a statement and a commit each at the end of the run."""
         if not self.markers_ready:
             return
         shared = self.ctx.shared

@@ -31,8 +31,8 @@ def table_columns(dialect: Dialect, source: SqlSource, shard: Shard, table: str,
     return list(described() if shared is None else shared.once(_columns_key(dialect, shard, table), described))
 
 
-def _columns_key(dialect: Dialect, shard: Shard, table: str) -> tuple[str, ...]:
-    return ("columns", dialect.name, shard.endpoint, shard.schema, table)  # type: ignore[return-value]
+def _columns_key(dialect: Dialect, shard: Shard, table: str) -> tuple[Any, ...]:
+    return ("columns", dialect.name, shard.endpoint, shard.schema, table)
 
 
 DESCRIBED_AT_ONCE = 500
@@ -41,9 +41,9 @@ DESCRIBED_AT_ONCE = 500
 
 def describe_ahead(dialect: Dialect, source: SqlSource, ctx: ReadContext) -> int:
     """Describe every table of ``source``'s shards (a database task's tables: ``CatalogFacet.for_tables``) a few
-    hundred per statement, kept in ``ctx.shared`` where each table run's :func:`table_columns` finds its own
-    (one statement per table, parsed by the driver, was a tenth of a tiny table's CPU). A table not found is
-    left to its run, which names it. Returns how many were described."""
+    hundred per statement, kept in ``ctx.shared`` where each table run's :func:`table_columns` finds its own:
+    a round trip a table fewer (against a local server no faster, docs/benchmarks.md; across a network, a
+    round trip each). A table not found is left to its run, which names it. Returns how many were described."""
     shared = ctx.shared
     if shared is None:
         return 0
