@@ -86,19 +86,12 @@ class BufferedLineExchanger:
         # A batch of Arrow columns or of a source's encoding goes on as it is (no tuple is made), cut to
         # batch_rows and batch_bytes (the reader of an encoding cut it so already).
         self.flush()
-        if batch.encoded is not None:
-            # Cut by its reader (by bytes, rows 16 times batch_rows); under a speed limit, to one second of it.
-            per_row = max((batch.encoded_nbytes or 0) // len(batch), 1)
-            limit = max(min(self._batch_rows, self._batch_bytes // per_row), 1)
-            if self._throttle is None or len(batch) <= limit:
-                self._push(batch)
-                return
-            for start in range(0, len(batch), limit):
-                self._push(batch.sliced(start, limit))
-            return
-        per_row = max(batch.nbytes // len(batch), 1)
+        encoded = batch.encoded is not None
+        per_row = max(((batch.encoded_nbytes or 0) if encoded else batch.nbytes) // len(batch), 1)
         limit = max(min(self._batch_rows, self._batch_bytes // per_row), 1)
-        if len(batch) <= limit:
+        # An encoded batch was cut by its reader (by bytes, rows 16 times batch_rows): cut here only under a speed
+        # limit, to one second of it.
+        if len(batch) <= limit or (encoded and self._throttle is None):
             self._push(batch)
             return
         for start in range(0, len(batch), limit):
