@@ -230,9 +230,11 @@ def _last_plan(ctx: click.Context, run_id: int | None) -> list[Split] | None:
 @click.option("--key", metavar="COLUMNS", help="The key columns, comma-separated (default: the source table's "
                                                "primary key).")
 @_comparing
-@click.option("--repair", is_flag=True, help="Repair each destination that differs (by key: delete what it holds "
-                                             "of the differing keys, write the source's rows of them again through "
-                                             "a repair task), then compare it again.")
+@click.option("--repair", is_flag=True, help="Repair each destination that differs (keyed by its primary key: "
+                                             "delete its extra keys, write the source's rows of the missing and "
+                                             "different ones over them by a repair task's upsert; keyed otherwise: "
+                                             "delete what it holds of the differing keys, then write them again), "
+                                             "then compare it again.")
 @click.option("--json", "as_json", is_flag=True, help="Print each destination's comparison as JSON.")
 @global_options
 @click.pass_context
